@@ -1,0 +1,33 @@
+package access
+
+import "time"
+
+// Organization is a tenant. Every other object belongs to exactly one.
+type Organization struct {
+	ID        string
+	Name      string
+	CreatedAt time.Time
+}
+
+// UserStatus is whether a user may sign in.
+type UserStatus string
+
+const (
+	UserActive      UserStatus = "active"
+	UserDeactivated UserStatus = "deactivated"
+)
+
+// User is a member of one organization.
+type User struct {
+	ID           string
+	OrgID        string
+	Email        string
+	PasswordHash string
+	Role         Role
+	Status       UserStatus
+	SysAdmin     bool
+	CreatedAt    time.Time
+}
+
+// Active reports whether the user may authenticate.
+func (u *User) Active() bool { return u.Status == UserActive }

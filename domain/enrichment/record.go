@@ -1,0 +1,33 @@
+package enrichment
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// RecordType names what produced a record.
+type RecordType string
+
+const (
+	RecordEnrichment RecordType = "enrichment"
+)
+
+// Record is a stored enrichment result.
+type Record struct {
+	ID               string
+	OrgID            string
+	Type             RecordType
+	SchemaID         string
+	JobID            string
+	Model            string
+	Strategy         Strategy
+	EntityData       json.RawMessage
+	StructuredOutput json.RawMessage
+	// Cost is in micro-credits.
+	Cost         int64
+	InputTokens  int
+	OutputTokens int
+	// Sandbox marks records produced by the built-in sandbox provider.
+	Sandbox   bool
+	CreatedAt time.Time
+}

@@ -1,0 +1,178 @@
+// Package job holds the lifecycle of an asynchronous LLM job: its states, the
+// transitions between them and the events a job emits while it runs.
+package job
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// State is where a job is in its lifecycle. Callers cannot invent states: use
+// the constants below, or ParseState for stored values.
+type State string
+
+const (
+	// Pending means the job is accepted and waits for capacity.
+	Pending State = "pending"
+	// Running means a worker is executing the job.
+	Running State = "running"
+	// Paused means the job waits for POST /api/llm/continue (for example after a
+	// classification mismatch).
+	Paused State = "paused"
+	// Completed is terminal: the job finished successfully.
+	Completed State = "completed"
+	// Failed is terminal: an unrecoverable failure, with a typed error code.
+	Failed State = "failed"
+	// Cancelled is terminal: a client or the server cancelled the job.
+	Cancelled State = "cancelled"
+)
+
+// States lists every state in lifecycle order.
+func States() []State {
+	return []State{Pending, Running, Paused, Completed, Failed, Cancelled}
+}
+
+// ParseState returns the state named s.
+func ParseState(s string) (State, error) {
+	for _, st := range States() {
+		if string(st) == s {
+			return st, nil
+		}
+	}
+	return "", fmt.Errorf("unknown job state %q", s)
+}
+
+// Terminal reports whether no transition leaves s.
+func (s State) Terminal() bool {
+	return s == Completed || s == Failed || s == Cancelled
+}
+
+// Action is something that moves a job between states.
+type Action string
+
+const (
+	ActionStart    Action = "start"
+	ActionPause    Action = "pause"
+	ActionContinue Action = "continue"
+	ActionComplete Action = "complete"
+	ActionFail     Action = "fail"
+	ActionCancel   Action = "cancel"
+)
+
+// Actions lists every action.
+func Actions() []Action {
+	return []Action{ActionStart, ActionPause, ActionContinue, ActionComplete, ActionFail, ActionCancel}
+}
+
+// ErrTransition is returned (wrapped, with detail) when an action is not
+// allowed in the job's current state.
+var ErrTransition = errors.New("invalid job transition")
+
+// transitions is SPEC.md's job table plus pending -> running and
+// pending -> cancelled (REFERENCE.md), and nothing else. A failure while
+// pending (for example the server shutting down before a worker picked the job
+// up) is allowed so that no job stays pending forever.
+var transitions = map[State]map[Action]State{
+	Pending: {ActionStart: Running, ActionCancel: Cancelled, ActionFail: Failed},
+	Running: {ActionPause: Paused, ActionComplete: Completed, ActionFail: Failed, ActionCancel: Cancelled},
+	Paused:  {ActionContinue: Running, ActionCancel: Cancelled, ActionFail: Failed},
+}
+
+// Next returns the state that action a leads to from s.
+func Next(s State, a Action) (State, error) {
+	if next, ok := transitions[s][a]; ok {
+		return next, nil
+	}
+	if s.Terminal() {
+		return s, fmt.Errorf("%w: job is already %s and cannot %s", ErrTransition, s, a)
+	}
+	return s, fmt.Errorf("%w: cannot %s a %s job", ErrTransition, a, s)
+}
+
+// Type names what a job does.
+type Type string
+
+const (
+	TypeEnrichment Type = "enrichment"
+)
+
+// ErrorCode is the typed reason carried by a failed event.
+type ErrorCode string
+
+const (
+	CodeLLMUnavailable ErrorCode = "llm_unavailable"
+	CodeOutputInvalid  ErrorCode = "output_invalid"
+	CodeTimeout        ErrorCode = "timeout"
+	CodeRateLimited    ErrorCode = "rate_limited"
+	CodeSchemaInvalid  ErrorCode = "schema_invalid"
+	CodeInterrupted    ErrorCode = "interrupted"
+	CodeShutdown       ErrorCode = "shutdown"
+	CodeInternal       ErrorCode = "internal_error"
+)
+
+// Job is one asynchronous unit of LLM work owned by an organization.
+type Job struct {
+	ID        string
+	OrgID     string
+	Type      Type
+	State     State
+	ErrorCode ErrorCode
+	Error     string
+	// Request is the job's input as JSON, kept so that the job can be
+	// inspected and, later, resumed.
+	Request   []byte
+	Result    []byte
+	CreatedAt time.Time
+	UpdatedAt time.Time
+	// HeartbeatAt is refreshed by the worker that runs the job; a running job
+	// whose heartbeat is stale was interrupted (crash, restart).
+	HeartbeatAt time.Time
+}
+
+// Apply moves the job by action a, or returns an ErrTransition.
+func (j *Job) Apply(a Action, now time.Time) error {
+	next, err := Next(j.State, a)
+	if err != nil {
+		return err
+	}
+	j.State = next
+	j.UpdatedAt = now
+	return nil
+}
+
+// Start moves a pending job to running.
+func (j *Job) Start(now time.Time) error {
+	if err := j.Apply(ActionStart, now); err != nil {
+		return err
+	}
+	j.HeartbeatAt = now
+	return nil
+}
+
+// Complete records a successful result.
+func (j *Job) Complete(result []byte, now time.Time) error {
+	if err := j.Apply(ActionComplete, now); err != nil {
+		return err
+	}
+	j.Result = result
+	return nil
+}
+
+// Fail records an unrecoverable failure with its typed code.
+func (j *Job) Fail(code ErrorCode, msg string, now time.Time) error {
+	if err := j.Apply(ActionFail, now); err != nil {
+		return err
+	}
+	j.ErrorCode, j.Error = code, msg
+	return nil
+}
+
+// Cancel cancels a pending, running or paused job.
+func (j *Job) Cancel(reason string, now time.Time) error {
+	if err := j.Apply(ActionCancel, now); err != nil {
+		return err
+	}
+	j.Error = reason
+	return nil
+}

@@ -1,0 +1,61 @@
+// Package model names LLM models by composite key (<provider>::<model>) and
+// prices their calls in integer micro-credits.
+package model
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Separator joins provider and model in a composite key.
+const Separator = "::"
+
+// Auto is the literal that asks the server to choose the model.
+const Auto = "auto"
+
+// ErrInvalidKey is returned for a string that is not <provider>::<model>.
+var ErrInvalidKey = errors.New("invalid model key")
+
+// Key is a composite model key.
+type Key struct {
+	Provider string
+	Model    string
+}
+
+// ParseKey parses "<provider>::<model>".
+func ParseKey(s string) (Key, error) {
+	p, m, ok := strings.Cut(s, Separator)
+	if !ok || p == "" || m == "" || strings.ContainsAny(p, " \t\n") {
+		return Key{}, fmt.Errorf("%w %q: want <provider>::<model>", ErrInvalidKey, s)
+	}
+	return Key{Provider: p, Model: m}, nil
+}
+
+func (k Key) String() string { return k.Provider + Separator + k.Model }
+
+// Price is what a model charges, in micro-credits per million tokens.
+type Price struct {
+	InputPerMTok  int64
+	OutputPerMTok int64
+}
+
+// Cost returns the micro-credits of one call, rounded up so that no call is
+// free unless the price is zero.
+func (p Price) Cost(inputTokens, outputTokens int) int64 {
+	n := int64(inputTokens)*p.InputPerMTok + int64(outputTokens)*p.OutputPerMTok
+	return (n + 999_999) / 1_000_000
+}
+
+// Info describes a model available to enrichment.
+type Info struct {
+	Key         Key
+	DisplayName string
+	Price       Price
+	// Sandbox marks the built-in deterministic provider.
+	Sandbox       bool
+	WebSearch     bool
+	Vision        bool
+	PDFInput      bool
+	ContextLength int
+}

@@ -1,0 +1,79 @@
+// Package page holds keyset pagination: page sizes and opaque cursors.
+package page
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+const (
+	DefaultSize = 50
+	MaxSize     = 200
+)
+
+// ErrBadCursor is returned for a cursor this service did not issue.
+var ErrBadCursor = errors.New("invalid cursor")
+
+// Request asks for one page, newest first.
+type Request struct {
+	Size  int
+	After *Cursor // nil for the first page
+}
+
+// Cursor is the position after the last item of a page: items are ordered by
+// (CreatedAt, ID) descending.
+type Cursor struct {
+	CreatedAt time.Time
+	ID        string
+}
+
+// Encode returns the opaque form given to clients.
+func (c Cursor) Encode() string {
+	s := strconv.FormatInt(c.CreatedAt.UnixNano(), 10) + "|" + c.ID
+	return base64.RawURLEncoding.EncodeToString([]byte(s))
+}
+
+// Before reports whether an item at (t, id) comes after the cursor in
+// descending order.
+func (c Cursor) Before(t time.Time, id string) bool {
+	if t.Equal(c.CreatedAt) {
+		return id < c.ID
+	}
+	return t.Before(c.CreatedAt)
+}
+
+// ParseRequest validates a page size (0 means default) and a cursor ("" means
+// the first page).
+func ParseRequest(size int, cursor string) (Request, error) {
+	if size == 0 {
+		size = DefaultSize
+	}
+	if size < 1 || size > MaxSize {
+		return Request{}, fmt.Errorf("page_size must be between 1 and %d", MaxSize)
+	}
+	r := Request{Size: size}
+	if cursor == "" {
+		return r, nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(cursor)
+	if err != nil {
+		return Request{}, ErrBadCursor
+	}
+	ns, id, ok := strings.Cut(string(b), "|")
+	n, err := strconv.ParseInt(ns, 10, 64)
+	if !ok || err != nil || id == "" {
+		return Request{}, ErrBadCursor
+	}
+	r.After = &Cursor{CreatedAt: time.Unix(0, n).UTC(), ID: id}
+	return r, nil
+}
+
+// Result is one page of items plus the cursor of the next page ("" at the end).
+type Result[T any] struct {
+	Items []T
+	Next  string
+}

@@ -1,0 +1,56 @@
+// Package schema holds saved schemas: JSON Schema (2020-12) documents that
+// describe an enrichment's structured output, with the reference product's
+// extensions (x-expertiseDomains, per-property flags).
+package schema
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// MaxNameLen bounds a schema's name.
+const MaxNameLen = 200
+
+// Schema is a saved schema of one organization.
+type Schema struct {
+	ID          string
+	OrgID       string
+	Name        string
+	Description string
+	// Content is the JSON Schema document.
+	Content json.RawMessage
+	// Linked schemas keep a working copy (Content) and a published contract.
+	Linked    bool
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// ErrInvalid is wrapped by every validation failure of a schema document.
+var ErrInvalid = errors.New("invalid schema")
+
+// CheckShape validates what the enrichment needs beyond JSON Schema itself:
+// a name, and a top-level object with properties.
+func CheckShape(name string, content json.RawMessage) (map[string]any, error) {
+	name = strings.TrimSpace(name)
+	if name == "" {
+		return nil, fmt.Errorf("%w: name is required", ErrInvalid)
+	}
+	if len(name) > MaxNameLen {
+		return nil, fmt.Errorf("%w: name is longer than %d characters", ErrInvalid, MaxNameLen)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(content, &doc); err != nil || doc == nil {
+		return nil, fmt.Errorf("%w: schema must be a JSON object", ErrInvalid)
+	}
+	if t, _ := doc["type"].(string); t != "object" {
+		return nil, fmt.Errorf("%w: schema.type must be \"object\"", ErrInvalid)
+	}
+	props, ok := doc["properties"].(map[string]any)
+	if !ok || len(props) == 0 {
+		return nil, fmt.Errorf("%w: schema.properties must name at least one property", ErrInvalid)
+	}
+	return doc, nil
+}

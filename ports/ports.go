@@ -1,0 +1,197 @@
+package ports
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/entityenrich/enrich/domain/access"
+	"github.com/entityenrich/enrich/domain/enrichment"
+	"github.com/entityenrich/enrich/domain/job"
+	"github.com/entityenrich/enrich/domain/model"
+	"github.com/entityenrich/enrich/domain/page"
+	"github.com/entityenrich/enrich/domain/schema"
+)
+
+// Sentinel errors. Adapters wrap them with detail; callers test with errors.Is.
+var (
+	ErrNotFound = errors.New("not found")
+	ErrConflict = errors.New("conflict")
+	ErrInvalid  = errors.New("invalid input")
+)
+
+// Clock tells the time. Tests use a fixed or stepping clock.
+type Clock interface {
+	Now() time.Time
+}
+
+// IDs makes unique identifiers.
+type IDs interface {
+	NewID() string
+}
+
+// OrgStore keeps organizations.
+type OrgStore interface {
+	CreateOrg(ctx context.Context, o *access.Organization) error
+	GetOrg(ctx context.Context, id string) (*access.Organization, error)
+}
+
+// UserStore keeps users. Emails are unique across the service (ErrConflict).
+type UserStore interface {
+	CreateUser(ctx context.Context, u *access.User) error
+	GetUser(ctx context.Context, id string) (*access.User, error)
+	GetUserByEmail(ctx context.Context, email string) (*access.User, error)
+	ListUsers(ctx context.Context, orgID string) ([]*access.User, error)
+	// UpdateUser loads the user, calls fn, and stores the result atomically.
+	UpdateUser(ctx context.Context, orgID, id string, fn func(*access.User) error) (*access.User, error)
+}
+
+// KeyUsage is one authenticated use of an access key, recorded in batches.
+type KeyUsage struct {
+	KeyID  string
+	Count  int64
+	LastAt time.Time
+}
+
+// APIKeyStore keeps access keys (only their prefix and hash).
+type APIKeyStore interface {
+	CreateKey(ctx context.Context, k *access.APIKey) error
+	// FindKeysByPrefix returns every key whose stored prefix matches, revoked
+	// or not; the caller compares hashes in constant time.
+	FindKeysByPrefix(ctx context.Context, prefix string) ([]*access.APIKey, error)
+	GetKey(ctx context.Context, orgID, id string) (*access.APIKey, error)
+	ListKeys(ctx context.Context, orgID string) ([]*access.APIKey, error)
+	UpdateKey(ctx context.Context, orgID, id string, fn func(*access.APIKey) error) (*access.APIKey, error)
+	// RecordUsage adds counts and moves last-used times forward, many keys at once.
+	RecordUsage(ctx context.Context, usage []KeyUsage) error
+}
+
+// SchemaStore keeps saved schemas.
+type SchemaStore interface {
+	CreateSchema(ctx context.Context, s *schema.Schema) error
+	GetSchema(ctx context.Context, orgID, id string) (*schema.Schema, error)
+	ListSchemas(ctx context.Context, orgID string, p page.Request) (page.Result[*schema.Schema], error)
+}
+
+// RecordFilter narrows a record listing; empty fields match everything.
+type RecordFilter struct {
+	Type     enrichment.RecordType
+	SchemaID string
+	JobID    string
+}
+
+// RecordStore keeps enrichment records.
+type RecordStore interface {
+	CreateRecord(ctx context.Context, r *enrichment.Record) error
+	GetRecord(ctx context.Context, orgID, id string) (*enrichment.Record, error)
+	ListRecords(ctx context.Context, orgID string, f RecordFilter, p page.Request) (page.Result[*enrichment.Record], error)
+}
+
+// JobStore keeps jobs. Update owns the transaction: it loads the job (locking
+// it), calls fn, and writes the result only when fn returns nil.
+type JobStore interface {
+	CreateJob(ctx context.Context, j *job.Job) error
+	GetJob(ctx context.Context, orgID, id string) (*job.Job, error)
+	UpdateJob(ctx context.Context, id string, fn func(*job.Job) error) (*job.Job, error)
+	// Heartbeat refreshes HeartbeatAt of the given non-terminal jobs.
+	Heartbeat(ctx context.Context, ids []string, at time.Time) error
+	// ListStale returns pending, running or paused jobs whose heartbeat is
+	// older than before.
+	ListStale(ctx context.Context, before time.Time) ([]*job.Job, error)
+}
+
+// EventLog is the durable, ordered log of every job's events.
+type EventLog interface {
+	// Append stores events; each carries its JobID and Seq. Appending a
+	// (JobID, Seq) that exists is ErrConflict.
+	Append(ctx context.Context, events []job.Event) error
+	// List returns up to limit events of a job with Seq > after, in order.
+	List(ctx context.Context, jobID string, after int64, limit int) ([]job.Event, error)
+}
+
+// LLMRequest is one chat completion asked of a model.
+type LLMRequest struct {
+	Model    model.Key
+	Messages []enrichment.Message
+	// Schema is the JSON Schema the answer must satisfy; adapters use it for
+	// structured output where the provider supports it.
+	Schema     map[string]any
+	SchemaName string
+}
+
+// LLMResponse is a model's answer and its token usage.
+type LLMResponse struct {
+	Text         string
+	InputTokens  int
+	OutputTokens int
+}
+
+// Typed LLM failures; adapters wrap the provider's error in one of these.
+var (
+	ErrUnknownModel   = errors.New("unknown model")
+	ErrLLMUnavailable = errors.New("llm unavailable")
+	ErrLLMTimeout     = errors.New("llm timeout")
+	ErrRateLimited    = errors.New("llm rate limited")
+)
+
+// LLM calls models by composite key.
+type LLM interface {
+	Generate(ctx context.Context, req LLMRequest) (LLMResponse, error)
+}
+
+// ModelCatalog lists the models enrichment may use.
+type ModelCatalog interface {
+	Models() []model.Info
+	// Model returns the model with key k, or ErrUnknownModel.
+	Model(k model.Key) (model.Info, error)
+}
+
+// Validator checks a decoded JSON value against a compiled schema. The error
+// names the failing paths.
+type Validator interface {
+	Validate(v any) error
+}
+
+// SchemaCompiler compiles JSON Schema documents. A document that is not valid
+// JSON Schema gives an error wrapping ErrInvalid with the validator's message.
+type SchemaCompiler interface {
+	Compile(doc json.RawMessage) (Validator, error)
+}
+
+// JobRunner executes jobs in the background with bounded concurrency.
+type JobRunner interface {
+	// Submit queues run for job id. run's context is cancelled by Cancel or by
+	// Shutdown's deadline.
+	Submit(id, orgID string, run func(ctx context.Context)) error
+	// Cancel cancels the context of a queued or running job; false if unknown here.
+	Cancel(id string) bool
+	// Running lists the ids of jobs queued or running here.
+	Running() []string
+	// Shutdown stops accepting jobs and waits for the running ones until ctx
+	// ends, then cancels them and waits for them to return.
+	Shutdown(ctx context.Context) error
+}
+
+// Passwords hashes and checks passwords.
+type Passwords interface {
+	Hash(password string) (string, error)
+	Verify(hash, password string) (bool, error)
+}
+
+// TokenClaims is what a session token says about its holder.
+type TokenClaims struct {
+	UserID    string
+	OrgID     string
+	ExpiresAt time.Time
+}
+
+// Tokens issues and checks session tokens.
+type Tokens interface {
+	Issue(c TokenClaims) (token string, err error)
+	Parse(token string) (TokenClaims, error)
+}
+
+// ErrCapacity is returned by JobRunner.Submit when its queue is full or it is
+// shutting down.
+var ErrCapacity = errors.New("no capacity for the job")
