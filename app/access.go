@@ -1,0 +1,371 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/mail"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/entityenrich/enrich/domain/access"
+	"github.com/entityenrich/enrich/ports"
+)
+
+// AccessService registers organizations, signs users in, and turns
+// credentials (access keys, session tokens) into principals.
+type AccessService struct {
+	Orgs      ports.OrgStore
+	Users     ports.UserStore
+	Keys      ports.APIKeyStore
+	Passwords ports.Passwords
+	// Access and Refresh sign the two kinds of session token with different
+	// secrets, so that one can never be used as the other.
+	Access  ports.Tokens
+	Refresh ports.Tokens
+	Clock   ports.Clock
+	IDs     ports.IDs
+	Log     *slog.Logger
+
+	AccessTTL time.Duration
+
+	usage usageBatch
+}
+
+// Session is what registration, login and refresh return.
+type Session struct {
+	User         *access.User
+	Org          *access.Organization
+	AccessToken  string
+	RefreshToken string
+	ExpiresIn    time.Duration
+}
+
+const minPasswordLen = 8
+
+// Register creates an organization and its owner.
+func (s *AccessService) Register(ctx context.Context, email, password, orgName string) (*Session, error) {
+	email = strings.ToLower(strings.TrimSpace(email))
+	if _, err := mail.ParseAddress(email); err != nil || !strings.Contains(email, "@") {
+		return nil, Invalid("email", "email is not a valid address")
+	}
+	if len(password) < minPasswordLen {
+		return nil, Invalid("password", "password must have at least %d characters", minPasswordLen)
+	}
+	orgName = strings.TrimSpace(orgName)
+	if orgName == "" || len(orgName) > 200 {
+		return nil, Invalid("organization", "organization must be 1 to 200 characters")
+	}
+	if _, err := s.Users.GetUserByEmail(ctx, email); err == nil {
+		return nil, coded(ports.ErrConflict, "email_taken", "an account with this email exists")
+	} else if !errors.Is(err, ports.ErrNotFound) {
+		return nil, err
+	}
+	hash, err := s.Passwords.Hash(password)
+	if err != nil {
+		return nil, err
+	}
+	now := s.Clock.Now()
+	org := &access.Organization{ID: s.IDs.NewID(), Name: orgName, CreatedAt: now}
+	if err := s.Orgs.CreateOrg(ctx, org); err != nil {
+		return nil, err
+	}
+	u := &access.User{ID: s.IDs.NewID(), OrgID: org.ID, Email: email, PasswordHash: hash,
+		Role: access.Owner, Status: access.UserActive, CreatedAt: now}
+	if err := s.Users.CreateUser(ctx, u); err != nil {
+		if errors.Is(err, ports.ErrConflict) {
+			return nil, coded(ports.ErrConflict, "email_taken", "an account with this email exists")
+		}
+		return nil, err
+	}
+	s.Log.Info("organization registered", "org_id", org.ID, "user_id", u.ID)
+	return s.session(u, org)
+}
+
+// Login checks a password and opens a session.
+func (s *AccessService) Login(ctx context.Context, email, password string) (*Session, error) {
+	u, err := s.Users.GetUserByEmail(ctx, strings.ToLower(strings.TrimSpace(email)))
+	if err != nil && !errors.Is(err, ports.ErrNotFound) {
+		return nil, err
+	}
+	ok := false
+	if u != nil {
+		ok, err = s.Passwords.Verify(u.PasswordHash, password)
+		if err != nil {
+			return nil, err
+		}
+	}
+	if !ok || !u.Active() {
+		return nil, coded(access.ErrUnauthenticated, "invalid_credentials", "invalid email or password")
+	}
+	org, err := s.Orgs.GetOrg(ctx, u.OrgID)
+	if err != nil {
+		return nil, err
+	}
+	return s.session(u, org)
+}
+
+// RefreshSession exchanges a refresh token for a new session.
+func (s *AccessService) RefreshSession(ctx context.Context, refresh string) (*Session, error) {
+	c, err := s.Refresh.Parse(refresh)
+	if err != nil {
+		return nil, coded(access.ErrUnauthenticated, "invalid_token", "invalid or expired refresh token")
+	}
+	u, err := s.Users.GetUser(ctx, c.UserID)
+	if err != nil || !u.Active() || u.OrgID != c.OrgID {
+		return nil, coded(access.ErrUnauthenticated, "invalid_token", "invalid or expired refresh token")
+	}
+	org, err := s.Orgs.GetOrg(ctx, u.OrgID)
+	if err != nil {
+		return nil, err
+	}
+	return s.session(u, org)
+}
+
+const refreshTTL = 7 * 24 * time.Hour
+
+func (s *AccessService) session(u *access.User, org *access.Organization) (*Session, error) {
+	now := s.Clock.Now()
+	at, err := s.Access.Issue(ports.TokenClaims{UserID: u.ID, OrgID: u.OrgID, ExpiresAt: now.Add(s.AccessTTL)})
+	if err != nil {
+		return nil, err
+	}
+	rt, err := s.Refresh.Issue(ports.TokenClaims{UserID: u.ID, OrgID: u.OrgID, ExpiresAt: now.Add(refreshTTL)})
+	if err != nil {
+		return nil, err
+	}
+	return &Session{User: u, Org: org, AccessToken: at, RefreshToken: rt, ExpiresIn: s.AccessTTL}, nil
+}
+
+var errBadCredentials = coded(access.ErrUnauthenticated, "invalid_credentials", "missing or invalid credentials")
+
+// AuthenticateKey turns an access key into a principal. Every failure is the
+// same 401 so that callers learn nothing about which keys exist.
+func (s *AccessService) AuthenticateKey(ctx context.Context, key string) (*access.Principal, error) {
+	prefix, hash, err := access.ParseKey(key)
+	if err != nil {
+		return nil, errBadCredentials
+	}
+	cands, err := s.Keys.FindKeysByPrefix(ctx, prefix)
+	if err != nil {
+		return nil, err
+	}
+	var k *access.APIKey
+	for _, c := range cands {
+		if access.HashesEqual(c.Hash, hash) {
+			k = c
+		}
+	}
+	now := s.Clock.Now()
+	if k == nil || k.Usable(now) != nil {
+		return nil, errBadCredentials
+	}
+	p := &access.Principal{OrgID: k.OrgID, KeyID: k.ID, Role: k.Role, Scopes: k.Scopes, ExpiresAt: k.ExpiresAt}
+	if k.Legacy {
+		u, err := s.Users.GetUser(ctx, k.CreatedBy)
+		if err != nil || !u.Active() || u.OrgID != k.OrgID {
+			return nil, errBadCredentials
+		}
+		p.UserID, p.Role, p.SysAdmin = u.ID, u.Role, u.SysAdmin
+	}
+	s.usage.add(k.ID, now)
+	return p, nil
+}
+
+// AuthenticateToken turns a session token into a principal.
+func (s *AccessService) AuthenticateToken(ctx context.Context, token string) (*access.Principal, error) {
+	c, err := s.Access.Parse(token)
+	if err != nil {
+		return nil, errBadCredentials
+	}
+	u, err := s.Users.GetUser(ctx, c.UserID)
+	if err != nil || !u.Active() || u.OrgID != c.OrgID {
+		return nil, errBadCredentials
+	}
+	return &access.Principal{OrgID: u.OrgID, UserID: u.ID, Role: u.Role, Scopes: access.DefaultScopes(), SysAdmin: u.SysAdmin}, nil
+}
+
+// NewKeyInput asks for an access key. A nil Role asks for a legacy user key.
+type NewKeyInput struct {
+	Name          string
+	Role          *access.Role
+	Scopes        []string
+	ExpiresAt     *time.Time
+	ExpiresInDays *int
+}
+
+// CreateKey creates an access key and returns it with its only clear copy.
+func (s *AccessService) CreateKey(ctx context.Context, p *access.Principal, in NewKeyInput) (*access.APIKey, string, error) {
+	name := strings.TrimSpace(in.Name)
+	if name == "" || len(name) > 200 {
+		return nil, "", Invalid("name", "name must be 1 to 200 characters")
+	}
+	scopes, err := access.ParseScopes(in.Scopes)
+	if err != nil {
+		return nil, "", Invalid("scopes", "%v", err)
+	}
+	now := s.Clock.Now()
+	exp := in.ExpiresAt
+	if in.ExpiresInDays != nil {
+		if exp != nil {
+			return nil, "", Invalid("expires_in_days", "give expires_at or expires_in_days, not both")
+		}
+		if *in.ExpiresInDays < 1 || *in.ExpiresInDays > 3650 {
+			return nil, "", Invalid("expires_in_days", "expires_in_days must be between 1 and 3650")
+		}
+		t := now.Add(time.Duration(*in.ExpiresInDays) * 24 * time.Hour)
+		exp = &t
+	}
+	if exp != nil && !exp.After(now) {
+		return nil, "", Invalid("expires_at", "expires_at must be in the future")
+	}
+	k := &access.APIKey{ID: s.IDs.NewID(), OrgID: p.OrgID, CreatedBy: p.UserID, Name: name, Scopes: scopes, ExpiresAt: exp, CreatedAt: now}
+	if in.Role == nil {
+		if p.UserID == "" {
+			return nil, "", Invalid("role", "a legacy user key (role null) needs a user session or user key, not an organization key")
+		}
+		k.Legacy = true
+	} else {
+		if !in.Role.Valid() {
+			return nil, "", Invalid("role", "role must be owner, editor or operator")
+		}
+		if !p.SysAdmin && !p.Role.AtLeast(access.Owner) {
+			return nil, "", coded(access.ErrForbidden, "forbidden", "creating an organization access key requires the owner role")
+		}
+		if !p.SysAdmin {
+			if err := access.CheckKeyRole(p.Role, *in.Role); err != nil {
+				return nil, "", coded(access.ErrForbidden, "forbidden", "a key cannot outrank its creator (%s)", p.Role)
+			}
+		}
+		k.Role = *in.Role
+	}
+	clear, err := access.NewKey()
+	if err != nil {
+		return nil, "", err
+	}
+	k.Prefix, k.Hash, err = access.ParseKey(clear)
+	if err != nil {
+		return nil, "", fmt.Errorf("new key does not parse: %w", err)
+	}
+	if err := s.Keys.CreateKey(ctx, k); err != nil {
+		return nil, "", err
+	}
+	s.Log.Info("access key created", "org_id", k.OrgID, "key_id", k.ID, "prefix", k.Prefix, "legacy", k.Legacy)
+	return k, clear, nil
+}
+
+// ListKeys lists the organization's keys.
+func (s *AccessService) ListKeys(ctx context.Context, p *access.Principal) ([]*access.APIKey, error) {
+	return s.Keys.ListKeys(ctx, p.OrgID)
+}
+
+// SetKeyRole changes an organization key's role in place.
+func (s *AccessService) SetKeyRole(ctx context.Context, p *access.Principal, id string, role access.Role) (*access.APIKey, error) {
+	if !role.Valid() {
+		return nil, Invalid("role", "role must be owner, editor or operator")
+	}
+	return s.Keys.UpdateKey(ctx, p.OrgID, id, func(k *access.APIKey) error {
+		if k.Legacy {
+			return Invalid("role", "a legacy user key inherits its user's role and has none of its own")
+		}
+		if k.RevokedAt != nil {
+			return coded(ports.ErrConflict, "key_revoked", "the key is revoked")
+		}
+		k.Role = role
+		return nil
+	})
+}
+
+// RevokeKey revokes a key for good. Revoking twice is not an error.
+func (s *AccessService) RevokeKey(ctx context.Context, p *access.Principal, id string) error {
+	now := s.Clock.Now()
+	_, err := s.Keys.UpdateKey(ctx, p.OrgID, id, func(k *access.APIKey) error {
+		if k.RevokedAt == nil {
+			k.RevokedAt = &now
+		}
+		return nil
+	})
+	if err == nil {
+		s.Log.Info("access key revoked", "org_id", p.OrgID, "key_id", id)
+	}
+	return err
+}
+
+// Me returns the user behind a principal (nil for an organization key) and
+// its organization.
+func (s *AccessService) Me(ctx context.Context, p *access.Principal) (*access.User, *access.Organization, error) {
+	org, err := s.Orgs.GetOrg(ctx, p.OrgID)
+	if err != nil {
+		return nil, nil, err
+	}
+	if p.UserID == "" {
+		return nil, org, nil
+	}
+	u, err := s.Users.GetUser(ctx, p.UserID)
+	return u, org, err
+}
+
+// FlushUsage writes the batched key usage; the server calls it every few
+// seconds and at shutdown, so that authentication never writes per request.
+func (s *AccessService) FlushUsage(ctx context.Context) error {
+	batch := s.usage.take()
+	if len(batch) == 0 {
+		return nil
+	}
+	if err := s.Keys.RecordUsage(ctx, batch); err != nil {
+		s.usage.putBack(batch)
+		return err
+	}
+	return nil
+}
+
+// usageBatch aggregates key uses in memory between flushes.
+type usageBatch struct {
+	mu sync.Mutex
+	m  map[string]ports.KeyUsage
+}
+
+func (b *usageBatch) add(id string, at time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.m == nil {
+		b.m = map[string]ports.KeyUsage{}
+	}
+	u := b.m[id]
+	u.KeyID = id
+	u.Count++
+	if at.After(u.LastAt) {
+		u.LastAt = at
+	}
+	b.m[id] = u
+}
+
+func (b *usageBatch) take() []ports.KeyUsage {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make([]ports.KeyUsage, 0, len(b.m))
+	for _, u := range b.m {
+		out = append(out, u)
+	}
+	b.m = nil
+	return out
+}
+
+func (b *usageBatch) putBack(us []ports.KeyUsage) {
+	for _, u := range us {
+		b.mu.Lock()
+		if b.m == nil {
+			b.m = map[string]ports.KeyUsage{}
+		}
+		cur := b.m[u.KeyID]
+		cur.KeyID = u.KeyID
+		cur.Count += u.Count
+		if u.LastAt.After(cur.LastAt) {
+			cur.LastAt = u.LastAt
+		}
+		b.m[u.KeyID] = cur
+		b.mu.Unlock()
+	}
+}

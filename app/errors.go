@@ -1,0 +1,39 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/entityenrich/enrich/ports"
+)
+
+// Error is a failure the caller should see as it is: Detail is shown to the
+// client, Code is a stable machine-readable code, and Kind (a ports or access
+// sentinel) decides the status.
+type Error struct {
+	Kind   error
+	Code   string
+	Detail string
+	// Field names the request field at fault, when there is one.
+	Field string
+}
+
+func (e *Error) Error() string { return e.Detail }
+func (e *Error) Unwrap() error { return e.Kind }
+
+// Invalid returns a 400-class error naming a field.
+func Invalid(field, format string, args ...any) error {
+	return &Error{Kind: ports.ErrInvalid, Field: field, Detail: fmt.Sprintf(format, args...), Code: "invalid_request"}
+}
+
+// coded returns an error of kind with a stable code.
+func coded(kind error, code, format string, args ...any) error {
+	return &Error{Kind: kind, Code: code, Detail: fmt.Sprintf(format, args...)}
+}
+
+// AsError returns the *Error inside err, if any.
+func AsError(err error) (*Error, bool) {
+	var e *Error
+	ok := errors.As(err, &e)
+	return e, ok
+}

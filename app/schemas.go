@@ -1,0 +1,80 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+
+	"github.com/entityenrich/enrich/domain/access"
+	"github.com/entityenrich/enrich/domain/page"
+	"github.com/entityenrich/enrich/domain/schema"
+	"github.com/entityenrich/enrich/ports"
+)
+
+// SchemaService manages saved schemas.
+type SchemaService struct {
+	Schemas  ports.SchemaStore
+	Compiler ports.SchemaCompiler
+	Clock    ports.Clock
+	IDs      ports.IDs
+}
+
+// NewSchemaInput is a schema to save.
+type NewSchemaInput struct {
+	Name        string
+	Description string
+	Schema      json.RawMessage
+	Linked      bool
+}
+
+// Create validates and saves a schema. A document that is not valid JSON
+// Schema is rejected with the validator's message.
+func (s *SchemaService) Create(ctx context.Context, p *access.Principal, in NewSchemaInput) (*schema.Schema, error) {
+	if len(in.Schema) == 0 || string(in.Schema) == "null" {
+		return nil, Invalid("schema", "schema is required")
+	}
+	if _, err := s.Compiler.Compile(in.Schema); err != nil {
+		return nil, Invalid("schema", "schema is not a valid JSON Schema: %v", err)
+	}
+	if _, err := schema.CheckShape(in.Name, in.Schema); err != nil {
+		field := "schema"
+		if strings.Contains(err.Error(), "name") {
+			field = "name"
+		}
+		return nil, Invalid(field, "%v", err)
+	}
+	if len(in.Description) > 10_000 {
+		return nil, Invalid("description", "description is longer than 10000 characters")
+	}
+	now := s.Clock.Now()
+	sc := &schema.Schema{ID: s.IDs.NewID(), OrgID: p.OrgID, Name: strings.TrimSpace(in.Name), Description: in.Description,
+		Content: compact(in.Schema), Linked: in.Linked, CreatedAt: now, UpdatedAt: now}
+	if err := s.Schemas.CreateSchema(ctx, sc); err != nil {
+		return nil, err
+	}
+	return sc, nil
+}
+
+// Get returns one of the organization's schemas.
+func (s *SchemaService) Get(ctx context.Context, p *access.Principal, id string) (*schema.Schema, error) {
+	sc, err := s.Schemas.GetSchema(ctx, p.OrgID, id)
+	if errors.Is(err, ports.ErrNotFound) {
+		return nil, coded(ports.ErrNotFound, "not_found", "schema %s not found", id)
+	}
+	return sc, err
+}
+
+// List returns a page of the organization's schemas, newest first.
+func (s *SchemaService) List(ctx context.Context, p *access.Principal, pr page.Request) (page.Result[*schema.Schema], error) {
+	return s.Schemas.ListSchemas(ctx, p.OrgID, pr)
+}
+
+func compact(raw json.RawMessage) json.RawMessage {
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		return raw
+	}
+	return b.Bytes()
+}
