@@ -1,0 +1,194 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gorilla/mux"
+
+	"github.com/entityenrich/enrich/app"
+	"github.com/entityenrich/enrich/domain/job"
+)
+
+func (s *Server) registerEnrichmentRoutes(r *mux.Router) {
+	r.HandleFunc("/api/enrichment/options", s.options).Methods(http.MethodGet)
+	r.HandleFunc("/api/single/enrich/stream", s.enrichStream).Methods(http.MethodPost)
+	r.HandleFunc("/api/single/enrich/sync", s.enrichSync).Methods(http.MethodPost)
+}
+
+func (s *Server) registerJobRoutes(r *mux.Router) {
+	r.HandleFunc("/api/llm/stream/{job_id}", s.stream).Methods(http.MethodGet)
+	r.HandleFunc("/api/llm/cancel/{job_id}", s.cancel).Methods(http.MethodPost)
+	r.HandleFunc("/api/llm/continue/{job_id}", s.resume).Methods(http.MethodPost)
+}
+
+func (s *Server) options(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, s.enrich.Options())
+}
+
+func (s *Server) enrichStream(w http.ResponseWriter, r *http.Request) {
+	var in app.EnrichRequest
+	if !s.decode(w, r, &in) {
+		return
+	}
+	j, err := s.enrich.Start(r.Context(), principal(r), in)
+	if err != nil {
+		s.Error(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"job_id": j.ID, "message": "enrichment started; follow GET /api/llm/stream/" + j.ID})
+}
+
+// syncStatus maps a failed job's code to the status the blocking variant
+// answers with (REFERENCE.md §3).
+var syncStatus = map[job.ErrorCode]int{
+	job.CodeTimeout:     http.StatusGatewayTimeout,
+	job.CodeRateLimited: http.StatusTooManyRequests,
+}
+
+const statusClientClosed = 499
+
+func (s *Server) enrichSync(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		app.EnrichRequest
+		TimeoutSeconds *int `json:"timeout_seconds"`
+	}
+	if !s.decode(w, r, &in) {
+		return
+	}
+	timeout := 300
+	if in.TimeoutSeconds != nil {
+		if *in.TimeoutSeconds < 1 || *in.TimeoutSeconds > 3600 {
+			s.Error(w, r, app.Invalid("timeout_seconds", "timeout_seconds must be between 1 and 3600"))
+			return
+		}
+		timeout = *in.TimeoutSeconds
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), time.Duration(timeout)*time.Second)
+	defer cancel()
+	res, err := s.enrich.Sync(ctx, principal(r), in.EnrichRequest)
+	switch {
+	case err == nil:
+	case errors.Is(err, context.DeadlineExceeded) && r.Context().Err() == nil:
+		s.fail(w, r, http.StatusGatewayTimeout, string(job.CodeTimeout), "timeout_seconds",
+			fmt.Sprintf("the enrichment did not finish within %d s and was cancelled", timeout))
+		return
+	case r.Context().Err() != nil:
+		s.log.InfoContext(r.Context(), "sync client went away; job cancelled", "request_id", requestID(r))
+		return
+	default:
+		s.Error(w, r, err)
+		return
+	}
+	switch res.Job.State {
+	case job.Completed:
+		writeJSON(w, http.StatusOK, map[string]any{"job_id": res.Job.ID, "status": res.Job.State, "result": res.Result,
+			"record_id": res.RecordID, "record_ids": res.RecordIDs, "cost": res.Cost})
+	case job.Cancelled:
+		s.fail(w, r, statusClientClosed, "cancelled", "", "the job was cancelled: "+res.Job.Error)
+	default:
+		status, ok := syncStatus[res.Job.ErrorCode]
+		if !ok {
+			status = http.StatusBadGateway
+		}
+		s.fail(w, r, status, string(res.Job.ErrorCode), "", res.Job.Error)
+	}
+}
+
+func (s *Server) cancel(w http.ResponseWriter, r *http.Request) {
+	j, err := s.jobs.Cancel(r.Context(), principal(r), mux.Vars(r)["job_id"], "cancelled by client")
+	if err != nil {
+		s.Error(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"job_id": j.ID, "status": j.State})
+}
+
+func (s *Server) resume(w http.ResponseWriter, r *http.Request) {
+	j, err := s.jobs.Continue(r.Context(), principal(r), mux.Vars(r)["job_id"])
+	if err != nil {
+		s.Error(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"job_id": j.ID, "status": j.State})
+}
+
+// stream writes a job's events as SSE: `id: <seq>` and `data: <json>` per
+// event, a comment heartbeat while nothing happens, and the end after a
+// terminal event. Last-Event-ID resumes after that sequence number.
+func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
+	id := mux.Vars(r)["job_id"]
+	if _, err := s.jobs.Get(r.Context(), principal(r), id); err != nil {
+		s.Error(w, r, err)
+		return
+	}
+	var after int64
+	if v := strings.TrimSpace(r.Header.Get("Last-Event-ID")); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			s.fail(w, r, http.StatusBadRequest, "invalid_request", "Last-Event-ID", "Last-Event-ID must be a non-negative event sequence number")
+			return
+		}
+		after = n
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Connection", "keep-alive")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	if err := rc.Flush(); err != nil {
+		return
+	}
+	ctx := r.Context()
+	var buf []byte
+	for {
+		wctx, cancel := context.WithTimeout(ctx, s.cfg.SSEHeartbeat)
+		evs, err := s.jobs.Events(wctx, id, after)
+		cancel()
+		if ctx.Err() != nil {
+			return // the client went away
+		}
+		if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			s.log.ErrorContext(ctx, "read job events", "request_id", requestID(r), "job_id", id, "err", err)
+			return
+		}
+		_ = rc.SetWriteDeadline(time.Now().Add(s.cfg.SSEWriteTimeout))
+		buf = buf[:0]
+		if len(evs) == 0 {
+			buf = append(buf, ": heartbeat\n\n"...)
+		}
+		end := false
+		for _, ev := range evs {
+			// json.Marshal escapes control characters, so the data never
+			// holds a newline that would start a new SSE field.
+			data, err := ev.MarshalJSON()
+			if err != nil {
+				s.log.ErrorContext(ctx, "encode event", "job_id", id, "seq", ev.Seq, "err", err)
+				return
+			}
+			buf = append(buf, "id: "...)
+			buf = strconv.AppendInt(buf, ev.Seq, 10)
+			buf = append(buf, "\ndata: "...)
+			buf = append(buf, data...)
+			buf = append(buf, "\n\n"...)
+			after = ev.Seq
+			if ev.Type.Terminal() {
+				end = true
+				break
+			}
+		}
+		if _, err := w.Write(buf); err != nil {
+			return
+		}
+		if err := rc.Flush(); err != nil || end {
+			return
+		}
+	}
+}

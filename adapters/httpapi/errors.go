@@ -1,0 +1,72 @@
+package httpapi
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/entityenrich/enrich/app"
+	"github.com/entityenrich/enrich/domain/access"
+	"github.com/entityenrich/enrich/domain/job"
+	"github.com/entityenrich/enrich/domain/page"
+	"github.com/entityenrich/enrich/ports"
+)
+
+// errorBody is every error response: {"detail", "code", "field"}.
+type errorBody struct {
+	Detail string `json:"detail"`
+	Code   string `json:"code,omitempty"`
+	Field  string `json:"field,omitempty"`
+}
+
+// statuses maps sentinel errors to HTTP statuses, first match wins.
+var statuses = []struct {
+	err    error
+	status int
+	code   string
+}{
+	{access.ErrUnauthenticated, http.StatusUnauthorized, "unauthenticated"},
+	{access.ErrForbidden, http.StatusForbidden, "forbidden"},
+	{ports.ErrNotFound, http.StatusNotFound, "not_found"},
+	{ports.ErrInvalid, http.StatusBadRequest, "invalid_request"},
+	{page.ErrBadCursor, http.StatusBadRequest, "invalid_request"},
+	{ports.ErrConflict, http.StatusConflict, "conflict"},
+	{job.ErrTransition, http.StatusConflict, "conflict"},
+	{ports.ErrCapacity, http.StatusServiceUnavailable, "capacity"},
+}
+
+// Error writes err as a JSON error response. Unknown errors are logged with
+// the request id and shown as "internal error".
+func (s *Server) Error(w http.ResponseWriter, r *http.Request, err error) {
+	status, body := http.StatusInternalServerError, errorBody{Detail: "internal error", Code: "internal_error"}
+	for _, m := range statuses {
+		if errors.Is(err, m.err) {
+			status, body = m.status, errorBody{Detail: err.Error(), Code: m.code}
+			break
+		}
+	}
+	if e, ok := app.AsError(err); ok {
+		body.Detail, body.Field = e.Detail, e.Field
+		if e.Code != "" {
+			body.Code = e.Code
+		}
+	}
+	if errors.Is(err, page.ErrBadCursor) {
+		body.Field = "cursor"
+	}
+	if status == http.StatusInternalServerError {
+		s.log.ErrorContext(r.Context(), "request failed", "request_id", requestID(r), "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	s.writeError(w, r, status, body)
+}
+
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, status int, body errorBody) {
+	if status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="enrich"`)
+	}
+	writeJSON(w, status, body)
+}
+
+// fail writes an error with an explicit status and code.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, status int, code, field, detail string) {
+	s.writeError(w, r, status, errorBody{Detail: detail, Code: code, Field: field})
+}

@@ -1,0 +1,172 @@
+package httpapi
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/gorilla/mux"
+
+	"github.com/entityenrich/enrich/domain/access"
+)
+
+type ctxKey int
+
+const (
+	keyRequestID ctxKey = iota
+	keyPrincipal
+)
+
+func requestID(r *http.Request) string {
+	id, _ := r.Context().Value(keyRequestID).(string)
+	return id
+}
+
+// principal returns the authenticated caller; the authorize middleware
+// guarantees one on every non-public route.
+func principal(r *http.Request) *access.Principal {
+	p, _ := r.Context().Value(keyPrincipal).(*access.Principal)
+	return p
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	n, err := w.ResponseWriter.Write(b)
+	w.bytes += int64(n)
+	return n, err
+}
+
+// Unwrap lets http.ResponseController reach Flush and SetWriteDeadline.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// outer adds a request id, recovers panics, logs each request and bounds the
+// body size.
+func (s *Server) outer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("X-Request-ID")
+		if id == "" || len(id) > 64 {
+			var b [8]byte
+			_, _ = rand.Read(b[:])
+			id = hex.EncodeToString(b[:])
+		}
+		w.Header().Set("X-Request-ID", id)
+		r = r.WithContext(context.WithValue(r.Context(), keyRequestID, id))
+		if r.Body != nil {
+			r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+		}
+		sw := &statusWriter{ResponseWriter: w}
+		start := time.Now()
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.log.ErrorContext(r.Context(), "panic", "request_id", id, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+				if sw.status == 0 {
+					s.fail(sw, r, http.StatusInternalServerError, "internal_error", "", "internal error")
+				}
+			}
+			s.log.InfoContext(r.Context(), "request", "request_id", id, "method", r.Method, "path", r.URL.Path,
+				"status", sw.status, "bytes", sw.bytes, "duration_ms", time.Since(start).Milliseconds())
+		}()
+		next.ServeHTTP(sw, r)
+	})
+}
+
+// credential extracts the presented credential: X-API-Key, or
+// Authorization: Bearer (a session token or an access key), or, for event
+// streams only, ?token= because EventSource cannot set headers.
+func credential(r *http.Request, allowQuery bool) (string, bool, error) {
+	if k := r.Header.Get("X-API-Key"); k != "" {
+		return strings.TrimSpace(k), true, nil
+	}
+	if h := r.Header.Get("Authorization"); h != "" {
+		scheme, tok, ok := strings.Cut(h, " ")
+		if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(tok) == "" {
+			return "", false, errors.New("authorization header must be \"Bearer <token>\"")
+		}
+		tok = strings.TrimSpace(tok)
+		return tok, strings.HasPrefix(tok, access.KeyPrefix), nil
+	}
+	if allowQuery {
+		if tok := r.URL.Query().Get("token"); tok != "" {
+			return tok, strings.HasPrefix(tok, access.KeyPrefix), nil
+		}
+	}
+	return "", false, nil
+}
+
+// authenticate resolves the credential, if any, into a principal. Whether
+// one is required is authorize's decision.
+func (s *Server) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tmpl := routeTemplate(r)
+		if cat, _ := access.CategoryOf(r.Method, tmpl); cat == access.CatPublic {
+			// A stale credential must not block login or registration.
+			next.ServeHTTP(w, r)
+			return
+		}
+		cred, isKey, err := credential(r, strings.HasPrefix(tmpl, "/api/llm/stream/"))
+		if err != nil {
+			s.fail(w, r, http.StatusUnauthorized, "invalid_credentials", "", err.Error())
+			return
+		}
+		if cred == "" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		var p *access.Principal
+		if isKey {
+			p, err = s.access.AuthenticateKey(r.Context(), cred)
+		} else {
+			p, err = s.access.AuthenticateToken(r.Context(), cred)
+		}
+		if err != nil {
+			s.Error(w, r, err)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), keyPrincipal, p)))
+	})
+}
+
+// authorize applies domain/access's policy for the matched route.
+func (s *Server) authorize(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		cat, _ := access.CategoryOf(r.Method, routeTemplate(r))
+		if err := access.Authorize(principal(r), cat, access.ScopeFor(r.Method)); err != nil {
+			s.Error(w, r, err)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func routeTemplate(r *http.Request) string {
+	if cr := mux.CurrentRoute(r); cr != nil {
+		if t, err := cr.GetPathTemplate(); err == nil {
+			return t
+		}
+	}
+	return r.URL.Path
+}

@@ -1,0 +1,121 @@
+package httpapi
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/gorilla/mux"
+
+	"github.com/entityenrich/enrich/app"
+)
+
+// Config tunes the HTTP surface.
+type Config struct {
+	// MaxBodyBytes bounds request bodies (default 1 MiB); past it: 413.
+	MaxBodyBytes int64
+	// SSEHeartbeat is the interval of comment heartbeats on event streams
+	// (default 15 s).
+	SSEHeartbeat time.Duration
+	// SSEWriteTimeout bounds one write to a stream client (default 10 s).
+	SSEWriteTimeout time.Duration
+}
+
+// Readiness reports whether the service can serve (its database answers).
+type Readiness func(ctx context.Context) error
+
+// Server is the HTTP API.
+type Server struct {
+	cfg     Config
+	access  *app.AccessService
+	schemas *app.SchemaService
+	records *app.RecordService
+	enrich  *app.EnrichmentService
+	jobs    *app.JobService
+	log     *slog.Logger
+	ready   Readiness
+
+	spec     *openapi3.T
+	specJSON []byte
+	router   *mux.Router
+}
+
+// NewServer builds the router.
+func NewServer(cfg Config, a *app.AccessService, sc *app.SchemaService, rc *app.RecordService,
+	en *app.EnrichmentService, jb *app.JobService, lg *slog.Logger, ready Readiness) (*Server, error) {
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = 1 << 20
+	}
+	if cfg.SSEHeartbeat <= 0 {
+		cfg.SSEHeartbeat = 15 * time.Second
+	}
+	if cfg.SSEWriteTimeout <= 0 {
+		cfg.SSEWriteTimeout = 10 * time.Second
+	}
+	s := &Server{cfg: cfg, access: a, schemas: sc, records: rc, enrich: en, jobs: jb, log: lg, ready: ready}
+	var err error
+	if s.spec, err = LoadSpec(); err != nil {
+		return nil, err
+	}
+	if s.specJSON, err = SpecJSON(); err != nil {
+		return nil, err
+	}
+	validate, err := ValidateRequests(s.spec, func(w http.ResponseWriter, r *http.Request, status int, field, detail string) {
+		code := "invalid_request"
+		if status == http.StatusRequestEntityTooLarge {
+			code = "body_too_large"
+		}
+		s.fail(w, r, status, code, field, detail)
+	})
+	if err != nil {
+		return nil, err
+	}
+	r := mux.NewRouter()
+	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.fail(w, r, http.StatusNotFound, "not_found", "", "no route "+r.URL.Path)
+	})
+	r.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.fail(w, r, http.StatusMethodNotAllowed, "method_not_allowed", "", r.Method+" is not allowed on "+r.URL.Path)
+	})
+	r.Use(s.authenticate, s.authorize, validate)
+	s.registerHealthRoutes(r)
+	s.registerAuthRoutes(r)
+	s.registerSchemaRoutes(r)
+	s.registerRecordRoutes(r)
+	s.registerEnrichmentRoutes(r)
+	s.registerJobRoutes(r)
+	s.router = r
+	return s, nil
+}
+
+// Router exposes the router (for route listings and tests).
+func (s *Server) Router() *mux.Router { return s.router }
+
+// ServeHTTP serves a request through the outer middleware: request id,
+// recovery, access log and body limit.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.outer(s.router).ServeHTTP(w, r)
+}
+
+func (s *Server) registerHealthRoutes(r *mux.Router) {
+	r.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	}).Methods(http.MethodGet)
+	r.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if s.ready != nil {
+			if err := s.ready(ctx); err != nil {
+				writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "detail": err.Error()})
+				return
+			}
+		}
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	}).Methods(http.MethodGet)
+	r.HandleFunc("/api/openapi.json", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(s.specJSON)
+	}).Methods(http.MethodGet)
+}
