@@ -1,0 +1,43 @@
+# enrich — Entity Enrichment Service. `make` lists the targets.
+SHELL := /bin/bash
+GO ?= go
+PKGS := ./...
+PGLITE_DIR := test/pglite
+
+.DEFAULT_GOAL := help
+
+help: ## list the targets
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+
+run: ## serve the API on :8080 with in-memory storage and the sandbox models
+	ENRICH_SANDBOX=true $(GO) run ./cmd/enrichd
+
+build: ## build bin/enrichd and bin/enrich
+	$(GO) build -o bin/enrichd ./cmd/enrichd
+	$(GO) build -o bin/enrich ./cmd/enrich
+
+migrate: ## apply migrations to DATABASE_URL
+	$(GO) run ./cmd/enrichd migrate
+
+test-deps: ## start native PostgreSQL if installed but down; install the PGlite server
+	@bash scripts/test-deps.sh
+
+test: test-deps ## run every test with the race detector (memory, native PostgreSQL, PGlite)
+	$(GO) vet $(PKGS)
+	@if pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then export ENRICH_REQUIRE_NATIVE_PG=1; fi; \
+	$(GO) test -race -count=1 -timeout 25m $(PKGS)
+
+bench: test-deps ## benchmark one enrichment (memory and PostgreSQL): overhead per job and per call, allocations, SSE first event
+	@if pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then export ENRICH_REQUIRE_NATIVE_PG=1; fi; \
+	$(GO) test -run '^$$' -bench . -benchtime 300x -benchmem ./test/bench/
+
+generate: ## regenerate wire_gen.go
+	$(GO) tool wire gen .
+
+verify: ## gofmt, vet, wire diff, dependency rule
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1)
+	$(GO) vet $(PKGS)
+	$(GO) tool wire diff . || (echo "wire_gen.go is stale: make generate"; exit 1)
+	$(GO) test -count=1 -run TestDependencyRule .
+
+.PHONY: help run build migrate test-deps test bench generate verify

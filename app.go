@@ -1,0 +1,228 @@
+// Package enrich is the Entity Enrichment Service as a library: NewEmbedded
+// returns the app services over memory adapters (or PostgreSQL when
+// Config.DatabaseURL is set), and NewServer adds the HTTP API on top.
+package enrich
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/entityenrich/enrich/adapters/httpapi"
+	"github.com/entityenrich/enrich/adapters/inproc"
+	"github.com/entityenrich/enrich/app"
+	"github.com/entityenrich/enrich/ports"
+)
+
+var stderr = os.Stderr
+
+// Stores are the repository adapters the services run on. Embedders may
+// supply their own (for example to run the contract suites' fakes).
+type Stores struct {
+	Orgs    ports.OrgStore
+	Users   ports.UserStore
+	Keys    ports.APIKeyStore
+	Schemas ports.SchemaStore
+	Records ports.RecordStore
+	Jobs    ports.JobStore
+	Events  ports.EventLog
+	// Ready reports whether the storage answers (nil: always ready).
+	Ready func(ctx context.Context) error
+	// Kind names the storage for logs: memory or postgres.
+	Kind string
+}
+
+// Embedded is the service without HTTP: the app services, ready to call with
+// an access.Principal, and their background work.
+type Embedded struct {
+	Access     *app.AccessService
+	Schemas    *app.SchemaService
+	Records    *app.RecordService
+	Enrichment *app.EnrichmentService
+	Jobs       *app.JobService
+
+	Stores *Stores
+	Log    *slog.Logger
+
+	hub    *app.Hub
+	runner *inproc.Runner
+	cfg    Config
+
+	stop     context.CancelFunc
+	bg       sync.WaitGroup
+	once     sync.Once
+	cleanup  func()
+	closeErr error
+}
+
+// start launches the background loops: job heartbeats and the reaper, and the
+// batched flush of access-key usage.
+func (e *Embedded) start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	e.stop = cancel
+	e.bg.Add(2)
+	go func() {
+		defer e.bg.Done()
+		e.Jobs.Maintain(ctx)
+	}()
+	go func() {
+		defer e.bg.Done()
+		t := time.NewTicker(2 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if err := e.Access.FlushUsage(ctx); err != nil && ctx.Err() == nil {
+					e.Log.Warn("flush key usage", "err", err)
+				}
+			}
+		}
+	}()
+}
+
+// Close lets running jobs finish for up to Config.ShutdownGrace, fails the
+// rest with code shutdown, writes pending events and key usage, and closes
+// the storage. It is safe to call more than once.
+func (e *Embedded) Close() error {
+	e.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), e.cfg.ShutdownGrace)
+		defer cancel()
+		if err := e.runner.Shutdown(ctx); err != nil {
+			e.Log.Warn("jobs still running at the end of the grace period were failed", "err", err)
+		}
+		e.stop()
+		e.bg.Wait()
+		fctx, fcancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer fcancel()
+		if err := e.Access.FlushUsage(fctx); err != nil {
+			e.Log.Warn("flush key usage at shutdown", "err", err)
+		}
+		e.hub.Close()
+		if e.cleanup != nil {
+			e.cleanup()
+		}
+	})
+	return e.closeErr
+}
+
+// NewEmbedded builds the service on memory adapters, or on PostgreSQL when
+// cfg.DatabaseURL is set (migrating it first). Call Close when done.
+func NewEmbedded(ctx context.Context, cfg Config) (*Embedded, error) {
+	cfg, warns, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	var e *Embedded
+	var cleanup func()
+	if cfg.DatabaseURL == "" {
+		e, cleanup, err = initMemory(ctx, cfg)
+	} else {
+		e, cleanup, err = initPostgres(ctx, cfg)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return e.ready(cfg, warns, cleanup), nil
+}
+
+// NewEmbeddedWithStores builds the service on caller-supplied stores.
+func NewEmbeddedWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, error) {
+	cfg, warns, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	e, cleanup, err := initWithStores(ctx, cfg, st)
+	if err != nil {
+		return nil, err
+	}
+	return e.ready(cfg, warns, cleanup), nil
+}
+
+func (e *Embedded) ready(cfg Config, warns []string, cleanup func()) *Embedded {
+	e.cfg, e.cleanup = cfg, cleanup
+	for _, w := range warns {
+		e.Log.Warn(w)
+	}
+	if e.Stores.Kind == "memory" {
+		e.Log.Warn("DATABASE_URL is empty: running on in-memory storage; nothing is kept when the process stops")
+	}
+	if cfg.Sandbox {
+		e.Log.Info("sandbox models enabled (deterministic, no network)", "models", len(e.Enrichment.Catalog.Models()))
+	}
+	e.start()
+	return e
+}
+
+// Server is the HTTP service around an Embedded core.
+type Server struct {
+	*Embedded
+	HTTP *httpapi.Server
+}
+
+// NewServer builds the whole service with its HTTP API.
+func NewServer(ctx context.Context, cfg Config) (*Server, error) {
+	e, err := NewEmbedded(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	h, err := newHTTP(e)
+	if err != nil {
+		_ = e.Close()
+		return nil, err
+	}
+	return &Server{Embedded: e, HTTP: h}, nil
+}
+
+func newHTTP(e *Embedded) (*httpapi.Server, error) {
+	return httpapi.NewServer(httpapi.Config{MaxBodyBytes: e.cfg.MaxBodyBytes, SSEHeartbeat: e.cfg.SSEHeartbeat},
+		e.Access, e.Schemas, e.Records, e.Enrichment, e.Jobs, e.Log, e.Stores.Ready)
+}
+
+// ListenAndServe serves until ctx ends, then shuts down gracefully: it stops
+// accepting connections, lets jobs finish or fails them (which ends their
+// event streams), and closes the rest.
+func (s *Server) ListenAndServe(ctx context.Context) error {
+	ln, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		return err
+	}
+	return s.Serve(ctx, ln)
+}
+
+// Serve is ListenAndServe on an existing listener.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{Handler: s.HTTP, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+		ErrorLog: slog.NewLogLogger(s.Log.Handler(), slog.LevelWarn)}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	s.Log.Info("listening", "addr", ln.Addr().String(), "storage", s.Stores.Kind)
+	select {
+	case err := <-errc:
+		_ = s.Close()
+		return err
+	case <-ctx.Done():
+	}
+	s.Log.Info("shutting down")
+	shut := make(chan error, 1)
+	go func() {
+		sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownGrace+5*time.Second)
+		defer cancel()
+		shut <- srv.Shutdown(sctx)
+	}()
+	err := s.Close()
+	if serr := <-shut; serr != nil {
+		_ = srv.Close()
+		s.Log.Warn("connections closed forcibly", "err", serr)
+	}
+	if e := <-errc; e != nil && !errors.Is(e, http.ErrServerClosed) {
+		return e
+	}
+	return err
+}

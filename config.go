@@ -1,0 +1,138 @@
+package enrich
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/caarlos0/env/v11"
+
+	"github.com/entityenrich/enrich/adapters/llm"
+)
+
+// Config is the service configuration, read from the environment by
+// LoadConfig or filled in by an embedding program.
+type Config struct {
+	// Addr is the HTTP listen address.
+	Addr string `env:"ENRICH_ADDR" envDefault:":8080"`
+	// DatabaseURL selects PostgreSQL; empty means in-memory storage (data is
+	// lost when the process ends).
+	DatabaseURL string `env:"DATABASE_URL"`
+	// Sandbox enables the built-in deterministic sandbox::* models.
+	Sandbox bool `env:"ENRICH_SANDBOX"`
+	// SandboxLatency is added to every sandbox call, to imitate a model.
+	SandboxLatency time.Duration `env:"ENRICH_SANDBOX_LATENCY"`
+	// JWTSecret signs session tokens. Generated per process in development.
+	JWTSecret string `env:"ENRICH_JWT_SECRET"`
+	// EncryptionKeys are comma-separated Fernet keys; the first encrypts.
+	EncryptionKeys string `env:"ENRICH_ENCRYPTION_KEYS"`
+	// Env is "development" (default) or "production"; production requires
+	// the secrets instead of generating them.
+	Env string `env:"ENRICH_ENV" envDefault:"development"`
+	// LogLevel is debug, info, warn or error.
+	LogLevel string `env:"ENRICH_LOG_LEVEL" envDefault:"info"`
+	// ShutdownGrace is how long running jobs may finish at shutdown before
+	// they are failed with code shutdown.
+	ShutdownGrace time.Duration `env:"ENRICH_SHUTDOWN_GRACE" envDefault:"20s"`
+	// AccessTokenTTL is the lifetime of session access tokens.
+	AccessTokenTTL time.Duration `env:"ENRICH_ACCESS_TOKEN_TTL" envDefault:"15m"`
+	// Workers bounds the jobs running at once; PerOrgWorkers per organization.
+	Workers       int `env:"ENRICH_WORKERS" envDefault:"32"`
+	PerOrgWorkers int `env:"ENRICH_ORG_WORKERS" envDefault:"8"`
+	// MaxBodyBytes bounds request bodies.
+	MaxBodyBytes int64 `env:"ENRICH_MAX_BODY_BYTES" envDefault:"1048576"`
+	// SSEHeartbeat is the interval of SSE comment heartbeats.
+	SSEHeartbeat time.Duration `env:"ENRICH_SSE_HEARTBEAT" envDefault:"15s"`
+	// PasswordHashing "fast" lowers argon2id's cost (tests only).
+	PasswordHashing string `env:"ENRICH_PASSWORD_HASHING" envDefault:"standard"`
+
+	// Providers are LLM providers declared in the environment
+	// (ENRICH_PROVIDER_<NAME>_*).
+	Providers []llm.ProviderConfig `env:"-"`
+	// Logger, when set, receives the logs (embedders); otherwise JSON to stderr.
+	Logger *slog.Logger `env:"-"`
+}
+
+// LoadConfig reads the configuration from environ (os.Environ() form).
+func LoadConfig(environ []string) (Config, error) {
+	m := make(map[string]string, len(environ))
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			m[k] = v
+		}
+	}
+	var c Config
+	if err := env.ParseWithOptions(&c, env.Options{Environment: m}); err != nil {
+		return Config{}, fmt.Errorf("config: %w", err)
+	}
+	ps, err := llm.ProvidersFromEnv(environ)
+	if err != nil {
+		return Config{}, fmt.Errorf("config: %w", err)
+	}
+	c.Providers = ps
+	return c, nil
+}
+
+// Production reports whether the service runs in production mode.
+func (c Config) Production() bool { return c.Env == "production" }
+
+// withDefaults fills what a zero Config (an embedder's) leaves empty and
+// generates missing secrets in development. It returns warnings to log.
+func (c Config) withDefaults() (Config, []string, error) {
+	var warn []string
+	if c.Env == "" {
+		c.Env = "development"
+	}
+	if c.Env != "development" && c.Env != "production" {
+		return c, nil, fmt.Errorf("config: ENRICH_ENV must be development or production, not %q", c.Env)
+	}
+	if c.JWTSecret == "" {
+		if c.Production() {
+			return c, nil, errors.New("config: ENRICH_JWT_SECRET is required in production")
+		}
+		var b [32]byte
+		_, _ = rand.Read(b[:])
+		c.JWTSecret = hex.EncodeToString(b[:])
+		warn = append(warn, "ENRICH_JWT_SECRET is not set: generated one for this process; sessions end when it stops")
+	}
+	if len(c.JWTSecret) < 32 {
+		return c, nil, errors.New("config: ENRICH_JWT_SECRET must have at least 32 characters")
+	}
+	if c.AccessTokenTTL <= 0 {
+		c.AccessTokenTTL = 15 * time.Minute
+	}
+	if c.ShutdownGrace <= 0 {
+		c.ShutdownGrace = 20 * time.Second
+	}
+	if c.Workers <= 0 {
+		c.Workers = 32
+	}
+	if c.PerOrgWorkers <= 0 {
+		c.PerOrgWorkers = 8
+	}
+	if c.MaxBodyBytes <= 0 {
+		c.MaxBodyBytes = 1 << 20
+	}
+	if c.SSEHeartbeat <= 0 {
+		c.SSEHeartbeat = 15 * time.Second
+	}
+	if c.Addr == "" {
+		c.Addr = ":8080"
+	}
+	return c, warn, nil
+}
+
+func (c Config) logger() *slog.Logger {
+	if c.Logger != nil {
+		return c.Logger
+	}
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(c.LogLevel)); err != nil {
+		lvl = slog.LevelInfo
+	}
+	return slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: lvl}))
+}

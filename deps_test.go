@@ -1,0 +1,135 @@
+package enrich_test
+
+import (
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/entityenrich/enrich"
+
+// TestDependencyRule enforces DESIGN.md's dependency rule on non-test code:
+// domain -> domain only (and the standard library); ports -> domain;
+// app -> domain, ports; adapters -> domain, ports (never another adapter),
+// and the driving adapters (httpapi, mcp) also app.
+func TestDependencyRule(t *testing.T) {
+	checked := 0
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if name := d.Name(); name == "node_modules" || name == "testdata" || strings.HasPrefix(name, ".") && path != "." {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		layer := strings.Split(filepath.ToSlash(path), "/")
+		if len(layer) < 2 {
+			return nil // root package: may import anything
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		for _, imp := range f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			if msg := violates(layer, p); msg != "" {
+				t.Errorf("%s imports %s: %s", path, p, msg)
+			}
+			checked++
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if checked == 0 {
+		t.Fatal("no imports checked")
+	}
+}
+
+func violates(layer []string, imp string) string {
+	own := strings.HasPrefix(imp, module+"/")
+	rel := strings.TrimPrefix(imp, module+"/")
+	top := strings.Split(rel, "/")[0]
+	stdlib := !strings.Contains(strings.Split(imp, "/")[0], ".")
+	switch layer[0] {
+	case "domain":
+		if !stdlib && !(own && top == "domain") {
+			return "domain may import only the standard library and domain"
+		}
+	case "ports":
+		if !stdlib && !(own && top == "domain") {
+			return "ports may import only the standard library and domain"
+		}
+	case "app":
+		if own && top != "domain" && top != "ports" && top != "app" {
+			return "app may import only domain and ports"
+		}
+		if !own && !stdlib {
+			return "app may not import third-party packages: put them behind a port"
+		}
+	case "adapters":
+		if !own {
+			return ""
+		}
+		switch top {
+		case "domain", "ports":
+			return ""
+		case "migrations":
+			// The embedded SQL files are data, not code of another layer.
+			if layer[1] == "postgres" {
+				return ""
+			}
+			return "only the postgres adapter reads the migrations"
+		case "app":
+			if layer[1] == "httpapi" || layer[1] == "mcp" {
+				return ""
+			}
+			return "only driving adapters (httpapi, mcp) may call app"
+		case "adapters":
+			if parts := strings.Split(rel, "/"); len(parts) > 1 && parts[1] == layer[1] {
+				return ""
+			}
+			return "an adapter may not import another adapter"
+		}
+		return "adapters may import only domain, ports and (driving adapters) app"
+	}
+	return ""
+}
+
+func TestViolates(t *testing.T) {
+	tests := []struct {
+		layer []string
+		imp   string
+		bad   bool
+	}{
+		{[]string{"domain", "job"}, "time", false},
+		{[]string{"domain", "job"}, module + "/domain/access", false},
+		{[]string{"domain", "job"}, module + "/ports", true},
+		{[]string{"domain", "job"}, "github.com/google/uuid", true},
+		{[]string{"ports"}, module + "/app", true},
+		{[]string{"app"}, module + "/adapters/memory", true},
+		{[]string{"app"}, "github.com/jackc/pgx/v5", true},
+		{[]string{"adapters", "postgres"}, module + "/adapters/memory", true},
+		{[]string{"adapters", "postgres"}, module + "/app", true},
+		{[]string{"adapters", "httpapi"}, module + "/app", false},
+		{[]string{"adapters", "postgres"}, "github.com/uptrace/bun", false},
+		{[]string{"adapters", "postgres"}, module + "/migrations", false},
+		{[]string{"adapters", "httpapi"}, module + "/migrations", true},
+		{[]string{"cmd", "enrichd"}, module + "/adapters/memory", false},
+	}
+	for _, tt := range tests {
+		if got := violates(tt.layer, tt.imp) != ""; got != tt.bad {
+			t.Errorf("violates(%v, %s) = %v, want %v", tt.layer, tt.imp, got, tt.bad)
+		}
+	}
+}

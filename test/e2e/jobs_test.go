@@ -1,0 +1,198 @@
+package e2e_test
+
+import (
+	"bufio"
+	"context"
+	"net/http"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+
+	"github.com/entityenrich/enrich"
+	"github.com/entityenrich/enrich/domain/job"
+)
+
+// waitEvent reads the stream until an event named name arrives, then
+// returns the open response (the caller closes it).
+func (s *service) waitEvent(cred, jobID, name string) *http.Response {
+	s.t.Helper()
+	req, _ := http.NewRequest("GET", s.url+"/api/llm/stream/"+jobID, nil)
+	setCred(req, cred)
+	resp, err := s.http.Do(req)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if strings.HasPrefix(sc.Text(), "data: ") && strings.Contains(sc.Text(), `"event":"`+name+`"`) {
+			return resp
+		}
+	}
+	resp.Body.Close()
+	s.t.Fatalf("stream ended before %s", name)
+	return nil
+}
+
+func TestCancel(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			is := is.New(t)
+			s := start(t, testConfig(b.dsn(t)))
+			ten := s.register("cancel@example.com")
+			id := s.createSchema(ten.key, "Company", companySchema)
+			jobID := s.startJob(ten.key, obj{"entity_data": obj{"name": "Acme"}, "schema_id": id, "models": []string{"sandbox::slow"}, "strategy": "multi_expertise"})
+			s.waitEvent(ten.key, jobID, "attempt").Body.Close()
+
+			t0 := time.Now()
+			var out struct{ JobID, Status string }
+			is.Equal(s.call("POST", "/api/llm/cancel/"+jobID, ten.key, nil, &out), 200)
+			is.Equal(out.Status, "cancelled")
+			evs := s.follow(ten.key, jobID, "")
+			is.Equal(last(evs).Name, "cancelled")
+			is.True(time.Since(t0) < time.Second) // the slow calls saw their context cancelled
+			is.Equal(len(find(evs, "completed")), 0)
+			is.Equal(len(find(evs, "model_completed")), 0)
+
+			// A cancelled job cannot be cancelled again, nor continued.
+			var e struct{ Detail, Code string }
+			is.Equal(s.call("POST", "/api/llm/cancel/"+jobID, ten.key, nil, &e), 409)
+			is.Equal(e.Code, "job_not_cancellable")
+			is.True(strings.Contains(e.Detail, "cancelled"))
+			is.Equal(s.call("POST", "/api/llm/continue/"+jobID, ten.key, nil, &e), 409)
+
+			// And it never completes: nothing is stored, even after the slow
+			// model would have answered.
+			time.Sleep(100 * time.Millisecond)
+			var recs struct {
+				Records []any `json:"records"`
+			}
+			is.Equal(s.call("GET", "/api/records?job_id="+jobID, ten.key, nil, &recs), 200)
+			is.Equal(len(recs.Records), 0)
+
+			// A finished job cannot be cancelled.
+			done := s.startJob(ten.key, obj{"entity_data": obj{"name": "Acme"}, "schema_id": id, "models": []string{"sandbox::echo"}})
+			is.Equal(last(s.follow(ten.key, done, "")).Name, "completed")
+			is.Equal(s.call("POST", "/api/llm/cancel/"+done, ten.key, nil, &e), 409)
+			is.True(strings.Contains(e.Detail, "completed"))
+
+			// Unknown and other organizations' jobs are 404.
+			other := s.register("cancel-other@example.com")
+			is.Equal(s.call("POST", "/api/llm/cancel/"+done, other.key, nil, &e), 404)
+			is.Equal(s.call("GET", "/api/llm/stream/"+done, other.key, nil, &e), 404)
+			is.Equal(s.call("POST", "/api/llm/cancel/nope", ten.key, nil, &e), 404)
+		})
+	}
+}
+
+func TestStreamHeartbeatAndDisconnect(t *testing.T) {
+	is := is.New(t)
+	cfg := testConfig("")
+	cfg.SSEHeartbeat = 50 * time.Millisecond
+	s := start(t, cfg)
+	ten := s.register("hb@example.com")
+	id := s.createSchema(ten.key, "Company", companySchema)
+	jobID := s.startJob(ten.key, obj{"entity_data": obj{"name": "Acme"}, "schema_id": id, "models": []string{"sandbox::slow"}})
+
+	before := runtime.NumGoroutine()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "GET", s.url+"/api/llm/stream/"+jobID+"?token="+ten.token, nil)
+	resp, err := http.DefaultClient.Do(req)
+	is.NoErr(err)
+	is.Equal(resp.StatusCode, 200) // ?token= works for EventSource clients
+	is.Equal(resp.Header.Get("Cache-Control"), "no-store")
+	sc := bufio.NewScanner(resp.Body)
+	heartbeat := false
+	for sc.Scan() {
+		if sc.Text() == ": heartbeat" {
+			heartbeat = true
+			break
+		}
+	}
+	is.True(heartbeat)
+	cancel()
+	resp.Body.Close()
+	// The handler's goroutine ends when the client goes away.
+	deadline := time.Now().Add(2 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	is.True(runtime.NumGoroutine() <= before)
+}
+
+// TestShutdownFailsRunningJobs: at shutdown a job that cannot finish within
+// the grace period is failed with code shutdown, never left running.
+func TestShutdownFailsRunningJobs(t *testing.T) {
+	for _, b := range backends[:2] {
+		t.Run(b.name, func(t *testing.T) {
+			is := is.New(t)
+			cfg := testConfig(b.dsn(t))
+			cfg.ShutdownGrace = 100 * time.Millisecond
+			s := start(t, cfg)
+			ten := s.register("shutdown@example.com")
+			id := s.createSchema(ten.key, "Company", companySchema)
+			jobID := s.startJob(ten.key, obj{"entity_data": obj{"name": "Acme"}, "schema_id": id, "models": []string{"sandbox::slow"}})
+			s.waitEvent(ten.key, jobID, "attempt").Body.Close()
+			s.stop()
+
+			if cfg.DatabaseURL == "" {
+				return // memory storage died with the process
+			}
+			// A new process on the same database sees the job failed.
+			cfg.ShutdownGrace = time.Second
+			e, err := enrich.NewEmbedded(context.Background(), cfg)
+			is.NoErr(err)
+			defer e.Close()
+			j, err := e.Stores.Jobs.GetJob(context.Background(), ten.orgID, jobID)
+			is.NoErr(err)
+			is.Equal(j.State, job.Failed)
+			is.Equal(j.ErrorCode, job.CodeShutdown)
+			evs, err := e.Stores.Events.List(context.Background(), jobID, 0, 100)
+			is.NoErr(err)
+			is.Equal(evs[len(evs)-1].Type, job.EventFailed)
+			is.Equal(evs[len(evs)-2].Type, job.EventError)
+		})
+	}
+}
+
+// TestCrashedJobIsReaped: a job left running by a process that died (stale
+// heartbeat) is failed with code interrupted by the next process.
+func TestCrashedJobIsReaped(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	cfg := testConfig(backends[1].dsn(t))
+	e, err := enrich.NewEmbedded(ctx, cfg)
+	is.NoErr(err)
+	defer e.Close()
+	old := time.Now().UTC().Add(-5 * time.Minute).Truncate(time.Microsecond)
+	orgID := "org-crash"
+	for _, id := range []string{"crashed-running", "crashed-pending"} {
+		st := job.Running
+		if id == "crashed-pending" {
+			st = job.Pending
+		}
+		is.NoErr(e.Stores.Jobs.CreateJob(ctx, &job.Job{ID: id, OrgID: orgID, Type: job.TypeEnrichment, State: st,
+			Request: []byte(`{}`), CreatedAt: old, UpdatedAt: old, HeartbeatAt: old}))
+	}
+	is.NoErr(e.Stores.Events.Append(ctx, []job.Event{{JobID: "crashed-running", Seq: 1, Type: job.EventModelStarted, Data: map[string]any{"model": "sandbox::echo"}, CreatedAt: old}}))
+	fresh := &job.Job{ID: "alive", OrgID: orgID, Type: job.TypeEnrichment, State: job.Running, Request: []byte(`{}`),
+		CreatedAt: time.Now().UTC(), UpdatedAt: time.Now().UTC(), HeartbeatAt: time.Now().UTC()}
+	is.NoErr(e.Stores.Jobs.CreateJob(ctx, fresh))
+
+	is.Equal(e.Jobs.Reap(ctx), 2)
+	for _, id := range []string{"crashed-running", "crashed-pending"} {
+		j, err := e.Stores.Jobs.GetJob(ctx, orgID, id)
+		is.NoErr(err)
+		is.Equal(j.State, job.Failed)
+		is.Equal(j.ErrorCode, job.CodeInterrupted)
+	}
+	evs, err := e.Stores.Events.List(ctx, "crashed-running", 0, 10)
+	is.NoErr(err)
+	is.Equal(len(evs), 3) // model_started, then error and failed numbered after it
+	is.Equal(evs[2].Seq, int64(3))
+	is.Equal(evs[2].Type, job.EventFailed)
+	j, _ := e.Stores.Jobs.GetJob(ctx, orgID, "alive")
+	is.Equal(j.State, job.Running) // a live heartbeat is left alone
+}
