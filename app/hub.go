@@ -164,15 +164,15 @@ func (h *Hub) writePending() {
 		batch := append([]job.Event(nil), h.pending[:n]...)
 		h.mu.Unlock()
 
-		err := h.appendWithRetry(batch)
+		// A batch that could not be written after retries is logged and
+		// counted as done all the same: Flush must not wait forever.
+		h.appendWithRetry(batch)
 
 		h.mu.Lock()
 		h.pending = h.pending[n:]
-		if err == nil {
-			for _, ev := range batch {
-				if ev.Seq > h.written[ev.JobID] {
-					h.written[ev.JobID] = ev.Seq
-				}
+		for _, ev := range batch {
+			if ev.Seq > h.written[ev.JobID] {
+				h.written[ev.JobID] = ev.Seq
 			}
 		}
 		h.flushed.Broadcast()
@@ -180,21 +180,20 @@ func (h *Hub) writePending() {
 	}
 }
 
-func (h *Hub) appendWithRetry(batch []job.Event) error {
+func (h *Hub) appendWithRetry(batch []job.Event) {
 	var err error
 	for try := 0; try < 5; try++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		err = h.log.Append(ctx, batch)
 		cancel()
 		if err == nil || errors.Is(err, ports.ErrConflict) {
-			return nil
+			return
 		}
 		time.Sleep(time.Duration(50<<try) * time.Millisecond)
 	}
 	// The events stay in memory for local followers; remote followers will
 	// miss them, so say so loudly.
 	h.lg.Error("event log append failed, events not durable", "events", len(batch), "err", err)
-	return err
 }
 
 // sweep forgets finished jobs whose events are durable and older than Retain.
