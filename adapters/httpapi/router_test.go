@@ -1,0 +1,49 @@
+package httpapi_test
+
+import (
+	"io"
+	"log/slog"
+	"sort"
+	"testing"
+
+	"github.com/gorilla/mux"
+	"github.com/matryer/is"
+
+	"github.com/entityenrich/enrich/adapters/httpapi"
+)
+
+// TestRouterMatchesOpenAPI: the router serves exactly the operations the
+// OpenAPI document describes, so the two cannot drift.
+func TestRouterMatchesOpenAPI(t *testing.T) {
+	is := is.New(t)
+	s, err := httpapi.NewServer(httpapi.Config{}, nil, nil, nil, nil, nil, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	is.NoErr(err)
+	var served []httpapi.SpecRoute
+	err = s.Router().Walk(func(route *mux.Route, _ *mux.Router, _ []*mux.Route) error {
+		path, err := route.GetPathTemplate()
+		if err != nil {
+			return err
+		}
+		methods, err := route.GetMethods()
+		if err != nil {
+			return err
+		}
+		for _, m := range methods {
+			served = append(served, httpapi.SpecRoute{Method: m, Path: path})
+		}
+		return nil
+	})
+	is.NoErr(err)
+	doc, err := httpapi.LoadSpec()
+	is.NoErr(err)
+	documented := httpapi.SpecRoutes(doc)
+	key := func(rs []httpapi.SpecRoute) []string {
+		out := make([]string, len(rs))
+		for i, r := range rs {
+			out[i] = r.Method + " " + r.Path
+		}
+		sort.Strings(out)
+		return out
+	}
+	is.Equal(key(served), key(documented))
+}
