@@ -1,0 +1,190 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/tmc/langchaingo/llms"
+)
+
+// Keys of llms.CallOptions.Metadata the sandbox reads. The schema travels
+// beside the prompt because the prompt's copy is text meant for a model; the
+// entity is optional, and read from the prompt when absent.
+const (
+	MetadataSchema = "enrich:schema"
+	MetadataEntity = "enrich:entity"
+)
+
+// Markers of the application's prompt (domain/enrichment.Prompt) that
+// precede the JSON Schema and the entity's known attributes.
+const (
+	SchemaMarker = "JSON Schema:"
+	EntityMarker = "Known attributes of the entity:"
+)
+
+// SlowLatency is what sandbox::slow adds to every answer.
+const SlowLatency = 2 * time.Second
+
+// Names lists the sandbox models offered, with what each one is for.
+var Names = []struct{ Name, Purpose string }{
+	{"echo", "echoes known attributes, fills the rest"},
+	{"alt", "like echo with another seed, so the two disagree on some fields"},
+	{"flaky", "first attempt of each conversation is not JSON, retries succeed"},
+	{"broken", "always answers a parseable object that fails the schema"},
+	{"slow", "like echo after 2 s"},
+}
+
+// Model is a deterministic, network-free llms.Model. Its behaviour comes
+// from its name (see Names); any other name behaves like echo with that
+// name as the seed.
+type Model struct {
+	name    string
+	latency time.Duration
+}
+
+var _ llms.Model = (*Model)(nil)
+
+// New returns the sandbox model called name, which waits latency (plus
+// SlowLatency for "slow") before each answer.
+func New(name string, latency time.Duration) *Model {
+	if name == "slow" {
+		latency += SlowLatency
+	}
+	return &Model{name: name, latency: latency}
+}
+
+// Call implements the deprecated single-prompt form of llms.Model.
+func (m *Model) Call(ctx context.Context, prompt string, options ...llms.CallOption) (string, error) {
+	return llms.GenerateFromSinglePrompt(ctx, m, prompt, options...)
+}
+
+// GenerateContent answers the conversation with one JSON object. The
+// output depends only on the model's name, the schema and the entity, so
+// the same call gives byte-identical text every time.
+func (m *Model) GenerateContent(ctx context.Context, messages []llms.MessageContent, options ...llms.CallOption) (*llms.ContentResponse, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var opts llms.CallOptions
+	for _, o := range options {
+		o(&opts)
+	}
+	var prompt strings.Builder
+	retry := false
+	for _, mc := range messages {
+		if mc.Role == llms.ChatMessageTypeAI {
+			retry = true
+		}
+		for _, p := range mc.Parts {
+			if t, ok := p.(llms.TextContent); ok {
+				prompt.WriteString(t.Text)
+				prompt.WriteByte('\n')
+			}
+		}
+	}
+	schema, entity := fromMetadata(opts.Metadata)
+	if schema == nil || entity == nil {
+		ps, pe := ParsePrompt(prompt.String())
+		if schema == nil {
+			schema = ps
+		}
+		if entity == nil {
+			entity = pe
+		}
+	}
+	if m.latency > 0 {
+		t := time.NewTimer(m.latency)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+	}
+	var text string
+	switch {
+	case m.name == "flaky" && !retry:
+		text = `{"oops":`
+	case m.name == "broken":
+		text = marshal(Invalid(orEmptyObject(schema)))
+	default:
+		text = marshal(Generate(orEmptyObject(schema), entity, m.name))
+	}
+	in, out := estimate(prompt.String()), estimate(text)
+	return &llms.ContentResponse{Choices: []*llms.ContentChoice{{
+		Content:    text,
+		StopReason: "stop",
+		// The keys langchaingo's openai client uses, so that one usage
+		// normaliser reads both.
+		GenerationInfo: map[string]any{"PromptTokens": in, "CompletionTokens": out, "TotalTokens": in + out},
+	}}}, nil
+}
+
+func orEmptyObject(s map[string]any) map[string]any {
+	if s == nil {
+		return map[string]any{"type": "object"}
+	}
+	return s
+}
+
+func marshal(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "{}"
+	}
+	return string(b)
+}
+
+// estimate counts tokens the way a rule of thumb does: four bytes each.
+func estimate(s string) int {
+	return max(1, (len(s)+3)/4)
+}
+
+func fromMetadata(md map[string]any) (schema, entity map[string]any) {
+	return asObject(md[MetadataSchema]), asObject(md[MetadataEntity])
+}
+
+func asObject(v any) map[string]any {
+	switch x := v.(type) {
+	case map[string]any:
+		return x
+	case json.RawMessage:
+		return decodeObject([]byte(x))
+	case []byte:
+		return decodeObject(x)
+	case string:
+		return decodeObject([]byte(x))
+	}
+	return nil
+}
+
+func decodeObject(b []byte) map[string]any {
+	var m map[string]any
+	if json.Unmarshal(b, &m) != nil {
+		return nil
+	}
+	return m
+}
+
+// ParsePrompt recovers the JSON Schema and the entity from the text of the
+// application's prompt: the JSON object after SchemaMarker, and the one
+// after EntityMarker that follows it. Either is nil when absent.
+func ParsePrompt(text string) (schema, entity map[string]any) {
+	rest := text
+	if i := strings.Index(text, SchemaMarker); i >= 0 {
+		dec := json.NewDecoder(strings.NewReader(text[i+len(SchemaMarker):]))
+		if dec.Decode(&schema) == nil {
+			rest = text[i+len(SchemaMarker)+int(dec.InputOffset()):]
+		} else {
+			schema = nil
+		}
+	}
+	if i := strings.Index(rest, EntityMarker); i >= 0 {
+		if json.NewDecoder(strings.NewReader(rest[i+len(EntityMarker):])).Decode(&entity) != nil {
+			entity = nil
+		}
+	}
+	return schema, entity
+}

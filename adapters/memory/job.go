@@ -1,0 +1,201 @@
+package memory
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/entityenrich/enrich/domain/job"
+	"github.com/entityenrich/enrich/ports"
+)
+
+var (
+	_ ports.JobStore = (*JobStore)(nil)
+	_ ports.EventLog = (*EventLog)(nil)
+)
+
+// JobStore keeps jobs in memory. UpdateJob holds the store's lock while fn
+// runs, so fn must not call back into the store.
+type JobStore struct {
+	mu   sync.RWMutex
+	jobs map[string]job.Job
+}
+
+// NewJobStore returns an empty JobStore.
+func NewJobStore() *JobStore { return &JobStore{jobs: map[string]job.Job{}} }
+
+func cloneJob(j job.Job) *job.Job {
+	j.Request = cloneBytes(j.Request)
+	j.Result = cloneBytes(j.Result)
+	j.CreatedAt, j.UpdatedAt, j.HeartbeatAt = ts(j.CreatedAt), ts(j.UpdatedAt), ts(j.HeartbeatAt)
+	return &j
+}
+
+// CreateJob stores j; an existing id is ErrConflict.
+func (s *JobStore) CreateJob(_ context.Context, j *job.Job) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.jobs[j.ID]; ok {
+		return fmt.Errorf("memory: create job %s: %w", j.ID, ports.ErrConflict)
+	}
+	s.jobs[j.ID] = *cloneJob(*j)
+	return nil
+}
+
+// GetJob returns the job id of organization orgID.
+func (s *JobStore) GetJob(_ context.Context, orgID, id string) (*job.Job, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	j, ok := s.jobs[id]
+	if !ok || j.OrgID != orgID {
+		return nil, fmt.Errorf("memory: get job %s: %w", id, ports.ErrNotFound)
+	}
+	return cloneJob(j), nil
+}
+
+// UpdateJob calls fn on a copy of the job and stores the copy when fn
+// returns nil; fn's error is returned as it is. The id and organization
+// cannot change.
+func (s *JobStore) UpdateJob(_ context.Context, id string, fn func(*job.Job) error) (*job.Job, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, ok := s.jobs[id]
+	if !ok {
+		return nil, fmt.Errorf("memory: update job %s: %w", id, ports.ErrNotFound)
+	}
+	c := cloneJob(old)
+	if err := fn(c); err != nil {
+		return nil, err
+	}
+	c.ID, c.OrgID = old.ID, old.OrgID
+	stored := cloneJob(*c)
+	s.jobs[id] = *stored
+	return cloneJob(*stored), nil
+}
+
+// Heartbeat sets HeartbeatAt of the given jobs that are not terminal.
+func (s *JobStore) Heartbeat(_ context.Context, ids []string, at time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, id := range ids {
+		j, ok := s.jobs[id]
+		if !ok || j.State.Terminal() {
+			continue
+		}
+		j.HeartbeatAt = ts(at)
+		s.jobs[id] = j
+	}
+	return nil
+}
+
+// ListStale returns the pending, running or paused jobs whose heartbeat is
+// older than before, oldest heartbeat first.
+func (s *JobStore) ListStale(_ context.Context, before time.Time) ([]*job.Job, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []*job.Job
+	for _, j := range s.jobs {
+		if !j.State.Terminal() && j.HeartbeatAt.Before(before) {
+			out = append(out, cloneJob(j))
+		}
+	}
+	sort.Slice(out, func(i, k int) bool {
+		return oldestFirst(out[i].HeartbeatAt, out[i].ID, out[k].HeartbeatAt, out[k].ID)
+	})
+	return out, nil
+}
+
+// EventLog keeps every job's events in memory. Event data is stored as JSON,
+// so it comes back decoded the way the PostgreSQL adapter returns it (numbers
+// as float64) and a caller never shares a map with the log.
+type EventLog struct {
+	mu   sync.RWMutex
+	jobs map[string][]storedEvent // by job id, ordered by seq
+}
+
+type storedEvent struct {
+	seq       int64
+	typ       job.EventType
+	data      []byte // JSON; nil for a nil map
+	createdAt time.Time
+}
+
+// NewEventLog returns an empty EventLog.
+func NewEventLog() *EventLog { return &EventLog{jobs: map[string][]storedEvent{}} }
+
+// Append stores the events, all or none: a (JobID, Seq) that exists, or that
+// appears twice in the batch, is ErrConflict.
+func (l *EventLog) Append(_ context.Context, events []job.Event) error {
+	if len(events) == 0 {
+		return nil
+	}
+	type key struct {
+		job string
+		seq int64
+	}
+	enc := make([]storedEvent, len(events))
+	seen := make(map[key]bool, len(events))
+	for i, e := range events {
+		k := key{e.JobID, e.Seq}
+		if seen[k] {
+			return fmt.Errorf("memory: append event %s/%d: duplicate in batch: %w", e.JobID, e.Seq, ports.ErrConflict)
+		}
+		seen[k] = true
+		se := storedEvent{seq: e.Seq, typ: e.Type, createdAt: ts(e.CreatedAt)}
+		if e.Data != nil {
+			b, err := json.Marshal(e.Data)
+			if err != nil {
+				return fmt.Errorf("memory: append event %s/%d: %w", e.JobID, e.Seq, err)
+			}
+			se.data = b
+		}
+		enc[i] = se
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, e := range events {
+		if _, ok := l.find(e.JobID, e.Seq); ok {
+			return fmt.Errorf("memory: append event %s/%d: %w", e.JobID, e.Seq, ports.ErrConflict)
+		}
+	}
+	for i, e := range events {
+		evs := l.jobs[e.JobID]
+		at, _ := l.find(e.JobID, e.Seq)
+		evs = append(evs, storedEvent{})
+		copy(evs[at+1:], evs[at:])
+		evs[at] = enc[i]
+		l.jobs[e.JobID] = evs
+	}
+	return nil
+}
+
+// find returns where seq is, or would be inserted, in a job's events.
+func (l *EventLog) find(jobID string, seq int64) (int, bool) {
+	evs := l.jobs[jobID]
+	i := sort.Search(len(evs), func(i int) bool { return evs[i].seq >= seq })
+	return i, i < len(evs) && evs[i].seq == seq
+}
+
+// List returns up to limit events of the job with Seq > after, in order.
+// A limit of zero or less means no limit.
+func (l *EventLog) List(_ context.Context, jobID string, after int64, limit int) ([]job.Event, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	evs := l.jobs[jobID]
+	i := sort.Search(len(evs), func(i int) bool { return evs[i].seq > after })
+	var out []job.Event
+	for ; i < len(evs) && (limit <= 0 || len(out) < limit); i++ {
+		se := evs[i]
+		e := job.Event{JobID: jobID, Seq: se.seq, Type: se.typ, CreatedAt: se.createdAt}
+		if se.data != nil {
+			if err := json.Unmarshal(se.data, &e.Data); err != nil {
+				return nil, fmt.Errorf("memory: list events of job %s: %w", jobID, err)
+			}
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}

@@ -1,0 +1,203 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/entityenrich/enrich/domain/enrichment"
+	"github.com/entityenrich/enrich/domain/page"
+	"github.com/entityenrich/enrich/domain/schema"
+	"github.com/entityenrich/enrich/ports"
+)
+
+var (
+	_ ports.SchemaStore = (*SchemaStore)(nil)
+	_ ports.RecordStore = (*RecordStore)(nil)
+)
+
+type schemaRow struct {
+	bun.BaseModel `bun:"table:schemas"`
+
+	ID          string          `bun:"id,pk"`
+	OrgID       string          `bun:"org_id,notnull"`
+	Name        string          `bun:"name,notnull"`
+	Description string          `bun:"description,notnull"`
+	Content     json.RawMessage `bun:"content"`
+	Linked      bool            `bun:"linked,notnull"`
+	CreatedAt   time.Time       `bun:"created_at,notnull"`
+	UpdatedAt   time.Time       `bun:"updated_at,notnull"`
+}
+
+func (r *schemaRow) schema() *schema.Schema {
+	return &schema.Schema{ID: r.ID, OrgID: r.OrgID, Name: r.Name, Description: r.Description, Content: jsonOrNil(r.Content),
+		Linked: r.Linked, CreatedAt: utc(r.CreatedAt), UpdatedAt: utc(r.UpdatedAt)}
+}
+
+// SchemaStore keeps saved schemas in the schemas table. Documents are stored
+// as json (not jsonb), so they come back byte for byte.
+type SchemaStore struct{ db bun.IDB }
+
+// NewSchemaStore returns a SchemaStore on db.
+func NewSchemaStore(db bun.IDB) *SchemaStore { return &SchemaStore{db: db} }
+
+// CreateSchema inserts sc; an existing id is ErrConflict.
+func (s *SchemaStore) CreateSchema(ctx context.Context, sc *schema.Schema) error {
+	r := schemaRow{ID: sc.ID, OrgID: sc.OrgID, Name: sc.Name, Description: sc.Description, Content: jsonOrNil(sc.Content),
+		Linked: sc.Linked, CreatedAt: utc(sc.CreatedAt), UpdatedAt: utc(sc.UpdatedAt)}
+	if _, err := s.db.NewInsert().Model(&r).Exec(ctx); err != nil {
+		return conflict(err, "create schema "+sc.ID)
+	}
+	return nil
+}
+
+// GetSchema returns the schema id of organization orgID.
+func (s *SchemaStore) GetSchema(ctx context.Context, orgID, id string) (*schema.Schema, error) {
+	var r schemaRow
+	if err := s.db.NewSelect().Model(&r).Where("id = ? AND org_id = ?", id, orgID).Scan(ctx); err != nil {
+		return nil, notFound(err, "get schema "+id)
+	}
+	return r.schema(), nil
+}
+
+// ListSchemas returns one page of an organization's schemas, newest first.
+func (s *SchemaStore) ListSchemas(ctx context.Context, orgID string, p page.Request) (page.Result[*schema.Schema], error) {
+	var rows []schemaRow
+	q := s.db.NewSelect().Model(&rows).Where("org_id = ?", orgID)
+	size := keyset(q, p)
+	if err := q.Scan(ctx); err != nil {
+		return page.Result[*schema.Schema]{}, fmt.Errorf("postgres: list schemas: %w", err)
+	}
+	var res page.Result[*schema.Schema]
+	for i := range rows {
+		res.Items = append(res.Items, rows[i].schema())
+	}
+	res.Items, res.Next = cut(res.Items, size, func(sc *schema.Schema) (time.Time, string) { return sc.CreatedAt, sc.ID })
+	return res, nil
+}
+
+type recordRow struct {
+	bun.BaseModel `bun:"table:records"`
+
+	ID               string          `bun:"id,pk"`
+	OrgID            string          `bun:"org_id,notnull"`
+	Type             string          `bun:"type,notnull"`
+	SchemaID         string          `bun:"schema_id,nullzero"`
+	JobID            string          `bun:"job_id,nullzero"`
+	Model            string          `bun:"model,notnull"`
+	Strategy         string          `bun:"strategy,notnull"`
+	EntityData       json.RawMessage `bun:"entity_data"`
+	StructuredOutput json.RawMessage `bun:"structured_output"`
+	Cost             int64           `bun:"cost,notnull"`
+	InputTokens      int             `bun:"input_tokens,notnull"`
+	OutputTokens     int             `bun:"output_tokens,notnull"`
+	Sandbox          bool            `bun:"sandbox,notnull"`
+	CreatedAt        time.Time       `bun:"created_at,notnull"`
+}
+
+func (r *recordRow) record() *enrichment.Record {
+	return &enrichment.Record{ID: r.ID, OrgID: r.OrgID, Type: enrichment.RecordType(r.Type), SchemaID: r.SchemaID,
+		JobID: r.JobID, Model: r.Model, Strategy: enrichment.Strategy(r.Strategy), EntityData: jsonOrNil(r.EntityData),
+		StructuredOutput: jsonOrNil(r.StructuredOutput), Cost: r.Cost, InputTokens: r.InputTokens,
+		OutputTokens: r.OutputTokens, Sandbox: r.Sandbox, CreatedAt: utc(r.CreatedAt)}
+}
+
+// RecordStore keeps enrichment records in the records table.
+type RecordStore struct{ db bun.IDB }
+
+// NewRecordStore returns a RecordStore on db.
+func NewRecordStore(db bun.IDB) *RecordStore { return &RecordStore{db: db} }
+
+// CreateRecord inserts rec; an existing id is ErrConflict.
+func (s *RecordStore) CreateRecord(ctx context.Context, rec *enrichment.Record) error {
+	r := recordRow{ID: rec.ID, OrgID: rec.OrgID, Type: string(rec.Type), SchemaID: rec.SchemaID, JobID: rec.JobID,
+		Model: rec.Model, Strategy: string(rec.Strategy), EntityData: jsonOrNil(rec.EntityData),
+		StructuredOutput: jsonOrNil(rec.StructuredOutput), Cost: rec.Cost, InputTokens: rec.InputTokens,
+		OutputTokens: rec.OutputTokens, Sandbox: rec.Sandbox, CreatedAt: utc(rec.CreatedAt)}
+	if _, err := s.db.NewInsert().Model(&r).Exec(ctx); err != nil {
+		return conflict(err, "create record "+rec.ID)
+	}
+	return nil
+}
+
+// GetRecord returns the record id of organization orgID.
+func (s *RecordStore) GetRecord(ctx context.Context, orgID, id string) (*enrichment.Record, error) {
+	var r recordRow
+	if err := s.db.NewSelect().Model(&r).Where("id = ? AND org_id = ?", id, orgID).Scan(ctx); err != nil {
+		return nil, notFound(err, "get record "+id)
+	}
+	return r.record(), nil
+}
+
+// ListRecords returns one page of an organization's records that match f,
+// newest first.
+func (s *RecordStore) ListRecords(ctx context.Context, orgID string, f ports.RecordFilter, p page.Request) (page.Result[*enrichment.Record], error) {
+	var rows []recordRow
+	q := s.db.NewSelect().Model(&rows).Where("org_id = ?", orgID)
+	if f.Type != "" {
+		q = q.Where("type = ?", string(f.Type))
+	}
+	if f.SchemaID != "" {
+		q = q.Where("schema_id = ?", f.SchemaID)
+	}
+	if f.JobID != "" {
+		q = q.Where("job_id = ?", f.JobID)
+	}
+	size := keyset(q, p)
+	if err := q.Scan(ctx); err != nil {
+		return page.Result[*enrichment.Record]{}, fmt.Errorf("postgres: list records: %w", err)
+	}
+	var res page.Result[*enrichment.Record]
+	for i := range rows {
+		res.Items = append(res.Items, rows[i].record())
+	}
+	res.Items, res.Next = cut(res.Items, size, func(r *enrichment.Record) (time.Time, string) { return r.CreatedAt, r.ID })
+	return res, nil
+}
+
+// keyset adds the cursor condition, the newest-first order and a limit of one
+// more than the page size (to know whether a next page exists), and returns
+// the page size.
+func keyset(q *bun.SelectQuery, p page.Request) int {
+	size := pageSize(p.Size)
+	if p.After != nil {
+		q.Where("(created_at, id) < (?, ?)", utc(p.After.CreatedAt), p.After.ID)
+	}
+	q.Order("created_at DESC", "id DESC").Limit(int64(size + 1))
+	return size
+}
+
+// cut trims a page fetched with keyset to its size and returns the next
+// cursor ("" when this was the last page).
+func cut[T any](items []T, size int, at func(T) (time.Time, string)) ([]T, string) {
+	if len(items) <= size {
+		return items, ""
+	}
+	items = items[:size]
+	t, id := at(items[size-1])
+	return items, page.Cursor{CreatedAt: t, ID: id}.Encode()
+}
+
+// pageSize applies page.ParseRequest's bounds to a size that did not come
+// through it.
+func pageSize(n int) int {
+	switch {
+	case n <= 0:
+		return page.DefaultSize
+	case n > page.MaxSize:
+		return page.MaxSize
+	}
+	return n
+}
+
+// jsonOrNil turns an empty document into nil, which is stored as NULL (a
+// JSON null stays the text null).
+func jsonOrNil(b json.RawMessage) json.RawMessage {
+	if len(b) == 0 {
+		return nil
+	}
+	return b
+}

@@ -1,0 +1,180 @@
+package postgres_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+	"github.com/uptrace/bun"
+
+	"github.com/entityenrich/enrich/adapters/postgres"
+	"github.com/entityenrich/enrich/domain/job"
+	"github.com/entityenrich/enrich/ports"
+	"github.com/entityenrich/enrich/test/contract"
+	"github.com/entityenrich/enrich/test/pgtest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// backends are the servers every suite runs on. PGlite runs one query at a
+// time, so the race of parallel transactions runs on native PostgreSQL only.
+var backends = []struct {
+	name     string
+	dsn      func(t testing.TB) string
+	parallel bool
+}{
+	{"native", pgtest.Native, true},
+	{"pglite", pgtest.PGlite, false},
+}
+
+func open(t *testing.T, dsn string) *bun.DB {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	db, err := postgres.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func migrated(t *testing.T, dsn string) *bun.DB {
+	t.Helper()
+	db := open(t, dsn)
+	if err := postgres.Migrate(context.Background(), db); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+func TestContract(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			// One migrated database per backend: the suites use fresh ids and
+			// organizations in every case.
+			db := migrated(t, b.dsn(t))
+			t.Run("OrgStore", func(t *testing.T) {
+				contract.RunOrgStore(t, func(*testing.T) ports.OrgStore { return postgres.NewOrgStore(db) })
+			})
+			t.Run("UserStore", func(t *testing.T) {
+				contract.RunUserStore(t, func(*testing.T) ports.UserStore { return postgres.NewUserStore(db) })
+			})
+			t.Run("APIKeyStore", func(t *testing.T) {
+				contract.RunAPIKeyStore(t, func(*testing.T) ports.APIKeyStore { return postgres.NewAPIKeyStore(db) })
+			})
+			t.Run("SchemaStore", func(t *testing.T) {
+				contract.RunSchemaStore(t, func(*testing.T) ports.SchemaStore { return postgres.NewSchemaStore(db) })
+			})
+			t.Run("RecordStore", func(t *testing.T) {
+				contract.RunRecordStore(t, func(*testing.T) ports.RecordStore { return postgres.NewRecordStore(db) })
+			})
+			t.Run("JobStore", func(t *testing.T) {
+				contract.RunJobStore(t, func(*testing.T) ports.JobStore { return postgres.NewJobStore(db) })
+			})
+			if b.parallel {
+				t.Run("JobStoreConcurrency", func(t *testing.T) {
+					contract.RunJobStoreConcurrency(t, func(*testing.T) ports.JobStore { return postgres.NewJobStore(db) })
+				})
+			}
+			t.Run("EventLog", func(t *testing.T) {
+				contract.RunEventLog(t, func(*testing.T) ports.EventLog { return postgres.NewEventLog(db) })
+			})
+		})
+	}
+}
+
+// queryCounter counts the statements a bun.DB runs.
+type queryCounter struct{ n atomic.Int64 }
+
+func (c *queryCounter) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Context {
+	return ctx
+}
+func (c *queryCounter) AfterQuery(_ context.Context, _ *bun.QueryEvent) { c.n.Add(1) }
+
+// TestBatchesAreOneStatement checks the hot paths: a batch of events and a
+// flush of key usage are one statement each, not one per item.
+func TestBatchesAreOneStatement(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	db := migrated(t, pgtest.Native(t))
+	var c queryCounter
+	db.AddQueryHook(&c)
+
+	var evs []job.Event
+	for i := int64(1); i <= 100; i++ {
+		evs = append(evs, job.Event{JobID: "j1", Seq: i, Type: job.EventAttempt, Data: map[string]any{"attempt": i}, CreatedAt: time.Now()})
+	}
+	c.n.Store(0)
+	is.NoErr(postgres.NewEventLog(db).Append(ctx, evs))
+	is.Equal(c.n.Load(), int64(1))
+
+	c.n.Store(0)
+	is.NoErr(postgres.NewAPIKeyStore(db).RecordUsage(ctx, []ports.KeyUsage{
+		{KeyID: "k1", Count: 1, LastAt: time.Now()}, {KeyID: "k2", Count: 2, LastAt: time.Now()}, {KeyID: "k1", Count: 1, LastAt: time.Now()}}))
+	is.Equal(c.n.Load(), int64(1))
+}
+
+func appliedMigrations(t *testing.T, db *bun.DB) int64 {
+	t.Helper()
+	n, err := db.NewSelect().Table("bun_migrations").Count(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestMigrateIsIdempotent(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			is := is.New(t)
+			db := migrated(t, b.dsn(t))
+			first := appliedMigrations(t, db)
+			is.True(first > 0)
+			is.NoErr(postgres.Migrate(context.Background(), db))
+			is.Equal(appliedMigrations(t, db), first)
+		})
+	}
+}
+
+// TestMigrateConcurrently starts two "processes" (separate pools) migrating
+// one empty database at once: the advisory lock makes the second wait and
+// find nothing to do.
+func TestMigrateConcurrently(t *testing.T) {
+	is := is.New(t)
+	dsn := pgtest.Native(t)
+	dbs := []*bun.DB{open(t, dsn), open(t, dsn)}
+	errs := make([]error, len(dbs))
+	var wg sync.WaitGroup
+	for i, db := range dbs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = postgres.Migrate(context.Background(), db)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		is.NoErr(err)
+	}
+	is.True(appliedMigrations(t, dbs[0]) > 0)
+	var names []string
+	is.NoErr(dbs[0].NewSelect().Table("bun_migrations").Column("name").Scan(context.Background(), &names))
+	seen := map[string]bool{}
+	for _, n := range names {
+		is.True(!seen[n]) // each migration applied once
+		seen[n] = true
+	}
+}
+
+func TestOpenFailsOnUnreachableServer(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	// Port 1 on loopback: nothing listens there.
+	if _, err := postgres.Open(ctx, "postgres://postgres@127.0.0.1:1/x?sslmode=disable&connect_timeout=2"); err == nil {
+		t.Fatal("Open succeeded without a server")
+	}
+}

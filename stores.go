@@ -1,0 +1,61 @@
+package enrich
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/google/wire"
+	"github.com/uptrace/bun"
+
+	"github.com/entityenrich/enrich/adapters/memory"
+	"github.com/entityenrich/enrich/adapters/postgres"
+)
+
+var memorySet = wire.NewSet(provideMemoryStores)
+
+var postgresSet = wire.NewSet(providePostgres, providePostgresStores)
+
+func provideMemoryStores() *Stores {
+	return &Stores{
+		Orgs: memory.NewOrgStore(), Users: memory.NewUserStore(), Keys: memory.NewAPIKeyStore(),
+		Schemas: memory.NewSchemaStore(), Records: memory.NewRecordStore(), Jobs: memory.NewJobStore(),
+		Events: memory.NewEventLog(), Kind: "memory",
+	}
+}
+
+// providePostgres opens the database and applies the migrations.
+func providePostgres(ctx context.Context, cfg Config, lg *slog.Logger) (*bun.DB, func(), error) {
+	db, err := postgres.Open(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open database: %w", err)
+	}
+	if err := postgres.Migrate(ctx, db); err != nil {
+		_ = db.Close()
+		return nil, nil, fmt.Errorf("migrate database: %w", err)
+	}
+	lg.Info("database ready", "storage", "postgres")
+	return db, func() { _ = db.Close() }, nil
+}
+
+func providePostgresStores(db *bun.DB) *Stores {
+	return &Stores{
+		Orgs: postgres.NewOrgStore(db), Users: postgres.NewUserStore(db), Keys: postgres.NewAPIKeyStore(db),
+		Schemas: postgres.NewSchemaStore(db), Records: postgres.NewRecordStore(db), Jobs: postgres.NewJobStore(db),
+		Events: postgres.NewEventLog(db), Ready: func(ctx context.Context) error { return db.PingContext(ctx) },
+		Kind: "postgres",
+	}
+}
+
+// Migrate applies the SQL migrations to cfg.DatabaseURL (enrichd migrate).
+func Migrate(ctx context.Context, cfg Config) error {
+	if cfg.DatabaseURL == "" {
+		return fmt.Errorf("migrate: DATABASE_URL is empty")
+	}
+	db, err := postgres.Open(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	return postgres.Migrate(ctx, db)
+}

@@ -1,0 +1,247 @@
+package contract
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sort"
+	"sync"
+	"testing"
+
+	"github.com/matryer/is"
+
+	"github.com/entityenrich/enrich/domain/job"
+	"github.com/entityenrich/enrich/ports"
+)
+
+func newJob(orgID string, st job.State, n int) *job.Job {
+	return &job.Job{ID: newID("job"), OrgID: orgID, Type: job.TypeEnrichment, State: st,
+		Request:   []byte(`{"entity": {"name": "Acme", "n": 3}, "models": ["sandbox::echo"], "strategy": "auto"}`),
+		CreatedAt: at(n), UpdatedAt: at(n), HeartbeatAt: at(n)}
+}
+
+func checkJob(t *testing.T, got, want *job.Job) {
+	t.Helper()
+	is := is.NewRelaxed(t)
+	is.Equal(got.ID, want.ID)
+	is.Equal(got.OrgID, want.OrgID)
+	is.Equal(got.Type, want.Type)
+	is.Equal(got.State, want.State)
+	is.Equal(got.ErrorCode, want.ErrorCode)
+	is.Equal(got.Error, want.Error)
+	sameJSON(t, "Request", got.Request, want.Request)
+	sameJSON(t, "Result", got.Result, want.Result)
+	sameTime(t, "CreatedAt", got.CreatedAt, want.CreatedAt)
+	sameTime(t, "UpdatedAt", got.UpdatedAt, want.UpdatedAt)
+	sameTime(t, "HeartbeatAt", got.HeartbeatAt, want.HeartbeatAt)
+}
+
+// RunJobStore runs the JobStore contract against the stores newStore returns.
+// The race of concurrent updates is RunJobStoreConcurrency.
+func RunJobStore(t *testing.T, newStore func(t *testing.T) ports.JobStore) {
+	ctx := context.Background()
+	tests := []struct {
+		name string
+		run  func(t *testing.T, s ports.JobStore)
+	}{
+		{"create and get round trip", func(t *testing.T, s ports.JobStore) {
+			is := is.New(t)
+			full := newJob(newID("org"), job.Failed, 0)
+			full.ErrorCode, full.Error = job.CodeOutputInvalid, "model answered twice without a valid object"
+			full.Result = []byte(`{"partial": {"name": "Acme"}, "score": 0.5}`)
+			full.UpdatedAt, full.HeartbeatAt = at(7), at(5)
+			bare := &job.Job{ID: newID("job"), OrgID: newID("org"), Type: job.TypeEnrichment, State: job.Pending,
+				CreatedAt: at(1), UpdatedAt: at(1)}
+			for _, j := range []*job.Job{full, bare} {
+				want := *j
+				want.Request = append([]byte(nil), j.Request...)
+				is.NoErr(s.CreateJob(ctx, j))
+				if len(j.Request) > 0 {
+					j.Request[0] = ' ' // the store keeps its own copy
+				}
+				got, err := s.GetJob(ctx, j.OrgID, j.ID)
+				is.NoErr(err)
+				checkJob(t, got, &want)
+			}
+		}},
+		{"unknown id and another organization's job are not found", func(t *testing.T, s ports.JobStore) {
+			is := is.New(t)
+			j := newJob(newID("org"), job.Pending, 0)
+			is.NoErr(s.CreateJob(ctx, j))
+			_, err := s.GetJob(ctx, j.OrgID, newID("job"))
+			is.True(errors.Is(err, ports.ErrNotFound))
+			_, err = s.GetJob(ctx, newID("org"), j.ID)
+			is.True(errors.Is(err, ports.ErrNotFound))
+		}},
+		{"duplicate id is a conflict", func(t *testing.T, s ports.JobStore) {
+			is := is.New(t)
+			j := newJob(newID("org"), job.Pending, 0)
+			is.NoErr(s.CreateJob(ctx, j))
+			dup := newJob(j.OrgID, job.Running, 1)
+			dup.ID = j.ID
+			is.True(errors.Is(s.CreateJob(ctx, dup), ports.ErrConflict))
+		}},
+		{"update writes when fn returns nil", func(t *testing.T, s ports.JobStore) {
+			is := is.New(t)
+			j := newJob(newID("org"), job.Pending, 0)
+			is.NoErr(s.CreateJob(ctx, j))
+			got, err := s.UpdateJob(ctx, j.ID, func(j *job.Job) error { return j.Start(at(10)) })
+			is.NoErr(err)
+			want := *j
+			want.State, want.UpdatedAt, want.HeartbeatAt = job.Running, at(10), at(10)
+			checkJob(t, got, &want)
+			stored, err := s.GetJob(ctx, j.OrgID, j.ID)
+			is.NoErr(err)
+			checkJob(t, stored, &want)
+
+			got, err = s.UpdateJob(ctx, j.ID, func(j *job.Job) error {
+				return j.Complete([]byte(`{"name": "Acme", "founded": 1999}`), at(20))
+			})
+			is.NoErr(err)
+			want.State, want.UpdatedAt, want.Result = job.Completed, at(20), []byte(`{"founded": 1999, "name": "Acme"}`)
+			checkJob(t, got, &want)
+			stored, err = s.GetJob(ctx, j.OrgID, j.ID)
+			is.NoErr(err)
+			checkJob(t, stored, &want)
+		}},
+		{"update returns fn's error and writes nothing", func(t *testing.T, s ports.JobStore) {
+			is := is.New(t)
+			j := newJob(newID("org"), job.Pending, 0)
+			is.NoErr(s.CreateJob(ctx, j))
+			for _, tt := range []struct {
+				name string
+				fn   func(*job.Job) error
+				want error
+			}{
+				{"invalid transition", func(j *job.Job) error { return j.Apply(job.ActionComplete, at(5)) }, job.ErrTransition},
+				{"error after changes", func(j *job.Job) error {
+					j.State, j.Error, j.Result = job.Failed, "half-done", []byte(`{"x": 1}`)
+					return errBoom
+				}, errBoom},
+			} {
+				got, err := s.UpdateJob(ctx, j.ID, tt.fn)
+				if !errors.Is(err, tt.want) {
+					t.Errorf("%s: err = %v, want %v", tt.name, err, tt.want)
+				}
+				is.Equal(got, nil)
+				stored, err := s.GetJob(ctx, j.OrgID, j.ID)
+				is.NoErr(err)
+				checkJob(t, stored, j)
+			}
+		}},
+		{"update of an unknown job is not found", func(t *testing.T, s ports.JobStore) {
+			is := is.New(t)
+			called := false
+			_, err := s.UpdateJob(ctx, newID("job"), func(*job.Job) error { called = true; return nil })
+			is.True(errors.Is(err, ports.ErrNotFound))
+			is.True(!called)
+		}},
+		{"heartbeat refreshes live jobs only", func(t *testing.T, s ports.JobStore) {
+			is := is.New(t)
+			org := newID("org")
+			jobs := map[job.State]*job.Job{}
+			var ids []string
+			for _, st := range job.States() {
+				j := newJob(org, st, 0)
+				is.NoErr(s.CreateJob(ctx, j))
+				jobs[st] = j
+				ids = append(ids, j.ID)
+			}
+			is.NoErr(s.Heartbeat(ctx, append(ids, newID("job")), at(30)))
+			is.NoErr(s.Heartbeat(ctx, nil, at(40)))
+			for st, j := range jobs {
+				got, err := s.GetJob(ctx, org, j.ID)
+				is.NoErr(err)
+				want := at(0)
+				if !st.Terminal() {
+					want = at(30)
+				}
+				sameTime(t, string(st)+" HeartbeatAt", got.HeartbeatAt, want)
+				is.Equal(got.State, st)                        // heartbeat does not change the state
+				sameTime(t, "UpdatedAt", got.UpdatedAt, at(0)) // nor the update time
+			}
+		}},
+		{"stale jobs are live jobs with an old heartbeat", func(t *testing.T, s ports.JobStore) {
+			is := is.New(t)
+			org := newID("org")
+			var want, mine []string
+			for _, st := range job.States() {
+				old := newJob(org, st, 0)
+				fresh := newJob(org, st, 0)
+				fresh.HeartbeatAt = at(100)
+				edge := newJob(org, st, 0)
+				edge.HeartbeatAt = at(50) // not older than before
+				for _, j := range []*job.Job{old, fresh, edge} {
+					is.NoErr(s.CreateJob(ctx, j))
+					mine = append(mine, j.ID)
+				}
+				if !st.Terminal() {
+					want = append(want, old.ID)
+				}
+			}
+			stale, err := s.ListStale(ctx, at(50))
+			is.NoErr(err)
+			var got []string
+			for _, j := range stale {
+				if slices.Contains(mine, j.ID) { // the store may hold other cases' jobs
+					got = append(got, j.ID)
+					is.True(!j.State.Terminal())
+					sameTime(t, "HeartbeatAt", j.HeartbeatAt, at(0))
+				}
+			}
+			sort.Strings(got)
+			sort.Strings(want)
+			is.Equal(got, want)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { tt.run(t, newStore(t)) })
+	}
+}
+
+// RunJobStoreConcurrency races 20 goroutines to start the same pending job
+// through UpdateJob: exactly one wins and the others get job.ErrTransition.
+// The adapter must run the updates as truly concurrent, row-locked
+// transactions (PGlite, which runs one query at a time, cannot).
+func RunJobStoreConcurrency(t *testing.T, newStore func(t *testing.T) ports.JobStore) {
+	ctx := context.Background()
+	for round := 0; round < 3; round++ {
+		is := is.New(t)
+		s := newStore(t)
+		j := newJob(newID("org"), job.Pending, 0)
+		is.NoErr(s.CreateJob(ctx, j))
+		const n = 20
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				_, errs[i] = s.UpdateJob(ctx, j.ID, func(j *job.Job) error { return j.Start(at(10 + i)) })
+			}()
+		}
+		close(start)
+		wg.Wait()
+		won, lost := 0, 0
+		winner := -1
+		for i, err := range errs {
+			switch {
+			case err == nil:
+				won++
+				winner = i
+			case errors.Is(err, job.ErrTransition):
+				lost++
+			default:
+				t.Errorf("goroutine %d: unexpected error %v", i, err)
+			}
+		}
+		is.Equal(won, 1)    // exactly one goroutine starts the job
+		is.Equal(lost, n-1) // the others see it running
+		got, err := s.GetJob(ctx, j.OrgID, j.ID)
+		is.NoErr(err)
+		is.Equal(got.State, job.Running)
+		sameTime(t, "HeartbeatAt", got.HeartbeatAt, at(10+winner))
+	}
+}
