@@ -49,7 +49,7 @@ func TestCompileRejects(t *testing.T) {
 			is.True(err != nil)
 			is.Equal(v, nil)
 			is.True(errors.Is(err, ports.ErrInvalid))
-			is.True(strings.Contains(err.Error(), tt.want)) // message names the problem
+			is.True(strings.Contains(err.Error(), tt.want))   // message names the problem
 			is.True(!strings.Contains(err.Error(), "mem://")) // internal resource name leaked
 		})
 	}
@@ -138,7 +138,7 @@ func TestValidate(t *testing.T) {
 				is.True(strings.Contains(err.Error(), w)) // want line
 			}
 			is.Equal(len(ve.Problems), len(strings.Split(err.Error(), "\n"))) // one line per problem
-			is.True(!errors.Is(err, ports.ErrInvalid))                         // a bad answer is not bad input
+			is.True(!errors.Is(err, ports.ErrInvalid))                        // a bad answer is not bad input
 		})
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"sync"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
@@ -42,10 +43,17 @@ var migrateLockKey = func() int64 {
 	return int64(h.Sum64())
 }()
 
+// migrateMu serialises Migrate within a process as well: on PGlite every
+// connection shares one session, where an advisory lock is re-entrant and so
+// excludes nobody.
+var migrateMu sync.Mutex
+
 // Migrate applies the migrations that the database lacks. Two processes may
 // call it at once: the second waits for the first and then finds nothing to
 // do. It needs two connections from db's pool (one holds the lock).
 func Migrate(ctx context.Context, db *bun.DB) (err error) {
+	migrateMu.Lock()
+	defer migrateMu.Unlock()
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		return fmt.Errorf("postgres: migrate: %w", err)

@@ -1,7 +1,11 @@
 package postgres_test
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"os"
+	"os/exec"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -17,7 +21,13 @@ import (
 	"github.com/entityenrich/enrich/test/pgtest"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) {
+	if dsn := os.Getenv(helperDSN); dsn != "" {
+		migrateProcess(dsn)
+		return
+	}
+	pgtest.Main(m)
+}
 
 // backends are the servers every suite runs on. PGlite runs one query at a
 // time, so the race of parallel transactions runs on native PostgreSQL only.
@@ -140,34 +150,83 @@ func TestMigrateIsIdempotent(t *testing.T) {
 	}
 }
 
-// TestMigrateConcurrently starts two "processes" (separate pools) migrating
-// one empty database at once: the advisory lock makes the second wait and
-// find nothing to do.
+// TestMigrateConcurrently migrates one empty database from two goroutines
+// and, separately, from two processes at once: the second waits for the
+// first and finds nothing to do.
 func TestMigrateConcurrently(t *testing.T) {
+	t.Run("goroutines", func(t *testing.T) {
+		dsn := pgtest.Native(t)
+		dbs := []*bun.DB{open(t, dsn), open(t, dsn)}
+		errs := make([]error, len(dbs))
+		var wg sync.WaitGroup
+		for i, db := range dbs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i] = postgres.Migrate(context.Background(), db)
+			}()
+		}
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil {
+				t.Error(err)
+			}
+		}
+		checkMigratedOnce(t, dbs[0])
+	})
+	t.Run("processes", func(t *testing.T) {
+		dsn := pgtest.Native(t)
+		cmds := make([]*exec.Cmd, 2)
+		outs := make([]bytes.Buffer, len(cmds))
+		for i := range cmds {
+			cmds[i] = exec.Command(os.Args[0])
+			cmds[i].Env = append(os.Environ(), helperDSN+"="+dsn)
+			cmds[i].Stdout, cmds[i].Stderr = &outs[i], &outs[i]
+			if err := cmds[i].Start(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i, c := range cmds {
+			if err := c.Wait(); err != nil {
+				t.Errorf("process %d: %v\n%s", i, err, outs[i].String())
+			}
+		}
+		checkMigratedOnce(t, open(t, dsn))
+	})
+}
+
+const helperDSN = "ENRICH_TEST_MIGRATE_DSN"
+
+// migrateProcess is one of TestMigrateConcurrently's processes: the test
+// binary started again with helperDSN set.
+func migrateProcess(dsn string) {
+	ctx := context.Background()
+	db, err := postgres.Open(ctx, dsn)
+	if err == nil {
+		err = postgres.Migrate(ctx, db)
+		db.Close()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+func checkMigratedOnce(t *testing.T, db *bun.DB) {
+	t.Helper()
 	is := is.New(t)
-	dsn := pgtest.Native(t)
-	dbs := []*bun.DB{open(t, dsn), open(t, dsn)}
-	errs := make([]error, len(dbs))
-	var wg sync.WaitGroup
-	for i, db := range dbs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = postgres.Migrate(context.Background(), db)
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		is.NoErr(err)
-	}
-	is.True(appliedMigrations(t, dbs[0]) > 0)
 	var names []string
-	is.NoErr(dbs[0].NewSelect().Table("bun_migrations").Column("name").Scan(context.Background(), &names))
+	is.NoErr(db.NewSelect().Table("bun_migrations").Column("name").Scan(context.Background(), &names))
+	is.True(len(names) > 0)
 	seen := map[string]bool{}
 	for _, n := range names {
 		is.True(!seen[n]) // each migration applied once
 		seen[n] = true
 	}
+	n, err := db.NewSelect().Table("jobs").Count(context.Background())
+	is.NoErr(err) // the schema is there
+	is.Equal(n, int64(0))
 }
 
 func TestOpenFailsOnUnreachableServer(t *testing.T) {

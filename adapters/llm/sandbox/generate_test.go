@@ -190,8 +190,8 @@ func TestInvalid(t *testing.T) {
 			v, err := jsonschema.New().Compile(json.RawMessage(tt.schema))
 			is.NoErr(err)
 			text, out := roundTrip(t, sandbox.Invalid(obj(t, tt.schema)))
-			is.True(strings.HasPrefix(text, "{"))           // parseable object
-			is.True(v.Validate(out) != nil)                 // but invalid
+			is.True(strings.HasPrefix(text, "{"))                           // parseable object
+			is.True(v.Validate(out) != nil)                                 // but invalid
 			is.Equal(text, mustJSON(t, sandbox.Invalid(obj(t, tt.schema)))) // deterministic
 		})
 	}

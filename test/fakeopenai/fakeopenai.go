@@ -1,0 +1,362 @@
+package fakeopenai
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/entityenrich/enrich/adapters/llm/sandbox"
+)
+
+// ChatMessage is one message of a request, its content flattened to text.
+type ChatMessage struct {
+	Role    string
+	Content string
+}
+
+// ChatRequest is a received chat completion request.
+type ChatRequest struct {
+	Model    string
+	Messages []ChatMessage
+	// ResponseFormat is the request's response_format, if any.
+	ResponseFormat map[string]any
+	// Schema is the JSON Schema the answer must satisfy: response_format's
+	// json_schema, else the one in the prompt after "JSON Schema:".
+	Schema map[string]any
+	// Entity is the object in the prompt after "Known attributes of the
+	// entity:", if any.
+	Entity map[string]any
+	// Body is the raw request body.
+	Body []byte
+}
+
+// Responder overrides the answer. A status other than 0 or 200 makes the
+// server fail with it, content being the error message.
+type Responder func(req ChatRequest) (content string, status int)
+
+// Option configures a Server.
+type Option func(*Server)
+
+// WithLatency delays every answer by d (see SetLatency).
+func WithLatency(d time.Duration) Option { return func(s *Server) { s.latency = d } }
+
+// WithResponder installs r (see SetResponder).
+func WithResponder(r Responder) Option { return func(s *Server) { s.responder = r } }
+
+// WithAPIKey makes the server answer 401 unless the request carries
+// "Authorization: Bearer key".
+func WithAPIKey(key string) Option { return func(s *Server) { s.apiKey = key } }
+
+// WithModels sets the ids GET /v1/models lists (default "fake-model").
+func WithModels(ids ...string) Option { return func(s *Server) { s.models = ids } }
+
+// Server is a fake OpenAI-compatible API. Its methods are safe for
+// concurrent use, also while requests are served.
+type Server struct {
+	srv *httptest.Server
+
+	mu             sync.Mutex
+	latency        time.Duration
+	responder      Responder
+	apiKey         string
+	models         []string
+	failN          int
+	failStatus     int
+	invalidN       int
+	schemaInvalidN int
+	requests       []ChatRequest
+}
+
+// New starts a server that tb closes at cleanup.
+func New(tb testing.TB, opts ...Option) *Server {
+	tb.Helper()
+	s := &Server{models: []string{"fake-model"}}
+	for _, o := range opts {
+		o(s)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/v1/chat/completions", s.chat)
+	mux.HandleFunc("/chat/completions", s.chat)
+	mux.HandleFunc("/v1/models", s.listModels)
+	mux.HandleFunc("/models", s.listModels)
+	s.srv = httptest.NewServer(mux)
+	tb.Cleanup(s.srv.Close)
+	return s
+}
+
+// URL is the base URL to give a client (openai.WithBaseURL): it ends in
+// /v1, because langchaingo appends only "/chat/completions".
+func (s *Server) URL() string { return s.srv.URL + "/v1" }
+
+// Close stops the server before cleanup, to test connection failures.
+func (s *Server) Close() { s.srv.Close() }
+
+// SetLatency delays every answer by d. A request cancelled while it waits
+// gets no answer.
+func (s *Server) SetLatency(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.latency = d
+}
+
+// SetResponder installs r; nil restores the default answers.
+func (s *Server) SetResponder(r Responder) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.responder = r
+}
+
+// FailNext makes the next n requests fail with HTTP status (500, 429...).
+func (s *Server) FailNext(n, status int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failN, s.failStatus = n, status
+}
+
+// InvalidNext makes the next n answers text that is not JSON.
+func (s *Server) InvalidNext(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.invalidN = n
+}
+
+// SchemaInvalidNext makes the next n answers JSON objects that do not
+// satisfy the request's schema.
+func (s *Server) SchemaInvalidNext(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.schemaInvalidN = n
+}
+
+// Requests counts the chat requests received, failed ones included.
+func (s *Server) Requests() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.requests)
+}
+
+// LastRequest returns the latest chat request.
+func (s *Server) LastRequest() (ChatRequest, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.requests) == 0 {
+		return ChatRequest{}, false
+	}
+	return s.requests[len(s.requests)-1], true
+}
+
+// AllRequests returns every chat request in arrival order.
+func (s *Server) AllRequests() []ChatRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]ChatRequest(nil), s.requests...)
+}
+
+// wireRequest is the part of OpenAI's request the server reads. Content is
+// a string or a list of parts.
+type wireRequest struct {
+	Model    string `json:"model"`
+	Stream   bool   `json:"stream"`
+	Messages []struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	} `json:"messages"`
+	ResponseFormat map[string]any `json:"response_format"`
+}
+
+func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		writeError(w, http.StatusMethodNotAllowed, "use POST")
+		return
+	}
+	body, err := readBody(r)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	var wr wireRequest
+	if err := json.Unmarshal(body, &wr); err != nil {
+		writeError(w, http.StatusBadRequest, "request is not JSON: "+err.Error())
+		return
+	}
+	req := ChatRequest{Model: wr.Model, ResponseFormat: wr.ResponseFormat, Body: body}
+	var prompt strings.Builder
+	for _, m := range wr.Messages {
+		c := flatten(m.Content)
+		req.Messages = append(req.Messages, ChatMessage{Role: m.Role, Content: c})
+		prompt.WriteString(c)
+		prompt.WriteByte('\n')
+	}
+	req.Schema, req.Entity = sandbox.ParsePrompt(prompt.String())
+	if js, ok := wr.ResponseFormat["json_schema"].(map[string]any); ok {
+		if sch, ok := js["schema"].(map[string]any); ok {
+			req.Schema = sch
+		}
+	}
+
+	s.mu.Lock()
+	s.requests = append(s.requests, req)
+	latency, responder, apiKey := s.latency, s.responder, s.apiKey
+	mode := ""
+	switch {
+	case apiKey != "" && r.Header.Get("Authorization") != "Bearer "+apiKey:
+		mode = "unauthorized"
+	case s.failN > 0:
+		s.failN--
+		mode = "fail"
+	case responder != nil:
+		mode = "responder"
+	case s.invalidN > 0:
+		s.invalidN--
+		mode = "invalid"
+	case s.schemaInvalidN > 0:
+		s.schemaInvalidN--
+		mode = "schema-invalid"
+	}
+	failStatus := s.failStatus
+	s.mu.Unlock()
+
+	if latency > 0 {
+		t := time.NewTimer(latency)
+		defer t.Stop()
+		select {
+		case <-r.Context().Done():
+			return
+		case <-t.C:
+		}
+	}
+	if wr.Stream {
+		writeError(w, http.StatusBadRequest, "fakeopenai does not stream")
+		return
+	}
+	var content string
+	switch mode {
+	case "unauthorized":
+		writeError(w, http.StatusUnauthorized, "Incorrect API key provided")
+		return
+	case "fail":
+		if failStatus == http.StatusTooManyRequests {
+			w.Header().Set("Retry-After", "1")
+		}
+		writeError(w, failStatus, fmt.Sprintf("injected failure %d", failStatus))
+		return
+	case "responder":
+		c, status := responder(req)
+		if status != 0 && status != http.StatusOK {
+			writeError(w, status, c)
+			return
+		}
+		content = c
+	case "invalid":
+		content = "Sure! Here is the data you asked for, but not as JSON."
+	case "schema-invalid":
+		content = marshal(sandbox.Invalid(orObject(req.Schema)))
+	default:
+		content = marshal(sandbox.Generate(orObject(req.Schema), req.Entity, req.Model))
+	}
+	in, out := tokens(prompt.String()), tokens(content)
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{
+		"id":      fmt.Sprintf("chatcmpl-fake-%d", s.Requests()),
+		"object":  "chat.completion",
+		"created": 1700000000,
+		"model":   req.Model,
+		"choices": []any{map[string]any{
+			"index":         0,
+			"message":       map[string]any{"role": "assistant", "content": content},
+			"finish_reason": "stop",
+		}},
+		"usage": map[string]any{"prompt_tokens": in, "completion_tokens": out, "total_tokens": in + out},
+	})
+}
+
+func (s *Server) listModels(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		writeError(w, http.StatusMethodNotAllowed, "use GET")
+		return
+	}
+	s.mu.Lock()
+	ids := append([]string(nil), s.models...)
+	s.mu.Unlock()
+	data := make([]any, 0, len(ids))
+	for _, id := range ids {
+		data = append(data, map[string]any{"id": id, "object": "model", "created": 1700000000, "owned_by": "fakeopenai"})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"object": "list", "data": data})
+}
+
+func readBody(r *http.Request) ([]byte, error) {
+	defer r.Body.Close()
+	const limit = 16 << 20
+	b, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > limit {
+		return nil, fmt.Errorf("request body over 16 MiB")
+	}
+	return b, nil
+}
+
+// flatten turns a message content (a string, or parts of which the text
+// ones count) into text.
+func flatten(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(raw, &parts) == nil {
+		var sb strings.Builder
+		for _, p := range parts {
+			if p.Type == "text" {
+				sb.WriteString(p.Text)
+			}
+		}
+		return sb.String()
+	}
+	return ""
+}
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	typ := "invalid_request_error"
+	switch {
+	case status == http.StatusTooManyRequests:
+		typ = "rate_limit_exceeded"
+	case status >= 500:
+		typ = "server_error"
+	case status == http.StatusUnauthorized:
+		typ = "authentication_error"
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": msg, "type": typ, "code": nil}})
+}
+
+func orObject(s map[string]any) map[string]any {
+	if s == nil {
+		return map[string]any{"type": "object"}
+	}
+	return s
+}
+
+func marshal(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "{}"
+	}
+	return string(b)
+}
+
+// tokens estimates like a tokenizer would on English: four bytes a token.
+func tokens(s string) int { return max(1, (len(s)+3)/4) }
