@@ -39,11 +39,11 @@ func (s *SchemaService) Create(ctx context.Context, p *access.Principal, in NewS
 		return nil, Invalid("schema", "schema is not a valid JSON Schema: %v", err)
 	}
 	if _, err := schema.CheckShape(in.Name, in.Schema); err != nil {
-		field := "schema"
-		if strings.Contains(err.Error(), "name") {
-			field = "name"
+		var fe *schema.FieldError
+		if errors.As(err, &fe) {
+			return nil, Invalid(fe.Field, "%s", fe.Detail)
 		}
-		return nil, Invalid(field, "%v", err)
+		return nil, Invalid("schema", "%v", err)
 	}
 	if len(in.Description) > 10_000 {
 		return nil, Invalid("description", "description is longer than 10000 characters")

@@ -95,6 +95,10 @@ func (t *Tokens) Parse(token string) (ports.TokenClaims, error) {
 		// RS256-to-HS256 key confusion.
 		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
 		jwt.WithTimeFunc(t.now),
+		// Replicas' clocks differ by a little; without leeway a token
+		// issued by a replica running ahead is "used before issued" on
+		// the next.
+		jwt.WithLeeway(5*time.Second),
 		jwt.WithExpirationRequired(),
 		jwt.WithIssuedAt(),
 	)

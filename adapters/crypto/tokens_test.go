@@ -167,3 +167,15 @@ func FuzzTokensParse(f *testing.F) {
 		}
 	})
 }
+
+func TestTokensClockSkew(t *testing.T) {
+	is := is.New(t)
+	s, err := NewTokens(secret, time.Minute, fixed(t0)).Issue(ports.TokenClaims{UserID: "u", OrgID: "o"})
+	is.NoErr(err)
+	_, err = NewTokens(secret, time.Minute, fixed(t0.Add(-3*time.Second))).Parse(s)
+	is.NoErr(err) // a replica whose clock is a little behind accepts it
+	_, err = NewTokens(secret, time.Minute, fixed(t0.Add(time.Minute+3*time.Second))).Parse(s)
+	is.NoErr(err) // and one a little ahead, just after expiry
+	_, err = NewTokens(secret, time.Minute, fixed(t0.Add(time.Minute+10*time.Second))).Parse(s)
+	is.True(errors.Is(err, jwt.ErrTokenExpired))
+}

@@ -31,26 +31,39 @@ type Schema struct {
 // ErrInvalid is wrapped by every validation failure of a schema document.
 var ErrInvalid = errors.New("invalid schema")
 
+// FieldError is a validation failure of one request field.
+type FieldError struct {
+	Field  string
+	Detail string
+}
+
+func (e *FieldError) Error() string { return e.Detail }
+func (e *FieldError) Unwrap() error { return ErrInvalid }
+
+func invalid(field, format string, args ...any) error {
+	return &FieldError{Field: field, Detail: fmt.Sprintf(format, args...)}
+}
+
 // CheckShape validates what the enrichment needs beyond JSON Schema itself:
 // a name, and a top-level object with properties.
 func CheckShape(name string, content json.RawMessage) (map[string]any, error) {
 	name = strings.TrimSpace(name)
 	if name == "" {
-		return nil, fmt.Errorf("%w: name is required", ErrInvalid)
+		return nil, invalid("name", "name is required")
 	}
 	if len(name) > MaxNameLen {
-		return nil, fmt.Errorf("%w: name is longer than %d characters", ErrInvalid, MaxNameLen)
+		return nil, invalid("name", "name is longer than %d characters", MaxNameLen)
 	}
 	var doc map[string]any
 	if err := json.Unmarshal(content, &doc); err != nil || doc == nil {
-		return nil, fmt.Errorf("%w: schema must be a JSON object", ErrInvalid)
+		return nil, invalid("schema", "schema must be a JSON object")
 	}
 	if t, _ := doc["type"].(string); t != "object" {
-		return nil, fmt.Errorf("%w: schema.type must be \"object\"", ErrInvalid)
+		return nil, invalid("schema", "schema.type must be \"object\"")
 	}
 	props, ok := doc["properties"].(map[string]any)
 	if !ok || len(props) == 0 {
-		return nil, fmt.Errorf("%w: schema.properties must name at least one property", ErrInvalid)
+		return nil, invalid("schema", "schema.properties must name at least one property")
 	}
 	return doc, nil
 }

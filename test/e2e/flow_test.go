@@ -142,8 +142,12 @@ func TestStrategies(t *testing.T) {
 		{small, "", "single_pass", 1},
 	}
 	for _, tt := range tests {
-		t.Run(tt.strategy, func(t *testing.T) {
-			evs := s.follow(ten.key, s.startJob(ten.key, obj{"entity_data": obj{"name": "Acme"}, "schema_id": tt.schema, "model": "sandbox::echo", "strategy": tt.strategy}), "")
+		t.Run(tt.strategy+"/"+tt.selected, func(t *testing.T) {
+			body := obj{"entity_data": obj{"name": "Acme"}, "schema_id": tt.schema, "model": "sandbox::echo"}
+			if tt.strategy != "" {
+				body["strategy"] = tt.strategy
+			}
+			evs := s.follow(ten.key, s.startJob(ten.key, body), "")
 			is.Equal(last(evs).Name, "completed")
 			is.Equal(len(find(evs, "attempt")), tt.calls)
 			sel := find(evs, "strategy_selected")

@@ -49,7 +49,8 @@ func testConfig(dsn string) enrich.Config {
 		PasswordHashing: "fast",
 		ShutdownGrace:   2 * time.Second,
 		SSEHeartbeat:    15 * time.Second,
-		Logger:          slog.New(slog.NewTextHandler(io.Discard, nil)),
+		// Errors reach the test output; the rest is noise.
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
 	}
 }
 

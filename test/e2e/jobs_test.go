@@ -181,7 +181,9 @@ func TestCrashedJobIsReaped(t *testing.T) {
 		CreatedAt: time.Now().UTC(), UpdatedAt: time.Now().UTC(), HeartbeatAt: time.Now().UTC()}
 	is.NoErr(e.Stores.Jobs.CreateJob(ctx, fresh))
 
-	is.Equal(e.Jobs.Reap(ctx), 2)
+	// The reaper also runs in the background from start; either way both
+	// stale jobs end up failed.
+	e.Jobs.Reap(ctx)
 	for _, id := range []string{"crashed-running", "crashed-pending"} {
 		j, err := e.Stores.Jobs.GetJob(ctx, orgID, id)
 		is.NoErr(err)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"sync"
@@ -25,8 +26,7 @@ type answer struct {
 	header  http.Header
 }
 
-func post(t *testing.T, ctx context.Context, url string, body any) (answer, error) {
-	t.Helper()
+func post(ctx context.Context, url string, body any) (answer, error) {
 	b, _ := json.Marshal(body)
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url+"/chat/completions", bytes.NewReader(b))
 	req.Header.Set("Content-Type", "application/json")
@@ -44,7 +44,7 @@ func post(t *testing.T, ctx context.Context, url string, body any) (answer, erro
 		Error struct{ Message string } `json:"error"`
 	}
 	if err := json.Unmarshal(raw, &v); err != nil {
-		t.Fatalf("answer is not JSON: %s", raw)
+		return answer{}, fmt.Errorf("answer is not JSON: %s", raw)
 	}
 	a := answer{status: resp.StatusCode, usage: v.Usage, header: resp.Header}
 	if len(v.Choices) > 0 {
@@ -81,7 +81,7 @@ func TestDefaultAnswer(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			is := is.New(t)
 			f := fakeopenai.New(t)
-			a, err := post(t, context.Background(), f.URL(), tt.body)
+			a, err := post(context.Background(), f.URL(), tt.body)
 			is.NoErr(err)
 			is.Equal(a.status, 200)
 			var out map[string]any
@@ -109,33 +109,33 @@ func TestKnobs(t *testing.T) {
 
 	f.FailNext(2, 429)
 	for range 2 {
-		a, err := post(t, context.Background(), f.URL(), body)
+		a, err := post(context.Background(), f.URL(), body)
 		is.NoErr(err)
 		is.Equal(a.status, 429)
 		is.Equal(a.header.Get("Retry-After"), "1")
 	}
 	f.FailNext(1, 500)
-	a, _ := post(t, context.Background(), f.URL(), body)
+	a, _ := post(context.Background(), f.URL(), body)
 	is.Equal(a.status, 500)
 
 	f.InvalidNext(1)
-	a, _ = post(t, context.Background(), f.URL(), body)
+	a, _ = post(context.Background(), f.URL(), body)
 	is.Equal(a.status, 200)
 	is.True(!json.Valid([]byte(a.content)))
 
 	f.SchemaInvalidNext(1)
-	a, _ = post(t, context.Background(), f.URL(), body)
+	a, _ = post(context.Background(), f.URL(), body)
 	var out map[string]any
 	is.NoErr(json.Unmarshal([]byte(a.content), &out))
 	_, isString := out["size"].(string)
 	is.True(isString) // wrong type
 
 	f.SetResponder(func(r fakeopenai.ChatRequest) (string, int) { return `{"model":"` + r.Model + `"}`, 0 })
-	a, _ = post(t, context.Background(), f.URL(), body)
+	a, _ = post(context.Background(), f.URL(), body)
 	is.Equal(a.content, `{"model":"m1"}`)
 	f.SetResponder(nil)
 
-	a, _ = post(t, context.Background(), f.URL(), body)
+	a, _ = post(context.Background(), f.URL(), body)
 	is.NoErr(json.Unmarshal([]byte(a.content), &out))
 	is.Equal(out["name"], "Acme") // back to normal
 	is.Equal(f.Requests(), 7)
@@ -148,11 +148,11 @@ func TestLatencyHonoursCancellation(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err := post(t, ctx, f.URL(), chat(schemaPrompt))
+	_, err := post(ctx, f.URL(), chat(schemaPrompt))
 	is.True(errors.Is(err, context.DeadlineExceeded))
 	is.True(time.Since(start) < time.Second)
 	f.SetLatency(0)
-	a, err := post(t, context.Background(), f.URL(), chat(schemaPrompt))
+	a, err := post(context.Background(), f.URL(), chat(schemaPrompt))
 	is.NoErr(err)
 	is.Equal(a.status, 200)
 }
@@ -160,7 +160,7 @@ func TestLatencyHonoursCancellation(t *testing.T) {
 func TestAPIKey(t *testing.T) {
 	is := is.New(t)
 	f := fakeopenai.New(t, fakeopenai.WithAPIKey("sk-1"))
-	a, err := post(t, context.Background(), f.URL(), chat(schemaPrompt))
+	a, err := post(context.Background(), f.URL(), chat(schemaPrompt))
 	is.NoErr(err)
 	is.Equal(a.status, 401)
 }
@@ -196,7 +196,7 @@ func TestConcurrentKnobs(t *testing.T) {
 				f.FailNext(1, 500)
 				f.SetLatency(time.Millisecond)
 			}
-			if _, err := post(t, context.Background(), f.URL(), chat(schemaPrompt)); err != nil {
+			if _, err := post(context.Background(), f.URL(), chat(schemaPrompt)); err != nil {
 				t.Error(err)
 			}
 			_ = f.Requests()

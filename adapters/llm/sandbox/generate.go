@@ -268,7 +268,18 @@ func (g *gen) value(node any, path, label string, known any, hasKnown bool, dept
 				}
 			}
 		}
-		return enum[g.hash(path, "enum")%uint64(len(enum))]
+		// Prefer the values the schema's other keywords also accept
+		// ("type": "string" beside a mixed enum, say).
+		ok := enum[:0:0]
+		for _, e := range enum {
+			if g.admits(s, e) {
+				ok = append(ok, e)
+			}
+		}
+		if len(ok) == 0 {
+			ok = enum
+		}
+		return ok[g.hash(path, "enum")%uint64(len(ok))]
 	}
 	ts := types(s)
 	if ts == nil {
@@ -408,6 +419,26 @@ func sameJSON(a, b any) bool {
 	ja, err1 := json.Marshal(a)
 	jb, err2 := json.Marshal(b)
 	return err1 == nil && err2 == nil && string(ja) == string(jb)
+}
+
+// admits reports whether v has one of s's types and, for a scalar, meets
+// s's scalar keywords.
+func (g *gen) admits(s map[string]any, v any) bool {
+	ts := types(s)
+	if ts == nil {
+		return true
+	}
+	vt := jsonType(v)
+	for _, t := range ts {
+		if t == vt || (t == "number" && vt == "integer") {
+			switch vt {
+			case "object", "array", "null":
+				return true
+			}
+			return fitsScalar(s, t, v, g)
+		}
+	}
+	return false
 }
 
 // fitsScalar reports whether a known scalar satisfies s's scalar keywords.
