@@ -133,7 +133,7 @@ func NewRegistry(cfg Config) (*Registry, error) {
 		}
 	}
 	if cfg.Sandbox {
-		for _, s := range sandbox.Names {
+		for _, s := range sandbox.Specs() {
 			key := model.Key{Provider: SandboxProvider, Model: s.Name}
 			pr, ok := cfg.Prices[key.String()]
 			if !ok {

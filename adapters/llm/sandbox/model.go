@@ -27,17 +27,22 @@ const (
 // SlowLatency is what sandbox::slow adds to every answer.
 const SlowLatency = 2 * time.Second
 
-// Names lists the sandbox models offered, with what each one is for.
-var Names = []struct{ Name, Purpose string }{
-	{"echo", "echoes known attributes, fills the rest"},
-	{"alt", "like echo with another seed, so the two disagree on some fields"},
-	{"flaky", "first attempt of each conversation is not JSON, retries succeed"},
-	{"broken", "always answers a parseable object that fails the schema"},
-	{"slow", "like echo after 2 s"},
+// Spec names a sandbox model and says what it is for.
+type Spec struct{ Name, Purpose string }
+
+// Specs lists the sandbox models offered.
+func Specs() []Spec {
+	return []Spec{
+		{"echo", "echoes known attributes, fills the rest"},
+		{"alt", "like echo with another seed, so the two disagree on some fields"},
+		{"flaky", "first attempt of each conversation is not JSON, retries succeed"},
+		{"broken", "always answers a parseable object that fails the schema"},
+		{"slow", "like echo after 2 s"},
+	}
 }
 
 // Model is a deterministic, network-free llms.Model. Its behaviour comes
-// from its name (see Names); any other name behaves like echo with that
+// from its name (see Specs); any other name behaves like echo with that
 // name as the seed.
 type Model struct {
 	name    string
