@@ -74,7 +74,7 @@ func provideAccess(cfg Config, st *Stores, pw ports.Passwords, clock ports.Clock
 	now := func() time.Time { return clock.Now() }
 	return &app.AccessService{Orgs: st.Orgs, Users: st.Users, Keys: st.Keys, Passwords: pw,
 		Access:  crypto.NewTokens([]byte(cfg.JWTSecret+":access"), cfg.AccessTokenTTL, now),
-		Refresh: crypto.NewTokens([]byte(cfg.JWTSecret+":refresh"), 7*24*time.Hour, now),
+		Refresh: crypto.NewTokens([]byte(cfg.JWTSecret+":refresh"), 7*24*time.Hour, now).WithType("refresh"),
 		Clock:   clock, IDs: ids, Log: lg, AccessTTL: cfg.AccessTokenTTL}
 }
 

@@ -32,6 +32,20 @@ type AccessService struct {
 	AccessTTL time.Duration
 
 	usage usageBatch
+
+	dummyOnce sync.Once
+	dummy     string
+}
+
+func (s *AccessService) dummyHash() string {
+	s.dummyOnce.Do(func() {
+		h, err := s.Passwords.Hash("not a password anyone has")
+		if err != nil {
+			s.Log.Error("hash dummy password", "err", err)
+		}
+		s.dummy = h
+	})
+	return s.dummy
 }
 
 // Session is what registration, login and refresh return.
@@ -90,13 +104,17 @@ func (s *AccessService) Login(ctx context.Context, email, password string) (*Ses
 	if err != nil && !errors.Is(err, ports.ErrNotFound) {
 		return nil, err
 	}
-	ok := false
+	// An unknown email costs the same hash as a known one, so that response
+	// times do not tell which emails have accounts.
+	hash := s.dummyHash()
 	if u != nil {
-		ok, err = s.Passwords.Verify(u.PasswordHash, password)
-		if err != nil {
-			return nil, err
-		}
+		hash = u.PasswordHash
 	}
+	ok, err := s.Passwords.Verify(hash, password)
+	if err != nil {
+		return nil, err
+	}
+	ok = ok && u != nil
 	if !ok || !u.Active() {
 		return nil, coded(access.ErrUnauthenticated, "invalid_credentials", "invalid email or password")
 	}
