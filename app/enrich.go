@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -41,6 +42,38 @@ type EnrichmentService struct {
 	// RetryBackoff is the pause before retrying a failed call (default 100 ms,
 	// times the attempt number).
 	RetryBackoff time.Duration
+
+	cache validators
+}
+
+// validators caches compiled schemas by content: compiling is the costliest
+// step of preparing a job, and the same schema is enriched again and again.
+type validators struct {
+	mu sync.Mutex
+	m  map[[32]byte]ports.Validator
+}
+
+const maxCachedValidators = 1024
+
+func (s *EnrichmentService) compile(doc []byte) (ports.Validator, error) {
+	key := sha256.Sum256(doc)
+	s.cache.mu.Lock()
+	v, ok := s.cache.m[key]
+	s.cache.mu.Unlock()
+	if ok {
+		return v, nil
+	}
+	v, err := s.Compiler.Compile(doc)
+	if err != nil {
+		return nil, err
+	}
+	s.cache.mu.Lock()
+	if s.cache.m == nil || len(s.cache.m) >= maxCachedValidators {
+		s.cache.m = map[[32]byte]ports.Validator{}
+	}
+	s.cache.m[key] = v
+	s.cache.mu.Unlock()
+	return v, nil
 }
 
 // MaxModels bounds the models of one request.
@@ -103,7 +136,7 @@ func (s *EnrichmentService) prepare(ctx context.Context, p *access.Principal, re
 	if err := json.Unmarshal(sc.Content, &pl.doc); err != nil {
 		return nil, fmt.Errorf("stored schema %s does not decode: %w", sc.ID, err)
 	}
-	if pl.whole, err = s.Compiler.Compile(sc.Content); err != nil {
+	if pl.whole, err = s.compile(sc.Content); err != nil {
 		return nil, coded(ports.ErrInvalid, "schema_invalid", "schema %s does not compile: %v", sc.ID, err)
 	}
 	domains, err := enrichment.Plan(pl.doc)
@@ -113,7 +146,7 @@ func (s *EnrichmentService) prepare(ctx context.Context, p *access.Principal, re
 	pl.choice = enrichment.Choose(strategy, domains)
 	for _, d := range enrichment.Calls(pl.choice.Strategy, pl.doc, domains) {
 		raw, _ := json.Marshal(d.Schema)
-		v, err := s.Compiler.Compile(raw)
+		v, err := s.compile(raw)
 		if err != nil {
 			return nil, coded(ports.ErrInvalid, "schema_invalid", "expertise %s of schema %s does not compile: %v", d.Key, sc.ID, err)
 		}

@@ -29,12 +29,16 @@ type Hub struct {
 	// Retain is how long a finished job's events stay in memory after they
 	// are durable.
 	Retain time.Duration
+	// Linger is how long the writer waits after the first pending event
+	// before writing, to batch a burst into one append.
+	Linger time.Duration
 
 	mu      sync.Mutex
 	streams map[string]*stream
 	pending []job.Event
 	kick    chan struct{}
-	flushed *sync.Cond // signalled after each batch is written
+	urgent  chan struct{} // a Flush is waiting
+	flushed *sync.Cond    // signalled after each batch is written
 	stop    chan struct{}
 	done    chan struct{}
 	written map[string]int64 // highest durable seq per live job
@@ -58,6 +62,8 @@ func NewHub(log ports.EventLog, clock ports.Clock, lg *slog.Logger) *Hub {
 		Retain:       time.Minute,
 		streams:      map[string]*stream{},
 		kick:         make(chan struct{}, 1),
+		urgent:       make(chan struct{}, 1),
+		Linger:       5 * time.Millisecond,
 		stop:         make(chan struct{}),
 		done:         make(chan struct{}),
 		written:      map[string]int64{},
@@ -117,6 +123,10 @@ func (h *Hub) Flush(ctx context.Context, jobID string, seq int64) {
 		h.mu.Unlock()
 	})
 	defer stop()
+	select {
+	case h.urgent <- struct{}{}:
+	default:
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for h.written[jobID] < seq && ctx.Err() == nil && !h.closed() {
@@ -141,6 +151,17 @@ func (h *Hub) writer() {
 	for {
 		select {
 		case <-h.kick:
+			// Linger briefly so that the events of one burst go in one
+			// append (one commit); a flush (terminal event) cuts it short.
+			if h.Linger > 0 {
+				t := time.NewTimer(h.Linger)
+				select {
+				case <-t.C:
+				case <-h.urgent:
+				case <-h.stop:
+				}
+				t.Stop()
+			}
 			h.writePending()
 		case <-sweep.C:
 			h.sweep()
