@@ -60,6 +60,9 @@ type Embedded struct {
 	closeErr error
 }
 
+// RunningJobs lists the ids of the jobs queued or running in this process.
+func (e *Embedded) RunningJobs() []string { return e.runner.Running() }
+
 // start launches the background loops: job heartbeats and the reaper, and the
 // batched flush of access-key usage.
 func (e *Embedded) start() {
@@ -172,17 +175,12 @@ func NewServer(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	h, err := newHTTP(e)
+	h, err := initHTTP(e)
 	if err != nil {
 		_ = e.Close()
 		return nil, err
 	}
 	return &Server{Embedded: e, HTTP: h}, nil
-}
-
-func newHTTP(e *Embedded) (*httpapi.Server, error) {
-	return httpapi.NewServer(httpapi.Config{MaxBodyBytes: e.cfg.MaxBodyBytes, SSEHeartbeat: e.cfg.SSEHeartbeat},
-		e.Access, e.Schemas, e.Records, e.Enrichment, e.Jobs, e.Log, e.Stores.Ready)
 }
 
 // ListenAndServe serves until ctx ends, then shuts down gracefully: it stops

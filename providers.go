@@ -8,6 +8,7 @@ import (
 	"github.com/google/wire"
 
 	"github.com/entityenrich/enrich/adapters/crypto"
+	"github.com/entityenrich/enrich/adapters/httpapi"
 	"github.com/entityenrich/enrich/adapters/inproc"
 	"github.com/entityenrich/enrich/adapters/jsonschema"
 	"github.com/entityenrich/enrich/adapters/llm"
@@ -100,3 +101,17 @@ func provideEmbedded(st *Stores, a *app.AccessService, sc *app.SchemaService, rc
 	js *app.JobService, h *app.Hub, r *inproc.Runner, lg *slog.Logger) *Embedded {
 	return &Embedded{Access: a, Schemas: sc, Records: rc, Enrichment: en, Jobs: js, Stores: st, Log: lg, hub: h, runner: r}
 }
+
+// httpSet builds the HTTP API from an Embedded core.
+var httpSet = wire.NewSet(
+	wire.FieldsOf(new(*Embedded), "Access", "Schemas", "Records", "Enrichment", "Jobs", "Log"),
+	provideHTTPConfig,
+	provideReadiness,
+	httpapi.NewServer,
+)
+
+func provideHTTPConfig(e *Embedded) httpapi.Config {
+	return httpapi.Config{MaxBodyBytes: e.cfg.MaxBodyBytes, SSEHeartbeat: e.cfg.SSEHeartbeat}
+}
+
+func provideReadiness(e *Embedded) httpapi.Readiness { return e.Stores.Ready }

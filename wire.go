@@ -6,6 +6,8 @@ import (
 	"context"
 
 	"github.com/google/wire"
+
+	"github.com/entityenrich/enrich/adapters/httpapi"
 )
 
 // initMemory builds the service on memory adapters.
@@ -24,4 +26,10 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, func(), error) {
 	wire.Build(coreSet)
 	return nil, nil, nil
+}
+
+// initHTTP builds the HTTP API around an Embedded core.
+func initHTTP(e *Embedded) (*httpapi.Server, error) {
+	wire.Build(httpSet)
+	return nil, nil
 }

@@ -8,6 +8,7 @@ package enrich
 
 import (
 	"context"
+	"github.com/entityenrich/enrich/adapters/httpapi"
 	"github.com/entityenrich/enrich/adapters/jsonschema"
 	"github.com/entityenrich/enrich/adapters/system"
 )
@@ -107,4 +108,21 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 	return embedded, func() {
 		cleanup()
 	}, nil
+}
+
+// initHTTP builds the HTTP API around an Embedded core.
+func initHTTP(e *Embedded) (*httpapi.Server, error) {
+	config := provideHTTPConfig(e)
+	accessService := e.Access
+	schemaService := e.Schemas
+	recordService := e.Records
+	enrichmentService := e.Enrichment
+	jobService := e.Jobs
+	logger := e.Log
+	readiness := provideReadiness(e)
+	server, err := httpapi.NewServer(config, accessService, schemaService, recordService, enrichmentService, jobService, logger, readiness)
+	if err != nil {
+		return nil, err
+	}
+	return server, nil
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -297,4 +296,11 @@ func mustf(t *testing.T, ok bool, format string, args ...any) {
 	}
 }
 
-var _ = fmt.Sprintf
+func jsonBody(v any) io.Reader {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return bytes.NewReader(b)
+}
+

@@ -1,0 +1,82 @@
+package e2e_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+
+	"github.com/entityenrich/enrich"
+	"github.com/entityenrich/enrich/domain/job"
+)
+
+func TestHealthAndOpenAPI(t *testing.T) {
+	for _, b := range backends[:2] {
+		t.Run(b.name, func(t *testing.T) {
+			is := is.New(t)
+			s := start(t, testConfig(b.dsn(t)))
+			var h struct{ Status string }
+			is.Equal(s.call("GET", "/healthz", "", nil, &h), 200)
+			is.Equal(h.Status, "ok")
+			is.Equal(s.call("GET", "/readyz", "", nil, &h), 200)
+			ten := s.register("ops@example.com")
+			is.Equal(s.call("GET", "/api/openapi.json", "", nil, nil), 401)
+			var doc struct {
+				OpenAPI string         `json:"openapi"`
+				Paths   map[string]any `json:"paths"`
+			}
+			is.Equal(s.call("GET", "/api/openapi.json", ten.key, nil, &doc), 200)
+			is.Equal(doc.OpenAPI, "3.1.0")
+			is.True(doc.Paths["/api/llm/stream/{job_id}"] != nil)
+		})
+	}
+}
+
+// TestSyncClientGoesAway: a blocking enrichment whose client disconnects is
+// cancelled, not left running.
+func TestSyncClientGoesAway(t *testing.T) {
+	is := is.New(t)
+	s := start(t, testConfig(""))
+	ten := s.register("away@example.com")
+	id := s.createSchema(ten.key, "Company", companySchema)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "POST", s.url+"/api/single/enrich/sync",
+		jsonBody(obj{"entity_data": obj{"name": "Acme"}, "schema_id": id, "models": []string{"sandbox::slow"}}))
+	req.Header.Set("X-API-Key", ten.key)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := http.DefaultClient.Do(req)
+		errc <- err
+	}()
+	var jobID string
+	for jobID == "" {
+		if ids := s.srv.RunningJobs(); len(ids) == 1 {
+			jobID = ids[0]
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	is.True(<-errc != nil) // the client gave up
+	deadline := time.Now().Add(2 * time.Second)
+	for len(s.srv.RunningJobs()) > 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	j, err := s.srv.Stores.Jobs.GetJob(context.Background(), ten.orgID, jobID)
+	is.NoErr(err)
+	is.Equal(j.State, job.Cancelled)
+	evs := s.follow(ten.key, jobID, "")
+	is.Equal(last(evs).Name, "cancelled")
+	is.Equal(last(evs).Data["reason"], "client went away")
+}
+
+// TestMigrateCommand: enrichd migrate applies the migrations and is
+// idempotent.
+func TestMigrateCommand(t *testing.T) {
+	is := is.New(t)
+	cfg := testConfig(backends[1].dsn(t))
+	is.NoErr(enrich.Migrate(context.Background(), cfg))
+	is.NoErr(enrich.Migrate(context.Background(), cfg))
+	is.True(enrich.Migrate(context.Background(), testConfig("")) != nil)
+}
