@@ -303,4 +303,3 @@ func jsonBody(v any) io.Reader {
 	}
 	return bytes.NewReader(b)
 }
-
