@@ -67,6 +67,20 @@ type APIKeyStore interface {
 	RecordUsage(ctx context.Context, usage []KeyUsage) error
 }
 
+// RefreshTokenStore keeps refresh tokens by hash.
+type RefreshTokenStore interface {
+	CreateRefreshToken(ctx context.Context, t *access.RefreshToken) error
+	// UseRefreshToken atomically marks the token with this hash used at
+	// `at` (if it was not already) and returns it as it was before the call,
+	// so a second use is seen as UsedAt != nil. Unknown hash: ErrNotFound.
+	UseRefreshToken(ctx context.Context, hash string, at time.Time) (*access.RefreshToken, error)
+	// RevokeFamily revokes every token of a family that is not revoked yet.
+	RevokeFamily(ctx context.Context, familyID string, at time.Time) error
+	// RevokeUserTokens revokes every token of a user (deactivation, logout
+	// everywhere).
+	RevokeUserTokens(ctx context.Context, userID string, at time.Time) error
+}
+
 // SchemaStore keeps saved schemas.
 type SchemaStore interface {
 	CreateSchema(ctx context.Context, s *schema.Schema) error

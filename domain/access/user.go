@@ -31,3 +31,18 @@ type User struct {
 
 // Active reports whether the user may authenticate.
 func (u *User) Active() bool { return u.Status == UserActive }
+
+// RefreshToken is an issued refresh token; only its hash is stored. Tokens
+// of one login form a family: each refresh uses one token and issues the next.
+// Presenting a used token again means it was stolen, and revokes the family.
+type RefreshToken struct {
+	ID        string
+	FamilyID  string
+	UserID    string
+	OrgID     string
+	Hash      string
+	CreatedAt time.Time
+	ExpiresAt time.Time
+	UsedAt    *time.Time
+	RevokedAt *time.Time
+}
