@@ -31,6 +31,8 @@ type Stores struct {
 	Records ports.RecordStore
 	Jobs    ports.JobStore
 	Events  ports.EventLog
+	// RefreshTokens keeps session refresh tokens.
+	RefreshTokens ports.RefreshTokenStore
 	// Ready reports whether the storage answers (nil: always ready).
 	Ready func(ctx context.Context) error
 	// Kind names the storage for logs: memory or postgres.

@@ -47,6 +47,10 @@ type Config struct {
 	MaxBodyBytes int64 `env:"ENRICH_MAX_BODY_BYTES" envDefault:"1048576"`
 	// SSEHeartbeat is the interval of SSE comment heartbeats.
 	SSEHeartbeat time.Duration `env:"ENRICH_SSE_HEARTBEAT" envDefault:"15s"`
+	// SysAdminEmails are users who are system administrators by
+	// configuration (comma-separated); `enrich admin grant-sysadmin` sets
+	// the flag in the database instead.
+	SysAdminEmails []string `env:"ENRICH_SYSADMIN_EMAILS" envSeparator:","`
 	// PasswordHashing "fast" lowers argon2id's cost (tests only).
 	PasswordHashing string `env:"ENRICH_PASSWORD_HASHING" envDefault:"standard"`
 

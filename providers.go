@@ -3,6 +3,7 @@ package enrich
 import (
 	"context"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/google/wire"
@@ -14,6 +15,7 @@ import (
 	"github.com/entityenrich/enrich/adapters/llm"
 	"github.com/entityenrich/enrich/adapters/system"
 	"github.com/entityenrich/enrich/app"
+	"github.com/entityenrich/enrich/domain/access"
 	"github.com/entityenrich/enrich/ports"
 )
 
@@ -73,10 +75,16 @@ func provideHub(log ports.EventLog, clock ports.Clock, lg *slog.Logger) *app.Hub
 
 func provideAccess(cfg Config, st *Stores, pw ports.Passwords, clock ports.Clock, ids ports.IDs, lg *slog.Logger) *app.AccessService {
 	now := func() time.Time { return clock.Now() }
+	admins := map[string]bool{}
+	for _, e := range cfg.SysAdminEmails {
+		if e = strings.ToLower(strings.TrimSpace(e)); e != "" {
+			admins[e] = true
+		}
+	}
 	return &app.AccessService{Orgs: st.Orgs, Users: st.Users, Keys: st.Keys, Passwords: pw,
-		Access:  crypto.NewTokens([]byte(cfg.JWTSecret+":access"), cfg.AccessTokenTTL, now),
-		Refresh: crypto.NewTokens([]byte(cfg.JWTSecret+":refresh"), 7*24*time.Hour, now).WithType("refresh"),
-		Clock:   clock, IDs: ids, Log: lg, AccessTTL: cfg.AccessTokenTTL}
+		Access: crypto.NewTokens([]byte(cfg.JWTSecret), cfg.AccessTokenTTL, now), RefreshTokens: st.RefreshTokens,
+		Throttle: access.NewThrottle(), SysAdminEmails: admins,
+		Clock: clock, IDs: ids, Log: lg, AccessTTL: cfg.AccessTokenTTL}
 }
 
 func provideSchemas(st ports.SchemaStore, c ports.SchemaCompiler, clock ports.Clock, ids ports.IDs) *app.SchemaService {

@@ -20,7 +20,7 @@ func provideMemoryStores() *Stores {
 	return &Stores{
 		Orgs: memory.NewOrgStore(), Users: memory.NewUserStore(), Keys: memory.NewAPIKeyStore(),
 		Schemas: memory.NewSchemaStore(), Records: memory.NewRecordStore(), Jobs: memory.NewJobStore(),
-		Events: memory.NewEventLog(), Kind: "memory",
+		Events: memory.NewEventLog(), RefreshTokens: memory.NewRefreshTokenStore(), Kind: "memory",
 	}
 }
 
@@ -42,7 +42,7 @@ func providePostgresStores(db *bun.DB) *Stores {
 	return &Stores{
 		Orgs: postgres.NewOrgStore(db), Users: postgres.NewUserStore(db), Keys: postgres.NewAPIKeyStore(db),
 		Schemas: postgres.NewSchemaStore(db), Records: postgres.NewRecordStore(db), Jobs: postgres.NewJobStore(db),
-		Events: postgres.NewEventLog(db), Ready: func(ctx context.Context) error { return db.PingContext(ctx) },
+		Events: postgres.NewEventLog(db), RefreshTokens: postgres.NewRefreshTokenStore(db), Ready: func(ctx context.Context) error { return db.PingContext(ctx) },
 		Kind: "postgres",
 	}
 }

@@ -2,6 +2,8 @@ package app
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -21,15 +23,20 @@ type AccessService struct {
 	Users     ports.UserStore
 	Keys      ports.APIKeyStore
 	Passwords ports.Passwords
-	// Access and Refresh sign the two kinds of session token with different
-	// secrets, so that one can never be used as the other.
-	Access  ports.Tokens
-	Refresh ports.Tokens
+	// Access signs session access tokens; refresh tokens are opaque and
+	// stored hashed (RefreshTokens).
+	Access ports.Tokens
 	Clock   ports.Clock
 	IDs     ports.IDs
 	Log     *slog.Logger
 
 	AccessTTL time.Duration
+	// RefreshTokens keeps the rotating refresh tokens.
+	RefreshTokens ports.RefreshTokenStore
+	// Throttle limits repeated login failures.
+	Throttle *access.Throttle
+	// SysAdminEmails are users who are system administrators by configuration.
+	SysAdminEmails map[string]bool
 
 	usage usageBatch
 
@@ -95,12 +102,37 @@ func (s *AccessService) Register(ctx context.Context, email, password, orgName s
 		return nil, err
 	}
 	s.Log.Info("organization registered", "org_id", org.ID, "user_id", u.ID)
-	return s.session(u, org)
+	return s.session(ctx, u, org, "")
 }
 
-// Login checks a password and opens a session.
-func (s *AccessService) Login(ctx context.Context, email, password string) (*Session, error) {
-	u, err := s.Users.GetUserByEmail(ctx, strings.ToLower(strings.TrimSpace(email)))
+// ErrTooManyAttempts is the kind of a throttled login (429).
+var ErrTooManyAttempts = errors.New("too many attempts")
+
+// Login checks a password and opens a session. Repeated failures for one
+// account or from one client address are throttled (ErrTooManyAttempts with
+// RetryAfter).
+func (s *AccessService) Login(ctx context.Context, email, password, clientIP string) (*Session, error) {
+	email = strings.ToLower(strings.TrimSpace(email))
+	now := s.Clock.Now()
+	if wait := s.Throttle.Check(email, clientIP, now); wait > 0 {
+		return nil, &Error{Kind: ErrTooManyAttempts, Code: "too_many_attempts", RetryAfter: wait,
+			Detail: fmt.Sprintf("too many failed logins; try again in %d s", int(wait.Seconds()+0.999))}
+	}
+	sess, err := s.login(ctx, email, password)
+	if errors.Is(err, access.ErrUnauthenticated) {
+		if lock := s.Throttle.Fail(email, clientIP, now); lock > 0 {
+			s.Log.Warn("login locked after repeated failures", "ip", clientIP, "lock_s", int(lock.Seconds()))
+		}
+		return nil, err
+	}
+	if err == nil {
+		s.Throttle.Succeed(email)
+	}
+	return sess, err
+}
+
+func (s *AccessService) login(ctx context.Context, email, password string) (*Session, error) {
+	u, err := s.Users.GetUserByEmail(ctx, email)
 	if err != nil && !errors.Is(err, ports.ErrNotFound) {
 		return nil, err
 	}
@@ -122,39 +154,84 @@ func (s *AccessService) Login(ctx context.Context, email, password string) (*Ses
 	if err != nil {
 		return nil, err
 	}
-	return s.session(u, org)
+	return s.session(ctx, u, org, "")
 }
 
-// RefreshSession exchanges a refresh token for a new session.
+var errBadRefresh = coded(access.ErrUnauthenticated, "invalid_token", "invalid, expired or revoked refresh token")
+
+// RefreshSession exchanges a refresh token for a new session in the same
+// family. A token used twice means it leaked: the whole family is revoked.
 func (s *AccessService) RefreshSession(ctx context.Context, refresh string) (*Session, error) {
-	c, err := s.Refresh.Parse(refresh)
-	if err != nil {
-		return nil, coded(access.ErrUnauthenticated, "invalid_token", "invalid or expired refresh token")
+	now := s.Clock.Now()
+	t, err := s.RefreshTokens.UseRefreshToken(ctx, access.HashKey(refresh), now)
+	if errors.Is(err, ports.ErrNotFound) {
+		return nil, errBadRefresh
 	}
-	u, err := s.Users.GetUser(ctx, c.UserID)
-	if err != nil || !u.Active() || u.OrgID != c.OrgID {
-		return nil, coded(access.ErrUnauthenticated, "invalid_token", "invalid or expired refresh token")
+	if err != nil {
+		return nil, err
+	}
+	if t.UsedAt != nil {
+		if err := s.RefreshTokens.RevokeFamily(ctx, t.FamilyID, now); err != nil {
+			return nil, err
+		}
+		s.Log.Warn("refresh token reused: session family revoked", "user_id", t.UserID, "family_id", t.FamilyID)
+		return nil, errBadRefresh
+	}
+	if t.RevokedAt != nil || !now.Before(t.ExpiresAt) {
+		return nil, errBadRefresh
+	}
+	u, err := s.Users.GetUser(ctx, t.UserID)
+	if err != nil || !u.Active() || u.OrgID != t.OrgID {
+		return nil, errBadRefresh
 	}
 	org, err := s.Orgs.GetOrg(ctx, u.OrgID)
 	if err != nil {
 		return nil, err
 	}
-	return s.session(u, org)
+	return s.session(ctx, u, org, t.FamilyID)
+}
+
+// Logout revokes the refresh token's family; revoking twice is not an error.
+func (s *AccessService) Logout(ctx context.Context, refresh string) error {
+	now := s.Clock.Now()
+	t, err := s.RefreshTokens.UseRefreshToken(ctx, access.HashKey(refresh), now)
+	if errors.Is(err, ports.ErrNotFound) {
+		return errBadRefresh
+	}
+	if err != nil {
+		return err
+	}
+	return s.RefreshTokens.RevokeFamily(ctx, t.FamilyID, now)
 }
 
 const refreshTTL = 7 * 24 * time.Hour
 
-func (s *AccessService) session(u *access.User, org *access.Organization) (*Session, error) {
+// session issues an access token and a refresh token of family (a new family
+// when empty).
+func (s *AccessService) session(ctx context.Context, u *access.User, org *access.Organization, family string) (*Session, error) {
 	now := s.Clock.Now()
 	at, err := s.Access.Issue(ports.TokenClaims{UserID: u.ID, OrgID: u.OrgID, ExpiresAt: now.Add(s.AccessTTL)})
 	if err != nil {
 		return nil, err
 	}
-	rt, err := s.Refresh.Issue(ports.TokenClaims{UserID: u.ID, OrgID: u.OrgID, ExpiresAt: now.Add(refreshTTL)})
-	if err != nil {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
 		return nil, err
 	}
+	rt := "rt_" + base64.RawURLEncoding.EncodeToString(b[:])
+	if family == "" {
+		family = s.IDs.NewID()
+	}
+	if err := s.RefreshTokens.CreateRefreshToken(ctx, &access.RefreshToken{ID: s.IDs.NewID(), FamilyID: family, UserID: u.ID,
+		OrgID: u.OrgID, Hash: access.HashKey(rt), CreatedAt: now, ExpiresAt: now.Add(refreshTTL)}); err != nil {
+		return nil, err
+	}
+	u.SysAdmin = s.isSysAdmin(u)
 	return &Session{User: u, Org: org, AccessToken: at, RefreshToken: rt, ExpiresIn: s.AccessTTL}, nil
+}
+
+func (s *AccessService) isSysAdmin(u *access.User) bool {
+	return u.SysAdmin || s.SysAdminEmails[strings.ToLower(u.Email)]
 }
 
 var errBadCredentials = coded(access.ErrUnauthenticated, "invalid_credentials", "missing or invalid credentials")
@@ -186,7 +263,7 @@ func (s *AccessService) AuthenticateKey(ctx context.Context, key string) (*acces
 		if err != nil || !u.Active() || u.OrgID != k.OrgID {
 			return nil, errBadCredentials
 		}
-		p.UserID, p.Role, p.SysAdmin = u.ID, u.Role, u.SysAdmin
+		p.UserID, p.Role, p.SysAdmin = u.ID, u.Role, s.isSysAdmin(u)
 	}
 	s.usage.add(k.ID, now)
 	return p, nil
@@ -202,7 +279,7 @@ func (s *AccessService) AuthenticateToken(ctx context.Context, token string) (*a
 	if err != nil || !u.Active() || u.OrgID != c.OrgID {
 		return nil, errBadCredentials
 	}
-	return &access.Principal{OrgID: u.OrgID, UserID: u.ID, Role: u.Role, Scopes: access.DefaultScopes(), SysAdmin: u.SysAdmin}, nil
+	return &access.Principal{OrgID: u.OrgID, UserID: u.ID, Role: u.Role, Scopes: access.DefaultScopes(), SysAdmin: s.isSysAdmin(u)}, nil
 }
 
 // NewKeyInput asks for an access key. A nil Role asks for a legacy user key.
@@ -322,7 +399,11 @@ func (s *AccessService) Me(ctx context.Context, p *access.Principal) (*access.Us
 		return nil, org, nil
 	}
 	u, err := s.Users.GetUser(ctx, p.UserID)
-	return u, org, err
+	if err != nil {
+		return nil, nil, err
+	}
+	u.SysAdmin = s.isSysAdmin(u)
+	return u, org, nil
 }
 
 // FlushUsage writes the batched key usage; the server calls it every few

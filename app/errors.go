@@ -3,6 +3,7 @@ package app
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/entityenrich/enrich/ports"
 )
@@ -16,6 +17,8 @@ type Error struct {
 	Detail string
 	// Field names the request field at fault, when there is one.
 	Field string
+	// RetryAfter, when set, tells the client when to try again.
+	RetryAfter time.Duration
 }
 
 func (e *Error) Error() string { return e.Detail }

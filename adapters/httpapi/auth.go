@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"encoding/json"
+	"net"
 	"net/http"
 	"time"
 
@@ -15,7 +16,11 @@ func (s *Server) registerAuthRoutes(r *mux.Router) {
 	r.HandleFunc("/api/auth/register", s.register).Methods(http.MethodPost)
 	r.HandleFunc("/api/auth/login", s.login).Methods(http.MethodPost)
 	r.HandleFunc("/api/auth/refresh", s.refresh).Methods(http.MethodPost)
+	r.HandleFunc("/api/auth/logout", s.logout).Methods(http.MethodPost)
 	r.HandleFunc("/api/auth/me", s.me).Methods(http.MethodGet)
+	r.HandleFunc("/api/users", s.listMembers).Methods(http.MethodGet)
+	r.HandleFunc("/api/users", s.addMember).Methods(http.MethodPost)
+	r.HandleFunc("/api/users/{id}", s.updateMember).Methods(http.MethodPatch)
 	r.HandleFunc("/api/auth/api-keys", s.createKey).Methods(http.MethodPost)
 	r.HandleFunc("/api/auth/api-keys", s.listKeys).Methods(http.MethodGet)
 	r.HandleFunc("/api/auth/api-keys/{id}", s.updateKey).Methods(http.MethodPatch)
@@ -83,7 +88,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	if !s.decode(w, r, &in) {
 		return
 	}
-	ss, err := s.access.Login(r.Context(), in.Email, in.Password)
+	ss, err := s.access.Login(r.Context(), in.Email, in.Password, clientIP(r))
 	if err != nil {
 		s.Error(w, r, err)
 		return
@@ -104,6 +109,84 @@ func (s *Server) refresh(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, toSession(ss))
+}
+
+func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		RefreshToken string `json:"refresh_token"`
+	}
+	if !s.decode(w, r, &in) {
+		return
+	}
+	if err := s.access.Logout(r.Context(), in.RefreshToken); err != nil {
+		s.Error(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// clientIP is the peer address; proxies' forwarding headers are not trusted.
+func clientIP(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+func (s *Server) listMembers(w http.ResponseWriter, r *http.Request) {
+	us, err := s.access.ListMembers(r.Context(), principal(r))
+	if err != nil {
+		s.Error(w, r, err)
+		return
+	}
+	out := make([]*userJSON, 0, len(us))
+	for _, u := range us {
+		out = append(out, toUser(u))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"users": out})
+}
+
+func (s *Server) addMember(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		Email    string `json:"email"`
+		Password string `json:"password"`
+		Role     string `json:"role"`
+	}
+	if !s.decode(w, r, &in) {
+		return
+	}
+	u, err := s.access.AddMember(r.Context(), principal(r), app.NewMemberInput{Email: in.Email, Password: in.Password, Role: access.Role(in.Role)})
+	if err != nil {
+		s.Error(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, toUser(u))
+}
+
+func (s *Server) updateMember(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		Role   *string `json:"role"`
+		Status *string `json:"status"`
+	}
+	if !s.decode(w, r, &in) {
+		return
+	}
+	var c access.MemberChange
+	if in.Role != nil {
+		role := access.Role(*in.Role)
+		c.Role = &role
+	}
+	if in.Status != nil {
+		st := access.UserStatus(*in.Status)
+		c.Status = &st
+	}
+	u, err := s.access.UpdateMember(r.Context(), principal(r), mux.Vars(r)["id"], c)
+	if err != nil {
+		s.Error(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, toUser(u))
 }
 
 func (s *Server) me(w http.ResponseWriter, r *http.Request) {

@@ -2,6 +2,8 @@ package httpapi
 
 import (
 	"errors"
+	"math"
+	"strconv"
 	"net/http"
 
 	"github.com/entityenrich/enrich/app"
@@ -32,6 +34,7 @@ var statuses = []struct {
 	{ports.ErrConflict, http.StatusConflict, "conflict"},
 	{job.ErrTransition, http.StatusConflict, "conflict"},
 	{ports.ErrCapacity, http.StatusServiceUnavailable, "capacity"},
+	{app.ErrTooManyAttempts, http.StatusTooManyRequests, "too_many_attempts"},
 }
 
 // Error writes err as a JSON error response. Unknown errors are logged with
@@ -48,6 +51,9 @@ func (s *Server) Error(w http.ResponseWriter, r *http.Request, err error) {
 		body.Detail, body.Field = e.Detail, e.Field
 		if e.Code != "" {
 			body.Code = e.Code
+		}
+		if e.RetryAfter > 0 {
+			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(e.RetryAfter.Seconds()))))
 		}
 	}
 	if errors.Is(err, page.ErrBadCursor) {

@@ -98,20 +98,22 @@ func (s *Server) outer(next http.Handler) http.Handler {
 // Authorization: Bearer (a session token or an access key), or, for event
 // streams only, ?token= because EventSource cannot set headers.
 func credential(r *http.Request, allowQuery bool) (string, bool, error) {
-	if k := r.Header.Get("X-API-Key"); k != "" {
-		return strings.TrimSpace(k), true, nil
+	if k := strings.TrimSpace(r.Header.Get("X-API-Key")); k != "" {
+		if len(k) > access.MaxCredentialLen {
+			return "", false, errors.New("X-API-Key is too long")
+		}
+		return k, true, nil
 	}
 	if h := r.Header.Get("Authorization"); h != "" {
-		scheme, tok, ok := strings.Cut(h, " ")
-		if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(tok) == "" {
-			return "", false, errors.New("authorization header must be \"Bearer <token>\"")
+		tok, err := access.ParseAuthorization(h)
+		if err != nil {
+			return "", false, err
 		}
-		tok = strings.TrimSpace(tok)
-		return tok, strings.HasPrefix(tok, access.KeyPrefix), nil
+		return tok, access.IsAccessKey(tok), nil
 	}
 	if allowQuery {
-		if tok := r.URL.Query().Get("token"); tok != "" {
-			return tok, strings.HasPrefix(tok, access.KeyPrefix), nil
+		if tok := r.URL.Query().Get("token"); tok != "" && len(tok) <= access.MaxCredentialLen {
+			return tok, access.IsAccessKey(tok), nil
 		}
 	}
 	return "", false, nil

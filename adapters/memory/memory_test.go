@@ -20,6 +20,11 @@ func TestAPIKeyStore(t *testing.T) {
 	contract.RunAPIKeyStore(t, func(*testing.T) ports.APIKeyStore { return memory.NewAPIKeyStore() })
 }
 
+func TestRefreshTokenStore(t *testing.T) {
+	contract.RunRefreshTokenStore(t, func(*testing.T) ports.RefreshTokenStore { return memory.NewRefreshTokenStore() })
+	contract.RunRefreshTokenStoreConcurrency(t, func(*testing.T) ports.RefreshTokenStore { return memory.NewRefreshTokenStore() })
+}
+
 func TestSchemaStore(t *testing.T) {
 	contract.RunSchemaStore(t, func(*testing.T) ports.SchemaStore { return memory.NewSchemaStore() })
 }

@@ -76,6 +76,14 @@ func TestContract(t *testing.T) {
 			t.Run("APIKeyStore", func(t *testing.T) {
 				contract.RunAPIKeyStore(t, func(*testing.T) ports.APIKeyStore { return postgres.NewAPIKeyStore(db) })
 			})
+			t.Run("RefreshTokenStore", func(t *testing.T) {
+				contract.RunRefreshTokenStore(t, func(*testing.T) ports.RefreshTokenStore { return postgres.NewRefreshTokenStore(db) })
+			})
+			if b.parallel {
+				t.Run("RefreshTokenStoreConcurrency", func(t *testing.T) {
+					contract.RunRefreshTokenStoreConcurrency(t, func(*testing.T) ports.RefreshTokenStore { return postgres.NewRefreshTokenStore(db) })
+				})
+			}
 			t.Run("SchemaStore", func(t *testing.T) {
 				contract.RunSchemaStore(t, func(*testing.T) ports.SchemaStore { return postgres.NewSchemaStore(db) })
 			})
