@@ -26,9 +26,9 @@ type AccessService struct {
 	// Access signs session access tokens; refresh tokens are opaque and
 	// stored hashed (RefreshTokens).
 	Access ports.Tokens
-	Clock   ports.Clock
-	IDs     ports.IDs
-	Log     *slog.Logger
+	Clock  ports.Clock
+	IDs    ports.IDs
+	Log    *slog.Logger
 
 	AccessTTL time.Duration
 	// RefreshTokens keeps the rotating refresh tokens.

@@ -3,8 +3,8 @@ package httpapi
 import (
 	"errors"
 	"math"
-	"strconv"
 	"net/http"
+	"strconv"
 
 	"github.com/entityenrich/enrich/app"
 	"github.com/entityenrich/enrich/domain/access"

@@ -129,7 +129,12 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		cred, isKey, err := credential(r, strings.HasPrefix(tmpl, "/api/llm/stream/"))
+		cred, isKey, err := credential(r, strings.HasPrefix(tmpl, "/api/llm/stream/") || docsRoute(tmpl))
+		if cred == "" && err == nil && docsRoute(tmpl) {
+			if c, cerr := r.Cookie(docsCookie); cerr == nil && len(c.Value) <= access.MaxCredentialLen {
+				cred, isKey = c.Value, access.IsAccessKey(c.Value)
+			}
+		}
 		if err != nil {
 			s.fail(w, r, http.StatusUnauthorized, "invalid_credentials", "", err.Error())
 			return
@@ -164,11 +169,25 @@ func (s *Server) authorize(next http.Handler) http.Handler {
 	})
 }
 
+// routeTemplate is the matched route's path template with variable
+// patterns removed ("/api/docs/{asset:.*}" -> "/api/docs/{asset}"), the form
+// the policy and the OpenAPI document use.
 func routeTemplate(r *http.Request) string {
 	if cr := mux.CurrentRoute(r); cr != nil {
 		if t, err := cr.GetPathTemplate(); err == nil {
-			return t
+			return plainTemplate(t)
 		}
 	}
 	return r.URL.Path
+}
+
+func plainTemplate(t string) string {
+	for {
+		i := strings.Index(t, ":")
+		j := strings.Index(t, "}")
+		if i < 0 || j < i {
+			return t
+		}
+		t = t[:i] + t[j:]
+	}
 }

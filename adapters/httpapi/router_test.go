@@ -4,6 +4,7 @@ import (
 	"io"
 	"log/slog"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/gorilla/mux"
@@ -29,7 +30,7 @@ func TestRouterMatchesOpenAPI(t *testing.T) {
 			return err
 		}
 		for _, m := range methods {
-			served = append(served, httpapi.SpecRoute{Method: m, Path: path})
+			served = append(served, httpapi.SpecRoute{Method: m, Path: plain(path)})
 		}
 		return nil
 	})
@@ -46,4 +47,15 @@ func TestRouterMatchesOpenAPI(t *testing.T) {
 		return out
 	}
 	is.Equal(key(served), key(documented))
+}
+
+// plain drops mux's variable patterns: {asset:.*} -> {asset}.
+func plain(t string) string {
+	for {
+		i, j := strings.Index(t, ":"), strings.Index(t, "}")
+		if i < 0 || j < i {
+			return t
+		}
+		t = t[:i] + t[j:]
+	}
 }

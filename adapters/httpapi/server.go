@@ -86,6 +86,7 @@ func NewServer(cfg Config, a *app.AccessService, sc *app.SchemaService, rc *app.
 	s.registerRecordRoutes(r)
 	s.registerEnrichmentRoutes(r)
 	s.registerJobRoutes(r)
+	s.registerDocsRoutes(r)
 	s.router = r
 	return s, nil
 }

@@ -20,7 +20,7 @@ import (
 
 // Open connects to the database at dsn (a postgres:// URL or key=value
 // string understood by pgx) and checks that it answers. For PGlite, add
-// default_query_exec_mode=exec to the DSN.
+// default_query_exec_mode=simple_protocol to the DSN (see test/pgtest).
 func Open(ctx context.Context, dsn string) (*bun.DB, error) {
 	sqldb, err := sql.Open("pgx", dsn)
 	if err != nil {

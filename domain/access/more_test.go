@@ -61,7 +61,7 @@ func TestThrottle(t *testing.T) {
 		is.Equal(th.Fail("a@x", "1.1.1.1", now), time.Duration(0))
 		is.Equal(th.Check("a@x", "1.1.1.1", now), time.Duration(0))
 	}
-	is.Equal(th.Fail("a@x", "1.1.1.1", now), 30*time.Second) // 5th failure locks
+	is.Equal(th.Fail("a@x", "1.1.1.1", now), 30*time.Second)  // 5th failure locks
 	is.Equal(th.Check("a@x", "2.2.2.2", now), 30*time.Second) // per account, from any IP
 	is.Equal(th.Check("b@x", "1.1.1.1", now), time.Duration(0))
 	later := now.Add(31 * time.Second)

@@ -16,7 +16,13 @@ var routes = map[Route]Category{
 	{"POST", "/api/auth/login"}:            CatPublic,
 	{"POST", "/api/auth/refresh"}:          CatPublic,
 	{"GET", "/api/auth/me"}:                CatAuthenticated,
-	{"GET", "/api/openapi.json"}:           CatAuthenticated,
+	{"GET", "/api/openapi.json"}:           CatSysAdmin, // SPEC rule 5
+	{"GET", "/api/docs"}:                   CatSysAdmin,
+	{"GET", "/api/docs/{asset}"}:           CatSysAdmin,
+	{"POST", "/api/auth/logout"}:           CatPublic, // the refresh token is the credential
+	{"GET", "/api/users"}:                  CatUsers,
+	{"POST", "/api/users"}:                 CatUsers,
+	{"PATCH", "/api/users/{id}"}:           CatUsers,
 	{"POST", "/api/auth/api-keys"}:         CatAuthenticated, // org keys need owner: checked by the key rules
 	{"GET", "/api/auth/api-keys"}:          CatAPIKeys,
 	{"PATCH", "/api/auth/api-keys/{id}"}:   CatAPIKeys,

@@ -46,6 +46,7 @@ func testConfig(dsn string) enrich.Config {
 		Sandbox:         true,
 		JWTSecret:       strings.Repeat("s", 40),
 		PasswordHashing: "fast",
+		SysAdminEmails:  []string{"admin@example.com"},
 		ShutdownGrace:   2 * time.Second,
 		SSEHeartbeat:    15 * time.Second,
 		// Errors reach the test output; the rest is noise.

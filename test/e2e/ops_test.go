@@ -23,11 +23,13 @@ func TestHealthAndOpenAPI(t *testing.T) {
 			is.Equal(s.call("GET", "/readyz", "", nil, &h), 200)
 			ten := s.register("ops@example.com")
 			is.Equal(s.call("GET", "/api/openapi.json", "", nil, nil), 401)
+			is.Equal(s.call("GET", "/api/openapi.json", ten.key, nil, nil), 403) // owners are not sysadmins
+			admin := s.register("admin@example.com")
 			var doc struct {
 				OpenAPI string         `json:"openapi"`
 				Paths   map[string]any `json:"paths"`
 			}
-			is.Equal(s.call("GET", "/api/openapi.json", ten.key, nil, &doc), 200)
+			is.Equal(s.call("GET", "/api/openapi.json", admin.token, nil, &doc), 200)
 			is.Equal(doc.OpenAPI, "3.1.0")
 			is.True(doc.Paths["/api/llm/stream/{job_id}"] != nil)
 		})

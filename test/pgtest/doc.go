@@ -27,7 +27,10 @@
 //     transactions (row-lock races) must run on Native. A connection left idle
 //     inside a transaction blocks the server.
 //   - No LISTEN/NOTIFY between connections, no cancel requests, one database.
-//   - The DSN must carry default_query_exec_mode=exec (it does).
+//   - The DSN carries default_query_exec_mode=simple_protocol: with the
+//     extended protocol (exec), the Parse/Bind messages of two connections
+//     can interleave on the one session ("unnamed prepared statement does
+//     not exist"); a simple-protocol query is one message.
 //
 // So each PGlite test gets its own schema t_<random>, made the session's
 // search_path with SET, on a server that no other running test uses: a server

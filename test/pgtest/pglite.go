@@ -227,7 +227,7 @@ func startServer(dir string) (*server, error) {
 			return nil, err
 		}
 		s := &server{port: port, done: make(chan struct{}), out: &tail{max: 64 << 10},
-			dsn: fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable&default_query_exec_mode=exec&connect_timeout=10", port)}
+			dsn: fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable&default_query_exec_mode=simple_protocol&connect_timeout=10", port)}
 		s.cmd = exec.Command(node, bin,
 			"-p", strconv.Itoa(port), "-h", "127.0.0.1",
 			"-e", "@electric-sql/pglite-pgvector:vector",

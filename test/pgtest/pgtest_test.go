@@ -61,7 +61,7 @@ func TestPGliteGivesAnIsolatedSchemaWithPgvector(t *testing.T) {
 		t.Run("use", func(t *testing.T) {
 			is := is.New(t)
 			dsn := pgtest.PGlite(t)
-			is.True(strings.Contains(dsn, "default_query_exec_mode=exec"))
+			is.True(strings.Contains(dsn, "default_query_exec_mode=simple_protocol"))
 			dsns = append(dsns, dsn)
 			c := connect(t, dsn)
 			is.True(strings.Contains(one[string](t, c, "SELECT version()"), "PostgreSQL 18"))
