@@ -1,0 +1,243 @@
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/entityenrich/enrich/domain/access"
+)
+
+// principal is one column of the authorization matrix.
+type principal struct {
+	name   string
+	cred   string
+	valid  bool   // the credential authenticates
+	role   string // operator, editor, owner ("" when invalid)
+	write  bool   // carries the write scope
+	admin  bool   // system administrator
+	other  bool   // belongs to another organization
+	orgKey bool   // an organization access key (no user behind it)
+}
+
+// minimum is SPEC.md's minimum-role table transcribed per route,
+// independently of domain/access: public, any (authenticated), operator,
+// editor, owner, sysadmin.
+var minimum = map[string]string{
+	"GET /healthz": "public", "GET /readyz": "public",
+	"POST /api/auth/register": "public", "POST /api/auth/login": "public",
+	"POST /api/auth/refresh": "public", "POST /api/auth/logout": "public",
+	"GET /api/auth/me": "any", "POST /api/auth/api-keys": "any",
+	"GET /api/auth/api-keys": "owner", "PATCH /api/auth/api-keys/{id}": "owner", "DELETE /api/auth/api-keys/{id}": "owner",
+	"GET /api/users": "owner", "POST /api/users": "owner", "PATCH /api/users/{id}": "owner",
+	"GET /api/openapi.json": "sysadmin", "GET /api/docs": "sysadmin", "GET /api/docs/{asset}": "sysadmin",
+	"GET /api/schema/saved": "operator", "GET /api/schema/saved/{id}": "operator", "POST /api/schema/saved": "editor",
+	"GET /api/records": "operator", "GET /api/records/{id}": "operator",
+	"GET /api/enrichment/options": "operator",
+	"POST /api/single/enrich/stream": "operator", "POST /api/single/enrich/sync": "operator",
+	"GET /api/llm/stream/{job_id}": "operator", "POST /api/llm/cancel/{job_id}": "operator",
+	"POST /api/llm/continue/{job_id}": "operator",
+}
+
+var rank = map[string]int{"operator": 1, "editor": 2, "owner": 4}
+
+// TestAuthorizationMatrix calls every route as every kind of caller and
+// checks the exact status of each cell.
+func TestAuthorizationMatrix(t *testing.T) {
+	s := start(t, testConfig(""))
+	ctx := context.Background()
+	home := s.register("home@example.com")
+	other := s.register("other@example.com")
+
+	// Fixtures in the home organization.
+	schemaID := s.createSchema(home.key, "Company", companySchema)
+	jobID := s.startJob(home.key, obj{"entity_data": obj{"name": "Acme"}, "schema_id": schemaID, "models": []string{"sandbox::echo"}})
+	done := s.follow(home.key, jobID, "")
+	recordID, _ := last(done).Data["record_id"].(string)
+	var k struct{ ID string }
+	s.call("POST", "/api/auth/api-keys", home.token, obj{"name": "target", "role": "operator"}, &k)
+	targetKeyID := k.ID
+	var member struct{ ID string }
+	s.call("POST", "/api/users", home.token, obj{"email": "target@example.com", "password": "long enough pw", "role": "operator"}, &member)
+
+	newKey := func(body obj) string {
+		var out struct{ Key string }
+		if st := s.call("POST", "/api/auth/api-keys", home.token, body, &out); st != 201 {
+			t.Fatalf("key %v: %d", body, st)
+		}
+		return out.Key
+	}
+	revoked := newKey(obj{"name": "revoked", "role": "owner"})
+	var ks struct {
+		APIKeys []struct{ ID, Prefix string } `json:"api_keys"`
+	}
+	s.call("GET", "/api/auth/api-keys", home.token, nil, &ks)
+	for _, kk := range ks.APIKeys {
+		if kk.Prefix == revoked[:12] {
+			s.call("DELETE", "/api/auth/api-keys/"+kk.ID, home.token, nil, nil)
+		}
+	}
+	// An expired key cannot be created through the API, so store one.
+	expired, _ := access.NewKey()
+	prefix, hash, _ := access.ParseKey(expired)
+	past := time.Now().UTC().Add(-time.Hour)
+	if err := s.srv.Stores.Keys.CreateKey(ctx, &access.APIKey{ID: "expired-key", OrgID: home.orgID, Name: "expired", Role: access.Owner,
+		Scopes: access.DefaultScopes(), Prefix: prefix, Hash: hash, ExpiresAt: &past, CreatedAt: past.Add(-time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	// A member's legacy key, then the member is deactivated.
+	var ms struct{ ID string }
+	s.call("POST", "/api/users", home.token, obj{"email": "leaver@example.com", "password": "long enough pw", "role": "editor"}, &ms)
+	var leaver struct {
+		AccessToken string `json:"access_token"`
+	}
+	s.call("POST", "/api/auth/login", "", obj{"email": "leaver@example.com", "password": "long enough pw"}, &leaver)
+	var lk struct{ Key string }
+	if st := s.call("POST", "/api/auth/api-keys", leaver.AccessToken, obj{"name": "legacy", "role": nil}, &lk); st != 201 {
+		t.Fatalf("legacy key: %d", st)
+	}
+	if st := s.call("PATCH", "/api/users/"+ms.ID, home.token, obj{"status": "deactivated"}, nil); st != 200 {
+		t.Fatalf("deactivate: %d", st)
+	}
+	// The system administrator is an operator member of the home organization.
+	s.call("POST", "/api/users", home.token, obj{"email": "admin@example.com", "password": "long enough pw", "role": "operator"}, nil)
+	var adm struct {
+		AccessToken string `json:"access_token"`
+	}
+	s.call("POST", "/api/auth/login", "", obj{"email": "admin@example.com", "password": "long enough pw"}, &adm)
+
+	principals := []principal{
+		{name: "none"},
+		{name: "invalid key", cred: "ent_" + strings.Repeat("x", 43)},
+		{name: "revoked key", cred: revoked},
+		{name: "expired key", cred: expired},
+		{name: "read-only key", cred: newKey(obj{"name": "ro", "role": "owner", "scopes": []string{"read"}}), valid: true, role: "owner", orgKey: true},
+		{name: "operator", cred: newKey(obj{"name": "op", "role": "operator"}), valid: true, role: "operator", write: true, orgKey: true},
+		{name: "editor", cred: newKey(obj{"name": "ed", "role": "editor"}), valid: true, role: "editor", write: true, orgKey: true},
+		{name: "owner", cred: home.key, valid: true, role: "owner", write: true, orgKey: true},
+		{name: "sysadmin", cred: adm.AccessToken, valid: true, role: "operator", write: true, admin: true},
+		{name: "other org owner", cred: other.token, valid: true, role: "owner", write: true, other: true},
+		{name: "deactivated user's legacy key", cred: lk.Key},
+	}
+
+	n := 0
+	routes := []struct {
+		method, tmpl, path string
+		body               func() any
+		ok                 int  // status when allowed
+		owned              bool // names an object of the home organization
+		public             int  // status of a public route, whoever calls
+	}{
+		{"GET", "/healthz", "/healthz", nil, 200, false, 200},
+		{"GET", "/readyz", "/readyz", nil, 200, false, 200},
+		{"POST", "/api/auth/register", "/api/auth/register", func() any {
+			return obj{"email": "home@example.com", "password": "long enough pw", "organization": "x"}
+		}, 0, false, 409},
+		{"POST", "/api/auth/login", "/api/auth/login", func() any {
+			n++ // a fresh account each time, so that throttling stays out of the way
+			return obj{"email": fmt.Sprintf("nobody%d@example.com", n), "password": "wrong password"}
+		}, 0, false, 401},
+		{"POST", "/api/auth/refresh", "/api/auth/refresh", func() any { return obj{"refresh_token": "rt_nope"} }, 0, false, 401},
+		{"POST", "/api/auth/logout", "/api/auth/logout", func() any { return obj{"refresh_token": "rt_nope"} }, 0, false, 401},
+		{"GET", "/api/auth/me", "/api/auth/me", nil, 200, false, 0},
+		{"POST", "/api/auth/api-keys", "/api/auth/api-keys", func() any { return obj{"name": "m", "role": "operator"} }, 201, false, 0},
+		{"GET", "/api/auth/api-keys", "/api/auth/api-keys", nil, 200, false, 0},
+		{"PATCH", "/api/auth/api-keys/{id}", "/api/auth/api-keys/" + targetKeyID, func() any { return obj{"role": "operator"} }, 200, true, 0},
+		{"DELETE", "/api/auth/api-keys/{id}", "/api/auth/api-keys/" + targetKeyID, nil, 204, true, 0},
+		{"GET", "/api/users", "/api/users", nil, 200, false, 0},
+		{"POST", "/api/users", "/api/users", func() any {
+			n++
+			return obj{"email": fmt.Sprintf("m%d@example.com", n), "password": "long enough pw", "role": "operator"}
+		}, 201, false, 0},
+		{"PATCH", "/api/users/{id}", "/api/users/" + member.ID, func() any { return obj{"role": "editor"} }, 200, true, 0},
+		{"GET", "/api/openapi.json", "/api/openapi.json", nil, 200, false, 0},
+		{"GET", "/api/docs", "/api/docs", nil, 200, false, 0},
+		{"GET", "/api/docs/{asset}", "/api/docs/", nil, 200, false, 0},
+		{"GET", "/api/schema/saved", "/api/schema/saved", nil, 200, false, 0},
+		{"GET", "/api/schema/saved/{id}", "/api/schema/saved/" + schemaID, nil, 200, true, 0},
+		{"POST", "/api/schema/saved", "/api/schema/saved", func() any {
+			return obj{"name": "m", "schema": obj{"type": "object", "properties": obj{"a": obj{"type": "string"}}}}
+		}, 201, false, 0},
+		{"GET", "/api/records", "/api/records", nil, 200, false, 0},
+		{"GET", "/api/records/{id}", "/api/records/" + recordID, nil, 200, true, 0},
+		{"GET", "/api/enrichment/options", "/api/enrichment/options", nil, 200, false, 0},
+		{"POST", "/api/single/enrich/stream", "/api/single/enrich/stream", func() any {
+			return obj{"entity_data": obj{"name": "Acme"}, "schema_id": schemaID, "models": []string{"sandbox::echo"}}
+		}, 200, true, 0},
+		{"POST", "/api/single/enrich/sync", "/api/single/enrich/sync", func() any {
+			return obj{"entity_data": obj{"name": "Acme"}, "schema_id": schemaID, "models": []string{"sandbox::echo"}}
+		}, 200, true, 0},
+		{"GET", "/api/llm/stream/{job_id}", "/api/llm/stream/" + jobID, nil, 200, true, 0},
+		{"POST", "/api/llm/cancel/{job_id}", "/api/llm/cancel/" + jobID, nil, 409, true, 0},      // the job is completed
+		{"POST", "/api/llm/continue/{job_id}", "/api/llm/continue/" + jobID, nil, 409, true, 0}, // and not paused
+	}
+
+	// The matrix covers exactly the routes the server has.
+	var covered, policy []string
+	for _, r := range routes {
+		covered = append(covered, r.method+" "+r.tmpl)
+		if _, ok := minimum[r.method+" "+r.tmpl]; !ok {
+			t.Fatalf("no expected minimum for %s %s", r.method, r.tmpl)
+		}
+	}
+	for _, r := range access.PolicyRoutes() {
+		policy = append(policy, r.Method+" "+r.Path)
+	}
+	sort.Strings(covered)
+	sort.Strings(policy)
+	if fmt.Sprint(covered) != fmt.Sprint(policy) {
+		t.Fatalf("matrix routes %v\n!= server routes %v", covered, policy)
+	}
+
+	cells := 0
+	for _, r := range routes {
+		for _, p := range principals {
+			want := expect(minimum[r.method+" "+r.tmpl], r.method, p, r.ok, r.owned, r.public)
+			if r.method == "POST" && r.tmpl == "/api/auth/api-keys" && p.valid && p.write && rank[p.role] < rank["owner"] && !p.admin {
+				want = 403 // organization keys need the owner role (SPEC rule 2)
+			}
+			var body any
+			if r.body != nil {
+				body = r.body()
+			}
+			got := s.call(r.method, r.path, p.cred, body, nil)
+			cells++
+			if got != want {
+				t.Errorf("%s %s as %s: got %d, want %d", r.method, r.tmpl, p.name, got, want)
+			}
+		}
+	}
+	t.Logf("authorization matrix: %d routes x %d callers = %d cells", len(routes), len(principals), cells)
+	if cells != len(routes)*len(principals) {
+		t.Fatal("cells missing")
+	}
+}
+
+// expect is the status a caller should get from a route by SPEC.md's rules:
+// public routes ignore credentials; otherwise invalid credentials are 401,
+// too low a role or a missing write scope 403, another organization's
+// object 404, else the route's own status.
+func expect(min, method string, p principal, ok int, owned bool, public int) int {
+	if min == "public" {
+		return public
+	}
+	if !p.valid {
+		return 401
+	}
+	if method != "GET" && method != "HEAD" && !p.write {
+		return 403
+	}
+	switch {
+	case min == "sysadmin" && !p.admin:
+		return 403
+	case min != "any" && min != "sysadmin" && !p.admin && rank[p.role] < rank[min]:
+		return 403
+	}
+	if owned && p.other {
+		return 404
+	}
+	return ok
+}
