@@ -29,7 +29,7 @@ test: test-deps ## run every test with the race detector (memory, native Postgre
 
 bench: test-deps ## benchmark one enrichment (memory and PostgreSQL): overhead per job and per call, allocations, SSE first event
 	@if pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then export ENRICH_REQUIRE_NATIVE_PG=1; fi; \
-	$(GO) test -run '^$$' -bench . -benchtime 300x -benchmem ./test/bench/
+	$(GO) test -run '^$$' -bench . -benchtime 2000x -benchmem ./test/bench/
 
 generate: ## regenerate wire_gen.go
 	$(GO) tool wire gen .

@@ -33,6 +33,9 @@ type Stores struct {
 	Events  ports.EventLog
 	// RefreshTokens keeps session refresh tokens.
 	RefreshTokens ports.RefreshTokenStore
+	// Invalidations spreads cache invalidations between instances (nil: this
+	// process is the only one).
+	Invalidations ports.Invalidations
 	// Ready reports whether the storage answers (nil: always ready).
 	Ready func(ctx context.Context) error
 	// Kind names the storage for logs: memory or postgres.
@@ -70,10 +73,14 @@ func (e *Embedded) RunningJobs() []string { return e.runner.Running() }
 func (e *Embedded) start() {
 	ctx, cancel := context.WithCancel(context.Background())
 	e.stop = cancel
-	e.bg.Add(2)
+	e.bg.Add(3)
 	go func() {
 		defer e.bg.Done()
 		e.Jobs.Maintain(ctx)
+	}()
+	go func() {
+		defer e.bg.Done()
+		e.Access.ListenInvalidations(ctx)
 	}()
 	go func() {
 		defer e.bg.Done()

@@ -51,6 +51,10 @@ type Config struct {
 	// configuration (comma-separated); `enrich admin grant-sysadmin` sets
 	// the flag in the database instead.
 	SysAdminEmails []string `env:"ENRICH_SYSADMIN_EMAILS" envSeparator:","`
+	// AuthCacheTTL bounds how long an authenticated access key or user is
+	// reused without a database read; changes invalidate it at once here and
+	// on other instances (NOTIFY). 0 disables the cache.
+	AuthCacheTTL time.Duration `env:"ENRICH_AUTH_CACHE_TTL" envDefault:"30s"`
 	// PasswordHashing "fast" lowers argon2id's cost (tests only).
 	PasswordHashing string `env:"ENRICH_PASSWORD_HASHING" envDefault:"standard"`
 

@@ -38,11 +38,12 @@ func providePostgres(ctx context.Context, cfg Config, lg *slog.Logger) (*bun.DB,
 	return db, func() { _ = db.Close() }, nil
 }
 
-func providePostgresStores(db *bun.DB) *Stores {
+func providePostgresStores(db *bun.DB, cfg Config, lg *slog.Logger) *Stores {
 	return &Stores{
 		Orgs: postgres.NewOrgStore(db), Users: postgres.NewUserStore(db), Keys: postgres.NewAPIKeyStore(db),
 		Schemas: postgres.NewSchemaStore(db), Records: postgres.NewRecordStore(db), Jobs: postgres.NewJobStore(db),
-		Events: postgres.NewEventLog(db), RefreshTokens: postgres.NewRefreshTokenStore(db), Ready: func(ctx context.Context) error { return db.PingContext(ctx) },
+		Events: postgres.NewEventLog(db), RefreshTokens: postgres.NewRefreshTokenStore(db),
+		Invalidations: postgres.NewInvalidations(db, cfg.DatabaseURL, lg), Ready: func(ctx context.Context) error { return db.PingContext(ctx) },
 		Kind: "postgres",
 	}
 }

@@ -52,7 +52,7 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	stores := providePostgresStores(db)
+	stores := providePostgresStores(db, cfg, logger)
 	passwords := providePasswords(cfg)
 	clock := system.Clock{}
 	iDs := system.IDs{}

@@ -37,6 +37,14 @@ type AccessService struct {
 	Throttle *access.Throttle
 	// SysAdminEmails are users who are system administrators by configuration.
 	SysAdminEmails map[string]bool
+	// CacheTTL bounds how long an authenticated key or user is reused
+	// without a storage read (0: no cache).
+	CacheTTL time.Duration
+	// Invalidations spreads cache invalidations to other instances (nil: one
+	// instance).
+	Invalidations ports.Invalidations
+
+	cache authCache
 
 	usage usageBatch
 
@@ -243,23 +251,31 @@ func (s *AccessService) AuthenticateKey(ctx context.Context, key string) (*acces
 	if err != nil {
 		return nil, errBadCredentials
 	}
-	cands, err := s.Keys.FindKeysByPrefix(ctx, prefix)
-	if err != nil {
-		return nil, err
+	now := s.Clock.Now()
+	k, cached := (*access.APIKey)(nil), false
+	if s.CacheTTL > 0 {
+		k, cached = s.cache.key(hash, now, s.CacheTTL)
 	}
-	var k *access.APIKey
-	for _, c := range cands {
-		if access.HashesEqual(c.Hash, hash) {
-			k = c
+	if !cached {
+		cands, err := s.Keys.FindKeysByPrefix(ctx, prefix)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range cands {
+			if access.HashesEqual(c.Hash, hash) {
+				k = c
+			}
+		}
+		if k != nil && s.CacheTTL > 0 {
+			s.cache.putKey(k, now)
 		}
 	}
-	now := s.Clock.Now()
 	if k == nil || k.Usable(now) != nil {
 		return nil, errBadCredentials
 	}
 	p := &access.Principal{OrgID: k.OrgID, KeyID: k.ID, Role: k.Role, Scopes: k.Scopes, ExpiresAt: k.ExpiresAt}
 	if k.Legacy {
-		u, err := s.Users.GetUser(ctx, k.CreatedBy)
+		u, err := s.getUser(ctx, k.CreatedBy)
 		if err != nil || !u.Active() || u.OrgID != k.OrgID {
 			return nil, errBadCredentials
 		}
@@ -275,7 +291,7 @@ func (s *AccessService) AuthenticateToken(ctx context.Context, token string) (*a
 	if err != nil {
 		return nil, errBadCredentials
 	}
-	u, err := s.Users.GetUser(ctx, c.UserID)
+	u, err := s.getUser(ctx, c.UserID)
 	if err != nil || !u.Active() || u.OrgID != c.OrgID {
 		return nil, errBadCredentials
 	}
@@ -361,7 +377,7 @@ func (s *AccessService) SetKeyRole(ctx context.Context, p *access.Principal, id 
 	if !role.Valid() {
 		return nil, Invalid("role", "role must be owner, editor or operator")
 	}
-	return s.Keys.UpdateKey(ctx, p.OrgID, id, func(k *access.APIKey) error {
+	k, err := s.Keys.UpdateKey(ctx, p.OrgID, id, func(k *access.APIKey) error {
 		if k.Legacy {
 			return Invalid("role", "a legacy user key inherits its user's role and has none of its own")
 		}
@@ -371,6 +387,10 @@ func (s *AccessService) SetKeyRole(ctx context.Context, p *access.Principal, id 
 		k.Role = role
 		return nil
 	})
+	if err == nil {
+		s.invalidate(ctx, "key", id)
+	}
+	return k, err
 }
 
 // RevokeKey revokes a key for good. Revoking twice is not an error.
@@ -383,6 +403,7 @@ func (s *AccessService) RevokeKey(ctx context.Context, p *access.Principal, id s
 		return nil
 	})
 	if err == nil {
+		s.invalidate(ctx, "key", id)
 		s.Log.Info("access key revoked", "org_id", p.OrgID, "key_id", id)
 	}
 	return err

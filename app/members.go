@@ -82,6 +82,7 @@ func (s *AccessService) UpdateMember(ctx context.Context, p *access.Principal, i
 	if err != nil {
 		return nil, err
 	}
+	s.invalidate(ctx, "user", u.ID)
 	if !u.Active() {
 		if err := s.RefreshTokens.RevokeUserTokens(ctx, u.ID, s.Clock.Now()); err != nil {
 			return nil, err
@@ -99,8 +100,12 @@ func (s *AccessService) GrantSysAdmin(ctx context.Context, email string, grant b
 	if err != nil {
 		return nil, err
 	}
-	return s.Users.UpdateUser(ctx, u.OrgID, u.ID, func(u *access.User) error {
+	u, err = s.Users.UpdateUser(ctx, u.OrgID, u.ID, func(u *access.User) error {
 		u.SysAdmin = grant
 		return nil
 	})
+	if err == nil {
+		s.invalidate(ctx, "user", u.ID)
+	}
+	return u, err
 }

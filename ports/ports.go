@@ -81,6 +81,17 @@ type RefreshTokenStore interface {
 	RevokeUserTokens(ctx context.Context, userID string, at time.Time) error
 }
 
+// Invalidations tells every instance of the service that a cached object
+// changed (an access key revoked or re-roled, a user changed), so that
+// caches drop it.
+type Invalidations interface {
+	// Publish announces a change of the object kind/id to all instances.
+	Publish(ctx context.Context, kind, id string) error
+	// Listen calls fn for every change announced by any instance until ctx
+	// ends. A nil error return means the stream ended with ctx.
+	Listen(ctx context.Context, fn func(kind, id string)) error
+}
+
 // SchemaStore keeps saved schemas.
 type SchemaStore interface {
 	CreateSchema(ctx context.Context, s *schema.Schema) error

@@ -11,20 +11,29 @@
 //	stream JOB_ID                         follow a job's events
 //	cancel JOB_ID                         cancel a job
 //	record ID                             print a record
+//	admin grant-sysadmin EMAIL            make a user a system administrator
+//	admin revoke-sysadmin EMAIL           take the flag back
+//
+// The admin commands act on the database directly (DATABASE_URL), not through
+// the API: they are for operators of the server.
 package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"strings"
 	"time"
 
 	sse "github.com/tmaxmax/go-sse"
+
+	"github.com/entityenrich/enrich"
 )
 
 func main() {
@@ -94,6 +103,8 @@ func run(args []string, out io.Writer) error {
 		return nil
 	}
 	switch args[0] {
+	case "admin":
+		return admin(args[1:], out)
 	case "options":
 		return print(c.do("GET", "/api/enrichment/options", nil))
 	case "schemas":
@@ -197,6 +208,33 @@ func (c *client) stream(jobID string, out io.Writer) error {
 		resp.Body.Close()
 	}
 	return errors.New("stream ended before the job did")
+}
+
+// admin runs an operator command against DATABASE_URL.
+func admin(args []string, out io.Writer) error {
+	if len(args) != 2 || (args[0] != "grant-sysadmin" && args[0] != "revoke-sysadmin") {
+		return errors.New("usage: enrich admin grant-sysadmin|revoke-sysadmin EMAIL")
+	}
+	cfg, err := enrich.LoadConfig(os.Environ())
+	if err != nil {
+		return err
+	}
+	if cfg.DatabaseURL == "" {
+		return errors.New("admin commands need DATABASE_URL (memory storage lives only inside a server)")
+	}
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	ctx := context.Background()
+	e, err := enrich.NewEmbedded(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	u, err := e.Access.GrantSysAdmin(ctx, args[1], args[0] == "grant-sysadmin")
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", args[0], args[1], err)
+	}
+	_, err = fmt.Fprintf(out, "%s is_sysadmin=%v\n", u.Email, u.SysAdmin)
+	return err
 }
 
 func env(k, def string) string {

@@ -47,6 +47,7 @@ func testConfig(dsn string) enrich.Config {
 		JWTSecret:       strings.Repeat("s", 40),
 		PasswordHashing: "fast",
 		SysAdminEmails:  []string{"admin@example.com"},
+		AuthCacheTTL:    30 * time.Second,
 		ShutdownGrace:   2 * time.Second,
 		SSEHeartbeat:    15 * time.Second,
 		// Errors reach the test output; the rest is noise.

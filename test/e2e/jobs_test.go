@@ -190,8 +190,13 @@ func TestCrashedJobIsReaped(t *testing.T) {
 		is.Equal(j.State, job.Failed)
 		is.Equal(j.ErrorCode, job.CodeInterrupted)
 	}
-	evs, err := e.Stores.Events.List(ctx, "crashed-running", 0, 10)
-	is.NoErr(err)
+	// The background reaper may be the one that failed it: wait for its
+	// events.
+	var evs []job.Event
+	for deadline := time.Now().Add(2 * time.Second); len(evs) < 3 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		evs, err = e.Stores.Events.List(ctx, "crashed-running", 0, 10)
+		is.NoErr(err)
+	}
 	is.Equal(len(evs), 3) // model_started, then error and failed numbered after it
 	is.Equal(evs[2].Seq, int64(3))
 	is.Equal(evs[2].Type, job.EventFailed)

@@ -2,7 +2,11 @@ package e2e_test
 
 import (
 	"context"
+	"io"
 	"net/http"
+	"net/http/cookiejar"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -81,4 +85,40 @@ func TestMigrateCommand(t *testing.T) {
 	is.NoErr(enrich.Migrate(context.Background(), cfg))
 	is.NoErr(enrich.Migrate(context.Background(), cfg))
 	is.True(enrich.Migrate(context.Background(), testConfig("")) != nil)
+}
+
+// TestDocsUI: the interactive documentation is served by the binary to
+// system administrators only; a browser passes ?token= once and the page's
+// own requests ride on an HttpOnly cookie.
+func TestDocsUI(t *testing.T) {
+	is := is.New(t)
+	s := start(t, testConfig(""))
+	owner := s.register("docs-owner@example.com")
+	admin := s.register("admin@example.com")
+	is.Equal(s.call("GET", "/api/docs", "", nil, nil), 401)
+	is.Equal(s.call("GET", "/api/docs", owner.token, nil, nil), 403)
+
+	jar, _ := cookiejar.New(nil)
+	browser := &http.Client{Jar: jar}
+	resp, err := browser.Get(s.url + "/api/docs?token=" + admin.token)
+	is.NoErr(err)
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	is.Equal(resp.StatusCode, 200)
+	is.True(strings.Contains(resp.Header.Get("Content-Type"), "text/html"))
+	is.True(strings.Contains(string(page), "/api/openapi.json"))
+	is.True(!strings.Contains(string(page), "cdn")) // assets come from the binary
+	m := regexp.MustCompile(`(?:src|href)="(/api/docs/[^"]+)"`).FindStringSubmatch(string(page))
+	is.True(m != nil)
+	for _, path := range []string{m[1], "/api/openapi.json"} {
+		resp, err := browser.Get(s.url + path)
+		is.NoErr(err)
+		resp.Body.Close()
+		is.Equal(resp.StatusCode, 200) // the cookie carries the credential
+	}
+	// Without the cookie an asset is refused.
+	resp, err = http.Get(s.url + m[1])
+	is.NoErr(err)
+	resp.Body.Close()
+	is.Equal(resp.StatusCode, 401)
 }
