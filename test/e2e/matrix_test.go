@@ -36,7 +36,7 @@ var minimum = map[string]string{
 	"GET /api/openapi.json": "sysadmin", "GET /api/docs": "sysadmin", "GET /api/docs/{asset}": "sysadmin",
 	"GET /api/schema/saved": "operator", "GET /api/schema/saved/{id}": "operator", "POST /api/schema/saved": "editor",
 	"GET /api/records": "operator", "GET /api/records/{id}": "operator",
-	"GET /api/enrichment/options": "operator",
+	"GET /api/enrichment/options":    "operator",
 	"POST /api/single/enrich/stream": "operator", "POST /api/single/enrich/sync": "operator",
 	"GET /api/llm/stream/{job_id}": "operator", "POST /api/llm/cancel/{job_id}": "operator",
 	"POST /api/llm/continue/{job_id}": "operator",
@@ -171,7 +171,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 			return obj{"entity_data": obj{"name": "Acme"}, "schema_id": schemaID, "models": []string{"sandbox::echo"}}
 		}, 200, true, 0},
 		{"GET", "/api/llm/stream/{job_id}", "/api/llm/stream/" + jobID, nil, 200, true, 0},
-		{"POST", "/api/llm/cancel/{job_id}", "/api/llm/cancel/" + jobID, nil, 409, true, 0},      // the job is completed
+		{"POST", "/api/llm/cancel/{job_id}", "/api/llm/cancel/" + jobID, nil, 409, true, 0},     // the job is completed
 		{"POST", "/api/llm/continue/{job_id}", "/api/llm/continue/" + jobID, nil, 409, true, 0}, // and not paused
 	}
 
