@@ -300,20 +300,17 @@ type outcome struct {
 // run executes a job on a worker.
 func (s *EnrichmentService) run(ctx context.Context, id string, pl *plan) {
 	bg := context.WithoutCancel(ctx)
-	if _, err := s.Jobs.UpdateJob(bg, id, func(j *job.Job) error {
-		if ctx.Err() != nil && j.State == job.Pending {
-			return j.Fail(job.CodeShutdown, "the server stopped before the job started", s.Clock.Now())
-		}
-		return j.Start(s.Clock.Now())
-	}); err != nil {
+	if ctx.Err() != nil {
+		// Cancelled while queued: by a client (the job is already
+		// cancelled, so this does nothing) or by a shutdown.
+		s.failIfRunning(bg, id, job.CodeShutdown, "the server stopped before the job started")
+		return
+	}
+	if _, err := s.Jobs.UpdateJob(bg, id, func(j *job.Job) error { return j.Start(s.Clock.Now()) }); err != nil {
 		if !errors.Is(err, job.ErrTransition) {
 			s.Log.Error("start job", "job_id", id, "err", err)
 		}
 		return // cancelled before it started
-	}
-	if ctx.Err() != nil {
-		s.failIfRunning(bg, id, job.CodeShutdown, "the server stopped before the job started")
-		return
 	}
 	pub := func(t job.EventType, data map[string]any) {
 		data["status"] = string(job.Running)

@@ -130,10 +130,12 @@ func TestShutdownFailsRunningJobs(t *testing.T) {
 			is := is.New(t)
 			cfg := testConfig(b.dsn(t))
 			cfg.ShutdownGrace = 100 * time.Millisecond
+			cfg.Workers, cfg.PerOrgWorkers = 1, 1 // the second job waits in the queue
 			s := start(t, cfg)
 			ten := s.register("shutdown@example.com")
 			id := s.createSchema(ten.key, "Company", companySchema)
 			jobID := s.startJob(ten.key, obj{"entity_data": obj{"name": "Acme"}, "schema_id": id, "models": []string{"sandbox::slow"}})
+			queued := s.startJob(ten.key, obj{"entity_data": obj{"name": "Acme"}, "schema_id": id, "models": []string{"sandbox::slow"}})
 			s.waitEvent(ten.key, jobID, "attempt").Body.Close()
 			s.stop()
 
@@ -153,6 +155,15 @@ func TestShutdownFailsRunningJobs(t *testing.T) {
 			is.NoErr(err)
 			is.Equal(evs[len(evs)-1].Type, job.EventFailed)
 			is.Equal(evs[len(evs)-2].Type, job.EventError)
+			// The queued job never ran, and is failed too, with its events.
+			q, err := e.Stores.Jobs.GetJob(context.Background(), ten.orgID, queued)
+			is.NoErr(err)
+			is.Equal(q.State, job.Failed)
+			is.Equal(q.ErrorCode, job.CodeShutdown)
+			qevs, err := e.Stores.Events.List(context.Background(), queued, 0, 100)
+			is.NoErr(err)
+			is.Equal(len(qevs), 2)
+			is.Equal(qevs[1].Type, job.EventFailed)
 		})
 	}
 }
