@@ -53,8 +53,10 @@ type Config struct {
 	SysAdminEmails []string `env:"ENRICH_SYSADMIN_EMAILS" envSeparator:","`
 	// AuthCacheTTL bounds how long an authenticated access key or user is
 	// reused without a database read; changes invalidate it at once here and
-	// on other instances (NOTIFY). 0 disables the cache.
-	AuthCacheTTL time.Duration `env:"ENRICH_AUTH_CACHE_TTL" envDefault:"30s"`
+	// on other instances (NOTIFY, milliseconds later). 0 (the default)
+	// disables the cache, so that a revocation is refused by every instance
+	// on the very next request.
+	AuthCacheTTL time.Duration `env:"ENRICH_AUTH_CACHE_TTL" envDefault:"0s"`
 	// PasswordHashing "fast" lowers argon2id's cost (tests only).
 	PasswordHashing string `env:"ENRICH_PASSWORD_HASHING" envDefault:"standard"`
 

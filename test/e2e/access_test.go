@@ -164,45 +164,60 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 }
 
 // TestRevocationAcrossInstances: two servers on one PostgreSQL; a key
-// revoked through one is refused by the other on the next request.
+// revoked or re-roled through one is refused by the other on the next
+// request (no auth cache, the default), or as soon as the NOTIFY arrives
+// (auth cache on).
 func TestRevocationAcrossInstances(t *testing.T) {
-	is := is.New(t)
-	dsn := backends[1].dsn(t)
-	a, b := start(t, testConfig(dsn)), start(t, testConfig(dsn))
-	owner := a.register("two@example.com")
-	key := a.newKey(owner.token, "editor")
-	is.Equal(b.call("GET", "/api/auth/me", key, nil, nil), 200)
-	var list struct {
-		APIKeys []struct{ ID, Prefix string } `json:"api_keys"`
-	}
-	a.call("GET", "/api/auth/api-keys", owner.token, nil, &list)
-	var id string
-	for _, k := range list.APIKeys {
-		if k.Prefix == key[:12] {
-			id = k.ID
-		}
-	}
-	// Role change through A is seen by B at once.
-	is.Equal(b.call("POST", "/api/schema/saved", key, obj{"name": "x", "schema": obj{"type": "object", "properties": obj{"a": obj{"type": "string"}}}}, nil), 201)
-	is.Equal(a.call("PATCH", "/api/auth/api-keys/"+id, owner.token, obj{"role": "operator"}, nil), 200)
-	// B cached the key; A's change reaches B's cache through NOTIFY.
-	waitStatus(t, b, "POST", "/api/schema/saved", key, obj{"name": "x", "schema": obj{"type": "object", "properties": obj{"a": obj{"type": "string"}}}}, 403)
-	is.Equal(a.call("DELETE", "/api/auth/api-keys/"+id, owner.token, nil, nil), 204)
-	waitStatus(t, b, "GET", "/api/auth/me", key, nil, 401)
-	is.Equal(a.call("GET", "/api/auth/me", key, nil, nil), 401)
-	// Usage is counted (flushed in batches, not per request).
-	time.Sleep(2500 * time.Millisecond)
-	var after struct {
-		APIKeys []struct {
-			Prefix   string `json:"prefix"`
-			UseCount int    `json:"use_count"`
-		} `json:"api_keys"`
-	}
-	a.call("GET", "/api/auth/api-keys", owner.token, nil, &after)
-	for _, k := range after.APIKeys {
-		if k.Prefix == key[:12] {
-			is.True(k.UseCount >= 1)
-		}
+	for _, ttl := range []time.Duration{0, 30 * time.Second} {
+		t.Run("cache="+ttl.String(), func(t *testing.T) {
+			is := is.New(t)
+			dsn := backends[1].dsn(t)
+			cfg := testConfig(dsn)
+			cfg.AuthCacheTTL = ttl
+			a, b := start(t, cfg), start(t, cfg)
+			owner := a.register("two@example.com")
+			key := a.newKey(owner.token, "editor")
+			is.Equal(b.call("GET", "/api/auth/me", key, nil, nil), 200)
+			var list struct {
+				APIKeys []struct{ ID, Prefix string } `json:"api_keys"`
+			}
+			a.call("GET", "/api/auth/api-keys", owner.token, nil, &list)
+			var id string
+			for _, k := range list.APIKeys {
+				if k.Prefix == key[:12] {
+					id = k.ID
+				}
+			}
+			schema := obj{"name": "x", "schema": obj{"type": "object", "properties": obj{"a": obj{"type": "string"}}}}
+			expect := func(method, path string, body any, want int) {
+				t.Helper()
+				if ttl == 0 {
+					is.Equal(b.call(method, path, key, body, nil), want) // the very next request
+					return
+				}
+				waitStatus(t, b, method, path, key, body, want) // B cached the key; NOTIFY drops it
+			}
+			is.Equal(b.call("POST", "/api/schema/saved", key, schema, nil), 201)
+			is.Equal(a.call("PATCH", "/api/auth/api-keys/"+id, owner.token, obj{"role": "operator"}, nil), 200)
+			expect("POST", "/api/schema/saved", schema, 403)
+			is.Equal(a.call("DELETE", "/api/auth/api-keys/"+id, owner.token, nil, nil), 204)
+			expect("GET", "/api/auth/me", nil, 401)
+			is.Equal(a.call("GET", "/api/auth/me", key, nil, nil), 401)
+			// Usage is counted (flushed in batches every 2 s, not per request).
+			time.Sleep(2500 * time.Millisecond)
+			var after struct {
+				APIKeys []struct {
+					Prefix   string `json:"prefix"`
+					UseCount int    `json:"use_count"`
+				} `json:"api_keys"`
+			}
+			a.call("GET", "/api/auth/api-keys", owner.token, nil, &after)
+			for _, k := range after.APIKeys {
+				if k.Prefix == key[:12] {
+					is.True(k.UseCount >= 3)
+				}
+			}
+		})
 	}
 }
 
