@@ -74,14 +74,24 @@ type Session struct {
 
 const minPasswordLen = 8
 
-// Register creates an organization and its owner.
-func (s *AccessService) Register(ctx context.Context, email, password, orgName string) (*Session, error) {
+// checkCredentials validates a new account's email and password and returns
+// the email normalised (trimmed, lower case).
+func checkCredentials(email, password string) (string, error) {
 	email = strings.ToLower(strings.TrimSpace(email))
-	if _, err := mail.ParseAddress(email); err != nil || !strings.Contains(email, "@") {
-		return nil, Invalid("email", "email is not a valid address")
+	if a, err := mail.ParseAddress(email); err != nil || a.Address != email || len(email) > 320 {
+		return "", Invalid("email", "email is not a valid address")
 	}
 	if len(password) < minPasswordLen {
-		return nil, Invalid("password", "password must have at least %d characters", minPasswordLen)
+		return "", Invalid("password", "password must have at least %d characters", minPasswordLen)
+	}
+	return email, nil
+}
+
+// Register creates an organization and its owner.
+func (s *AccessService) Register(ctx context.Context, email, password, orgName string) (*Session, error) {
+	email, err := checkCredentials(email, password)
+	if err != nil {
+		return nil, err
 	}
 	orgName = strings.TrimSpace(orgName)
 	if orgName == "" || len(orgName) > 200 {

@@ -27,12 +27,9 @@ type NewMemberInput struct {
 
 // AddMember creates a user in the caller's organization with a role.
 func (s *AccessService) AddMember(ctx context.Context, p *access.Principal, in NewMemberInput) (*access.User, error) {
-	email := strings.ToLower(strings.TrimSpace(in.Email))
-	if !strings.Contains(email, "@") || len(email) > 320 {
-		return nil, Invalid("email", "email is not a valid address")
-	}
-	if len(in.Password) < minPasswordLen {
-		return nil, Invalid("password", "password must have at least %d characters", minPasswordLen)
+	email, err := checkCredentials(in.Email, in.Password)
+	if err != nil {
+		return nil, err
 	}
 	if !in.Role.Valid() {
 		return nil, Invalid("role", "role must be owner, editor or operator")
