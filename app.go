@@ -80,7 +80,7 @@ func (e *Embedded) start() {
 	}()
 	go func() {
 		defer e.bg.Done()
-		e.Access.ListenInvalidations(ctx)
+		e.listen(ctx)
 	}()
 	go func() {
 		defer e.bg.Done()
@@ -97,6 +97,24 @@ func (e *Embedded) start() {
 			}
 		}
 	}()
+}
+
+// listen applies other instances' changes: cache invalidations, and
+// cancellations of jobs running here.
+func (e *Embedded) listen(ctx context.Context) {
+	if e.Stores.Invalidations == nil {
+		return
+	}
+	err := e.Stores.Invalidations.Listen(ctx, func(kind, id string) {
+		if kind == "job" {
+			e.Jobs.CancelLocal(ctx, id)
+			return
+		}
+		e.Access.Forget(kind, id)
+	})
+	if err != nil {
+		e.Log.Error("change listener", "err", err)
+	}
 }
 
 // Close lets running jobs finish for up to Config.ShutdownGrace, fails the

@@ -95,8 +95,9 @@ func provideRecords(st ports.RecordStore) *app.RecordService {
 	return &app.RecordService{Records: st}
 }
 
-func provideJobs(st ports.JobStore, r ports.JobRunner, h *app.Hub, clock ports.Clock, lg *slog.Logger) *app.JobService {
-	return &app.JobService{Jobs: st, Runner: r, Hub: h, Clock: clock, Log: lg, HeartbeatEvery: 15 * time.Second, StaleAfter: time.Minute}
+func provideJobs(st *Stores, r ports.JobRunner, h *app.Hub, clock ports.Clock, lg *slog.Logger) *app.JobService {
+	return &app.JobService{Jobs: st.Jobs, Runner: r, Hub: h, Clock: clock, Log: lg, HeartbeatEvery: 15 * time.Second,
+		StaleAfter: time.Minute, Invalidations: st.Invalidations}
 }
 
 func provideEnrichment(st *Stores, r ports.JobRunner, h *app.Hub, js *app.JobService, l ports.LLM, cat ports.ModelCatalog,

@@ -31,8 +31,7 @@ func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	runner, cleanup := provideRunner(cfg)
 	eventLog := stores.Events
 	hub := provideHub(eventLog, clock, logger)
-	jobStore := stores.Jobs
-	jobService := provideJobs(jobStore, runner, hub, clock, logger)
+	jobService := provideJobs(stores, runner, hub, clock, logger)
 	registry, err := provideRegistry(cfg)
 	if err != nil {
 		cleanup()
@@ -65,8 +64,7 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	runner, cleanup2 := provideRunner(cfg)
 	eventLog := stores.Events
 	hub := provideHub(eventLog, clock, logger)
-	jobStore := stores.Jobs
-	jobService := provideJobs(jobStore, runner, hub, clock, logger)
+	jobService := provideJobs(stores, runner, hub, clock, logger)
 	registry, err := provideRegistry(cfg)
 	if err != nil {
 		cleanup2()
@@ -96,8 +94,7 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 	runner, cleanup := provideRunner(cfg)
 	eventLog := st.Events
 	hub := provideHub(eventLog, clock, logger)
-	jobStore := st.Jobs
-	jobService := provideJobs(jobStore, runner, hub, clock, logger)
+	jobService := provideJobs(st, runner, hub, clock, logger)
 	registry, err := provideRegistry(cfg)
 	if err != nil {
 		cleanup()

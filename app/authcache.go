@@ -102,15 +102,9 @@ func (s *AccessService) invalidate(ctx context.Context, kind, id string) {
 	}
 }
 
-// ListenInvalidations applies other instances' invalidations until ctx ends.
-func (s *AccessService) ListenInvalidations(ctx context.Context) {
-	if s.Invalidations == nil {
-		return
-	}
-	if err := s.Invalidations.Listen(ctx, s.cache.drop); err != nil {
-		s.Log.Error("invalidation listener", "err", err)
-	}
-}
+// Forget drops a cached key ("key"), user ("user") or everything ("*");
+// the listener of other instances' changes calls it.
+func (s *AccessService) Forget(kind, id string) { s.cache.drop(kind, id) }
 
 // getUser reads a user through the cache.
 func (s *AccessService) getUser(ctx context.Context, id string) (*access.User, error) {

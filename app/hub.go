@@ -207,7 +207,19 @@ func (h *Hub) appendWithRetry(batch []job.Event) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		err = h.log.Append(ctx, batch)
 		cancel()
-		if err == nil || errors.Is(err, ports.ErrConflict) {
+		if err == nil {
+			return
+		}
+		if errors.Is(err, ports.ErrConflict) {
+			// Another instance wrote some of these (job, seq) pairs, for
+			// example the cancelled event of a job it cancelled. A batch is
+			// all or none: write the events one by one so that only the
+			// clashing ones are dropped.
+			if len(batch) > 1 {
+				for _, ev := range batch {
+					h.appendWithRetry([]job.Event{ev})
+				}
+			}
 			return
 		}
 		time.Sleep(time.Duration(50<<try) * time.Millisecond)
@@ -291,23 +303,36 @@ func since(evs []job.Event, after int64) []job.Event {
 	return nil
 }
 
-// AppendDurable writes events for a job that is not running here (for example
-// one failed by the reaper), numbering them after the log's last event.
+// AppendDurable writes events for a job that is not running here (one failed
+// by the reaper, or cancelled from another instance), numbering them after
+// the log's last event. If the instance that runs the job writes events
+// meanwhile, the numbers clash and it tries again after them.
 func (h *Hub) AppendDurable(ctx context.Context, jobID string, types []job.EventType, data []map[string]any) error {
-	last := int64(0)
-	for {
-		evs, err := h.log.List(ctx, jobID, last, maxBatch)
-		if err != nil {
+	var err error
+	for try := 0; try < 10; try++ {
+		last := int64(0)
+		for {
+			evs, lerr := h.log.List(ctx, jobID, last, maxBatch)
+			if lerr != nil {
+				return lerr
+			}
+			if len(evs) == 0 {
+				break
+			}
+			last = evs[len(evs)-1].Seq
+		}
+		batch := make([]job.Event, len(types))
+		for i, t := range types {
+			batch[i] = job.Event{JobID: jobID, Seq: last + int64(i) + 1, Type: t, Data: data[i], CreatedAt: h.clock.Now()}
+		}
+		if err = h.log.Append(ctx, batch); !errors.Is(err, ports.ErrConflict) {
 			return err
 		}
-		if len(evs) == 0 {
-			break
+		select {
+		case <-time.After(time.Duration(try+1) * 5 * time.Millisecond):
+		case <-ctx.Done():
+			return ctx.Err()
 		}
-		last = evs[len(evs)-1].Seq
 	}
-	batch := make([]job.Event, len(types))
-	for i, t := range types {
-		batch[i] = job.Event{JobID: jobID, Seq: last + int64(i) + 1, Type: t, Data: data[i], CreatedAt: h.clock.Now()}
-	}
-	return h.log.Append(ctx, batch)
+	return err
 }

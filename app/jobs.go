@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/entityenrich/enrich/domain/access"
@@ -26,6 +27,9 @@ type JobService struct {
 	// StaleAfter is how old a heartbeat must be before the job is failed as
 	// interrupted.
 	StaleAfter time.Duration
+	// Invalidations carries a cancellation to the instance that runs the job
+	// (nil: this process is the only one).
+	Invalidations ports.Invalidations
 }
 
 // Get returns one of the organization's jobs.
@@ -41,7 +45,8 @@ func (s *JobService) Get(ctx context.Context, p *access.Principal, id string) (*
 // cancelled, a cancelled event ends its stream, and its in-flight LLM calls
 // see their context cancelled.
 func (s *JobService) Cancel(ctx context.Context, p *access.Principal, id, reason string) (*job.Job, error) {
-	if _, err := s.Get(ctx, p, id); err != nil {
+	before, err := s.Get(ctx, p, id)
+	if err != nil {
 		return nil, err
 	}
 	j, err := s.Jobs.UpdateJob(ctx, id, func(j *job.Job) error {
@@ -53,10 +58,57 @@ func (s *JobService) Cancel(ctx context.Context, p *access.Principal, id, reason
 	if err != nil {
 		return nil, err
 	}
-	s.Runner.Cancel(id)
-	s.terminal(context.WithoutCancel(ctx), id, []job.EventType{job.EventCancelled}, []map[string]any{{"status": string(job.Cancelled), "reason": reason}})
+	bg := context.WithoutCancel(ctx)
+	cancelled := map[string]any{"status": string(job.Cancelled), "reason": reason}
+	switch {
+	case s.Runner.Cancel(id):
+		s.terminal(bg, id, []job.EventType{job.EventCancelled}, []map[string]any{cancelled})
+	case s.Invalidations != nil && s.Clock.Now().Sub(before.HeartbeatAt) < s.StaleAfter:
+		// Another instance runs the job: it stops the calls and writes the
+		// cancelled event in its own numbering. Should it not within 2 s
+		// (it died), write the event here.
+		if err := s.Invalidations.Publish(bg, "job", id+":"+reason); err != nil {
+			s.Log.Error("publish job cancellation", "job_id", id, "err", err)
+		}
+		if !s.awaitTerminal(bg, id, 2*time.Second) {
+			s.terminal(bg, id, []job.EventType{job.EventCancelled}, []map[string]any{cancelled})
+		}
+	default:
+		s.terminal(bg, id, []job.EventType{job.EventCancelled}, []map[string]any{cancelled})
+	}
 	s.Log.Info("job cancelled", "job_id", id, "org_id", p.OrgID, "reason", reason)
 	return j, nil
+}
+
+// CancelLocal stops a job that another instance cancelled, if it runs here:
+// its calls see their context cancelled and the cancelled event is written
+// in this instance's numbering. payload is "<job id>:<reason>".
+func (s *JobService) CancelLocal(ctx context.Context, payload string) {
+	id, reason, _ := strings.Cut(payload, ":")
+	if !s.Runner.Cancel(id) {
+		return
+	}
+	s.Hub.Publish(ctx, id, job.EventCancelled, map[string]any{"status": string(job.Cancelled), "reason": reason})
+	s.Log.Info("job cancelled through another instance", "job_id", id, "reason", reason)
+}
+
+// awaitTerminal reports whether the job's log shows a terminal event within d.
+func (s *JobService) awaitTerminal(ctx context.Context, id string, d time.Duration) bool {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	var after int64
+	for {
+		evs, err := s.Hub.Wait(ctx, id, after)
+		if err != nil {
+			return false
+		}
+		for _, ev := range evs {
+			after = ev.Seq
+			if ev.Type.Terminal() {
+				return true
+			}
+		}
+	}
 }
 
 // Continue resumes a paused job.

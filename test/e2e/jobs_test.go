@@ -5,6 +5,7 @@ import (
 	"context"
 	"net/http"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -213,4 +214,38 @@ func TestCrashedJobIsReaped(t *testing.T) {
 	is.Equal(evs[2].Type, job.EventFailed)
 	j, _ := e.Stores.Jobs.GetJob(ctx, orgID, "alive")
 	is.Equal(j.State, job.Running) // a live heartbeat is left alone
+}
+
+// TestCancelAcrossInstances: a job running on A, cancelled through B, stops
+// its model calls on A at once, and both streams end with cancelled.
+func TestCancelAcrossInstances(t *testing.T) {
+	is := is.New(t)
+	dsn := backends[1].dsn(t)
+	a, b := start(t, testConfig(dsn)), start(t, testConfig(dsn))
+	ten := a.register("xcancel@example.com")
+	id := a.createSchema(ten.key, "Company", companySchema)
+	jobID := a.startJob(ten.key, obj{"entity_data": obj{"name": "Acme"}, "schema_id": id, "models": []string{"sandbox::slow"}, "strategy": "multi_expertise"})
+	a.waitEvent(ten.key, jobID, "attempt").Body.Close()
+	is.Equal(len(a.srv.RunningJobs()), 1)
+
+	t0 := time.Now()
+	var out struct{ Status string }
+	is.Equal(b.call("POST", "/api/llm/cancel/"+jobID, ten.key, nil, &out), 200)
+	is.Equal(out.Status, "cancelled")
+	for len(a.srv.RunningJobs()) > 0 && time.Since(t0) < time.Second {
+		time.Sleep(5 * time.Millisecond)
+	}
+	is.Equal(len(a.srv.RunningJobs()), 0) // the 2 s calls on A were cancelled
+	t.Logf("A stopped the job %v after B's cancel", time.Since(t0))
+
+	for _, s := range []*service{a, b} {
+		evs := s.follow(ten.key, jobID, "")
+		is.Equal(last(evs).Name, "cancelled")
+		is.Equal(len(find(evs, "cancelled")), 1)
+		is.Equal(len(find(evs, "completed")), 0)
+		for i, e := range evs {
+			is.Equal(e.ID, strconv.Itoa(i+1)) // one numbering, no gap
+		}
+	}
+	is.Equal(a.call("POST", "/api/llm/cancel/"+jobID, ten.key, nil, nil), 409)
 }
