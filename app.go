@@ -58,11 +58,10 @@ type Embedded struct {
 	runner *inproc.Runner
 	cfg    Config
 
-	stop     context.CancelFunc
-	bg       sync.WaitGroup
-	once     sync.Once
-	cleanup  func()
-	closeErr error
+	stop    context.CancelFunc
+	bg      sync.WaitGroup
+	once    sync.Once
+	cleanup func()
 }
 
 // RunningJobs lists the ids of the jobs queued or running in this process.
@@ -139,7 +138,7 @@ func (e *Embedded) Close() error {
 			e.cleanup()
 		}
 	})
-	return e.closeErr
+	return nil
 }
 
 // NewEmbedded builds the service on memory adapters, or on PostgreSQL when

@@ -277,12 +277,40 @@ func (s *EnrichmentService) Sync(ctx context.Context, p *access.Principal, req E
 			if ev.Type == job.EventCompleted {
 				out.Result, _ = ev.Data["result"].(map[string]any)
 				out.RecordID, _ = ev.Data["record_id"].(string)
-				out.RecordIDs, _ = ev.Data["record_ids"].([]string)
-				out.Cost, _ = ev.Data["cost"].(int64)
+				out.RecordIDs = stringsOf(ev.Data["record_ids"])
+				out.Cost = int64Of(ev.Data["cost"])
 			}
 			return out, nil
 		}
 	}
+}
+
+// stringsOf and int64Of read payload values both as published here and as
+// decoded from the durable log (JSON: []any, float64).
+func stringsOf(v any) []string {
+	switch t := v.(type) {
+	case []string:
+		return t
+	case []any:
+		out := make([]string, 0, len(t))
+		for _, x := range t {
+			if s, ok := x.(string); ok {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+func int64Of(v any) int64 {
+	switch t := v.(type) {
+	case int64:
+		return t
+	case float64:
+		return int64(t)
+	}
+	return 0
 }
 
 // outcome is one model's run.

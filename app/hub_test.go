@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -158,4 +159,62 @@ func TestHubRemoteFollow(t *testing.T) {
 	evs, err = h.Wait(ctx, "remote", 0)
 	is.NoErr(err)
 	is.Equal(evs[0].Seq, int64(1))
+}
+
+// conflictLog refuses appends that touch a (job, seq) it already holds, all
+// or none, like the Postgres adapter.
+type conflictLog struct{ logStub }
+
+func (l *conflictLog) Append(ctx context.Context, evs []job.Event) error {
+	l.mu.Lock()
+	for _, e := range evs {
+		for _, have := range l.events[e.JobID] {
+			if have.Seq == e.Seq {
+				l.mu.Unlock()
+				return ports.ErrConflict
+			}
+		}
+	}
+	l.mu.Unlock()
+	return l.logStub.Append(ctx, evs)
+}
+
+// TestHubConflicts: when another instance wrote one (job, seq) of a batch,
+// only that event is dropped, not the rest of the batch; and AppendDurable
+// numbers its events after whatever the log holds when it retries.
+func TestHubConflicts(t *testing.T) {
+	is := is.New(t)
+	l := &conflictLog{logStub{events: map[string][]job.Event{}}}
+	ctx := context.Background()
+	// Another writer already holds seq 2 of job a.
+	is.NoErr(l.Append(ctx, []job.Event{{JobID: "a", Seq: 2, Type: job.EventCancelled}}))
+	h := newHub(l)
+	h.Open("a", 0)
+	h.Open("b", 0)
+	for i := 0; i < 3; i++ {
+		h.Publish(ctx, "a", job.EventAttempt, map[string]any{})
+		h.Publish(ctx, "b", job.EventAttempt, map[string]any{})
+	}
+	h.Close()
+	a, _ := l.List(ctx, "a", 0, 10)
+	b, _ := l.List(ctx, "b", 0, 10)
+	sort.Slice(a, func(i, j int) bool { return a[i].Seq < a[j].Seq })
+	is.Equal(len(a), 3)                     // 1 and 3 from here, 2 from the other writer
+	is.Equal(a[1].Type, job.EventCancelled) // the other writer's event stands
+	is.Equal(len(b), 3)                     // job b lost nothing to a's clash
+
+	is.NoErr(h.AppendDurable(ctx, "a", []job.EventType{job.EventFailed}, []map[string]any{{}}))
+	a, _ = l.List(ctx, "a", 3, 10)
+	is.Equal(len(a), 1)
+	is.Equal(a[0].Seq, int64(4))
+}
+
+func TestStringsOfAndInt64Of(t *testing.T) {
+	is := is.New(t)
+	is.Equal(app.StringsOf([]string{"a"}), []string{"a"})
+	is.Equal(app.StringsOf([]any{"a", 1, "b"}), []string{"a", "b"})
+	is.Equal(app.StringsOf(nil), []string(nil))
+	is.Equal(app.Int64Of(int64(3)), int64(3))
+	is.Equal(app.Int64Of(3.0), int64(3))
+	is.Equal(app.Int64Of("x"), int64(0))
 }

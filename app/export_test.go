@@ -1,0 +1,7 @@
+package app
+
+// Exported for tests of package app_test.
+var (
+	StringsOf = stringsOf
+	Int64Of   = int64Of
+)
