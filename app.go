@@ -13,8 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/entityenrich/enrich/adapters/eventhub"
 	"github.com/entityenrich/enrich/adapters/httpapi"
-	"github.com/entityenrich/enrich/adapters/inproc"
 	"github.com/entityenrich/enrich/app"
 	"github.com/entityenrich/enrich/ports"
 )
@@ -31,6 +31,10 @@ type Stores struct {
 	Records ports.RecordStore
 	Jobs    ports.JobStore
 	Events  ports.EventLog
+	// UoW runs writes that must agree in one transaction.
+	UoW ports.UnitOfWork
+	// Queue is the durable job queue.
+	Queue ports.JobQueue
 	// RefreshTokens keeps session refresh tokens.
 	RefreshTokens ports.RefreshTokenStore
 	// Invalidations spreads cache invalidations between instances (nil: this
@@ -54,8 +58,8 @@ type Embedded struct {
 	Stores *Stores
 	Log    *slog.Logger
 
-	hub    *app.Hub
-	runner *inproc.Runner
+	stream *eventhub.Hub
+	engine *app.Engine
 	cfg    Config
 
 	stop    context.CancelFunc
@@ -64,19 +68,20 @@ type Embedded struct {
 	cleanup func()
 }
 
-// RunningJobs lists the ids of the jobs queued or running in this process.
-func (e *Embedded) RunningJobs() []string { return e.runner.Running() }
+// RunningJobs lists the ids of the jobs running in this process.
+func (e *Embedded) RunningJobs() []string { return e.engine.Running() }
 
-// start launches the background loops: job heartbeats and the reaper, and the
-// batched flush of access-key usage.
-func (e *Embedded) start() {
+// start launches the background work: the job engine (queue dispatch and
+// lease renewal), the change listener, and the batched flush of access-key
+// usage.
+func (e *Embedded) start() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	e.stop = cancel
-	e.bg.Add(3)
-	go func() {
-		defer e.bg.Done()
-		e.Jobs.Maintain(ctx)
-	}()
+	if err := e.engine.Start(ctx); err != nil {
+		cancel()
+		return err
+	}
+	e.bg.Add(2)
 	go func() {
 		defer e.bg.Done()
 		e.listen(ctx)
@@ -96,20 +101,24 @@ func (e *Embedded) start() {
 			}
 		}
 	}()
+	return nil
 }
 
-// listen applies other instances' changes: cache invalidations, and
-// cancellations of jobs running here.
+// listen applies other instances' changes: cache invalidations, new events
+// of jobs followed here, and jobs that another instance ended.
 func (e *Embedded) listen(ctx context.Context) {
 	if e.Stores.Invalidations == nil {
 		return
 	}
 	err := e.Stores.Invalidations.Listen(ctx, func(kind, id string) {
-		if kind == "job" {
-			e.Jobs.CancelLocal(ctx, id)
-			return
+		switch kind {
+		case "events":
+			e.stream.Delivered(id)
+		case "job":
+			e.engine.Lost(id)
+		default:
+			e.Access.Forget(kind, id)
 		}
-		e.Access.Forget(kind, id)
 	})
 	if err != nil {
 		e.Log.Error("change listener", "err", err)
@@ -123,8 +132,8 @@ func (e *Embedded) Close() error {
 	e.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), e.cfg.ShutdownGrace)
 		defer cancel()
-		if err := e.runner.Shutdown(ctx); err != nil {
-			e.Log.Warn("jobs still running at the end of the grace period were failed", "err", err)
+		if err := e.engine.Stop(ctx); err != nil {
+			e.Log.Warn("jobs still running at the end of the grace period were stopped", "err", err)
 		}
 		e.stop()
 		e.bg.Wait()
@@ -133,7 +142,7 @@ func (e *Embedded) Close() error {
 		if err := e.Access.FlushUsage(fctx); err != nil {
 			e.Log.Warn("flush key usage at shutdown", "err", err)
 		}
-		e.hub.Close()
+		e.stream.Close()
 		if e.cleanup != nil {
 			e.cleanup()
 		}
@@ -158,7 +167,7 @@ func NewEmbedded(ctx context.Context, cfg Config) (*Embedded, error) {
 	if err != nil {
 		return nil, err
 	}
-	return e.ready(cfg, warns, cleanup), nil
+	return e.ready(cfg, warns, cleanup)
 }
 
 // NewEmbeddedWithStores builds the service on caller-supplied stores.
@@ -171,10 +180,10 @@ func NewEmbeddedWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedd
 	if err != nil {
 		return nil, err
 	}
-	return e.ready(cfg, warns, cleanup), nil
+	return e.ready(cfg, warns, cleanup)
 }
 
-func (e *Embedded) ready(cfg Config, warns []string, cleanup func()) *Embedded {
+func (e *Embedded) ready(cfg Config, warns []string, cleanup func()) (*Embedded, error) {
 	e.cfg, e.cleanup = cfg, cleanup
 	for _, w := range warns {
 		e.Log.Warn(w)
@@ -185,8 +194,11 @@ func (e *Embedded) ready(cfg Config, warns []string, cleanup func()) *Embedded {
 	if cfg.Sandbox {
 		e.Log.Info("sandbox models enabled (deterministic, no network)", "models", len(e.Enrichment.Catalog.Models()))
 	}
-	e.start()
-	return e
+	if err := e.start(); err != nil {
+		cleanup()
+		return nil, err
+	}
+	return e, nil
 }
 
 // Server is the HTTP service around an Embedded core.

@@ -43,6 +43,16 @@ type Config struct {
 	// Workers bounds the jobs running at once; PerOrgWorkers per organization.
 	Workers       int `env:"ENRICH_WORKERS" envDefault:"32"`
 	PerOrgWorkers int `env:"ENRICH_ORG_WORKERS" envDefault:"8"`
+	// DBMaxConns bounds the PostgreSQL connections (default: 4 per core,
+	// at least 8); they are kept open while idle.
+	DBMaxConns int `env:"ENRICH_DB_MAX_CONNS"`
+	// LeaseTTL is how long a worker's claim on a job lasts unless renewed;
+	// a replica that dies has its jobs resumed elsewhere about this long
+	// (plus the queue's scheduling, a few seconds) after its last renewal.
+	LeaseTTL time.Duration `env:"ENRICH_LEASE_TTL" envDefault:"10s"`
+	// JobAttempts bounds how many workers may take one job (resumes after
+	// crashes); past it the job fails with code interrupted.
+	JobAttempts int `env:"ENRICH_JOB_ATTEMPTS" envDefault:"5"`
 	// MaxBodyBytes bounds request bodies.
 	MaxBodyBytes int64 `env:"ENRICH_MAX_BODY_BYTES" envDefault:"1048576"`
 	// SSEHeartbeat is the interval of SSE comment heartbeats.
@@ -123,6 +133,12 @@ func (c Config) withDefaults() (Config, []string, error) {
 	}
 	if c.PerOrgWorkers <= 0 {
 		c.PerOrgWorkers = 8
+	}
+	if c.LeaseTTL <= 0 {
+		c.LeaseTTL = 10 * time.Second
+	}
+	if c.JobAttempts <= 0 {
+		c.JobAttempts = 5
 	}
 	if c.MaxBodyBytes <= 0 {
 		c.MaxBodyBytes = 1 << 20

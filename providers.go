@@ -1,27 +1,31 @@
 package enrich
 
 import (
-	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/google/wire"
 
 	"github.com/entityenrich/enrich/adapters/crypto"
+	"github.com/entityenrich/enrich/adapters/eventhub"
 	"github.com/entityenrich/enrich/adapters/httpapi"
-	"github.com/entityenrich/enrich/adapters/inproc"
 	"github.com/entityenrich/enrich/adapters/jsonschema"
 	"github.com/entityenrich/enrich/adapters/llm"
 	"github.com/entityenrich/enrich/adapters/system"
 	"github.com/entityenrich/enrich/app"
 	"github.com/entityenrich/enrich/domain/access"
+	"github.com/entityenrich/enrich/domain/job"
 	"github.com/entityenrich/enrich/ports"
 )
 
 // coreSet builds the app services from a *Stores and a Config.
 var coreSet = wire.NewSet(
-	wire.FieldsOf(new(*Stores), "Orgs", "Users", "Keys", "Schemas", "Records", "Jobs", "Events"),
+	wire.FieldsOf(new(*Stores), "Orgs", "Users", "Keys", "Schemas", "Records", "Jobs", "Events", "UoW", "Queue"),
 	provideLogger,
 	wire.Struct(new(system.Clock)),
 	wire.Bind(new(ports.Clock), new(system.Clock)),
@@ -34,9 +38,9 @@ var coreSet = wire.NewSet(
 	wire.Bind(new(ports.ModelCatalog), new(*llm.Registry)),
 	providePasswords,
 	wire.Bind(new(ports.Passwords), new(*crypto.Passwords)),
-	provideRunner,
-	wire.Bind(new(ports.JobRunner), new(*inproc.Runner)),
-	provideHub,
+	provideStream,
+	wire.Bind(new(ports.EventStream), new(*eventhub.Hub)),
+	provideEngine,
 	provideAccess,
 	provideSchemas,
 	provideRecords,
@@ -58,19 +62,26 @@ func providePasswords(cfg Config) *crypto.Passwords {
 	return crypto.NewPasswords(crypto.DefaultParams)
 }
 
-func provideRunner(cfg Config) (*inproc.Runner, func()) {
-	r := inproc.New(inproc.Config{Workers: cfg.Workers, PerOrg: cfg.PerOrgWorkers})
-	// Embedded.Close shuts the runner down gracefully; this is the backstop
-	// for an injector that fails after creating it.
-	return r, func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		_ = r.Shutdown(ctx)
-	}
+func provideStream(uow ports.UnitOfWork, log ports.EventLog, clock ports.Clock, lg *slog.Logger) (*eventhub.Hub, func()) {
+	h := eventhub.New(uow, log, clock, lg, eventhub.Config{})
+	// Embedded.Close closes the hub in order; this is the backstop for an
+	// injector that fails after creating it.
+	return h, h.Close
 }
 
-func provideHub(log ports.EventLog, clock ports.Clock, lg *slog.Logger) *app.Hub {
-	return app.NewHub(log, clock, lg)
+func provideEngine(cfg Config, st *Stores, s ports.EventStream, clock ports.Clock, lg *slog.Logger) *app.Engine {
+	return &app.Engine{UoW: st.UoW, Jobs: st.Jobs, Events: st.Events, Queue: st.Queue, Stream: s, Clock: clock, Log: lg,
+		Owner: replicaName(), LeaseTTL: cfg.LeaseTTL, Workers: cfg.Workers, PerOrg: cfg.PerOrgWorkers,
+		MaxAttempts: cfg.JobAttempts, ReleaseAtShutdown: st.Kind != "memory", Runners: map[job.Type]app.Runner{}}
+}
+
+// replicaName names this process in job leases: host, pid and a random
+// suffix (a restarted process is a new owner).
+func replicaName() string {
+	host, _ := os.Hostname()
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(b[:]))
 }
 
 func provideAccess(cfg Config, st *Stores, pw ports.Passwords, clock ports.Clock, ids ports.IDs, lg *slog.Logger) *app.AccessService {
@@ -95,20 +106,22 @@ func provideRecords(st ports.RecordStore) *app.RecordService {
 	return &app.RecordService{Records: st}
 }
 
-func provideJobs(st *Stores, r ports.JobRunner, h *app.Hub, clock ports.Clock, lg *slog.Logger) *app.JobService {
-	return &app.JobService{Jobs: st.Jobs, Runner: r, Hub: h, Clock: clock, Log: lg, HeartbeatEvery: 15 * time.Second,
-		StaleAfter: time.Minute, Invalidations: st.Invalidations}
+func provideJobs(st *Stores, en *app.Engine, s ports.EventStream, clock ports.Clock, lg *slog.Logger) *app.JobService {
+	return &app.JobService{Jobs: st.Jobs, EventLog: st.Events, Engine: en, Stream: s, Clock: clock, Log: lg,
+		Invalidations: st.Invalidations}
 }
 
-func provideEnrichment(st *Stores, r ports.JobRunner, h *app.Hub, js *app.JobService, l ports.LLM, cat ports.ModelCatalog,
+func provideEnrichment(st *Stores, en *app.Engine, s ports.EventStream, js *app.JobService, l ports.LLM, cat ports.ModelCatalog,
 	c ports.SchemaCompiler, clock ports.Clock, ids ports.IDs, lg *slog.Logger) *app.EnrichmentService {
-	return &app.EnrichmentService{Schemas: st.Schemas, Records: st.Records, Jobs: st.Jobs, Runner: r, Hub: h, JobSvc: js,
+	svc := &app.EnrichmentService{Schemas: st.Schemas, Engine: en, Stream: s, JobSvc: js,
 		LLM: l, Catalog: cat, Compiler: c, Clock: clock, IDs: ids, Log: lg}
+	en.Runners[job.TypeEnrichment] = svc
+	return svc
 }
 
 func provideEmbedded(st *Stores, a *app.AccessService, sc *app.SchemaService, rc *app.RecordService, en *app.EnrichmentService,
-	js *app.JobService, h *app.Hub, r *inproc.Runner, lg *slog.Logger) *Embedded {
-	return &Embedded{Access: a, Schemas: sc, Records: rc, Enrichment: en, Jobs: js, Stores: st, Log: lg, hub: h, runner: r}
+	js *app.JobService, h *eventhub.Hub, eng *app.Engine, lg *slog.Logger) *Embedded {
+	return &Embedded{Access: a, Schemas: sc, Records: rc, Enrichment: en, Jobs: js, Stores: st, Log: lg, stream: h, engine: eng}
 }
 
 // httpSet builds the HTTP API from an Embedded core.

@@ -8,8 +8,10 @@ import (
 	"github.com/google/wire"
 	"github.com/uptrace/bun"
 
+	"github.com/entityenrich/enrich/adapters/inproc"
 	"github.com/entityenrich/enrich/adapters/memory"
 	"github.com/entityenrich/enrich/adapters/postgres"
+	"github.com/entityenrich/enrich/ports"
 )
 
 var memorySet = wire.NewSet(provideMemoryStores)
@@ -17,20 +19,25 @@ var memorySet = wire.NewSet(provideMemoryStores)
 var postgresSet = wire.NewSet(providePostgres, providePostgresStores)
 
 func provideMemoryStores() *Stores {
+	orgs, users, keys := memory.NewOrgStore(), memory.NewUserStore(), memory.NewAPIKeyStore()
+	schemas, records, jobs := memory.NewSchemaStore(), memory.NewRecordStore(), memory.NewJobStore()
+	events, refresh := memory.NewEventLog(), memory.NewRefreshTokenStore()
+	queue := inproc.New()
 	return &Stores{
-		Orgs: memory.NewOrgStore(), Users: memory.NewUserStore(), Keys: memory.NewAPIKeyStore(),
-		Schemas: memory.NewSchemaStore(), Records: memory.NewRecordStore(), Jobs: memory.NewJobStore(),
-		Events: memory.NewEventLog(), RefreshTokens: memory.NewRefreshTokenStore(), Kind: "memory",
+		Orgs: orgs, Users: users, Keys: keys, Schemas: schemas, Records: records, Jobs: jobs, Events: events,
+		RefreshTokens: refresh, Queue: queue,
+		UoW:  memory.NewUnitOfWork(orgs, users, keys, schemas, records, jobs, events, refresh, queue),
+		Kind: "memory",
 	}
 }
 
 // providePostgres opens the database and applies the migrations.
-func providePostgres(ctx context.Context, cfg Config, lg *slog.Logger) (*bun.DB, func(), error) {
-	db, err := postgres.Open(ctx, cfg.DatabaseURL)
+func providePostgres(ctx context.Context, cfg Config, lg *slog.Logger) (*postgres.DB, func(), error) {
+	db, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.PoolConfig{MaxConns: cfg.DBMaxConns})
 	if err != nil {
 		return nil, nil, fmt.Errorf("open database: %w", err)
 	}
-	if err := postgres.Migrate(ctx, db); err != nil {
+	if err := postgres.Migrate(ctx, db.DB); err != nil {
 		_ = db.Close()
 		return nil, nil, fmt.Errorf("migrate database: %w", err)
 	}
@@ -38,14 +45,20 @@ func providePostgres(ctx context.Context, cfg Config, lg *slog.Logger) (*bun.DB,
 	return db, func() { _ = db.Close() }, nil
 }
 
-func providePostgresStores(db *bun.DB, cfg Config, lg *slog.Logger) *Stores {
+func providePostgresStores(pdb *postgres.DB, cfg Config, lg *slog.Logger) (*Stores, error) {
+	queue, err := postgres.NewQueue(pdb, postgres.QueueConfig{}, lg)
+	if err != nil {
+		return nil, err
+	}
+	db := pdb.DB
 	return &Stores{
+		Queue: queue, UoW: postgres.NewUnitOfWork(db, func(tx bun.Tx) ports.JobEnqueuer { return queue.TxEnqueuer(tx) }),
 		Orgs: postgres.NewOrgStore(db), Users: postgres.NewUserStore(db), Keys: postgres.NewAPIKeyStore(db),
 		Schemas: postgres.NewSchemaStore(db), Records: postgres.NewRecordStore(db), Jobs: postgres.NewJobStore(db),
 		Events: postgres.NewEventLog(db), RefreshTokens: postgres.NewRefreshTokenStore(db),
 		Invalidations: postgres.NewInvalidations(db, cfg.DatabaseURL, lg), Ready: func(ctx context.Context) error { return db.PingContext(ctx) },
 		Kind: "postgres",
-	}
+	}, nil
 }
 
 // Migrate applies the SQL migrations to cfg.DatabaseURL (enrichd migrate).
@@ -53,10 +66,10 @@ func Migrate(ctx context.Context, cfg Config) error {
 	if cfg.DatabaseURL == "" {
 		return fmt.Errorf("migrate: DATABASE_URL is empty")
 	}
-	db, err := postgres.Open(ctx, cfg.DatabaseURL)
+	db, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.PoolConfig{MaxConns: 2})
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	return postgres.Migrate(ctx, db)
+	return postgres.Migrate(ctx, db.DB)
 }

@@ -28,17 +28,18 @@ func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	schemaService := provideSchemas(schemaStore, compiler, clock, iDs)
 	recordStore := stores.Records
 	recordService := provideRecords(recordStore)
-	runner, cleanup := provideRunner(cfg)
+	unitOfWork := stores.UoW
 	eventLog := stores.Events
-	hub := provideHub(eventLog, clock, logger)
-	jobService := provideJobs(stores, runner, hub, clock, logger)
+	hub, cleanup := provideStream(unitOfWork, eventLog, clock, logger)
+	engine := provideEngine(cfg, stores, hub, clock, logger)
+	jobService := provideJobs(stores, engine, hub, clock, logger)
 	registry, err := provideRegistry(cfg)
 	if err != nil {
 		cleanup()
 		return nil, nil, err
 	}
-	enrichmentService := provideEnrichment(stores, runner, hub, jobService, registry, registry, compiler, clock, iDs, logger)
-	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, jobService, hub, runner, logger)
+	enrichmentService := provideEnrichment(stores, engine, hub, jobService, registry, registry, compiler, clock, iDs, logger)
+	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, jobService, hub, engine, logger)
 	return embedded, func() {
 		cleanup()
 	}, nil
@@ -51,7 +52,11 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	stores := providePostgresStores(db, cfg, logger)
+	stores, err := providePostgresStores(db, cfg, logger)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
 	passwords := providePasswords(cfg)
 	clock := system.Clock{}
 	iDs := system.IDs{}
@@ -61,18 +66,19 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	schemaService := provideSchemas(schemaStore, compiler, clock, iDs)
 	recordStore := stores.Records
 	recordService := provideRecords(recordStore)
-	runner, cleanup2 := provideRunner(cfg)
+	unitOfWork := stores.UoW
 	eventLog := stores.Events
-	hub := provideHub(eventLog, clock, logger)
-	jobService := provideJobs(stores, runner, hub, clock, logger)
+	hub, cleanup2 := provideStream(unitOfWork, eventLog, clock, logger)
+	engine := provideEngine(cfg, stores, hub, clock, logger)
+	jobService := provideJobs(stores, engine, hub, clock, logger)
 	registry, err := provideRegistry(cfg)
 	if err != nil {
 		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
-	enrichmentService := provideEnrichment(stores, runner, hub, jobService, registry, registry, compiler, clock, iDs, logger)
-	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, jobService, hub, runner, logger)
+	enrichmentService := provideEnrichment(stores, engine, hub, jobService, registry, registry, compiler, clock, iDs, logger)
+	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, jobService, hub, engine, logger)
 	return embedded, func() {
 		cleanup2()
 		cleanup()
@@ -91,17 +97,18 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 	schemaService := provideSchemas(schemaStore, compiler, clock, iDs)
 	recordStore := st.Records
 	recordService := provideRecords(recordStore)
-	runner, cleanup := provideRunner(cfg)
+	unitOfWork := st.UoW
 	eventLog := st.Events
-	hub := provideHub(eventLog, clock, logger)
-	jobService := provideJobs(st, runner, hub, clock, logger)
+	hub, cleanup := provideStream(unitOfWork, eventLog, clock, logger)
+	engine := provideEngine(cfg, st, hub, clock, logger)
+	jobService := provideJobs(st, engine, hub, clock, logger)
 	registry, err := provideRegistry(cfg)
 	if err != nil {
 		cleanup()
 		return nil, nil, err
 	}
-	enrichmentService := provideEnrichment(st, runner, hub, jobService, registry, registry, compiler, clock, iDs, logger)
-	embedded := provideEmbedded(st, accessService, schemaService, recordService, enrichmentService, jobService, hub, runner, logger)
+	enrichmentService := provideEnrichment(st, engine, hub, jobService, registry, registry, compiler, clock, iDs, logger)
+	embedded := provideEmbedded(st, accessService, schemaService, recordService, enrichmentService, jobService, hub, engine, logger)
 	return embedded, func() {
 		cleanup()
 	}, nil

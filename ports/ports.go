@@ -119,11 +119,20 @@ type JobStore interface {
 	CreateJob(ctx context.Context, j *job.Job) error
 	GetJob(ctx context.Context, orgID, id string) (*job.Job, error)
 	UpdateJob(ctx context.Context, id string, fn func(*job.Job) error) (*job.Job, error)
-	// Heartbeat refreshes HeartbeatAt of the given non-terminal jobs.
-	Heartbeat(ctx context.Context, ids []string, at time.Time) error
-	// ListStale returns pending, running or paused jobs whose heartbeat is
-	// older than before.
-	ListStale(ctx context.Context, before time.Time) ([]*job.Job, error)
+	// RenewLeases moves the lease of the given jobs that owner still holds
+	// to until, in one write, and returns the ids among them that owner no
+	// longer holds (ended, cancelled, or taken over).
+	RenewLeases(ctx context.Context, owner string, ids []string, until time.Time) (lost []string, err error)
+	// CheckFences returns the jobs among fences whose current attempt is no
+	// longer the one given (or that ended). Inside a unit of work it locks
+	// the jobs it checks against a concurrent takeover until commit.
+	CheckFences(ctx context.Context, fences []Fence) (lost []string, err error)
+}
+
+// Fence is a worker's claim on a job: the attempt it holds.
+type Fence struct {
+	JobID   string
+	Attempt int
 }
 
 // EventLog is the durable, ordered log of every job's events.
@@ -133,6 +142,40 @@ type EventLog interface {
 	Append(ctx context.Context, events []job.Event) error
 	// List returns up to limit events of a job with Seq > after, in order.
 	List(ctx context.Context, jobID string, after int64, limit int) ([]job.Event, error)
+	// Last returns the highest Seq of a job's events (0 when none).
+	Last(ctx context.Context, jobID string) (int64, error)
+}
+
+// EventStream carries job events from the worker that owns a job to its
+// followers on every replica. A worker's events are numbered here, written
+// to the EventLog in batches under the worker's fence, and delivered to
+// followers once durable, so a number a follower saw is never reused.
+type EventStream interface {
+	// Own starts numbering a job's events after seq after, for the worker
+	// holding attempt. lost is called (once) when the job's events cannot
+	// be written here any more: err wraps ErrFenced when another worker or a
+	// canceller ended this worker's claim, ErrInvalid when the store refuses
+	// the events, ErrUnavailable when writes kept failing too long.
+	Own(jobID string, attempt int, after int64, lost func(err error))
+	// Publish queues an event of an owned job. It returns false when the
+	// job is not owned here (any more) or was sealed.
+	Publish(jobID string, d job.Draft) bool
+	// Seal ends the job here: it waits for the job's in-flight write, then
+	// returns the job's unwritten events followed by the drafts, numbered.
+	// The caller stores them with the job's last state in one unit of work
+	// and reports the outcome to Sealed.
+	Seal(ctx context.Context, jobID string, drafts []job.Draft) []job.Event
+	// Sealed delivers the sealed events to followers when err is nil and
+	// forgets the job here either way.
+	Sealed(jobID string, events []job.Event, err error)
+	// Delivered wakes followers of a job whose events were written by
+	// someone else (a canceller here, or another replica's NOTIFY).
+	Delivered(jobID string)
+	// Wait returns the job's durable events with Seq > after, blocking until
+	// there is at least one or ctx ends.
+	Wait(ctx context.Context, jobID string, after int64) ([]job.Event, error)
+	// Flush writes what is pending; Close stops the writer after a flush.
+	Close()
 }
 
 // LLMRequest is one chat completion asked of a model.
@@ -184,20 +227,6 @@ type SchemaCompiler interface {
 	Compile(doc json.RawMessage) (Validator, error)
 }
 
-// JobRunner executes jobs in the background with bounded concurrency.
-type JobRunner interface {
-	// Submit queues run for job id. run's context is cancelled by Cancel or by
-	// Shutdown's deadline.
-	Submit(id, orgID string, run func(ctx context.Context)) error
-	// Cancel cancels the context of a queued or running job; false if unknown here.
-	Cancel(id string) bool
-	// Running lists the ids of jobs queued or running here.
-	Running() []string
-	// Shutdown stops accepting jobs and waits for the running ones until ctx
-	// ends, then cancels them and waits for them to return.
-	Shutdown(ctx context.Context) error
-}
-
 // Passwords hashes and checks passwords.
 type Passwords interface {
 	Hash(password string) (string, error)
@@ -217,6 +246,5 @@ type Tokens interface {
 	Parse(token string) (TokenClaims, error)
 }
 
-// ErrCapacity is returned by JobRunner.Submit when its queue is full or it is
-// shutting down.
+// ErrCapacity is returned when the service has no room for more work now.
 var ErrCapacity = errors.New("no capacity for the job")

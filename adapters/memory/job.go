@@ -30,7 +30,7 @@ func NewJobStore() *JobStore { return &JobStore{jobs: map[string]job.Job{}} }
 func cloneJob(j job.Job) *job.Job {
 	j.Request = cloneBytes(j.Request)
 	j.Result = cloneBytes(j.Result)
-	j.CreatedAt, j.UpdatedAt, j.HeartbeatAt = ts(j.CreatedAt), ts(j.UpdatedAt), ts(j.HeartbeatAt)
+	j.CreatedAt, j.UpdatedAt, j.HeartbeatAt, j.LeaseUntil = ts(j.CreatedAt), ts(j.UpdatedAt), ts(j.HeartbeatAt), ts(j.LeaseUntil)
 	return &j
 }
 
@@ -76,36 +76,34 @@ func (s *JobStore) UpdateJob(_ context.Context, id string, fn func(*job.Job) err
 	return cloneJob(*stored), nil
 }
 
-// Heartbeat sets HeartbeatAt of the given jobs that are not terminal.
-func (s *JobStore) Heartbeat(_ context.Context, ids []string, at time.Time) error {
+// RenewLeases moves the leases owner still holds and reports the others.
+func (s *JobStore) RenewLeases(_ context.Context, owner string, ids []string, until time.Time) ([]string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	var lost []string
 	for _, id := range ids {
 		j, ok := s.jobs[id]
-		if !ok || j.State.Terminal() {
+		if !ok || j.State.Terminal() || j.Owner != owner {
+			lost = append(lost, id)
 			continue
 		}
-		j.HeartbeatAt = ts(at)
+		j.LeaseUntil, j.HeartbeatAt = ts(until), ts(until)
 		s.jobs[id] = j
 	}
-	return nil
+	return lost, nil
 }
 
-// ListStale returns the pending, running or paused jobs whose heartbeat is
-// older than before, oldest heartbeat first.
-func (s *JobStore) ListStale(_ context.Context, before time.Time) ([]*job.Job, error) {
+// CheckFences returns the jobs whose attempt moved on or that ended.
+func (s *JobStore) CheckFences(_ context.Context, fences []ports.Fence) ([]string, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	var out []*job.Job
-	for _, j := range s.jobs {
-		if !j.State.Terminal() && j.HeartbeatAt.Before(before) {
-			out = append(out, cloneJob(j))
+	var lost []string
+	for _, f := range fences {
+		if j, ok := s.jobs[f.JobID]; !ok || !j.Holds(f.Attempt) {
+			lost = append(lost, f.JobID)
 		}
 	}
-	sort.Slice(out, func(i, k int) bool {
-		return oldestFirst(out[i].HeartbeatAt, out[i].ID, out[k].HeartbeatAt, out[k].ID)
-	})
-	return out, nil
+	return lost, nil
 }
 
 // EventLog keeps every job's events in memory. Event data is stored as JSON,
@@ -177,6 +175,17 @@ func (l *EventLog) find(jobID string, seq int64) (int, bool) {
 	evs := l.jobs[jobID]
 	i := sort.Search(len(evs), func(i int) bool { return evs[i].seq >= seq })
 	return i, i < len(evs) && evs[i].seq == seq
+}
+
+// Last returns the highest Seq of the job's events.
+func (l *EventLog) Last(_ context.Context, jobID string) (int64, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	evs := l.jobs[jobID]
+	if len(evs) == 0 {
+		return 0, nil
+	}
+	return evs[len(evs)-1].seq, nil
 }
 
 // List returns up to limit events of the job with Seq > after, in order.

@@ -6,10 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"log/slog"
+	"runtime"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
-	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/riverqueue/river/riverdriver/riverdatabasesql"
+	"github.com/riverqueue/river/rivermigrate"
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect/pgdialect"
 	"github.com/uptrace/bun/migrate"
@@ -18,20 +25,57 @@ import (
 	"github.com/entityenrich/enrich/ports"
 )
 
+// PoolConfig sizes the connection pool.
+type PoolConfig struct {
+	// MaxConns bounds the open connections (default: 4 per core, at least 8).
+	MaxConns int
+}
+
+// DB is the database: Bun for queries, and the pgx pool underneath, which
+// River works on.
+type DB struct {
+	*bun.DB
+	Pool *pgxpool.Pool
+}
+
 // Open connects to the database at dsn (a postgres:// URL or key=value
-// string understood by pgx) and checks that it answers. For PGlite, add
-// default_query_exec_mode=simple_protocol to the DSN (see test/pgtest).
-func Open(ctx context.Context, dsn string) (*bun.DB, error) {
-	sqldb, err := sql.Open("pgx", dsn)
+// string understood by pgx) and checks that it answers. One pgx pool serves
+// both Bun (through database/sql) and River; idle connections are kept, so
+// that a burst of requests does not open and close connections. For PGlite,
+// add default_query_exec_mode=simple_protocol to the DSN (see test/pgtest).
+func Open(ctx context.Context, dsn string, pc PoolConfig) (*DB, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: open: %w", err)
 	}
-	db := bun.NewDB(sqldb, pgdialect.New())
+	if pc.MaxConns <= 0 {
+		pc.MaxConns = max(8, 4*runtime.GOMAXPROCS(0))
+	}
+	if !strings.Contains(dsn, "pool_max_conns") {
+		cfg.MaxConns = int32(pc.MaxConns)
+	}
+	cfg.MaxConnIdleTime = 5 * time.Minute
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: open: %w", err)
+	}
+	sqldb := stdlib.OpenDBFromPool(pool)
+	// database/sql keeps only 2 idle connections unless told: keep them all.
+	sqldb.SetMaxOpenConns(pc.MaxConns)
+	sqldb.SetMaxIdleConns(pc.MaxConns)
+	db := &DB{DB: bun.NewDB(sqldb, pgdialect.New()), Pool: pool}
 	if err := db.PingContext(ctx); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("postgres: connect: %w", err)
 	}
 	return db, nil
+}
+
+// Close closes Bun's handle and the pool.
+func (db *DB) Close() error {
+	err := db.DB.Close()
+	db.Pool.Close()
+	return err
 }
 
 // migrateLockKey is the pg_advisory_lock key that serialises Migrate between
@@ -81,8 +125,19 @@ func Migrate(ctx context.Context, db *bun.DB) (err error) {
 	if _, err := m.Migrate(ctx); err != nil {
 		return fmt.Errorf("postgres: migrate: %w", err)
 	}
+	// River's tables, at the version the queue's River expects.
+	rm, err := rivermigrate.New(riverdatabasesql.New(db.DB), &rivermigrate.Config{Logger: quietLog})
+	if err != nil {
+		return fmt.Errorf("postgres: migrate river: %w", err)
+	}
+	if _, err := rm.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		return fmt.Errorf("postgres: migrate river: %w", err)
+	}
 	return nil
 }
+
+// quietLog drops River's migration chatter.
+var quietLog = slog.New(slog.DiscardHandler)
 
 // notFound turns sql.ErrNoRows into ErrNotFound; other errors keep their
 // cause. what describes the operation ("get job x").
@@ -90,6 +145,11 @@ func notFound(err error, what string) error {
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("postgres: %s: %w", what, ports.ErrNotFound)
 	}
+	return fmt.Errorf("postgres: %s: %w", what, err)
+}
+
+// fail wraps a driver error with the operation.
+func fail(err error, what string) error {
 	return fmt.Errorf("postgres: %s: %w", what, err)
 }
 

@@ -31,22 +31,38 @@ type jobRow struct {
 	CreatedAt   time.Time       `bun:"created_at,notnull"`
 	UpdatedAt   time.Time       `bun:"updated_at,notnull"`
 	HeartbeatAt time.Time       `bun:"heartbeat_at,notnull"`
+	Attempt     int             `bun:"attempt,notnull"`
+	Owner       string          `bun:"owner,notnull"`
+	LeaseUntil  bun.NullTime    `bun:"lease_until"`
 }
 
 func jobToRow(j *job.Job) *jobRow {
 	return &jobRow{ID: j.ID, OrgID: j.OrgID, Type: string(j.Type), State: string(j.State), ErrorCode: string(j.ErrorCode),
 		Error: j.Error, Request: jsonOrNil(j.Request), Result: jsonOrNil(j.Result), CreatedAt: utc(j.CreatedAt),
-		UpdatedAt: utc(j.UpdatedAt), HeartbeatAt: utc(j.HeartbeatAt)}
+		UpdatedAt: utc(j.UpdatedAt), HeartbeatAt: utc(j.HeartbeatAt), Attempt: j.Attempt, Owner: j.Owner,
+		LeaseUntil: nullTime(j.LeaseUntil)}
+}
+
+func zeroOrUTC(t time.Time) time.Time {
+	if t.IsZero() {
+		return time.Time{}
+	}
+	return utc(t)
+}
+
+func nullTime(t time.Time) bun.NullTime {
+	if t.IsZero() {
+		return bun.NullTime{}
+	}
+	return bun.NullTime{Time: utc(t)}
 }
 
 func (r *jobRow) job() *job.Job {
 	return &job.Job{ID: r.ID, OrgID: r.OrgID, Type: job.Type(r.Type), State: job.State(r.State),
 		ErrorCode: job.ErrorCode(r.ErrorCode), Error: r.Error, Request: jsonOrNil(r.Request), Result: jsonOrNil(r.Result),
-		CreatedAt: utc(r.CreatedAt), UpdatedAt: utc(r.UpdatedAt), HeartbeatAt: utc(r.HeartbeatAt)}
+		CreatedAt: utc(r.CreatedAt), UpdatedAt: utc(r.UpdatedAt), HeartbeatAt: utc(r.HeartbeatAt), Attempt: r.Attempt,
+		Owner: r.Owner, LeaseUntil: zeroOrUTC(r.LeaseUntil.Time)}
 }
-
-// live is the SQL list of the states a job can leave.
-const live = "('pending', 'running', 'paused')"
 
 // JobStore keeps jobs in the jobs table. Request and Result must be JSON
 // (jsonb: whitespace and key order are not kept).
@@ -100,40 +116,66 @@ func (s *JobStore) UpdateJob(ctx context.Context, id string, fn func(*job.Job) e
 	return out, nil
 }
 
-// Heartbeat sets heartbeat_at of the given jobs that are not terminal, in one
-// statement.
-func (s *JobStore) Heartbeat(ctx context.Context, ids []string, at time.Time) error {
+// RenewLeases moves the leases owner still holds to until in one UPDATE and
+// returns the ids it did not move.
+func (s *JobStore) RenewLeases(ctx context.Context, owner string, ids []string, until time.Time) ([]string, error) {
 	if len(ids) == 0 {
-		return nil
+		return nil, nil
 	}
-	_, err := s.db.NewUpdate().Model((*jobRow)(nil)).
-		Set("heartbeat_at = ?", utc(at)).
-		Where("id IN (?)", bun.List(ids)).
-		Where("state IN " + live).
-		Exec(ctx)
+	var kept []string
+	err := s.db.NewRaw(`UPDATE jobs SET lease_until = ?, heartbeat_at = ?
+		WHERE id IN (?) AND owner = ? AND state IN ('pending', 'running', 'paused') RETURNING id`,
+		utc(until), utc(until), bun.List(ids), owner).Scan(ctx, &kept)
 	if err != nil {
-		return fmt.Errorf("postgres: heartbeat %d jobs: %w", len(ids), err)
+		return nil, fail(err, fmt.Sprintf("renew %d leases", len(ids)))
 	}
-	return nil
+	return missing(ids, kept), nil
 }
 
-// ListStale returns the pending, running or paused jobs whose heartbeat is
-// older than before, oldest heartbeat first.
-func (s *JobStore) ListStale(ctx context.Context, before time.Time) ([]*job.Job, error) {
-	var rows []jobRow
-	err := s.db.NewSelect().Model(&rows).
-		Where("state IN "+live).
-		Where("heartbeat_at < ?", utc(before)).
-		Order("heartbeat_at ASC", "id ASC").
-		Scan(ctx)
+// CheckFences returns the jobs whose attempt moved on or that ended. It takes
+// FOR SHARE locks, so inside a transaction a takeover (which updates the
+// row) waits for the caller's commit.
+func (s *JobStore) CheckFences(ctx context.Context, fences []ports.Fence) ([]string, error) {
+	if len(fences) == 0 {
+		return nil, nil
+	}
+	ids := make([]string, len(fences))
+	for i, f := range fences {
+		ids[i] = f.JobID
+	}
+	var rows []struct {
+		ID      string `bun:"id"`
+		Attempt int    `bun:"attempt"`
+		State   string `bun:"state"`
+	}
+	err := s.db.NewRaw(`SELECT id, attempt, state FROM jobs WHERE id IN (?) ORDER BY id FOR SHARE`, bun.List(ids)).Scan(ctx, &rows)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: list stale jobs: %w", err)
+		return nil, fail(err, fmt.Sprintf("check %d fences", len(fences)))
 	}
-	out := make([]*job.Job, len(rows))
-	for i := range rows {
-		out[i] = rows[i].job()
+	var held []string
+	for _, f := range fences {
+		for _, r := range rows {
+			if r.ID == f.JobID && r.Attempt == f.Attempt && !job.State(r.State).Terminal() {
+				held = append(held, f.JobID)
+			}
+		}
 	}
-	return out, nil
+	return missing(ids, held), nil
+}
+
+// missing returns the elements of all that are not in some.
+func missing(all, some []string) []string {
+	in := make(map[string]bool, len(some))
+	for _, s := range some {
+		in[s] = true
+	}
+	var out []string
+	for _, s := range all {
+		if !in[s] {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 type eventRow struct {
@@ -172,10 +214,24 @@ func (l *EventLog) Append(ctx context.Context, events []job.Event) error {
 		}
 		rows[i] = r
 	}
-	if _, err := l.db.NewInsert().Model(&rows).Exec(ctx); err != nil {
+	// Followers on other replicas wake on the NOTIFY, sent at commit.
+	ins := l.db.NewInsert().Model(&rows).Returning("job_id")
+	q := l.db.NewSelect().With("ins", ins).
+		TableExpr("(SELECT DISTINCT job_id FROM ins) AS d").
+		ColumnExpr("pg_notify(?, 'events:' || d.job_id)", invalidationChannel)
+	if _, err := q.Exec(ctx); err != nil {
 		return conflict(err, fmt.Sprintf("append %d events of job %s", len(events), events[0].JobID))
 	}
 	return nil
+}
+
+// Last returns the highest Seq of the job's events.
+func (l *EventLog) Last(ctx context.Context, jobID string) (int64, error) {
+	var last int64
+	if err := l.db.NewRaw("SELECT coalesce(max(seq), 0) FROM job_events WHERE job_id = ?", jobID).Scan(ctx, &last); err != nil {
+		return 0, fail(err, "last event of job "+jobID)
+	}
+	return last, nil
 }
 
 // List returns up to limit events of the job with Seq > after, in order. A

@@ -40,11 +40,11 @@ var backends = []struct {
 	{"pglite", pgtest.PGlite, false},
 }
 
-func open(t *testing.T, dsn string) *bun.DB {
+func open(t *testing.T, dsn string) *postgres.DB {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	db, err := postgres.Open(ctx, dsn)
+	db, err := postgres.Open(ctx, dsn, postgres.PoolConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,10 +52,10 @@ func open(t *testing.T, dsn string) *bun.DB {
 	return db
 }
 
-func migrated(t *testing.T, dsn string) *bun.DB {
+func migrated(t *testing.T, dsn string) *postgres.DB {
 	t.Helper()
 	db := open(t, dsn)
-	if err := postgres.Migrate(context.Background(), db); err != nil {
+	if err := postgres.Migrate(context.Background(), db.DB); err != nil {
 		t.Fatal(err)
 	}
 	return db
@@ -150,10 +150,10 @@ func TestMigrateIsIdempotent(t *testing.T) {
 		t.Run(b.name, func(t *testing.T) {
 			is := is.New(t)
 			db := migrated(t, b.dsn(t))
-			first := appliedMigrations(t, db)
+			first := appliedMigrations(t, db.DB)
 			is.True(first > 0)
-			is.NoErr(postgres.Migrate(context.Background(), db))
-			is.Equal(appliedMigrations(t, db), first)
+			is.NoErr(postgres.Migrate(context.Background(), db.DB))
+			is.Equal(appliedMigrations(t, db.DB), first)
 		})
 	}
 }
@@ -164,14 +164,14 @@ func TestMigrateIsIdempotent(t *testing.T) {
 func TestMigrateConcurrently(t *testing.T) {
 	t.Run("goroutines", func(t *testing.T) {
 		dsn := pgtest.Native(t)
-		dbs := []*bun.DB{open(t, dsn), open(t, dsn)}
+		dbs := []*postgres.DB{open(t, dsn), open(t, dsn)}
 		errs := make([]error, len(dbs))
 		var wg sync.WaitGroup
 		for i, db := range dbs {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				errs[i] = postgres.Migrate(context.Background(), db)
+				errs[i] = postgres.Migrate(context.Background(), db.DB)
 			}()
 		}
 		wg.Wait()
@@ -180,7 +180,7 @@ func TestMigrateConcurrently(t *testing.T) {
 				t.Error(err)
 			}
 		}
-		checkMigratedOnce(t, dbs[0])
+		checkMigratedOnce(t, dbs[0].DB)
 	})
 	t.Run("processes", func(t *testing.T) {
 		dsn := pgtest.Native(t)
@@ -199,7 +199,7 @@ func TestMigrateConcurrently(t *testing.T) {
 				t.Errorf("process %d: %v\n%s", i, err, outs[i].String())
 			}
 		}
-		checkMigratedOnce(t, open(t, dsn))
+		checkMigratedOnce(t, open(t, dsn).DB)
 	})
 }
 
@@ -209,9 +209,9 @@ const helperDSN = "ENRICH_TEST_MIGRATE_DSN"
 // binary started again with helperDSN set.
 func migrateProcess(dsn string) {
 	ctx := context.Background()
-	db, err := postgres.Open(ctx, dsn)
+	db, err := postgres.Open(ctx, dsn, postgres.PoolConfig{})
 	if err == nil {
-		err = postgres.Migrate(ctx, db)
+		err = postgres.Migrate(ctx, db.DB)
 		db.Close()
 	}
 	if err != nil {
@@ -241,7 +241,7 @@ func TestOpenFailsOnUnreachableServer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	// Port 1 on loopback: nothing listens there.
-	if _, err := postgres.Open(ctx, "postgres://postgres@127.0.0.1:1/x?sslmode=disable&connect_timeout=2"); err == nil {
+	if _, err := postgres.Open(ctx, "postgres://postgres@127.0.0.1:1/x?sslmode=disable&connect_timeout=2", postgres.PoolConfig{}); err == nil {
 		t.Fatal("Open succeeded without a server")
 	}
 }

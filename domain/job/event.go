@@ -20,6 +20,9 @@ const (
 	EventCompleted          EventType = "completed"
 	EventFailed             EventType = "failed"
 	EventCancelled          EventType = "cancelled"
+	// EventJobResumed opens the events of a worker that took over a job
+	// whose previous worker died.
+	EventJobResumed EventType = "job_resumed"
 )
 
 // Terminal reports whether the event ends a job's stream.
@@ -48,4 +51,33 @@ func (e Event) MarshalJSON() ([]byte, error) {
 	m["event"] = string(e.Type)
 	m["job_id"] = e.JobID
 	return json.Marshal(m)
+}
+
+// Draft is an event before the log gives it its number.
+type Draft struct {
+	Type EventType
+	Data map[string]any
+}
+
+// Failure is the terminal sequence of a failed job: an error event, then
+// failed, both with the code and message.
+func Failure(code ErrorCode, msg string) []Draft {
+	return []Draft{
+		{EventError, map[string]any{"status": string(Running), "error_code": string(code), "error_message": msg}},
+		{EventFailed, map[string]any{"status": string(Failed), "error_code": string(code), "error_message": msg}},
+	}
+}
+
+// Cancellation is the terminal sequence of a cancelled job.
+func Cancellation(reason string) []Draft {
+	return []Draft{{EventCancelled, map[string]any{"status": string(Cancelled), "reason": reason}}}
+}
+
+// Number turns drafts into the job's events after seq.
+func Number(jobID string, after int64, at time.Time, drafts []Draft) []Event {
+	out := make([]Event, len(drafts))
+	for i, d := range drafts {
+		out[i] = Event{JobID: jobID, Seq: after + int64(i) + 1, Type: d.Type, Data: d.Data, CreatedAt: at}
+	}
+	return out
 }

@@ -109,6 +109,9 @@ const (
 	CodeInterrupted    ErrorCode = "interrupted"
 	CodeShutdown       ErrorCode = "shutdown"
 	CodeInternal       ErrorCode = "internal_error"
+	// CodeStorage means the job's events, record or state could not be
+	// stored (the store refused them, or stayed unreachable).
+	CodeStorage ErrorCode = "storage_error"
 )
 
 // Job is one asynchronous unit of LLM work owned by an organization.
@@ -125,9 +128,58 @@ type Job struct {
 	Result    []byte
 	CreatedAt time.Time
 	UpdatedAt time.Time
-	// HeartbeatAt is refreshed by the worker that runs the job; a running job
-	// whose heartbeat is stale was interrupted (crash, restart).
+	// HeartbeatAt is when the job last changed hands or renewed its lease.
 	HeartbeatAt time.Time
+	// Attempt is the fencing token: it grows by one each time a worker takes
+	// the job (or a canceller ends it), and only the holder of the current
+	// attempt may write the job's events, record and state.
+	Attempt int
+	// Owner names the replica whose worker holds the job; empty while no
+	// worker does.
+	Owner string
+	// LeaseUntil is when the owner's claim lapses unless renewed. A job whose
+	// lease lapsed may be taken over by another worker.
+	LeaseUntil time.Time
+}
+
+// ErrLeased is returned by Claim when another live worker holds the job.
+var ErrLeased = errors.New("job is leased by another worker")
+
+// ErrEnded is returned by Claim when the job already ended.
+var ErrEnded = errors.New("job already ended")
+
+// Claim makes owner the job's worker until now+ttl and bumps the fencing
+// token. A pending job starts; a running or paused job whose lease lapsed is
+// taken over (its previous worker died). A job held by a live lease of
+// another owner is ErrLeased; an ended job is ErrEnded.
+func (j *Job) Claim(owner string, now time.Time, ttl time.Duration) error {
+	switch {
+	case j.State.Terminal():
+		return fmt.Errorf("%w: %s", ErrEnded, j.State)
+	case j.Owner != "" && j.Owner != owner && now.Before(j.LeaseUntil):
+		return fmt.Errorf("%w: %s until %s", ErrLeased, j.Owner, j.LeaseUntil.Format(time.RFC3339Nano))
+	}
+	if j.State == Pending {
+		if err := j.Start(now); err != nil {
+			return err
+		}
+	}
+	j.Attempt++
+	j.Owner, j.LeaseUntil, j.HeartbeatAt, j.UpdatedAt = owner, now.Add(ttl), now, now
+	return nil
+}
+
+// Fence ends every worker's claim: the token moves on and the lease is
+// cleared. A canceller calls it so that the running worker's later writes
+// are refused.
+func (j *Job) Fence(now time.Time) {
+	j.Attempt++
+	j.Owner, j.LeaseUntil, j.UpdatedAt = "", time.Time{}, now
+}
+
+// Holds reports whether a worker with this token still owns the job.
+func (j *Job) Holds(attempt int) bool {
+	return j.Attempt == attempt && !j.State.Terminal()
 }
 
 // Apply moves the job by action a, or returns an ErrTransition.

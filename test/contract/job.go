@@ -3,10 +3,10 @@ package contract
 import (
 	"context"
 	"errors"
-	"slices"
 	"sort"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/matryer/is"
 
@@ -136,62 +136,83 @@ func RunJobStore(t *testing.T, newStore func(t *testing.T) ports.JobStore) {
 			is.True(errors.Is(err, ports.ErrNotFound))
 			is.True(!called)
 		}},
-		{"heartbeat refreshes live jobs only", func(t *testing.T, s ports.JobStore) {
+		{"lease, attempt and owner round trip", func(t *testing.T, s ports.JobStore) {
 			is := is.New(t)
-			org := newID("org")
-			jobs := map[job.State]*job.Job{}
-			var ids []string
-			for _, st := range job.States() {
-				j := newJob(org, st, 0)
-				is.NoErr(s.CreateJob(ctx, j))
-				jobs[st] = j
-				ids = append(ids, j.ID)
-			}
-			is.NoErr(s.Heartbeat(ctx, append(ids, newID("job")), at(30)))
-			is.NoErr(s.Heartbeat(ctx, nil, at(40)))
-			for st, j := range jobs {
-				got, err := s.GetJob(ctx, org, j.ID)
-				is.NoErr(err)
-				want := at(0)
-				if !st.Terminal() {
-					want = at(30)
-				}
-				sameTime(t, string(st)+" HeartbeatAt", got.HeartbeatAt, want)
-				is.Equal(got.State, st)                        // heartbeat does not change the state
-				sameTime(t, "UpdatedAt", got.UpdatedAt, at(0)) // nor the update time
-			}
-		}},
-		{"stale jobs are live jobs with an old heartbeat", func(t *testing.T, s ports.JobStore) {
-			is := is.New(t)
-			org := newID("org")
-			var want, mine []string
-			for _, st := range job.States() {
-				old := newJob(org, st, 0)
-				fresh := newJob(org, st, 0)
-				fresh.HeartbeatAt = at(100)
-				edge := newJob(org, st, 0)
-				edge.HeartbeatAt = at(50) // not older than before
-				for _, j := range []*job.Job{old, fresh, edge} {
-					is.NoErr(s.CreateJob(ctx, j))
-					mine = append(mine, j.ID)
-				}
-				if !st.Terminal() {
-					want = append(want, old.ID)
-				}
-			}
-			stale, err := s.ListStale(ctx, at(50))
+			j := newJob(newID("org"), job.Pending, 0)
+			is.NoErr(j.Claim("replica-a", at(1), 10*time.Second))
+			is.NoErr(s.CreateJob(ctx, j))
+			got, err := s.GetJob(ctx, j.OrgID, j.ID)
 			is.NoErr(err)
-			var got []string
-			for _, j := range stale {
-				if slices.Contains(mine, j.ID) { // the store may hold other cases' jobs
-					got = append(got, j.ID)
-					is.True(!j.State.Terminal())
-					sameTime(t, "HeartbeatAt", j.HeartbeatAt, at(0))
-				}
+			is.Equal(got.Attempt, 1)
+			is.Equal(got.Owner, "replica-a")
+			is.Equal(got.State, job.Running)
+			sameTime(t, "LeaseUntil", got.LeaseUntil, at(1).Add(10*time.Second))
+		}},
+		{"renew leases moves held leases and reports the rest", func(t *testing.T, s ports.JobStore) {
+			is := is.New(t)
+			org := newID("org")
+			mine, other, done := newJob(org, job.Pending, 0), newJob(org, job.Pending, 0), newJob(org, job.Pending, 0)
+			is.NoErr(mine.Claim("a", at(0), time.Second))
+			is.NoErr(other.Claim("b", at(0), time.Second))
+			is.NoErr(done.Claim("a", at(0), time.Second))
+			is.NoErr(done.Complete([]byte(`{}`), at(0)))
+			for _, j := range []*job.Job{mine, other, done} {
+				is.NoErr(s.CreateJob(ctx, j))
 			}
-			sort.Strings(got)
+			unknown := newID("job")
+			lost, err := s.RenewLeases(ctx, "a", []string{mine.ID, other.ID, done.ID, unknown}, at(60))
+			is.NoErr(err)
+			sort.Strings(lost)
+			want := []string{other.ID, done.ID, unknown}
 			sort.Strings(want)
-			is.Equal(got, want)
+			is.Equal(lost, want)
+			got, err := s.GetJob(ctx, org, mine.ID)
+			is.NoErr(err)
+			sameTime(t, "LeaseUntil", got.LeaseUntil, at(60))
+			got, err = s.GetJob(ctx, org, other.ID)
+			is.NoErr(err)
+			sameTime(t, "LeaseUntil", got.LeaseUntil, at(0).Add(time.Second)) // not someone else's
+			none, err := s.RenewLeases(ctx, "a", nil, at(70))
+			is.NoErr(err)
+			is.Equal(len(none), 0)
+		}},
+		{"fences hold only for the current attempt of a live job", func(t *testing.T, s ports.JobStore) {
+			is := is.New(t)
+			org := newID("org")
+			j, ended := newJob(org, job.Pending, 0), newJob(org, job.Pending, 0)
+			is.NoErr(j.Claim("a", at(0), time.Second))
+			is.NoErr(ended.Claim("a", at(0), time.Second))
+			is.NoErr(ended.Fail(job.CodeInternal, "x", at(0)))
+			is.NoErr(s.CreateJob(ctx, j))
+			is.NoErr(s.CreateJob(ctx, ended))
+			lost, err := s.CheckFences(ctx, []ports.Fence{{JobID: j.ID, Attempt: 1}})
+			is.NoErr(err)
+			is.Equal(len(lost), 0)
+			// A takeover moves the token on: the first holder is fenced off.
+			_, err = s.UpdateJob(ctx, j.ID, func(j *job.Job) error { return j.Claim("b", at(5), time.Second) })
+			is.NoErr(err)
+			unknown := newID("job")
+			lost, err = s.CheckFences(ctx, []ports.Fence{{JobID: j.ID, Attempt: 1}, {JobID: ended.ID, Attempt: 1}, {JobID: unknown, Attempt: 1}})
+			is.NoErr(err)
+			sort.Strings(lost)
+			want := []string{j.ID, ended.ID, unknown}
+			sort.Strings(want)
+			is.Equal(lost, want)
+			lost, err = s.CheckFences(ctx, []ports.Fence{{JobID: j.ID, Attempt: 2}})
+			is.NoErr(err)
+			is.Equal(len(lost), 0)
+		}},
+		{"a live lease refuses a claim; a lapsed one is taken over", func(t *testing.T, s ports.JobStore) {
+			is := is.New(t)
+			j := newJob(newID("org"), job.Pending, 0)
+			is.NoErr(j.Claim("a", at(0), 10*time.Second))
+			is.NoErr(s.CreateJob(ctx, j))
+			_, err := s.UpdateJob(ctx, j.ID, func(j *job.Job) error { return j.Claim("b", at(5), 10*time.Second) })
+			is.True(errors.Is(err, job.ErrLeased))
+			got, err := s.UpdateJob(ctx, j.ID, func(j *job.Job) error { return j.Claim("b", at(11), 10*time.Second) })
+			is.NoErr(err)
+			is.Equal(got.Attempt, 2)
+			is.Equal(got.Owner, "b")
 		}},
 	}
 	for _, tt := range tests {

@@ -169,53 +169,6 @@ func TestShutdownFailsRunningJobs(t *testing.T) {
 	}
 }
 
-// TestCrashedJobIsReaped: a job left running by a process that died (stale
-// heartbeat) is failed with code interrupted by the next process.
-func TestCrashedJobIsReaped(t *testing.T) {
-	is := is.New(t)
-	ctx := context.Background()
-	cfg := testConfig(backends[1].dsn(t))
-	e, err := enrich.NewEmbedded(ctx, cfg)
-	is.NoErr(err)
-	defer e.Close()
-	old := time.Now().UTC().Add(-5 * time.Minute).Truncate(time.Microsecond)
-	orgID := "org-crash"
-	for _, id := range []string{"crashed-running", "crashed-pending"} {
-		st := job.Running
-		if id == "crashed-pending" {
-			st = job.Pending
-		}
-		is.NoErr(e.Stores.Jobs.CreateJob(ctx, &job.Job{ID: id, OrgID: orgID, Type: job.TypeEnrichment, State: st,
-			Request: []byte(`{}`), CreatedAt: old, UpdatedAt: old, HeartbeatAt: old}))
-	}
-	is.NoErr(e.Stores.Events.Append(ctx, []job.Event{{JobID: "crashed-running", Seq: 1, Type: job.EventModelStarted, Data: map[string]any{"model": "sandbox::echo"}, CreatedAt: old}}))
-	fresh := &job.Job{ID: "alive", OrgID: orgID, Type: job.TypeEnrichment, State: job.Running, Request: []byte(`{}`),
-		CreatedAt: time.Now().UTC(), UpdatedAt: time.Now().UTC(), HeartbeatAt: time.Now().UTC()}
-	is.NoErr(e.Stores.Jobs.CreateJob(ctx, fresh))
-
-	// The reaper also runs in the background from start; either way both
-	// stale jobs end up failed.
-	e.Jobs.Reap(ctx)
-	for _, id := range []string{"crashed-running", "crashed-pending"} {
-		j, err := e.Stores.Jobs.GetJob(ctx, orgID, id)
-		is.NoErr(err)
-		is.Equal(j.State, job.Failed)
-		is.Equal(j.ErrorCode, job.CodeInterrupted)
-	}
-	// The background reaper may be the one that failed it: wait for its
-	// events.
-	var evs []job.Event
-	for deadline := time.Now().Add(2 * time.Second); len(evs) < 3 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		evs, err = e.Stores.Events.List(ctx, "crashed-running", 0, 10)
-		is.NoErr(err)
-	}
-	is.Equal(len(evs), 3) // model_started, then error and failed numbered after it
-	is.Equal(evs[2].Seq, int64(3))
-	is.Equal(evs[2].Type, job.EventFailed)
-	j, _ := e.Stores.Jobs.GetJob(ctx, orgID, "alive")
-	is.Equal(j.State, job.Running) // a live heartbeat is left alone
-}
-
 // TestCancelAcrossInstances: a job running on A, cancelled through B, stops
 // its model calls on A at once, and both streams end with cancelled.
 func TestCancelAcrossInstances(t *testing.T) {

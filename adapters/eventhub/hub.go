@@ -1,0 +1,466 @@
+// Package eventhub is the ports.EventStream adapter: it numbers the events of
+// the jobs this process owns, writes them in batches under each job's fence,
+// and delivers them to followers once they are durable. Followers of jobs
+// owned elsewhere read the EventLog, woken by Delivered (a NOTIFY from the
+// owner's replica) or, as a fallback, by polling.
+package eventhub
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/entityenrich/enrich/domain/job"
+	"github.com/entityenrich/enrich/ports"
+)
+
+// Config tunes the hub.
+type Config struct {
+	// Linger is how long the writer waits after the first pending event, so
+	// that a burst goes in one commit (default 5 ms).
+	Linger time.Duration
+	// PollInterval is how often a follower of a job owned elsewhere reads
+	// the log when no wake-up arrives (default 1 s).
+	PollInterval time.Duration
+	// Retain keeps a finished job's events in memory this long (default 1 min).
+	Retain time.Duration
+	// MaxPending bounds the unwritten events of one job; past it (a long
+	// outage) the job is given up here (default 10,000).
+	MaxPending int
+	// GiveUp is how long writes may keep failing before the jobs waiting on
+	// them are given up here (default 2 min).
+	GiveUp time.Duration
+}
+
+// Hub is the in-process side of every job's event stream.
+type Hub struct {
+	uow   ports.UnitOfWork
+	log   ports.EventLog
+	clock ports.Clock
+	lg    *slog.Logger
+	cfg   Config
+
+	mu      sync.Mutex
+	cond    *sync.Cond // signalled when a batch ends
+	streams map[string]*stream
+	wakes   map[string]chan struct{} // followers of jobs owned elsewhere
+	kick    chan struct{}
+	solo    int // batches left to write one job at a time (a batch was refused)
+	stop    chan struct{}
+	done    chan struct{}
+}
+
+type stream struct {
+	attempt int
+	owned   bool // this process writes the job's events
+	sealed  bool // no more Publish
+	ended   bool // the terminal event is durable
+	next    int64
+	pending []job.Event
+	writing bool
+	durable []job.Event // events written by this process, in order
+	first   int64       // seq of durable[0] (or of the next durable event)
+	wake    chan struct{}
+	lost    func(error)
+	endedAt time.Time
+}
+
+var _ ports.EventStream = (*Hub)(nil)
+
+// New starts the hub's writer; Close stops it.
+func New(uow ports.UnitOfWork, log ports.EventLog, clock ports.Clock, lg *slog.Logger, cfg Config) *Hub {
+	if cfg.Linger <= 0 {
+		cfg.Linger = 5 * time.Millisecond
+	}
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = time.Second
+	}
+	if cfg.Retain <= 0 {
+		cfg.Retain = time.Minute
+	}
+	if cfg.MaxPending <= 0 {
+		cfg.MaxPending = 10000
+	}
+	if cfg.GiveUp <= 0 {
+		cfg.GiveUp = 2 * time.Minute
+	}
+	h := &Hub{uow: uow, log: log, clock: clock, lg: lg, cfg: cfg, streams: map[string]*stream{},
+		wakes: map[string]chan struct{}{}, kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	h.cond = sync.NewCond(&h.mu)
+	go h.writer()
+	return h
+}
+
+// Own starts numbering the job's events after seq after.
+func (h *Hub) Own(jobID string, attempt int, after int64, lost func(error)) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := h.streams[jobID]
+	if s == nil {
+		s = &stream{wake: make(chan struct{})}
+		h.streams[jobID] = s
+	}
+	s.attempt, s.owned, s.sealed, s.ended, s.lost = attempt, true, false, false, lost
+	s.next, s.pending, s.durable, s.first = after+1, nil, nil, after+1
+}
+
+// Publish queues an event of an owned job.
+func (h *Hub) Publish(jobID string, d job.Draft) bool {
+	h.mu.Lock()
+	s := h.streams[jobID]
+	if s == nil || !s.owned || s.sealed {
+		h.mu.Unlock()
+		return false
+	}
+	if len(s.pending) >= h.cfg.MaxPending {
+		lost := h.disownLocked(jobID, s)
+		h.mu.Unlock()
+		h.lg.Error("job events could not be written for too long; giving the job up here", "job_id", jobID, "pending", h.cfg.MaxPending)
+		lost(fmt.Errorf("eventhub: %d events not written: %w", h.cfg.MaxPending, ports.ErrUnavailable))
+		return false
+	}
+	s.pending = append(s.pending, job.Event{JobID: jobID, Seq: s.next, Type: d.Type, Data: d.Data, CreatedAt: h.clock.Now()})
+	s.next++
+	h.mu.Unlock()
+	select {
+	case h.kick <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// disownLocked stops writing the job here and returns its lost callback.
+func (h *Hub) disownLocked(_ string, s *stream) func(error) {
+	s.owned, s.sealed, s.pending = false, true, nil
+	lost := s.lost
+	s.lost = nil
+	if lost == nil {
+		lost = func(error) {}
+	}
+	h.wakeLocked(s)
+	return lost
+}
+
+func (h *Hub) wakeLocked(s *stream) {
+	close(s.wake)
+	s.wake = make(chan struct{})
+}
+
+// Seal waits for the job's in-flight write and returns its unwritten events
+// followed by the drafts, numbered.
+func (h *Hub) Seal(ctx context.Context, jobID string, drafts []job.Draft) []job.Event {
+	stop := context.AfterFunc(ctx, func() {
+		h.mu.Lock()
+		h.cond.Broadcast()
+		h.mu.Unlock()
+	})
+	defer stop()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := h.streams[jobID]
+	if s == nil || !s.owned {
+		return nil
+	}
+	for s.writing && ctx.Err() == nil {
+		h.cond.Wait()
+	}
+	s.sealed = true
+	out := append(s.pending, job.Number(jobID, s.next-1, h.clock.Now(), drafts)...)
+	s.pending = nil
+	s.next += int64(len(drafts))
+	return out
+}
+
+// Sealed delivers sealed events when they were stored.
+func (h *Hub) Sealed(jobID string, events []job.Event, err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := h.streams[jobID]
+	if s == nil {
+		return
+	}
+	if err != nil {
+		s.owned = false
+		s.lost = nil
+		h.wakeLocked(s)
+		return
+	}
+	s.durable = append(s.durable, events...)
+	s.owned, s.ended, s.endedAt = false, true, h.clock.Now()
+	h.wakeLocked(s)
+}
+
+// Delivered wakes the followers of a job whose events someone else wrote;
+// they read the log from now on.
+func (h *Hub) Delivered(jobID string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if s := h.streams[jobID]; s != nil && !s.owned {
+		// Events written elsewhere are not in this cache: read the log.
+		delete(h.streams, jobID)
+		h.wakeLocked(s)
+	}
+	if w, ok := h.wakes[jobID]; ok {
+		close(w)
+		delete(h.wakes, jobID)
+	}
+}
+
+// Wait returns the job's durable events after seq after.
+func (h *Hub) Wait(ctx context.Context, jobID string, after int64) ([]job.Event, error) {
+	for {
+		h.mu.Lock()
+		s := h.streams[jobID]
+		if s != nil && (s.owned || s.ended) && after >= s.first-1 {
+			if evs := since(s.durable, after); len(evs) > 0 {
+				h.mu.Unlock()
+				return evs, nil
+			}
+			if s.ended {
+				h.mu.Unlock()
+				return h.log.List(ctx, jobID, after, 1000)
+			}
+			wake := s.wake
+			h.mu.Unlock()
+			select {
+			case <-wake:
+				continue
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		w, ok := h.wakes[jobID]
+		if !ok {
+			w = make(chan struct{})
+			h.wakes[jobID] = w
+		}
+		h.mu.Unlock()
+		evs, err := h.log.List(ctx, jobID, after, 1000)
+		if err != nil || len(evs) > 0 {
+			return evs, err
+		}
+		t := time.NewTimer(h.cfg.PollInterval)
+		select {
+		case <-w:
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		}
+		t.Stop()
+	}
+}
+
+func since(evs []job.Event, after int64) []job.Event {
+	for i, ev := range evs {
+		if ev.Seq > after {
+			return append([]job.Event(nil), evs[i:]...)
+		}
+	}
+	return nil
+}
+
+// writer persists pending events in batches until Close.
+func (h *Hub) writer() {
+	defer close(h.done)
+	sweep := time.NewTicker(10 * time.Second)
+	defer sweep.Stop()
+	var failingSince time.Time
+	for {
+		select {
+		case <-h.kick:
+			t := time.NewTimer(h.cfg.Linger)
+			select {
+			case <-t.C:
+			case <-h.stop:
+			}
+			t.Stop()
+		case <-sweep.C:
+			h.sweep()
+			continue
+		case <-h.stop:
+			h.writeAll(&failingSince)
+			return
+		}
+		h.writeAll(&failingSince)
+	}
+}
+
+// writeAll writes batches until nothing is pending, retrying failures with
+// backoff; after GiveUp of failures the waiting jobs are given up here.
+func (h *Hub) writeAll(failingSince *time.Time) {
+	backoff := 20 * time.Millisecond
+	for {
+		n, err := h.writeBatch()
+		if err == nil {
+			*failingSince = time.Time{}
+			if n == 0 {
+				return
+			}
+			backoff = 20 * time.Millisecond
+			continue
+		}
+		if failingSince.IsZero() {
+			*failingSince = time.Now()
+		}
+		h.lg.Warn("job events not written yet; retrying", "err", err, "in", backoff.String())
+		if time.Since(*failingSince) > h.cfg.GiveUp {
+			h.giveUpAll()
+			*failingSince = time.Time{}
+			return
+		}
+		select {
+		case <-time.After(backoff):
+		case <-h.stop:
+			// Closing: one more try, then give up.
+			if _, err := h.writeBatch(); err != nil {
+				h.giveUpAll()
+			}
+			return
+		}
+		backoff = min(backoff*2, 2*time.Second)
+	}
+}
+
+func (h *Hub) giveUpAll() {
+	h.mu.Lock()
+	var lost []func(error)
+	for id, s := range h.streams {
+		if s.owned && len(s.pending) > 0 {
+			lost = append(lost, h.disownLocked(id, s))
+		}
+	}
+	h.mu.Unlock()
+	for _, f := range lost {
+		f(fmt.Errorf("eventhub: writes failed for %s: %w", h.cfg.GiveUp, ports.ErrUnavailable))
+	}
+}
+
+const maxBatch = 1000
+
+// errFenced carries the jobs a batch found fenced off.
+type errFenced struct{ ids []string }
+
+func (e *errFenced) Error() string { return fmt.Sprintf("%d jobs fenced off", len(e.ids)) }
+
+// writeBatch writes one batch of pending events; it returns how many.
+func (h *Hub) writeBatch() (int, error) {
+	h.mu.Lock()
+	var batch []job.Event
+	var fences []ports.Fence
+	var jobs []*stream
+	solo := h.solo > 0
+	if solo {
+		h.solo--
+	}
+	for id, s := range h.streams {
+		if !s.owned || s.writing || len(s.pending) == 0 || len(batch) >= maxBatch || (solo && len(jobs) > 0) {
+			continue
+		}
+		s.writing = true
+		batch = append(batch, s.pending...)
+		fences = append(fences, ports.Fence{JobID: id, Attempt: s.attempt})
+		jobs = append(jobs, s)
+	}
+	h.mu.Unlock()
+	if len(batch) == 0 {
+		return 0, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := h.uow.InTx(ctx, func(ctx context.Context, r ports.Repos) error {
+		lost, err := r.Jobs.CheckFences(ctx, fences)
+		if err != nil {
+			return err
+		}
+		if len(lost) > 0 {
+			return &errFenced{ids: lost}
+		}
+		return r.Events.Append(ctx, batch)
+	})
+	var fenced *errFenced
+	type loss struct {
+		fn  func(error)
+		err error
+	}
+	var losses []loss
+	permanent := errors.Is(err, ports.ErrInvalid) && len(jobs) == 1
+	h.mu.Lock()
+	for i, s := range jobs {
+		s.writing = false
+		id := fences[i].JobID
+		switch {
+		case err == nil:
+			n := countOf(batch, id)
+			s.durable = append(s.durable, s.pending[:n]...)
+			s.pending = s.pending[n:]
+			h.wakeLocked(s)
+		case errors.As(err, &fenced) && contains(fenced.ids, id), errors.Is(err, ports.ErrConflict) && len(jobs) == 1:
+			// Another worker or a canceller holds the job now: what is
+			// pending here was never seen by anyone, and is dropped.
+			losses = append(losses, loss{h.disownLocked(id, s), fmt.Errorf("eventhub: job %s: %w", id, ports.ErrFenced)})
+		case permanent:
+			losses = append(losses, loss{h.disownLocked(id, s), fmt.Errorf("eventhub: job %s: %w", id, err)})
+		}
+	}
+	h.cond.Broadcast()
+	h.mu.Unlock()
+	for _, l := range losses {
+		l.fn(l.err)
+	}
+	switch {
+	case err == nil, fenced != nil, len(losses) > 0:
+		return len(batch), nil // the others are retried at once
+	case errors.Is(err, ports.ErrInvalid), errors.Is(err, ports.ErrConflict):
+		// One job's events are refused: write job by job to find it.
+		h.mu.Lock()
+		h.solo = len(jobs)
+		h.mu.Unlock()
+		return len(batch), nil
+	}
+	return len(batch), err
+}
+
+func countOf(evs []job.Event, id string) int {
+	n := 0
+	for _, e := range evs {
+		if e.JobID == id {
+			n++
+		}
+	}
+	return n
+}
+
+func contains(ids []string, id string) bool {
+	for _, x := range ids {
+		if x == id {
+			return true
+		}
+	}
+	return false
+}
+
+// sweep forgets finished jobs older than Retain.
+func (h *Hub) sweep() {
+	now := h.clock.Now()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for id, s := range h.streams {
+		if !s.owned && (s.ended || s.sealed) && !s.writing && now.Sub(s.endedAt) > h.cfg.Retain {
+			delete(h.streams, id)
+		}
+	}
+}
+
+// Close writes what is pending and stops the writer.
+func (h *Hub) Close() {
+	select {
+	case <-h.stop:
+	default:
+		close(h.stop)
+	}
+	<-h.done
+}

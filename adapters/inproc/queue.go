@@ -1,0 +1,144 @@
+// Package inproc is the in-process job queue: the memory default's and the
+// embedded library's ports.JobQueue. Entries live in this process only, so a
+// restart loses them, as it loses the memory stores.
+package inproc
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/entityenrich/enrich/ports"
+)
+
+// Queue dispatches queued jobs to a handler at their time, and again after
+// the handler snoozes them.
+type Queue struct {
+	mu      sync.Mutex
+	h       ports.JobHandler
+	ctx     context.Context
+	entries map[string][]*entry // by job id
+	early   []ports.QueuedJob   // enqueued before Start
+	stopped bool
+	wg      sync.WaitGroup
+	retry   time.Duration
+}
+
+type entry struct {
+	j     ports.QueuedJob
+	timer *time.Timer
+}
+
+var _ ports.JobQueue = (*Queue)(nil)
+
+// New returns a queue that dispatches once Start is called.
+func New() *Queue { return &Queue{entries: map[string][]*entry{}, retry: time.Second} }
+
+// Enqueue schedules j at j.At (now when zero).
+func (q *Queue) Enqueue(_ context.Context, j ports.QueuedJob) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.stopped {
+		return nil // a stopped process dispatches nothing; the job stays as stored
+	}
+	if q.h == nil {
+		q.early = append(q.early, j)
+		return nil
+	}
+	q.scheduleLocked(j, time.Until(j.At))
+	return nil
+}
+
+func (q *Queue) scheduleLocked(j ports.QueuedJob, d time.Duration) {
+	e := &entry{j: j}
+	q.entries[j.JobID] = append(q.entries[j.JobID], e)
+	q.wg.Add(1)
+	e.timer = time.AfterFunc(max(d, 0), func() { q.dispatch(e) })
+}
+
+func (q *Queue) dispatch(e *entry) {
+	defer q.wg.Done()
+	q.mu.Lock()
+	if !q.removeLocked(e) || q.stopped {
+		q.mu.Unlock()
+		return
+	}
+	h, ctx := q.h, q.ctx
+	q.mu.Unlock()
+	d, err := h(ctx, e.j)
+	if err != nil {
+		d.Snooze = q.retry
+	}
+	if d.Snooze > 0 {
+		q.mu.Lock()
+		if !q.stopped {
+			q.scheduleLocked(e.j, d.Snooze)
+		}
+		q.mu.Unlock()
+	}
+}
+
+// removeLocked drops e from its job's entries; false if it was cancelled.
+func (q *Queue) removeLocked(e *entry) bool {
+	es := q.entries[e.j.JobID]
+	for i, x := range es {
+		if x == e {
+			es = append(es[:i], es[i+1:]...)
+			if len(es) == 0 {
+				delete(q.entries, e.j.JobID)
+			} else {
+				q.entries[e.j.JobID] = es
+			}
+			return true
+		}
+	}
+	return false
+}
+
+// Start begins dispatching to h.
+func (q *Queue) Start(ctx context.Context, h ports.JobHandler) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.h, q.ctx = h, ctx
+	for _, j := range q.early {
+		q.scheduleLocked(j, time.Until(j.At))
+	}
+	q.early = nil
+	return nil
+}
+
+// Cancel drops the job's queued entries.
+func (q *Queue) Cancel(_ context.Context, jobID string) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, e := range q.entries[jobID] {
+		if e.timer.Stop() {
+			q.wg.Done()
+		}
+	}
+	delete(q.entries, jobID)
+	return nil
+}
+
+// Stop drops what is queued and waits for running dispatches until ctx ends.
+func (q *Queue) Stop(ctx context.Context) error {
+	q.mu.Lock()
+	q.stopped = true
+	for id, es := range q.entries {
+		for _, e := range es {
+			if e.timer.Stop() {
+				q.wg.Done()
+			}
+		}
+		delete(q.entries, id)
+	}
+	q.mu.Unlock()
+	done := make(chan struct{})
+	go func() { q.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,583 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/entityenrich/enrich/domain/enrichment"
+	"github.com/entityenrich/enrich/domain/job"
+	"github.com/entityenrich/enrich/ports"
+)
+
+// Work is one worker's hold on a job, handed to the job's Runner.
+type Work struct {
+	Job *job.Job
+	// Prior are the job's events written before this worker took it over
+	// (none for a fresh job): a resumed run skips the work they show done.
+	Prior []job.Event
+	// Publish sends an event of the job to its followers.
+	Publish func(t job.EventType, data map[string]any)
+}
+
+// Outcome is how a run ended. Exactly one of the cases holds: Failure set
+// (the job fails), or Result set (it completes, with its records).
+type Outcome struct {
+	Result    []byte
+	Records   []*enrichment.Record
+	Completed map[string]any // the completed event's payload
+	Failure   *Failure
+}
+
+// Failure is a typed job failure.
+type Failure struct {
+	Code job.ErrorCode
+	Msg  string
+}
+
+// Runner runs one type of job.
+type Runner interface {
+	Run(ctx context.Context, w *Work) Outcome
+}
+
+// Engine runs jobs as durable work. A job is created with its queue entry in
+// one commit; a worker holds it with a lease and a fencing token (the job's
+// attempt) and ends it with its records, state and last events in one
+// commit. The queue entry is the job's guard: it fires when the owner's lease
+// would lapse, and whoever it reaches takes over a job whose owner died.
+type Engine struct {
+	UoW    ports.UnitOfWork
+	Jobs   ports.JobStore
+	Events ports.EventLog
+	Queue  ports.JobQueue
+	Stream ports.EventStream
+	Clock  ports.Clock
+	Log    *slog.Logger
+
+	// Owner names this replica in job leases.
+	Owner string
+	// LeaseTTL is how long a claim lasts unless renewed (renewed every
+	// third of it).
+	LeaseTTL time.Duration
+	// Workers and PerOrg bound the jobs running here, in all and per
+	// organization; a job past them stays pending until a worker is free.
+	Workers, PerOrg int
+	// MaxAttempts bounds how many workers may take a job; past it the job
+	// fails with code interrupted.
+	MaxAttempts int
+	// ReleaseAtShutdown hands running jobs back (lease cleared) at shutdown,
+	// to resume elsewhere; when false (memory storage, which dies with the
+	// process) they fail with code shutdown.
+	ReleaseAtShutdown bool
+	// Runners run each type of job.
+	Runners map[job.Type]Runner
+
+	mu      sync.Mutex
+	running map[string]*run
+	perOrg  map[string]int
+	total   int
+	closing bool
+	wg      sync.WaitGroup
+	base    context.Context
+	stopAll context.CancelFunc
+}
+
+type run struct {
+	id, org string
+	attempt int
+	cancel  context.CancelCauseFunc
+	done    chan struct{}
+}
+
+// Causes of a run's context ending.
+var (
+	errLost     = errors.New("the job is held elsewhere now")
+	errShutdown = errors.New("the server stopped while the job ran")
+)
+
+// cancelCause is a cancellation asked by a client.
+type cancelCause struct{ reason string }
+
+func (c *cancelCause) Error() string { return "cancelled: " + c.reason }
+
+// storageCause is a failure to store the job's events.
+type storageCause struct{ err error }
+
+func (c *storageCause) Error() string { return c.err.Error() }
+
+// Start begins dispatching and renewing leases; Stop ends it.
+func (e *Engine) Start(ctx context.Context) error {
+	if e.LeaseTTL <= 0 {
+		e.LeaseTTL = 10 * time.Second
+	}
+	if e.Workers <= 0 {
+		e.Workers = 32
+	}
+	if e.PerOrg <= 0 {
+		e.PerOrg = 8
+	}
+	if e.MaxAttempts <= 0 {
+		e.MaxAttempts = 5
+	}
+	e.mu.Lock()
+	e.running, e.perOrg = map[string]*run{}, map[string]int{}
+	e.base, e.stopAll = context.WithCancel(context.WithoutCancel(ctx))
+	e.mu.Unlock()
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		e.renew()
+	}()
+	return e.Queue.Start(e.base, e.Dispatch)
+}
+
+// Running lists the ids of the jobs running here.
+func (e *Engine) Running() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make([]string, 0, len(e.running))
+	for id := range e.running {
+		out = append(out, id)
+	}
+	return out
+}
+
+// reserve takes a worker slot for org; false when there is none.
+func (e *Engine) reserve(org string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closing || e.total >= e.Workers || e.perOrg[org] >= e.PerOrg {
+		return false
+	}
+	e.total++
+	e.perOrg[org]++
+	return true
+}
+
+func (e *Engine) release(org string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.total--
+	if e.perOrg[org]--; e.perOrg[org] <= 0 {
+		delete(e.perOrg, org)
+	}
+}
+
+// guardAfter is how long after a claim the job's guard fires.
+func (e *Engine) guardAfter() time.Duration { return e.LeaseTTL + time.Second }
+
+// Create stores a new pending job with its queue entry in one commit. With a
+// free worker here, the job is claimed in the same commit and starts at once
+// (its queue entry then fires when the lease would lapse); otherwise it
+// waits, pending, for any replica's worker.
+func (e *Engine) Create(ctx context.Context, j *job.Job) error {
+	local := e.reserve(j.OrgID)
+	now := e.Clock.Now()
+	q := ports.QueuedJob{JobID: j.ID, OrgID: j.OrgID}
+	if local {
+		if err := j.Claim(e.Owner, now, e.LeaseTTL); err != nil {
+			e.release(j.OrgID)
+			return err
+		}
+		q.At = now.Add(e.guardAfter())
+	}
+	err := e.UoW.InTx(ctx, func(ctx context.Context, r ports.Repos) error {
+		if err := r.Jobs.CreateJob(ctx, j); err != nil {
+			return err
+		}
+		return r.Queue.Enqueue(ctx, q)
+	})
+	if err != nil {
+		if local {
+			e.release(j.OrgID)
+		}
+		return err
+	}
+	if local {
+		e.launch(j, nil)
+	}
+	return nil
+}
+
+// Dispatch is the queue's handler: it takes a pending job or one whose owner
+// died, and hands back to the queue a job that a live owner holds.
+func (e *Engine) Dispatch(ctx context.Context, q ports.QueuedJob) (ports.Dispatch, error) {
+	e.mu.Lock()
+	_, here := e.running[q.JobID]
+	e.mu.Unlock()
+	if here {
+		return ports.Dispatch{Snooze: e.guardAfter()}, nil
+	}
+	if !e.reserve(q.OrgID) {
+		return ports.Dispatch{Snooze: time.Second}, nil // no capacity here: stays pending
+	}
+	var prior *job.Job
+	exhausted := false
+	j, err := e.Jobs.UpdateJob(ctx, q.JobID, func(j *job.Job) error {
+		c := *j
+		prior = &c
+		if j.Attempt >= e.MaxAttempts && !j.State.Terminal() && (j.Owner == "" || !e.Clock.Now().Before(j.LeaseUntil)) {
+			exhausted = true
+			return nil
+		}
+		return j.Claim(e.Owner, e.Clock.Now(), e.LeaseTTL)
+	})
+	switch {
+	case errors.Is(err, job.ErrEnded), errors.Is(err, ports.ErrNotFound):
+		e.release(q.OrgID)
+		return ports.Dispatch{}, nil
+	case errors.Is(err, job.ErrLeased):
+		e.release(q.OrgID)
+		return ports.Dispatch{Snooze: max(prior.LeaseUntil.Sub(e.Clock.Now()), 0) + time.Second}, nil
+	case err != nil:
+		e.release(q.OrgID)
+		return ports.Dispatch{}, err
+	case exhausted:
+		e.release(q.OrgID)
+		msg := fmt.Sprintf("the job was interrupted %d times (its workers stopped) and was not resumed again", prior.Attempt)
+		if err := e.end(ctx, q.JobID, func(j *job.Job, now time.Time) error { return j.Fail(job.CodeInterrupted, msg, now) },
+			job.Failure(job.CodeInterrupted, msg)); err != nil && !errors.Is(err, job.ErrTransition) {
+			return ports.Dispatch{}, err
+		}
+		return ports.Dispatch{}, nil
+	}
+	evs, err := e.priorEvents(ctx, j.ID)
+	if err != nil {
+		// Let the lease lapse; the guard brings the job back.
+		e.release(q.OrgID)
+		return ports.Dispatch{}, err
+	}
+	e.launch(j, evs)
+	return ports.Dispatch{Snooze: e.guardAfter()}, nil
+}
+
+func (e *Engine) priorEvents(ctx context.Context, id string) ([]job.Event, error) {
+	var out []job.Event
+	for {
+		evs, err := e.Events.List(ctx, id, int64(len(out)), 1000)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, evs...)
+		if len(evs) < 1000 {
+			return out, nil
+		}
+	}
+}
+
+// launch runs a claimed job in the background.
+func (e *Engine) launch(j *job.Job, prior []job.Event) {
+	ctx, cancel := context.WithCancelCause(e.base)
+	r := &run{id: j.ID, org: j.OrgID, attempt: j.Attempt, cancel: cancel, done: make(chan struct{})}
+	e.mu.Lock()
+	e.running[j.ID] = r
+	e.mu.Unlock()
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		defer close(r.done)
+		defer func() {
+			e.mu.Lock()
+			delete(e.running, j.ID)
+			e.mu.Unlock()
+			e.release(j.OrgID)
+			cancel(nil)
+		}()
+		e.execute(ctx, r, j, prior)
+	}()
+}
+
+func (e *Engine) execute(ctx context.Context, r *run, j *job.Job, prior []job.Event) {
+	var after int64
+	if len(prior) > 0 {
+		after = prior[len(prior)-1].Seq
+	}
+	e.Stream.Own(j.ID, j.Attempt, after, func(err error) {
+		if errors.Is(err, ports.ErrFenced) {
+			r.cancel(errLost)
+			return
+		}
+		r.cancel(&storageCause{err})
+	})
+	w := &Work{Job: j, Prior: prior, Publish: func(t job.EventType, data map[string]any) {
+		e.Stream.Publish(j.ID, job.Draft{Type: t, Data: data})
+	}}
+	if j.Attempt > 1 && len(prior) > 0 {
+		w.Publish(job.EventJobResumed, map[string]any{"status": string(job.Running), "attempt": j.Attempt, "after_event": after})
+		e.Log.Info("job resumed", "job_id", j.ID, "attempt", j.Attempt, "after_event", after)
+	}
+	runner := e.Runners[j.Type]
+	var out Outcome
+	if runner == nil {
+		out.Failure = &Failure{job.CodeInternal, fmt.Sprintf("no runner for jobs of type %q", j.Type)}
+	} else {
+		out = runner.Run(ctx, w)
+	}
+	e.finish(ctx, r, out)
+}
+
+// finish ends the run: the job's last events, records and state in one
+// commit, under the run's fence.
+func (e *Engine) finish(ctx context.Context, r *run, out Outcome) {
+	bg := context.WithoutCancel(ctx)
+	cause := context.Cause(ctx)
+	var cc *cancelCause
+	var sc *storageCause
+	var apply func(j *job.Job, now time.Time) error
+	var drafts []job.Draft
+	switch {
+	case errors.Is(cause, errLost):
+		e.Stream.Sealed(r.id, nil, errLost)
+		e.Log.Info("job left to its new holder", "job_id", r.id, "attempt", r.attempt)
+		return
+	case errors.As(cause, &sc):
+		e.Log.Error("job events could not be stored", "job_id", r.id, "err", sc.err)
+		e.failUnstorable(bg, r, sc.err)
+		return
+	case errors.As(cause, &cc):
+		apply = func(j *job.Job, now time.Time) error { return j.Cancel(cc.reason, now) }
+		drafts = job.Cancellation(cc.reason)
+	case errors.Is(cause, errShutdown) && e.ReleaseAtShutdown:
+		e.handBack(bg, r)
+		return
+	case errors.Is(cause, errShutdown):
+		apply = func(j *job.Job, now time.Time) error { return j.Fail(job.CodeShutdown, errShutdown.Error(), now) }
+		drafts = job.Failure(job.CodeShutdown, errShutdown.Error())
+	case out.Failure != nil:
+		f := out.Failure
+		apply = func(j *job.Job, now time.Time) error { return j.Fail(f.Code, f.Msg, now) }
+		drafts = job.Failure(f.Code, f.Msg)
+	default:
+		apply = func(j *job.Job, now time.Time) error { return j.Complete(out.Result, now) }
+		drafts = []job.Draft{{Type: job.EventCompleted, Data: out.Completed}}
+	}
+	evs := e.Stream.Seal(bg, r.id, drafts)
+	err := e.retry(bg, func() error {
+		return e.UoW.InTx(bg, func(ctx context.Context, repos ports.Repos) error {
+			if _, err := repos.Jobs.UpdateJob(ctx, r.id, func(j *job.Job) error {
+				if !j.Holds(r.attempt) {
+					return fmt.Errorf("job %s attempt %d: %w", r.id, r.attempt, ports.ErrFenced)
+				}
+				return apply(j, e.Clock.Now())
+			}); err != nil {
+				return err
+			}
+			if out.Failure == nil && cc == nil && !errors.Is(cause, errShutdown) {
+				for _, rec := range out.Records {
+					if err := repos.Records.CreateRecord(ctx, rec); err != nil {
+						return err
+					}
+				}
+			}
+			return repos.Events.Append(ctx, evs)
+		})
+	})
+	e.Stream.Sealed(r.id, evs, err)
+	switch {
+	case err == nil:
+		e.Log.Info("job ended", "job_id", r.id, "event", evs[len(evs)-1].Type, "events", len(evs))
+	case errors.Is(err, ports.ErrFenced), errors.Is(err, job.ErrTransition):
+		e.Log.Info("job ended by another holder", "job_id", r.id, "err", err)
+	default:
+		e.Log.Error("job end could not be stored", "job_id", r.id, "err", err)
+		e.failUnstorable(bg, r, err)
+	}
+}
+
+// failUnstorable fails a job whose events or record the store refused, with
+// events numbered after the last durable one (what was refused was never
+// delivered to anyone).
+func (e *Engine) failUnstorable(ctx context.Context, r *run, cause error) {
+	msg := "the job's results could not be stored"
+	if errors.Is(cause, ports.ErrUnavailable) {
+		msg = "the job's results could not be stored: the database stayed unreachable"
+	}
+	err := e.retry(ctx, func() error {
+		return e.UoW.InTx(ctx, func(ctx context.Context, repos ports.Repos) error {
+			if _, err := repos.Jobs.UpdateJob(ctx, r.id, func(j *job.Job) error {
+				if j.Attempt != r.attempt {
+					return ports.ErrFenced
+				}
+				j.Fence(e.Clock.Now())
+				return j.Fail(job.CodeStorage, msg, e.Clock.Now())
+			}); err != nil {
+				return err
+			}
+			last, err := repos.Events.Last(ctx, r.id)
+			if err != nil {
+				return err
+			}
+			return repos.Events.Append(ctx, job.Number(r.id, last, e.Clock.Now(), job.Failure(job.CodeStorage, msg)))
+		})
+	})
+	if err != nil {
+		e.Log.Error("job could not be failed; its lease will lapse and another worker will take it", "job_id", r.id, "err", err)
+	}
+	e.Stream.Delivered(r.id)
+}
+
+// handBack clears the lease of a job stopped by shutdown, so that the next
+// worker resumes it at once.
+func (e *Engine) handBack(ctx context.Context, r *run) {
+	e.Stream.Seal(ctx, r.id, nil) // what is unwritten is dropped: the next worker redoes it
+	e.Stream.Sealed(r.id, nil, errShutdown)
+	_, err := e.Jobs.UpdateJob(ctx, r.id, func(j *job.Job) error {
+		if !j.Holds(r.attempt) {
+			return ports.ErrFenced
+		}
+		j.LeaseUntil = e.Clock.Now()
+		return nil
+	})
+	if err == nil {
+		err = e.Queue.Enqueue(ctx, ports.QueuedJob{JobID: r.id, OrgID: r.org})
+	}
+	if err != nil && !errors.Is(err, ports.ErrFenced) {
+		e.Log.Warn("job not handed back; its lease will lapse", "job_id", r.id, "err", err)
+	}
+}
+
+// end writes a job's last events and state as someone who does not run it
+// (a canceller, or a dispatcher giving up): the fencing token moves on, so
+// that a worker still running it can write nothing more.
+func (e *Engine) end(ctx context.Context, id string, apply func(j *job.Job, now time.Time) error, drafts []job.Draft) error {
+	var out *job.Job
+	err := e.retry(ctx, func() error {
+		return e.UoW.InTx(ctx, func(ctx context.Context, r ports.Repos) error {
+			j, err := r.Jobs.UpdateJob(ctx, id, func(j *job.Job) error {
+				now := e.Clock.Now()
+				if err := apply(j, now); err != nil {
+					return err
+				}
+				j.Fence(now)
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			out = j
+			last, err := r.Events.Last(ctx, id)
+			if err != nil {
+				return err
+			}
+			return r.Events.Append(ctx, job.Number(id, last, e.Clock.Now(), drafts))
+		})
+	})
+	if err == nil {
+		e.Stream.Delivered(id)
+		_ = out
+	}
+	return err
+}
+
+// retry calls fn until it succeeds, fails for good, or storage stayed
+// unavailable for a minute.
+func (e *Engine) retry(ctx context.Context, fn func() error) error {
+	deadline := time.Now().Add(time.Minute)
+	backoff := 20 * time.Millisecond
+	for {
+		err := fn()
+		if err == nil || !errors.Is(err, ports.ErrUnavailable) || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-time.After(backoff):
+		case <-ctx.Done():
+			return err
+		}
+		backoff = min(backoff*2, 2*time.Second)
+	}
+}
+
+// renew moves the leases of the jobs running here, and stops those whose
+// claim ended elsewhere (a cancel on another replica, or a takeover).
+func (e *Engine) renew() {
+	t := time.NewTicker(e.LeaseTTL / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-e.base.Done():
+			return
+		case <-t.C:
+		}
+		ids := e.Running()
+		if len(ids) == 0 {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(e.base, e.LeaseTTL/3)
+		lost, err := e.Jobs.RenewLeases(ctx, e.Owner, ids, e.Clock.Now().Add(e.LeaseTTL))
+		cancel()
+		if err != nil {
+			e.Log.Warn("job leases not renewed", "jobs", len(ids), "err", err)
+			continue
+		}
+		for _, id := range lost {
+			e.Lost(id)
+		}
+	}
+}
+
+// Lost stops the run of a job that another replica ended or took over.
+func (e *Engine) Lost(id string) {
+	e.mu.Lock()
+	r := e.running[id]
+	e.mu.Unlock()
+	if r != nil {
+		r.cancel(errLost)
+	}
+}
+
+// CancelHere cancels a job running here and waits until its end is stored;
+// false when the job does not run here.
+func (e *Engine) CancelHere(ctx context.Context, id, reason string) bool {
+	e.mu.Lock()
+	r := e.running[id]
+	e.mu.Unlock()
+	if r == nil {
+		return false
+	}
+	r.cancel(&cancelCause{reason})
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+	}
+	return true
+}
+
+// Stop refuses new work, lets running jobs finish until ctx ends, then stops
+// them (handing them back, or failing them with code shutdown).
+func (e *Engine) Stop(ctx context.Context) error {
+	e.mu.Lock()
+	e.closing = true
+	e.mu.Unlock()
+	qerr := e.Queue.Stop(ctx)
+	done := make(chan struct{})
+	go func() {
+		for {
+			if len(e.Running()) == 0 {
+				close(done)
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	var err error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		err = ctx.Err()
+		e.mu.Lock()
+		for _, r := range e.running {
+			r.cancel(errShutdown)
+		}
+		e.mu.Unlock()
+	}
+	e.stopAll()
+	e.wg.Wait()
+	if err == nil {
+		err = qerr
+	}
+	return err
+}

@@ -1,0 +1,341 @@
+package app
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/entityenrich/enrich/domain/enrichment"
+	"github.com/entityenrich/enrich/domain/job"
+	"github.com/entityenrich/enrich/domain/model"
+	"github.com/entityenrich/enrich/ports"
+)
+
+// outcome is one model's run.
+type outcome struct {
+	info      model.Info
+	result    map[string]any
+	record    *enrichment.Record
+	cost      int64
+	inTokens  int
+	outTokens int
+	code      job.ErrorCode
+	err       error
+}
+
+// done is an expertise call that an earlier worker completed (from the
+// job's prior events), so a resumed run does not pay for it again.
+type done struct {
+	out      map[string]any
+	in, outT int
+	cost     int64
+}
+
+// resumeState reads what the prior events show done.
+type resumeState struct {
+	calls   map[string]done // by model + "/" + expertise key
+	started map[job.EventType]bool
+	models  map[string]bool // models whose model_started was written
+}
+
+func readPrior(prior []job.Event) resumeState {
+	rs := resumeState{calls: map[string]done{}, started: map[job.EventType]bool{}, models: map[string]bool{}}
+	for _, ev := range prior {
+		rs.started[ev.Type] = true
+		switch ev.Type {
+		case job.EventModelStarted:
+			m, _ := ev.Data["model"].(string)
+			rs.models[m] = true
+		case job.EventExpertiseCompleted:
+			var p struct {
+				Model         string         `json:"model"`
+				Key           string         `json:"expertise_key"`
+				Success       bool           `json:"success"`
+				PartialResult map[string]any `json:"partial_result"`
+				In            int            `json:"input_tokens"`
+				Out           int            `json:"output_tokens"`
+				Cost          int64          `json:"cost"`
+			}
+			if remarshal(ev.Data, &p) == nil && p.Success && p.PartialResult != nil {
+				rs.calls[p.Model+"/"+p.Key] = done{out: p.PartialResult, in: p.In, outT: p.Out, cost: p.Cost}
+			}
+		}
+	}
+	return rs
+}
+
+// recordID is the id of a job's record for one model: the same for every
+// worker that runs the job, so that a resumed run cannot store it twice.
+func recordID(jobID string, m model.Key) string {
+	h := sha256.Sum256([]byte(jobID + "/" + m.String()))
+	return hex.EncodeToString(h[:16])
+}
+
+// Run runs an enrichment job for the Engine: it reads the stored request,
+// plans it again, and calls the models, skipping what prior events show done.
+func (s *EnrichmentService) Run(ctx context.Context, w *Work) Outcome {
+	var req EnrichRequest
+	if err := json.Unmarshal(w.Job.Request, &req); err != nil {
+		return Outcome{Failure: &Failure{job.CodeInternal, "the stored request does not decode"}}
+	}
+	pl, err := s.prepare(ctx, w.Job.OrgID, req)
+	if err != nil {
+		code := job.CodeInternal
+		if e, ok := AsError(err); ok && e.Code == "schema_invalid" {
+			code = job.CodeSchemaInvalid
+		}
+		return Outcome{Failure: &Failure{code, err.Error()}}
+	}
+	rs := readPrior(w.Prior)
+	pub := func(t job.EventType, data map[string]any) {
+		if _, ok := data["status"]; !ok {
+			data["status"] = string(job.Running)
+		}
+		w.Publish(t, data)
+	}
+	if pl.autoPick != nil && !rs.started[job.EventModelAutoSelected] {
+		pub(job.EventModelAutoSelected, map[string]any{"model": pl.autoPick.Model.Key.String(), "task_type": "enrichment",
+			"pinned": pl.autoPick.Pinned, "source": pl.autoPick.Source})
+	}
+	if (enrichment.Strategy(pl.req.Strategy) == enrichment.Auto || pl.req.Strategy == "") && !rs.started[job.EventStrategySelected] {
+		pub(job.EventStrategySelected, map[string]any{"strategy": string(pl.choice.Strategy), "requested": "auto",
+			"reason": pl.choice.Reason, "signals": pl.choice.Signals})
+	}
+
+	outs := make([]outcome, len(pl.models))
+	var wg sync.WaitGroup
+	for i, m := range pl.models {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			outs[i] = s.runModel(ctx, w.Job.ID, pl, m, rs, pub)
+		}()
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		return Outcome{} // the Engine reads the cause
+	}
+
+	var ok []outcome
+	var failed []string
+	for _, o := range outs {
+		if o.err == nil {
+			ok = append(ok, o)
+		} else {
+			failed = append(failed, o.info.Key.String())
+		}
+	}
+	if len(ok) == 0 {
+		return Outcome{Failure: &Failure{outs[0].code, outs[0].err.Error()}}
+	}
+	var total int64
+	var ids []string
+	var records []*enrichment.Record
+	results := map[string]any{}
+	for _, o := range ok {
+		total += o.cost
+		ids = append(ids, o.record.ID)
+		records = append(records, o.record)
+		results[o.info.Key.String()] = o.result
+	}
+	if len(failed) > 0 {
+		sort.Strings(failed)
+		pub(job.EventError, map[string]any{"error_message": fmt.Sprintf("%d of %d models failed", len(failed), len(outs)), "failed_models": failed})
+	}
+	res, _ := json.Marshal(ok[0].result)
+	data := map[string]any{"status": string(job.Completed), "result": ok[0].result, "record_id": ok[0].record.ID, "record_ids": ids, "cost": total}
+	if len(pl.models) > 1 {
+		data["results"] = results
+		data["failed_models"] = failed
+	}
+	s.Log.Info("enrichment finished", "job_id", w.Job.ID, "records", len(ids), "cost", total)
+	return Outcome{Result: res, Records: records, Completed: data}
+}
+
+func (s *EnrichmentService) runModel(ctx context.Context, jobID string, pl *plan, m model.Info, rs resumeState, pub func(job.EventType, map[string]any)) outcome {
+	key := m.Key.String()
+	start := time.Now()
+	if !rs.models[key] {
+		pub(job.EventModelStarted, map[string]any{"model": key, "entity_index": 0, "strategy": string(pl.choice.Strategy),
+			"total_expertises": len(pl.calls), "sandbox": m.Sandbox})
+	}
+	type part struct {
+		out      map[string]any
+		in, outT int
+		cost     int64
+		code     job.ErrorCode
+		err      error
+	}
+	parts := make([]part, len(pl.calls))
+	par := s.CallParallelism
+	if par <= 0 {
+		par = 4
+	}
+	sem := make(chan struct{}, par)
+	var mu sync.Mutex
+	completed := 0
+	var wg sync.WaitGroup
+	for i, c := range pl.calls {
+		if d, ok := rs.calls[key+"/"+c.domain.Key]; ok {
+			parts[i] = part{out: d.out, in: d.in, outT: d.outT, cost: d.cost}
+			completed++
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				parts[i] = part{code: job.CodeInternal, err: ctx.Err()}
+				return
+			}
+			defer func() { <-sem }()
+			t0 := time.Now()
+			pub(job.EventExpertiseStarted, map[string]any{"model": key, "expertise": c.domain.Key, "expertise_key": c.domain.Key, "expertise_name": c.domain.Name})
+			out, in, outT, code, err := s.callWithRetries(ctx, pl, m, c, pub)
+			cost := m.Price.Cost(in, outT)
+			parts[i] = part{out, in, outT, cost, code, err}
+			mu.Lock()
+			completed++
+			n := completed
+			mu.Unlock()
+			if ctx.Err() != nil {
+				return
+			}
+			data := map[string]any{"model": key, "expertise_key": c.domain.Key, "expertise_name": c.domain.Name,
+				"completed_expertises": n, "total_expertises": len(pl.calls), "success": err == nil,
+				"partial_result": out, "tokens": in + outT, "input_tokens": in, "output_tokens": outT, "cost": cost,
+				"processing_time_ms": time.Since(t0).Milliseconds()}
+			if err != nil {
+				data["error_message"] = err.Error()
+				data["error_code"] = string(code)
+			}
+			pub(job.EventExpertiseCompleted, data)
+		}()
+	}
+	wg.Wait()
+
+	o := outcome{info: m}
+	var outs []map[string]any
+	var breakdown []map[string]any
+	for i, p := range parts {
+		o.cost += p.cost
+		o.inTokens += p.in
+		o.outTokens += p.outT
+		breakdown = append(breakdown, map[string]any{"key": pl.calls[i].domain.Key, "name": pl.calls[i].domain.Name,
+			"success": p.err == nil, "tokens": p.in + p.outT, "cost": p.cost})
+		if p.err != nil && o.err == nil {
+			o.err, o.code = fmt.Errorf("expertise %s: %w", pl.calls[i].domain.Key, p.err), p.code
+		}
+		outs = append(outs, p.out)
+	}
+	if ctx.Err() != nil {
+		return outcome{info: m, err: ctx.Err(), code: job.CodeInternal}
+	}
+	if o.err == nil {
+		o.result, o.err = s.finish(jobID, pl, m, outs, &o)
+		if o.err != nil && o.code == "" {
+			o.code = job.CodeOutputInvalid
+		}
+	}
+	data := map[string]any{"model": key, "success": o.err == nil, "cost": o.cost, "input_tokens": o.inTokens,
+		"output_tokens": o.outTokens, "processing_time_ms": time.Since(start).Milliseconds(), "expertise_breakdown": breakdown}
+	if o.err == nil {
+		data["result"], data["record_id"] = o.result, o.record.ID
+	} else {
+		data["error_message"], data["error_code"] = o.err.Error(), string(o.code)
+	}
+	pub(job.EventModelCompleted, data)
+	return o
+}
+
+// finish merges one model's parts, validates the whole, and builds the
+// record, which the Engine stores with the job's end.
+func (s *EnrichmentService) finish(jobID string, pl *plan, m model.Info, parts []map[string]any, o *outcome) (map[string]any, error) {
+	merged, err := enrichment.Merge(parts)
+	if err != nil {
+		return nil, err
+	}
+	if err := pl.whole.Validate(merged); err != nil {
+		return nil, fmt.Errorf("merged output does not validate: %w", err)
+	}
+	out, _ := json.Marshal(merged)
+	o.record = &enrichment.Record{ID: recordID(jobID, m.Key), OrgID: pl.schema.OrgID, Type: enrichment.RecordEnrichment, SchemaID: pl.schema.ID,
+		JobID: jobID, Model: m.Key.String(), Strategy: pl.choice.Strategy, EntityData: pl.req.EntityData, StructuredOutput: out,
+		Cost: o.cost, InputTokens: o.inTokens, OutputTokens: o.outTokens, Sandbox: m.Sandbox, CreatedAt: s.Clock.Now()}
+	return merged, nil
+}
+
+// callWithRetries makes one expertise call, retrying an unusable answer with
+// the problem fed back, and a transport failure after a pause, up to
+// enrichment.MaxAttempts attempts.
+func (s *EnrichmentService) callWithRetries(ctx context.Context, pl *plan, m model.Info, c call, pub func(job.EventType, map[string]any)) (map[string]any, int, int, job.ErrorCode, error) {
+	msgs := enrichment.Prompt(pl.schema.Name, pl.req.EntityData, c.domain)
+	var in, out int
+	var reason string
+	var lastErr error
+	var code job.ErrorCode
+	for attempt := 1; attempt <= enrichment.MaxAttempts; attempt++ {
+		ev := map[string]any{"model": m.Key.String(), "expertise": c.domain.Key, "attempt": attempt, "max_attempts": enrichment.MaxAttempts}
+		if attempt > 1 {
+			ev["reason"] = reason
+		}
+		pub(job.EventAttempt, ev)
+		resp, err := s.LLM.Generate(ctx, ports.LLMRequest{Model: m.Key, Messages: msgs, Schema: c.domain.Schema, SchemaName: c.domain.Key})
+		in += resp.InputTokens
+		out += resp.OutputTokens
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, in, out, job.CodeInternal, ctx.Err()
+			}
+			lastErr, code = err, classify(err)
+			reason = fmt.Sprintf("%s: %v", code, err)
+			if !errors.Is(err, ports.ErrUnknownModel) && attempt < enrichment.MaxAttempts {
+				backoff := s.RetryBackoff
+				if backoff == 0 {
+					backoff = 100 * time.Millisecond
+				}
+				select {
+				case <-time.After(backoff * time.Duration(attempt)):
+				case <-ctx.Done():
+					return nil, in, out, job.CodeInternal, ctx.Err()
+				}
+				continue
+			}
+			if errors.Is(err, ports.ErrUnknownModel) {
+				break
+			}
+			continue
+		}
+		ans, perr := enrichment.ParseAnswer(resp.Text)
+		if perr == nil {
+			perr = c.validator.Validate(ans)
+		}
+		if perr == nil {
+			return ans, in, out, "", nil
+		}
+		lastErr, code = perr, job.CodeOutputInvalid
+		reason = fmt.Sprintf("%s: %v", code, perr)
+		msgs = enrichment.Retry(msgs, resp.Text, perr)
+	}
+	return nil, in, out, code, fmt.Errorf("%d attempts failed, last: %w", enrichment.MaxAttempts, lastErr)
+}
+
+// classify maps an LLM failure to its typed error code.
+func classify(err error) job.ErrorCode {
+	switch {
+	case errors.Is(err, ports.ErrLLMTimeout), errors.Is(err, context.DeadlineExceeded):
+		return job.CodeTimeout
+	case errors.Is(err, ports.ErrRateLimited):
+		return job.CodeRateLimited
+	default:
+		return job.CodeLLMUnavailable
+	}
+}

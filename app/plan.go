@@ -1,0 +1,202 @@
+package app
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/entityenrich/enrich/domain/enrichment"
+	"github.com/entityenrich/enrich/domain/model"
+	"github.com/entityenrich/enrich/domain/modelsel"
+	"github.com/entityenrich/enrich/domain/schema"
+	"github.com/entityenrich/enrich/ports"
+)
+
+// EnrichmentService starts enrichment jobs and runs them: plan the schema
+// into expertise calls, call each model, validate and retry, merge, and
+// narrate it all as events. The Engine makes the jobs durable; this service
+// is their Runner.
+type EnrichmentService struct {
+	Schemas  ports.SchemaStore
+	Engine   *Engine
+	Stream   ports.EventStream
+	JobSvc   *JobService
+	LLM      ports.LLM
+	Catalog  ports.ModelCatalog
+	Compiler ports.SchemaCompiler
+	Clock    ports.Clock
+	IDs      ports.IDs
+	Log      *slog.Logger
+
+	// CallParallelism bounds the concurrent LLM calls of one model (default 4).
+	CallParallelism int
+	// RetryBackoff is the pause before retrying a failed call (default 100 ms,
+	// times the attempt number).
+	RetryBackoff time.Duration
+
+	cache validators
+}
+
+// validators caches compiled schemas by content: compiling is the costliest
+// step of preparing a job, and the same schema is enriched again and again.
+type validators struct {
+	mu sync.Mutex
+	m  map[[32]byte]ports.Validator
+}
+
+const maxCachedValidators = 1024
+
+func (s *EnrichmentService) compile(doc []byte) (ports.Validator, error) {
+	key := sha256.Sum256(doc)
+	s.cache.mu.Lock()
+	v, ok := s.cache.m[key]
+	s.cache.mu.Unlock()
+	if ok {
+		return v, nil
+	}
+	v, err := s.Compiler.Compile(doc)
+	if err != nil {
+		return nil, err
+	}
+	s.cache.mu.Lock()
+	if s.cache.m == nil || len(s.cache.m) >= maxCachedValidators {
+		s.cache.m = map[[32]byte]ports.Validator{}
+	}
+	s.cache.m[key] = v
+	s.cache.mu.Unlock()
+	return v, nil
+}
+
+// MaxModels bounds the models of one request.
+const MaxModels = 10
+
+// EnrichRequest is the body of POST /api/single/enrich/{stream,sync}.
+type EnrichRequest struct {
+	EntityData      json.RawMessage `json:"entity_data"`
+	SchemaID        string          `json:"schema_id"`
+	Models          []string        `json:"models,omitempty"`
+	Model           string          `json:"model,omitempty"`
+	Strategy        string          `json:"strategy,omitempty"`
+	EnableWebSearch bool            `json:"enable_web_search,omitempty"`
+}
+
+// plan is a validated request, ready to run.
+type plan struct {
+	req      EnrichRequest
+	schema   *schema.Schema
+	doc      map[string]any
+	whole    ports.Validator
+	calls    []call
+	choice   enrichment.Choice
+	models   []model.Info
+	autoPick *modelsel.Pick
+}
+
+type call struct {
+	domain    enrichment.Domain
+	validator ports.Validator
+}
+
+func (s *EnrichmentService) prepare(ctx context.Context, orgID string, req EnrichRequest) (*plan, error) {
+	var entity map[string]any
+	if len(req.EntityData) == 0 || json.Unmarshal(req.EntityData, &entity) != nil || entity == nil {
+		return nil, Invalid("entity_data", "entity_data must be a JSON object of the entity's known attributes")
+	}
+	if len(entity) == 0 {
+		return nil, Invalid("entity_data", "entity_data must carry at least one attribute")
+	}
+	if req.SchemaID == "" {
+		return nil, Invalid("schema_id", "schema_id is required")
+	}
+	strategy, err := enrichment.ParseStrategy(req.Strategy)
+	if err != nil {
+		return nil, Invalid("strategy", "%v", err)
+	}
+	models, pick, err := s.resolveModels(req)
+	if err != nil {
+		return nil, err
+	}
+	sc, err := s.Schemas.GetSchema(ctx, orgID, req.SchemaID)
+	if errors.Is(err, ports.ErrNotFound) {
+		return nil, coded(ports.ErrNotFound, "not_found", "schema %s not found", req.SchemaID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	pl := &plan{req: req, schema: sc, models: models, autoPick: pick}
+	if err := json.Unmarshal(sc.Content, &pl.doc); err != nil {
+		return nil, fmt.Errorf("stored schema %s does not decode: %w", sc.ID, err)
+	}
+	if pl.whole, err = s.compile(sc.Content); err != nil {
+		return nil, coded(ports.ErrInvalid, "schema_invalid", "schema %s does not compile: %v", sc.ID, err)
+	}
+	domains, err := enrichment.Plan(pl.doc)
+	if err != nil {
+		return nil, coded(ports.ErrInvalid, "schema_invalid", "schema %s: %v", sc.ID, err)
+	}
+	pl.choice = enrichment.Choose(strategy, domains)
+	for _, d := range enrichment.Calls(pl.choice.Strategy, pl.doc, domains) {
+		raw, _ := json.Marshal(d.Schema)
+		v, err := s.compile(raw)
+		if err != nil {
+			return nil, coded(ports.ErrInvalid, "schema_invalid", "expertise %s of schema %s does not compile: %v", d.Key, sc.ID, err)
+		}
+		pl.calls = append(pl.calls, call{domain: d, validator: v})
+	}
+	return pl, nil
+}
+
+// resolveModels merges models and model, resolves auto, and checks every key.
+func (s *EnrichmentService) resolveModels(req EnrichRequest) ([]model.Info, *modelsel.Pick, error) {
+	keys := append([]string(nil), req.Models...)
+	field := "models"
+	if req.Model != "" {
+		keys = append(keys, req.Model)
+		if len(req.Models) == 0 {
+			field = "model"
+		}
+	}
+	if len(keys) > MaxModels {
+		return nil, nil, Invalid("models", "at most %d models per request", MaxModels)
+	}
+	seen := map[string]bool{}
+	var out []model.Info
+	var pick *modelsel.Pick
+	for _, k := range keys {
+		if k == "" || seen[k] {
+			continue
+		}
+		seen[k] = true
+		if k == model.Auto {
+			continue
+		}
+		key, err := model.ParseKey(k)
+		if err != nil {
+			return nil, nil, coded(ports.ErrInvalid, "invalid_model", "%s: %v", field, err)
+		}
+		m, err := s.Catalog.Model(key)
+		if err != nil {
+			return nil, nil, coded(ports.ErrInvalid, "invalid_model", "%s: unknown model %q; GET /api/enrichment/options lists them", field, k)
+		}
+		if req.EnableWebSearch && !m.WebSearch {
+			return nil, nil, coded(ports.ErrInvalid, "model_lacks_capability", "%s: model %q cannot search the web", field, k)
+		}
+		out = append(out, m)
+	}
+	// Auto resolves to one model and never fuses: it is used only when no
+	// explicit model is named.
+	if len(out) == 0 {
+		p, err := modelsel.Select(s.Catalog.Models(), "", modelsel.Needs{WebSearch: req.EnableWebSearch})
+		if err != nil {
+			return nil, nil, coded(ports.ErrInvalid, "no_capable_default_model", "no configured model satisfies the request (web search: %v)", req.EnableWebSearch)
+		}
+		pick = &p
+		out = []model.Info{p.Model}
+	}
+	return out, pick, nil
+}
