@@ -11,9 +11,6 @@ import (
 	"time"
 
 	"github.com/matryer/is"
-
-	"github.com/entityenrich/enrich"
-	"github.com/entityenrich/enrich/domain/job"
 )
 
 // waitEvent reads the stream until an event named name arrives, then
@@ -123,9 +120,12 @@ func TestStreamHeartbeatAndDisconnect(t *testing.T) {
 	is.True(runtime.NumGoroutine() <= before)
 }
 
-// TestShutdownFailsRunningJobs: at shutdown a job that cannot finish within
-// the grace period is failed with code shutdown, never left running.
-func TestShutdownFailsRunningJobs(t *testing.T) {
+// TestShutdownHandsJobsBack: at shutdown a job that cannot finish within
+// the grace period is handed back (its lease cleared), never left running:
+// the next process on the same database resumes it, and it ends with one
+// terminal event and one numbering. On memory storage, which dies with the
+// process, it is failed with code shutdown instead.
+func TestShutdownHandsJobsBack(t *testing.T) {
 	for _, b := range backends[:2] {
 		t.Run(b.name, func(t *testing.T) {
 			is := is.New(t)
@@ -143,28 +143,17 @@ func TestShutdownFailsRunningJobs(t *testing.T) {
 			if cfg.DatabaseURL == "" {
 				return // memory storage died with the process
 			}
-			// A new process on the same database sees the job failed.
-			cfg.ShutdownGrace = time.Second
-			e, err := enrich.NewEmbedded(context.Background(), cfg)
-			is.NoErr(err)
-			defer e.Close()
-			j, err := e.Stores.Jobs.GetJob(context.Background(), ten.orgID, jobID)
-			is.NoErr(err)
-			is.Equal(j.State, job.Failed)
-			is.Equal(j.ErrorCode, job.CodeShutdown)
-			evs, err := e.Stores.Events.List(context.Background(), jobID, 0, 100)
-			is.NoErr(err)
-			is.Equal(evs[len(evs)-1].Type, job.EventFailed)
-			is.Equal(evs[len(evs)-2].Type, job.EventError)
-			// The queued job never ran, and is failed too, with its events.
-			q, err := e.Stores.Jobs.GetJob(context.Background(), ten.orgID, queued)
-			is.NoErr(err)
-			is.Equal(q.State, job.Failed)
-			is.Equal(q.ErrorCode, job.CodeShutdown)
-			qevs, err := e.Stores.Events.List(context.Background(), queued, 0, 100)
-			is.NoErr(err)
-			is.Equal(len(qevs), 2)
-			is.Equal(qevs[1].Type, job.EventFailed)
+			// A new process on the same database resumes both jobs.
+			next := start(t, testConfig(cfg.DatabaseURL))
+			for _, id := range []string{jobID, queued} {
+				evs := next.follow(ten.key, id, "")
+				is.Equal(last(evs).Name, "completed")
+				is.Equal(len(find(evs, "completed"))+len(find(evs, "failed"))+len(find(evs, "cancelled")), 1)
+				for i, e := range evs {
+					is.Equal(e.ID, strconv.Itoa(i+1)) // one numbering, no gap
+				}
+			}
+			is.Equal(len(find(next.follow(ten.key, jobID, ""), "job_resumed")), 1)
 		})
 	}
 }
