@@ -31,6 +31,9 @@ type PoolConfig struct {
 	MaxConns int
 }
 
+// riverConns is the pool's room for River beyond Bun's connections.
+const riverConns = 8
+
 // DB is the database: Bun for queries, and the pgx pool underneath, which
 // River works on.
 type DB struct {
@@ -51,8 +54,11 @@ func Open(ctx context.Context, dsn string, pc PoolConfig) (*DB, error) {
 	if pc.MaxConns <= 0 {
 		pc.MaxConns = max(8, 4*runtime.GOMAXPROCS(0))
 	}
+	// database/sql holds the pool's connections it keeps open (idle ones
+	// too), so the pool has room beyond them for River's fetches, notifier
+	// and leader election, which use the pool directly.
 	if !strings.Contains(dsn, "pool_max_conns") {
-		cfg.MaxConns = int32(pc.MaxConns)
+		cfg.MaxConns = int32(pc.MaxConns + riverConns)
 	}
 	cfg.MaxConnIdleTime = 5 * time.Minute
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)

@@ -115,7 +115,7 @@ type runWorker struct {
 }
 
 // Timeout bounds one dispatch; the job itself runs outside River.
-func (w *runWorker) Timeout(*river.Job[runArgs]) time.Duration { return time.Minute }
+func (w *runWorker) Timeout(*river.Job[runArgs]) time.Duration { return 10 * time.Second }
 
 func (w *runWorker) Work(ctx context.Context, j *river.Job[runArgs]) error {
 	d, err := w.h(ctx, ports.QueuedJob{JobID: j.Args.JobID, OrgID: j.Args.OrgID})
@@ -139,9 +139,9 @@ func (q *Queue) Start(ctx context.Context, h ports.JobHandler) error {
 		FetchCooldown:     q.cfg.FetchCooldown,
 		FetchPollInterval: q.cfg.FetchPollInterval,
 		// A dispatch lasts milliseconds; one that outlives this was on a
-		// replica that died, and River hands it to another.
-		RescueStuckJobsAfter: 2 * time.Minute,
-		JobTimeout:           time.Minute,
+		// replica that died, and River's rescuer hands it to another.
+		RescueStuckJobsAfter: 15 * time.Second,
+		JobTimeout:           10 * time.Second,
 		// Finished runs are of no interest after a day.
 		CompletedJobRetentionPeriod: 24 * time.Hour,
 	})

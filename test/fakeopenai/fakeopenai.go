@@ -71,6 +71,14 @@ type Server struct {
 	invalidN       int
 	schemaInvalidN int
 	requests       []ChatRequest
+	inFlight       int
+}
+
+// InFlight is how many requests are being answered right now.
+func (s *Server) InFlight() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.inFlight
 }
 
 // New starts a server that tb closes at cleanup.
@@ -201,6 +209,12 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	}
 
 	s.mu.Lock()
+	s.inFlight++
+	defer func() {
+		s.mu.Lock()
+		s.inFlight--
+		s.mu.Unlock()
+	}()
 	s.requests = append(s.requests, req)
 	latency, responder, apiKey := s.latency, s.responder, s.apiKey
 	mode := ""
