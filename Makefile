@@ -27,7 +27,7 @@ test: test-deps ## run every test with the race detector (memory, native Postgre
 	@if pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then export ENRICH_REQUIRE_NATIVE_PG=1; fi; \
 	$(GO) test -race -count=1 -timeout 25m $(PKGS)
 
-bench: test-deps ## benchmarks (overhead per job and call, allocations, SSE first event), then the HTTP load test (test/load): commit latency, sync and record reads on memory and PostgreSQL, issue 6 goals
+bench: test-deps ## benchmarks (overhead per job and call, allocations, SSE first event), then the HTTP load test against issue 6 goals
 	@if pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then export ENRICH_REQUIRE_NATIVE_PG=1; fi; \
 	$(GO) test -run '^$$' -bench . -benchtime 2000x -benchmem ./test/bench/ && \
 	ENRICH_LOAD=1 $(GO) test -count=1 -run '^TestLoad$$' -v -timeout 10m ./test/load/

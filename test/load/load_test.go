@@ -103,6 +103,8 @@ type scenario struct {
 	rps      float64 // successful requests per second
 	p50, p99 time.Duration
 	conns    int64          // connections the client opened during the run
+	sent     int            // requests answered, warm-up included
+	llm      int            // LLM calls the fake server answered, warm-up included
 	failures map[string]int // error kinds and counts
 }
 
@@ -113,6 +115,7 @@ type storeResult struct {
 	syncLow, syncHigh    *scenario
 	reads                *scenario
 	setupErr, startupErr string
+	logs                 *logTally // the server's warnings and errors
 }
 
 func TestLoad(t *testing.T) {
@@ -213,12 +216,13 @@ func measureCommit(t *testing.T, set settings) commitResult {
 // the API and runs the scenarios, filling res.
 func runStore(t *testing.T, set settings, dsn string, fake *fakeopenai.Server, res *storeResult) {
 	ctx, cancel := context.WithCancel(context.Background())
+	res.logs = &logTally{counts: map[string]int{}}
 	cfg := enrich.Config{
 		DatabaseURL:     dsn,
 		JWTSecret:       strings.Repeat("l", 40),
 		PasswordHashing: "fast",
 		ShutdownGrace:   2 * time.Second,
-		Logger:          slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Logger:          slog.New(res.logs),
 		Providers: []llm.ProviderConfig{{Name: providerName, Type: llm.TypeOpenAI, BaseURL: fake.URL(), APIKey: fakeKey,
 			Models: []string{modelName}}},
 	}
@@ -260,9 +264,15 @@ func runStore(t *testing.T, set settings, dsn string, fake *fakeopenai.Server, r
 	readReq := func(ctx context.Context) error {
 		return c.do(ctx, http.MethodGet, "/api/records/"+ten.recordID, ten.key, nil, nil)
 	}
-	res.syncLow = c.run(ctx, set, res.store, syncPath, syncLow, syncReq)
-	res.syncHigh = c.run(ctx, set, res.store, syncPath, syncHigh, syncReq)
-	res.reads = c.run(ctx, set, res.store, readPath, readClients, readReq)
+	run := func(path string, conc int, req func(context.Context) error) *scenario {
+		calls := fake.Requests()
+		sc := c.run(ctx, set, res.store, path, conc, req)
+		sc.llm = fake.Requests() - calls
+		return sc
+	}
+	res.syncLow = run(syncPath, syncLow, syncReq)
+	res.syncHigh = run(syncPath, syncHigh, syncReq)
+	res.reads = run(readPath, readClients, readReq)
 }
 
 // client is the load generator: one net/http client whose Transport keeps
@@ -413,7 +423,7 @@ func (c *client) run(ctx context.Context, set settings, store, path string, conc
 			defer wg.Done()
 			var mine []time.Duration
 			fails := map[string]int{}
-			timeouts := 0
+			timeouts, sent := 0, 0
 			for {
 				t0 := time.Now()
 				if !t0.Before(end) || ctx.Err() != nil {
@@ -421,6 +431,7 @@ func (c *client) run(ctx context.Context, set settings, store, path string, conc
 				}
 				err := req(ctx)
 				d := time.Since(t0)
+				sent++
 				if t0.Before(start) {
 					continue
 				}
@@ -436,6 +447,7 @@ func (c *client) run(ctx context.Context, set settings, store, path string, conc
 			mu.Lock()
 			lat = append(lat, mine...)
 			sc.timeouts += timeouts
+			sc.sent += sent
 			for k, v := range fails {
 				sc.failures[k] += v
 				sc.errs += v
@@ -476,6 +488,67 @@ func errKind(err error) string {
 	return msg
 }
 
+// logTally is a slog.Handler that counts the server's warnings and errors by
+// message, so that the report can say what went wrong under load.
+type logTally struct {
+	mu     sync.Mutex
+	counts map[string]int
+	sample map[string]string
+}
+
+func (l *logTally) Enabled(_ context.Context, lvl slog.Level) bool { return lvl >= slog.LevelWarn }
+
+func (l *logTally) Handle(_ context.Context, r slog.Record) error {
+	key := r.Level.String() + " " + r.Message
+	var attrs []string
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "error" || a.Key == "err" || a.Key == "code" || a.Key == "status" {
+			attrs = append(attrs, a.String())
+		}
+		return true
+	})
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.counts[key]++
+	if l.sample == nil {
+		l.sample = map[string]string{}
+	}
+	if _, ok := l.sample[key]; !ok && len(attrs) > 0 {
+		msg := strings.Join(attrs, " ")
+		if len(msg) > 200 {
+			msg = msg[:200] + "..."
+		}
+		l.sample[key] = msg
+	}
+	return nil
+}
+
+func (l *logTally) WithAttrs([]slog.Attr) slog.Handler { return l }
+func (l *logTally) WithGroup(string) slog.Handler      { return l }
+
+// summary lists the messages, most frequent first.
+func (l *logTally) summary() []string {
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	keys := make([]string, 0, len(l.counts))
+	for k := range l.counts {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return l.counts[keys[i]] > l.counts[keys[j]] })
+	out := make([]string, 0, len(keys))
+	for _, k := range keys {
+		line := fmt.Sprintf("%d× %s", l.counts[k], k)
+		if s := l.sample[k]; s != "" {
+			line += " (e.g. " + s + ")"
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
 func percentiles(d []time.Duration) (p50, p99 time.Duration) {
 	if len(d) == 0 {
 		return 0, 0
@@ -505,9 +578,10 @@ func report(w io.Writer, set settings, commit commitResult, mem, pg *storeResult
 	}
 	fmt.Fprintln(w)
 
-	fmt.Fprintf(w, "enrich/sync: single_pass, one LLM call; conns opened: connections the load generator dialled in the measured window\n")
+	fmt.Fprintf(w, "enrich/sync: single_pass, one LLM call; conns opened: connections the load generator dialled in the measured window;\n"+
+		"LLM calls/req: calls the fake server answered per request answered, warm-up included (above 1: retries)\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "request\tstore\tclients\treq/s\tp50 ms\tp99 ms\tok\terrors\ttimeouts\tconns opened")
+	fmt.Fprintln(tw, "request\tstore\tclients\treq/s\tp50 ms\tp99 ms\tok\terrors\ttimeouts\tconns opened\tLLM calls/req")
 	var notes []string
 	for _, s := range []*storeResult{mem, pg} {
 		for _, row := range []struct {
@@ -530,13 +604,17 @@ func report(w io.Writer, set settings, commit commitResult, mem, pg *storeResult
 				case why == "":
 					why = "not run"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%d\t-\t-\t-\t-\t-\t-\t-\n", path, s.store, row.clients)
+				fmt.Fprintf(tw, "%s\t%s\t%d\t-\t-\t-\t-\t-\t-\t-\t-\n", path, s.store, row.clients)
 				notes = append(notes, fmt.Sprintf("%s at %d clients on %s: %s", path, row.clients, s.store, why))
 				continue
 			}
 			sc := row.sc
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%.2f\t%.2f\t%d\t%d\t%d\t%d\n", path, s.store, sc.clients, sc.rps, ms(sc.p50), ms(sc.p99),
-				sc.ok, sc.errs, sc.timeouts, sc.conns)
+			perReq := "-"
+			if sc.sent > 0 && row.sc != s.reads {
+				perReq = fmt.Sprintf("%.2f", float64(sc.llm)/float64(sc.sent))
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%.2f\t%.2f\t%d\t%d\t%d\t%d\t%s\n", path, s.store, sc.clients, sc.rps, ms(sc.p50), ms(sc.p99),
+				sc.ok, sc.errs, sc.timeouts, sc.conns, perReq)
 			if len(sc.failures) > 0 {
 				kinds := make([]string, 0, len(sc.failures))
 				for k, v := range sc.failures {
@@ -550,6 +628,18 @@ func report(w io.Writer, set settings, commit commitResult, mem, pg *storeResult
 	_ = tw.Flush()
 	for _, n := range notes {
 		fmt.Fprintf(w, "  note: %s\n", n)
+	}
+	for _, s := range []*storeResult{mem, pg} {
+		if lines := s.logs.summary(); len(lines) > 0 {
+			fmt.Fprintf(w, "  server warnings and errors on %s:\n", s.store)
+			for i, l := range lines {
+				if i == 8 {
+					fmt.Fprintf(w, "    ... and %d more kinds\n", len(lines)-i)
+					break
+				}
+				fmt.Fprintf(w, "    %s\n", l)
+			}
+		}
 	}
 	fmt.Fprintf(w, "  (LLM calls answered by the fake server in this run: %d)\n\n", llmCalls)
 
