@@ -172,8 +172,10 @@ func measureCommit(t *testing.T, set settings) commitResult {
 	secs := max(1, int(set.duration.Round(time.Second)/time.Second))
 	server := ""
 	var version string
-	if err := conn.QueryRow(ctx, `SHOW server_version`).Scan(&version); err == nil {
-		server = "; PostgreSQL " + version
+	var fsync, syncCommit string
+	if err := conn.QueryRow(ctx, `SELECT current_setting('server_version'), current_setting('fsync'), current_setting('synchronous_commit')`).
+		Scan(&version, &fsync, &syncCommit); err == nil {
+		server = fmt.Sprintf("; PostgreSQL %s, fsync=%s, synchronous_commit=%s", version, fsync, syncCommit)
 	}
 
 	if bin, err := exec.LookPath("pgbench"); err == nil {
