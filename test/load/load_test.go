@@ -1,0 +1,676 @@
+// Package load measures the service the way its users meet it: real HTTP over
+// loopback to a real server (enrich.NewServer + Serve on 127.0.0.1:0), on
+// memory and on PostgreSQL, next to the latency of one PostgreSQL commit, and
+// evaluates issue 6's goals from those figures. `make bench` runs it:
+//
+//	ENRICH_LOAD=1 go test -count=1 -run '^TestLoad$' -v ./test/load
+//
+// Without ENRICH_LOAD=1 the test skips, so `make test` does not run it. It
+// reports; a goal that is not met does not fail it. It fails when a server
+// cannot start, its setup fails, or every request of a scenario fails.
+//
+// Knobs: ENRICH_LOAD_WARMUP (default 1s) and ENRICH_LOAD_DURATION (default
+// 5s) per scenario, ENRICH_LOAD_TIMEOUT (default 10s) per request. PostgreSQL
+// is the native server of test/pgtest (127.0.0.1:5432 or ENRICH_TEST_PG_DSN),
+// in fresh databases dropped afterwards; when it is unreachable the
+// PostgreSQL rows are skipped and say so (PGlite, one backend session in
+// Node.js, would not measure what the goals are about, so it is not used).
+package load_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"text/tabwriter"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/entityenrich/enrich"
+	"github.com/entityenrich/enrich/adapters/llm"
+	"github.com/entityenrich/enrich/test/fakeopenai"
+	"github.com/entityenrich/enrich/test/pgtest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+const (
+	envLoad     = "ENRICH_LOAD"
+	envWarmup   = "ENRICH_LOAD_WARMUP"
+	envDuration = "ENRICH_LOAD_DURATION"
+	envTimeout  = "ENRICH_LOAD_TIMEOUT"
+
+	providerName = "fake"
+	modelName    = "fast"
+	fakeKey      = "sk-load-test"
+
+	syncPath = "/api/single/enrich/sync"
+	readPath = "/api/records/{id}"
+
+	syncLow, syncHigh, readClients = 1, 16, 64
+)
+
+// schemaDoc is small: scalars only, so single_pass makes exactly one call.
+const schemaDoc = `{"type": "object", "properties": {
+  "name": {"type": "string"}, "industry": {"type": "string"}, "founded": {"type": "integer"}}}`
+
+type settings struct{ warmup, duration, timeout time.Duration }
+
+func durationEnv(t *testing.T, name string, def time.Duration) time.Duration {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		t.Fatalf("%s=%q: want a positive duration such as 5s", name, v)
+	}
+	return d
+}
+
+// commitResult is the latency of one PostgreSQL commit.
+type commitResult struct {
+	ms     float64
+	method string
+	note   string // why it is missing, or how it was measured instead
+}
+
+// scenario is one fixed-duration run of concurrent clients.
+type scenario struct {
+	path     string
+	store    string
+	clients  int
+	ok       int
+	errs     int
+	timeouts int
+	rps      float64 // successful requests per second
+	p50, p99 time.Duration
+	conns    int64          // connections the client opened during the run
+	sent     int            // requests answered, warm-up included
+	llm      int            // LLM calls the fake server answered, warm-up included
+	failures map[string]int // error kinds and counts
+}
+
+// storeResult is every scenario on one store.
+type storeResult struct {
+	store                string
+	note                 string // set when the store was not measured
+	syncLow, syncHigh    *scenario
+	reads                *scenario
+	setupErr, startupErr string
+	logs                 *logTally // the server's warnings and errors
+}
+
+func TestLoad(t *testing.T) {
+	if os.Getenv(envLoad) != "1" {
+		t.Skipf("load test: set %s=1 to run it (make bench does)", envLoad)
+	}
+	set := settings{
+		warmup:   durationEnv(t, envWarmup, time.Second),
+		duration: durationEnv(t, envDuration, 5*time.Second),
+		timeout:  durationEnv(t, envTimeout, 10*time.Second),
+	}
+	fake := fakeopenai.New(t, fakeopenai.WithModels(modelName), fakeopenai.WithAPIKey(fakeKey))
+
+	var commit commitResult
+	t.Run("commit", func(t *testing.T) {
+		commit.note = "not measured: native PostgreSQL unreachable or pgbench failed (see above)"
+		commit = measureCommit(t, set)
+	})
+	mem := &storeResult{store: "memory"}
+	t.Run("memory", func(t *testing.T) { runStore(t, set, "", fake, mem) })
+	pg := &storeResult{store: "postgres", note: "skipped: native PostgreSQL unreachable (see SKIP above)"}
+	t.Run("postgres", func(t *testing.T) {
+		dsn := pgtest.Native(t)
+		pg.note = ""
+		runStore(t, set, dsn, fake, pg)
+	})
+
+	report(os.Stdout, set, commit, mem, pg, fake.Requests())
+
+	for _, s := range []*storeResult{mem, pg} {
+		for _, sc := range []*scenario{s.syncLow, s.syncHigh, s.reads} {
+			if sc != nil && sc.ok == 0 {
+				t.Errorf("%s %s at %d clients: no request succeeded in the measured window (%d errors, %d timeouts)",
+					sc.store, sc.path, sc.clients, sc.errs, sc.timeouts)
+			}
+		}
+	}
+}
+
+// measureCommit runs pgbench with a one-row INSERT script on a scratch table
+// in a scratch database; without pgbench, a pgx loop of autocommit INSERTs.
+func measureCommit(t *testing.T, set settings) commitResult {
+	dsn := pgtest.Native(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatalf("connect to the scratch database: %v", err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, `CREATE TABLE scratch (id bigserial PRIMARY KEY, v integer NOT NULL, at timestamptz NOT NULL DEFAULT now())`); err != nil {
+		t.Fatalf("create the scratch table: %v", err)
+	}
+	secs := max(1, int(set.duration.Round(time.Second)/time.Second))
+	server := ""
+	var version string
+	var fsync, syncCommit string
+	if err := conn.QueryRow(ctx, `SELECT current_setting('server_version'), current_setting('fsync'), current_setting('synchronous_commit')`).
+		Scan(&version, &fsync, &syncCommit); err == nil {
+		server = fmt.Sprintf("; PostgreSQL %s, fsync=%s, synchronous_commit=%s", version, fsync, syncCommit)
+	}
+
+	if bin, err := exec.LookPath("pgbench"); err == nil {
+		script := filepath.Join(t.TempDir(), "insert.sql")
+		if err := os.WriteFile(script, []byte("INSERT INTO scratch (v) VALUES (1);\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		args := []string{"-n", "-c", "1", "-T", strconv.Itoa(secs), "-f", script, dsn}
+		out, err := exec.CommandContext(ctx, bin, args...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("pgbench %s: %v\n%s", strings.Join(args[:len(args)-1], " "), err, out)
+		}
+		m := regexp.MustCompile(`latency average = ([0-9.]+) ms`).FindSubmatch(out)
+		if m == nil {
+			t.Fatalf("pgbench printed no latency average:\n%s", out)
+		}
+		ms, _ := strconv.ParseFloat(string(m[1]), 64)
+		method := fmt.Sprintf("pgbench -n -c 1 -T %d -f insert.sql (one-row INSERT), latency average", secs)
+		if m := regexp.MustCompile(`tps = ([0-9.]+)`).FindSubmatch(out); m != nil {
+			tps, _ := strconv.ParseFloat(string(m[1]), 64)
+			method += fmt.Sprintf(", %.0f tps", tps)
+		}
+		return commitResult{ms: ms, method: method + server}
+	}
+
+	var lat []time.Duration
+	for end := time.Now().Add(time.Duration(secs) * time.Second); time.Now().Before(end); {
+		t0 := time.Now()
+		if _, err := conn.Exec(ctx, `INSERT INTO scratch (v) VALUES (1)`); err != nil {
+			t.Fatalf("insert: %v", err)
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	p50, _ := percentiles(lat)
+	return commitResult{ms: ms(p50), method: fmt.Sprintf("pgx loop of one-row autocommit INSERTs for %d s, p50 of %d%s", secs, len(lat), server),
+		note: "pgbench is not installed: measured in Go with pgx instead"}
+}
+
+// runStore starts a server on dsn (empty: memory), sets up a tenant through
+// the API and runs the scenarios, filling res.
+func runStore(t *testing.T, set settings, dsn string, fake *fakeopenai.Server, res *storeResult) {
+	ctx, cancel := context.WithCancel(context.Background())
+	res.logs = &logTally{counts: map[string]int{}}
+	cfg := enrich.Config{
+		DatabaseURL:     dsn,
+		JWTSecret:       strings.Repeat("l", 40),
+		PasswordHashing: "fast",
+		ShutdownGrace:   2 * time.Second,
+		Logger:          slog.New(res.logs),
+		Providers: []llm.ProviderConfig{{Name: providerName, Type: llm.TypeOpenAI, BaseURL: fake.URL(), APIKey: fakeKey,
+			Models: []string{modelName}}},
+	}
+	srv, err := enrich.NewServer(ctx, cfg)
+	if err != nil {
+		cancel()
+		res.startupErr = err.Error()
+		t.Fatalf("%s: the server could not start: %v", res.store, err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		cancel()
+		_ = srv.Close()
+		t.Fatalf("listen: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			t.Logf("%s: serve: %v", res.store, err)
+		}
+	}()
+
+	c := newClient(readClients, set.timeout)
+	c.base = "http://" + ln.Addr().String()
+	ten, err := c.setup(ctx)
+	if err != nil {
+		res.setupErr = err.Error()
+		t.Fatalf("%s: setup through the API: %v", res.store, err)
+	}
+
+	var n atomic.Int64
+	syncReq := func(ctx context.Context) error {
+		body := fmt.Sprintf(`{"entity_data": {"name": "Acme %d", "industry": "Anvils"}, "schema_id": %q, "model": %q, "strategy": "single_pass"}`,
+			n.Add(1), ten.schemaID, providerName+"::"+modelName)
+		return c.do(ctx, http.MethodPost, syncPath, ten.key, []byte(body), nil)
+	}
+	readReq := func(ctx context.Context) error {
+		return c.do(ctx, http.MethodGet, "/api/records/"+ten.recordID, ten.key, nil, nil)
+	}
+	run := func(path string, conc int, req func(context.Context) error) *scenario {
+		calls := fake.Requests()
+		sc := c.run(ctx, set, res.store, path, conc, req)
+		sc.llm = fake.Requests() - calls
+		return sc
+	}
+	res.syncLow = run(syncPath, syncLow, syncReq)
+	res.syncHigh = run(syncPath, syncHigh, syncReq)
+	res.reads = run(readPath, readClients, readReq)
+}
+
+// client is the load generator: one net/http client whose Transport keeps
+// an idle connection for every concurrent client, so that the figures do not
+// include connection churn; dials counts the connections it opens.
+type client struct {
+	http  *http.Client
+	base  string
+	dials atomic.Int64
+}
+
+func newClient(conc int, timeout time.Duration) *client {
+	c := &client{}
+	d := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
+	c.http = &http.Client{Timeout: timeout, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c.dials.Add(1)
+			return d.DialContext(ctx, network, addr)
+		},
+		MaxIdleConns:        2 * conc,
+		MaxIdleConnsPerHost: 2 * conc,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+	}}
+	return c
+}
+
+// statusError is an answer other than 2xx.
+type statusError struct {
+	status int
+	body   string
+}
+
+func (e *statusError) Error() string { return fmt.Sprintf("HTTP %d: %s", e.status, e.body) }
+
+// do sends one request and reads the whole answer (so that the connection is
+// reused); out, when set, receives the JSON body of a 2xx answer.
+func (c *client) do(ctx context.Context, method, path, key string, body []byte, out any) error {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	if err != nil {
+		return err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if strings.HasPrefix(key, "Bearer ") {
+		req.Header.Set("Authorization", key)
+	} else if key != "" {
+		req.Header.Set("X-API-Key", key)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode/100 != 2 {
+		msg := string(raw)
+		if len(msg) > 200 {
+			msg = msg[:200] + "..."
+		}
+		return &statusError{status: resp.StatusCode, body: msg}
+	}
+	if out != nil {
+		return json.Unmarshal(raw, out)
+	}
+	return nil
+}
+
+type tenant struct{ key, schemaID, recordID string }
+
+// setup registers a user, creates an access key and a schema, and runs one
+// enrichment for a record to read, all through the API.
+func (c *client) setup(ctx context.Context) (tenant, error) {
+	var ten tenant
+	var sess struct {
+		AccessToken string `json:"access_token"`
+	}
+	if err := c.do(ctx, http.MethodPost, "/api/auth/register", "",
+		[]byte(`{"email": "load@example.com", "password": "a long load password", "organization": "Load"}`), &sess); err != nil {
+		return ten, fmt.Errorf("register: %w", err)
+	}
+	var key struct {
+		Key string `json:"key"`
+	}
+	if err := c.do(ctx, http.MethodPost, "/api/auth/api-keys", "Bearer "+sess.AccessToken,
+		[]byte(`{"name": "load", "role": "editor"}`), &key); err != nil {
+		return ten, fmt.Errorf("create an access key: %w", err)
+	}
+	ten.key = key.Key
+	raw, _ := json.Marshal(map[string]any{"name": "Company", "schema": json.RawMessage(schemaDoc)})
+	var sc struct {
+		ID string `json:"id"`
+	}
+	if err := c.do(ctx, http.MethodPost, "/api/schema/saved", ten.key, raw, &sc); err != nil {
+		return ten, fmt.Errorf("create a schema: %w", err)
+	}
+	ten.schemaID = sc.ID
+	raw, _ = json.Marshal(map[string]any{"entity_data": map[string]any{"name": "Acme", "industry": "Anvils"},
+		"schema_id": sc.ID, "model": providerName + "::" + modelName, "strategy": "single_pass"})
+	var out struct {
+		Status   string `json:"status"`
+		RecordID string `json:"record_id"`
+	}
+	if err := c.do(ctx, http.MethodPost, syncPath, ten.key, raw, &out); err != nil {
+		return ten, fmt.Errorf("first enrichment: %w", err)
+	}
+	if out.Status != "completed" || out.RecordID == "" {
+		return ten, fmt.Errorf("first enrichment: status %q, record_id %q", out.Status, out.RecordID)
+	}
+	ten.recordID = out.RecordID
+	if err := c.do(ctx, http.MethodGet, "/api/records/"+ten.recordID, ten.key, nil, nil); err != nil {
+		return ten, fmt.Errorf("read the record: %w", err)
+	}
+	return ten, nil
+}
+
+// run has conc clients send requests back to back for set.warmup, then for
+// set.duration. Requests started in the measured window count: the rate is
+// their number over the window (in a closed loop at steady state, starts and
+// completions run at the same rate).
+func (c *client) run(ctx context.Context, set settings, store, path string, conc int, req func(context.Context) error) *scenario {
+	sc := &scenario{path: path, store: store, clients: conc, failures: map[string]int{}}
+	start := time.Now().Add(set.warmup)
+	end := start.Add(set.duration)
+	var (
+		mu     sync.Mutex
+		lat    []time.Duration
+		wg     sync.WaitGroup
+		dials0 int64
+		once   sync.Once
+	)
+	// Dials are counted from the start of the measured window.
+	go func() {
+		time.Sleep(time.Until(start))
+		once.Do(func() { dials0 = c.dials.Load() })
+	}()
+	for range conc {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var mine []time.Duration
+			fails := map[string]int{}
+			timeouts, sent := 0, 0
+			for {
+				t0 := time.Now()
+				if !t0.Before(end) || ctx.Err() != nil {
+					break
+				}
+				err := req(ctx)
+				d := time.Since(t0)
+				sent++
+				if t0.Before(start) {
+					continue
+				}
+				switch {
+				case err == nil:
+					mine = append(mine, d)
+				case isTimeout(err):
+					timeouts++
+				default:
+					fails[errKind(err)]++
+				}
+			}
+			mu.Lock()
+			lat = append(lat, mine...)
+			sc.timeouts += timeouts
+			sc.sent += sent
+			for k, v := range fails {
+				sc.failures[k] += v
+				sc.errs += v
+			}
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	once.Do(func() { dials0 = c.dials.Load() })
+	sc.conns = c.dials.Load() - dials0
+	sc.ok = len(lat)
+	sc.rps = float64(sc.ok) / set.duration.Seconds()
+	sc.p50, sc.p99 = percentiles(lat)
+	return sc
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
+}
+
+func errKind(err error) string {
+	var se *statusError
+	if errors.As(err, &se) {
+		var body struct {
+			Code string `json:"code"`
+		}
+		_ = json.Unmarshal([]byte(se.body), &body)
+		if body.Code != "" {
+			return fmt.Sprintf("HTTP %d %s", se.status, body.Code)
+		}
+		return fmt.Sprintf("HTTP %d", se.status)
+	}
+	msg := err.Error()
+	if i := strings.LastIndex(msg, ": "); i >= 0 {
+		msg = msg[i+2:]
+	}
+	return msg
+}
+
+// logTally is a slog.Handler that counts the server's warnings and errors by
+// message, so that the report can say what went wrong under load.
+type logTally struct {
+	mu     sync.Mutex
+	counts map[string]int
+	sample map[string]string
+}
+
+func (l *logTally) Enabled(_ context.Context, lvl slog.Level) bool { return lvl >= slog.LevelWarn }
+
+func (l *logTally) Handle(_ context.Context, r slog.Record) error {
+	key := r.Level.String() + " " + r.Message
+	var attrs []string
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "error" || a.Key == "err" || a.Key == "code" || a.Key == "status" {
+			attrs = append(attrs, a.String())
+		}
+		return true
+	})
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.counts[key]++
+	if l.sample == nil {
+		l.sample = map[string]string{}
+	}
+	if _, ok := l.sample[key]; !ok && len(attrs) > 0 {
+		msg := strings.Join(attrs, " ")
+		if len(msg) > 200 {
+			msg = msg[:200] + "..."
+		}
+		l.sample[key] = msg
+	}
+	return nil
+}
+
+func (l *logTally) WithAttrs([]slog.Attr) slog.Handler { return l }
+func (l *logTally) WithGroup(string) slog.Handler      { return l }
+
+// summary lists the messages, most frequent first.
+func (l *logTally) summary() []string {
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	keys := make([]string, 0, len(l.counts))
+	for k := range l.counts {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return l.counts[keys[i]] > l.counts[keys[j]] })
+	out := make([]string, 0, len(keys))
+	for _, k := range keys {
+		line := fmt.Sprintf("%d× %s", l.counts[k], k)
+		if s := l.sample[k]; s != "" {
+			line += " (e.g. " + s + ")"
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
+func percentiles(d []time.Duration) (p50, p99 time.Duration) {
+	if len(d) == 0 {
+		return 0, 0
+	}
+	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+	return d[len(d)/2], d[min(len(d)-1, len(d)*99/100)]
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// report prints the figures and the goals evaluated from them.
+func report(w io.Writer, set settings, commit commitResult, mem, pg *storeResult, llmCalls int) {
+	fmt.Fprintf(w, "\n=== enrich load: %s, %s/%s, %d CPUs, GOMAXPROCS %d, %s\n", time.Now().Format(time.RFC3339),
+		runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version())
+	fmt.Fprintf(w, "real HTTP over loopback to an in-process server (enrich.NewServer + Serve on 127.0.0.1:0), X-API-Key auth, "+
+		"auth cache off, default workers;\neach scenario: %s warm-up, then %s measured; per-request timeout %s; "+
+		"LLM: %s::%s on test/fakeopenai, answering at once\n\n", set.warmup, set.duration, set.timeout, providerName, modelName)
+
+	switch {
+	case commit.method != "":
+		fmt.Fprintf(w, "PostgreSQL commit latency: %.3f ms (%s)\n", commit.ms, commit.method)
+		if commit.note != "" {
+			fmt.Fprintf(w, "  note: %s\n", commit.note)
+		}
+	default:
+		fmt.Fprintf(w, "PostgreSQL commit latency: %s\n", commit.note)
+	}
+	fmt.Fprintln(w)
+
+	fmt.Fprintf(w, "enrich/sync: single_pass, one LLM call; conns opened: connections the load generator dialled in the measured window;\n"+
+		"LLM calls/req: calls the fake server answered per request answered, warm-up included (above 1: retries)\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "request\tstore\tclients\treq/s\tp50 ms\tp99 ms\tok\terrors\ttimeouts\tconns opened\tLLM calls/req")
+	var notes []string
+	for _, s := range []*storeResult{mem, pg} {
+		for _, row := range []struct {
+			path    string
+			clients int
+			sc      *scenario
+		}{{syncPath, syncLow, s.syncLow}, {syncPath, syncHigh, s.syncHigh},
+			{"GET " + readPath, readClients, s.reads}} {
+			path := row.path
+			if !strings.HasPrefix(path, "GET ") {
+				path = "POST " + path
+			}
+			if row.sc == nil {
+				why := s.note
+				switch {
+				case s.startupErr != "":
+					why = "server could not start: " + s.startupErr
+				case s.setupErr != "":
+					why = "setup failed: " + s.setupErr
+				case why == "":
+					why = "not run"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%d\t-\t-\t-\t-\t-\t-\t-\t-\n", path, s.store, row.clients)
+				notes = append(notes, fmt.Sprintf("%s at %d clients on %s: %s", path, row.clients, s.store, why))
+				continue
+			}
+			sc := row.sc
+			perReq := "-"
+			if sc.sent > 0 && row.sc != s.reads {
+				perReq = fmt.Sprintf("%.2f", float64(sc.llm)/float64(sc.sent))
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%.2f\t%.2f\t%d\t%d\t%d\t%d\t%s\n", path, s.store, sc.clients, sc.rps, ms(sc.p50), ms(sc.p99),
+				sc.ok, sc.errs, sc.timeouts, sc.conns, perReq)
+			if len(sc.failures) > 0 {
+				kinds := make([]string, 0, len(sc.failures))
+				for k, v := range sc.failures {
+					kinds = append(kinds, fmt.Sprintf("%d× %s", v, k))
+				}
+				sort.Strings(kinds)
+				notes = append(notes, fmt.Sprintf("%s at %d clients on %s: errors: %s", path, sc.clients, s.store, strings.Join(kinds, ", ")))
+			}
+		}
+	}
+	_ = tw.Flush()
+	for _, n := range notes {
+		fmt.Fprintf(w, "  note: %s\n", n)
+	}
+	for _, s := range []*storeResult{mem, pg} {
+		if lines := s.logs.summary(); len(lines) > 0 {
+			fmt.Fprintf(w, "  server warnings and errors on %s:\n", s.store)
+			for i, l := range lines {
+				if i == 8 {
+					fmt.Fprintf(w, "    ... and %d more kinds\n", len(lines)-i)
+					break
+				}
+				fmt.Fprintf(w, "    %s\n", l)
+			}
+		}
+	}
+	fmt.Fprintf(w, "  (LLM calls answered by the fake server in this run: %d)\n\n", llmCalls)
+
+	fmt.Fprintln(w, "Goals (issue 6):")
+	verdict := func(ok bool) string {
+		if ok {
+			return "PASS"
+		}
+		return "FAIL"
+	}
+	// (a) latency at one client.
+	switch {
+	case commit.method == "" || mem.syncLow == nil || pg.syncLow == nil || mem.syncLow.ok == 0 || pg.syncLow.ok == 0:
+		fmt.Fprintln(w, "  (a) 1 client, PostgreSQL p50 <= memory p50 + 2 x commit + 0.5 ms: N/A (missing figures)")
+	default:
+		limit := ms(mem.syncLow.p50) + 2*commit.ms + 0.5
+		got := ms(pg.syncLow.p50)
+		fmt.Fprintf(w, "  (a) 1 client, PostgreSQL p50 <= memory p50 + 2 x commit + 0.5 ms: %.2f ms <= %.2f + 2 x %.3f + 0.5 = %.2f ms: %s\n",
+			got, ms(mem.syncLow.p50), commit.ms, limit, verdict(got <= limit))
+	}
+	ratio := func(label string, m, p *scenario, want float64) {
+		if m == nil || p == nil || m.ok == 0 || p.ok == 0 {
+			fmt.Fprintf(w, "  %s: N/A (missing figures)\n", label)
+			return
+		}
+		r := p.rps / m.rps
+		fmt.Fprintf(w, "  %s: %.0f vs %.0f req/s = %.1f%% (want >= %.0f%%): %s\n", label, p.rps, m.rps, 100*r, 100*want, verdict(r >= want))
+	}
+	ratio("(b) 16 clients, enrich/sync PostgreSQL throughput >= 40% of memory's", mem.syncHigh, pg.syncHigh, 0.40)
+	ratio("(c) 64 clients, GET /api/records/{id} PostgreSQL rate >= 25% of memory's", mem.reads, pg.reads, 0.25)
+	fmt.Fprintln(w)
+}
