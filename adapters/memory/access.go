@@ -50,6 +50,17 @@ func (s *OrgStore) GetOrg(_ context.Context, id string) (*access.Organization, e
 	return &o, nil
 }
 
+// LockOrg only checks that the organization exists: memory units of work
+// run one at a time (see UnitOfWork), which is a stronger lock.
+func (s *OrgStore) LockOrg(_ context.Context, id string) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if _, ok := s.orgs[id]; !ok {
+		return fmt.Errorf("memory: lock organization %s: %w", id, ports.ErrNotFound)
+	}
+	return nil
+}
+
 // UserStore keeps users in memory. Emails are unique whatever their case.
 type UserStore struct {
 	mu      sync.RWMutex
