@@ -252,6 +252,11 @@ func (s *APIKeyStore) UpdateKey(_ context.Context, orgID, id string, fn func(*ac
 func (s *APIKeyStore) RecordUsage(_ context.Context, usage []ports.KeyUsage) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.recordUsageLocked(usage)
+	return nil
+}
+
+func (s *APIKeyStore) recordUsageLocked(usage []ports.KeyUsage) {
 	for _, u := range usage {
 		k, ok := s.keys[u.KeyID]
 		if !ok {
@@ -264,5 +269,4 @@ func (s *APIKeyStore) RecordUsage(_ context.Context, usage []ports.KeyUsage) err
 		}
 		s.keys[u.KeyID] = k
 	}
-	return nil
 }

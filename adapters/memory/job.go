@@ -199,3 +199,61 @@ func (l *EventLog) List(_ context.Context, jobID string, after int64, limit int)
 	}
 	return out, nil
 }
+
+// The methods below undo the writes of a unit of work (see uow.go and
+// undo.go).
+
+func (s *JobStore) deleteJob(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.jobs, id)
+}
+
+func (s *JobStore) restoreJob(prev job.Job) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.jobs[prev.ID] = *cloneJob(prev)
+}
+
+// heartbeatUndoable is Heartbeat returning the previous heartbeat of every
+// job it changed.
+func (s *JobStore) heartbeatUndoable(ids []string, at time.Time) map[string]time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	prev := map[string]time.Time{}
+	for _, id := range ids {
+		j, ok := s.jobs[id]
+		if !ok || j.State.Terminal() {
+			continue
+		}
+		if _, seen := prev[id]; !seen {
+			prev[id] = j.HeartbeatAt
+		}
+		j.HeartbeatAt = ts(at)
+		s.jobs[id] = j
+	}
+	return prev
+}
+
+func (s *JobStore) restoreHeartbeats(prev map[string]time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id, at := range prev {
+		if j, ok := s.jobs[id]; ok {
+			j.HeartbeatAt = at
+			s.jobs[id] = j
+		}
+	}
+}
+
+// removeEvents deletes exactly these (JobID, Seq) pairs.
+func (l *EventLog) removeEvents(events []job.Event) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, e := range events {
+		if i, ok := l.find(e.JobID, e.Seq); ok {
+			evs := l.jobs[e.JobID]
+			l.jobs[e.JobID] = append(evs[:i], evs[i+1:]...)
+		}
+	}
+}
