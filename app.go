@@ -33,6 +33,9 @@ type Stores struct {
 	Events  ports.EventLog
 	// RefreshTokens keeps session refresh tokens.
 	RefreshTokens ports.RefreshTokenStore
+	// UoW runs units of work over the stores above (nil: changes that must
+	// agree are written one by one, without atomicity).
+	UoW ports.UnitOfWork
 	// Invalidations spreads cache invalidations between instances (nil: this
 	// process is the only one).
 	Invalidations ports.Invalidations

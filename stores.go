@@ -17,10 +17,14 @@ var memorySet = wire.NewSet(provideMemoryStores)
 var postgresSet = wire.NewSet(providePostgres, providePostgresStores)
 
 func provideMemoryStores() *Stores {
+	orgs, users, keys := memory.NewOrgStore(), memory.NewUserStore(), memory.NewAPIKeyStore()
+	schemas, records, jobs := memory.NewSchemaStore(), memory.NewRecordStore(), memory.NewJobStore()
+	events, refresh := memory.NewEventLog(), memory.NewRefreshTokenStore()
 	return &Stores{
-		Orgs: memory.NewOrgStore(), Users: memory.NewUserStore(), Keys: memory.NewAPIKeyStore(),
-		Schemas: memory.NewSchemaStore(), Records: memory.NewRecordStore(), Jobs: memory.NewJobStore(),
-		Events: memory.NewEventLog(), RefreshTokens: memory.NewRefreshTokenStore(), Kind: "memory",
+		Orgs: orgs, Users: users, Keys: keys, Schemas: schemas, Records: records, Jobs: jobs, Events: events,
+		RefreshTokens: refresh, Kind: "memory",
+		// The job queue (nil until the engine uses one) receives the enqueues of committed units.
+		UoW: memory.NewUnitOfWork(orgs, users, keys, schemas, records, jobs, events, refresh, nil),
 	}
 }
 
@@ -43,6 +47,7 @@ func providePostgresStores(db *bun.DB, cfg Config, lg *slog.Logger) *Stores {
 		Orgs: postgres.NewOrgStore(db), Users: postgres.NewUserStore(db), Keys: postgres.NewAPIKeyStore(db),
 		Schemas: postgres.NewSchemaStore(db), Records: postgres.NewRecordStore(db), Jobs: postgres.NewJobStore(db),
 		Events: postgres.NewEventLog(db), RefreshTokens: postgres.NewRefreshTokenStore(db),
+		UoW:           postgres.NewUnitOfWork(db, nil), // the queue's tx enqueuer: nil until the engine uses one
 		Invalidations: postgres.NewInvalidations(db, cfg.DatabaseURL, lg), Ready: func(ctx context.Context) error { return db.PingContext(ctx) },
 		Kind: "postgres",
 	}
