@@ -85,13 +85,20 @@ func TestEmbeddedRefusesLikeHTTP(t *testing.T) {
 				_, _, err := e.Access.CreateKey(ctx, p, app.NewKeyInput{Name: "lib", Role: &role})
 				return err
 			},
-			func(c string) int { return s.call("POST", "/api/auth/api-keys", c, obj{"name": "http", "role": "operator"}, nil) }},
+			func(c string) int {
+				return s.call("POST", "/api/auth/api-keys", c, obj{"name": "http", "role": "operator"}, nil)
+			}},
 		{"ListKeys", "owner", true,
 			func(p *access.Principal) error { _, err := e.Access.ListKeys(ctx, p); return err },
 			func(c string) int { return s.call("GET", "/api/auth/api-keys", c, nil, nil) }},
 		{"SetKeyRole", "owner", false,
-			func(p *access.Principal) error { _, err := e.Access.SetKeyRole(ctx, p, newKey(), access.Owner); return err },
-			func(c string) int { return s.call("PATCH", "/api/auth/api-keys/"+newKey(), c, obj{"role": "owner"}, nil) }},
+			func(p *access.Principal) error {
+				_, err := e.Access.SetKeyRole(ctx, p, newKey(), access.Owner)
+				return err
+			},
+			func(c string) int {
+				return s.call("PATCH", "/api/auth/api-keys/"+newKey(), c, obj{"role": "owner"}, nil)
+			}},
 		{"RevokeKey", "owner", false,
 			func(p *access.Principal) error { return e.Access.RevokeKey(ctx, p, newKey()) },
 			func(c string) int { return s.call("DELETE", "/api/auth/api-keys/"+newKey(), c, nil, nil) }},
@@ -100,7 +107,9 @@ func TestEmbeddedRefusesLikeHTTP(t *testing.T) {
 				_, err := e.Schemas.Create(ctx, p, app.NewSchemaInput{Name: "lib", Schema: schemaDoc})
 				return err
 			},
-			func(c string) int { return s.call("POST", "/api/schema/saved", c, obj{"name": "http", "schema": schemaDoc}, nil) }},
+			func(c string) int {
+				return s.call("POST", "/api/schema/saved", c, obj{"name": "http", "schema": schemaDoc}, nil)
+			}},
 		{"ListSchemas", "operator", true,
 			func(p *access.Principal) error { _, err := e.Schemas.List(ctx, p, page.Request{}); return err },
 			func(c string) int { return s.call("GET", "/api/schema/saved", c, nil, nil) }},
@@ -108,7 +117,10 @@ func TestEmbeddedRefusesLikeHTTP(t *testing.T) {
 			func(p *access.Principal) error { _, err := e.Schemas.Get(ctx, p, schemaID); return err },
 			func(c string) int { return s.call("GET", "/api/schema/saved/"+schemaID, c, nil, nil) }},
 		{"ListRecords", "operator", true,
-			func(p *access.Principal) error { _, err := e.Records.List(ctx, p, ports.RecordFilter{}, page.Request{}); return err },
+			func(p *access.Principal) error {
+				_, err := e.Records.List(ctx, p, ports.RecordFilter{}, page.Request{})
+				return err
+			},
 			func(c string) int { return s.call("GET", "/api/records", c, nil, nil) }},
 	}
 
