@@ -31,11 +31,10 @@ type Stores struct {
 	Records ports.RecordStore
 	Jobs    ports.JobStore
 	Events  ports.EventLog
+	// UoW runs writes that must agree in one transaction.
+	UoW ports.UnitOfWork
 	// RefreshTokens keeps session refresh tokens.
 	RefreshTokens ports.RefreshTokenStore
-	// UoW runs units of work over the stores above (nil: changes that must
-	// agree are written one by one, without atomicity).
-	UoW ports.UnitOfWork
 	// Invalidations spreads cache invalidations between instances (nil: this
 	// process is the only one).
 	Invalidations ports.Invalidations
