@@ -92,7 +92,7 @@ func provideAccess(cfg Config, st *Stores, pw ports.Passwords, clock ports.Clock
 			admins[e] = true
 		}
 	}
-	return &app.AccessService{Orgs: st.Orgs, Users: st.Users, Keys: st.Keys, Passwords: pw,
+	return &app.AccessService{UoW: st.UoW, Orgs: st.Orgs, Users: st.Users, Keys: st.Keys, Passwords: pw,
 		Access: crypto.NewTokens([]byte(cfg.JWTSecret), cfg.AccessTokenTTL, now), RefreshTokens: st.RefreshTokens,
 		Throttle: access.NewThrottle(), SysAdminEmails: admins, CacheTTL: cfg.AuthCacheTTL, Invalidations: st.Invalidations,
 		Clock: clock, IDs: ids, Log: lg, AccessTTL: cfg.AccessTokenTTL}

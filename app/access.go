@@ -19,6 +19,10 @@ import (
 // AccessService registers organizations, signs users in, and turns
 // credentials (access keys, session tokens) into principals.
 type AccessService struct {
+	// UoW runs the changes whose writes must agree (registration, member
+	// changes) in one unit of work. Without one, they write through the
+	// stores below one by one, with no atomicity.
+	UoW       ports.UnitOfWork
 	Orgs      ports.OrgStore
 	Users     ports.UserStore
 	Keys      ports.APIKeyStore
@@ -87,7 +91,9 @@ func checkCredentials(email, password string) (string, error) {
 	return email, nil
 }
 
-// Register creates an organization and its owner.
+// Register creates an organization, its owner and the owner's first session
+// in one unit of work: a failure leaves no organization without an owner and
+// no owner without a way in.
 func (s *AccessService) Register(ctx context.Context, email, password, orgName string) (*Session, error) {
 	email, err := checkCredentials(email, password)
 	if err != nil {
@@ -97,8 +103,10 @@ func (s *AccessService) Register(ctx context.Context, email, password, orgName s
 	if orgName == "" || len(orgName) > 200 {
 		return nil, Invalid("organization", "organization must be 1 to 200 characters")
 	}
+	// Checked before hashing, which is slow on purpose; the unique email
+	// index still decides a race.
 	if _, err := s.Users.GetUserByEmail(ctx, email); err == nil {
-		return nil, coded(ports.ErrConflict, "email_taken", "an account with this email exists")
+		return nil, errEmailTaken
 	} else if !errors.Is(err, ports.ErrNotFound) {
 		return nil, err
 	}
@@ -107,20 +115,40 @@ func (s *AccessService) Register(ctx context.Context, email, password, orgName s
 		return nil, err
 	}
 	now := s.Clock.Now()
-	org := &access.Organization{ID: s.IDs.NewID(), Name: orgName, CreatedAt: now}
-	if err := s.Orgs.CreateOrg(ctx, org); err != nil {
-		return nil, err
-	}
-	u := &access.User{ID: s.IDs.NewID(), OrgID: org.ID, Email: email, PasswordHash: hash,
-		Role: access.Owner, Status: access.UserActive, CreatedAt: now}
-	if err := s.Users.CreateUser(ctx, u); err != nil {
-		if errors.Is(err, ports.ErrConflict) {
-			return nil, coded(ports.ErrConflict, "email_taken", "an account with this email exists")
+	var sess *Session
+	err = s.inTx(ctx, func(ctx context.Context, r ports.Repos) error {
+		org := &access.Organization{ID: s.IDs.NewID(), Name: orgName, CreatedAt: now}
+		if err := r.Orgs.CreateOrg(ctx, org); err != nil {
+			return err
 		}
+		u := &access.User{ID: s.IDs.NewID(), OrgID: org.ID, Email: email, PasswordHash: hash,
+			Role: access.Owner, Status: access.UserActive, CreatedAt: now}
+		if err := r.Users.CreateUser(ctx, u); err != nil {
+			if errors.Is(err, ports.ErrConflict) {
+				return errEmailTaken
+			}
+			return err
+		}
+		var err error
+		sess, err = s.session(ctx, r.RefreshTokens, u, org, "")
+		return err
+	})
+	if err != nil {
 		return nil, err
 	}
-	s.Log.Info("organization registered", "org_id", org.ID, "user_id", u.ID)
-	return s.session(ctx, u, org, "")
+	s.Log.Info("organization registered", "org_id", sess.Org.ID, "user_id", sess.User.ID)
+	return sess, nil
+}
+
+var errEmailTaken = coded(ports.ErrConflict, "email_taken", "an account with this email exists")
+
+// inTx runs fn in a unit of work or, without one, on the service's own
+// stores (writes one by one, not atomic).
+func (s *AccessService) inTx(ctx context.Context, fn func(ctx context.Context, r ports.Repos) error) error {
+	if s.UoW != nil {
+		return s.UoW.InTx(ctx, fn)
+	}
+	return fn(ctx, ports.Repos{Orgs: s.Orgs, Users: s.Users, Keys: s.Keys, RefreshTokens: s.RefreshTokens})
 }
 
 // ErrTooManyAttempts is the kind of a throttled login (429).
@@ -172,7 +200,7 @@ func (s *AccessService) login(ctx context.Context, email, password string) (*Ses
 	if err != nil {
 		return nil, err
 	}
-	return s.session(ctx, u, org, "")
+	return s.session(ctx, s.RefreshTokens, u, org, "")
 }
 
 var errBadRefresh = coded(access.ErrUnauthenticated, "invalid_token", "invalid, expired or revoked refresh token")
@@ -206,7 +234,7 @@ func (s *AccessService) RefreshSession(ctx context.Context, refresh string) (*Se
 	if err != nil {
 		return nil, err
 	}
-	return s.session(ctx, u, org, t.FamilyID)
+	return s.session(ctx, s.RefreshTokens, u, org, t.FamilyID)
 }
 
 // Logout revokes the refresh token's family; revoking twice is not an error.
@@ -225,8 +253,9 @@ func (s *AccessService) Logout(ctx context.Context, refresh string) error {
 const refreshTTL = 7 * 24 * time.Hour
 
 // session issues an access token and a refresh token of family (a new family
-// when empty).
-func (s *AccessService) session(ctx context.Context, u *access.User, org *access.Organization, family string) (*Session, error) {
+// when empty), stored in tokens.
+func (s *AccessService) session(ctx context.Context, tokens ports.RefreshTokenStore, u *access.User, org *access.Organization,
+	family string) (*Session, error) {
 	now := s.Clock.Now()
 	at, err := s.Access.Issue(ports.TokenClaims{UserID: u.ID, OrgID: u.OrgID, ExpiresAt: now.Add(s.AccessTTL)})
 	if err != nil {
@@ -240,7 +269,7 @@ func (s *AccessService) session(ctx context.Context, u *access.User, org *access
 	if family == "" {
 		family = s.IDs.NewID()
 	}
-	if err := s.RefreshTokens.CreateRefreshToken(ctx, &access.RefreshToken{ID: s.IDs.NewID(), FamilyID: family, UserID: u.ID,
+	if err := tokens.CreateRefreshToken(ctx, &access.RefreshToken{ID: s.IDs.NewID(), FamilyID: family, UserID: u.ID,
 		OrgID: u.OrgID, Hash: access.HashKey(rt), CreatedAt: now, ExpiresAt: now.Add(refreshTTL)}); err != nil {
 		return nil, err
 	}
@@ -319,6 +348,9 @@ type NewKeyInput struct {
 
 // CreateKey creates an access key and returns it with its only clear copy.
 func (s *AccessService) CreateKey(ctx context.Context, p *access.Principal, in NewKeyInput) (*access.APIKey, string, error) {
+	if err := access.Authorize(p, access.ActCreateKey); err != nil {
+		return nil, "", err
+	}
 	name := strings.TrimSpace(in.Name)
 	if name == "" || len(name) > 200 {
 		return nil, "", Invalid("name", "name must be 1 to 200 characters")
@@ -379,11 +411,17 @@ func (s *AccessService) CreateKey(ctx context.Context, p *access.Principal, in N
 
 // ListKeys lists the organization's keys.
 func (s *AccessService) ListKeys(ctx context.Context, p *access.Principal) ([]*access.APIKey, error) {
+	if err := access.Authorize(p, access.ActListKeys); err != nil {
+		return nil, err
+	}
 	return s.Keys.ListKeys(ctx, p.OrgID)
 }
 
 // SetKeyRole changes an organization key's role in place.
 func (s *AccessService) SetKeyRole(ctx context.Context, p *access.Principal, id string, role access.Role) (*access.APIKey, error) {
+	if err := access.Authorize(p, access.ActSetKeyRole); err != nil {
+		return nil, err
+	}
 	if !role.Valid() {
 		return nil, Invalid("role", "role must be owner, editor or operator")
 	}
@@ -405,6 +443,9 @@ func (s *AccessService) SetKeyRole(ctx context.Context, p *access.Principal, id 
 
 // RevokeKey revokes a key for good. Revoking twice is not an error.
 func (s *AccessService) RevokeKey(ctx context.Context, p *access.Principal, id string) error {
+	if err := access.Authorize(p, access.ActRevokeKey); err != nil {
+		return err
+	}
 	now := s.Clock.Now()
 	_, err := s.Keys.UpdateKey(ctx, p.OrgID, id, func(k *access.APIKey) error {
 		if k.RevokedAt == nil {
@@ -422,6 +463,9 @@ func (s *AccessService) RevokeKey(ctx context.Context, p *access.Principal, id s
 // Me returns the user behind a principal (nil for an organization key) and
 // its organization.
 func (s *AccessService) Me(ctx context.Context, p *access.Principal) (*access.User, *access.Organization, error) {
+	if err := access.Authorize(p, access.ActMe); err != nil {
+		return nil, nil, err
+	}
 	org, err := s.Orgs.GetOrg(ctx, p.OrgID)
 	if err != nil {
 		return nil, nil, err

@@ -27,6 +27,9 @@ type JobService struct {
 
 // Get returns one of the organization's jobs.
 func (s *JobService) Get(ctx context.Context, p *access.Principal, id string) (*job.Job, error) {
+	if err := access.Authorize(p, access.ActFollowJob); err != nil {
+		return nil, err
+	}
 	j, err := s.Jobs.GetJob(ctx, p.OrgID, id)
 	if errors.Is(err, ports.ErrNotFound) {
 		return nil, coded(ports.ErrNotFound, "not_found", "job %s not found", id)
@@ -40,6 +43,9 @@ func (s *JobService) Get(ctx context.Context, p *access.Principal, id string) (*
 // elsewhere is fenced off by the cancel's own commit, and its replica is told
 // to stop.
 func (s *JobService) Cancel(ctx context.Context, p *access.Principal, id, reason string) (*job.Job, error) {
+	if err := access.Authorize(p, access.ActCancelJob); err != nil {
+		return nil, err
+	}
 	if _, err := s.Get(ctx, p, id); err != nil {
 		return nil, err
 	}
@@ -72,6 +78,9 @@ func (s *JobService) Cancel(ctx context.Context, p *access.Principal, id, reason
 
 // Continue resumes a paused job.
 func (s *JobService) Continue(ctx context.Context, p *access.Principal, id string) (*job.Job, error) {
+	if err := access.Authorize(p, access.ActContinueJob); err != nil {
+		return nil, err
+	}
 	if _, err := s.Get(ctx, p, id); err != nil {
 		return nil, err
 	}

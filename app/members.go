@@ -11,6 +11,9 @@ import (
 
 // ListMembers lists the organization's users.
 func (s *AccessService) ListMembers(ctx context.Context, p *access.Principal) ([]*access.User, error) {
+	if err := access.Authorize(p, access.ActListMembers); err != nil {
+		return nil, err
+	}
 	us, err := s.Users.ListUsers(ctx, p.OrgID)
 	for _, u := range us {
 		u.SysAdmin = s.isSysAdmin(u)
@@ -27,6 +30,9 @@ type NewMemberInput struct {
 
 // AddMember creates a user in the caller's organization with a role.
 func (s *AccessService) AddMember(ctx context.Context, p *access.Principal, in NewMemberInput) (*access.User, error) {
+	if err := access.Authorize(p, access.ActAddMember); err != nil {
+		return nil, err
+	}
 	email, err := checkCredentials(in.Email, in.Password)
 	if err != nil {
 		return nil, err
@@ -52,24 +58,45 @@ func (s *AccessService) AddMember(ctx context.Context, p *access.Principal, in N
 
 // UpdateMember changes a member's role or status. Deactivation ends the
 // member's sessions and legacy keys at once.
+//
+// The owner count and the change are one unit of work that first locks the
+// organization, so member changes of one organization take turns: two owners
+// demoting each other at once cannot leave it without an owner (the second
+// sees one owner left and gets member_change_refused).
 func (s *AccessService) UpdateMember(ctx context.Context, p *access.Principal, id string, c access.MemberChange) (*access.User, error) {
-	members, err := s.Users.ListUsers(ctx, p.OrgID)
-	if err != nil {
+	if err := access.Authorize(p, access.ActUpdateMember); err != nil {
 		return nil, err
 	}
-	owners := 0
-	for _, m := range members {
-		if m.Role == access.Owner && m.Active() {
-			owners++
+	var u *access.User
+	err := s.inTx(ctx, func(ctx context.Context, r ports.Repos) error {
+		if err := r.Orgs.LockOrg(ctx, p.OrgID); err != nil {
+			return err
 		}
-	}
-	u, err := s.Users.UpdateUser(ctx, p.OrgID, id, func(u *access.User) error {
-		err := access.ApplyMemberChange(p.UserID, u, c, owners)
-		switch {
-		case errors.Is(err, access.ErrLastOwner), errors.Is(err, access.ErrSelf):
-			return coded(ports.ErrConflict, "member_change_refused", "%v", err)
-		case err != nil:
-			return Invalid("role", "%v", err)
+		members, err := r.Users.ListUsers(ctx, p.OrgID)
+		if err != nil {
+			return err
+		}
+		owners := 0
+		for _, m := range members {
+			if m.Role == access.Owner && m.Active() {
+				owners++
+			}
+		}
+		u, err = r.Users.UpdateUser(ctx, p.OrgID, id, func(u *access.User) error {
+			err := access.ApplyMemberChange(p.UserID, u, c, owners)
+			switch {
+			case errors.Is(err, access.ErrLastOwner), errors.Is(err, access.ErrSelf):
+				return coded(ports.ErrConflict, "member_change_refused", "%v", err)
+			case err != nil:
+				return Invalid("role", "%v", err)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if !u.Active() {
+			return r.RefreshTokens.RevokeUserTokens(ctx, u.ID, s.Clock.Now())
 		}
 		return nil
 	})
@@ -80,11 +107,6 @@ func (s *AccessService) UpdateMember(ctx context.Context, p *access.Principal, i
 		return nil, err
 	}
 	s.invalidate(ctx, "user", u.ID)
-	if !u.Active() {
-		if err := s.RefreshTokens.RevokeUserTokens(ctx, u.ID, s.Clock.Now()); err != nil {
-			return nil, err
-		}
-	}
 	s.Log.Info("member updated", "org_id", p.OrgID, "user_id", u.ID, "role", u.Role, "status", u.Status, "by", p.UserID)
 	u.SysAdmin = s.isSysAdmin(u)
 	return u, nil

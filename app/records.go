@@ -17,6 +17,9 @@ type RecordService struct {
 
 // Get returns one of the organization's records.
 func (s *RecordService) Get(ctx context.Context, p *access.Principal, id string) (*enrichment.Record, error) {
+	if err := access.Authorize(p, access.ActGetRecord); err != nil {
+		return nil, err
+	}
 	r, err := s.Records.GetRecord(ctx, p.OrgID, id)
 	if errors.Is(err, ports.ErrNotFound) {
 		return nil, coded(ports.ErrNotFound, "not_found", "record %s not found", id)
@@ -26,6 +29,9 @@ func (s *RecordService) Get(ctx context.Context, p *access.Principal, id string)
 
 // List returns a page of the organization's records, newest first.
 func (s *RecordService) List(ctx context.Context, p *access.Principal, f ports.RecordFilter, pr page.Request) (page.Result[*enrichment.Record], error) {
+	if err := access.Authorize(p, access.ActListRecords); err != nil {
+		return page.Result[*enrichment.Record]{}, err
+	}
 	switch f.Type {
 	case "", enrichment.RecordEnrichment:
 	default:

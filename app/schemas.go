@@ -32,6 +32,9 @@ type NewSchemaInput struct {
 // Create validates and saves a schema. A document that is not valid JSON
 // Schema is rejected with the validator's message.
 func (s *SchemaService) Create(ctx context.Context, p *access.Principal, in NewSchemaInput) (*schema.Schema, error) {
+	if err := access.Authorize(p, access.ActCreateSchema); err != nil {
+		return nil, err
+	}
 	if len(in.Schema) == 0 || string(in.Schema) == "null" {
 		return nil, Invalid("schema", "schema is required")
 	}
@@ -59,6 +62,9 @@ func (s *SchemaService) Create(ctx context.Context, p *access.Principal, in NewS
 
 // Get returns one of the organization's schemas.
 func (s *SchemaService) Get(ctx context.Context, p *access.Principal, id string) (*schema.Schema, error) {
+	if err := access.Authorize(p, access.ActGetSchema); err != nil {
+		return nil, err
+	}
 	sc, err := s.Schemas.GetSchema(ctx, p.OrgID, id)
 	if errors.Is(err, ports.ErrNotFound) {
 		return nil, coded(ports.ErrNotFound, "not_found", "schema %s not found", id)
@@ -68,6 +74,9 @@ func (s *SchemaService) Get(ctx context.Context, p *access.Principal, id string)
 
 // List returns a page of the organization's schemas, newest first.
 func (s *SchemaService) List(ctx context.Context, p *access.Principal, pr page.Request) (page.Result[*schema.Schema], error) {
+	if err := access.Authorize(p, access.ActListSchemas); err != nil {
+		return page.Result[*schema.Schema]{}, err
+	}
 	return s.Schemas.ListSchemas(ctx, p.OrgID, pr)
 }
 

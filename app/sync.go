@@ -13,6 +13,9 @@ import (
 // Start validates the request and creates the job with its queue entry. It
 // returns the job for the SSE stream.
 func (s *EnrichmentService) Start(ctx context.Context, p *access.Principal, req EnrichRequest) (*job.Job, error) {
+	if err := access.Authorize(p, access.ActEnrich); err != nil {
+		return nil, err
+	}
 	pl, err := s.prepare(ctx, p.OrgID, req)
 	if err != nil {
 		return nil, err

@@ -35,6 +35,12 @@ type IDs interface {
 type OrgStore interface {
 	CreateOrg(ctx context.Context, o *access.Organization) error
 	GetOrg(ctx context.Context, id string) (*access.Organization, error)
+	// LockOrg takes the organization's lock until the end of the unit of
+	// work it runs in (UnitOfWork.InTx), so that units that check and change
+	// the organization's membership (its last owner) run one after another.
+	// Outside a unit of work it only checks that the organization exists.
+	// Unknown id: ErrNotFound.
+	LockOrg(ctx context.Context, id string) error
 }
 
 // UserStore keeps users. Emails are unique across the service (ErrConflict).

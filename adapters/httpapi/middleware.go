@@ -124,7 +124,7 @@ func credential(r *http.Request, allowQuery bool) (string, bool, error) {
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tmpl := routeTemplate(r)
-		if cat, _ := access.CategoryOf(r.Method, tmpl); cat == access.CatPublic {
+		if public(r.Method, tmpl) {
 			// A stale credential must not block login or registration.
 			next.ServeHTTP(w, r)
 			return
@@ -157,11 +157,11 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 	})
 }
 
-// authorize applies domain/access's policy for the matched route.
+// authorize refuses early, before a body is read, what the matched route's
+// use case would refuse: the same rule (domain/access) decides both.
 func (s *Server) authorize(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		cat, _ := access.CategoryOf(r.Method, routeTemplate(r))
-		if err := access.Authorize(principal(r), cat, access.ScopeFor(r.Method)); err != nil {
+		if err := authorizeRoute(principal(r), r.Method, routeTemplate(r)); err != nil {
 			s.Error(w, r, err)
 			return
 		}

@@ -17,8 +17,6 @@ import (
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 	"github.com/gorilla/mux"
 	"github.com/matryer/is"
-
-	"github.com/entityenrich/enrich/domain/access"
 )
 
 func TestOpenAPILoadSpec(t *testing.T) {
@@ -56,7 +54,7 @@ func TestOpenAPIRoutesMatchPolicy(t *testing.T) {
 	doc, err := LoadSpec()
 	is.NoErr(err)
 	var want []SpecRoute
-	for _, r := range access.PolicyRoutes() {
+	for _, r := range PolicyRoutes() {
 		want = append(want, SpecRoute{r.Method, r.Path})
 	}
 	slices.SortFunc(want, func(a, b SpecRoute) int {
@@ -76,10 +74,10 @@ func TestOpenAPIConventions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	public := map[string]bool{}
-	for _, r := range access.PolicyRoutes() {
-		if c, _ := access.CategoryOf(r.Method, r.Path); c == access.CatPublic {
-			public[r.Path] = true
+	publicPaths := map[string]bool{}
+	for _, r := range PolicyRoutes() {
+		if public(r.Method, r.Path) {
+			publicPaths[r.Path] = true
 		}
 	}
 	ids := map[string]bool{}
@@ -94,8 +92,8 @@ func TestOpenAPIConventions(t *testing.T) {
 		}
 		ids[op.OperationID] = true
 		isPublic := op.Security != nil && len(*op.Security) == 0
-		if isPublic != public[sr.Path] {
-			t.Errorf("%s: public is %v, want %v", name, isPublic, public[sr.Path])
+		if isPublic != publicPaths[sr.Path] {
+			t.Errorf("%s: public is %v, want %v", name, isPublic, publicPaths[sr.Path])
 		}
 		if !isPublic {
 			for _, code := range []int{401, 403} {

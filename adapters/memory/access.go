@@ -50,6 +50,17 @@ func (s *OrgStore) GetOrg(_ context.Context, id string) (*access.Organization, e
 	return &o, nil
 }
 
+// LockOrg only checks that the organization exists: memory units of work
+// run one at a time (see UnitOfWork), which is a stronger lock.
+func (s *OrgStore) LockOrg(_ context.Context, id string) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if _, ok := s.orgs[id]; !ok {
+		return fmt.Errorf("memory: lock organization %s: %w", id, ports.ErrNotFound)
+	}
+	return nil
+}
+
 // UserStore keeps users in memory. Emails are unique whatever their case.
 type UserStore struct {
 	mu      sync.RWMutex
@@ -241,6 +252,11 @@ func (s *APIKeyStore) UpdateKey(_ context.Context, orgID, id string, fn func(*ac
 func (s *APIKeyStore) RecordUsage(_ context.Context, usage []ports.KeyUsage) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.recordUsageLocked(usage)
+	return nil
+}
+
+func (s *APIKeyStore) recordUsageLocked(usage []ports.KeyUsage) {
 	for _, u := range usage {
 		k, ok := s.keys[u.KeyID]
 		if !ok {
@@ -253,5 +269,4 @@ func (s *APIKeyStore) RecordUsage(_ context.Context, usage []ports.KeyUsage) err
 		}
 		s.keys[u.KeyID] = k
 	}
-	return nil
 }

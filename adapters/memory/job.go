@@ -208,3 +208,43 @@ func (l *EventLog) List(_ context.Context, jobID string, after int64, limit int)
 	}
 	return out, nil
 }
+
+// The methods below undo the writes of a unit of work (see uow.go and
+// undo.go).
+
+func (s *JobStore) deleteJob(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.jobs, id)
+}
+
+func (s *JobStore) restoreJob(prev job.Job) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.jobs[prev.ID] = *cloneJob(prev)
+}
+
+// snapshot copies the jobs with these ids (those that exist).
+func (s *JobStore) snapshot(ids []string) []job.Job {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []job.Job
+	for _, id := range ids {
+		if j, ok := s.jobs[id]; ok {
+			out = append(out, *cloneJob(j))
+		}
+	}
+	return out
+}
+
+// removeEvents deletes exactly these (JobID, Seq) pairs.
+func (l *EventLog) removeEvents(events []job.Event) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, e := range events {
+		if i, ok := l.find(e.JobID, e.Seq); ok {
+			evs := l.jobs[e.JobID]
+			l.jobs[e.JobID] = append(evs[:i], evs[i+1:]...)
+		}
+	}
+}

@@ -1,9 +1,14 @@
 package memory_test
 
 import (
+	"context"
+	"errors"
 	"testing"
 
+	"github.com/matryer/is"
+
 	"github.com/entityenrich/enrich/adapters/memory"
+	"github.com/entityenrich/enrich/domain/access"
 	"github.com/entityenrich/enrich/ports"
 	"github.com/entityenrich/enrich/test/contract"
 )
@@ -40,4 +45,65 @@ func TestJobStore(t *testing.T) {
 
 func TestEventLog(t *testing.T) {
 	contract.RunEventLog(t, func(*testing.T) ports.EventLog { return memory.NewEventLog() })
+}
+
+// newUoW builds a unit of work over fresh stores, with queue (nil: a
+// recording queue that the fixture reads).
+func newUoW(queue ports.JobEnqueuer) contract.UnitOfWorkFixture {
+	orgs, users, keys := memory.NewOrgStore(), memory.NewUserStore(), memory.NewAPIKeyStore()
+	schemas, records, jobs := memory.NewSchemaStore(), memory.NewRecordStore(), memory.NewJobStore()
+	events, refresh := memory.NewEventLog(), memory.NewRefreshTokenStore()
+	rec := &contract.RecordingQueue{}
+	if queue == nil {
+		queue = rec
+	}
+	return contract.UnitOfWorkFixture{
+		UoW: memory.NewUnitOfWork(orgs, users, keys, schemas, records, jobs, events, refresh, queue),
+		Repos: ports.Repos{Orgs: orgs, Users: users, Keys: keys, Schemas: schemas, Records: records, Jobs: jobs,
+			Events: events, RefreshTokens: refresh},
+		Delivered: rec.Jobs,
+	}
+}
+
+func TestUnitOfWork(t *testing.T) {
+	contract.RunUnitOfWork(t, func(*testing.T) contract.UnitOfWorkFixture { return newUoW(nil) })
+	contract.RunUnitOfWorkConcurrency(t, func(*testing.T) contract.UnitOfWorkFixture { return newUoW(nil) })
+}
+
+// refusingQueue refuses every job, like a queue that is full or stopping.
+type refusingQueue struct{}
+
+var errRefused = errors.New("queue refuses")
+
+func (refusingQueue) Enqueue(context.Context, ports.QueuedJob) error { return errRefused }
+
+// TestUnitOfWorkEnqueueRefused: the memory queue is handed the enqueues
+// after fn returned, so its refusal rolls the unit back there.
+func TestUnitOfWorkEnqueueRefused(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	f := newUoW(refusingQueue{})
+	org := &access.Organization{ID: "org-refused", Name: "x"}
+	err := f.UoW.InTx(ctx, func(ctx context.Context, r ports.Repos) error {
+		if err := r.Orgs.CreateOrg(ctx, org); err != nil {
+			return err
+		}
+		return r.Queue.Enqueue(ctx, ports.QueuedJob{JobID: "j", OrgID: org.ID}) // held until commit: nil
+	})
+	is.True(errors.Is(err, errRefused))
+	_, err = f.Repos.Orgs.GetOrg(ctx, org.ID)
+	is.True(errors.Is(err, ports.ErrNotFound)) // rolled back
+}
+
+// TestUnitOfWorkWithoutQueue: no queue, no Repos.Queue (as on PostgreSQL).
+func TestUnitOfWorkWithoutQueue(t *testing.T) {
+	is := is.New(t)
+	u := memory.NewUnitOfWork(memory.NewOrgStore(), memory.NewUserStore(), memory.NewAPIKeyStore(), memory.NewSchemaStore(),
+		memory.NewRecordStore(), memory.NewJobStore(), memory.NewEventLog(), memory.NewRefreshTokenStore(), nil)
+	is.NoErr(u.InTx(context.Background(), func(_ context.Context, r ports.Repos) error {
+		is.Equal(r.Queue, nil)
+		is.True(r.Orgs != nil && r.Users != nil && r.Keys != nil && r.Schemas != nil && r.Records != nil &&
+			r.Jobs != nil && r.Events != nil && r.RefreshTokens != nil)
+		return nil
+	}))
 }

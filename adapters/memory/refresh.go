@@ -78,13 +78,18 @@ func (s *RefreshTokenStore) RevokeUserTokens(_ context.Context, userID string, a
 	return nil
 }
 
-func (s *RefreshTokenStore) revoke(match func(*access.RefreshToken) bool, at time.Time) {
+// revoke revokes the matching tokens that are not revoked yet and returns
+// their ids (a unit of work undoes exactly those).
+func (s *RefreshTokenStore) revoke(match func(*access.RefreshToken) bool, at time.Time) []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	var ids []string
 	for id, t := range s.tokens {
 		if t.RevokedAt == nil && match(&t) {
 			t.RevokedAt = tsPtr(&at)
 			s.tokens[id] = t
+			ids = append(ids, id)
 		}
 	}
+	return ids
 }

@@ -52,6 +52,17 @@ func (s *OrgStore) GetOrg(ctx context.Context, id string) (*access.Organization,
 	return &access.Organization{ID: r.ID, Name: r.Name, CreatedAt: utc(r.CreatedAt)}, nil
 }
 
+// LockOrg locks the organization's row (SELECT … FOR UPDATE) until the end
+// of the transaction the store runs in. On a *bun.DB the statement is its own
+// transaction, so the lock ends at once and only existence is checked.
+func (s *OrgStore) LockOrg(ctx context.Context, id string) error {
+	var got string
+	if err := s.db.NewSelect().Model((*orgRow)(nil)).Column("id").Where("id = ?", id).For("UPDATE").Scan(ctx, &got); err != nil {
+		return notFound(err, "lock organization "+id)
+	}
+	return nil
+}
+
 type userRow struct {
 	bun.BaseModel `bun:"table:users"`
 

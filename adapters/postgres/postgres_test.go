@@ -101,6 +101,14 @@ func TestContract(t *testing.T) {
 			t.Run("EventLog", func(t *testing.T) {
 				contract.RunEventLog(t, func(*testing.T) ports.EventLog { return postgres.NewEventLog(db) })
 			})
+			t.Run("UnitOfWork", func(t *testing.T) {
+				contract.RunUnitOfWork(t, func(t *testing.T) contract.UnitOfWorkFixture { return uowFixture(t, db.DB) })
+			})
+			if b.parallel {
+				t.Run("UnitOfWorkConcurrency", func(t *testing.T) {
+					contract.RunUnitOfWorkConcurrency(t, func(t *testing.T) contract.UnitOfWorkFixture { return uowFixture(t, db.DB) })
+				})
+			}
 		})
 	}
 }

@@ -2,34 +2,120 @@ package postgres
 
 import (
 	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"strings"
+	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/uptrace/bun"
 
 	"github.com/entityenrich/enrich/ports"
 )
 
-// UnitOfWork runs functions in one PostgreSQL transaction.
+var _ ports.UnitOfWork = (*UnitOfWork)(nil)
+
+// txAttempts is how many times InTx runs a unit that keeps failing with a
+// serialization failure or a deadlock before it gives up.
+const txAttempts = 4
+
+// UnitOfWork runs units of work as PostgreSQL transactions at the default
+// isolation (READ COMMITTED): a unit that must see a stable view of several
+// rows locks them first (OrgStore.LockOrg, UpdateUser's FOR UPDATE).
 type UnitOfWork struct {
 	db    *bun.DB
 	queue func(tx bun.Tx) ports.JobEnqueuer
 }
 
-var _ ports.UnitOfWork = (*UnitOfWork)(nil)
-
-// NewUnitOfWork returns a unit of work on db; queue, when set, gives the
-// enqueuer bound to a transaction.
+// NewUnitOfWork returns a UnitOfWork on db. queue, when not nil, gives the
+// enqueuer that writes into the unit's transaction (so a job is queued if and
+// only if the unit commits); when nil, Repos.Queue is nil.
 func NewUnitOfWork(db *bun.DB, queue func(tx bun.Tx) ports.JobEnqueuer) *UnitOfWork {
 	return &UnitOfWork{db: db, queue: queue}
 }
 
-// InTx runs fn in a transaction with every store bound to it.
+// InTx runs fn in one transaction with every store bound to it, commits when
+// fn returns nil, and rolls back when fn returns an error (returned as it is)
+// or panics (the panic goes on). A unit that fails with a serialization
+// failure or a deadlock (SQLSTATE 40001, 40P01) is run again, up to
+// txAttempts times in all, after a short random pause. An error that says
+// the database cannot be reached also matches ports.ErrUnavailable; it is
+// not retried, since a commit whose answer was lost may have happened.
 func (u *UnitOfWork) InTx(ctx context.Context, fn func(ctx context.Context, r ports.Repos) error) error {
-	return u.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		r := ports.Repos{Orgs: NewOrgStore(tx), Users: NewUserStore(tx), Keys: NewAPIKeyStore(tx), Schemas: NewSchemaStore(tx),
-			Records: NewRecordStore(tx), Jobs: NewJobStore(tx), Events: NewEventLog(tx), RefreshTokens: NewRefreshTokenStore(tx)}
-		if u.queue != nil {
-			r.Queue = u.queue(tx)
+	for attempt := 1; ; attempt++ {
+		err := u.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+			return fn(ctx, u.repos(tx))
+		})
+		if err == nil {
+			return nil
 		}
-		return fn(ctx, r)
-	})
+		if attempt < txAttempts && retryable(err) && pause(ctx, attempt) == nil {
+			continue
+		}
+		return unavailable(err)
+	}
+}
+
+func (u *UnitOfWork) repos(tx bun.Tx) ports.Repos {
+	r := ports.Repos{
+		Orgs: NewOrgStore(tx), Users: NewUserStore(tx), Keys: NewAPIKeyStore(tx), Schemas: NewSchemaStore(tx),
+		Records: NewRecordStore(tx), Jobs: NewJobStore(tx), Events: NewEventLog(tx), RefreshTokens: NewRefreshTokenStore(tx),
+	}
+	if u.queue != nil {
+		r.Queue = u.queue(tx)
+	}
+	return r
+}
+
+// retryable reports whether err is a serialization failure or a deadlock,
+// which PostgreSQL resolves by aborting one transaction that may simply run
+// again.
+func retryable(err error) bool {
+	var pg *pgconn.PgError
+	return errors.As(err, &pg) && (pg.Code == "40001" || pg.Code == "40P01")
+}
+
+// pause waits a random few milliseconds, more after each attempt, so that
+// the transactions that collided do not collide again.
+func pause(ctx context.Context, attempt int) error {
+	d := time.Duration(1<<attempt)*time.Millisecond + rand.N(5*time.Millisecond)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// unavailable marks err with ports.ErrUnavailable when it says that the
+// database cannot be reached (no connection, a connection lost, the server
+// shutting down or starting), keeping err in the chain. Other errors come
+// back unchanged.
+func unavailable(err error) error {
+	if err == nil || errors.Is(err, ports.ErrUnavailable) || !connectionFailure(err) {
+		return err
+	}
+	return fmt.Errorf("postgres: %w: %w", ports.ErrUnavailable, err)
+}
+
+func connectionFailure(err error) bool {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false // the caller gave up; the database may be fine
+	}
+	var pg *pgconn.PgError
+	if errors.As(err, &pg) {
+		// Class 08: connection exception; 57P01-03: admin or crash shutdown,
+		// cannot connect now.
+		return strings.HasPrefix(pg.Code, "08") || pg.Code == "57P01" || pg.Code == "57P02" || pg.Code == "57P03"
+	}
+	var ce *pgconn.ConnectError
+	var ne net.Error
+	return errors.As(err, &ce) || errors.As(err, &ne) || errors.Is(err, driver.ErrBadConn) ||
+		errors.Is(err, io.ErrUnexpectedEOF)
 }

@@ -1,5 +1,6 @@
 // Package access holds who may do what: roles, scopes, the per-category
-// minimum role table from SPEC.md, and the format and rules of access keys.
+// minimum role table from SPEC.md, the rule of every action (use case), and
+// the format and rules of access keys.
 package access
 
 import (
@@ -152,10 +153,10 @@ func MinimumRole(c Category) (Role, bool) {
 	return r, ok
 }
 
-// Authorize decides whether p may call a route of category c with the given
-// scope need. It returns nil, ErrUnauthenticated or ErrForbidden (wrapped with
-// detail).
-func Authorize(p *Principal, c Category, need Scope) error {
+// AuthorizeCategory decides whether p may do something of category c that
+// needs scope need. It returns nil, ErrUnauthenticated or ErrForbidden
+// (wrapped with detail). Use cases call Authorize with their Action.
+func AuthorizeCategory(p *Principal, c Category, need Scope) error {
 	if c == CatPublic {
 		return nil
 	}
@@ -182,13 +183,4 @@ func Authorize(p *Principal, c Category, need Scope) error {
 		return fmt.Errorf("%w: %s role or higher required, caller is %s", ErrForbidden, min, p.Role)
 	}
 	return nil
-}
-
-// ScopeFor returns the scope an HTTP method needs: GET and HEAD read, others
-// write.
-func ScopeFor(method string) Scope {
-	if method == "GET" || method == "HEAD" {
-		return ScopeRead
-	}
-	return ScopeWrite
 }

@@ -45,6 +45,14 @@ func RunOrgStore(t *testing.T, newStore func(t *testing.T) ports.OrgStore) {
 			is.NoErr(err)
 			is.Equal(got.Name, "one")
 		}},
+		{"lock checks that the organization exists", func(t *testing.T, s ports.OrgStore) {
+			is := is.New(t)
+			o := &access.Organization{ID: newID("org"), Name: "locked", CreatedAt: at(0)}
+			is.NoErr(s.CreateOrg(ctx, o))
+			is.NoErr(s.LockOrg(ctx, o.ID))
+			is.NoErr(s.LockOrg(ctx, o.ID)) // outside a unit of work the lock does not outlive the call
+			is.True(errors.Is(s.LockOrg(ctx, newID("org")), ports.ErrNotFound))
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.run(t, newStore(t)) })

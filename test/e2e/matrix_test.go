@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/entityenrich/enrich/adapters/httpapi"
 	"github.com/entityenrich/enrich/domain/access"
 )
 
@@ -183,7 +184,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 			t.Fatalf("no expected minimum for %s %s", r.method, r.tmpl)
 		}
 	}
-	for _, r := range access.PolicyRoutes() {
+	for _, r := range httpapi.PolicyRoutes() {
 		policy = append(policy, r.Method+" "+r.Path)
 	}
 	sort.Strings(covered)

@@ -1,0 +1,85 @@
+package httpapi
+
+import "github.com/entityenrich/enrich/domain/access"
+
+// Route names an HTTP route by method and path template.
+type Route struct {
+	Method string
+	Path   string
+}
+
+// routes maps every route to the action (use case) it performs, whose rule
+// domain/access keeps. The use case checks that rule itself; the middleware
+// applies it early, before a body is read. A route missing here is refused
+// to all but system administrators (see actionOf), so that a new route
+// cannot be reachable without someone deciding who may call it.
+var routes = map[Route]access.Action{
+	{"GET", "/healthz"}:                    access.ActCheckHealth,
+	{"GET", "/readyz"}:                     access.ActCheckHealth,
+	{"POST", "/api/auth/register"}:         access.ActRegister,
+	{"POST", "/api/auth/login"}:            access.ActLogin,
+	{"POST", "/api/auth/refresh"}:          access.ActRefresh,
+	{"POST", "/api/auth/logout"}:           access.ActLogout,
+	{"GET", "/api/auth/me"}:                access.ActMe,
+	{"GET", "/api/openapi.json"}:           access.ActReadAPIDocs,
+	{"GET", "/api/docs"}:                   access.ActReadAPIDocs,
+	{"GET", "/api/docs/{asset}"}:           access.ActReadAPIDocs,
+	{"GET", "/api/users"}:                  access.ActListMembers,
+	{"POST", "/api/users"}:                 access.ActAddMember,
+	{"PATCH", "/api/users/{id}"}:           access.ActUpdateMember,
+	{"POST", "/api/auth/api-keys"}:         access.ActCreateKey,
+	{"GET", "/api/auth/api-keys"}:          access.ActListKeys,
+	{"PATCH", "/api/auth/api-keys/{id}"}:   access.ActSetKeyRole,
+	{"DELETE", "/api/auth/api-keys/{id}"}:  access.ActRevokeKey,
+	{"GET", "/api/schema/saved"}:           access.ActListSchemas,
+	{"GET", "/api/schema/saved/{id}"}:      access.ActGetSchema,
+	{"POST", "/api/schema/saved"}:          access.ActCreateSchema,
+	{"GET", "/api/records"}:                access.ActListRecords,
+	{"GET", "/api/records/{id}"}:           access.ActGetRecord,
+	{"GET", "/api/enrichment/options"}:     access.ActEnrichmentOptions,
+	{"POST", "/api/single/enrich/stream"}:  access.ActEnrich,
+	{"POST", "/api/single/enrich/sync"}:    access.ActEnrich,
+	{"GET", "/api/llm/stream/{job_id}"}:    access.ActFollowJob,
+	{"POST", "/api/llm/cancel/{job_id}"}:   access.ActCancelJob,
+	{"POST", "/api/llm/continue/{job_id}"}: access.ActContinueJob,
+}
+
+// actionOf returns a route's action, and false for a route missing from the
+// table.
+func actionOf(method, path string) (access.Action, bool) {
+	a, ok := routes[Route{method, path}]
+	return a, ok
+}
+
+// public reports whether a route needs no credential.
+func public(method, path string) bool {
+	a, ok := actionOf(method, path)
+	return ok && a.Category() == access.CatPublic
+}
+
+// authorizeRoute applies the route's action rule to p. A route missing from
+// the table is for system administrators only, with the scope of its method.
+func authorizeRoute(p *access.Principal, method, path string) error {
+	if a, ok := actionOf(method, path); ok {
+		return access.Authorize(p, a)
+	}
+	return access.AuthorizeCategory(p, access.CatSysAdmin, scopeOf(method))
+}
+
+// scopeOf is the scope an HTTP method needs: GET and HEAD read, others write.
+// Every route's action needs the scope of its method (a test checks it).
+func scopeOf(method string) access.Scope {
+	if method == "GET" || method == "HEAD" {
+		return access.ScopeRead
+	}
+	return access.ScopeWrite
+}
+
+// PolicyRoutes lists every route the policy knows.
+func PolicyRoutes() []Route {
+	out := make([]Route, 0, len(routes))
+	for r := range routes {
+		out = append(out, r)
+	}
+	return out
+}

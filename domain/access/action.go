@@ -1,0 +1,146 @@
+package access
+
+import (
+	"fmt"
+	"sort"
+)
+
+// Action is one operation a caller asks of the service: a use case, not a
+// route. Its rule, the category of SPEC.md's minimum-role table and the scope
+// it needs, is written once here. The use cases check it (Authorize), so that
+// every surface (HTTP, the embedded library, later ones) is held to the same
+// rule; the HTTP adapter maps its routes to actions and refuses early by the
+// same rule.
+type Action string
+
+// Actions of the service. Reading actions need the read scope, the others
+// the write scope.
+const (
+	// Public actions need no credential.
+	ActCheckHealth Action = "health.check"
+	ActRegister    Action = "auth.register"
+	ActLogin       Action = "auth.login"
+	ActRefresh     Action = "auth.refresh"
+	// ActLogout is public because the refresh token is the credential.
+	ActLogout Action = "auth.logout"
+
+	// ActMe and ActCreateKey are open to any authenticated caller. Creating
+	// an organization key also needs the owner role and a role no higher than
+	// the creator's (the key rules, CheckKeyRole); a user may always make
+	// their own legacy key.
+	ActMe        Action = "auth.me"
+	ActCreateKey Action = "keys.create"
+
+	// Key and member management is for owners.
+	ActListKeys     Action = "keys.list"
+	ActSetKeyRole   Action = "keys.set_role"
+	ActRevokeKey    Action = "keys.revoke"
+	ActListMembers  Action = "members.list"
+	ActAddMember    Action = "members.add"
+	ActUpdateMember Action = "members.update"
+
+	ActListSchemas  Action = "schemas.list"
+	ActGetSchema    Action = "schemas.get"
+	ActCreateSchema Action = "schemas.create"
+
+	ActListRecords Action = "records.list"
+	ActGetRecord   Action = "records.get"
+
+	ActEnrichmentOptions Action = "enrichment.options"
+	// ActEnrich starts an enrichment job (streamed or waited for).
+	ActEnrich Action = "enrichment.start"
+	// ActFollowJob reads a job and its events.
+	ActFollowJob   Action = "jobs.follow"
+	ActCancelJob   Action = "jobs.cancel"
+	ActContinueJob Action = "jobs.continue"
+
+	// ActReadAPIDocs reads the OpenAPI document and the interactive docs
+	// (SPEC rule 5: system administrators only).
+	ActReadAPIDocs Action = "docs.read"
+)
+
+type rule struct {
+	cat   Category
+	scope Scope
+}
+
+var rules = map[Action]rule{
+	ActCheckHealth: {CatPublic, ScopeRead},
+	ActRegister:    {CatPublic, ScopeWrite},
+	ActLogin:       {CatPublic, ScopeWrite},
+	ActRefresh:     {CatPublic, ScopeWrite},
+	ActLogout:      {CatPublic, ScopeWrite},
+
+	ActMe:        {CatAuthenticated, ScopeRead},
+	ActCreateKey: {CatAuthenticated, ScopeWrite},
+
+	ActListKeys:     {CatAPIKeys, ScopeRead},
+	ActSetKeyRole:   {CatAPIKeys, ScopeWrite},
+	ActRevokeKey:    {CatAPIKeys, ScopeWrite},
+	ActListMembers:  {CatUsers, ScopeRead},
+	ActAddMember:    {CatUsers, ScopeWrite},
+	ActUpdateMember: {CatUsers, ScopeWrite},
+
+	ActListSchemas:  {CatSchemaRead, ScopeRead},
+	ActGetSchema:    {CatSchemaRead, ScopeRead},
+	ActCreateSchema: {CatSchemaWrite, ScopeWrite},
+
+	ActListRecords: {CatRecords, ScopeRead},
+	ActGetRecord:   {CatRecords, ScopeRead},
+
+	ActEnrichmentOptions: {CatEnrichment, ScopeRead},
+	ActEnrich:            {CatEnrichment, ScopeWrite},
+	ActFollowJob:         {CatEnrichment, ScopeRead},
+	ActCancelJob:         {CatEnrichment, ScopeWrite},
+	ActContinueJob:       {CatEnrichment, ScopeWrite},
+
+	ActReadAPIDocs: {CatSysAdmin, ScopeRead},
+}
+
+// Actions lists every action, sorted.
+func Actions() []Action {
+	out := make([]Action, 0, len(rules))
+	for a := range rules {
+		out = append(out, a)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+// Valid reports whether a is a known action.
+func (a Action) Valid() bool {
+	_, ok := rules[a]
+	return ok
+}
+
+// Category returns the action's category of the minimum-role table; an
+// unknown action is sysadmin-only.
+func (a Action) Category() Category {
+	if r, ok := rules[a]; ok {
+		return r.cat
+	}
+	return CatSysAdmin
+}
+
+// Scope returns the scope the action needs; an unknown action needs write.
+func (a Action) Scope() Scope {
+	if r, ok := rules[a]; ok {
+		return r.scope
+	}
+	return ScopeWrite
+}
+
+// Authorize decides whether p may perform a. It returns nil,
+// ErrUnauthenticated (no principal) or ErrForbidden wrapped with the reason.
+// An unknown action is refused to everyone, so that a new use case cannot be
+// reachable before someone decides who may call it.
+func Authorize(p *Principal, a Action) error {
+	r, ok := rules[a]
+	if !ok {
+		if p == nil {
+			return ErrUnauthenticated
+		}
+		return fmt.Errorf("%w: unknown action %q", ErrForbidden, a)
+	}
+	return AuthorizeCategory(p, r.cat, r.scope)
+}
