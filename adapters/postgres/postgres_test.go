@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"sync"
@@ -109,6 +110,17 @@ func TestContract(t *testing.T) {
 					contract.RunUnitOfWorkConcurrency(t, func(t *testing.T) contract.UnitOfWorkFixture { return uowFixture(t, db.DB) })
 				})
 			}
+			t.Run("JobQueue", func(t *testing.T) {
+				contract.RunJobQueue(t, func(t *testing.T) contract.QueueFixture {
+					q, err := postgres.NewQueue(db, postgres.QueueConfig{}, slog.New(slog.DiscardHandler))
+					if err != nil {
+						t.Fatal(err)
+					}
+					uow := postgres.NewUnitOfWork(db.DB, func(tx bun.Tx) ports.JobEnqueuer { return q.TxEnqueuer(tx) })
+					// Scheduled and snoozed runs wait for River's scheduler (every 5 s).
+					return contract.QueueFixture{Queue: q, UoW: uow, Slack: 6 * time.Second}
+				})
+			})
 		})
 	}
 }
