@@ -1,0 +1,193 @@
+package contract
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+
+	"github.com/entityenrich/enrich/domain/job"
+	"github.com/entityenrich/enrich/ports"
+)
+
+// StreamFixture is an EventStream under test with the stores it writes to.
+type StreamFixture struct {
+	Stream ports.EventStream
+	UoW    ports.UnitOfWork
+	Jobs   ports.JobStore
+	Events ports.EventLog
+}
+
+// RunEventStream runs the EventStream contract against the streams
+// newStream returns (closed by the suite).
+func RunEventStream(t *testing.T, newStream func(t *testing.T) StreamFixture) {
+	ctx := context.Background()
+	claimed := func(t *testing.T, f StreamFixture) *job.Job {
+		t.Helper()
+		j := newJob(newID("org"), job.Pending, 0)
+		if err := j.Claim("here", time.Now(), time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Jobs.CreateJob(ctx, j); err != nil {
+			t.Fatal(err)
+		}
+		return j
+	}
+	// follow waits until the job's followers saw n events.
+	follow := func(t *testing.T, f StreamFixture, id string, n int) []job.Event {
+		t.Helper()
+		var got []job.Event
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		for len(got) < n {
+			after := int64(0)
+			if len(got) > 0 {
+				after = got[len(got)-1].Seq
+			}
+			evs, err := f.Stream.Wait(wctx, id, after)
+			if err != nil {
+				t.Fatalf("wait after %d: %v (got %d of %d)", after, err, len(got), n)
+			}
+			got = append(got, evs...)
+		}
+		return got
+	}
+	draft := func(i int) job.Draft {
+		return job.Draft{Type: job.EventAttempt, Data: map[string]any{"status": "running", "attempt": i}}
+	}
+	tests := []struct {
+		name string
+		run  func(t *testing.T, f StreamFixture)
+	}{
+		{"events are numbered in order and delivered once durable", func(t *testing.T, f StreamFixture) {
+			is := is.New(t)
+			j := claimed(t, f)
+			f.Stream.Own(j.ID, j.Attempt, 0, func(error) { t.Error("lost") })
+			for i := 1; i <= 5; i++ {
+				is.True(f.Stream.Publish(j.ID, draft(i)))
+			}
+			got := follow(t, f, j.ID, 5)
+			stored, err := f.Events.List(ctx, j.ID, 0, 100)
+			is.NoErr(err)
+			is.True(len(stored) >= len(got)) // nothing is delivered before it is stored
+			for i, e := range got {
+				is.Equal(e.Seq, int64(i+1))
+				is.Equal(stored[i].Seq, e.Seq)
+				is.Equal(fmt.Sprint(e.Data["attempt"]), fmt.Sprint(stored[i].Data["attempt"]))
+			}
+		}},
+		{"seal numbers the last events after the unwritten ones", func(t *testing.T, f StreamFixture) {
+			is := is.New(t)
+			j := claimed(t, f)
+			f.Stream.Own(j.ID, j.Attempt, 0, func(error) {})
+			is.True(f.Stream.Publish(j.ID, draft(1)))
+			evs := f.Stream.Seal(ctx, j.ID, job.Failure(job.CodeInternal, "x"))
+			is.True(len(evs) >= 2)
+			is.True(!f.Stream.Publish(j.ID, draft(9))) // nothing after the seal
+			last := evs[len(evs)-1]
+			is.Equal(last.Type, job.EventFailed)
+			is.Equal(evs[len(evs)-2].Type, job.EventError)
+			// What the seal returned follows what was already written.
+			written, err := f.Events.List(ctx, j.ID, 0, 100)
+			is.NoErr(err)
+			is.Equal(evs[0].Seq, int64(len(written)+1))
+			is.Equal(last.Seq, int64(3))
+			is.NoErr(f.UoW.InTx(ctx, func(ctx context.Context, r ports.Repos) error { return r.Events.Append(ctx, evs) }))
+			f.Stream.Sealed(j.ID, evs, nil)
+			got := follow(t, f, j.ID, 3)
+			is.Equal(got[2].Type, job.EventFailed)
+		}},
+		{"a resumed owner numbers after the log", func(t *testing.T, f StreamFixture) {
+			is := is.New(t)
+			j := claimed(t, f)
+			is.NoErr(f.Events.Append(ctx, events(j.ID, 1, 4)))
+			f.Stream.Own(j.ID, j.Attempt, 4, func(error) {})
+			is.True(f.Stream.Publish(j.ID, draft(5)))
+			got := follow(t, f, j.ID, 5)
+			is.Equal(seqs(got), span(1, 5))
+		}},
+		{"an owner fenced off loses the job and writes nothing more", func(t *testing.T, f StreamFixture) {
+			is := is.New(t)
+			j := claimed(t, f)
+			var mu sync.Mutex
+			var lostErr error
+			lost := make(chan struct{})
+			f.Stream.Own(j.ID, j.Attempt, 0, func(err error) {
+				mu.Lock()
+				lostErr = err
+				mu.Unlock()
+				close(lost)
+			})
+			is.True(f.Stream.Publish(j.ID, draft(1)))
+			follow(t, f, j.ID, 1)
+			// A canceller ends the job and writes its own event 2.
+			is.NoErr(f.UoW.InTx(ctx, func(ctx context.Context, r ports.Repos) error {
+				if _, err := r.Jobs.UpdateJob(ctx, j.ID, func(j *job.Job) error {
+					j.Fence(time.Now())
+					return j.Cancel("test", time.Now())
+				}); err != nil {
+					return err
+				}
+				return r.Events.Append(ctx, job.Number(j.ID, 1, time.Now(), job.Cancellation("test")))
+			}))
+			f.Stream.Publish(j.ID, draft(2))
+			select {
+			case <-lost:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the fenced owner was not told")
+			}
+			mu.Lock()
+			is.True(errors.Is(lostErr, ports.ErrFenced))
+			mu.Unlock()
+			f.Stream.Delivered(j.ID)
+			got := follow(t, f, j.ID, 2)
+			is.Equal(len(got), 2)
+			is.Equal(got[1].Type, job.EventCancelled) // the owner's event 2 was dropped, not written over it
+			stored, err := f.Events.List(ctx, j.ID, 0, 100)
+			is.NoErr(err)
+			is.Equal(len(stored), 2)
+		}},
+		{"followers of a job owned elsewhere read the log and wake on delivery", func(t *testing.T, f StreamFixture) {
+			is := is.New(t)
+			id := newID("job")
+			got := make(chan []job.Event, 1)
+			go func() {
+				wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+				defer cancel()
+				evs, _ := f.Stream.Wait(wctx, id, 0)
+				got <- evs
+			}()
+			time.Sleep(50 * time.Millisecond)
+			is.NoErr(f.Events.Append(ctx, events(id, 1, 2)))
+			f.Stream.Delivered(id)
+			select {
+			case evs := <-got:
+				is.Equal(seqs(evs), span(1, 2))
+			case <-time.After(5 * time.Second):
+				t.Fatal("the follower was not woken")
+			}
+		}},
+		{"a wait ends with its context", func(t *testing.T, f StreamFixture) {
+			is := is.New(t)
+			wctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+			defer cancel()
+			_, err := f.Stream.Wait(wctx, newID("job"), 0)
+			is.True(errors.Is(err, context.DeadlineExceeded))
+		}},
+		{"a publish for a job not owned here is refused", func(t *testing.T, f StreamFixture) {
+			is := is.New(t)
+			is.True(!f.Stream.Publish(newID("job"), draft(1)))
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newStream(t)
+			t.Cleanup(f.Stream.Close)
+			tt.run(t, f)
+		})
+	}
+}
