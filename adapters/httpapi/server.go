@@ -79,7 +79,7 @@ func NewServer(cfg Config, a *app.AccessService, sc *app.SchemaService, rc *app.
 	r.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusMethodNotAllowed, "method_not_allowed", "", r.Method+" is not allowed on "+r.URL.Path)
 	})
-	r.Use(s.authenticate, s.authorize, validate)
+	r.Use(s.authenticate, s.authorize, s.checkText, validate)
 	s.registerHealthRoutes(r)
 	s.registerAuthRoutes(r)
 	s.registerSchemaRoutes(r)

@@ -132,13 +132,14 @@ func check(v any, path []string) (Fault, bool) {
 
 func checkKey(k string, path []string) (Fault, bool) {
 	if r, ok := CheckString(k); !ok {
-		return Fault{Path: join(append(path[:len(path):len(path)], display(k))), Key: true, Reason: r}, false
+		return Fault{Path: join(append(path[:len(path):len(path)], Escape(k))), Key: true, Reason: r}, false
 	}
 	return Fault{}, true
 }
 
-// display writes s with NUL and invalid bytes as escapes.
-func display(s string) string {
+// Escape writes s with NUL and bytes that are not UTF-8 as escapes (\u0000,
+// \xff), as Fault paths name a refused key.
+func Escape(s string) string {
 	var b strings.Builder
 	for i := 0; i < len(s); {
 		r, n := utf8.DecodeRuneInString(s[i:])

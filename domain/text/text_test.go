@@ -323,3 +323,9 @@ func BenchmarkCheckJSON(b *testing.B) {
 		}
 	}
 }
+
+func TestEscape(t *testing.T) {
+	is := is.New(t)
+	is.Equal(text.Escape("a\x00b\xffé"), `a\u0000b\xffé`)
+	is.Equal(text.Escape("plain"), "plain")
+}
