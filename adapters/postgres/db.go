@@ -84,20 +84,28 @@ func Migrate(ctx context.Context, db *bun.DB) (err error) {
 	return nil
 }
 
-// notFound turns sql.ErrNoRows into ErrNotFound; other errors keep their
-// cause. what describes the operation ("get job x").
+// notFound turns sql.ErrNoRows into ErrNotFound and a connection-level
+// failure into ErrUnavailable; other errors keep their cause. what describes
+// the operation ("get job x").
 func notFound(err error, what string) error {
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("postgres: %s: %w", what, ports.ErrNotFound)
 	}
+	if u := unavailable(err, what); u != nil {
+		return u
+	}
 	return fmt.Errorf("postgres: %s: %w", what, err)
 }
 
-// conflict turns a unique violation into ErrConflict.
+// conflict turns a unique violation into ErrConflict and a connection-level
+// failure into ErrUnavailable.
 func conflict(err error, what string) error {
 	var pg *pgconn.PgError
 	if errors.As(err, &pg) && pg.Code == "23505" {
 		return fmt.Errorf("postgres: %s: %s: %w", what, pg.ConstraintName, ports.ErrConflict)
+	}
+	if u := unavailable(err, what); u != nil {
+		return u
 	}
 	return fmt.Errorf("postgres: %s: %w", what, err)
 }
