@@ -19,12 +19,12 @@ type Reason string
 // The reasons, in the words a client sees (see Fault.Detail).
 const (
 	// NUL is the character U+0000, written raw or as the escape \u0000.
-	NUL Reason = "NUL character (U+0000)"
+	NUL Reason = "a NUL character (U+0000)"
 	// LoneSurrogate is a \uD800-\uDFFF escape that is not half of a valid
 	// surrogate pair; it encodes no character.
-	LoneSurrogate Reason = "unpaired UTF-16 surrogate escape"
+	LoneSurrogate Reason = "an unpaired UTF-16 surrogate escape"
 	// InvalidUTF8 is a byte sequence that is not UTF-8.
-	InvalidUTF8 Reason = "invalid UTF-8"
+	InvalidUTF8 Reason = "bytes that are not UTF-8"
 )
 
 // Reasons lists every Reason.
@@ -49,9 +49,9 @@ func (f Fault) Detail() string {
 		what = "key"
 	}
 	if f.Path == "" {
-		return "the request holds a " + string(f.Reason) + ", which is not accepted in text"
+		return "the request holds " + string(f.Reason) + ", which is not accepted in text"
 	}
-	return what + " " + strconv.Quote(f.Path) + " holds a " + string(f.Reason) + ", which is not accepted in text"
+	return what + " " + strconv.Quote(f.Path) + " holds " + string(f.Reason) + ", which is not accepted in text"
 }
 
 // CheckString reports why s is refused, or ok when it is acceptable text: valid

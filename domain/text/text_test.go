@@ -128,7 +128,7 @@ func TestCheckString(t *testing.T) {
 func TestDetail(t *testing.T) {
 	is := is.New(t)
 	is.Equal(text.Fault{Path: "a.b", Reason: text.NUL}.Detail(), `field "a.b" holds a NUL character (U+0000), which is not accepted in text`)
-	is.Equal(text.Fault{Path: `k\ud800`, Key: true, Reason: text.LoneSurrogate}.Detail(), `key "k\\ud800" holds a unpaired UTF-16 surrogate escape, which is not accepted in text`)
+	is.Equal(text.Fault{Path: `k\ud800`, Key: true, Reason: text.LoneSurrogate}.Detail(), `key "k\\ud800" holds an unpaired UTF-16 surrogate escape, which is not accepted in text`)
 	is.True(strings.HasPrefix(text.Fault{Reason: text.InvalidUTF8}.Detail(), "the request holds"))
 }
 
