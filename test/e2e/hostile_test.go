@@ -39,9 +39,9 @@ type reply struct {
 	raw    string
 }
 
-// do sends one request with a raw body ("" for none) and reads the answer,
-// within the client's timeout; a transport error (a hang) is returned.
-func (s *service) do(ctx context.Context, method, path, cred, body string) (reply, error) {
+// do sends one request with a raw body ("" for none) and extra headers, and
+// reads the answer within ctx; a transport error (a hang) is returned.
+func (s *service) do(ctx context.Context, method, path, cred, body string, header http.Header) (reply, error) {
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
@@ -52,6 +52,9 @@ func (s *service) do(ctx context.Context, method, path, cred, body string) (repl
 	}
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, vs := range header {
+		req.Header[k] = vs
 	}
 	setCred(req, cred)
 	resp, err := s.http.Do(req)
@@ -170,7 +173,7 @@ func TestHostileText(t *testing.T) {
 							c.body = strings.ReplaceAll(c.body, H, h.json)
 						}
 						ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-						r, err := s.do(ctx, c.method, c.path, c.cred, c.body)
+						r, err := s.do(ctx, c.method, c.path, c.cred, c.body, nil)
 						cancel()
 						if err != nil {
 							t.Errorf("%s: no answer (hang?): %v", c.name, err)
