@@ -109,7 +109,11 @@ func (s *Server) registerHealthRoutes(r *mux.Router) {
 		defer cancel()
 		if s.ready != nil {
 			if err := s.ready(ctx); err != nil {
-				writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "detail": err.Error()})
+				// The cause names hosts, users and databases: it goes to the
+				// log, not to an unauthenticated caller.
+				s.log.WarnContext(r.Context(), "not ready", "request_id", requestID(r), "err", err)
+				w.Header().Set("Retry-After", "2")
+				writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "detail": "storage unreachable"})
 				return
 			}
 		}

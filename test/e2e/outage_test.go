@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -90,6 +91,8 @@ func TestDatabaseOutage(t *testing.T) {
 		}
 		if c.path == "/readyz" {
 			is.Equal(r.status, 503)
+			is.Equal(r.header.Get("Retry-After"), "2")
+			is.True(!strings.Contains(r.raw, "postgres")) // no user, host or database names
 			return
 		}
 		if r.status != 503 {
@@ -121,4 +124,29 @@ func TestDatabaseOutage(t *testing.T) {
 		}
 	})
 	is.New(t).Equal(s.runningAfter(5*time.Second), 0)
+}
+
+// TestDatabasePartition is the quieter outage: the database stops answering
+// without closing anything (a network partition). The API should still
+// answer 503 within a bound. Today a request on a pooled connection waits
+// forever (no deadline reaches the driver, and the kernel keeps the TCP
+// connection up), so the test runs only with ENRICH_TEST_PARTITION=1, for
+// whoever bounds database calls (see the helper-b report).
+func TestDatabasePartition(t *testing.T) {
+	if os.Getenv("ENRICH_TEST_PARTITION") != "1" {
+		t.Skip("KNOWN GAP: a partitioned database hangs requests on pooled connections; set ENRICH_TEST_PARTITION=1 to run")
+	}
+	is := is.New(t)
+	proxy, dsn := pgtest.ProxyDSN(t, pgtest.Native(t))
+	s := start(t, testConfig(dsn))
+	ten := s.register("partition@example.com")
+	id := s.createSchema(ten.key, "Company", companySchema)
+	proxy.Stall()
+	defer proxy.Resume()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r, err := s.do(ctx, "GET", "/api/schema/saved/"+id, ten.key, "", nil)
+	is.NoErr(err) // an answer, not a hang
+	is.Equal(r.status, 503)
+	is.Equal(r.header.Get("Retry-After"), "2")
 }

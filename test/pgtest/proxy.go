@@ -1,7 +1,6 @@
 package pgtest
 
 import (
-	"io"
 	"net"
 	"net/url"
 	"strings"
@@ -13,7 +12,9 @@ import (
 // Proxy forwards TCP connections from a loopback port to a target address,
 // and can cut them as a database outage would: Cut closes every open
 // connection and the listener (new connections are refused), Restore
-// listens again on the same port.
+// listens again on the same port. Stall is the quieter outage of a network
+// partition: connections stay open and new ones are accepted, but no byte
+// moves until Resume.
 type Proxy struct {
 	t      testing.TB
 	target string
@@ -22,6 +23,7 @@ type Proxy struct {
 	mu    sync.Mutex
 	ln    net.Listener
 	conns map[net.Conn]struct{}
+	gate  chan struct{} // closed while bytes flow
 	wg    sync.WaitGroup
 }
 
@@ -33,9 +35,11 @@ func NewProxy(t testing.TB, target string) *Proxy {
 	if err != nil {
 		t.Fatalf("pgtest: proxy: %v", err)
 	}
-	p := &Proxy{t: t, target: target, addr: ln.Addr().String(), conns: map[net.Conn]struct{}{}}
+	p := &Proxy{t: t, target: target, addr: ln.Addr().String(), conns: map[net.Conn]struct{}{}, gate: make(chan struct{})}
+	close(p.gate)
 	p.serve(ln)
 	t.Cleanup(func() {
+		p.Resume()
 		p.Cut()
 		p.wg.Wait()
 	})
@@ -70,6 +74,37 @@ func (p *Proxy) Cut() {
 		_ = c.Close()
 	}
 	clear(p.conns)
+}
+
+// Stall stops every byte in both directions, on open connections and on
+// those accepted from now on, until Resume.
+func (p *Proxy) Stall() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	select {
+	case <-p.gate:
+		p.gate = make(chan struct{})
+	default: // already stalled
+	}
+}
+
+// Resume lets bytes flow again after Stall.
+func (p *Proxy) Resume() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	select {
+	case <-p.gate:
+	default:
+		close(p.gate)
+	}
+}
+
+// wait blocks while the proxy is stalled.
+func (p *Proxy) wait() {
+	p.mu.Lock()
+	g := p.gate
+	p.mu.Unlock()
+	<-g
 }
 
 // Restore listens again on the proxy's port. The kernel may hold the port
@@ -110,6 +145,7 @@ func (p *Proxy) serve(ln net.Listener) {
 // forward pipes c to a new connection to the target, unless the listener
 // that accepted c was cut meanwhile.
 func (p *Proxy) forward(ln net.Listener, c net.Conn) {
+	p.wait()
 	up, err := net.DialTimeout("tcp", p.target, 5*time.Second)
 	if err != nil {
 		_ = c.Close()
@@ -126,7 +162,19 @@ func (p *Proxy) forward(ln net.Listener, c net.Conn) {
 	p.mu.Unlock()
 	pipe := func(dst, src net.Conn) {
 		defer p.wg.Done()
-		_, _ = io.Copy(dst, src)
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := src.Read(buf)
+			if n > 0 {
+				p.wait()
+				if _, werr := dst.Write(buf[:n]); werr != nil {
+					break
+				}
+			}
+			if err != nil {
+				break
+			}
+		}
 		_ = dst.Close()
 		_ = src.Close()
 		p.mu.Lock()
