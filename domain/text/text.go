@@ -69,8 +69,9 @@ func CheckString(s string) (Reason, bool) {
 
 // Check walks v, a decoded value (string, []string, map[string]string,
 // map[string]any, []any, numbers, booleans, nil) or raw JSON ([]byte or
-// json.RawMessage), and returns the first refused
-// string or key with its path, or ok. Other types are not inspected.
+// json.RawMessage), and returns the first refused string or key with its
+// path, or ok. Map keys are visited in sorted order. Other types are not
+// inspected.
 func Check(v any) (Fault, bool) {
 	return check(v, nil)
 }
