@@ -315,6 +315,9 @@ func (s *AccessService) AuthenticateKey(ctx context.Context, key string) (*acces
 	p := &access.Principal{OrgID: k.OrgID, KeyID: k.ID, Role: k.Role, Scopes: k.Scopes, ExpiresAt: k.ExpiresAt}
 	if k.Legacy {
 		u, err := s.getUser(ctx, k.CreatedBy)
+		if errors.Is(err, ports.ErrUnavailable) {
+			return nil, err
+		}
 		if err != nil || !u.Active() || u.OrgID != k.OrgID {
 			return nil, errBadCredentials
 		}
@@ -331,6 +334,9 @@ func (s *AccessService) AuthenticateToken(ctx context.Context, token string) (*a
 		return nil, errBadCredentials
 	}
 	u, err := s.getUser(ctx, c.UserID)
+	if errors.Is(err, ports.ErrUnavailable) {
+		return nil, err
+	}
 	if err != nil || !u.Active() || u.OrgID != c.OrgID {
 		return nil, errBadCredentials
 	}

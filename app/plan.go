@@ -103,6 +103,9 @@ type call struct {
 }
 
 func (s *EnrichmentService) prepare(ctx context.Context, orgID string, req EnrichRequest) (*plan, error) {
+	if err := checkEnrichText(req); err != nil {
+		return nil, err
+	}
 	var entity map[string]any
 	if len(req.EntityData) == 0 || json.Unmarshal(req.EntityData, &entity) != nil || entity == nil {
 		return nil, Invalid("entity_data", "entity_data must be a JSON object of the entity's known attributes")

@@ -30,10 +30,21 @@ type NewSchemaInput struct {
 }
 
 // Create validates and saves a schema. A document that is not valid JSON
-// Schema is rejected with the validator's message.
+// Schema is rejected with the validator's message; text that no store keeps
+// as sent (a NUL, a lone surrogate escape, bytes that are not UTF-8) in the
+// name, the description or anywhere in the document, property names
+// included, is rejected naming the field.
 func (s *SchemaService) Create(ctx context.Context, p *access.Principal, in NewSchemaInput) (*schema.Schema, error) {
 	if err := access.Authorize(p, access.ActCreateSchema); err != nil {
 		return nil, err
+	}
+	for _, f := range []struct {
+		name string
+		v    any
+	}{{"name", in.Name}, {"description", in.Description}, {"schema", in.Schema}} {
+		if err := checkText(f.name, f.v); err != nil {
+			return nil, err
+		}
 	}
 	if len(in.Schema) == 0 || string(in.Schema) == "null" {
 		return nil, Invalid("schema", "schema is required")
@@ -63,6 +74,9 @@ func (s *SchemaService) Create(ctx context.Context, p *access.Principal, in NewS
 // Get returns one of the organization's schemas.
 func (s *SchemaService) Get(ctx context.Context, p *access.Principal, id string) (*schema.Schema, error) {
 	if err := access.Authorize(p, access.ActGetSchema); err != nil {
+		return nil, err
+	}
+	if err := checkText("id", id); err != nil {
 		return nil, err
 	}
 	sc, err := s.Schemas.GetSchema(ctx, p.OrgID, id)

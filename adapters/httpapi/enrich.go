@@ -123,18 +123,22 @@ func (s *Server) resume(w http.ResponseWriter, r *http.Request) {
 // terminal event. Last-Event-ID resumes after that sequence number.
 func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 	id := mux.Vars(r)["job_id"]
-	if _, err := s.jobs.Get(r.Context(), principal(r), id); err != nil {
+	j, err := s.jobs.Get(r.Context(), principal(r), id)
+	if err != nil {
 		s.Error(w, r, err)
 		return
 	}
-	var after int64
-	if v := strings.TrimSpace(r.Header.Get("Last-Event-ID")); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 0 {
-			s.fail(w, r, http.StatusBadRequest, "invalid_request", "Last-Event-ID", "Last-Event-ID must be a non-negative event sequence number")
-			return
-		}
-		after = n
+	after, err := lastEventID(r)
+	if err != nil {
+		s.Error(w, r, err)
+		return
+	}
+	// A client that already saw the job's end gets an empty stream that
+	// closes at once, not one that waits for events that never come.
+	ended, err := s.jobs.Ended(r.Context(), j, after)
+	if err != nil {
+		s.Error(w, r, err)
+		return
 	}
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
@@ -143,7 +147,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
-	if err := rc.Flush(); err != nil {
+	if err := rc.Flush(); err != nil || ended {
 		return
 	}
 	ctx := r.Context()
@@ -191,4 +195,30 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+}
+
+// lastEventID reads where a stream resumes: the Last-Event-ID header (sent
+// by a reconnecting EventSource, so it wins), else the last_event_id query
+// parameter (for a first connection, which cannot set headers); 0 when
+// neither is set. A value that is not a non-negative decimal int64 (garbage,
+// negative, past 2^63-1) is refused with 400 naming the one read, rather than
+// read as 0, so that a client's bug does not silently replay a whole job.
+// A value at or past a finished job's terminal event is valid: the stream has
+// nothing left to send.
+func lastEventID(r *http.Request) (int64, error) {
+	field, v := "Last-Event-ID", strings.TrimSpace(r.Header.Get("Last-Event-ID"))
+	if v == "" {
+		field, v = "last_event_id", strings.TrimSpace(r.URL.Query().Get("last_event_id"))
+	}
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 || v[0] == '+' {
+		if len(v) > 40 {
+			v = v[:40] + "..."
+		}
+		return 0, app.Invalid(field, "%s must be a non-negative event sequence number, not %q", field, v)
+	}
+	return n, nil
 }

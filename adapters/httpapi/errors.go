@@ -20,21 +20,27 @@ type errorBody struct {
 	Field  string `json:"field,omitempty"`
 }
 
-// statuses maps sentinel errors to HTTP statuses, first match wins.
+// statuses maps sentinel errors to HTTP statuses, first match wins. A row
+// with a detail shows that fixed text instead of the error's (whose text
+// comes from an adapter), and one with retryAfter sets Retry-After.
 var statuses = []struct {
-	err    error
-	status int
-	code   string
+	err        error
+	status     int
+	code       string
+	detail     string
+	retryAfter int // seconds
 }{
-	{access.ErrUnauthenticated, http.StatusUnauthorized, "unauthenticated"},
-	{access.ErrForbidden, http.StatusForbidden, "forbidden"},
-	{ports.ErrNotFound, http.StatusNotFound, "not_found"},
-	{ports.ErrInvalid, http.StatusBadRequest, "invalid_request"},
-	{page.ErrBadCursor, http.StatusBadRequest, "invalid_request"},
-	{ports.ErrConflict, http.StatusConflict, "conflict"},
-	{job.ErrTransition, http.StatusConflict, "conflict"},
-	{ports.ErrCapacity, http.StatusServiceUnavailable, "capacity"},
-	{app.ErrTooManyAttempts, http.StatusTooManyRequests, "too_many_attempts"},
+	// An outage first: whatever else went wrong, retrying may help.
+	{ports.ErrUnavailable, http.StatusServiceUnavailable, "unavailable", "the service cannot reach its storage right now; try again shortly", 2},
+	{access.ErrUnauthenticated, http.StatusUnauthorized, "unauthenticated", "", 0},
+	{access.ErrForbidden, http.StatusForbidden, "forbidden", "", 0},
+	{ports.ErrNotFound, http.StatusNotFound, "not_found", "", 0},
+	{ports.ErrInvalid, http.StatusBadRequest, "invalid_request", "", 0},
+	{page.ErrBadCursor, http.StatusBadRequest, "invalid_request", "", 0},
+	{ports.ErrConflict, http.StatusConflict, "conflict", "", 0},
+	{job.ErrTransition, http.StatusConflict, "conflict", "", 0},
+	{ports.ErrCapacity, http.StatusServiceUnavailable, "capacity", "", 0},
+	{app.ErrTooManyAttempts, http.StatusTooManyRequests, "too_many_attempts", "", 0},
 }
 
 // Error writes err as a JSON error response. Unknown errors are logged with
@@ -44,6 +50,12 @@ func (s *Server) Error(w http.ResponseWriter, r *http.Request, err error) {
 	for _, m := range statuses {
 		if errors.Is(err, m.err) {
 			status, body = m.status, errorBody{Detail: err.Error(), Code: m.code}
+			if m.detail != "" {
+				body.Detail = m.detail
+			}
+			if m.retryAfter > 0 {
+				w.Header().Set("Retry-After", strconv.Itoa(m.retryAfter))
+			}
 			break
 		}
 	}
@@ -59,8 +71,11 @@ func (s *Server) Error(w http.ResponseWriter, r *http.Request, err error) {
 	if errors.Is(err, page.ErrBadCursor) {
 		body.Field = "cursor"
 	}
-	if status == http.StatusInternalServerError {
+	switch {
+	case status == http.StatusInternalServerError:
 		s.log.ErrorContext(r.Context(), "request failed", "request_id", requestID(r), "method", r.Method, "path", r.URL.Path, "err", err)
+	case errors.Is(err, ports.ErrUnavailable):
+		s.log.WarnContext(r.Context(), "storage unavailable", "request_id", requestID(r), "method", r.Method, "path", r.URL.Path, "err", err)
 	}
 	s.writeError(w, r, status, body)
 }

@@ -79,7 +79,7 @@ func NewServer(cfg Config, a *app.AccessService, sc *app.SchemaService, rc *app.
 	r.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusMethodNotAllowed, "method_not_allowed", "", r.Method+" is not allowed on "+r.URL.Path)
 	})
-	r.Use(s.authenticate, s.authorize, validate)
+	r.Use(s.authenticate, s.authorize, s.checkText, validate)
 	s.registerHealthRoutes(r)
 	s.registerAuthRoutes(r)
 	s.registerSchemaRoutes(r)
@@ -109,7 +109,11 @@ func (s *Server) registerHealthRoutes(r *mux.Router) {
 		defer cancel()
 		if s.ready != nil {
 			if err := s.ready(ctx); err != nil {
-				writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "detail": err.Error()})
+				// The cause names hosts, users and databases: it goes to the
+				// log, not to an unauthenticated caller.
+				s.log.WarnContext(r.Context(), "not ready", "request_id", requestID(r), "err", err)
+				w.Header().Set("Retry-After", "2")
+				writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "detail": "storage unreachable"})
 				return
 			}
 		}

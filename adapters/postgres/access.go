@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"fmt"
 	"sort"
 	"strings"
 	"time"
@@ -123,7 +122,7 @@ func (s *UserStore) GetUserByEmail(ctx context.Context, email string) (*access.U
 func (s *UserStore) ListUsers(ctx context.Context, orgID string) ([]*access.User, error) {
 	var rows []userRow
 	if err := s.db.NewSelect().Model(&rows).Where("org_id = ?", orgID).Order("created_at ASC", "id ASC").Scan(ctx); err != nil {
-		return nil, fmt.Errorf("postgres: list users: %w", err)
+		return nil, fail(err, "list users")
 	}
 	out := make([]*access.User, len(rows))
 	for i := range rows {
@@ -154,7 +153,7 @@ func (s *UserStore) UpdateUser(ctx context.Context, orgID, id string, fn func(*a
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, txErr(err, "update user "+id)
 	}
 	return out, nil
 }
@@ -225,7 +224,7 @@ func (s *APIKeyStore) CreateKey(ctx context.Context, k *access.APIKey) error {
 func (s *APIKeyStore) FindKeysByPrefix(ctx context.Context, prefix string) ([]*access.APIKey, error) {
 	var rows []keyRow
 	if err := s.db.NewSelect().Model(&rows).Where("prefix = ?", prefix).Order("created_at ASC", "id ASC").Scan(ctx); err != nil {
-		return nil, fmt.Errorf("postgres: find keys by prefix: %w", err)
+		return nil, fail(err, "find keys by prefix")
 	}
 	return keys(rows), nil
 }
@@ -243,7 +242,7 @@ func (s *APIKeyStore) GetKey(ctx context.Context, orgID, id string) (*access.API
 func (s *APIKeyStore) ListKeys(ctx context.Context, orgID string) ([]*access.APIKey, error) {
 	var rows []keyRow
 	if err := s.db.NewSelect().Model(&rows).Where("org_id = ?", orgID).Order("created_at ASC", "id ASC").Scan(ctx); err != nil {
-		return nil, fmt.Errorf("postgres: list keys: %w", err)
+		return nil, fail(err, "list keys")
 	}
 	return keys(rows), nil
 }
@@ -270,7 +269,7 @@ func (s *APIKeyStore) UpdateKey(ctx context.Context, orgID, id string, fn func(*
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, txErr(err, "update key "+id)
 	}
 	return out, nil
 }
@@ -316,7 +315,7 @@ SET use_count = k.use_count + v.n, last_used_at = greatest(k.last_used_at, v.at)
 FROM (VALUES ` + values.String() + `) AS v(id, n, at)
 WHERE k.id = v.id`
 	if _, err := s.db.NewRaw(q, args...).Exec(ctx); err != nil {
-		return fmt.Errorf("postgres: record key usage: %w", err)
+		return fail(err, "record key usage")
 	}
 	return nil
 }

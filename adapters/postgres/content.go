@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -69,7 +68,7 @@ func (s *SchemaStore) ListSchemas(ctx context.Context, orgID string, p page.Requ
 	q := s.db.NewSelect().Model(&rows).Where("org_id = ?", orgID)
 	size := keyset(q, p)
 	if err := q.Scan(ctx); err != nil {
-		return page.Result[*schema.Schema]{}, fmt.Errorf("postgres: list schemas: %w", err)
+		return page.Result[*schema.Schema]{}, fail(err, "list schemas")
 	}
 	var res page.Result[*schema.Schema]
 	for i := range rows {
@@ -148,7 +147,7 @@ func (s *RecordStore) ListRecords(ctx context.Context, orgID string, f ports.Rec
 	}
 	size := keyset(q, p)
 	if err := q.Scan(ctx); err != nil {
-		return page.Result[*enrichment.Record]{}, fmt.Errorf("postgres: list records: %w", err)
+		return page.Result[*enrichment.Record]{}, fail(err, "list records")
 	}
 	var res page.Result[*enrichment.Record]
 	for i := range rows {

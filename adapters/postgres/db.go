@@ -145,25 +145,39 @@ func Migrate(ctx context.Context, db *bun.DB) (err error) {
 // quietLog drops River's migration chatter.
 var quietLog = slog.New(slog.DiscardHandler)
 
-// notFound turns sql.ErrNoRows into ErrNotFound; other errors keep their
-// cause. what describes the operation ("get job x").
+// notFound turns sql.ErrNoRows into ErrNotFound and a connection-level
+// failure into ErrUnavailable; other errors keep their cause. what describes
+// the operation ("get job x").
 func notFound(err error, what string) error {
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("postgres: %s: %w", what, ports.ErrNotFound)
 	}
+	if u := unavailable(err, what); u != nil {
+		return u
+	}
 	return fmt.Errorf("postgres: %s: %w", what, err)
 }
 
-// fail wraps a driver error with the operation.
+// fail wraps a driver error with the operation: a connection-level failure
+// becomes ErrUnavailable, data the server refuses (SQLSTATE classes 22 and
+// 54: a NUL in text, a value too large) ErrInvalid.
 func fail(err error, what string) error {
+	if u := unavailable(err, what); u != nil {
+		return u
+	}
+	var pg *pgconn.PgError
+	if errors.As(err, &pg) && (strings.HasPrefix(pg.Code, "22") || strings.HasPrefix(pg.Code, "54")) {
+		return fmt.Errorf("postgres: %s: %s: %w", what, pg.Code, ports.ErrInvalid)
+	}
 	return fmt.Errorf("postgres: %s: %w", what, err)
 }
 
-// conflict turns a unique violation into ErrConflict.
+// conflict turns a unique violation into ErrConflict and a connection-level
+// failure into ErrUnavailable.
 func conflict(err error, what string) error {
 	var pg *pgconn.PgError
 	if errors.As(err, &pg) && pg.Code == "23505" {
 		return fmt.Errorf("postgres: %s: %s: %w", what, pg.ConstraintName, ports.ErrConflict)
 	}
-	return fmt.Errorf("postgres: %s: %w", what, err)
+	return fail(err, what)
 }

@@ -105,13 +105,13 @@ func (s *JobStore) UpdateJob(ctx context.Context, id string, fn func(*job.Job) e
 		j.ID, j.OrgID = r.ID, r.OrgID
 		nr := jobToRow(j)
 		if _, err := tx.NewUpdate().Model(nr).WherePK().Exec(ctx); err != nil {
-			return fmt.Errorf("postgres: update job %s: %w", id, err)
+			return fail(err, "update job "+id)
 		}
 		out = nr.job()
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, txErr(err, "update job "+id)
 	}
 	return out, nil
 }
@@ -243,7 +243,7 @@ func (l *EventLog) List(ctx context.Context, jobID string, after int64, limit in
 		q = q.Limit(int64(limit))
 	}
 	if err := q.Scan(ctx); err != nil {
-		return nil, fmt.Errorf("postgres: list events of job %s: %w", jobID, err)
+		return nil, fail(err, "list events of job "+jobID)
 	}
 	out := make([]job.Event, len(rows))
 	for i, r := range rows {

@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"strings"
 	"time"
@@ -38,7 +37,7 @@ func NewInvalidations(db bun.IDB, dsn string, log *slog.Logger) *Invalidations {
 // Publish sends kind:id on the channel.
 func (n *Invalidations) Publish(ctx context.Context, kind, id string) error {
 	if _, err := n.db.ExecContext(ctx, "SELECT pg_notify(?, ?)", invalidationChannel, kind+":"+id); err != nil {
-		return fmt.Errorf("postgres: notify %s %s: %w", kind, id, err)
+		return fail(err, "notify "+kind+" "+id)
 	}
 	return nil
 }

@@ -2,13 +2,8 @@ package postgres
 
 import (
 	"context"
-	"database/sql/driver"
 	"errors"
-	"fmt"
-	"io"
 	"math/rand/v2"
-	"net"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -56,7 +51,7 @@ func (u *UnitOfWork) InTx(ctx context.Context, fn func(ctx context.Context, r po
 		if attempt < txAttempts && retryable(err) && pause(ctx, attempt) == nil {
 			continue
 		}
-		return unavailable(err)
+		return txErr(err, "unit of work")
 	}
 }
 
@@ -91,31 +86,4 @@ func pause(ctx context.Context, attempt int) error {
 	case <-t.C:
 		return nil
 	}
-}
-
-// unavailable marks err with ports.ErrUnavailable when it says that the
-// database cannot be reached (no connection, a connection lost, the server
-// shutting down or starting), keeping err in the chain. Other errors come
-// back unchanged.
-func unavailable(err error) error {
-	if err == nil || errors.Is(err, ports.ErrUnavailable) || !connectionFailure(err) {
-		return err
-	}
-	return fmt.Errorf("postgres: %w: %w", ports.ErrUnavailable, err)
-}
-
-func connectionFailure(err error) bool {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return false // the caller gave up; the database may be fine
-	}
-	var pg *pgconn.PgError
-	if errors.As(err, &pg) {
-		// Class 08: connection exception; 57P01-03: admin or crash shutdown,
-		// cannot connect now.
-		return strings.HasPrefix(pg.Code, "08") || pg.Code == "57P01" || pg.Code == "57P02" || pg.Code == "57P03"
-	}
-	var ce *pgconn.ConnectError
-	var ne net.Error
-	return errors.As(err, &ce) || errors.As(err, &ne) || errors.Is(err, driver.ErrBadConn) ||
-		errors.Is(err, io.ErrUnexpectedEOF)
 }

@@ -1,0 +1,4 @@
+package postgres
+
+// IsUnavailable is exported for tests of package postgres_test.
+var IsUnavailable = isUnavailable
