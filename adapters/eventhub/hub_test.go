@@ -2,7 +2,7 @@ package eventhub_test
 
 import (
 	"log/slog"
-		"testing"
+	"testing"
 	"time"
 
 	"github.com/uptrace/bun"
