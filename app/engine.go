@@ -275,6 +275,18 @@ func (e *Engine) launch(j *job.Job, prior []job.Event) {
 	e.mu.Lock()
 	e.running[j.ID] = r
 	e.mu.Unlock()
+	var after int64
+	if len(prior) > 0 {
+		after = prior[len(prior)-1].Seq
+	}
+	// Own before anyone can follow the job from here (Start returns).
+	e.Stream.Own(j.ID, j.Attempt, after, func(err error) {
+		if errors.Is(err, ports.ErrFenced) {
+			cancel(errLost)
+			return
+		}
+		cancel(&storageCause{err})
+	})
 	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()
@@ -295,13 +307,6 @@ func (e *Engine) execute(ctx context.Context, r *run, j *job.Job, prior []job.Ev
 	if len(prior) > 0 {
 		after = prior[len(prior)-1].Seq
 	}
-	e.Stream.Own(j.ID, j.Attempt, after, func(err error) {
-		if errors.Is(err, ports.ErrFenced) {
-			r.cancel(errLost)
-			return
-		}
-		r.cancel(&storageCause{err})
-	})
 	w := &Work{Job: j, Prior: prior, Publish: func(t job.EventType, data map[string]any) {
 		e.Stream.Publish(j.ID, job.Draft{Type: t, Data: data})
 	}}

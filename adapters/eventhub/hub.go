@@ -105,6 +105,7 @@ func (h *Hub) Own(jobID string, attempt int, after int64, lost func(error)) {
 	}
 	s.attempt, s.owned, s.sealed, s.ended, s.lost = attempt, true, false, false, lost
 	s.next, s.pending, s.durable, s.first = after+1, nil, nil, after+1
+	h.wakeLocked(jobID, s) // followers waiting on the log follow the stream now
 }
 
 // Publish queues an event of an owned job.
@@ -133,20 +134,26 @@ func (h *Hub) Publish(jobID string, d job.Draft) bool {
 }
 
 // disownLocked stops writing the job here and returns its lost callback.
-func (h *Hub) disownLocked(_ string, s *stream) func(error) {
+func (h *Hub) disownLocked(jobID string, s *stream) func(error) {
 	s.owned, s.sealed, s.pending = false, true, nil
 	lost := s.lost
 	s.lost = nil
 	if lost == nil {
 		lost = func(error) {}
 	}
-	h.wakeLocked(s)
+	h.wakeLocked(jobID, s)
 	return lost
 }
 
-func (h *Hub) wakeLocked(s *stream) {
+// wakeLocked wakes the job's followers: those of its stream here and those
+// waiting on the log.
+func (h *Hub) wakeLocked(jobID string, s *stream) {
 	close(s.wake)
 	s.wake = make(chan struct{})
+	if w, ok := h.wakes[jobID]; ok {
+		close(w)
+		delete(h.wakes, jobID)
+	}
 }
 
 // Seal waits for the job's in-flight write and returns its unwritten events
@@ -185,12 +192,12 @@ func (h *Hub) Sealed(jobID string, events []job.Event, err error) {
 	if err != nil {
 		s.owned = false
 		s.lost = nil
-		h.wakeLocked(s)
+		h.wakeLocked(jobID, s)
 		return
 	}
 	s.durable = append(s.durable, events...)
 	s.owned, s.ended, s.endedAt = false, true, h.clock.Now()
-	h.wakeLocked(s)
+	h.wakeLocked(jobID, s)
 }
 
 // Delivered wakes the followers of a job whose events someone else wrote;
@@ -201,7 +208,7 @@ func (h *Hub) Delivered(jobID string) {
 	if s := h.streams[jobID]; s != nil && !s.owned {
 		// Events written elsewhere are not in this cache: read the log.
 		delete(h.streams, jobID)
-		h.wakeLocked(s)
+		h.wakeLocked(jobID, s)
 	}
 	if w, ok := h.wakes[jobID]; ok {
 		close(w)
@@ -397,7 +404,7 @@ func (h *Hub) writeBatch() (int, error) {
 			n := countOf(batch, id)
 			s.durable = append(s.durable, s.pending[:n]...)
 			s.pending = s.pending[n:]
-			h.wakeLocked(s)
+			h.wakeLocked(id, s)
 		case errors.As(err, &fenced) && contains(fenced.ids, id), errors.Is(err, ports.ErrConflict) && len(jobs) == 1:
 			// Another worker or a canceller holds the job now: what is
 			// pending here was never seen by anyone, and is dropped.
