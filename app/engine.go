@@ -214,6 +214,18 @@ func (e *Engine) Dispatch(ctx context.Context, q ports.QueuedJob) (ports.Dispatc
 	if !e.reserve(q.OrgID) {
 		return ports.Dispatch{Snooze: time.Second}, nil // no capacity here: stays pending
 	}
+	// Most dispatches find the job ended or held (a guard coming due): a
+	// plain read settles those without a transaction.
+	if cur, err := e.Jobs.GetJob(ctx, q.OrgID, q.JobID); err == nil {
+		switch {
+		case cur.State.Terminal():
+			e.release(q.OrgID)
+			return ports.Dispatch{}, nil
+		case cur.Owner != "" && cur.Owner != e.Owner && e.Clock.Now().Before(cur.LeaseUntil):
+			e.release(q.OrgID)
+			return ports.Dispatch{Snooze: cur.LeaseUntil.Sub(e.Clock.Now()) + time.Second}, nil
+		}
+	}
 	var prior *job.Job
 	exhausted := false
 	j, err := e.Jobs.UpdateJob(ctx, q.JobID, func(j *job.Job) error {

@@ -78,11 +78,22 @@ func (s *EnrichmentService) Sync(ctx context.Context, p *access.Principal, req E
 			if !ev.Type.Terminal() {
 				continue
 			}
-			final, err := s.JobSvc.Jobs.GetJob(context.WithoutCancel(ctx), p.OrgID, j.ID)
-			if err != nil {
+			// The terminal event says how the job ended; no need to read it.
+			final := *j
+			var end struct {
+				Status  job.State     `json:"status"`
+				Code    job.ErrorCode `json:"error_code"`
+				Message string        `json:"error_message"`
+				Reason  string        `json:"reason"`
+			}
+			if err := remarshal(ev.Data, &end); err != nil {
 				return nil, err
 			}
-			out := &SyncResult{Job: final}
+			final.State, final.ErrorCode, final.Error, final.UpdatedAt = end.Status, end.Code, end.Message, ev.CreatedAt
+			if ev.Type == job.EventCancelled {
+				final.State, final.Error = job.Cancelled, end.Reason
+			}
+			out := &SyncResult{Job: &final}
 			if ev.Type == job.EventCompleted {
 				var c completedPayload
 				if err := remarshal(ev.Data, &c); err != nil {

@@ -142,8 +142,8 @@ func (q *Queue) Start(ctx context.Context, h ports.JobHandler) error {
 		// replica that died, and River's rescuer hands it to another.
 		RescueStuckJobsAfter: 15 * time.Second,
 		JobTimeout:           10 * time.Second,
-		// Finished runs are of no interest after a day.
-		CompletedJobRetentionPeriod: 24 * time.Hour,
+		// Finished runs (one or a few per job) are of no interest after an hour.
+		CompletedJobRetentionPeriod: time.Hour,
 	})
 	if err != nil {
 		return fmt.Errorf("postgres: river client: %w", err)
