@@ -20,7 +20,7 @@ type Work struct {
 	// (none for a fresh job): a resumed run skips the work they show done.
 	Prior []job.Event
 	// Publish sends an event of the job to its followers.
-	Publish func(t job.EventType, data map[string]any)
+	Publish func(p job.Payload)
 }
 
 // Outcome is how a run ended. Exactly one of the cases holds: Failure set
@@ -28,7 +28,7 @@ type Work struct {
 type Outcome struct {
 	Result    []byte
 	Records   []*enrichment.Record
-	Completed map[string]any // the completed event's payload
+	Completed job.JobCompleted
 	Failure   *Failure
 }
 
@@ -319,11 +319,9 @@ func (e *Engine) execute(ctx context.Context, r *run, j *job.Job, prior []job.Ev
 	if len(prior) > 0 {
 		after = prior[len(prior)-1].Seq
 	}
-	w := &Work{Job: j, Prior: prior, Publish: func(t job.EventType, data map[string]any) {
-		e.Stream.Publish(j.ID, job.Draft{Type: t, Data: data})
-	}}
+	w := &Work{Job: j, Prior: prior, Publish: func(p job.Payload) { e.Stream.Publish(j.ID, job.NewDraft(p)) }}
 	if j.Attempt > 1 && len(prior) > 0 {
-		w.Publish(job.EventJobResumed, map[string]any{"status": string(job.Running), "attempt": j.Attempt, "after_event": after})
+		w.Publish(job.JobResumed{Attempt: j.Attempt, AfterEvent: after})
 		e.Log.Info("job resumed", "job_id", j.ID, "attempt", j.Attempt, "after_event", after)
 	}
 	runner := e.Runners[j.Type]
@@ -369,7 +367,7 @@ func (e *Engine) finish(ctx context.Context, r *run, out Outcome) {
 		drafts = job.Failure(f.Code, f.Msg)
 	default:
 		apply = func(j *job.Job, now time.Time) error { return j.Complete(out.Result, now) }
-		drafts = []job.Draft{{Type: job.EventCompleted, Data: out.Completed}}
+		drafts = []job.Draft{job.NewDraft(out.Completed)}
 	}
 	evs := e.Stream.Seal(bg, r.id, drafts)
 	err := e.retry(bg, func() error {

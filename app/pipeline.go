@@ -93,19 +93,13 @@ func (s *EnrichmentService) Run(ctx context.Context, w *Work) Outcome {
 		return Outcome{Failure: &Failure{code, err.Error()}}
 	}
 	rs := readPrior(w.Prior)
-	pub := func(t job.EventType, data map[string]any) {
-		if _, ok := data["status"]; !ok {
-			data["status"] = string(job.Running)
-		}
-		w.Publish(t, data)
-	}
+	pub := w.Publish
 	if pl.autoPick != nil && !rs.started[job.EventModelAutoSelected] {
-		pub(job.EventModelAutoSelected, map[string]any{"model": pl.autoPick.Model.Key.String(), "task_type": "enrichment",
-			"pinned": pl.autoPick.Pinned, "source": pl.autoPick.Source})
+		pub(job.ModelAutoSelected{Model: pl.autoPick.Model.Key.String(), TaskType: "enrichment",
+			Pinned: pl.autoPick.Pinned, Source: pl.autoPick.Source})
 	}
 	if (enrichment.Strategy(pl.req.Strategy) == enrichment.Auto || pl.req.Strategy == "") && !rs.started[job.EventStrategySelected] {
-		pub(job.EventStrategySelected, map[string]any{"strategy": string(pl.choice.Strategy), "requested": "auto",
-			"reason": pl.choice.Reason, "signals": pl.choice.Signals})
+		pub(job.StrategySelected{Strategy: string(pl.choice.Strategy), Requested: "auto", Reason: pl.choice.Reason, Signals: pl.choice.Signals})
 	}
 
 	outs := make([]outcome, len(pl.models))
@@ -146,24 +140,20 @@ func (s *EnrichmentService) Run(ctx context.Context, w *Work) Outcome {
 	}
 	if len(failed) > 0 {
 		sort.Strings(failed)
-		pub(job.EventError, map[string]any{"error_message": fmt.Sprintf("%d of %d models failed", len(failed), len(outs)), "failed_models": failed})
+		pub(job.SomeModelsFailed{Message: fmt.Sprintf("%d of %d models failed", len(failed), len(outs)), FailedModels: failed})
 	}
 	res, _ := json.Marshal(ok[0].result)
-	data := map[string]any{"status": string(job.Completed), "result": ok[0].result, "record_id": ok[0].record.ID, "record_ids": ids, "cost": total}
-	if len(pl.models) > 1 {
-		data["results"] = results
-		data["failed_models"] = failed
-	}
+	data := job.JobCompleted{Result: ok[0].result, RecordID: ok[0].record.ID, RecordIDs: ids, Cost: total,
+		Several: len(pl.models) > 1, Results: results, FailedModels: failed}
 	s.Log.Info("enrichment finished", "job_id", w.Job.ID, "records", len(ids), "cost", total)
 	return Outcome{Result: res, Records: records, Completed: data}
 }
 
-func (s *EnrichmentService) runModel(ctx context.Context, jobID string, pl *plan, m model.Info, rs resumeState, pub func(job.EventType, map[string]any)) outcome {
+func (s *EnrichmentService) runModel(ctx context.Context, jobID string, pl *plan, m model.Info, rs resumeState, pub func(job.Payload)) outcome {
 	key := m.Key.String()
 	start := time.Now()
 	if !rs.models[key] {
-		pub(job.EventModelStarted, map[string]any{"model": key, "entity_index": 0, "strategy": string(pl.choice.Strategy),
-			"total_expertises": len(pl.calls), "sandbox": m.Sandbox})
+		pub(job.ModelStarted{Model: key, Strategy: string(pl.choice.Strategy), Expertises: len(pl.calls), Sandbox: m.Sandbox})
 	}
 	type part struct {
 		out      map[string]any
@@ -198,7 +188,7 @@ func (s *EnrichmentService) runModel(ctx context.Context, jobID string, pl *plan
 			}
 			defer func() { <-sem }()
 			t0 := time.Now()
-			pub(job.EventExpertiseStarted, map[string]any{"model": key, "expertise": c.domain.Key, "expertise_key": c.domain.Key, "expertise_name": c.domain.Name})
+			pub(job.ExpertiseStarted{Model: key, Key: c.domain.Key, Name: c.domain.Name})
 			out, in, outT, code, err := s.callWithRetries(ctx, pl, m, c, pub)
 			cost := m.Price.Cost(in, outT)
 			parts[i] = part{out, in, outT, cost, code, err}
@@ -209,28 +199,26 @@ func (s *EnrichmentService) runModel(ctx context.Context, jobID string, pl *plan
 			if ctx.Err() != nil {
 				return
 			}
-			data := map[string]any{"model": key, "expertise_key": c.domain.Key, "expertise_name": c.domain.Name,
-				"completed_expertises": n, "total_expertises": len(pl.calls), "success": err == nil,
-				"partial_result": out, "tokens": in + outT, "input_tokens": in, "output_tokens": outT, "cost": cost,
-				"processing_time_ms": time.Since(t0).Milliseconds()}
+			done := job.ExpertiseCompleted{Model: key, Key: c.domain.Key, Name: c.domain.Name, Completed: n, Total: len(pl.calls),
+				Success: err == nil, PartialResult: out, InputTokens: in, OutputTokens: outT, Cost: cost,
+				ProcessingMS: time.Since(t0).Milliseconds()}
 			if err != nil {
-				data["error_message"] = err.Error()
-				data["error_code"] = string(code)
+				done.ErrorMessage, done.ErrorCode = err.Error(), code
 			}
-			pub(job.EventExpertiseCompleted, data)
+			pub(done)
 		}()
 	}
 	wg.Wait()
 
 	o := outcome{info: m}
 	var outs []map[string]any
-	var breakdown []map[string]any
+	var breakdown []job.Breakdown
 	for i, p := range parts {
 		o.cost += p.cost
 		o.inTokens += p.in
 		o.outTokens += p.outT
-		breakdown = append(breakdown, map[string]any{"key": pl.calls[i].domain.Key, "name": pl.calls[i].domain.Name,
-			"success": p.err == nil, "tokens": p.in + p.outT, "cost": p.cost})
+		breakdown = append(breakdown, job.Breakdown{Key: pl.calls[i].domain.Key, Name: pl.calls[i].domain.Name,
+			Success: p.err == nil, Tokens: p.in + p.outT, Cost: p.cost})
 		if p.err != nil && o.err == nil {
 			o.err, o.code = fmt.Errorf("expertise %s: %w", pl.calls[i].domain.Key, p.err), p.code
 		}
@@ -245,14 +233,14 @@ func (s *EnrichmentService) runModel(ctx context.Context, jobID string, pl *plan
 			o.code = job.CodeOutputInvalid
 		}
 	}
-	data := map[string]any{"model": key, "success": o.err == nil, "cost": o.cost, "input_tokens": o.inTokens,
-		"output_tokens": o.outTokens, "processing_time_ms": time.Since(start).Milliseconds(), "expertise_breakdown": breakdown}
+	mc := job.ModelCompleted{Model: key, Success: o.err == nil, Cost: o.cost, InputTokens: o.inTokens,
+		OutputTokens: o.outTokens, ProcessingMS: time.Since(start).Milliseconds(), Breakdown: breakdown}
 	if o.err == nil {
-		data["result"], data["record_id"] = o.result, o.record.ID
+		mc.Result, mc.RecordID = o.result, o.record.ID
 	} else {
-		data["error_message"], data["error_code"] = o.err.Error(), string(o.code)
+		mc.ErrorMessage, mc.ErrorCode = o.err.Error(), o.code
 	}
-	pub(job.EventModelCompleted, data)
+	pub(mc)
 	return o
 }
 
@@ -276,18 +264,14 @@ func (s *EnrichmentService) finish(jobID string, pl *plan, m model.Info, parts [
 // callWithRetries makes one expertise call, retrying an unusable answer with
 // the problem fed back, and a transport failure after a pause, up to
 // enrichment.MaxAttempts attempts.
-func (s *EnrichmentService) callWithRetries(ctx context.Context, pl *plan, m model.Info, c call, pub func(job.EventType, map[string]any)) (map[string]any, int, int, job.ErrorCode, error) {
+func (s *EnrichmentService) callWithRetries(ctx context.Context, pl *plan, m model.Info, c call, pub func(job.Payload)) (map[string]any, int, int, job.ErrorCode, error) {
 	msgs := enrichment.Prompt(pl.schema.Name, pl.req.EntityData, c.domain)
 	var in, out int
 	var reason string
 	var lastErr error
 	var code job.ErrorCode
 	for attempt := 1; attempt <= enrichment.MaxAttempts; attempt++ {
-		ev := map[string]any{"model": m.Key.String(), "expertise": c.domain.Key, "attempt": attempt, "max_attempts": enrichment.MaxAttempts}
-		if attempt > 1 {
-			ev["reason"] = reason
-		}
-		pub(job.EventAttempt, ev)
+		pub(job.Attempt{Model: m.Key.String(), Expertise: c.domain.Key, Attempt: attempt, MaxAttempts: enrichment.MaxAttempts, Reason: reason})
 		resp, err := s.LLM.Generate(ctx, ports.LLMRequest{Model: m.Key, Messages: msgs, Schema: c.domain.Schema, SchemaName: c.domain.Key})
 		in += resp.InputTokens
 		out += resp.OutputTokens

@@ -62,15 +62,12 @@ type Draft struct {
 // Failure is the terminal sequence of a failed job: an error event, then
 // failed, both with the code and message.
 func Failure(code ErrorCode, msg string) []Draft {
-	return []Draft{
-		{EventError, map[string]any{"status": string(Running), "error_code": string(code), "error_message": msg}},
-		{EventFailed, map[string]any{"status": string(Failed), "error_code": string(code), "error_message": msg}},
-	}
+	return []Draft{NewDraft(JobError{code, msg}), NewDraft(JobFailed{code, msg})}
 }
 
 // Cancellation is the terminal sequence of a cancelled job.
 func Cancellation(reason string) []Draft {
-	return []Draft{{EventCancelled, map[string]any{"status": string(Cancelled), "reason": reason}}}
+	return []Draft{NewDraft(JobCancelled{reason})}
 }
 
 // Number turns drafts into the job's events after seq.

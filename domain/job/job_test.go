@@ -1,6 +1,7 @@
 package job_test
 
 import (
+	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -76,4 +77,55 @@ func TestEventJSON(t *testing.T) {
 	b, err := job.Event{JobID: "j1", Seq: 3, Type: job.EventAttempt, Data: map[string]any{"expertise": "general"}}.MarshalJSON()
 	is.NoErr(err)
 	is.Equal(string(b), `{"event":"attempt","expertise":"general","job_id":"j1"}`)
+}
+
+// TestPayloadWireForm pins the JSON of every event payload: typed payloads
+// must write exactly what clients read (keys, and keys left out).
+func TestPayloadWireForm(t *testing.T) {
+	tests := []struct {
+		p    job.Payload
+		want string
+	}{
+		{job.StrategySelected{Strategy: "single_pass", Requested: "auto", Reason: "r", Signals: map[string]any{"domains": 1}},
+			`{"reason":"r","requested":"auto","signals":{"domains":1},"status":"running","strategy":"single_pass"}`},
+		{job.ModelAutoSelected{Model: "m::x", TaskType: "enrichment", Source: "first", Pinned: true},
+			`{"model":"m::x","pinned":true,"source":"first","status":"running","task_type":"enrichment"}`},
+		{job.ModelStarted{Model: "m::x", Strategy: "multi_expertise", Expertises: 3, Sandbox: true},
+			`{"entity_index":0,"model":"m::x","sandbox":true,"status":"running","strategy":"multi_expertise","total_expertises":3}`},
+		{job.ExpertiseStarted{Model: "m::x", Key: "general", Name: "General"},
+			`{"expertise":"general","expertise_key":"general","expertise_name":"General","model":"m::x","status":"running"}`},
+		{job.Attempt{Model: "m::x", Expertise: "general", Attempt: 1, MaxAttempts: 3, Reason: "ignored on the first"},
+			`{"attempt":1,"expertise":"general","max_attempts":3,"model":"m::x","status":"running"}`},
+		{job.Attempt{Model: "m::x", Expertise: "general", Attempt: 2, MaxAttempts: 3, Reason: "output_invalid: x"},
+			`{"attempt":2,"expertise":"general","max_attempts":3,"model":"m::x","reason":"output_invalid: x","status":"running"}`},
+		{job.ExpertiseCompleted{Model: "m::x", Key: "g", Name: "G", Completed: 1, Total: 2, Success: true,
+			PartialResult: map[string]any{"a": 1}, InputTokens: 3, OutputTokens: 4, Cost: 5, ProcessingMS: 6},
+			`{"completed_expertises":1,"cost":5,"expertise_key":"g","expertise_name":"G","input_tokens":3,"model":"m::x","output_tokens":4,"partial_result":{"a":1},"processing_time_ms":6,"status":"running","success":true,"tokens":7,"total_expertises":2}`},
+		{job.ExpertiseCompleted{Model: "m::x", Key: "g", Name: "G", Completed: 1, Total: 1, ErrorMessage: "e", ErrorCode: job.CodeTimeout},
+			`{"completed_expertises":1,"cost":0,"error_code":"timeout","error_message":"e","expertise_key":"g","expertise_name":"G","input_tokens":0,"model":"m::x","output_tokens":0,"partial_result":null,"processing_time_ms":0,"status":"running","success":false,"tokens":0,"total_expertises":1}`},
+		{job.ModelCompleted{Model: "m::x", Success: true, Cost: 1, InputTokens: 2, OutputTokens: 3, ProcessingMS: 4,
+			Breakdown: []job.Breakdown{{Key: "g", Name: "G", Success: true, Tokens: 5, Cost: 1}}, Result: map[string]any{"a": 1}, RecordID: "r1"},
+			`{"cost":1,"expertise_breakdown":[{"cost":1,"key":"g","name":"G","success":true,"tokens":5}],"input_tokens":2,"model":"m::x","output_tokens":3,"processing_time_ms":4,"record_id":"r1","result":{"a":1},"status":"running","success":true}`},
+		{job.ModelCompleted{Model: "m::x", ErrorMessage: "e", ErrorCode: job.CodeOutputInvalid},
+			`{"cost":0,"error_code":"output_invalid","error_message":"e","expertise_breakdown":[],"input_tokens":0,"model":"m::x","output_tokens":0,"processing_time_ms":0,"status":"running","success":false}`},
+		{job.SomeModelsFailed{Message: "1 of 2 models failed", FailedModels: []string{"m::y"}},
+			`{"error_message":"1 of 2 models failed","failed_models":["m::y"],"status":"running"}`},
+		{job.JobCompleted{Result: map[string]any{"a": 1}, RecordID: "r1", RecordIDs: []string{"r1"}, Cost: 2},
+			`{"cost":2,"record_id":"r1","record_ids":["r1"],"result":{"a":1},"status":"completed"}`},
+		{job.JobCompleted{Result: map[string]any{}, RecordID: "r1", RecordIDs: []string{"r1"}, Several: true, Results: map[string]any{}},
+			`{"cost":0,"failed_models":null,"record_id":"r1","record_ids":["r1"],"result":{},"results":{},"status":"completed"}`},
+		{job.JobError{Code: job.CodeTimeout, Msg: "m"}, `{"error_code":"timeout","error_message":"m","status":"running"}`},
+		{job.JobFailed{Code: job.CodeTimeout, Msg: "m"}, `{"error_code":"timeout","error_message":"m","status":"failed"}`},
+		{job.JobCancelled{Reason: "r"}, `{"reason":"r","status":"cancelled"}`},
+		{job.JobResumed{Attempt: 2, AfterEvent: 9}, `{"after_event":9,"attempt":2,"status":"running"}`},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.p.EventType()), func(t *testing.T) {
+			is := is.New(t)
+			b, err := json.Marshal(tt.p.Fields())
+			is.NoErr(err)
+			is.Equal(string(b), tt.want)
+			is.Equal(job.NewDraft(tt.p).Type, tt.p.EventType())
+		})
+	}
 }
