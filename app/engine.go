@@ -43,11 +43,12 @@ type Runner interface {
 	Run(ctx context.Context, w *Work) Outcome
 }
 
-// Engine runs jobs as durable work. A job is created with its queue entry in
-// one commit; a worker holds it with a lease and a fencing token (the job's
-// attempt) and ends it with its records, state and last events in one
-// commit. The queue entry is the job's guard: it fires when the owner's lease
-// would lapse, and whoever it reaches takes over a job whose owner died.
+// Engine runs jobs as durable work. A job is created in one commit, claimed
+// at once by a free worker here or queued for any replica's; a worker holds
+// it with a lease and a fencing token (the job's attempt) and ends it with
+// its records, state and last events in one commit. The queue's periodic
+// sweep finds jobs whose holder died (lease lapsed) and queues them; the
+// replica that a queued job reaches takes it over and resumes it.
 type Engine struct {
 	UoW    ports.UnitOfWork
 	Jobs   ports.JobStore
@@ -72,6 +73,9 @@ type Engine struct {
 	// to resume elsewhere; when false (memory storage, which dies with the
 	// process) they fail with code shutdown.
 	ReleaseAtShutdown bool
+	// SweepEvery is how often the queue's leader looks for jobs whose
+	// holder died (default 5 s).
+	SweepEvery time.Duration
 	// Runners run each type of job.
 	Runners map[job.Type]Runner
 
@@ -122,6 +126,9 @@ func (e *Engine) Start(ctx context.Context) error {
 	if e.MaxAttempts <= 0 {
 		e.MaxAttempts = 5
 	}
+	if e.SweepEvery <= 0 {
+		e.SweepEvery = 5 * time.Second
+	}
 	e.mu.Lock()
 	e.running, e.perOrg = map[string]*run{}, map[string]int{}
 	e.base, e.stopAll = context.WithCancel(context.WithoutCancel(ctx))
@@ -131,7 +138,26 @@ func (e *Engine) Start(ctx context.Context) error {
 		defer e.wg.Done()
 		e.renew()
 	}()
-	return e.Queue.Start(e.base, e.Dispatch)
+	return e.Queue.Start(e.base, ports.Handlers{Dispatch: e.Dispatch, Sweep: e.Sweep, SweepEvery: e.SweepEvery})
+}
+
+// Sweep queues every job whose holder's lease lapsed, so that some replica
+// takes it over.
+func (e *Engine) Sweep(ctx context.Context) error {
+	lapsed, err := e.Jobs.ListLapsed(ctx, e.Clock.Now(), 500)
+	if err != nil {
+		e.Log.Warn("sweep for interrupted jobs", "err", err)
+		return err
+	}
+	for _, j := range lapsed {
+		if err := e.Queue.Enqueue(ctx, ports.QueuedJob{JobID: j.ID, OrgID: j.OrgID}); err != nil {
+			return err
+		}
+	}
+	if len(lapsed) > 0 {
+		e.Log.Info("interrupted jobs queued for takeover", "jobs", len(lapsed))
+	}
+	return nil
 }
 
 // Running lists the ids of the jobs running here.
@@ -166,29 +192,26 @@ func (e *Engine) release(org string) {
 	}
 }
 
-// guardAfter is how long after a claim the job's guard fires.
-func (e *Engine) guardAfter() time.Duration { return e.LeaseTTL + time.Second }
-
-// Create stores a new pending job with its queue entry in one commit. With a
-// free worker here, the job is claimed in the same commit and starts at once
-// (its queue entry then fires when the lease would lapse); otherwise it
+// Create stores a new job in one commit. With a free worker here, the job is
+// claimed in that commit and starts at once (should this replica die, the
+// sweep finds its lease lapsed); otherwise it is queued in that commit and
 // waits, pending, for any replica's worker.
 func (e *Engine) Create(ctx context.Context, j *job.Job) error {
 	local := e.reserve(j.OrgID)
-	now := e.Clock.Now()
-	q := ports.QueuedJob{JobID: j.ID, OrgID: j.OrgID}
 	if local {
-		if err := j.Claim(e.Owner, now, e.LeaseTTL); err != nil {
+		if err := j.Claim(e.Owner, e.Clock.Now(), e.LeaseTTL); err != nil {
 			e.release(j.OrgID)
 			return err
 		}
-		q.At = now.Add(e.guardAfter())
 	}
 	err := e.UoW.InTx(ctx, func(ctx context.Context, r ports.Repos) error {
 		if err := r.Jobs.CreateJob(ctx, j); err != nil {
 			return err
 		}
-		return r.Queue.Enqueue(ctx, q)
+		if local {
+			return nil
+		}
+		return r.Queue.Enqueue(ctx, ports.QueuedJob{JobID: j.ID, OrgID: j.OrgID})
 	})
 	if err != nil {
 		if local {
@@ -202,14 +225,14 @@ func (e *Engine) Create(ctx context.Context, j *job.Job) error {
 	return nil
 }
 
-// Dispatch is the queue's handler: it takes a pending job or one whose owner
-// died, and hands back to the queue a job that a live owner holds.
+// Dispatch is the queue's handler: it takes a pending job or one whose
+// holder died. A job that a live holder has is left to it.
 func (e *Engine) Dispatch(ctx context.Context, q ports.QueuedJob) (ports.Dispatch, error) {
 	e.mu.Lock()
 	_, here := e.running[q.JobID]
 	e.mu.Unlock()
 	if here {
-		return ports.Dispatch{Snooze: e.guardAfter()}, nil
+		return ports.Dispatch{}, nil
 	}
 	if !e.reserve(q.OrgID) {
 		return ports.Dispatch{Snooze: time.Second}, nil // no capacity here: stays pending
@@ -221,9 +244,9 @@ func (e *Engine) Dispatch(ctx context.Context, q ports.QueuedJob) (ports.Dispatc
 		case cur.State.Terminal():
 			e.release(q.OrgID)
 			return ports.Dispatch{}, nil
-		case cur.Owner != "" && cur.Owner != e.Owner && e.Clock.Now().Before(cur.LeaseUntil):
+		case cur.Owner != "" && e.Clock.Now().Before(cur.LeaseUntil):
 			e.release(q.OrgID)
-			return ports.Dispatch{Snooze: cur.LeaseUntil.Sub(e.Clock.Now()) + time.Second}, nil
+			return ports.Dispatch{}, nil // held; the sweep queues it again if its holder dies
 		}
 	}
 	var prior *job.Job
@@ -243,7 +266,7 @@ func (e *Engine) Dispatch(ctx context.Context, q ports.QueuedJob) (ports.Dispatc
 		return ports.Dispatch{}, nil
 	case errors.Is(err, job.ErrLeased):
 		e.release(q.OrgID)
-		return ports.Dispatch{Snooze: max(prior.LeaseUntil.Sub(e.Clock.Now()), 0) + time.Second}, nil
+		return ports.Dispatch{}, nil
 	case err != nil:
 		e.release(q.OrgID)
 		return ports.Dispatch{}, err
@@ -263,7 +286,7 @@ func (e *Engine) Dispatch(ctx context.Context, q ports.QueuedJob) (ports.Dispatc
 		return ports.Dispatch{}, err
 	}
 	e.launch(j, evs)
-	return ports.Dispatch{Snooze: e.guardAfter()}, nil
+	return ports.Dispatch{}, nil
 }
 
 func (e *Engine) priorEvents(ctx context.Context, id string) ([]job.Event, error) {

@@ -9,3 +9,6 @@ ALTER TABLE jobs ADD COLUMN owner text NOT NULL DEFAULT '';
 ALTER TABLE jobs ADD COLUMN lease_until timestamptz;
 --bun:split
 DROP INDEX IF EXISTS jobs_live_heartbeat_idx;
+--bun:split
+-- The sweep's query: live, held jobs by lease end.
+CREATE INDEX jobs_lapsed_idx ON jobs (lease_until) WHERE state IN ('pending', 'running', 'paused') AND owner <> '';

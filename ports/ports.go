@@ -129,6 +129,10 @@ type JobStore interface {
 	// to until, in one write, and returns the ids among them that owner no
 	// longer holds (ended, cancelled, or taken over).
 	RenewLeases(ctx context.Context, owner string, ids []string, until time.Time) (lost []string, err error)
+	// ListLapsed returns up to limit live jobs held by a worker whose lease
+	// ended before now (their holder died, or lost the database), oldest
+	// lease first.
+	ListLapsed(ctx context.Context, now time.Time, limit int) ([]*job.Job, error)
 	// CheckFences returns the jobs among fences whose current attempt is no
 	// longer the one given (or that ended). Inside a unit of work it locks
 	// the jobs it checks against a concurrent takeover until commit.

@@ -10,9 +10,7 @@ import (
 type QueuedJob struct {
 	JobID string
 	OrgID string
-	// At is when the run should be dispatched; zero means now. A job that
-	// this process already runs is enqueued for a later check (its lease
-	// expiry), so that another replica takes it over if this one dies.
+	// At is when the run should be dispatched; zero means now.
 	At time.Time
 }
 
@@ -34,11 +32,21 @@ type Dispatch struct {
 // replica. It must return quickly: long work runs elsewhere.
 type JobHandler func(ctx context.Context, j QueuedJob) (Dispatch, error)
 
+// Handlers are what a queue calls.
+type Handlers struct {
+	// Dispatch is called for every dispatch of a queued job.
+	Dispatch JobHandler
+	// Sweep is called about every SweepEvery on one replica of all (the
+	// queue's leader): it looks for jobs whose holder died and enqueues them.
+	Sweep      func(ctx context.Context) error
+	SweepEvery time.Duration
+}
+
 // JobQueue is the durable, multi-replica queue of job runs.
 type JobQueue interface {
 	JobEnqueuer
-	// Start begins dispatching queued jobs to h until Stop.
-	Start(ctx context.Context, h JobHandler) error
+	// Start begins dispatching queued jobs, and sweeping, until Stop.
+	Start(ctx context.Context, h Handlers) error
 	// Cancel removes the queued entries of job id (idempotent).
 	Cancel(ctx context.Context, jobID string) error
 	// Stop stops dispatching and waits for running handlers until ctx ends.

@@ -22,6 +22,8 @@ type Queue struct {
 	stopped bool
 	wg      sync.WaitGroup
 	retry   time.Duration
+
+	stopSweep context.CancelFunc
 }
 
 type entry struct {
@@ -95,11 +97,30 @@ func (q *Queue) removeLocked(e *entry) bool {
 	return false
 }
 
-// Start begins dispatching to h.
-func (q *Queue) Start(ctx context.Context, h ports.JobHandler) error {
+// Start begins dispatching to h.Dispatch, and calls h.Sweep every
+// h.SweepEvery.
+func (q *Queue) Start(ctx context.Context, h ports.Handlers) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.h, q.ctx = h, ctx
+	q.h, q.ctx = h.Dispatch, ctx
+	if h.Sweep != nil && h.SweepEvery > 0 {
+		sctx, cancel := context.WithCancel(ctx)
+		q.stopSweep = cancel
+		q.wg.Add(1)
+		go func() {
+			defer q.wg.Done()
+			t := time.NewTicker(h.SweepEvery)
+			defer t.Stop()
+			for {
+				select {
+				case <-sctx.Done():
+					return
+				case <-t.C:
+					_ = h.Sweep(sctx)
+				}
+			}
+		}()
+	}
 	for _, j := range q.early {
 		q.scheduleLocked(j, time.Until(j.At))
 	}
@@ -124,6 +145,9 @@ func (q *Queue) Cancel(_ context.Context, jobID string) error {
 func (q *Queue) Stop(ctx context.Context) error {
 	q.mu.Lock()
 	q.stopped = true
+	if q.stopSweep != nil {
+		q.stopSweep()
+	}
 	for id, es := range q.entries {
 		for _, e := range es {
 			if e.timer.Stop() {

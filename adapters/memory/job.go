@@ -93,6 +93,25 @@ func (s *JobStore) RenewLeases(_ context.Context, owner string, ids []string, un
 	return lost, nil
 }
 
+// ListLapsed returns live held jobs whose lease ended before now.
+func (s *JobStore) ListLapsed(_ context.Context, now time.Time, limit int) ([]*job.Job, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []*job.Job
+	for _, j := range s.jobs {
+		if !j.State.Terminal() && j.Owner != "" && j.LeaseUntil.Before(now) {
+			out = append(out, cloneJob(j))
+		}
+	}
+	sort.Slice(out, func(i, k int) bool {
+		return oldestFirst(out[i].LeaseUntil, out[i].ID, out[k].LeaseUntil, out[k].ID)
+	})
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
 // CheckFences returns the jobs whose attempt moved on or that ended.
 func (s *JobStore) CheckFences(_ context.Context, fences []ports.Fence) ([]string, error) {
 	s.mu.RLock()

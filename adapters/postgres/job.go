@@ -132,6 +132,28 @@ func (s *JobStore) RenewLeases(ctx context.Context, owner string, ids []string, 
 	return missing(ids, kept), nil
 }
 
+// ListLapsed returns live held jobs whose lease ended before now, oldest
+// lease first (jobs_lapsed_idx).
+func (s *JobStore) ListLapsed(ctx context.Context, now time.Time, limit int) ([]*job.Job, error) {
+	var rows []jobRow
+	q := s.db.NewSelect().Model(&rows).
+		Where("state IN ('pending', 'running', 'paused')").
+		Where("owner <> ''").
+		Where("lease_until < ?", utc(now)).
+		Order("lease_until ASC", "id ASC")
+	if limit > 0 {
+		q = q.Limit(int64(limit))
+	}
+	if err := q.Scan(ctx); err != nil {
+		return nil, fail(err, "list lapsed jobs")
+	}
+	out := make([]*job.Job, len(rows))
+	for i := range rows {
+		out[i] = rows[i].job()
+	}
+	return out, nil
+}
+
 // CheckFences returns the jobs whose attempt moved on or that ended. It takes
 // FOR SHARE locks, so inside a transaction a takeover (which updates the
 // row) waits for the caller's commit.

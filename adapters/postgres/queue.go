@@ -109,6 +109,24 @@ func (e txEnqueuer) Enqueue(ctx context.Context, j ports.QueuedJob) error {
 	return nil
 }
 
+// sweepArgs are the args of the periodic sweep, which River's leader inserts.
+type sweepArgs struct{}
+
+func (sweepArgs) Kind() string { return "enrich_sweep" }
+
+type sweepWorker struct {
+	river.WorkerDefaults[sweepArgs]
+	sweep func(ctx context.Context) error
+}
+
+func (w *sweepWorker) Work(ctx context.Context, _ *river.Job[sweepArgs]) error {
+	// A failed sweep is not retried: the next one comes soon.
+	if err := w.sweep(ctx); err != nil {
+		return river.JobCancel(err)
+	}
+	return nil
+}
+
 type runWorker struct {
 	river.WorkerDefaults[runArgs]
 	h ports.JobHandler
@@ -128,11 +146,22 @@ func (w *runWorker) Work(ctx context.Context, j *river.Job[runArgs]) error {
 	return nil
 }
 
-// Start begins working the queue on this replica.
-func (q *Queue) Start(ctx context.Context, h ports.JobHandler) error {
+// Start begins working the queue on this replica. The sweep is a River
+// periodic job: River's elected leader inserts it every h.SweepEvery (and at
+// once when it starts leading), and any replica works it.
+func (q *Queue) Start(ctx context.Context, h ports.Handlers) error {
 	workers := river.NewWorkers()
-	river.AddWorker(workers, &runWorker{h: h})
+	river.AddWorker(workers, &runWorker{h: h.Dispatch})
+	var periodic []*river.PeriodicJob
+	if h.Sweep != nil && h.SweepEvery > 0 {
+		river.AddWorker(workers, &sweepWorker{sweep: h.Sweep})
+		periodic = append(periodic, river.NewPeriodicJob(river.PeriodicInterval(h.SweepEvery),
+			func() (river.JobArgs, *river.InsertOpts) {
+				return sweepArgs{}, &river.InsertOpts{Queue: queueName, MaxAttempts: 1}
+			}, &river.PeriodicJobOpts{ID: "enrich_sweep", RunOnStart: true}))
+	}
 	c, err := river.NewClient(riverpgxv5.New(q.db.Pool), &river.Config{
+		PeriodicJobs:      periodic,
 		Logger:            q.log,
 		Queues:            map[string]river.QueueConfig{queueName: {MaxWorkers: q.cfg.Workers}},
 		Workers:           workers,

@@ -202,6 +202,31 @@ func RunJobStore(t *testing.T, newStore func(t *testing.T) ports.JobStore) {
 			is.NoErr(err)
 			is.Equal(len(lost), 0)
 		}},
+		{"lapsed leases are listed, oldest first; live, ended and unheld jobs are not", func(t *testing.T, s ports.JobStore) {
+			is := is.New(t)
+			org := newID("org")
+			old, older, live, ended, pending := newJob(org, job.Pending, 0), newJob(org, job.Pending, 0), newJob(org, job.Pending, 0), newJob(org, job.Pending, 0), newJob(org, job.Pending, 0)
+			is.NoErr(old.Claim("a", at(10), time.Second))
+			is.NoErr(older.Claim("a", at(5), time.Second))
+			is.NoErr(live.Claim("a", at(100), time.Second))
+			is.NoErr(ended.Claim("a", at(0), time.Second))
+			is.NoErr(ended.Complete([]byte(`{}`), at(1)))
+			for _, j := range []*job.Job{old, older, live, ended, pending} {
+				is.NoErr(s.CreateJob(ctx, j))
+			}
+			got, err := s.ListLapsed(ctx, at(50), 0)
+			is.NoErr(err)
+			var ids []string
+			for _, j := range got {
+				if j.OrgID == org {
+					ids = append(ids, j.ID)
+				}
+			}
+			is.Equal(ids, []string{older.ID, old.ID})
+			one, err := s.ListLapsed(ctx, at(50), 1)
+			is.NoErr(err)
+			is.Equal(len(one), 1)
+		}},
 		{"a live lease refuses a claim; a lapsed one is taken over", func(t *testing.T, s ports.JobStore) {
 			is := is.New(t)
 			j := newJob(newID("org"), job.Pending, 0)

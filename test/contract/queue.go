@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -84,7 +85,9 @@ func RunJobQueue(t *testing.T, newQueue func(t *testing.T) QueueFixture) {
 	d := &dispatcher{behave: map[string]func(int) (ports.Dispatch, error){}, calls: map[string][]time.Time{},
 		orgs: map[string]string{}, wake: make(chan struct{})}
 	ctx := context.Background()
-	if err := f.Queue.Start(ctx, d.handle); err != nil {
+	var sweeps atomic.Int64
+	sweep := func(context.Context) error { sweeps.Add(1); return nil }
+	if err := f.Queue.Start(ctx, ports.Handlers{Dispatch: d.handle, Sweep: sweep, SweepEvery: time.Second}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -165,6 +168,15 @@ func RunJobQueue(t *testing.T, newQueue func(t *testing.T) QueueFixture) {
 			is.True(errors.Is(err, boom))
 			is.Equal(len(d.waitCalls(kept, 1, patience)), 1)
 			is.Equal(len(d.waitCalls(dropped, 1, time.Second)), 0)
+		}},
+		{"the sweep runs again and again", func(t *testing.T) {
+			deadline := time.Now().Add(patience + 3*time.Second)
+			for sweeps.Load() < 3 && time.Now().Before(deadline) {
+				time.Sleep(50 * time.Millisecond)
+			}
+			if n := sweeps.Load(); n < 3 {
+				t.Fatalf("%d sweeps, want at least 3", n)
+			}
 		}},
 		{"many jobs enqueued at once are each dispatched", func(t *testing.T) {
 			is := is.New(t)
