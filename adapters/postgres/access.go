@@ -135,7 +135,7 @@ func (s *UserStore) ListUsers(ctx context.Context, orgID string) ([]*access.User
 // nil; fn's error is returned as it is. The id and organization cannot change.
 func (s *UserStore) UpdateUser(ctx context.Context, orgID, id string, fn func(*access.User) error) (*access.User, error) {
 	var out *access.User
-	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		var r userRow
 		if err := tx.NewSelect().Model(&r).Where("id = ? AND org_id = ?", id, orgID).For("UPDATE").Scan(ctx); err != nil {
 			return notFound(err, "update user "+id)
@@ -251,7 +251,7 @@ func (s *APIKeyStore) ListKeys(ctx context.Context, orgID string) ([]*access.API
 // nil; fn's error is returned as it is. The id and organization cannot change.
 func (s *APIKeyStore) UpdateKey(ctx context.Context, orgID, id string, fn func(*access.APIKey) error) (*access.APIKey, error) {
 	var out *access.APIKey
-	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		var r keyRow
 		if err := tx.NewSelect().Model(&r).Where("id = ? AND org_id = ?", id, orgID).For("UPDATE").Scan(ctx); err != nil {
 			return notFound(err, "update key "+id)

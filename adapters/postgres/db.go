@@ -181,3 +181,13 @@ func conflict(err error, what string) error {
 	}
 	return fail(err, what)
 }
+
+// inTx runs fn in a transaction on db: the caller's, when db already is one
+// (a unit of work), so that no savepoint costs two more round trips; else a
+// new one.
+func inTx(ctx context.Context, db bun.IDB, fn func(ctx context.Context, tx bun.Tx) error) error {
+	if tx, ok := db.(bun.Tx); ok {
+		return fn(ctx, tx)
+	}
+	return db.RunInTx(ctx, nil, fn)
+}

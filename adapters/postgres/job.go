@@ -93,7 +93,7 @@ func (s *JobStore) GetJob(ctx context.Context, orgID, id string) (*job.Job, erro
 // test it for job.ErrTransition. The id and organization cannot change.
 func (s *JobStore) UpdateJob(ctx context.Context, id string, fn func(*job.Job) error) (*job.Job, error) {
 	var out *job.Job
-	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		var r jobRow
 		if err := tx.NewSelect().Model(&r).Where("id = ?", id).For("UPDATE").Scan(ctx); err != nil {
 			return notFound(err, "update job "+id)
