@@ -374,3 +374,9 @@ func marshal(v any) string {
 
 // tokens estimates like a tokenizer would on English: four bytes a token.
 func tokens(s string) int { return max(1, (len(s)+3)/4) }
+
+// DefaultAnswer is what the server answers req when nothing overrides it: a
+// schema-valid object derived from the entity (a Responder can wrap it).
+func DefaultAnswer(req ChatRequest) string {
+	return marshal(sandbox.Generate(orObject(req.Schema), req.Entity, req.Model))
+}
