@@ -237,8 +237,9 @@ func (e *Engine) Dispatch(ctx context.Context, q ports.QueuedJob) (ports.Dispatc
 	if !e.reserve(q.OrgID) {
 		return ports.Dispatch{Snooze: time.Second}, nil // no capacity here: stays pending
 	}
-	// Most dispatches find the job ended or held (a guard coming due): a
-	// plain read settles those without a transaction.
+	// A dispatch that finds the job ended or held (the sweep raced its
+	// holder's renewal, or a job queued twice) is settled by a plain read,
+	// without a transaction.
 	if cur, err := e.Jobs.GetJob(ctx, q.OrgID, q.JobID); err == nil {
 		switch {
 		case cur.State.Terminal():
@@ -281,7 +282,7 @@ func (e *Engine) Dispatch(ctx context.Context, q ports.QueuedJob) (ports.Dispatc
 	}
 	evs, err := e.priorEvents(ctx, j.ID)
 	if err != nil {
-		// Let the lease lapse; the guard brings the job back.
+		// Let the lease lapse; the sweep brings the job back.
 		e.release(q.OrgID)
 		return ports.Dispatch{}, err
 	}
