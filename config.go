@@ -12,6 +12,7 @@ import (
 	"github.com/caarlos0/env/v11"
 
 	"github.com/entityenrich/enrich/adapters/llm"
+	"github.com/entityenrich/enrich/app"
 )
 
 // Config is the service configuration, read from the environment by
@@ -129,16 +130,16 @@ func (c Config) withDefaults() (Config, []string, error) {
 		c.ShutdownGrace = 20 * time.Second
 	}
 	if c.Workers <= 0 {
-		c.Workers = 32
+		c.Workers = app.DefaultWorkers
 	}
 	if c.PerOrgWorkers <= 0 {
-		c.PerOrgWorkers = 8
+		c.PerOrgWorkers = app.DefaultOrgWorkers
 	}
 	if c.LeaseTTL <= 0 {
-		c.LeaseTTL = 10 * time.Second
+		c.LeaseTTL = app.DefaultLeaseTTL
 	}
 	if c.JobAttempts <= 0 {
-		c.JobAttempts = 5
+		c.JobAttempts = app.DefaultJobAttempts
 	}
 	if c.MaxBodyBytes <= 0 {
 		c.MaxBodyBytes = 1 << 20

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -112,23 +113,23 @@ type storageCause struct{ err error }
 
 func (c *storageCause) Error() string { return c.err.Error() }
 
+// Engine defaults, used for the fields left zero (the root Config fills
+// them with these too).
+const (
+	DefaultLeaseTTL    = 10 * time.Second
+	DefaultWorkers     = 32
+	DefaultOrgWorkers  = 8
+	DefaultJobAttempts = 5
+	DefaultSweepEvery  = 5 * time.Second
+)
+
 // Start begins dispatching and renewing leases; Stop ends it.
 func (e *Engine) Start(ctx context.Context) error {
-	if e.LeaseTTL <= 0 {
-		e.LeaseTTL = 10 * time.Second
-	}
-	if e.Workers <= 0 {
-		e.Workers = 32
-	}
-	if e.PerOrg <= 0 {
-		e.PerOrg = 8
-	}
-	if e.MaxAttempts <= 0 {
-		e.MaxAttempts = 5
-	}
-	if e.SweepEvery <= 0 {
-		e.SweepEvery = 5 * time.Second
-	}
+	e.LeaseTTL = cmp.Or(e.LeaseTTL, DefaultLeaseTTL)
+	e.Workers = cmp.Or(e.Workers, DefaultWorkers)
+	e.PerOrg = cmp.Or(e.PerOrg, DefaultOrgWorkers)
+	e.MaxAttempts = cmp.Or(e.MaxAttempts, DefaultJobAttempts)
+	e.SweepEvery = cmp.Or(e.SweepEvery, DefaultSweepEvery)
 	e.mu.Lock()
 	e.running, e.perOrg = map[string]*run{}, map[string]int{}
 	e.base, e.stopAll = context.WithCancel(context.WithoutCancel(ctx))
