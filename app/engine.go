@@ -395,6 +395,21 @@ func (e *Engine) finish(ctx context.Context, r *run, out Outcome) {
 		drafts = []job.Draft{job.NewDraft(out.Completed)}
 	}
 	evs := e.Stream.Seal(bg, r.id, drafts)
+	if len(evs) == 0 {
+		// The stream dropped the job just now (fenced off, or its events
+		// refused): the run's context learns why at once.
+		select {
+		case <-ctx.Done():
+		case <-time.After(5 * time.Second):
+		}
+		if errors.As(context.Cause(ctx), &sc) {
+			e.failUnstorable(bg, r, sc.err)
+			return
+		}
+		e.Stream.Sealed(r.id, nil, errLost)
+		e.Log.Info("job left to its new holder", "job_id", r.id, "attempt", r.attempt)
+		return
+	}
 	err := e.retry(bg, func() error {
 		return e.UoW.InTx(bg, func(ctx context.Context, repos ports.Repos) error {
 			if _, err := repos.Jobs.UpdateJob(ctx, r.id, func(j *job.Job) error {
@@ -418,7 +433,7 @@ func (e *Engine) finish(ctx context.Context, r *run, out Outcome) {
 	e.Stream.Sealed(r.id, evs, err)
 	switch {
 	case err == nil:
-		e.Log.Info("job ended", "job_id", r.id, "event", evs[len(evs)-1].Type, "events", len(evs))
+		e.Log.Info("job ended", "job_id", r.id, "events", len(evs))
 	case errors.Is(err, ports.ErrFenced), errors.Is(err, job.ErrTransition):
 		e.Log.Info("job ended by another holder", "job_id", r.id, "err", err)
 	default:
