@@ -22,6 +22,9 @@ type Work struct {
 	Prior []job.Event
 	// Publish sends an event of the job to its followers.
 	Publish func(p job.Payload)
+	// Prepared is what the Runner prepared when it created the job in this
+	// process (nil for a job taken over): it need not read and plan again.
+	Prepared any
 }
 
 // Outcome is how a run ended. Exactly one of the cases holds: Failure set
@@ -197,7 +200,7 @@ func (e *Engine) release(org string) {
 // claimed in that commit and starts at once (should this replica die, the
 // sweep finds its lease lapsed); otherwise it is queued in that commit and
 // waits, pending, for any replica's worker.
-func (e *Engine) Create(ctx context.Context, j *job.Job) error {
+func (e *Engine) Create(ctx context.Context, j *job.Job, prepared any) error {
 	local := e.reserve(j.OrgID)
 	if local {
 		if err := j.Claim(e.Owner, e.Clock.Now(), e.LeaseTTL); err != nil {
@@ -221,7 +224,7 @@ func (e *Engine) Create(ctx context.Context, j *job.Job) error {
 		return err
 	}
 	if local {
-		e.launch(j, nil)
+		e.launch(j, nil, prepared)
 	}
 	return nil
 }
@@ -287,7 +290,7 @@ func (e *Engine) Dispatch(ctx context.Context, q ports.QueuedJob) (ports.Dispatc
 		e.release(q.OrgID)
 		return ports.Dispatch{}, err
 	}
-	e.launch(j, evs)
+	e.launch(j, evs, nil)
 	return ports.Dispatch{}, nil
 }
 
@@ -306,7 +309,7 @@ func (e *Engine) priorEvents(ctx context.Context, id string) ([]job.Event, error
 }
 
 // launch runs a claimed job in the background.
-func (e *Engine) launch(j *job.Job, prior []job.Event) {
+func (e *Engine) launch(j *job.Job, prior []job.Event, prepared any) {
 	ctx, cancel := context.WithCancelCause(e.base)
 	r := &run{id: j.ID, org: j.OrgID, attempt: j.Attempt, cancel: cancel, done: make(chan struct{})}
 	e.mu.Lock()
@@ -335,16 +338,16 @@ func (e *Engine) launch(j *job.Job, prior []job.Event) {
 			e.release(j.OrgID)
 			cancel(nil)
 		}()
-		e.execute(ctx, r, j, prior)
+		e.execute(ctx, r, j, prior, prepared)
 	}()
 }
 
-func (e *Engine) execute(ctx context.Context, r *run, j *job.Job, prior []job.Event) {
+func (e *Engine) execute(ctx context.Context, r *run, j *job.Job, prior []job.Event, prepared any) {
 	var after int64
 	if len(prior) > 0 {
 		after = prior[len(prior)-1].Seq
 	}
-	w := &Work{Job: j, Prior: prior, Publish: func(p job.Payload) { e.Stream.Publish(j.ID, job.NewDraft(p)) }}
+	w := &Work{Job: j, Prior: prior, Prepared: prepared, Publish: func(p job.Payload) { e.Stream.Publish(j.ID, job.NewDraft(p)) }}
 	if j.Attempt > 1 && len(prior) > 0 {
 		w.Publish(job.JobResumed{Attempt: j.Attempt, AfterEvent: after})
 		e.Log.Info("job resumed", "job_id", j.ID, "attempt", j.Attempt, "after_event", after)

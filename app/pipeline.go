@@ -80,18 +80,31 @@ func recordID(jobID string, m model.Key) string {
 // Run runs an enrichment job for the Engine: it reads the stored request,
 // plans it again, and calls the models, skipping what prior events show done.
 func (s *EnrichmentService) Run(ctx context.Context, w *Work) Outcome {
-	var req EnrichRequest
-	if err := json.Unmarshal(w.Job.Request, &req); err != nil {
-		return Outcome{Failure: &Failure{job.CodeInternal, "the stored request does not decode"}}
-	}
-	pl, err := s.prepare(ctx, w.Job.OrgID, req)
-	if err != nil {
-		code := job.CodeInternal
-		if e, ok := AsError(err); ok && e.Code == "schema_invalid" {
-			code = job.CodeSchemaInvalid
+	pl, _ := w.Prepared.(*plan)
+	if pl == nil {
+		var req EnrichRequest
+		if err := json.Unmarshal(w.Job.Request, &req); err != nil {
+			return Outcome{Failure: &Failure{job.CodeInternal, "the stored request does not decode"}}
 		}
-		return Outcome{Failure: &Failure{code, err.Error()}}
+		var err error
+		if pl, err = s.prepare(ctx, w.Job.OrgID, req); err != nil {
+			return s.unprepared(err)
+		}
 	}
+	return s.run(ctx, w, pl)
+}
+
+// unprepared fails a job whose stored request no longer plans (its schema
+// was deleted or changed).
+func (s *EnrichmentService) unprepared(err error) Outcome {
+	code := job.CodeInternal
+	if e, ok := AsError(err); ok && e.Code == "schema_invalid" {
+		code = job.CodeSchemaInvalid
+	}
+	return Outcome{Failure: &Failure{code, err.Error()}}
+}
+
+func (s *EnrichmentService) run(ctx context.Context, w *Work, pl *plan) Outcome {
 	rs := readPrior(w.Prior)
 	pub := w.Publish
 	if pl.autoPick != nil && !rs.started[job.EventModelAutoSelected] {

@@ -24,7 +24,7 @@ func (s *EnrichmentService) Start(ctx context.Context, p *access.Principal, req 
 	now := s.Clock.Now()
 	j := &job.Job{ID: s.IDs.NewID(), OrgID: p.OrgID, Type: job.TypeEnrichment, State: job.Pending,
 		Request: body, CreatedAt: now, UpdatedAt: now, HeartbeatAt: now}
-	if err := s.Engine.Create(ctx, j); err != nil {
+	if err := s.Engine.Create(ctx, j, pl); err != nil {
 		if errors.Is(err, ports.ErrCapacity) {
 			return nil, coded(ports.ErrCapacity, "capacity", "the server has no capacity for the job, try again shortly")
 		}

@@ -120,7 +120,8 @@ type RecordStore interface {
 }
 
 // JobStore keeps jobs. Update owns the transaction: it loads the job (locking
-// it), calls fn, and writes the result only when fn returns nil.
+// it), calls fn, and writes the result only when fn returns nil. A job's id,
+// organization, type, request and creation time never change.
 type JobStore interface {
 	CreateJob(ctx context.Context, j *job.Job) error
 	GetJob(ctx context.Context, orgID, id string) (*job.Job, error)

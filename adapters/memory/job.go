@@ -70,7 +70,7 @@ func (s *JobStore) UpdateJob(_ context.Context, id string, fn func(*job.Job) err
 	if err := fn(c); err != nil {
 		return nil, err
 	}
-	c.ID, c.OrgID = old.ID, old.OrgID
+	c.ID, c.OrgID, c.Type, c.Request, c.CreatedAt = old.ID, old.OrgID, old.Type, cloneBytes(old.Request), old.CreatedAt
 	stored := cloneJob(*c)
 	s.jobs[id] = *stored
 	return cloneJob(*stored), nil

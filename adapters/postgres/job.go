@@ -90,7 +90,8 @@ func (s *JobStore) GetJob(ctx context.Context, orgID, id string) (*job.Job, erro
 
 // UpdateJob locks the job (SELECT … FOR UPDATE), calls fn and writes the
 // result when fn returns nil; fn's error is returned as it is, so callers can
-// test it for job.ErrTransition. The id and organization cannot change.
+// test it for job.ErrTransition. The id, organization, type, request and
+// creation time cannot change.
 func (s *JobStore) UpdateJob(ctx context.Context, id string, fn func(*job.Job) error) (*job.Job, error) {
 	var out *job.Job
 	err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
@@ -102,9 +103,13 @@ func (s *JobStore) UpdateJob(ctx context.Context, id string, fn func(*job.Job) e
 		if err := fn(j); err != nil {
 			return err
 		}
-		j.ID, j.OrgID = r.ID, r.OrgID
+		j.ID, j.OrgID, j.Type, j.Request, j.CreatedAt = r.ID, r.OrgID, job.Type(r.Type), jsonOrNil(r.Request), utc(r.CreatedAt)
 		nr := jobToRow(j)
-		if _, err := tx.NewUpdate().Model(nr).WherePK().Exec(ctx); err != nil {
+		// Only what can change is written: the request (jsonb) is not sent
+		// and parsed again on every transition.
+		if _, err := tx.NewUpdate().Model(nr).
+			Column("state", "error_code", "error", "result", "updated_at", "heartbeat_at", "attempt", "owner", "lease_until").
+			WherePK().Exec(ctx); err != nil {
 			return fail(err, "update job "+id)
 		}
 		out = nr.job()
