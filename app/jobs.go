@@ -63,6 +63,10 @@ func (s *JobService) Cancel(ctx context.Context, p *access.Principal, id, reason
 				s.Log.Warn("tell the job's replica to stop", "job_id", id, "err", err)
 			}
 		}
+		// A pending job's queued dispatch has nothing left to do.
+		if err := s.Engine.Queue.Cancel(bg, id); err != nil {
+			s.Log.Warn("drop the job's queued dispatch", "job_id", id, "err", err)
+		}
 	}
 	j, err := s.Jobs.GetJob(bg, p.OrgID, id)
 	if err != nil {
