@@ -214,3 +214,30 @@ func (s *service) eventsSoFar(cred, jobID string) []event {
 	}
 	return evs
 }
+
+// TestCancelPendingJob: a job waiting for a worker (pending) is cancelled
+// before it runs: its stream ends with cancelled and no model is called.
+func TestCancelPendingJob(t *testing.T) {
+	for _, b := range backends[:2] {
+		t.Run(b.name, func(t *testing.T) {
+			is := is.New(t)
+			cfg := testConfig(b.dsn(t))
+			cfg.Workers, cfg.PerOrgWorkers = 1, 1
+			s := start(t, cfg)
+			ten := s.register("pending@example.com")
+			id := s.createSchema(ten.key, "Company", companySchema)
+			body := obj{"entity_data": obj{"name": "Acme"}, "schema_id": id, "models": []string{"sandbox::slow"}, "strategy": "single_pass"}
+			running := s.startJob(ten.key, body)
+			pending := s.startJob(ten.key, body)
+			var out struct{ Status string }
+			is.Equal(s.call("POST", "/api/llm/cancel/"+pending, ten.key, nil, &out), 200)
+			is.Equal(out.Status, "cancelled")
+			evs := s.follow(ten.key, pending, "")
+			oneTerminal(t, evs)
+			is.Equal(len(evs), 1)
+			is.Equal(evs[0].Name, "cancelled")
+			is.Equal(last(s.follow(ten.key, running, "")).Name, "completed")
+			is.Equal(s.call("POST", "/api/llm/cancel/"+pending, ten.key, nil, nil), 409)
+		})
+	}
+}
