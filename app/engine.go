@@ -208,15 +208,18 @@ func (e *Engine) Create(ctx context.Context, j *job.Job, prepared any) error {
 			return err
 		}
 	}
-	err := e.UoW.InTx(ctx, func(ctx context.Context, r ports.Repos) error {
-		if err := r.Jobs.CreateJob(ctx, j); err != nil {
-			return err
-		}
-		if local {
-			return nil
-		}
-		return r.Queue.Enqueue(ctx, ports.QueuedJob{JobID: j.ID, OrgID: j.OrgID})
-	})
+	var err error
+	if local {
+		// One statement commits on its own: no transaction to open.
+		err = e.Jobs.CreateJob(ctx, j)
+	} else {
+		err = e.UoW.InTx(ctx, func(ctx context.Context, r ports.Repos) error {
+			if err := r.Jobs.CreateJob(ctx, j); err != nil {
+				return err
+			}
+			return r.Queue.Enqueue(ctx, ports.QueuedJob{JobID: j.ID, OrgID: j.OrgID})
+		})
+	}
 	if err != nil {
 		if local {
 			e.release(j.OrgID)
