@@ -50,7 +50,9 @@ func (s *JobService) Cancel(ctx context.Context, p *access.Principal, id, reason
 		return nil, err
 	}
 	bg := context.WithoutCancel(ctx)
-	if !s.Engine.CancelHere(bg, id, reason) {
+	wait, cancel := context.WithTimeout(bg, 10*time.Second) // the run's last commit may be retried in an outage
+	defer cancel()
+	if !s.Engine.CancelHere(wait, id, reason) {
 		err := s.Engine.end(bg, id, func(j *job.Job, now time.Time) error { return j.Cancel(reason, now) }, job.Cancellation(reason))
 		if errors.Is(err, job.ErrTransition) {
 			return nil, coded(ports.ErrConflict, "job_not_cancellable", "%v", err)
