@@ -74,7 +74,11 @@ func (s *JobService) Cancel(ctx context.Context, p *access.Principal, id, reason
 	if err != nil {
 		return nil, err
 	}
-	if j.State != job.Cancelled {
+	switch {
+	case !j.State.Terminal():
+		// The run was told but could not store its end yet (an outage).
+		return nil, coded(ports.ErrUnavailable, "unavailable", "job %s is being cancelled; its end is not stored yet, try again", id)
+	case j.State != job.Cancelled:
 		_, terr := job.Next(j.State, job.ActionCancel)
 		return nil, coded(ports.ErrConflict, "job_not_cancellable", "%v", terr)
 	}
