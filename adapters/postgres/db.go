@@ -158,16 +158,18 @@ func notFound(err error, what string) error {
 	return fmt.Errorf("postgres: %s: %w", what, err)
 }
 
-// fail wraps a driver error with the operation: a connection-level failure
-// becomes ErrUnavailable, data the server refuses (SQLSTATE classes 22 and
-// 54: a NUL in text, a value too large) ErrInvalid.
+// fail wraps the driver error of the operation what ("list records"): a
+// connection-level failure becomes ErrUnavailable, data the server refuses
+// (SQLSTATE classes 22 and 54: a NUL in text, a value too large)
+// ErrInvalid; other errors keep their cause. It is for errors that neither
+// notFound nor conflict fits.
 func fail(err error, what string) error {
 	if u := unavailable(err, what); u != nil {
 		return u
 	}
 	var pg *pgconn.PgError
 	if errors.As(err, &pg) && (strings.HasPrefix(pg.Code, "22") || strings.HasPrefix(pg.Code, "54")) {
-		return fmt.Errorf("postgres: %s: %s: %w", what, pg.Code, ports.ErrInvalid)
+		return fmt.Errorf("postgres: %s: %w: %w", what, ports.ErrInvalid, err)
 	}
 	return fmt.Errorf("postgres: %s: %w", what, err)
 }

@@ -88,16 +88,6 @@ func unavailableState(code string) bool {
 	return false
 }
 
-// dbErr wraps the driver error of the operation what ("list records"): as
-// ErrUnavailable for a connection-level failure, else with its cause. It is
-// for errors that neither notFound nor conflict fits.
-func dbErr(err error, what string) error {
-	if u := unavailable(err, what); u != nil {
-		return u
-	}
-	return fmt.Errorf("postgres: %s: %w", what, err)
-}
-
 // txErr is for the error of RunInTx, whose function wraps its own errors: a
 // connection-level failure (BEGIN or COMMIT could not reach the server)
 // becomes ErrUnavailable, anything else is returned as it is.

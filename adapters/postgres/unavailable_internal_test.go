@@ -66,11 +66,11 @@ func TestIsUnavailable(t *testing.T) {
 			if tt.err != nil {
 				is.Equal(errors.Is(notFound(tt.err, "get thing x"), ports.ErrUnavailable), tt.want)
 				is.Equal(errors.Is(conflict(tt.err, "create thing x"), ports.ErrUnavailable), tt.want)
-				is.Equal(errors.Is(dbErr(tt.err, "list things"), ports.ErrUnavailable), tt.want)
+				is.Equal(errors.Is(fail(tt.err, "list things"), ports.ErrUnavailable), tt.want)
 				is.Equal(errors.Is(txErr(tt.err, "update thing x"), ports.ErrUnavailable), tt.want)
 				if !tt.want {
 					is.Equal(txErr(tt.err, "update thing x"), tt.err) // fn's own errors pass as they are
-					is.True(errors.Is(dbErr(tt.err, "list things"), tt.err))
+					is.True(errors.Is(fail(tt.err, "list things"), tt.err))
 				}
 			}
 		})
