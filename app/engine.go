@@ -252,7 +252,7 @@ func (e *Engine) Dispatch(ctx context.Context, q ports.QueuedJob) (ports.Dispatc
 		case cur.State.Terminal():
 			e.release(q.OrgID)
 			return ports.Dispatch{}, nil
-		case cur.Owner != "" && e.Clock.Now().Before(cur.LeaseUntil):
+		case cur.Leased(e.Clock.Now()):
 			e.release(q.OrgID)
 			return ports.Dispatch{}, nil // held; the sweep queues it again if its holder dies
 		}
@@ -262,7 +262,7 @@ func (e *Engine) Dispatch(ctx context.Context, q ports.QueuedJob) (ports.Dispatc
 	j, err := e.Jobs.UpdateJob(ctx, q.JobID, func(j *job.Job) error {
 		c := *j
 		prior = &c
-		if j.Attempt >= e.MaxAttempts && !j.State.Terminal() && (j.Owner == "" || !e.Clock.Now().Before(j.LeaseUntil)) {
+		if j.Exhausted(e.MaxAttempts, e.Clock.Now()) {
 			exhausted = true
 			return nil
 		}

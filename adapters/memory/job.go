@@ -99,7 +99,7 @@ func (s *JobStore) ListLapsed(_ context.Context, now time.Time, limit int) ([]*j
 	defer s.mu.RUnlock()
 	var out []*job.Job
 	for _, j := range s.jobs {
-		if !j.State.Terminal() && j.Owner != "" && j.LeaseUntil.Before(now) {
+		if j.Lapsed(now) {
 			out = append(out, cloneJob(j))
 		}
 	}

@@ -129,20 +129,20 @@ func (s *JobStore) RenewLeases(ctx context.Context, owner string, ids []string, 
 	}
 	var kept []string
 	err := s.db.NewRaw(`UPDATE jobs SET lease_until = ?, heartbeat_at = ?
-		WHERE id IN (?) AND owner = ? AND state IN ('pending', 'running', 'paused') RETURNING id`,
-		utc(until), utc(until), bun.List(ids), owner).Scan(ctx, &kept)
+		WHERE id IN (?) AND owner = ? AND state IN (?) RETURNING id`,
+		utc(until), utc(until), bun.List(ids), owner, bun.List(liveStates())).Scan(ctx, &kept)
 	if err != nil {
 		return nil, fail(err, fmt.Sprintf("renew %d leases", len(ids)))
 	}
 	return missing(ids, kept), nil
 }
 
-// ListLapsed returns live held jobs whose lease ended before now, oldest
-// lease first (jobs_lapsed_idx).
+// ListLapsed returns live held jobs whose lease ended before now (the SQL
+// form of job.Job.Lapsed), oldest lease first (jobs_lapsed_idx).
 func (s *JobStore) ListLapsed(ctx context.Context, now time.Time, limit int) ([]*job.Job, error) {
 	var rows []jobRow
 	q := s.db.NewSelect().Model(&rows).
-		Where("state IN ('pending', 'running', 'paused')").
+		Where("state IN (?)", bun.List(liveStates())).
 		Where("owner <> ''").
 		Where("lease_until < ?", utc(now)).
 		Order("lease_until ASC", "id ASC")
@@ -182,12 +182,23 @@ func (s *JobStore) CheckFences(ctx context.Context, fences []ports.Fence) ([]str
 	var held []string
 	for _, f := range fences {
 		for _, r := range rows {
-			if r.ID == f.JobID && r.Attempt == f.Attempt && !job.State(r.State).Terminal() {
+			if j := (job.Job{Attempt: r.Attempt, State: job.State(r.State)}); r.ID == f.JobID && j.Holds(f.Attempt) {
 				held = append(held, f.JobID)
 			}
 		}
 	}
 	return missing(ids, held), nil
+}
+
+// liveStates are the states a job can leave, as stored.
+func liveStates() []string {
+	var out []string
+	for _, st := range job.States() {
+		if !st.Terminal() {
+			out = append(out, string(st))
+		}
+	}
+	return out
 }
 
 // missing returns the elements of all that are not in some.

@@ -156,7 +156,7 @@ func (j *Job) Claim(owner string, now time.Time, ttl time.Duration) error {
 	switch {
 	case j.State.Terminal():
 		return fmt.Errorf("%w: %s", ErrEnded, j.State)
-	case j.Owner != "" && j.Owner != owner && now.Before(j.LeaseUntil):
+	case j.Owner != owner && j.Leased(now):
 		return fmt.Errorf("%w: %s until %s", ErrLeased, j.Owner, j.LeaseUntil.Format(time.RFC3339Nano))
 	}
 	if j.State == Pending {
@@ -167,6 +167,24 @@ func (j *Job) Claim(owner string, now time.Time, ttl time.Duration) error {
 	j.Attempt++
 	j.Owner, j.LeaseUntil, j.HeartbeatAt, j.UpdatedAt = owner, now.Add(ttl), now, now
 	return nil
+}
+
+// Leased reports whether a worker's claim on the job is live at now.
+func (j *Job) Leased(now time.Time) bool {
+	return j.Owner != "" && now.Before(j.LeaseUntil)
+}
+
+// Lapsed reports whether the job is live and was held by a worker whose
+// lease ended: the worker died (or lost the database), and another should
+// take the job over.
+func (j *Job) Lapsed(now time.Time) bool {
+	return !j.State.Terminal() && j.Owner != "" && !j.Leased(now)
+}
+
+// Exhausted reports whether a job that nobody holds live has had max
+// holders already, so that it must fail instead of being taken again.
+func (j *Job) Exhausted(max int, now time.Time) bool {
+	return !j.State.Terminal() && !j.Leased(now) && j.Attempt >= max
 }
 
 // Fence ends every worker's claim: the token moves on and the lease is

@@ -129,3 +129,53 @@ func TestPayloadWireForm(t *testing.T) {
 		})
 	}
 }
+
+// TestLeases: who may claim a job, when a claim lapsed, and when a job has
+// had all the holders it may have.
+func TestLeases(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	held := func(owner string, until time.Time, attempt int, st job.State) job.Job {
+		return job.Job{State: st, Owner: owner, LeaseUntil: until, Attempt: attempt}
+	}
+	tests := []struct {
+		name      string
+		j         job.Job
+		claimer   string
+		claimErr  error
+		leased    bool
+		lapsed    bool
+		exhausted bool // with at most 2 holders
+	}{
+		{"pending, never held", held("", time.Time{}, 0, job.Pending), "b", nil, false, false, false},
+		{"held live by another", held("a", t0.Add(time.Second), 1, job.Running), "b", job.ErrLeased, true, false, false},
+		{"held live by the claimer", held("b", t0.Add(time.Second), 1, job.Running), "b", nil, true, false, false},
+		{"lease ends exactly now", held("a", t0, 1, job.Running), "b", nil, false, true, false},
+		{"lapsed after two holders", held("a", t0.Add(-time.Second), 2, job.Running), "b", nil, false, true, true},
+		{"handed back (lease cleared to now)", held("a", t0, 2, job.Running), "b", nil, false, true, true},
+		{"ended", held("a", t0.Add(-time.Second), 2, job.Completed), "b", job.ErrEnded, false, false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			j := tt.j
+			is.Equal(j.Leased(t0), tt.leased)
+			is.Equal(j.Lapsed(t0), tt.lapsed)
+			is.Equal(j.Exhausted(2, t0), tt.exhausted)
+			before := j.Attempt
+			err := j.Claim(tt.claimer, t0, time.Minute)
+			if tt.claimErr != nil {
+				is.True(errors.Is(err, tt.claimErr))
+				is.Equal(j.Attempt, before) // a refused claim changes nothing
+				return
+			}
+			is.NoErr(err)
+			is.Equal(j.Attempt, before+1) // every claim moves the fencing token
+			is.Equal(j.Owner, tt.claimer)
+			is.Equal(j.State, job.Running)
+			is.True(j.Holds(before + 1))
+			is.True(!j.Holds(before))
+			j.Fence(t0)
+			is.True(!j.Holds(before + 1)) // a canceller's fence ends the claim
+		})
+	}
+}
