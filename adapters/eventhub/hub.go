@@ -6,6 +6,7 @@
 package eventhub
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -72,21 +73,11 @@ var _ ports.EventStream = (*Hub)(nil)
 
 // New starts the hub's writer; Close stops it.
 func New(uow ports.UnitOfWork, log ports.EventLog, clock ports.Clock, lg *slog.Logger, cfg Config) *Hub {
-	if cfg.Linger <= 0 {
-		cfg.Linger = 5 * time.Millisecond
-	}
-	if cfg.PollInterval <= 0 {
-		cfg.PollInterval = time.Second
-	}
-	if cfg.Retain <= 0 {
-		cfg.Retain = time.Minute
-	}
-	if cfg.MaxPending <= 0 {
-		cfg.MaxPending = 10000
-	}
-	if cfg.GiveUp <= 0 {
-		cfg.GiveUp = 2 * time.Minute
-	}
+	cfg.Linger = cmp.Or(cfg.Linger, 5*time.Millisecond)
+	cfg.PollInterval = cmp.Or(cfg.PollInterval, time.Second)
+	cfg.Retain = cmp.Or(cfg.Retain, time.Minute)
+	cfg.MaxPending = cmp.Or(cfg.MaxPending, 10000)
+	cfg.GiveUp = cmp.Or(cfg.GiveUp, 2*time.Minute)
 	h := &Hub{uow: uow, log: log, clock: clock, lg: lg, cfg: cfg, streams: map[string]*stream{},
 		wakes: map[string]chan struct{}{}, kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	h.cond = sync.NewCond(&h.mu)

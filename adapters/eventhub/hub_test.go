@@ -1,16 +1,21 @@
 package eventhub_test
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"testing"
 	"time"
 
+	"github.com/matryer/is"
 	"github.com/uptrace/bun"
 
 	"github.com/entityenrich/enrich/adapters/eventhub"
 	"github.com/entityenrich/enrich/adapters/memory"
 	"github.com/entityenrich/enrich/adapters/postgres"
 	"github.com/entityenrich/enrich/adapters/system"
+	"github.com/entityenrich/enrich/domain/job"
 	"github.com/entityenrich/enrich/ports"
 	"github.com/entityenrich/enrich/test/contract"
 	"github.com/entityenrich/enrich/test/pgtest"
@@ -53,3 +58,47 @@ func TestEventStreamPostgres(t *testing.T) {
 }
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// downUoW is a database that stays unreachable.
+type downUoW struct{}
+
+func (downUoW) InTx(context.Context, func(context.Context, ports.Repos) error) error {
+	return fmt.Errorf("test: %w", ports.ErrUnavailable)
+}
+
+// TestOutageGivesUp: while writes keep failing, events wait (nothing is
+// delivered that is not stored); past GiveUp, or past MaxPending unwritten
+// events, the job is given up here and its holder told why.
+func TestOutageGivesUp(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		cfg  eventhub.Config
+		n    int
+	}{
+		{"writes failing for longer than GiveUp", eventhub.Config{GiveUp: 200 * time.Millisecond}, 3},
+		{"more unwritten events than MaxPending", eventhub.Config{GiveUp: time.Hour, MaxPending: 5}, 6},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			h := eventhub.New(downUoW{}, memory.NewEventLog(), system.Clock{}, quiet(), tt.cfg)
+			defer h.Close()
+			lost := make(chan error, 1)
+			h.Own("j1", 1, 0, func(err error) { lost <- err })
+			for i := 0; i < tt.n; i++ {
+				h.Publish("j1", job.NewDraft(job.JobResumed{Attempt: 1, AfterEvent: int64(i)}))
+			}
+			select {
+			case err := <-lost:
+				is.True(errors.Is(err, ports.ErrUnavailable))
+			case <-time.After(10 * time.Second):
+				t.Fatal("the holder was not told")
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+			defer cancel()
+			evs, err := h.Wait(ctx, "j1", 0)
+			is.Equal(len(evs), 0) // nothing unstored reached a follower
+			is.True(errors.Is(err, context.DeadlineExceeded))
+			is.True(!h.Publish("j1", job.NewDraft(job.JobResumed{}))) // given up here
+		})
+	}
+}
