@@ -10,7 +10,12 @@ require (
 	github.com/gorilla/mux v1.8.1
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/matryer/is v1.4.1
+	github.com/riverqueue/river v0.41.0
+	github.com/riverqueue/river/riverdriver/riverdatabasesql v0.41.0
+	github.com/riverqueue/river/riverdriver/riverpgxv5 v0.41.0
+	github.com/riverqueue/river/rivertype v0.41.0
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
+	github.com/swaggest/swgui v1.8.5
 	github.com/tmaxmax/go-sse v0.12.0
 	github.com/tmc/langchaingo v0.1.14
 	github.com/uptrace/bun v1.3.0
@@ -36,14 +41,9 @@ require (
 	github.com/pkoukk/tiktoken-go v0.1.6 // indirect
 	github.com/pmezard/go-difflib v1.0.1-0.20181226105442-5d4384ee4fb2 // indirect
 	github.com/puzpuzpuz/xsync/v3 v3.5.1 // indirect
-	github.com/riverqueue/river v0.41.0 // indirect
 	github.com/riverqueue/river/riverdriver v0.41.0 // indirect
-	github.com/riverqueue/river/riverdriver/riverdatabasesql v0.41.0 // indirect
-	github.com/riverqueue/river/riverdriver/riverpgxv5 v0.41.0 // indirect
 	github.com/riverqueue/river/rivershared v0.41.0 // indirect
-	github.com/riverqueue/river/rivertype v0.41.0 // indirect
 	github.com/stretchr/testify v1.11.1 // indirect
-	github.com/swaggest/swgui v1.8.5 // indirect
 	github.com/tidwall/gjson v1.19.0 // indirect
 	github.com/tidwall/match v1.2.0 // indirect
 	github.com/tidwall/pretty v1.2.1 // indirect
