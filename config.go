@@ -13,6 +13,7 @@ import (
 
 	"github.com/entityenrich/enrich/adapters/llm"
 	"github.com/entityenrich/enrich/app"
+	"github.com/entityenrich/enrich/domain/enrichment"
 )
 
 // Config is the service configuration, read from the environment by
@@ -54,6 +55,11 @@ type Config struct {
 	// JobAttempts bounds how many workers may take one job (resumes after
 	// crashes); past it the job fails with code interrupted.
 	JobAttempts int `env:"ENRICH_JOB_ATTEMPTS" envDefault:"5"`
+	// LLMAttempts bounds the tries of one expertise call (an invalid answer
+	// is retried with the validator's account fed back, a transport failure
+	// after a pause); default enrichment.DefaultMaxAttempts (5, the
+	// reference product's).
+	LLMAttempts int `env:"ENRICH_LLM_ATTEMPTS"`
 	// MaxBodyBytes bounds request bodies.
 	MaxBodyBytes int64 `env:"ENRICH_MAX_BODY_BYTES" envDefault:"1048576"`
 	// SSEHeartbeat is the interval of SSE comment heartbeats.
@@ -140,6 +146,9 @@ func (c Config) withDefaults() (Config, []string, error) {
 	}
 	if c.JobAttempts <= 0 {
 		c.JobAttempts = app.DefaultJobAttempts
+	}
+	if c.LLMAttempts <= 0 {
+		c.LLMAttempts = enrichment.DefaultMaxAttempts
 	}
 	if c.MaxBodyBytes <= 0 {
 		c.MaxBodyBytes = 1 << 20

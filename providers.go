@@ -111,10 +111,10 @@ func provideJobs(st *Stores, en *app.Engine, s ports.EventStream, clock ports.Cl
 		Invalidations: st.Invalidations}
 }
 
-func provideEnrichment(st *Stores, en *app.Engine, s ports.EventStream, js *app.JobService, l ports.LLM, cat ports.ModelCatalog,
+func provideEnrichment(cfg Config, st *Stores, en *app.Engine, s ports.EventStream, js *app.JobService, l ports.LLM, cat ports.ModelCatalog,
 	c ports.SchemaCompiler, clock ports.Clock, ids ports.IDs, lg *slog.Logger) *app.EnrichmentService {
 	svc := &app.EnrichmentService{Schemas: st.Schemas, Engine: en, Stream: s, JobSvc: js,
-		LLM: l, Catalog: cat, Compiler: c, Clock: clock, IDs: ids, Log: lg}
+		LLM: l, Catalog: cat, Compiler: c, Clock: clock, IDs: ids, Log: lg, MaxAttempts: cfg.LLMAttempts}
 	en.Runners[job.TypeEnrichment] = svc
 	return svc
 }

@@ -38,7 +38,7 @@ func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
-	enrichmentService := provideEnrichment(stores, engine, hub, jobService, registry, registry, compiler, clock, iDs, logger)
+	enrichmentService := provideEnrichment(cfg, stores, engine, hub, jobService, registry, registry, compiler, clock, iDs, logger)
 	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, jobService, hub, engine, logger)
 	return embedded, func() {
 		cleanup()
@@ -77,7 +77,7 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
-	enrichmentService := provideEnrichment(stores, engine, hub, jobService, registry, registry, compiler, clock, iDs, logger)
+	enrichmentService := provideEnrichment(cfg, stores, engine, hub, jobService, registry, registry, compiler, clock, iDs, logger)
 	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, jobService, hub, engine, logger)
 	return embedded, func() {
 		cleanup2()
@@ -107,7 +107,7 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 		cleanup()
 		return nil, nil, err
 	}
-	enrichmentService := provideEnrichment(st, engine, hub, jobService, registry, registry, compiler, clock, iDs, logger)
+	enrichmentService := provideEnrichment(cfg, st, engine, hub, jobService, registry, registry, compiler, clock, iDs, logger)
 	embedded := provideEmbedded(st, accessService, schemaService, recordService, enrichmentService, jobService, hub, engine, logger)
 	return embedded, func() {
 		cleanup()

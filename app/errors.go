@@ -40,3 +40,17 @@ func AsError(err error) (*Error, bool) {
 	ok := errors.As(err, &e)
 	return e, ok
 }
+
+// at names the request field at fault.
+func (e *Error) at(field string) *Error {
+	e.Field = field
+	return e
+}
+
+// ErrNotSupported marks a request field whose capability the service does
+// not have yet: 400 not_supported_yet naming the field.
+var ErrNotSupported = errors.New("not supported yet")
+
+func notSupported(field, format string, args ...any) error {
+	return &Error{Kind: ErrNotSupported, Code: "not_supported_yet", Field: field, Detail: fmt.Sprintf(format, args...)}
+}

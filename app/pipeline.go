@@ -97,11 +97,17 @@ func (s *EnrichmentService) Run(ctx context.Context, w *Work) Outcome {
 // unprepared fails a job whose stored request no longer plans (its schema
 // was deleted or changed).
 func (s *EnrichmentService) unprepared(err error) Outcome {
+	e, ok := AsError(err)
+	if !ok {
+		// A store's or an adapter's text stays in the log.
+		s.Log.Error("stored enrichment request does not plan", "err", err)
+		return Outcome{Failure: &Failure{job.CodeInternal, job.CodeInternal.Message()}}
+	}
 	code := job.CodeInternal
-	if e, ok := AsError(err); ok && e.Code == "schema_invalid" {
+	if e.Code == "schema_invalid" || e.Code == "not_found" {
 		code = job.CodeSchemaInvalid
 	}
-	return Outcome{Failure: &Failure{code, err.Error()}}
+	return Outcome{Failure: &Failure{code, e.Detail}}
 }
 
 func (s *EnrichmentService) run(ctx context.Context, w *Work, pl *plan) Outcome {
@@ -274,18 +280,41 @@ func (s *EnrichmentService) finish(jobID string, pl *plan, m model.Info, parts [
 	return merged, nil
 }
 
+// callError is an expertise call's failure: its text is built here from the
+// code's fixed message (or the validator's account of the model's output),
+// never from a provider's own words, which go to the log; the cause stays
+// reachable for errors.Is.
+type callError struct {
+	msg   string
+	cause error
+}
+
+func (e *callError) Error() string { return e.msg }
+func (e *callError) Unwrap() error { return e.cause }
+
+// attempts is how many times one expertise call is tried.
+func (s *EnrichmentService) attempts() int {
+	if s.MaxAttempts > 0 {
+		return s.MaxAttempts
+	}
+	return enrichment.DefaultMaxAttempts
+}
+
 // callWithRetries makes one expertise call, retrying an unusable answer with
 // the problem fed back, and a transport failure after a pause, up to
-// enrichment.MaxAttempts attempts.
+// s.attempts() attempts. A failure that another try cannot mend (an unknown
+// or retired model, a prompt too long for it) is not retried.
 func (s *EnrichmentService) callWithRetries(ctx context.Context, pl *plan, m model.Info, c call, pub func(job.Payload)) (map[string]any, int, int, job.ErrorCode, error) {
 	msgs := enrichment.Prompt(pl.schema.Name, pl.req.EntityData, c.domain)
+	max := s.attempts()
 	var in, out int
-	var reason string
+	var reason, public string
 	var lastErr error
 	var code job.ErrorCode
-	for attempt := 1; attempt <= enrichment.MaxAttempts; attempt++ {
-		pub(job.Attempt{Model: m.Key.String(), Expertise: c.domain.Key, Attempt: attempt, MaxAttempts: enrichment.MaxAttempts, Reason: reason})
-		resp, err := s.LLM.Generate(ctx, ports.LLMRequest{Model: m.Key, Messages: msgs, Schema: c.domain.Schema, SchemaName: c.domain.Key})
+	for attempt := 1; attempt <= max; attempt++ {
+		pub(job.Attempt{Model: m.Key.String(), Expertise: c.domain.Key, Attempt: attempt, MaxAttempts: max, Reason: reason})
+		resp, err := s.LLM.Generate(ctx, ports.LLMRequest{Model: m.Key, Messages: msgs, Schema: c.domain.Schema, SchemaName: c.domain.Key,
+			ResponseSchema: pl.req.responseSchema(), Strict: pl.req.EnableStrictStructuredOutput})
 		in += resp.InputTokens
 		out += resp.OutputTokens
 		if err != nil {
@@ -293,8 +322,13 @@ func (s *EnrichmentService) callWithRetries(ctx context.Context, pl *plan, m mod
 				return nil, in, out, job.CodeInternal, ctx.Err()
 			}
 			lastErr, code = err, classify(err)
-			reason = fmt.Sprintf("%s: %v", code, err)
-			if !errors.Is(err, ports.ErrUnknownModel) && attempt < enrichment.MaxAttempts {
+			public = code.Message()
+			reason = fmt.Sprintf("%s: %s", code, public)
+			s.Log.Warn("llm call failed", "model", m.Key.String(), "expertise", c.domain.Key, "attempt", attempt, "code", code, "err", err)
+			if permanent(err) {
+				break
+			}
+			if attempt < max {
 				backoff := s.RetryBackoff
 				if backoff == 0 {
 					backoff = 100 * time.Millisecond
@@ -304,10 +338,6 @@ func (s *EnrichmentService) callWithRetries(ctx context.Context, pl *plan, m mod
 				case <-ctx.Done():
 					return nil, in, out, job.CodeInternal, ctx.Err()
 				}
-				continue
-			}
-			if errors.Is(err, ports.ErrUnknownModel) {
-				break
 			}
 			continue
 		}
@@ -318,20 +348,32 @@ func (s *EnrichmentService) callWithRetries(ctx context.Context, pl *plan, m mod
 		if perr == nil {
 			return ans, in, out, "", nil
 		}
+		// The validator's account names paths of the model's own output:
+		// it is ours to show.
 		lastErr, code = perr, job.CodeOutputInvalid
+		public = fmt.Sprintf("%s: %v", code.Message(), perr)
 		reason = fmt.Sprintf("%s: %v", code, perr)
 		msgs = enrichment.Retry(msgs, resp.Text, perr)
 	}
-	return nil, in, out, code, fmt.Errorf("%d attempts failed, last: %w", enrichment.MaxAttempts, lastErr)
+	return nil, in, out, code, &callError{msg: fmt.Sprintf("%d attempts failed, last: %s", max, public), cause: lastErr}
+}
+
+// permanent reports an LLM failure that another attempt cannot mend.
+func permanent(err error) bool {
+	return errors.Is(err, ports.ErrUnknownModel) || errors.Is(err, ports.ErrModelRetired) || errors.Is(err, ports.ErrContextLength)
 }
 
 // classify maps an LLM failure to its typed error code.
 func classify(err error) job.ErrorCode {
 	switch {
 	case errors.Is(err, ports.ErrLLMTimeout), errors.Is(err, context.DeadlineExceeded):
-		return job.CodeTimeout
+		return job.CodeProviderTimeout
 	case errors.Is(err, ports.ErrRateLimited):
 		return job.CodeRateLimited
+	case errors.Is(err, ports.ErrContextLength):
+		return job.CodeContextLength
+	case errors.Is(err, ports.ErrModelRetired), errors.Is(err, ports.ErrUnknownModel):
+		return job.CodeModelRetired
 	default:
 		return job.CodeLLMUnavailable
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -38,6 +39,9 @@ type EnrichmentService struct {
 	// RetryBackoff is the pause before retrying a failed call (default 100 ms,
 	// times the attempt number).
 	RetryBackoff time.Duration
+	// MaxAttempts bounds the tries of one expertise call (default
+	// enrichment.DefaultMaxAttempts).
+	MaxAttempts int
 
 	cache validators
 }
@@ -75,7 +79,9 @@ func (s *EnrichmentService) compile(doc []byte) (ports.Validator, error) {
 // MaxModels bounds the models of one request.
 const MaxModels = 10
 
-// EnrichRequest is the body of POST /api/single/enrich/{stream,sync}.
+// EnrichRequest is the body of POST /api/single/enrich/{stream,sync}: every
+// field of the reference product's request. It is also the job's stored
+// request (JSON), which a worker that takes the job over plans again.
 type EnrichRequest struct {
 	EntityData      json.RawMessage `json:"entity_data"`
 	SchemaID        string          `json:"schema_id"`
@@ -83,6 +89,89 @@ type EnrichRequest struct {
 	Model           string          `json:"model,omitempty"`
 	Strategy        string          `json:"strategy,omitempty"`
 	EnableWebSearch bool            `json:"enable_web_search,omitempty"`
+	// Languages are ISO 639-1 output languages, the first primary (default
+	// ["en"]).
+	Languages []string `json:"languages,omitempty"`
+	// EnableResponseSchema (default true) and EnableStrictStructuredOutput
+	// (default false) reach the LLM port's request.
+	EnableResponseSchema         *bool `json:"enable_response_schema,omitempty"`
+	EnableStrictStructuredOutput bool  `json:"enable_strict_structured_output,omitempty"`
+	// DatabaseSync (default true) feeds the schema's linked databases; no
+	// schema has one yet, so it changes nothing today.
+	DatabaseSync *bool `json:"database_sync,omitempty"`
+	// Capabilities still to come: validated, then refused with
+	// not_supported_yet naming the field (see unsupported).
+	ClassificationModel *string         `json:"classification_model,omitempty"`
+	ArbitrationModel    *string         `json:"arbitration_model,omitempty"`
+	AttachmentIDs       []string        `json:"attachment_ids,omitempty"`
+	TargetSchema        json.RawMessage `json:"target_schema,omitempty"`
+}
+
+// responseSchema reports whether the provider's JSON-schema channel is asked
+// for (the reference's default: yes).
+func (r EnrichRequest) responseSchema() bool {
+	return r.EnableResponseSchema == nil || *r.EnableResponseSchema
+}
+
+// DefaultLanguage is the output language of a request that names none.
+const DefaultLanguage = "en"
+
+// checkLanguages validates languages: known ISO 639-1 codes, each once.
+func checkLanguages(langs []string) error {
+	seen := map[string]bool{}
+	for i, l := range langs {
+		if _, ok := Languages[l]; !ok {
+			return coded(ports.ErrInvalid, "invalid_language", "languages.%d: unknown language %q; GET /api/enrichment/options lists the ISO 639-1 codes", i, l).(*Error).at(fmt.Sprintf("languages.%d", i))
+		}
+		if seen[l] {
+			return Invalid(fmt.Sprintf("languages.%d", i), "languages: %q is listed twice", l)
+		}
+		seen[l] = true
+	}
+	return nil
+}
+
+// unsupported validates the fields whose capability is still to come and
+// then refuses the first one set with 400 not_supported_yet naming it: they
+// are never silently ignored.
+func (s *EnrichmentService) unsupported(req EnrichRequest) error {
+	for _, f := range []struct {
+		field string
+		v     *string
+	}{{"classification_model", req.ClassificationModel}, {"arbitration_model", req.ArbitrationModel}} {
+		if f.v == nil || *f.v == "" {
+			continue
+		}
+		if _, err := s.knownModel(f.field, *f.v); err != nil {
+			return err
+		}
+		return notSupported(f.field, "%s: pre-flight classification and LLM arbitration are not supported yet; leave it out or null", f.field)
+	}
+	for i, id := range req.AttachmentIDs {
+		if strings.TrimSpace(id) == "" {
+			return Invalid(fmt.Sprintf("attachment_ids.%d", i), "attachment_ids.%d is empty", i)
+		}
+	}
+	if len(req.AttachmentIDs) > 0 {
+		return notSupported("attachment_ids", "attachment_ids: attachments are not supported yet; leave it out or empty")
+	}
+	if len(req.TargetSchema) > 0 && string(req.TargetSchema) != "null" {
+		return notSupported("target_schema", "target_schema: inline schemas are not supported yet; save the schema and send schema_id")
+	}
+	return nil
+}
+
+// knownModel checks a composite key against the catalog.
+func (s *EnrichmentService) knownModel(field, k string) (model.Info, error) {
+	key, err := model.ParseKey(k)
+	if err != nil {
+		return model.Info{}, coded(ports.ErrInvalid, "invalid_model", "%s: %v", field, err).(*Error).at(field)
+	}
+	m, err := s.Catalog.Model(key)
+	if err != nil {
+		return model.Info{}, coded(ports.ErrInvalid, "invalid_model", "%s: unknown model %q; GET /api/enrichment/options lists them", field, k).(*Error).at(field)
+	}
+	return m, nil
 }
 
 // plan is a validated request, ready to run.
@@ -113,8 +202,14 @@ func (s *EnrichmentService) prepare(ctx context.Context, orgID string, req Enric
 	if len(entity) == 0 {
 		return nil, Invalid("entity_data", "entity_data must carry at least one attribute")
 	}
+	if err := s.unsupported(req); err != nil {
+		return nil, err
+	}
 	if req.SchemaID == "" {
 		return nil, Invalid("schema_id", "schema_id is required")
+	}
+	if err := checkLanguages(req.Languages); err != nil {
+		return nil, err
 	}
 	strategy, err := enrichment.ParseStrategy(req.Strategy)
 	if err != nil {
@@ -178,13 +273,9 @@ func (s *EnrichmentService) resolveModels(req EnrichRequest) ([]model.Info, *mod
 		if k == model.Auto {
 			continue
 		}
-		key, err := model.ParseKey(k)
+		m, err := s.knownModel(field, k)
 		if err != nil {
-			return nil, nil, coded(ports.ErrInvalid, "invalid_model", "%s: %v", field, err)
-		}
-		m, err := s.Catalog.Model(key)
-		if err != nil {
-			return nil, nil, coded(ports.ErrInvalid, "invalid_model", "%s: unknown model %q; GET /api/enrichment/options lists them", field, k)
+			return nil, nil, err
 		}
 		if req.EnableWebSearch && !m.WebSearch {
 			return nil, nil, coded(ports.ErrInvalid, "model_lacks_capability", "%s: model %q cannot search the web", field, k)

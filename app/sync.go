@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"time"
 
 	"github.com/entityenrich/enrich/domain/access"
 	"github.com/entityenrich/enrich/domain/job"
@@ -35,38 +37,92 @@ func (s *EnrichmentService) Start(ctx context.Context, p *access.Principal, req 
 	return j, nil
 }
 
-// SyncResult is what the blocking variant returns.
+// SyncResult is what the blocking variant returns for a completed job.
 type SyncResult struct {
 	Job       *job.Job
 	Result    map[string]any
 	RecordID  string
 	RecordIDs []string
-	Cost      int64
+	// Cost is in micro-credits.
+	Cost int64
+	// Models are the per-model outcomes, in the order they ended.
+	Models       []ModelResult
+	FailedModels []string
+	// ProcessingMS is the wall-clock time of the run as this caller saw it.
+	ProcessingMS int64
+}
+
+// ModelResult is one model's outcome in a blocking run (its model_completed
+// event).
+type ModelResult struct {
+	Model        string         `json:"model"`
+	Success      bool           `json:"success"`
+	Result       map[string]any `json:"result"`
+	RecordID     string         `json:"record_id"`
+	Cost         int64          `json:"cost"`
+	InputTokens  int            `json:"input_tokens"`
+	OutputTokens int            `json:"output_tokens"`
+	ProcessingMS int64          `json:"processing_time_ms"`
+	ErrorMessage string         `json:"error_message"`
+	ErrorCode    string         `json:"error_code"`
 }
 
 // completedPayload is the part of a completed event that Sync returns.
 type completedPayload struct {
-	Result    map[string]any `json:"result"`
-	RecordID  string         `json:"record_id"`
-	RecordIDs []string       `json:"record_ids"`
-	Cost      int64          `json:"cost"`
+	Result       map[string]any `json:"result"`
+	RecordID     string         `json:"record_id"`
+	RecordIDs    []string       `json:"record_ids"`
+	Cost         int64          `json:"cost"`
+	FailedModels []string       `json:"failed_models"`
 }
+
+// JobEnded is the error of a blocking run whose job failed or was
+// cancelled: Code is the job's typed error code, or "cancelled".
+type JobEnded struct {
+	Job *job.Job
+}
+
+// CodeCancelled is JobEnded's code for a cancelled job.
+const CodeCancelled = "cancelled"
+
+func (e *JobEnded) Error() string {
+	if e.Job.State == job.Cancelled {
+		return "the job was cancelled: " + e.Job.Error
+	}
+	return e.Job.Error
+}
+
+// Code is the job's error code, or "cancelled".
+func (e *JobEnded) Code() string {
+	if e.Job.State == job.Cancelled {
+		return CodeCancelled
+	}
+	return string(e.Job.ErrorCode)
+}
+
+// ErrSyncTimeout is the error of a blocking run that outlived its deadline
+// (timeout_seconds); its job was cancelled.
+var ErrSyncTimeout = errors.New("the job did not finish in time and was cancelled")
 
 // Sync runs an enrichment and waits for its end on the event stream. When
 // ctx ends first (the client went away, or the timeout passed) the job is
-// cancelled and ctx's error is returned.
+// cancelled and ctx's error is returned (wrapped in ErrSyncTimeout for a
+// deadline). A job that fails or is cancelled is a *JobEnded.
 func (s *EnrichmentService) Sync(ctx context.Context, p *access.Principal, req EnrichRequest) (*SyncResult, error) {
+	t0 := time.Now()
 	j, err := s.Start(ctx, p, req)
 	if err != nil {
 		return nil, err
 	}
 	var after int64
+	var models []ModelResult
 	for {
 		evs, err := s.Stream.Wait(ctx, j.ID, after)
 		if err != nil {
 			reason := "client went away"
 			if errors.Is(err, context.DeadlineExceeded) {
 				reason = "timeout_seconds elapsed"
+				err = fmt.Errorf("%w: %w", ErrSyncTimeout, err)
 			}
 			if _, cerr := s.JobSvc.Cancel(context.WithoutCancel(ctx), p, j.ID, reason); cerr != nil {
 				s.Log.Debug("cancel after sync ended", "job_id", j.ID, "err", cerr)
@@ -75,6 +131,13 @@ func (s *EnrichmentService) Sync(ctx context.Context, p *access.Principal, req E
 		}
 		for _, ev := range evs {
 			after = ev.Seq
+			if ev.Type == job.EventModelCompleted {
+				var m ModelResult
+				if err := remarshal(ev.Data, &m); err != nil {
+					return nil, err
+				}
+				models = append(models, m)
+			}
 			if !ev.Type.Terminal() {
 				continue
 			}
@@ -93,15 +156,15 @@ func (s *EnrichmentService) Sync(ctx context.Context, p *access.Principal, req E
 			if ev.Type == job.EventCancelled {
 				final.State, final.Error = job.Cancelled, end.Reason
 			}
-			out := &SyncResult{Job: &final}
-			if ev.Type == job.EventCompleted {
-				var c completedPayload
-				if err := remarshal(ev.Data, &c); err != nil {
-					return nil, err
-				}
-				out.Result, out.RecordID, out.RecordIDs, out.Cost = c.Result, c.RecordID, c.RecordIDs, c.Cost
+			if ev.Type != job.EventCompleted {
+				return nil, &JobEnded{Job: &final}
 			}
-			return out, nil
+			var c completedPayload
+			if err := remarshal(ev.Data, &c); err != nil {
+				return nil, err
+			}
+			return &SyncResult{Job: &final, Result: c.Result, RecordID: c.RecordID, RecordIDs: c.RecordIDs, Cost: c.Cost,
+				Models: models, FailedModels: c.FailedModels, ProcessingMS: time.Since(t0).Milliseconds()}, nil
 		}
 	}
 }

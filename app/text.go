@@ -31,11 +31,20 @@ func checkEnrichText(req EnrichRequest) error {
 		v     any
 	}{
 		{"entity_data", req.EntityData}, {"schema_id", req.SchemaID}, {"models", req.Models},
-		{"model", req.Model}, {"strategy", req.Strategy},
+		{"model", req.Model}, {"strategy", req.Strategy}, {"languages", req.Languages},
+		{"classification_model", deref(req.ClassificationModel)}, {"arbitration_model", deref(req.ArbitrationModel)},
+		{"attachment_ids", req.AttachmentIDs}, {"target_schema", req.TargetSchema},
 	} {
 		if err := checkText(c.field, c.v); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
 }

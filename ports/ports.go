@@ -197,6 +197,14 @@ type LLMRequest struct {
 	// structured output where the provider supports it.
 	Schema     map[string]any
 	SchemaName string
+	// ResponseSchema asks for the provider's native JSON-schema response
+	// channel where the model supports it (the request's
+	// enable_response_schema); without it, or where unsupported, the answer
+	// is prompted JSON, validated as always.
+	ResponseSchema bool
+	// Strict asks for strict (constrained) decoding on that channel where
+	// supported (enable_strict_structured_output).
+	Strict bool
 }
 
 // LLMResponse is a model's answer and its token usage.
@@ -212,6 +220,10 @@ var (
 	ErrLLMUnavailable = errors.New("llm unavailable")
 	ErrLLMTimeout     = errors.New("llm timeout")
 	ErrRateLimited    = errors.New("llm rate limited")
+	// ErrContextLength: the prompt does not fit the model's context window.
+	ErrContextLength = errors.New("llm context length exceeded")
+	// ErrModelRetired: the provider no longer serves the model.
+	ErrModelRetired = errors.New("llm model retired")
 )
 
 // LLM calls models by composite key.

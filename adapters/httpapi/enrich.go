@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -12,7 +11,6 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/entityenrich/enrich/app"
-	"github.com/entityenrich/enrich/domain/job"
 )
 
 func (s *Server) registerEnrichmentRoutes(r *mux.Router) {
@@ -44,59 +42,37 @@ func (s *Server) enrichStream(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"job_id": j.ID, "message": "enrichment started; follow GET /api/llm/stream/" + j.ID})
 }
 
-// syncStatus maps a failed job's code to the status the blocking variant
-// answers with (REFERENCE.md §3).
-var syncStatus = map[job.ErrorCode]int{
-	job.CodeTimeout:     http.StatusGatewayTimeout,
-	job.CodeRateLimited: http.StatusTooManyRequests,
+// syncRequest is the blocking variant's body: the enrich request and the
+// reference's sync-only fields.
+type syncRequest struct {
+	app.EnrichRequest
+	TimeoutSeconds         *int `json:"timeout_seconds"`
+	IncludePerModelResults bool `json:"include_per_model_results"`
+	IncludeProfileLimits   bool `json:"include_profile_limits"`
 }
 
-const statusClientClosed = 499
+// DefaultSyncTimeout is the blocking variant's default timeout_seconds.
+const DefaultSyncTimeout = 300 * time.Second
 
 func (s *Server) enrichSync(w http.ResponseWriter, r *http.Request) {
-	var in struct {
-		app.EnrichRequest
-		TimeoutSeconds *int `json:"timeout_seconds"`
-	}
+	var in syncRequest
 	if !s.decode(w, r, &in) {
 		return
 	}
-	timeout := 300
+	timeout := DefaultSyncTimeout
 	if in.TimeoutSeconds != nil {
-		if *in.TimeoutSeconds < 1 || *in.TimeoutSeconds > 3600 {
-			s.Error(w, r, app.Invalid("timeout_seconds", "timeout_seconds must be between 1 and 3600"))
-			return
-		}
-		timeout = *in.TimeoutSeconds
+		timeout = time.Duration(*in.TimeoutSeconds) * time.Second // 1..3600, checked by the document
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), time.Duration(timeout)*time.Second)
+	ctx, cancel := context.WithTimeout(r.Context(), timeout)
 	defer cancel()
 	res, err := s.enrich.Sync(ctx, principal(r), in.EnrichRequest)
 	switch {
-	case err == nil:
-	case errors.Is(err, context.DeadlineExceeded) && r.Context().Err() == nil:
-		s.fail(w, r, http.StatusGatewayTimeout, string(job.CodeTimeout), "timeout_seconds",
-			fmt.Sprintf("the enrichment did not finish within %d s and was cancelled", timeout))
-		return
-	case r.Context().Err() != nil:
+	case err != nil && r.Context().Err() != nil:
 		s.log.InfoContext(r.Context(), "sync client went away; job cancelled", "request_id", requestID(r))
-		return
-	default:
+	case err != nil:
 		s.Error(w, r, err)
-		return
-	}
-	switch res.Job.State {
-	case job.Completed:
-		writeJSON(w, http.StatusOK, map[string]any{"job_id": res.Job.ID, "status": res.Job.State, "result": res.Result,
-			"record_id": res.RecordID, "record_ids": res.RecordIDs, "cost": res.Cost})
-	case job.Cancelled:
-		s.fail(w, r, statusClientClosed, "cancelled", "", "the job was cancelled: "+res.Job.Error)
 	default:
-		status, ok := syncStatus[res.Job.ErrorCode]
-		if !ok {
-			status = http.StatusBadGateway
-		}
-		s.fail(w, r, status, string(res.Job.ErrorCode), "", res.Job.Error)
+		writeJSON(w, http.StatusOK, toSyncResult(res, in.IncludePerModelResults))
 	}
 }
 

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"math"
 	"net/http"
@@ -9,58 +10,131 @@ import (
 	"github.com/entityenrich/enrich/app"
 	"github.com/entityenrich/enrich/domain/access"
 	"github.com/entityenrich/enrich/domain/job"
+	"github.com/entityenrich/enrich/domain/model"
 	"github.com/entityenrich/enrich/domain/page"
+	"github.com/entityenrich/enrich/domain/schema"
 	"github.com/entityenrich/enrich/ports"
 )
 
-// errorBody is every error response: {"detail", "code", "field"}.
+// errorBody is every error response: {"detail", "code", "field"}, plus
+// "retryable" where the reference product sets it.
 type errorBody struct {
-	Detail string `json:"detail"`
-	Code   string `json:"code,omitempty"`
-	Field  string `json:"field,omitempty"`
+	Detail    string `json:"detail"`
+	Code      string `json:"code,omitempty"`
+	Field     string `json:"field,omitempty"`
+	Retryable bool   `json:"retryable,omitempty"`
 }
 
-// statuses maps sentinel errors to HTTP statuses, first match wins. A row
-// with a detail shows that fixed text instead of the error's (whose text
-// comes from an adapter), and one with retryAfter sets Retry-After.
-var statuses = []struct {
-	err        error
+// statusClientClosed is the reference product's answer to a blocking run
+// whose job was cancelled.
+const statusClientClosed = 499
+
+// errorRule is one row of the error table: a sentinel (matched with
+// errors.Is) or a failed job's code, the status and code it answers with,
+// and a fixed public detail.
+type errorRule struct {
+	err        error  // a sentinel; or nil for a job code's row
+	job        string // a failed job's error code, or app.CodeCancelled
 	status     int
-	code       string
+	code       string // the wire code (a job row answers with the job's code)
 	detail     string
 	retryAfter int // seconds
-}{
+	retryable  bool
+}
+
+// errorTable is the one table from errors to HTTP answers, first match wins.
+// A bare sentinel answers with the row's fixed detail, never with the
+// error's text (which may come from an adapter: a driver, a provider). An
+// *app.Error answers with its Detail, which the app composes for clients,
+// and its Code when set. A blocking run's failed job answers with its
+// code's row and the job's message, which the app builds from fixed texts
+// (job.ErrorCode.Message) and the validator's account of a model's output.
+var errorTable = []errorRule{
 	// An outage first: whatever else went wrong, retrying may help.
-	{ports.ErrUnavailable, http.StatusServiceUnavailable, "unavailable", "the service cannot reach its storage right now; try again shortly", 2},
-	{access.ErrUnauthenticated, http.StatusUnauthorized, "unauthenticated", "", 0},
-	{access.ErrForbidden, http.StatusForbidden, "forbidden", "", 0},
-	{ports.ErrNotFound, http.StatusNotFound, "not_found", "", 0},
-	{ports.ErrInvalid, http.StatusBadRequest, "invalid_request", "", 0},
-	{page.ErrBadCursor, http.StatusBadRequest, "invalid_request", "", 0},
-	{ports.ErrConflict, http.StatusConflict, "conflict", "", 0},
-	{job.ErrTransition, http.StatusConflict, "conflict", "", 0},
-	{ports.ErrCapacity, http.StatusServiceUnavailable, "capacity", "", 0},
-	{app.ErrTooManyAttempts, http.StatusTooManyRequests, "too_many_attempts", "", 0},
+	{err: ports.ErrUnavailable, status: http.StatusServiceUnavailable, code: "unavailable", detail: "the service cannot reach its storage right now; try again shortly", retryAfter: 2},
+	{err: access.ErrUnauthenticated, status: http.StatusUnauthorized, code: "unauthenticated", detail: "missing or invalid credentials"},
+	{err: access.ErrForbidden, status: http.StatusForbidden, code: "forbidden", detail: "the credential's role or scopes do not allow this"},
+	{err: ports.ErrNotFound, status: http.StatusNotFound, code: "not_found", detail: "not found"},
+	{err: app.ErrNotSupported, status: http.StatusBadRequest, code: "not_supported_yet", detail: "a requested capability is not supported yet"},
+	{err: page.ErrBadCursor, status: http.StatusBadRequest, code: "invalid_request", detail: "cursor is not one this server issued"},
+	{err: model.ErrInvalidKey, status: http.StatusBadRequest, code: "invalid_model", detail: "a model key is not <provider>::<model>"},
+	{err: ports.ErrUnknownModel, status: http.StatusBadRequest, code: "invalid_model", detail: "unknown model; GET /api/enrichment/options lists them"},
+	{err: schema.ErrInvalid, status: http.StatusBadRequest, code: "invalid_request", detail: "the schema is invalid"},
+	{err: ports.ErrInvalid, status: http.StatusBadRequest, code: "invalid_request", detail: "the request is invalid"},
+	{err: errTooLarge, status: http.StatusRequestEntityTooLarge, code: "body_too_large", detail: "request body too large"},
+	{err: ports.ErrConflict, status: http.StatusConflict, code: "conflict", detail: "the change conflicts with the resource's state"},
+	{err: job.ErrTransition, status: http.StatusConflict, code: "conflict", detail: "the job's state does not allow this"},
+	{err: ports.ErrCapacity, status: http.StatusServiceUnavailable, code: "capacity", detail: "the server has no capacity for the job, try again shortly"},
+	{err: app.ErrTooManyAttempts, status: http.StatusTooManyRequests, code: "too_many_attempts", detail: "too many failed attempts; try again later"},
+	{err: app.ErrSyncTimeout, status: http.StatusGatewayTimeout, code: "timeout", detail: "the enrichment did not finish within timeout_seconds and was cancelled"},
+	// LLM failures that reach a caller without a job (the reference's sync
+	// statuses).
+	{err: ports.ErrRateLimited, status: http.StatusTooManyRequests, code: string(job.CodeRateLimited), detail: job.CodeRateLimited.Message()},
+	{err: ports.ErrLLMTimeout, status: http.StatusGatewayTimeout, code: string(job.CodeProviderTimeout), detail: job.CodeProviderTimeout.Message()},
+	{err: ports.ErrContextLength, status: http.StatusUnprocessableEntity, code: string(job.CodeContextLength), detail: job.CodeContextLength.Message()},
+	{err: ports.ErrModelRetired, status: http.StatusUnprocessableEntity, code: string(job.CodeModelRetired), detail: job.CodeModelRetired.Message()},
+	{err: ports.ErrLLMUnavailable, status: http.StatusBadGateway, code: string(job.CodeLLMUnavailable), detail: job.CodeLLMUnavailable.Message()},
+	{err: context.DeadlineExceeded, status: http.StatusGatewayTimeout, code: "timeout", detail: "the request did not finish in time"},
+
+	// A blocking run's job that ended without completing (REFERENCE.md §3:
+	// 422 model_retired and context_length_exceeded, 429 rate_limited, 504
+	// provider_timeout, 502 model_output_invalid (retryable) and the other
+	// provider failures, 499 cancelled). Our own failures are not the
+	// provider's: storage_error and internal_error are 500 (SPEC.md's
+	// internal failure), shutdown and interrupted 503 (another try may run),
+	// schema_invalid 422 (the schema, not the model, is at fault).
+	{job: string(job.CodeOutputInvalid), status: http.StatusBadGateway, retryable: true},
+	{job: string(job.CodeLLMUnavailable), status: http.StatusBadGateway, retryable: true},
+	{job: string(job.CodeProviderTimeout), status: http.StatusGatewayTimeout, retryable: true},
+	{job: string(job.CodeRateLimited), status: http.StatusTooManyRequests, retryable: true},
+	{job: string(job.CodeContextLength), status: http.StatusUnprocessableEntity},
+	{job: string(job.CodeModelRetired), status: http.StatusUnprocessableEntity},
+	{job: string(job.CodeSchemaInvalid), status: http.StatusUnprocessableEntity},
+	{job: string(job.CodeInterrupted), status: http.StatusServiceUnavailable, retryAfter: 2},
+	{job: string(job.CodeShutdown), status: http.StatusServiceUnavailable, retryAfter: 2},
+	{job: string(job.CodeStorage), status: http.StatusInternalServerError},
+	{job: string(job.CodeInternal), status: http.StatusInternalServerError},
+	{job: app.CodeCancelled, status: statusClientClosed, code: "cancelled"},
+}
+
+// internalRule answers everything the table does not know.
+var internalRule = errorRule{status: http.StatusInternalServerError, code: "internal_error", detail: "internal error"}
+
+// ruleFor finds err's row and the detail to show.
+func ruleFor(err error) (errorRule, string) {
+	var ended *app.JobEnded
+	if errors.As(err, &ended) {
+		for _, r := range errorTable {
+			if r.err == nil && r.job == ended.Code() {
+				if r.code == "" {
+					r.code = r.job
+				}
+				return r, ended.Error()
+			}
+		}
+		return internalRule, internalRule.detail
+	}
+	for _, r := range errorTable {
+		if r.err != nil && errors.Is(err, r.err) {
+			if e, ok := app.AsError(err); ok {
+				return r, e.Detail
+			}
+			return r, r.detail
+		}
+	}
+	return internalRule, internalRule.detail
 }
 
 // Error writes err as a JSON error response. Unknown errors are logged with
 // the request id and shown as "internal error".
 func (s *Server) Error(w http.ResponseWriter, r *http.Request, err error) {
-	status, body := http.StatusInternalServerError, errorBody{Detail: "internal error", Code: "internal_error"}
-	for _, m := range statuses {
-		if errors.Is(err, m.err) {
-			status, body = m.status, errorBody{Detail: err.Error(), Code: m.code}
-			if m.detail != "" {
-				body.Detail = m.detail
-			}
-			if m.retryAfter > 0 {
-				w.Header().Set("Retry-After", strconv.Itoa(m.retryAfter))
-			}
-			break
-		}
+	rule, detail := ruleFor(err)
+	body := errorBody{Detail: detail, Code: rule.code, Retryable: rule.retryable}
+	if rule.retryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(rule.retryAfter))
 	}
 	if e, ok := app.AsError(err); ok {
-		body.Detail, body.Field = e.Detail, e.Field
+		body.Field = e.Field
 		if e.Code != "" {
 			body.Code = e.Code
 		}
@@ -71,13 +145,16 @@ func (s *Server) Error(w http.ResponseWriter, r *http.Request, err error) {
 	if errors.Is(err, page.ErrBadCursor) {
 		body.Field = "cursor"
 	}
+	if errors.Is(err, app.ErrSyncTimeout) {
+		body.Field = "timeout_seconds"
+	}
 	switch {
-	case status == http.StatusInternalServerError:
-		s.log.ErrorContext(r.Context(), "request failed", "request_id", requestID(r), "method", r.Method, "path", r.URL.Path, "err", err)
+	case rule.status >= http.StatusInternalServerError && !errors.Is(err, ports.ErrUnavailable):
+		s.log.ErrorContext(r.Context(), "request failed", "request_id", requestID(r), "method", r.Method, "path", r.URL.Path, "status", rule.status, "err", err)
 	case errors.Is(err, ports.ErrUnavailable):
 		s.log.WarnContext(r.Context(), "storage unavailable", "request_id", requestID(r), "method", r.Method, "path", r.URL.Path, "err", err)
 	}
-	s.writeError(w, r, status, body)
+	s.writeError(w, r, rule.status, body)
 }
 
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, status int, body errorBody) {

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,42 +14,128 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/entityenrich/enrich/app"
+	"github.com/entityenrich/enrich/domain/access"
+	"github.com/entityenrich/enrich/domain/job"
+	"github.com/entityenrich/enrich/domain/model"
+	"github.com/entityenrich/enrich/domain/page"
+	"github.com/entityenrich/enrich/domain/schema"
 	"github.com/entityenrich/enrich/ports"
 )
 
-// TestErrorMapping: sentinels become their status and code; an outage is
-// 503 with Retry-After and a fixed detail that shows no adapter text.
-func TestErrorMapping(t *testing.T) {
+// adapterText stands for what a driver or a provider says: it must never
+// reach a client.
+const adapterText = "postgres: dial tcp 10.0.0.7:5432: user=enrich password=hunter2 sk-live-SECRET"
+
+func errorFor(t *testing.T, err error) (int, errorBody, string) {
+	t.Helper()
 	s := &Server{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	rec := httptest.NewRecorder()
+	s.Error(rec, httptest.NewRequest("GET", "/api/records/x", nil), err)
+	var e errorBody
+	if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil {
+		t.Fatal(err)
+	}
+	return rec.Code, e, rec.Header().Get("Retry-After")
+}
+
+// TestErrorTableSentinels: every port, app and domain sentinel that can
+// reach a handler maps to its status and code, and answers with the table's
+// fixed detail, never with the text an adapter wrapped around it.
+func TestErrorTableSentinels(t *testing.T) {
 	tests := []struct {
-		name       string
 		err        error
 		status     int
 		code       string
 		retryAfter string
-		detail     string
 	}{
-		{"outage", fmt.Errorf("postgres: get record x: %w: dial tcp 127.0.0.1:5432: connect: connection refused", ports.ErrUnavailable), 503, "unavailable", "2", "the service cannot reach its storage right now; try again shortly"},
-		{"outage joined with a conflict", errors.Join(fmt.Errorf("a: %w", ports.ErrConflict), fmt.Errorf("b: %w", ports.ErrUnavailable)), 503, "unavailable", "2", ""},
-		{"capacity", ports.ErrCapacity, 503, "capacity", "", ""},
-		{"not found", fmt.Errorf("x: %w", ports.ErrNotFound), 404, "not_found", "", ""},
-		{"invalid", app.Invalid("name", "bad name"), 400, "invalid_request", "", "bad name"},
-		{"unknown", errors.New("postgres: syntax error at or near"), 500, "internal_error", "", "internal error"},
+		{ports.ErrUnavailable, 503, "unavailable", "2"},
+		{access.ErrUnauthenticated, 401, "unauthenticated", ""},
+		{access.ErrForbidden, 403, "forbidden", ""},
+		{ports.ErrNotFound, 404, "not_found", ""},
+		{app.ErrNotSupported, 400, "not_supported_yet", ""},
+		{page.ErrBadCursor, 400, "invalid_request", ""},
+		{model.ErrInvalidKey, 400, "invalid_model", ""},
+		{ports.ErrUnknownModel, 400, "invalid_model", ""},
+		{schema.ErrInvalid, 400, "invalid_request", ""},
+		{ports.ErrInvalid, 400, "invalid_request", ""},
+		{errTooLarge, 413, "body_too_large", ""},
+		{ports.ErrConflict, 409, "conflict", ""},
+		{job.ErrTransition, 409, "conflict", ""},
+		{ports.ErrCapacity, 503, "capacity", ""},
+		{app.ErrTooManyAttempts, 429, "too_many_attempts", ""},
+		{app.ErrSyncTimeout, 504, "timeout", ""},
+		{ports.ErrRateLimited, 429, "rate_limited", ""},
+		{ports.ErrLLMTimeout, 504, "provider_timeout", ""},
+		{ports.ErrContextLength, 422, "context_length_exceeded", ""},
+		{ports.ErrModelRetired, 422, "model_retired", ""},
+		{ports.ErrLLMUnavailable, 502, "llm_unavailable", ""},
+		{context.DeadlineExceeded, 504, "timeout", ""},
+		{ports.ErrFenced, 500, "internal_error", ""},
+		{errors.New("anything else"), 500, "internal_error", ""},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
+		t.Run(tt.err.Error(), func(t *testing.T) {
 			is := is.New(t)
-			rec := httptest.NewRecorder()
-			s.Error(rec, httptest.NewRequest("GET", "/api/records/x", nil), tt.err)
-			is.Equal(rec.Code, tt.status)
-			is.Equal(rec.Header().Get("Retry-After"), tt.retryAfter)
-			var e errorBody
-			is.NoErr(json.Unmarshal(rec.Body.Bytes(), &e))
+			status, e, ra := errorFor(t, fmt.Errorf("%s: %w", adapterText, tt.err))
+			is.Equal(status, tt.status)
 			is.Equal(e.Code, tt.code)
-			if tt.detail != "" {
-				is.Equal(e.Detail, tt.detail)
-			}
-			is.True(!strings.Contains(e.Detail, "postgres"))
+			is.Equal(ra, tt.retryAfter)
+			is.True(e.Detail != "")
+			is.True(!strings.Contains(e.Detail, "postgres")) // the adapter's text stays out
+			is.True(!strings.Contains(e.Detail, "SECRET"))
 		})
 	}
+	// Every sentinel row of the table is exercised above.
+	for _, r := range errorTable {
+		if r.err == nil {
+			continue
+		}
+		found := false
+		for _, tt := range tests {
+			found = found || tt.err == r.err
+		}
+		if !found {
+			t.Errorf("row %v is not tested", r.err)
+		}
+	}
+}
+
+// TestErrorTableJobCodes: every failed job's code maps, with the
+// reference's sync statuses, and the job's own (app-built) message.
+func TestErrorTableJobCodes(t *testing.T) {
+	want := map[string]int{
+		"model_output_invalid": 502, "llm_unavailable": 502, "provider_timeout": 504, "rate_limited": 429,
+		"context_length_exceeded": 422, "model_retired": 422, "schema_invalid": 422, "interrupted": 503,
+		"shutdown": 503, "storage_error": 500, "internal_error": 500,
+	}
+	for _, c := range job.Codes() {
+		t.Run(string(c), func(t *testing.T) {
+			is := is.New(t)
+			status, e, _ := errorFor(t, &app.JobEnded{Job: &job.Job{State: job.Failed, ErrorCode: c, Error: "expertise general: " + c.Message()}})
+			is.Equal(status, want[string(c)])
+			is.Equal(e.Code, string(c))
+			is.Equal(e.Detail, "expertise general: "+c.Message())
+			is.Equal(e.Retryable, status == 502 || status == 504 || status == 429)
+		})
+	}
+	is := is.New(t)
+	status, e, _ := errorFor(t, &app.JobEnded{Job: &job.Job{State: job.Cancelled, Error: "cancelled by client"}})
+	is.Equal(status, 499)
+	is.Equal(e.Code, "cancelled")
+	is.Equal(len(want), len(job.Codes()))
+}
+
+// TestErrorAppDetail: an app error answers with its own detail, code and
+// field; a wrapped timeout of a blocking run names timeout_seconds.
+func TestErrorAppDetail(t *testing.T) {
+	is := is.New(t)
+	status, e, _ := errorFor(t, app.Invalid("name", "bad name"))
+	is.Equal(status, 400)
+	is.Equal(e, errorBody{Detail: "bad name", Code: "invalid_request", Field: "name"})
+	status, e, _ = errorFor(t, fmt.Errorf("%w: %w", app.ErrSyncTimeout, context.DeadlineExceeded))
+	is.Equal(status, 504)
+	is.Equal(e.Field, "timeout_seconds")
+	status, e, _ = errorFor(t, errors.Join(fmt.Errorf("a: %w", ports.ErrConflict), fmt.Errorf("b: %w", ports.ErrUnavailable)))
+	is.Equal(status, 503) // an outage wins: retrying may help
+	is.Equal(e.Code, "unavailable")
 }

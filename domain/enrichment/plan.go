@@ -43,9 +43,10 @@ func ParseStrategy(s string) (Strategy, error) {
 // GeneralDomain collects the scalar properties that name no domain.
 const GeneralDomain = "general"
 
-// MaxAttempts is how many times one expertise call is tried before the job
-// fails with output_invalid.
-const MaxAttempts = 3
+// DefaultMaxAttempts is how many times one expertise call is tried, unless
+// configured otherwise (ENRICH_LLM_ATTEMPTS), before the model fails with
+// model_output_invalid: the reference product's 5.
+const DefaultMaxAttempts = 5
 
 // Domain is one expertise domain: a subset of the schema's top-level
 // properties answered by one LLM call.

@@ -97,22 +97,66 @@ const (
 	TypeEnrichment Type = "enrichment"
 )
 
-// ErrorCode is the typed reason carried by a failed event.
+// ErrorCode is the typed reason carried by a failed event. Where SPEC.md is
+// silent the values are the reference product's (model_output_invalid,
+// provider_timeout, rate_limited, context_length_exceeded, model_retired).
 type ErrorCode string
 
 const (
+	// CodeLLMUnavailable: the provider failed or could not be reached.
 	CodeLLMUnavailable ErrorCode = "llm_unavailable"
-	CodeOutputInvalid  ErrorCode = "output_invalid"
-	CodeTimeout        ErrorCode = "timeout"
-	CodeRateLimited    ErrorCode = "rate_limited"
-	CodeSchemaInvalid  ErrorCode = "schema_invalid"
-	CodeInterrupted    ErrorCode = "interrupted"
-	CodeShutdown       ErrorCode = "shutdown"
-	CodeInternal       ErrorCode = "internal_error"
+	// CodeOutputInvalid: no schema-valid answer after every attempt.
+	CodeOutputInvalid ErrorCode = "model_output_invalid"
+	// CodeProviderTimeout: the provider did not answer in time.
+	CodeProviderTimeout ErrorCode = "provider_timeout"
+	// CodeRateLimited: the provider refused the call for its rate limit.
+	CodeRateLimited ErrorCode = "rate_limited"
+	// CodeContextLength: the prompt is longer than the model's context.
+	CodeContextLength ErrorCode = "context_length_exceeded"
+	// CodeModelRetired: the provider no longer serves the model.
+	CodeModelRetired ErrorCode = "model_retired"
+	// CodeSchemaInvalid: the job's schema no longer plans or compiles.
+	CodeSchemaInvalid ErrorCode = "schema_invalid"
+	// CodeInterrupted: the job's workers stopped too many times.
+	CodeInterrupted ErrorCode = "interrupted"
+	// CodeShutdown: the server stopped while the job ran.
+	CodeShutdown ErrorCode = "shutdown"
+	// CodeInternal: anything else.
+	CodeInternal ErrorCode = "internal_error"
 	// CodeStorage means the job's events, record or state could not be
 	// stored (the store refused them, or stayed unreachable).
 	CodeStorage ErrorCode = "storage_error"
 )
+
+// Codes lists every error code.
+func Codes() []ErrorCode {
+	return []ErrorCode{CodeLLMUnavailable, CodeOutputInvalid, CodeProviderTimeout, CodeRateLimited, CodeContextLength,
+		CodeModelRetired, CodeSchemaInvalid, CodeInterrupted, CodeShutdown, CodeInternal, CodeStorage}
+}
+
+// messages are the fixed public texts of the codes: what a client is told
+// instead of a provider's or a store's own words.
+var messages = map[ErrorCode]string{
+	CodeLLMUnavailable:  "the model's provider failed or could not be reached",
+	CodeOutputInvalid:   "the model's output did not match the schema",
+	CodeProviderTimeout: "the model's provider did not answer in time",
+	CodeRateLimited:     "the model's provider refused the call for its rate limit",
+	CodeContextLength:   "the prompt is longer than the model's context window",
+	CodeModelRetired:    "the model's provider no longer serves this model",
+	CodeSchemaInvalid:   "the job's schema can no longer be used",
+	CodeInterrupted:     "the job was interrupted too many times",
+	CodeShutdown:        "the server stopped while the job ran",
+	CodeInternal:        "internal error",
+	CodeStorage:         "the job's results could not be stored",
+}
+
+// Message is the code's fixed public text.
+func (c ErrorCode) Message() string {
+	if m, ok := messages[c]; ok {
+		return m
+	}
+	return messages[CodeInternal]
+}
 
 // Job is one asynchronous unit of LLM work owned by an organization.
 type Job struct {

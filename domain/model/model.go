@@ -59,3 +59,12 @@ type Info struct {
 	PDFInput      bool
 	ContextLength int
 }
+
+// MicroCreditsPerUSD is the exchange rate of costs and prices: one credit is
+// one US dollar, so a micro-credit is a millionth of a dollar. The reference
+// product reports LLM money in USD (cost_usd); we keep integer micro-credits
+// and answer with both.
+const MicroCreditsPerUSD = 1_000_000
+
+// USD converts micro-credits to US dollars.
+func USD(microCredits int64) float64 { return float64(microCredits) / MicroCreditsPerUSD }

@@ -232,7 +232,7 @@ func TestSync(t *testing.T) {
 	s.call("GET", "/api/records", ten.key, nil, &recs)
 	is.Equal(len(recs.Records), 1) // the slow job stored nothing
 
-	// A model that always answers invalid output fails with 502 output_invalid.
+	// A model that always answers invalid output fails with 502 model_output_invalid, retryable.
 	is.Equal(s.call("POST", "/api/single/enrich/sync", ten.key, obj{"entity_data": obj{"name": "Acme"}, "schema_id": id, "models": []string{"sandbox::broken"}}, &e), 502)
-	is.Equal(e.Code, "output_invalid")
+	is.Equal(e.Code, "model_output_invalid")
 }

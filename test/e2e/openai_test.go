@@ -53,7 +53,7 @@ func TestOpenAICompatible(t *testing.T) {
 				retry = a
 			}
 		}
-		is.True(strings.HasPrefix(retry.Data["reason"].(string), "output_invalid"))
+		is.True(strings.HasPrefix(retry.Data["reason"].(string), "model_output_invalid"))
 		is.True(retry.Data["expertise"] != "")
 	})
 
@@ -64,9 +64,9 @@ func TestOpenAICompatible(t *testing.T) {
 		evs := s.follow(ten.key, s.startJob(ten.key, obj{"entity_data": obj{"name": "Acme"}, "schema_id": id, "models": []string{"local::fake-1"}, "strategy": "single_pass"}), "")
 		end := last(evs)
 		is.Equal(end.Name, "failed")
-		is.Equal(end.Data["error_code"], "output_invalid")
+		is.Equal(end.Data["error_code"], "model_output_invalid")
 		is.Equal(evs[len(evs)-2].Name, "error")
-		is.Equal(len(find(evs, "attempt")), 3)
+		is.Equal(len(find(evs, "attempt")), 5) // the reference's 5 attempts
 	})
 
 	t.Run("server errors fail with llm_unavailable", func(t *testing.T) {
