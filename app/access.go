@@ -549,3 +549,31 @@ func (b *usageBatch) putBack(us []ports.KeyUsage) {
 		b.mu.Unlock()
 	}
 }
+
+// Caller describes who calls: the organization's name and, for an access
+// key, the key's name and the role it acts with (GET
+// /api/enrichment/options echoes them, as the reference product does).
+type Caller struct {
+	OrgName          string
+	KeyName, KeyRole string // empty for a session
+}
+
+// Caller returns the caller's description.
+func (s *AccessService) Caller(ctx context.Context, p *access.Principal) (Caller, error) {
+	if err := access.Authorize(p, access.ActMe); err != nil {
+		return Caller{}, err
+	}
+	org, err := s.Orgs.GetOrg(ctx, p.OrgID)
+	if err != nil {
+		return Caller{}, err
+	}
+	c := Caller{OrgName: org.Name}
+	if p.KeyID != "" {
+		k, err := s.Keys.GetKey(ctx, p.OrgID, p.KeyID)
+		if err != nil {
+			return Caller{}, err
+		}
+		c.KeyName, c.KeyRole = k.Name, string(p.Role)
+	}
+	return c, nil
+}

@@ -17,72 +17,37 @@ var Languages = map[string]string{
 	"tr": "Turkish", "uk": "Ukrainian", "vi": "Vietnamese", "zh": "Chinese",
 }
 
-// ModelOption is one model in the options listing.
-type ModelOption struct {
-	Key               string `json:"key"`
-	Provider          string `json:"provider"`
-	Model             string `json:"model"`
-	DisplayName       string `json:"display_name"`
-	InputPrice        int64  `json:"input_price"`
-	OutputPrice       int64  `json:"output_price"`
-	IsAvailable       bool   `json:"is_available"`
-	Sandbox           bool   `json:"sandbox,omitempty"`
-	SupportsWebSearch bool   `json:"supports_web_search,omitempty"`
-	SupportsVision    bool   `json:"supports_vision,omitempty"`
-	SupportsPDFInput  bool   `json:"supports_pdf_input,omitempty"`
-	ContextLength     int    `json:"context_length,omitempty"`
-}
-
-// DefaultModel is what auto resolves to.
-type DefaultModel struct {
-	Key           string   `json:"key"`
-	DisplayName   string   `json:"display_name"`
-	Overall       *float64 `json:"overall"`
-	Pinned        bool     `json:"pinned"`
-	Source        string   `json:"source"`
-	ScenarioCount int      `json:"scenario_count"`
-	ScenarioNames []string `json:"scenario_names"`
-}
-
-// Options is GET /api/enrichment/options.
+// Options is what enrichment offers (GET /api/enrichment/options).
 type Options struct {
-	Models                 []ModelOption     `json:"models"`
-	Languages              map[string]string `json:"languages"`
-	Strategies             []string          `json:"strategies"`
-	DefaultModels          []DefaultModel    `json:"default_models"`
-	DefaultModelsWebSearch []DefaultModel    `json:"default_models_web_search"`
+	Models     []model.Info
+	Languages  map[string]string
+	Strategies []enrichment.Strategy
+	// Defaults and DefaultsWebSearch are what auto resolves to, by task
+	// type (only "enrichment" today); a task is absent when nothing
+	// resolves.
+	Defaults, DefaultsWebSearch map[string]modelsel.Pick
 }
 
-// Options lists models (prices in micro-credits per million tokens),
-// languages, strategies and what auto currently resolves to.
+// TaskEnrichment is the task type of enrichment's automatic selection.
+const TaskEnrichment = "enrichment"
+
+// Options lists models, languages, strategies and what auto currently
+// resolves to.
 func (s *EnrichmentService) Options() Options {
 	ms := s.Catalog.Models()
-	o := Options{Models: make([]ModelOption, 0, len(ms)), Languages: Languages,
-		DefaultModels: []DefaultModel{}, DefaultModelsWebSearch: []DefaultModel{}}
-	for _, m := range ms {
-		o.Models = append(o.Models, ModelOption{Key: m.Key.String(), Provider: m.Key.Provider, Model: m.Key.Model,
-			DisplayName: m.DisplayName, InputPrice: m.Price.InputPerMTok, OutputPrice: m.Price.OutputPerMTok,
-			IsAvailable: true, Sandbox: m.Sandbox, SupportsWebSearch: m.WebSearch, SupportsVision: m.Vision,
-			SupportsPDFInput: m.PDFInput, ContextLength: m.ContextLength})
-	}
-	for _, st := range enrichment.Strategies() {
-		o.Strategies = append(o.Strategies, string(st))
-	}
+	o := Options{Models: ms, Languages: Languages, Strategies: enrichment.Strategies(),
+		Defaults: map[string]modelsel.Pick{}, DefaultsWebSearch: map[string]modelsel.Pick{}}
 	if p, err := modelsel.Select(ms, "", modelsel.Needs{}); err == nil {
-		o.DefaultModels = append(o.DefaultModels, defaultModel(p))
+		o.Defaults[TaskEnrichment] = p
 	}
 	if p, err := modelsel.Select(ms, "", modelsel.Needs{WebSearch: true}); err == nil {
-		o.DefaultModelsWebSearch = append(o.DefaultModelsWebSearch, defaultModel(p))
+		o.DefaultsWebSearch[TaskEnrichment] = p
 	}
 	return o
 }
 
-func defaultModel(p modelsel.Pick) DefaultModel {
-	return DefaultModel{Key: p.Model.Key.String(), DisplayName: displayName(p.Model), Pinned: p.Pinned,
-		Source: p.Source, ScenarioNames: []string{}}
-}
-
-func displayName(m model.Info) string {
+// DisplayName is a model's label: its display name, else its key.
+func DisplayName(m model.Info) string {
 	if m.DisplayName != "" {
 		return m.DisplayName
 	}

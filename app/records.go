@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"errors"
+	"slices"
 
 	"github.com/entityenrich/enrich/domain/access"
 	"github.com/entityenrich/enrich/domain/enrichment"
@@ -27,15 +28,25 @@ func (s *RecordService) Get(ctx context.Context, p *access.Principal, id string)
 	return r, err
 }
 
-// List returns a page of the organization's records, newest first.
-func (s *RecordService) List(ctx context.Context, p *access.Principal, f ports.RecordFilter, pr page.Request) (page.Result[*enrichment.Record], error) {
+// RecordQuery narrows a record listing: the store's filter plus Success
+// (nil: any). Every stored record succeeded (a failed model stores none), so
+// Success false lists nothing.
+type RecordQuery struct {
+	ports.RecordFilter
+	Success *bool
+}
+
+// List returns a page of the organization's records, newest first, with
+// the total count.
+func (s *RecordService) List(ctx context.Context, p *access.Principal, q RecordQuery, pr page.Request) (page.Result[*enrichment.Record], error) {
 	if err := access.Authorize(p, access.ActListRecords); err != nil {
 		return page.Result[*enrichment.Record]{}, err
 	}
-	switch f.Type {
-	case "", enrichment.RecordEnrichment:
-	default:
-		return page.Result[*enrichment.Record]{}, Invalid("type", "unknown record type %q (want enrichment)", f.Type)
+	if q.Type != "" && !slices.Contains(enrichment.RecordTypes(), q.Type) {
+		return page.Result[*enrichment.Record]{}, Invalid("type", "unknown record type %q (want enrichment, schema_generation, schema_edit or playground)", q.Type)
 	}
-	return s.Records.ListRecords(ctx, p.OrgID, f, pr)
+	if q.Success != nil && !*q.Success {
+		return page.Result[*enrichment.Record]{}, nil
+	}
+	return s.Records.ListRecords(ctx, p.OrgID, q.RecordFilter, pr)
 }

@@ -26,7 +26,28 @@ type NewSchemaInput struct {
 	Name        string
 	Description string
 	Schema      json.RawMessage
-	Linked      bool
+	// SchemaContent is the reference product's name for Schema: either may
+	// be sent (both only when equal).
+	SchemaContent json.RawMessage
+	Linked        bool
+	// Tags and IsPinned are the reference's; there is nowhere to keep them
+	// yet, so only their empty values are accepted.
+	Tags     []string
+	IsPinned bool
+}
+
+// document picks the schema document of in (schema or schema_content).
+func (in NewSchemaInput) document() (json.RawMessage, error) {
+	null := func(b json.RawMessage) bool { return len(b) == 0 || string(b) == "null" }
+	switch {
+	case null(in.SchemaContent):
+		return in.Schema, nil
+	case null(in.Schema):
+		return in.SchemaContent, nil
+	case !bytes.Equal(compact(in.Schema), compact(in.SchemaContent)):
+		return nil, Invalid("schema_content", "schema and schema_content are the same document under two names; send one")
+	}
+	return in.Schema, nil
 }
 
 // Create validates and saves a schema. A document that is not valid JSON
@@ -41,13 +62,24 @@ func (s *SchemaService) Create(ctx context.Context, p *access.Principal, in NewS
 	for _, f := range []struct {
 		name string
 		v    any
-	}{{"name", in.Name}, {"description", in.Description}, {"schema", in.Schema}} {
+	}{{"name", in.Name}, {"description", in.Description}, {"schema", in.Schema}, {"schema_content", in.SchemaContent}, {"tags", in.Tags}} {
 		if err := checkText(f.name, f.v); err != nil {
 			return nil, err
 		}
 	}
+	if len(in.Tags) > 0 {
+		return nil, notSupported("tags", "tags: schema tags are not supported yet; send none")
+	}
+	if in.IsPinned {
+		return nil, notSupported("is_pinned", "is_pinned: pinning schemas is not supported yet")
+	}
+	doc, err := in.document()
+	if err != nil {
+		return nil, err
+	}
+	in.Schema = doc
 	if len(in.Schema) == 0 || string(in.Schema) == "null" {
-		return nil, Invalid("schema", "schema is required")
+		return nil, Invalid("schema", "schema (or schema_content) is required")
 	}
 	if _, err := s.Compiler.Compile(in.Schema); err != nil {
 		return nil, Invalid("schema", "schema is not a valid JSON Schema: %v", err)

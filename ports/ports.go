@@ -102,6 +102,7 @@ type Invalidations interface {
 type SchemaStore interface {
 	CreateSchema(ctx context.Context, s *schema.Schema) error
 	GetSchema(ctx context.Context, orgID, id string) (*schema.Schema, error)
+	// ListSchemas returns a page, newest first, with the total count.
 	ListSchemas(ctx context.Context, orgID string, p page.Request) (page.Result[*schema.Schema], error)
 }
 
@@ -110,12 +111,15 @@ type RecordFilter struct {
 	Type     enrichment.RecordType
 	SchemaID string
 	JobID    string
+	Model    string // composite key
 }
 
 // RecordStore keeps enrichment records.
 type RecordStore interface {
 	CreateRecord(ctx context.Context, r *enrichment.Record) error
 	GetRecord(ctx context.Context, orgID, id string) (*enrichment.Record, error)
+	// ListRecords returns a page, newest first, with the total count of
+	// records matching f.
 	ListRecords(ctx context.Context, orgID string, f RecordFilter, p page.Request) (page.Result[*enrichment.Record], error)
 }
 

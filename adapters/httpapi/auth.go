@@ -216,7 +216,7 @@ type keyJSON struct {
 	Legacy       bool       `json:"legacy"`
 	ExpiresAt    *time.Time `json:"expires_at"`
 	CreatedAt    time.Time  `json:"created_at"`
-	LastUsedAt   *time.Time `json:"last_used_at,omitempty"`
+	LastUsedAt   *time.Time `json:"last_used_at"`
 	UseCount     *int64     `json:"use_count,omitempty"`
 	ExpiringSoon *bool      `json:"expiring_soon,omitempty"`
 	IsActive     *bool      `json:"is_active,omitempty"`

@@ -26,7 +26,12 @@ func (s *Server) registerJobRoutes(r *mux.Router) {
 }
 
 func (s *Server) options(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, s.enrich.Options())
+	c, err := s.access.Caller(r.Context(), principal(r))
+	if err != nil {
+		s.Error(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, toOptions(s.enrich.Options(), c))
 }
 
 func (s *Server) enrichStream(w http.ResponseWriter, r *http.Request) {

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/entityenrich/enrich/app"
 	"github.com/entityenrich/enrich/domain/enrichment"
+	"github.com/entityenrich/enrich/domain/model"
 	"github.com/entityenrich/enrich/domain/page"
 	"github.com/entityenrich/enrich/domain/schema"
 	"github.com/entityenrich/enrich/ports"
@@ -26,16 +28,31 @@ func (s *Server) registerRecordRoutes(r *mux.Router) {
 	r.HandleFunc("/api/records/{id}", s.getRecord).Methods(http.MethodGet)
 }
 
-// pageRequest reads page_size and cursor.
+// pageRequest reads page_size (or the reference client's limit), cursor,
+// and page (a numbered page, when no cursor is sent). The document bounds
+// them.
 func pageRequest(r *http.Request) (page.Request, error) {
 	q := r.URL.Query()
 	size := 0
-	if v := q.Get("page_size"); v != "" {
+	for _, name := range []string{"limit", "page_size"} { // page_size wins
+		if v := q.Get(name); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return page.Request{}, app.Invalid(name, "%s must be an integer", name)
+			}
+			size = n
+		}
+	}
+	if v := q.Get("page"); v != "" && q.Get("cursor") == "" {
 		n, err := strconv.Atoi(v)
 		if err != nil {
-			return page.Request{}, app.Invalid("page_size", "page_size must be an integer")
+			return page.Request{}, app.Invalid("page", "page must be an integer")
 		}
-		size = n
+		pr, err := page.Numbered(n, size)
+		if err != nil {
+			return page.Request{}, app.Invalid("page", "%v", err)
+		}
+		return pr, nil
 	}
 	pr, err := page.ParseRequest(size, q.Get("cursor"))
 	if err != nil && err != page.ErrBadCursor {
@@ -51,13 +68,30 @@ func nextCursor(next string) *string {
 	return &next
 }
 
+// pageNumber is the number of a page asked by number (or the first); null
+// for a page reached by cursor, whose number is not known.
+func pageNumber(pr page.Request) *int {
+	if pr.After != nil {
+		return nil
+	}
+	n := pr.Offset/pr.Size + 1
+	return &n
+}
+
+// schemaJSON is a saved schema: ours (schema, description, linked) and the
+// reference's (schema_content, tags, is_pinned, publish_state). Tags and
+// pins cannot be set yet, so they are always empty and false.
 type schemaJSON struct {
 	ID            string          `json:"id"`
 	Name          string          `json:"name"`
 	Description   string          `json:"description"`
 	Schema        json.RawMessage `json:"schema,omitempty"`
+	SchemaContent json.RawMessage `json:"schema_content,omitempty"`
 	Linked        bool            `json:"linked"`
 	PropertyCount int             `json:"property_count"`
+	Tags          []string        `json:"tags"`
+	IsPinned      bool            `json:"is_pinned"`
+	PublishState  string          `json:"publish_state"`
 	CreatedAt     time.Time       `json:"created_at"`
 	UpdatedAt     time.Time       `json:"updated_at"`
 }
@@ -68,9 +102,10 @@ func toSchema(sc *schema.Schema, full bool) schemaJSON {
 	}
 	_ = json.Unmarshal(sc.Content, &doc)
 	out := schemaJSON{ID: sc.ID, Name: sc.Name, Description: sc.Description, Linked: sc.Linked,
-		PropertyCount: len(doc.Properties), CreatedAt: sc.CreatedAt, UpdatedAt: sc.UpdatedAt}
+		PropertyCount: len(doc.Properties), Tags: []string{}, PublishState: sc.PublishState(),
+		CreatedAt: sc.CreatedAt, UpdatedAt: sc.UpdatedAt}
 	if full {
-		out.Schema = sc.Content
+		out.Schema, out.SchemaContent = sc.Content, sc.Content
 	}
 	return out
 }
@@ -90,20 +125,24 @@ func (s *Server) listSchemas(w http.ResponseWriter, r *http.Request) {
 	for _, sc := range res.Items {
 		out = append(out, toSchema(sc, false))
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"schemas": out, "next_cursor": nextCursor(res.Next)})
+	writeJSON(w, http.StatusOK, map[string]any{"schemas": out, "next_cursor": nextCursor(res.Next), "total": res.Total})
 }
 
 func (s *Server) createSchema(w http.ResponseWriter, r *http.Request) {
 	var in struct {
-		Name        string          `json:"name"`
-		Description string          `json:"description"`
-		Schema      json.RawMessage `json:"schema"`
-		Linked      bool            `json:"linked"`
+		Name          string          `json:"name"`
+		Description   string          `json:"description"`
+		Schema        json.RawMessage `json:"schema"`
+		SchemaContent json.RawMessage `json:"schema_content"`
+		Linked        bool            `json:"linked"`
+		Tags          []string        `json:"tags"`
+		IsPinned      bool            `json:"is_pinned"`
 	}
 	if !s.decode(w, r, &in) {
 		return
 	}
-	sc, err := s.schemas.Create(r.Context(), principal(r), app.NewSchemaInput{Name: in.Name, Description: in.Description, Schema: in.Schema, Linked: in.Linked})
+	sc, err := s.schemas.Create(r.Context(), principal(r), app.NewSchemaInput{Name: in.Name, Description: in.Description,
+		Schema: in.Schema, SchemaContent: in.SchemaContent, Linked: in.Linked, Tags: in.Tags, IsPinned: in.IsPinned})
 	if err != nil {
 		s.Error(w, r, err)
 		return
@@ -120,28 +159,52 @@ func (s *Server) getSchema(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, toSchema(sc, true))
 }
 
+// recordJSON is a record: our fields and the reference's RecordSummary and
+// RecordDetail fields that the stored data supports. Every stored record is
+// a successful model's; entity ids do not exist yet (entity_id is null).
 type recordJSON struct {
-	ID               string          `json:"id"`
-	Type             string          `json:"type"`
-	SchemaID         string          `json:"schema_id"`
-	JobID            string          `json:"job_id"`
-	Model            string          `json:"model"`
-	Strategy         string          `json:"strategy"`
-	Cost             int64           `json:"cost"`
-	Sandbox          bool            `json:"sandbox"`
-	CreatedAt        time.Time       `json:"created_at"`
-	EntityData       json.RawMessage `json:"entity_data,omitempty"`
-	StructuredOutput json.RawMessage `json:"structured_output,omitempty"`
-	InputTokens      *int            `json:"input_tokens,omitempty"`
-	OutputTokens     *int            `json:"output_tokens,omitempty"`
+	ID                string          `json:"id"`
+	Type              string          `json:"type"`
+	SchemaID          string          `json:"schema_id"`
+	SavedSchemaID     *string         `json:"saved_schema_id"`
+	JobID             string          `json:"job_id"`
+	Model             string          `json:"model"`
+	ModelCompositeKey string          `json:"model_composite_key"`
+	ModelName         string          `json:"model_name"`
+	Strategy          string          `json:"strategy"`
+	StrategyRequested *string         `json:"strategy_requested"`
+	Cost              int64           `json:"cost"`
+	CostUSD           float64         `json:"cost_usd"`
+	InputTokens       int             `json:"input_tokens"`
+	OutputTokens      int             `json:"output_tokens"`
+	Success           bool            `json:"success"`
+	Cancelled         bool            `json:"cancelled"`
+	IsDeleted         bool            `json:"is_deleted"`
+	EntityID          *string         `json:"entity_id"`
+	EntityName        *string         `json:"entity_name"`
+	Sandbox           bool            `json:"sandbox"`
+	CreatedAt         time.Time       `json:"created_at"`
+	EntityData        json.RawMessage `json:"entity_data,omitempty"`
+	EntityInputData   json.RawMessage `json:"entity_input_data,omitempty"`
+	StructuredOutput  json.RawMessage `json:"structured_output,omitempty"`
+	ValidationErrors  []string        `json:"validation_errors,omitempty"`
+	DeletedAt         *time.Time      `json:"deleted_at,omitempty"`
 }
 
 func toRecord(rc *enrichment.Record, full bool) recordJSON {
 	out := recordJSON{ID: rc.ID, Type: string(rc.Type), SchemaID: rc.SchemaID, JobID: rc.JobID, Model: rc.Model,
-		Strategy: string(rc.Strategy), Cost: rc.Cost, Sandbox: rc.Sandbox, CreatedAt: rc.CreatedAt}
+		ModelCompositeKey: rc.Model, ModelName: rc.Model, Strategy: string(rc.Strategy), Cost: rc.Cost,
+		CostUSD: model.USD(rc.Cost), InputTokens: rc.InputTokens, OutputTokens: rc.OutputTokens, Success: true,
+		Sandbox: rc.Sandbox, CreatedAt: rc.CreatedAt}
+	if rc.SchemaID != "" {
+		out.SavedSchemaID = &rc.SchemaID
+	}
+	if k, err := model.ParseKey(rc.Model); err == nil {
+		out.ModelName = k.Model
+	}
 	if full {
-		in, o := rc.InputTokens, rc.OutputTokens
-		out.EntityData, out.StructuredOutput, out.InputTokens, out.OutputTokens = rc.EntityData, rc.StructuredOutput, &in, &o
+		out.EntityData, out.EntityInputData, out.StructuredOutput = rc.EntityData, rc.EntityData, rc.StructuredOutput
+		out.ValidationErrors = []string{}
 	}
 	return out
 }
@@ -152,9 +215,12 @@ func (s *Server) listRecords(w http.ResponseWriter, r *http.Request) {
 		s.Error(w, r, err)
 		return
 	}
-	q := r.URL.Query()
-	f := ports.RecordFilter{Type: enrichment.RecordType(q.Get("type")), SchemaID: q.Get("schema_id"), JobID: q.Get("job_id")}
-	res, err := s.records.List(r.Context(), principal(r), f, pr)
+	q, err := recordQuery(r)
+	if err != nil {
+		s.Error(w, r, err)
+		return
+	}
+	res, err := s.records.List(r.Context(), principal(r), q, pr)
 	if err != nil {
 		s.Error(w, r, err)
 		return
@@ -163,7 +229,24 @@ func (s *Server) listRecords(w http.ResponseWriter, r *http.Request) {
 	for _, rc := range res.Items {
 		out = append(out, toRecord(rc, false))
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"records": out, "next_cursor": nextCursor(res.Next)})
+	writeJSON(w, http.StatusOK, map[string]any{"records": out, "next_cursor": nextCursor(res.Next), "page": pageNumber(pr),
+		"page_size": pr.Size, "total": res.Total, "total_pages": page.Pages(res.Total, pr.Size)})
+}
+
+// recordQuery reads the listing's filters: type, schema_id (or the
+// reference's saved_schema_id), job_id, model and success.
+func recordQuery(r *http.Request) (app.RecordQuery, error) {
+	q := r.URL.Query()
+	f := app.RecordQuery{RecordFilter: ports.RecordFilter{Type: enrichment.RecordType(q.Get("type")),
+		SchemaID: cmp.Or(q.Get("schema_id"), q.Get("saved_schema_id")), JobID: q.Get("job_id"), Model: q.Get("model")}}
+	if v := q.Get("success"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return f, app.Invalid("success", "success must be true or false")
+		}
+		f.Success = &b
+	}
+	return f, nil
 }
 
 func (s *Server) getRecord(w http.ResponseWriter, r *http.Request) {

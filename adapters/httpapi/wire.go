@@ -3,6 +3,7 @@ package httpapi
 import (
 	"github.com/entityenrich/enrich/app"
 	"github.com/entityenrich/enrich/domain/model"
+	"github.com/entityenrich/enrich/domain/modelsel"
 )
 
 // syncResult is the blocking variant's answer: the reference's
@@ -88,6 +89,102 @@ func toModelResult(m app.ModelResult) modelResult {
 	}
 	if !m.Success {
 		out.ErrorCode, out.ErrorMessage = &m.ErrorCode, &m.ErrorMessage
+	}
+	return out
+}
+
+// optionsJSON is GET /api/enrichment/options in the reference's shape
+// (EnrichmentOptionsResponse), plus strategy_names (the strategies as plain
+// names, our earlier form).
+type optionsJSON struct {
+	Models                 []modelJSON            `json:"models"`
+	Languages              map[string]string      `json:"languages"`
+	Strategies             []strategyJSON         `json:"strategies"`
+	StrategyNames          []string               `json:"strategy_names"`
+	DefaultModels          map[string]defaultJSON `json:"default_models"`
+	DefaultModelsWebSearch map[string]defaultJSON `json:"default_models_web_search"`
+	OrganizationName       string                 `json:"organization_name"`
+	APIKeyName             *string                `json:"api_key_name"`
+	APIKeyRole             *string                `json:"api_key_role"`
+	ProfileLimits          map[string]any         `json:"profile_limits"`
+	TotalCompanies         int                    `json:"total_companies"`
+}
+
+type strategyJSON struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+}
+
+// modelJSON is one model (the reference's LLMModel). Prices are USD per
+// million tokens (the reference's unit), and micro-credits per million
+// tokens beside them; capability flags are true or absent, never false, as
+// the reference writes them.
+type modelJSON struct {
+	Key                            string  `json:"key"`
+	Provider                       string  `json:"provider"`
+	Model                          string  `json:"model"`
+	DisplayName                    string  `json:"display_name"`
+	InputPrice                     float64 `json:"input_price"`
+	OutputPrice                    float64 `json:"output_price"`
+	InputPriceMicroCredits         int64   `json:"input_price_micro_credits"`
+	OutputPriceMicroCredits        int64   `json:"output_price_micro_credits"`
+	IsAvailable                    bool    `json:"is_available"`
+	Sandbox                        bool    `json:"sandbox,omitempty"`
+	ContextLength                  int     `json:"context_length,omitempty"`
+	SupportsWebSearch              bool    `json:"supports_web_search,omitempty"`
+	SupportsVision                 bool    `json:"supports_vision,omitempty"`
+	SupportsPDFInput               bool    `json:"supports_pdf_input,omitempty"`
+	SupportsResponseSchema         bool    `json:"supports_response_schema,omitempty"`
+	SupportsStrictStructuredOutput bool    `json:"supports_strict_structured_output,omitempty"`
+	SupportsReasoning              bool    `json:"supports_reasoning,omitempty"`
+	SupportsToolCalls              bool    `json:"supports_tool_calls,omitempty"`
+	SupportsAudioInput             bool    `json:"supports_audio_input,omitempty"`
+	SupportsVideoInput             bool    `json:"supports_video_input,omitempty"`
+}
+
+// defaultJSON is the reference's DefaultModelSelection; selected_by says
+// why (pinned, configured, sandbox) while nothing is benchmarked (source
+// and overall are then null).
+type defaultJSON struct {
+	Key           string   `json:"key"`
+	DisplayName   string   `json:"display_name"`
+	Overall       *float64 `json:"overall"`
+	Pinned        bool     `json:"pinned"`
+	Source        *string  `json:"source"`
+	ScenarioCount int      `json:"scenario_count"`
+	ScenarioNames []string `json:"scenario_names"`
+	SelectedBy    string   `json:"selected_by"`
+}
+
+func toOptions(o app.Options, c app.Caller) optionsJSON {
+	out := optionsJSON{Models: make([]modelJSON, 0, len(o.Models)), Languages: o.Languages,
+		DefaultModels: toDefaults(o.Defaults), DefaultModelsWebSearch: toDefaults(o.DefaultsWebSearch),
+		OrganizationName: c.OrgName, StrategyNames: []string{}}
+	if c.KeyName != "" {
+		out.APIKeyName, out.APIKeyRole = &c.KeyName, &c.KeyRole
+	}
+	for _, st := range o.Strategies {
+		out.Strategies = append(out.Strategies, strategyJSON{string(st), st.Describe()})
+		out.StrategyNames = append(out.StrategyNames, string(st))
+	}
+	for _, m := range o.Models {
+		out.Models = append(out.Models, modelJSON{Key: m.Key.String(), Provider: m.Key.Provider, Model: m.Key.Model,
+			DisplayName: m.DisplayName, InputPrice: model.USD(m.Price.InputPerMTok), OutputPrice: model.USD(m.Price.OutputPerMTok),
+			InputPriceMicroCredits: m.Price.InputPerMTok, OutputPriceMicroCredits: m.Price.OutputPerMTok,
+			IsAvailable: true, Sandbox: m.Sandbox, ContextLength: m.ContextLength,
+			SupportsWebSearch: m.WebSearch, SupportsVision: m.Vision, SupportsPDFInput: m.PDFInput,
+			SupportsResponseSchema: m.ResponseSchema, SupportsStrictStructuredOutput: m.StrictOutput,
+			SupportsReasoning: m.Reasoning, SupportsToolCalls: m.ToolCalls, SupportsAudioInput: m.AudioInput,
+			SupportsVideoInput: m.VideoInput})
+	}
+	return out
+}
+
+func toDefaults(picks map[string]modelsel.Pick) map[string]defaultJSON {
+	out := make(map[string]defaultJSON, len(picks))
+	for task, p := range picks {
+		out[task] = defaultJSON{Key: p.Model.Key.String(), DisplayName: app.DisplayName(p.Model), Pinned: p.Pinned,
+			ScenarioNames: []string{}, SelectedBy: p.Source}
 	}
 	return out
 }

@@ -114,7 +114,8 @@ func (s *RecordStore) ListRecords(_ context.Context, orgID string, f ports.Recor
 		if r.OrgID != orgID ||
 			(f.Type != "" && r.Type != f.Type) ||
 			(f.SchemaID != "" && r.SchemaID != f.SchemaID) ||
-			(f.JobID != "" && r.JobID != f.JobID) {
+			(f.JobID != "" && r.JobID != f.JobID) ||
+			(f.Model != "" && r.Model != f.Model) {
 			continue
 		}
 		all = append(all, cloneRecord(r))

@@ -44,9 +44,17 @@ func listPage[T any](items []T, p page.Request, at func(T) (time.Time, string)) 
 	})
 	size := pageSize(p.Size)
 	out := make([]T, 0, size)
+	skip := 0
+	if p.After == nil {
+		skip = p.Offset
+	}
 	for _, it := range items {
 		t, id := at(it)
 		if p.After != nil && !p.After.Before(t, id) {
+			continue
+		}
+		if skip > 0 {
+			skip--
 			continue
 		}
 		out = append(out, it)
@@ -54,7 +62,7 @@ func listPage[T any](items []T, p page.Request, at func(T) (time.Time, string)) 
 			break
 		}
 	}
-	var res page.Result[T]
+	res := page.Result[T]{Total: len(items)}
 	if len(out) > size {
 		out = out[:size]
 		t, id := at(out[size-1])

@@ -70,7 +70,11 @@ func (s *SchemaStore) ListSchemas(ctx context.Context, orgID string, p page.Requ
 	if err := q.Scan(ctx); err != nil {
 		return page.Result[*schema.Schema]{}, fail(err, "list schemas")
 	}
-	var res page.Result[*schema.Schema]
+	total, err := s.db.NewSelect().Model((*schemaRow)(nil)).Where("org_id = ?", orgID).Count(ctx)
+	if err != nil {
+		return page.Result[*schema.Schema]{}, fail(err, "count schemas")
+	}
+	res := page.Result[*schema.Schema]{Total: int(total)}
 	for i := range rows {
 		res.Items = append(res.Items, rows[i].schema())
 	}
@@ -134,22 +138,33 @@ func (s *RecordStore) GetRecord(ctx context.Context, orgID, id string) (*enrichm
 // ListRecords returns one page of an organization's records that match f,
 // newest first.
 func (s *RecordStore) ListRecords(ctx context.Context, orgID string, f ports.RecordFilter, p page.Request) (page.Result[*enrichment.Record], error) {
+	filter := func(q *bun.SelectQuery) *bun.SelectQuery {
+		q = q.Where("org_id = ?", orgID)
+		if f.Type != "" {
+			q = q.Where("type = ?", string(f.Type))
+		}
+		if f.SchemaID != "" {
+			q = q.Where("schema_id = ?", f.SchemaID)
+		}
+		if f.JobID != "" {
+			q = q.Where("job_id = ?", f.JobID)
+		}
+		if f.Model != "" {
+			q = q.Where("model = ?", f.Model)
+		}
+		return q
+	}
 	var rows []recordRow
-	q := s.db.NewSelect().Model(&rows).Where("org_id = ?", orgID)
-	if f.Type != "" {
-		q = q.Where("type = ?", string(f.Type))
-	}
-	if f.SchemaID != "" {
-		q = q.Where("schema_id = ?", f.SchemaID)
-	}
-	if f.JobID != "" {
-		q = q.Where("job_id = ?", f.JobID)
-	}
+	q := filter(s.db.NewSelect().Model(&rows))
 	size := keyset(q, p)
 	if err := q.Scan(ctx); err != nil {
 		return page.Result[*enrichment.Record]{}, fail(err, "list records")
 	}
-	var res page.Result[*enrichment.Record]
+	total, err := filter(s.db.NewSelect().Model((*recordRow)(nil))).Count(ctx)
+	if err != nil {
+		return page.Result[*enrichment.Record]{}, fail(err, "count records")
+	}
+	res := page.Result[*enrichment.Record]{Total: int(total)}
 	for i := range rows {
 		res.Items = append(res.Items, rows[i].record())
 	}
@@ -164,6 +179,8 @@ func keyset(q *bun.SelectQuery, p page.Request) int {
 	size := pageSize(p.Size)
 	if p.After != nil {
 		q.Where("(created_at, id) < (?, ?)", utc(p.After.CreatedAt), p.After.ID)
+	} else if p.Offset > 0 {
+		q.Offset(int64(p.Offset))
 	}
 	q.Order("created_at DESC", "id DESC").Limit(int64(size + 1))
 	return size

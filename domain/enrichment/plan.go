@@ -27,6 +27,21 @@ const (
 // Strategies lists the accepted strategy names.
 func Strategies() []Strategy { return []Strategy{Auto, MultiExpertise, SinglePass, ExpertDomains} }
 
+// Describe says what a strategy does, for pickers.
+func (s Strategy) Describe() string {
+	switch s {
+	case Auto:
+		return "The server picks single_pass or multi_expertise from the schema's shape."
+	case MultiExpertise:
+		return "One call per expertise domain, in parallel, merged per model."
+	case SinglePass:
+		return "The whole schema in one call."
+	case ExpertDomains:
+		return "One call, its prompt sectioned by expertise domain."
+	}
+	return ""
+}
+
 // ParseStrategy returns the strategy named s ("" means Auto).
 func ParseStrategy(s string) (Strategy, error) {
 	if s == "" {

@@ -10,7 +10,17 @@ type RecordType string
 
 const (
 	RecordEnrichment RecordType = "enrichment"
+	// The reference product's other record types: nothing makes them here
+	// yet, so a listing filtered by them is empty.
+	RecordSchemaGeneration RecordType = "schema_generation"
+	RecordSchemaEdit       RecordType = "schema_edit"
+	RecordPlayground       RecordType = "playground"
 )
+
+// RecordTypes lists every record type a listing may filter by.
+func RecordTypes() []RecordType {
+	return []RecordType{RecordEnrichment, RecordSchemaGeneration, RecordSchemaEdit, RecordPlayground}
+}
 
 // Record is a stored enrichment result.
 type Record struct {

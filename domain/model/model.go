@@ -58,6 +58,13 @@ type Info struct {
 	Vision        bool
 	PDFInput      bool
 	ContextLength int
+	// Further capabilities, as the provider registry knows them.
+	ResponseSchema bool // native JSON-schema response channel
+	StrictOutput   bool // strict (constrained) decoding on it
+	Reasoning      bool
+	ToolCalls      bool
+	AudioInput     bool
+	VideoInput     bool
 }
 
 // MicroCreditsPerUSD is the exchange rate of costs and prices: one credit is

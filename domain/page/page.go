@@ -22,6 +22,9 @@ var ErrBadCursor = errors.New("invalid cursor")
 type Request struct {
 	Size  int
 	After *Cursor // nil for the first page
+	// Offset skips that many items first; used only without a cursor (the
+	// reference product's numbered pages).
+	Offset int
 }
 
 // Cursor is the position after the last item of a page: items are ordered by
@@ -72,8 +75,32 @@ func ParseRequest(size int, cursor string) (Request, error) {
 	return r, nil
 }
 
-// Result is one page of items plus the cursor of the next page ("" at the end).
+// Result is one page of items plus the cursor of the next page ("" at the
+// end) and the number of items on every page together.
 type Result[T any] struct {
 	Items []T
 	Next  string
+	Total int
+}
+
+// Numbered is the request for page number n (from 1) of size items: an
+// offset, no cursor.
+func Numbered(n, size int) (Request, error) {
+	r, err := ParseRequest(size, "")
+	if err != nil {
+		return Request{}, err
+	}
+	if n < 1 {
+		return Request{}, fmt.Errorf("page must be at least 1")
+	}
+	r.Offset = (n - 1) * r.Size
+	return r, nil
+}
+
+// Pages is how many pages of size hold total items.
+func Pages(total, size int) int {
+	if size <= 0 {
+		return 0
+	}
+	return (total + size - 1) / size
 }

@@ -28,6 +28,16 @@ type Schema struct {
 	UpdatedAt time.Time
 }
 
+// PublishState is the reference product's publish_state: draft (no linked
+// database) or, for a linked schema, unpublished (never published; publish
+// does not exist yet).
+func (s *Schema) PublishState() string {
+	if s.Linked {
+		return "unpublished"
+	}
+	return "draft"
+}
+
 // ErrInvalid is wrapped by every validation failure of a schema document.
 var ErrInvalid = errors.New("invalid schema")
 

@@ -158,6 +158,7 @@ func RunSchemaStore(t *testing.T, newStore func(t *testing.T) ports.SchemaStore)
 			res, err := s.ListSchemas(ctx, sc.OrgID, page.Request{Size: 10})
 			is.NoErr(err)
 			is.Equal(len(res.Items), 1)
+			is.Equal(res.Total, 1)
 			checkSchema(t, res.Items[0], sc)
 		}},
 	}
@@ -303,8 +304,30 @@ func RunRecordStore(t *testing.T, newStore func(t *testing.T) ports.RecordStore)
 						checkRecord(t, got[i], tt.want[i])
 					}
 					is.Equal(res.Next == "", len(tt.want) <= 2) // a cursor only when more may follow
+					is.Equal(res.Total, len(tt.want))          // every page together
 				})
 			}
+			t.Run("numbered page", func(t *testing.T) {
+				is := is.New(t)
+				res, err := s.ListRecords(ctx, org, ports.RecordFilter{}, page.Request{Size: 2, Offset: 2})
+				is.NoErr(err)
+				is.Equal(recordIDs(res.Items), recordIDs([]*enrichment.Record{r2, r1}))
+				is.Equal(res.Total, 5)
+				res, err = s.ListRecords(ctx, org, ports.RecordFilter{}, page.Request{Size: 2, Offset: 10})
+				is.NoErr(err)
+				is.Equal(len(res.Items), 0)
+				is.Equal(res.Total, 5)
+			})
+			t.Run("model", func(t *testing.T) {
+				is := is.New(t)
+				r := newRecord(org, 6)
+				r.Model = "only::this"
+				is.NoErr(s.CreateRecord(ctx, r))
+				res, err := s.ListRecords(ctx, org, ports.RecordFilter{Model: "only::this"}, page.Request{Size: 2})
+				is.NoErr(err)
+				is.Equal(recordIDs(res.Items), recordIDs([]*enrichment.Record{r}))
+				is.Equal(res.Total, 1)
+			})
 		}},
 	}
 	for _, tt := range tests {

@@ -10,7 +10,6 @@ import (
 	"github.com/entityenrich/enrich/app"
 	"github.com/entityenrich/enrich/domain/access"
 	"github.com/entityenrich/enrich/domain/page"
-	"github.com/entityenrich/enrich/ports"
 )
 
 // TestEmbeddedRefusesLikeHTTP calls the member, key, schema and record
@@ -118,7 +117,7 @@ func TestEmbeddedRefusesLikeHTTP(t *testing.T) {
 			func(c string) int { return s.call("GET", "/api/schema/saved/"+schemaID, c, nil, nil) }},
 		{"ListRecords", "operator", true,
 			func(p *access.Principal) error {
-				_, err := e.Records.List(ctx, p, ports.RecordFilter{}, page.Request{})
+				_, err := e.Records.List(ctx, p, app.RecordQuery{}, page.Request{})
 				return err
 			},
 			func(c string) int { return s.call("GET", "/api/records", c, nil, nil) }},

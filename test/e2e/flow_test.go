@@ -184,19 +184,21 @@ func TestAutoModel(t *testing.T) {
 			Key     string `json:"key"`
 			Sandbox bool   `json:"sandbox"`
 		} `json:"models"`
-		Languages     map[string]string `json:"languages"`
-		Strategies    []string          `json:"strategies"`
-		DefaultModels []struct {
+		Languages  map[string]string `json:"languages"`
+		Strategies []struct {
+			Name, Description string
+		} `json:"strategies"`
+		DefaultModels map[string]struct {
 			Key string `json:"key"`
 		} `json:"default_models"`
-		DefaultModelsWebSearch []any `json:"default_models_web_search"`
+		DefaultModelsWebSearch map[string]any `json:"default_models_web_search"`
 	}
 	is.Equal(s.call("GET", "/api/enrichment/options", ten.key, nil, &opts), 200)
 	keys := fmt.Sprint(opts.Models)
 	is.True(strings.Contains(keys, "sandbox::echo"))
 	is.Equal(opts.Languages["en"], "English")
 	is.True(len(opts.Strategies) == 4)
-	is.Equal(opts.DefaultModels[0].Key, "sandbox::echo")
+	is.Equal(opts.DefaultModels["enrichment"].Key, "sandbox::echo")
 	is.Equal(len(opts.DefaultModelsWebSearch), 0)
 }
 
