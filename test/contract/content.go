@@ -304,7 +304,7 @@ func RunRecordStore(t *testing.T, newStore func(t *testing.T) ports.RecordStore)
 						checkRecord(t, got[i], tt.want[i])
 					}
 					is.Equal(res.Next == "", len(tt.want) <= 2) // a cursor only when more may follow
-					is.Equal(res.Total, len(tt.want))          // every page together
+					is.Equal(res.Total, len(tt.want))           // every page together
 				})
 			}
 			t.Run("numbered page", func(t *testing.T) {
