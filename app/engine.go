@@ -25,6 +25,9 @@ type Work struct {
 	// Prepared is what the Runner prepared when it created the job in this
 	// process (nil for a job taken over): it need not read and plan again.
 	Prepared any
+	// Tracker stamps the common progress block on every event Publish
+	// sends; the Runner tells it the job's size (SetTotalModels).
+	Tracker *job.Tracker
 }
 
 // Outcome is how a run ended. Exactly one of the cases holds: Failure set
@@ -98,6 +101,7 @@ type run struct {
 	attempt int
 	cancel  context.CancelCauseFunc
 	done    chan struct{}
+	tracker *job.Tracker
 }
 
 // Causes of a run's context ending.
@@ -314,7 +318,10 @@ func (e *Engine) priorEvents(ctx context.Context, id string) ([]job.Event, error
 // launch runs a claimed job in the background.
 func (e *Engine) launch(j *job.Job, prior []job.Event, prepared any) {
 	ctx, cancel := context.WithCancelCause(e.base)
-	r := &run{id: j.ID, org: j.OrgID, attempt: j.Attempt, cancel: cancel, done: make(chan struct{})}
+	r := &run{id: j.ID, org: j.OrgID, attempt: j.Attempt, cancel: cancel, done: make(chan struct{}), tracker: job.NewTracker(j.Type)}
+	for _, ev := range prior {
+		r.tracker.Observe(ev.Type, ev.Data)
+	}
 	e.mu.Lock()
 	e.running[j.ID] = r
 	e.mu.Unlock()
@@ -350,7 +357,8 @@ func (e *Engine) execute(ctx context.Context, r *run, j *job.Job, prior []job.Ev
 	if len(prior) > 0 {
 		after = prior[len(prior)-1].Seq
 	}
-	w := &Work{Job: j, Prior: prior, Prepared: prepared, Publish: func(p job.Payload) { e.Stream.Publish(j.ID, job.NewDraft(p)) }}
+	w := &Work{Job: j, Prior: prior, Prepared: prepared, Tracker: r.tracker,
+		Publish: func(p job.Payload) { e.Stream.Publish(j.ID, r.tracker.Stamp(job.NewDraft(p))) }}
 	if j.Attempt > 1 && len(prior) > 0 {
 		w.Publish(job.JobResumed{Attempt: j.Attempt, AfterEvent: after})
 		e.Log.Info("job resumed", "job_id", j.ID, "attempt", j.Attempt, "after_event", after)
@@ -400,7 +408,7 @@ func (e *Engine) finish(ctx context.Context, r *run, out Outcome) {
 		apply = func(j *job.Job, now time.Time) error { return j.Complete(out.Result, now) }
 		drafts = []job.Draft{job.NewDraft(out.Completed)}
 	}
-	evs := e.Stream.Seal(bg, r.id, drafts)
+	evs := e.Stream.Seal(bg, r.id, r.tracker.StampAll(drafts))
 	if len(evs) == 0 {
 		// The stream dropped the job just now (fenced off, or its events
 		// refused): the run's context learns why at once.
@@ -471,7 +479,7 @@ func (e *Engine) failUnstorable(ctx context.Context, r *run, cause error) {
 			if err != nil {
 				return err
 			}
-			return repos.Events.Append(ctx, job.Number(r.id, last, e.Clock.Now(), job.Failure(job.CodeStorage, msg)))
+			return repos.Events.Append(ctx, job.Number(r.id, last, e.Clock.Now(), r.tracker.StampAll(job.Failure(job.CodeStorage, msg))))
 		})
 	})
 	if err != nil {
@@ -523,7 +531,7 @@ func (e *Engine) end(ctx context.Context, id string, apply func(j *job.Job, now 
 			if err != nil {
 				return err
 			}
-			return r.Events.Append(ctx, job.Number(id, last, e.Clock.Now(), drafts))
+			return r.Events.Append(ctx, job.Number(id, last, e.Clock.Now(), job.NewTracker(j.Type).StampAll(drafts)))
 		})
 	})
 	if err == nil {

@@ -113,6 +113,9 @@ func (s *EnrichmentService) unprepared(err error) Outcome {
 func (s *EnrichmentService) run(ctx context.Context, w *Work, pl *plan) Outcome {
 	rs := readPrior(w.Prior)
 	pub := w.Publish
+	if w.Tracker != nil {
+		w.Tracker.SetTotalModels(len(pl.models))
+	}
 	if pl.autoPick != nil && !rs.started[job.EventModelAutoSelected] {
 		pub(job.ModelAutoSelected{Model: pl.autoPick.Model.Key.String(), TaskType: "enrichment",
 			Pinned: pl.autoPick.Pinned, Source: pl.autoPick.Source})
@@ -252,7 +255,14 @@ func (s *EnrichmentService) runModel(ctx context.Context, jobID string, pl *plan
 			o.code = job.CodeOutputInvalid
 		}
 	}
-	mc := job.ModelCompleted{Model: key, Success: o.err == nil, Cost: o.cost, InputTokens: o.inTokens,
+	okParts := 0
+	for _, p := range parts {
+		if p.err == nil {
+			okParts++
+		}
+	}
+	mc := job.ModelCompleted{Model: key, Success: o.err == nil, PartialSuccess: o.err != nil && okParts > 0 && okParts < len(parts),
+		Cost: o.cost, InputTokens: o.inTokens,
 		OutputTokens: o.outTokens, ProcessingMS: time.Since(start).Milliseconds(), Breakdown: breakdown}
 	if o.err == nil {
 		mc.Result, mc.RecordID = o.result, o.record.ID

@@ -1,5 +1,7 @@
 package job
 
+import "github.com/entityenrich/enrich/domain/model"
+
 // Payload is the typed body of one event type. Fields gives the wire form
 // (the keys of the SSE data line beside "event" and "job_id"), built by hand
 // so that the JSON stays exactly what clients read today, absent keys
@@ -91,7 +93,7 @@ func (p ExpertiseCompleted) Fields() map[string]any {
 	m := map[string]any{"status": string(Running), "model": p.Model, "expertise_key": p.Key, "expertise_name": p.Name,
 		"completed_expertises": p.Completed, "total_expertises": p.Total, "success": p.Success,
 		"partial_result": p.PartialResult, "tokens": p.InputTokens + p.OutputTokens, "input_tokens": p.InputTokens,
-		"output_tokens": p.OutputTokens, "cost": p.Cost, "processing_time_ms": p.ProcessingMS}
+		"output_tokens": p.OutputTokens, "cost": p.Cost, "cost_usd": model.USD(p.Cost), "processing_time_ms": p.ProcessingMS}
 	if !p.Success {
 		m["error_message"], m["error_code"] = p.ErrorMessage, string(p.ErrorCode)
 	}
@@ -109,8 +111,11 @@ type Breakdown struct {
 // ModelCompleted closes one model's run, with its result and record or its
 // error.
 type ModelCompleted struct {
-	Model                     string
-	Success                   bool
+	Model   string
+	Success bool
+	// PartialSuccess: some of the model's expertises succeeded, others
+	// failed (the model then fails: a partial result is not stored).
+	PartialSuccess            bool
 	Cost, ProcessingMS        int64
 	InputTokens, OutputTokens int
 	Breakdown                 []Breakdown
@@ -124,9 +129,11 @@ func (ModelCompleted) EventType() EventType { return EventModelCompleted }
 func (p ModelCompleted) Fields() map[string]any {
 	bd := make([]map[string]any, len(p.Breakdown))
 	for i, b := range p.Breakdown {
-		bd[i] = map[string]any{"key": b.Key, "name": b.Name, "success": b.Success, "tokens": b.Tokens, "cost": b.Cost}
+		bd[i] = map[string]any{"key": b.Key, "name": b.Name, "success": b.Success, "tokens": b.Tokens, "cost": b.Cost,
+			"cost_usd": model.USD(b.Cost)}
 	}
-	m := map[string]any{"status": string(Running), "model": p.Model, "success": p.Success, "cost": p.Cost,
+	m := map[string]any{"status": string(Running), "model": p.Model, "success": p.Success, "partial_success": p.PartialSuccess,
+		"cancelled": false, "cost": p.Cost, "cost_usd": model.USD(p.Cost),
 		"input_tokens": p.InputTokens, "output_tokens": p.OutputTokens, "processing_time_ms": p.ProcessingMS,
 		"expertise_breakdown": bd}
 	if p.Success {
@@ -163,7 +170,8 @@ type JobCompleted struct {
 
 func (JobCompleted) EventType() EventType { return EventCompleted }
 func (p JobCompleted) Fields() map[string]any {
-	m := map[string]any{"status": string(Completed), "result": p.Result, "record_id": p.RecordID, "record_ids": p.RecordIDs, "cost": p.Cost}
+	m := map[string]any{"status": string(Completed), "result": p.Result, "record_id": p.RecordID, "record_ids": p.RecordIDs,
+		"cost": p.Cost, "cost_usd": model.USD(p.Cost)}
 	if p.Several {
 		m["results"], m["failed_models"] = p.Results, p.FailedModels
 	}

@@ -1,0 +1,128 @@
+package job
+
+import (
+	"slices"
+	"sync"
+)
+
+// WireType is the job type as the reference product names it in events'
+// job_type (single_enrichment, batch_enrichment, fusion, ...).
+func (t Type) WireType() string {
+	if t == TypeEnrichment {
+		return "single_enrichment"
+	}
+	return string(t)
+}
+
+// Tracker follows one run of a job through its events and stamps each with
+// the reference product's common block: job_type, status, is_paused, the
+// model counters, the current attempt and the batch counters. A payload's
+// own fields win over the block's. It is safe for concurrent use (a run
+// publishes from many goroutines).
+type Tracker struct {
+	mu        sync.Mutex
+	jobType   Type
+	total     int
+	completed int
+	running   []string
+	current   string
+	attempt   int
+	max       int
+	lastError string
+	status    State
+}
+
+// NewTracker starts following a job of type t.
+func NewTracker(t Type) *Tracker { return &Tracker{jobType: t, status: Running} }
+
+// SetTotalModels says how many models the job runs.
+func (t *Tracker) SetTotalModels(n int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.total = n
+}
+
+// Observe moves the counters by one event (as published, or as read back
+// from the log, whose numbers are float64).
+func (t *Tracker) Observe(typ EventType, data map[string]any) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.observe(typ, data)
+}
+
+func (t *Tracker) observe(typ EventType, data map[string]any) {
+	if s, ok := data["status"].(string); ok {
+		t.status = State(s)
+	}
+	m, _ := data["model"].(string)
+	switch typ {
+	case EventModelStarted:
+		if !slices.Contains(t.running, m) {
+			t.running = append(t.running, m)
+		}
+		t.current = m
+	case EventAttempt:
+		t.attempt, t.max = number(data["attempt"]), number(data["max_attempts"])
+		t.lastError, _ = data["reason"].(string)
+		if m != "" {
+			t.current = m
+		}
+	case EventModelCompleted:
+		t.completed++
+		t.running = slices.DeleteFunc(t.running, func(r string) bool { return r == m })
+		t.current = ""
+		if len(t.running) > 0 {
+			t.current = t.running[len(t.running)-1]
+		}
+	}
+}
+
+func number(v any) int {
+	switch n := v.(type) {
+	case int:
+		return n
+	case int64:
+		return int(n)
+	case float64:
+		return int(n)
+	}
+	return 0
+}
+
+// Stamp observes d and returns it with the common block added.
+func (t *Tracker) Stamp(d Draft) Draft {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.observe(d.Type, d.Data)
+	nullable := func(s string) any {
+		if s == "" {
+			return nil
+		}
+		return s
+	}
+	running := append([]string{}, t.running...)
+	block := map[string]any{
+		"job_type": t.jobType.WireType(), "status": string(t.status), "is_paused": t.status == Paused,
+		"total_models": t.total, "completed_models": t.completed, "running_models": running,
+		"current_model": nullable(t.current), "current_attempt": t.attempt, "max_attempts": t.max,
+		"last_error_summary": nullable(t.lastError), "total_entities": nil, "completed_entities": 0,
+		"failed_entities": 0, "skipped_entities": 0,
+	}
+	out := make(map[string]any, len(d.Data)+len(block))
+	for k, v := range block {
+		out[k] = v
+	}
+	for k, v := range d.Data {
+		out[k] = v
+	}
+	return Draft{Type: d.Type, Data: out}
+}
+
+// StampAll stamps drafts in order.
+func (t *Tracker) StampAll(drafts []Draft) []Draft {
+	out := make([]Draft, len(drafts))
+	for i, d := range drafts {
+		out[i] = t.Stamp(d)
+	}
+	return out
+}

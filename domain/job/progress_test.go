@@ -1,0 +1,62 @@
+package job_test
+
+import (
+	"testing"
+
+	"github.com/matryer/is"
+
+	"github.com/entityenrich/enrich/domain/job"
+)
+
+// TestTrackerStampsCommonBlock: every event carries the reference's common
+// block, counted from the events before it; a payload's own fields win.
+func TestTrackerStampsCommonBlock(t *testing.T) {
+	tr := job.NewTracker(job.TypeEnrichment)
+	tr.SetTotalModels(2)
+	steps := []struct {
+		p     job.Payload
+		check func(is *is.I, d map[string]any)
+	}{
+		{job.ModelStarted{Model: "a::x"}, func(is *is.I, d map[string]any) {
+			is.Equal(d["job_type"], "single_enrichment")
+			is.Equal(d["running_models"], []string{"a::x"})
+			is.Equal(d["current_model"], "a::x")
+			is.Equal(d["total_models"], 2)
+			is.Equal(d["is_paused"], false)
+			is.Equal(d["last_error_summary"], nil)
+			is.Equal(d["total_entities"], nil)
+		}},
+		{job.ModelStarted{Model: "b::y"}, func(is *is.I, d map[string]any) {
+			is.Equal(d["running_models"], []string{"a::x", "b::y"})
+		}},
+		{job.Attempt{Model: "a::x", Expertise: "g", Attempt: 2, MaxAttempts: 5, Reason: "model_output_invalid: x"}, func(is *is.I, d map[string]any) {
+			is.Equal(d["current_attempt"], 2)
+			is.Equal(d["max_attempts"], 5)
+			is.Equal(d["last_error_summary"], "model_output_invalid: x")
+			is.Equal(d["current_model"], "a::x")
+		}},
+		{job.ModelCompleted{Model: "a::x", Success: true}, func(is *is.I, d map[string]any) {
+			is.Equal(d["completed_models"], 1)
+			is.Equal(d["running_models"], []string{"b::y"})
+			is.Equal(d["success"], true) // the payload's own fields stay
+		}},
+		{job.JobFailed{Code: job.CodeInternal, Msg: "m"}, func(is *is.I, d map[string]any) {
+			is.Equal(d["status"], "failed")
+			is.Equal(d["error_code"], "internal_error")
+		}},
+	}
+	for _, st := range steps {
+		t.Run(string(st.p.EventType()), func(t *testing.T) {
+			st.check(is.New(t), tr.Stamp(job.NewDraft(st.p)).Data)
+		})
+	}
+	// A run that takes a job over counts the events read back from the log.
+	is := is.New(t)
+	again := job.NewTracker(job.TypeEnrichment)
+	again.Observe(job.EventModelStarted, map[string]any{"model": "a::x", "status": "running"})
+	again.Observe(job.EventAttempt, map[string]any{"model": "a::x", "attempt": float64(3), "max_attempts": float64(5)})
+	d := again.Stamp(job.NewDraft(job.JobResumed{Attempt: 2, AfterEvent: 9})).Data
+	is.Equal(d["current_attempt"], 3)
+	is.Equal(d["running_models"], []string{"a::x"})
+	is.Equal(d["after_event"], int64(9))
+}
