@@ -34,6 +34,12 @@ type NewSchemaInput struct {
 	// yet, so only their empty values are accepted.
 	Tags     []string
 	IsPinned bool
+	// The reference's generation metadata (entity_samples, form_values,
+	// generation_params): nowhere to keep it yet, so only null or absent is
+	// accepted. AmbiguityCheckEnabled is accepted either way: no ambiguity
+	// check exists yet, so both values behave the same.
+	EntitySamples, FormValues, GenerationParams json.RawMessage
+	AmbiguityCheckEnabled                       *bool
 }
 
 // document picks the schema document of in (schema or schema_content).
@@ -72,6 +78,14 @@ func (s *SchemaService) Create(ctx context.Context, p *access.Principal, in NewS
 	}
 	if in.IsPinned {
 		return nil, notSupported("is_pinned", "is_pinned: pinning schemas is not supported yet")
+	}
+	for _, f := range []struct {
+		name string
+		v    json.RawMessage
+	}{{"entity_samples", in.EntitySamples}, {"form_values", in.FormValues}, {"generation_params", in.GenerationParams}} {
+		if len(f.v) > 0 && string(f.v) != "null" {
+			return nil, notSupported(f.name, "%s: keeping generation metadata with a schema is not supported yet; send null", f.name)
+		}
 	}
 	doc, err := in.document()
 	if err != nil {

@@ -137,12 +137,19 @@ func (s *Server) createSchema(w http.ResponseWriter, r *http.Request) {
 		Linked        bool            `json:"linked"`
 		Tags          []string        `json:"tags"`
 		IsPinned      bool            `json:"is_pinned"`
+		// The reference's generation metadata (see app.NewSchemaInput).
+		EntitySamples         json.RawMessage `json:"entity_samples"`
+		FormValues            json.RawMessage `json:"form_values"`
+		GenerationParams      json.RawMessage `json:"generation_params"`
+		AmbiguityCheckEnabled *bool           `json:"ambiguity_check_enabled"`
 	}
 	if !s.decode(w, r, &in) {
 		return
 	}
 	sc, err := s.schemas.Create(r.Context(), principal(r), app.NewSchemaInput{Name: in.Name, Description: in.Description,
-		Schema: in.Schema, SchemaContent: in.SchemaContent, Linked: in.Linked, Tags: in.Tags, IsPinned: in.IsPinned})
+		Schema: in.Schema, SchemaContent: in.SchemaContent, Linked: in.Linked, Tags: in.Tags, IsPinned: in.IsPinned,
+		EntitySamples: in.EntitySamples, FormValues: in.FormValues, GenerationParams: in.GenerationParams,
+		AmbiguityCheckEnabled: in.AmbiguityCheckEnabled})
 	if err != nil {
 		s.Error(w, r, err)
 		return
@@ -163,35 +170,44 @@ func (s *Server) getSchema(w http.ResponseWriter, r *http.Request) {
 // RecordDetail fields that the stored data supports. Every stored record is
 // a successful model's; entity ids do not exist yet (entity_id is null).
 type recordJSON struct {
-	ID                string          `json:"id"`
-	Type              string          `json:"type"`
-	SchemaID          string          `json:"schema_id"`
-	SavedSchemaID     *string         `json:"saved_schema_id"`
-	JobID             string          `json:"job_id"`
-	Model             string          `json:"model"`
-	ModelCompositeKey string          `json:"model_composite_key"`
-	ModelName         string          `json:"model_name"`
-	Strategy          string          `json:"strategy"`
-	StrategyRequested *string         `json:"strategy_requested"`
-	Cost              int64           `json:"cost"`
-	CostUSD           float64         `json:"cost_usd"`
-	InputTokens       int             `json:"input_tokens"`
-	OutputTokens      int             `json:"output_tokens"`
-	Success           bool            `json:"success"`
-	Cancelled         bool            `json:"cancelled"`
-	IsDeleted         bool            `json:"is_deleted"`
-	EntityID          *string         `json:"entity_id"`
-	EntityName        *string         `json:"entity_name"`
-	Sandbox           bool            `json:"sandbox"`
-	CreatedAt         time.Time       `json:"created_at"`
-	EntityData        json.RawMessage `json:"entity_data,omitempty"`
-	EntityInputData   json.RawMessage `json:"entity_input_data,omitempty"`
-	StructuredOutput  json.RawMessage `json:"structured_output,omitempty"`
-	ValidationErrors  []string        `json:"validation_errors,omitempty"`
-	DeletedAt         *time.Time      `json:"deleted_at,omitempty"`
+	ID                string    `json:"id"`
+	Type              string    `json:"type"`
+	SchemaID          string    `json:"schema_id"`
+	SavedSchemaID     *string   `json:"saved_schema_id"`
+	JobID             string    `json:"job_id"`
+	Model             string    `json:"model"`
+	ModelCompositeKey string    `json:"model_composite_key"`
+	ModelName         string    `json:"model_name"`
+	Strategy          string    `json:"strategy"`
+	StrategyRequested *string   `json:"strategy_requested"`
+	Cost              int64     `json:"cost"`
+	CostUSD           float64   `json:"cost_usd"`
+	InputTokens       int       `json:"input_tokens"`
+	OutputTokens      int       `json:"output_tokens"`
+	Success           bool      `json:"success"`
+	Cancelled         bool      `json:"cancelled"`
+	IsDeleted         bool      `json:"is_deleted"`
+	EntityID          *string   `json:"entity_id"`
+	EntityName        *string   `json:"entity_name"`
+	Sandbox           bool      `json:"sandbox"`
+	CreatedAt         time.Time `json:"created_at"`
 }
 
-func toRecord(rc *enrichment.Record, full bool) recordJSON {
+// recordDetailJSON is a full record.
+type recordDetailJSON struct {
+	recordJSON
+	EntityData       json.RawMessage `json:"entity_data"`
+	EntityInputData  json.RawMessage `json:"entity_input_data"`
+	StructuredOutput json.RawMessage `json:"structured_output"`
+	ValidationErrors []string        `json:"validation_errors"`
+}
+
+func toRecordDetail(rc *enrichment.Record) recordDetailJSON {
+	return recordDetailJSON{recordJSON: toRecord(rc), EntityData: rc.EntityData, EntityInputData: rc.EntityData,
+		StructuredOutput: rc.StructuredOutput, ValidationErrors: []string{}}
+}
+
+func toRecord(rc *enrichment.Record) recordJSON {
 	out := recordJSON{ID: rc.ID, Type: string(rc.Type), SchemaID: rc.SchemaID, JobID: rc.JobID, Model: rc.Model,
 		ModelCompositeKey: rc.Model, ModelName: rc.Model, Strategy: string(rc.Strategy), Cost: rc.Cost,
 		CostUSD: model.USD(rc.Cost), InputTokens: rc.InputTokens, OutputTokens: rc.OutputTokens, Success: true,
@@ -201,10 +217,6 @@ func toRecord(rc *enrichment.Record, full bool) recordJSON {
 	}
 	if k, err := model.ParseKey(rc.Model); err == nil {
 		out.ModelName = k.Model
-	}
-	if full {
-		out.EntityData, out.EntityInputData, out.StructuredOutput = rc.EntityData, rc.EntityData, rc.StructuredOutput
-		out.ValidationErrors = []string{}
 	}
 	return out
 }
@@ -227,7 +239,7 @@ func (s *Server) listRecords(w http.ResponseWriter, r *http.Request) {
 	}
 	out := make([]recordJSON, 0, len(res.Items))
 	for _, rc := range res.Items {
-		out = append(out, toRecord(rc, false))
+		out = append(out, toRecord(rc))
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"records": out, "next_cursor": nextCursor(res.Next), "page": pageNumber(pr),
 		"page_size": pr.Size, "total": res.Total, "total_pages": page.Pages(res.Total, pr.Size)})
@@ -255,5 +267,5 @@ func (s *Server) getRecord(w http.ResponseWriter, r *http.Request) {
 		s.Error(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, toRecord(rc, true))
+	writeJSON(w, http.StatusOK, toRecordDetail(rc))
 }
