@@ -199,4 +199,3 @@ func TestUnsupportedFieldsAreRefusedByName(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
-
