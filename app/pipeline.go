@@ -315,7 +315,7 @@ func (s *EnrichmentService) attempts() int {
 // s.attempts() attempts. A failure that another try cannot mend (an unknown
 // or retired model, a prompt too long for it) is not retried.
 func (s *EnrichmentService) callWithRetries(ctx context.Context, pl *plan, m model.Info, c call, pub func(job.Payload)) (map[string]any, int, int, job.ErrorCode, error) {
-	msgs := enrichment.Prompt(pl.schema.Name, pl.req.EntityData, c.domain)
+	msgs := enrichment.WithLanguages(enrichment.Prompt(pl.schema.Name, pl.req.EntityData, c.domain), pl.req.Languages)
 	max := s.attempts()
 	var in, out int
 	var reason, public string

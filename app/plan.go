@@ -116,6 +116,14 @@ func (r EnrichRequest) responseSchema() bool {
 // DefaultLanguage is the output language of a request that names none.
 const DefaultLanguage = "en"
 
+// languages are the request's output languages, the first primary.
+func (r EnrichRequest) languages() []string {
+	if len(r.Languages) == 0 {
+		return []string{DefaultLanguage}
+	}
+	return r.Languages
+}
+
 // checkLanguages validates languages: known ISO 639-1 codes, each once.
 func checkLanguages(langs []string) error {
 	seen := map[string]bool{}
@@ -230,7 +238,13 @@ func (s *EnrichmentService) prepare(ctx context.Context, orgID string, req Enric
 	if err := json.Unmarshal(sc.Content, &pl.doc); err != nil {
 		return nil, fmt.Errorf("stored schema %s does not decode: %w", sc.ID, err)
 	}
-	if pl.whole, err = s.compile(sc.Content); err != nil {
+	// Multilingual properties are answered per requested language.
+	pl.doc = enrichment.Localize(pl.doc, req.languages())
+	localized, err := json.Marshal(pl.doc)
+	if err != nil {
+		return nil, fmt.Errorf("schema %s: %w", sc.ID, err)
+	}
+	if pl.whole, err = s.compile(localized); err != nil {
 		return nil, coded(ports.ErrInvalid, "schema_invalid", "schema %s does not compile: %v", sc.ID, err)
 	}
 	domains, err := enrichment.Plan(pl.doc)

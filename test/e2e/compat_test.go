@@ -278,3 +278,33 @@ func runCompat(t *testing.T, s *service) {
 	var gone obj
 	is.New(t).Equal(c.do("DELETE", "/api/auth/api-keys/"+created["id"].(string), ten.token, nil, &gone), 204)
 }
+
+// TestMultilingual: a property flagged multilingual is answered per
+// requested language ({"en": …, "fr": …}), validated against the schema so
+// localized; the record keeps that shape.
+func TestMultilingual(t *testing.T) {
+	is := is.New(t)
+	s := start(t, testConfig(""))
+	ten := s.register("ml@example.com")
+	id := s.createSchema(ten.key, "Product", `{"type":"object","required":["name","summary"],"properties":{
+		"name":{"type":"string"},"summary":{"type":"string","multilingual":true}}}`)
+	var out struct {
+		Result   obj    `json:"result"`
+		RecordID string `json:"record_id"`
+	}
+	is.Equal(s.call("POST", "/api/single/enrich/sync", ten.key, obj{"entity_data": obj{"name": "Widget"}, "schema_id": id,
+		"models": []string{"sandbox::echo"}, "languages": []string{"en", "fr"}}, &out), 200)
+	summary, ok := out.Result["summary"].(obj)
+	is.True(ok) // a language map, not a string
+	is.Equal(len(summary), 2)
+	is.True(summary["en"] != nil && summary["fr"] != nil)
+	_, plain := out.Result["name"].(string)
+	is.True(plain) // other properties stay as they are
+
+	// Without languages, the default ["en"] applies.
+	is.Equal(s.call("POST", "/api/single/enrich/sync", ten.key, obj{"entity_data": obj{"name": "Widget"}, "schema_id": id,
+		"models": []string{"sandbox::echo"}}, &out), 200)
+	summary, _ = out.Result["summary"].(obj)
+	is.Equal(len(summary), 1)
+	is.True(summary["en"] != nil)
+}
