@@ -15,6 +15,7 @@ import (
 
 	"github.com/entityenrich/enrich/adapters/eventhub"
 	"github.com/entityenrich/enrich/adapters/httpapi"
+	"github.com/entityenrich/enrich/adapters/metrics"
 	"github.com/entityenrich/enrich/app"
 	"github.com/entityenrich/enrich/ports"
 )
@@ -57,6 +58,8 @@ type Embedded struct {
 
 	Stores *Stores
 	Log    *slog.Logger
+	// Metrics are the service's Prometheus metrics.
+	Metrics *metrics.Metrics
 
 	stream *eventhub.Hub
 	engine *app.Engine
@@ -236,6 +239,17 @@ func (s *Server) ListenAndServe(ctx context.Context) error {
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{Handler: s.HTTP, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 		ErrorLog: slog.NewLogLogger(s.Log.Handler(), slog.LevelWarn)}
+	if s.cfg.MetricsAddr != "" {
+		mln, err := net.Listen("tcp", s.cfg.MetricsAddr)
+		if err != nil {
+			_ = s.Close()
+			return err
+		}
+		msrv := &http.Server{Handler: metricsOnly(s.Metrics.Handler()), ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = msrv.Serve(mln) }()
+		defer msrv.Close()
+		s.Log.Info("metrics listening", "addr", mln.Addr().String())
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	s.Log.Info("listening", "addr", ln.Addr().String(), "storage", s.Stores.Kind)
@@ -261,4 +275,15 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return e
 	}
 	return err
+}
+
+// metricsOnly serves h at /metrics and nothing else.
+func metricsOnly(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/metrics" {
+			http.NotFound(w, r)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }

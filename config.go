@@ -60,6 +60,9 @@ type Config struct {
 	// after a pause); default enrichment.DefaultMaxAttempts (5, the
 	// reference product's).
 	LLMAttempts int `env:"ENRICH_LLM_ATTEMPTS"`
+	// MetricsAddr, when set, serves GET /metrics (Prometheus, no
+	// credentials) on its own listen address instead of the API's.
+	MetricsAddr string `env:"ENRICH_METRICS_ADDR"`
 	// MaxBodyBytes bounds request bodies.
 	MaxBodyBytes int64 `env:"ENRICH_MAX_BODY_BYTES" envDefault:"1048576"`
 	// SSEHeartbeat is the interval of SSE comment heartbeats.

@@ -16,6 +16,7 @@ import (
 	"github.com/entityenrich/enrich/adapters/httpapi"
 	"github.com/entityenrich/enrich/adapters/jsonschema"
 	"github.com/entityenrich/enrich/adapters/llm"
+	"github.com/entityenrich/enrich/adapters/metrics"
 	"github.com/entityenrich/enrich/adapters/system"
 	"github.com/entityenrich/enrich/app"
 	"github.com/entityenrich/enrich/domain/access"
@@ -34,7 +35,8 @@ var coreSet = wire.NewSet(
 	jsonschema.New,
 	wire.Bind(new(ports.SchemaCompiler), new(*jsonschema.Compiler)),
 	provideRegistry,
-	wire.Bind(new(ports.LLM), new(*llm.Registry)),
+	metrics.New,
+	provideLLM,
 	wire.Bind(new(ports.ModelCatalog), new(*llm.Registry)),
 	providePasswords,
 	wire.Bind(new(ports.Passwords), new(*crypto.Passwords)),
@@ -55,6 +57,9 @@ func provideRegistry(cfg Config) (*llm.Registry, error) {
 	return llm.NewRegistry(llm.Config{Providers: cfg.Providers, Sandbox: cfg.Sandbox, SandboxLatency: cfg.SandboxLatency})
 }
 
+// provideLLM is the provider registry with the call metrics around it.
+func provideLLM(reg *llm.Registry, m *metrics.Metrics) ports.LLM { return m.InstrumentLLM(reg) }
+
 func providePasswords(cfg Config) *crypto.Passwords {
 	if cfg.PasswordHashing == "fast" {
 		return crypto.NewPasswords(crypto.FastParams)
@@ -69,8 +74,8 @@ func provideStream(uow ports.UnitOfWork, log ports.EventLog, clock ports.Clock, 
 	return h, h.Close
 }
 
-func provideEngine(cfg Config, st *Stores, s ports.EventStream, clock ports.Clock, lg *slog.Logger) *app.Engine {
-	return &app.Engine{UoW: st.UoW, Jobs: st.Jobs, Events: st.Events, Queue: st.Queue, Stream: s, Clock: clock, Log: lg,
+func provideEngine(cfg Config, st *Stores, s ports.EventStream, clock ports.Clock, lg *slog.Logger, m *metrics.Metrics) *app.Engine {
+	return &app.Engine{Observer: m, UoW: st.UoW, Jobs: st.Jobs, Events: st.Events, Queue: st.Queue, Stream: s, Clock: clock, Log: lg,
 		Owner: replicaName(), LeaseTTL: cfg.LeaseTTL, Workers: cfg.Workers, PerOrg: cfg.PerOrgWorkers,
 		MaxAttempts: cfg.JobAttempts, ReleaseAtShutdown: st.Kind != "memory", Runners: map[job.Type]app.Runner{}}
 }
@@ -120,8 +125,10 @@ func provideEnrichment(cfg Config, st *Stores, en *app.Engine, s ports.EventStre
 }
 
 func provideEmbedded(st *Stores, a *app.AccessService, sc *app.SchemaService, rc *app.RecordService, en *app.EnrichmentService,
-	js *app.JobService, h *eventhub.Hub, eng *app.Engine, lg *slog.Logger) *Embedded {
-	return &Embedded{Access: a, Schemas: sc, Records: rc, Enrichment: en, Jobs: js, Stores: st, Log: lg, stream: h, engine: eng}
+	js *app.JobService, h *eventhub.Hub, eng *app.Engine, lg *slog.Logger, m *metrics.Metrics) *Embedded {
+	m.WatchRunning(func() int { return len(eng.Running()) })
+	return &Embedded{Access: a, Schemas: sc, Records: rc, Enrichment: en, Jobs: js, Stores: st, Log: lg, Metrics: m,
+		stream: h, engine: eng}
 }
 
 // httpSet builds the HTTP API from an Embedded core.
@@ -133,7 +140,11 @@ var httpSet = wire.NewSet(
 )
 
 func provideHTTPConfig(e *Embedded) httpapi.Config {
-	return httpapi.Config{MaxBodyBytes: e.cfg.MaxBodyBytes, SSEHeartbeat: e.cfg.SSEHeartbeat}
+	c := httpapi.Config{MaxBodyBytes: e.cfg.MaxBodyBytes, SSEHeartbeat: e.cfg.SSEHeartbeat, Observer: e.Metrics}
+	if e.cfg.MetricsAddr == "" {
+		c.Metrics = e.Metrics.Handler()
+	}
+	return c
 }
 
 func provideReadiness(e *Embedded) httpapi.Readiness { return e.Stores.Ready }

@@ -10,6 +10,7 @@ import (
 	"context"
 	"github.com/entityenrich/enrich/adapters/httpapi"
 	"github.com/entityenrich/enrich/adapters/jsonschema"
+	"github.com/entityenrich/enrich/adapters/metrics"
 	"github.com/entityenrich/enrich/adapters/system"
 )
 
@@ -31,15 +32,17 @@ func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	unitOfWork := stores.UoW
 	eventLog := stores.Events
 	hub, cleanup := provideStream(unitOfWork, eventLog, clock, logger)
-	engine := provideEngine(cfg, stores, hub, clock, logger)
+	metricsMetrics := metrics.New()
+	engine := provideEngine(cfg, stores, hub, clock, logger, metricsMetrics)
 	jobService := provideJobs(stores, engine, hub, clock, logger)
 	registry, err := provideRegistry(cfg)
 	if err != nil {
 		cleanup()
 		return nil, nil, err
 	}
-	enrichmentService := provideEnrichment(cfg, stores, engine, hub, jobService, registry, registry, compiler, clock, iDs, logger)
-	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, jobService, hub, engine, logger)
+	llm := provideLLM(registry, metricsMetrics)
+	enrichmentService := provideEnrichment(cfg, stores, engine, hub, jobService, llm, registry, compiler, clock, iDs, logger)
+	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, jobService, hub, engine, logger, metricsMetrics)
 	return embedded, func() {
 		cleanup()
 	}, nil
@@ -69,7 +72,8 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	unitOfWork := stores.UoW
 	eventLog := stores.Events
 	hub, cleanup2 := provideStream(unitOfWork, eventLog, clock, logger)
-	engine := provideEngine(cfg, stores, hub, clock, logger)
+	metricsMetrics := metrics.New()
+	engine := provideEngine(cfg, stores, hub, clock, logger, metricsMetrics)
 	jobService := provideJobs(stores, engine, hub, clock, logger)
 	registry, err := provideRegistry(cfg)
 	if err != nil {
@@ -77,8 +81,9 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
-	enrichmentService := provideEnrichment(cfg, stores, engine, hub, jobService, registry, registry, compiler, clock, iDs, logger)
-	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, jobService, hub, engine, logger)
+	llm := provideLLM(registry, metricsMetrics)
+	enrichmentService := provideEnrichment(cfg, stores, engine, hub, jobService, llm, registry, compiler, clock, iDs, logger)
+	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, jobService, hub, engine, logger, metricsMetrics)
 	return embedded, func() {
 		cleanup2()
 		cleanup()
@@ -100,15 +105,17 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 	unitOfWork := st.UoW
 	eventLog := st.Events
 	hub, cleanup := provideStream(unitOfWork, eventLog, clock, logger)
-	engine := provideEngine(cfg, st, hub, clock, logger)
+	metricsMetrics := metrics.New()
+	engine := provideEngine(cfg, st, hub, clock, logger, metricsMetrics)
 	jobService := provideJobs(st, engine, hub, clock, logger)
 	registry, err := provideRegistry(cfg)
 	if err != nil {
 		cleanup()
 		return nil, nil, err
 	}
-	enrichmentService := provideEnrichment(cfg, st, engine, hub, jobService, registry, registry, compiler, clock, iDs, logger)
-	embedded := provideEmbedded(st, accessService, schemaService, recordService, enrichmentService, jobService, hub, engine, logger)
+	llm := provideLLM(registry, metricsMetrics)
+	enrichmentService := provideEnrichment(cfg, st, engine, hub, jobService, llm, registry, compiler, clock, iDs, logger)
+	embedded := provideEmbedded(st, accessService, schemaService, recordService, enrichmentService, jobService, hub, engine, logger, metricsMetrics)
 	return embedded, func() {
 		cleanup()
 	}, nil

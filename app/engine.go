@@ -85,6 +85,8 @@ type Engine struct {
 	SweepEvery time.Duration
 	// Runners run each type of job.
 	Runners map[job.Type]Runner
+	// Observer is told when a job ends here (nil: nobody).
+	Observer ports.JobObserver
 
 	mu      sync.Mutex
 	running map[string]*run
@@ -102,6 +104,7 @@ type run struct {
 	cancel  context.CancelCauseFunc
 	done    chan struct{}
 	tracker *job.Tracker
+	typ     job.Type
 }
 
 // Causes of a run's context ending.
@@ -318,7 +321,7 @@ func (e *Engine) priorEvents(ctx context.Context, id string) ([]job.Event, error
 // launch runs a claimed job in the background.
 func (e *Engine) launch(j *job.Job, prior []job.Event, prepared any) {
 	ctx, cancel := context.WithCancelCause(e.base)
-	r := &run{id: j.ID, org: j.OrgID, attempt: j.Attempt, cancel: cancel, done: make(chan struct{}), tracker: job.NewTracker(j.Type)}
+	r := &run{id: j.ID, org: j.OrgID, attempt: j.Attempt, cancel: cancel, done: make(chan struct{}), tracker: job.NewTracker(j.Type), typ: j.Type}
 	for _, ev := range prior {
 		r.tracker.Observe(ev.Type, ev.Data)
 	}
@@ -448,6 +451,7 @@ func (e *Engine) finish(ctx context.Context, r *run, out Outcome) {
 	switch {
 	case err == nil:
 		e.Log.Info("job ended", "job_id", r.id, "events", len(evs))
+		e.ended(r.typ, evs)
 	case errors.Is(err, ports.ErrFenced), errors.Is(err, job.ErrTransition):
 		e.Log.Info("job ended by another holder", "job_id", r.id, "err", err)
 	default:
@@ -484,6 +488,8 @@ func (e *Engine) failUnstorable(ctx context.Context, r *run, cause error) {
 	})
 	if err != nil {
 		e.Log.Error("job could not be failed; its lease will lapse and another worker will take it", "job_id", r.id, "err", err)
+	} else if e.Observer != nil {
+		e.Observer.JobEnded(r.typ, job.Failed, job.CodeStorage)
 	}
 	e.Stream.Delivered(r.id)
 }
@@ -536,9 +542,25 @@ func (e *Engine) end(ctx context.Context, id string, apply func(j *job.Job, now 
 	})
 	if err == nil {
 		e.Stream.Delivered(id)
-		_ = out
+		if e.Observer != nil {
+			e.Observer.JobEnded(out.Type, out.State, out.ErrorCode)
+		}
 	}
 	return err
+}
+
+// ended tells the observer how a run's job ended, from its terminal event.
+func (e *Engine) ended(t job.Type, evs []job.Event) {
+	if e.Observer == nil {
+		return
+	}
+	for _, ev := range evs {
+		if ev.Type.Terminal() {
+			st, _ := ev.Data["status"].(string)
+			code, _ := ev.Data["error_code"].(string)
+			e.Observer.JobEnded(t, job.State(st), job.ErrorCode(code))
+		}
+	}
 }
 
 // retry calls fn until it succeeds, fails for good, or storage stayed

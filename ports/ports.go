@@ -275,3 +275,8 @@ type Tokens interface {
 
 // ErrCapacity is returned when the service has no room for more work now.
 var ErrCapacity = errors.New("no capacity for the job")
+
+// JobObserver is told when a job ends (metrics). Calls must not block.
+type JobObserver interface {
+	JobEnded(t job.Type, s job.State, code job.ErrorCode)
+}

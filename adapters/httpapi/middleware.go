@@ -89,6 +89,9 @@ func (s *Server) outer(next http.Handler) http.Handler {
 			}
 			s.log.InfoContext(r.Context(), "request", "request_id", id, "method", r.Method, "path", r.URL.Path,
 				"status", sw.status, "bytes", sw.bytes, "duration_ms", time.Since(start).Milliseconds())
+			if s.cfg.Observer != nil {
+				s.cfg.Observer.ObserveRequest(r.Method, s.routeOf(r), sw.status, time.Since(start))
+			}
 		}()
 		next.ServeHTTP(sw, r)
 	})
@@ -190,4 +193,16 @@ func plainTemplate(t string) string {
 		}
 		t = t[:i] + t[j:]
 	}
+}
+
+// routeOf names a request's route by its template (a bounded set of metric
+// labels); "unmatched" for no route.
+func (s *Server) routeOf(r *http.Request) string {
+	var m mux.RouteMatch
+	if s.router != nil && s.router.Match(r, &m) && m.Route != nil {
+		if t, err := m.Route.GetPathTemplate(); err == nil {
+			return t
+		}
+	}
+	return "unmatched"
 }

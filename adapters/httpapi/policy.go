@@ -16,6 +16,7 @@ type Route struct {
 var routes = map[Route]access.Action{
 	{"GET", "/healthz"}:                    access.ActCheckHealth,
 	{"GET", "/readyz"}:                     access.ActCheckHealth,
+	{"GET", "/metrics"}:                    access.ActCheckHealth,
 	{"POST", "/api/auth/register"}:         access.ActRegister,
 	{"POST", "/api/auth/login"}:            access.ActLogin,
 	{"POST", "/api/auth/refresh"}:          access.ActRefresh,

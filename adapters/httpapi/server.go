@@ -21,6 +21,17 @@ type Config struct {
 	SSEHeartbeat time.Duration
 	// SSEWriteTimeout bounds one write to a stream client (default 10 s).
 	SSEWriteTimeout time.Duration
+	// Observer receives every request's route, status and latency (nil:
+	// nobody).
+	Observer Observer
+	// Metrics serves GET /metrics without credentials (nil: 404, for
+	// metrics served on their own address, ENRICH_METRICS_ADDR).
+	Metrics http.Handler
+}
+
+// Observer receives the HTTP metrics.
+type Observer interface {
+	ObserveRequest(method, route string, status int, d time.Duration)
 }
 
 // Readiness reports whether the service can serve (its database answers).
@@ -118,6 +129,13 @@ func (s *Server) registerHealthRoutes(r *mux.Router) {
 			}
 		}
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	}).Methods(http.MethodGet)
+	r.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
+		if s.cfg.Metrics == nil {
+			s.fail(w, r, http.StatusNotFound, "not_found", "", "metrics are served on their own address")
+			return
+		}
+		s.cfg.Metrics.ServeHTTP(w, r)
 	}).Methods(http.MethodGet)
 	r.HandleFunc("/api/openapi.json", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")

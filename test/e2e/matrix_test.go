@@ -28,7 +28,7 @@ type principal struct {
 // independently of domain/access: public, any (authenticated), operator,
 // editor, owner, sysadmin.
 var minimum = map[string]string{
-	"GET /healthz": "public", "GET /readyz": "public",
+	"GET /healthz": "public", "GET /readyz": "public", "GET /metrics": "public",
 	"POST /api/auth/register": "public", "POST /api/auth/login": "public",
 	"POST /api/auth/refresh": "public", "POST /api/auth/logout": "public",
 	"GET /api/auth/me": "any", "POST /api/auth/api-keys": "any",
@@ -134,6 +134,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 	}{
 		{"GET", "/healthz", "/healthz", nil, 200, false, 200},
 		{"GET", "/readyz", "/readyz", nil, 200, false, 200},
+		{"GET", "/metrics", "/metrics", nil, 200, false, 200},
 		{"POST", "/api/auth/register", "/api/auth/register", func() any {
 			return obj{"email": "home@example.com", "password": "long enough pw", "organization": "x"}
 		}, 0, false, 409},
