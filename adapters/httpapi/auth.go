@@ -217,24 +217,32 @@ type keyJSON struct {
 	ExpiresAt    *time.Time `json:"expires_at"`
 	CreatedAt    time.Time  `json:"created_at"`
 	LastUsedAt   *time.Time `json:"last_used_at"`
-	UseCount     *int64     `json:"use_count,omitempty"`
-	ExpiringSoon *bool      `json:"expiring_soon,omitempty"`
-	IsActive     *bool      `json:"is_active,omitempty"`
-	RevokedAt    *time.Time `json:"revoked_at,omitempty"`
 }
 
-func toKey(k *access.APIKey, now time.Time, listing bool) keyJSON {
-	out := keyJSON{ID: k.ID, Prefix: k.Prefix, KeyPrefix: k.Prefix, Name: k.Name, Legacy: k.Legacy, ExpiresAt: k.ExpiresAt, CreatedAt: k.CreatedAt}
+// keyStateJSON is a key as listed or changed: with its use and state, every
+// nullable field present.
+type keyStateJSON struct {
+	keyJSON
+	UseCount     int64      `json:"use_count"`
+	ExpiringSoon bool       `json:"expiring_soon"`
+	IsActive     bool       `json:"is_active"`
+	RevokedAt    *time.Time `json:"revoked_at"`
+}
+
+func toKeyState(k *access.APIKey, now time.Time) keyStateJSON {
+	return keyStateJSON{keyJSON: toKey(k), UseCount: k.UseCount, ExpiringSoon: k.ExpiringSoon(now),
+		IsActive: k.Usable(now) == nil, RevokedAt: k.RevokedAt}
+}
+
+func toKey(k *access.APIKey) keyJSON {
+	out := keyJSON{ID: k.ID, Prefix: k.Prefix, KeyPrefix: k.Prefix, Name: k.Name, Legacy: k.Legacy, ExpiresAt: k.ExpiresAt,
+		CreatedAt: k.CreatedAt, LastUsedAt: k.LastUsedAt}
 	if !k.Legacy {
 		role := string(k.Role)
 		out.Role = &role
 	}
 	for _, sc := range k.Scopes {
 		out.Scopes = append(out.Scopes, string(sc))
-	}
-	if listing {
-		soon, active, count := k.ExpiringSoon(now), k.Usable(now) == nil, k.UseCount
-		out.LastUsedAt, out.UseCount, out.ExpiringSoon, out.IsActive, out.RevokedAt = k.LastUsedAt, &count, &soon, &active, k.RevokedAt
 	}
 	return out
 }
@@ -265,7 +273,7 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request) {
 		s.Error(w, r, err)
 		return
 	}
-	out := toKey(k, time.Now(), false)
+	out := toKey(k)
 	out.Key = clear
 	w.Header().Set("Cache-Control", "no-store")
 	writeJSON(w, http.StatusCreated, out)
@@ -278,9 +286,9 @@ func (s *Server) listKeys(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := time.Now()
-	out := make([]keyJSON, 0, len(ks))
+	out := make([]keyStateJSON, 0, len(ks))
 	for _, k := range ks {
-		out = append(out, toKey(k, now, true))
+		out = append(out, toKeyState(k, now))
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"api_keys": out})
 }
@@ -297,7 +305,7 @@ func (s *Server) updateKey(w http.ResponseWriter, r *http.Request) {
 		s.Error(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, toKey(k, time.Now(), true))
+	writeJSON(w, http.StatusOK, toKeyState(k, time.Now()))
 }
 
 func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request) {
