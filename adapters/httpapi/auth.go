@@ -206,17 +206,17 @@ func (s *Server) me(w http.ResponseWriter, r *http.Request) {
 }
 
 type keyJSON struct {
-	ID           string     `json:"id"`
-	Key          string     `json:"key,omitempty"`
-	Prefix       string     `json:"prefix"`
-	KeyPrefix    string     `json:"key_prefix"`
-	Name         string     `json:"name"`
-	Role         *string    `json:"role"`
-	Scopes       []string   `json:"scopes"`
-	Legacy       bool       `json:"legacy"`
-	ExpiresAt    *time.Time `json:"expires_at"`
-	CreatedAt    time.Time  `json:"created_at"`
-	LastUsedAt   *time.Time `json:"last_used_at"`
+	ID         string     `json:"id"`
+	Key        string     `json:"key,omitempty"`
+	Prefix     string     `json:"prefix"`
+	KeyPrefix  string     `json:"key_prefix"`
+	Name       string     `json:"name"`
+	Role       *string    `json:"role"`
+	Scopes     []string   `json:"scopes"`
+	Legacy     bool       `json:"legacy"`
+	ExpiresAt  *time.Time `json:"expires_at"`
+	CreatedAt  time.Time  `json:"created_at"`
+	LastUsedAt *time.Time `json:"last_used_at"`
 }
 
 // keyStateJSON is a key as listed or changed: with its use and state, every
