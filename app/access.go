@@ -76,7 +76,8 @@ type Session struct {
 	ExpiresIn    time.Duration
 }
 
-const minPasswordLen = 8
+// MinPasswordLen is the shortest password accepted.
+const MinPasswordLen = 8
 
 // checkCredentials validates a new account's email and password and returns
 // the email normalised (trimmed, lower case).
@@ -85,8 +86,8 @@ func checkCredentials(email, password string) (string, error) {
 	if a, err := mail.ParseAddress(email); err != nil || a.Address != email || len(email) > 320 {
 		return "", Invalid("email", "email is not a valid address")
 	}
-	if len(password) < minPasswordLen {
-		return "", Invalid("password", "password must have at least %d characters", minPasswordLen)
+	if len(password) < MinPasswordLen {
+		return "", Invalid("password", "password must have at least %d characters", MinPasswordLen)
 	}
 	return email, nil
 }

@@ -105,8 +105,8 @@ func (s *SchemaService) Create(ctx context.Context, p *access.Principal, in NewS
 		}
 		return nil, Invalid("schema", "%v", err)
 	}
-	if len(in.Description) > 10_000 {
-		return nil, Invalid("description", "description is longer than 10000 characters")
+	if len(in.Description) > schema.MaxDescriptionLen {
+		return nil, Invalid("description", "description is longer than %d characters", schema.MaxDescriptionLen)
 	}
 	now := s.Clock.Now()
 	sc := &schema.Schema{ID: s.IDs.NewID(), OrgID: p.OrgID, Name: strings.TrimSpace(in.Name), Description: in.Description,

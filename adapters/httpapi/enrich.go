@@ -56,8 +56,12 @@ type syncRequest struct {
 	IncludeProfileLimits   bool `json:"include_profile_limits"`
 }
 
-// DefaultSyncTimeout is the blocking variant's default timeout_seconds.
-const DefaultSyncTimeout = 300 * time.Second
+// DefaultSyncTimeout is the blocking variant's default timeout_seconds,
+// MaxSyncTimeout its largest (the document holds both; a test checks).
+const (
+	DefaultSyncTimeout = 300 * time.Second
+	MaxSyncTimeout     = time.Hour
+)
 
 func (s *Server) enrichSync(w http.ResponseWriter, r *http.Request) {
 	var in syncRequest

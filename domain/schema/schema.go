@@ -11,8 +11,11 @@ import (
 	"time"
 )
 
-// MaxNameLen bounds a schema's name.
-const MaxNameLen = 200
+// MaxNameLen bounds a schema's name; MaxDescriptionLen its description.
+const (
+	MaxNameLen        = 200
+	MaxDescriptionLen = 10_000
+)
 
 // Schema is a saved schema of one organization.
 type Schema struct {
