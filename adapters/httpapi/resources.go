@@ -170,27 +170,24 @@ func (s *Server) getSchema(w http.ResponseWriter, r *http.Request) {
 // RecordDetail fields that the stored data supports. Every stored record is
 // a successful model's; entity ids do not exist yet (entity_id is null).
 type recordJSON struct {
-	ID                string    `json:"id"`
-	Type              string    `json:"type"`
-	SchemaID          string    `json:"schema_id"`
-	SavedSchemaID     *string   `json:"saved_schema_id"`
-	JobID             string    `json:"job_id"`
-	Model             string    `json:"model"`
-	ModelCompositeKey string    `json:"model_composite_key"`
-	ModelName         string    `json:"model_name"`
-	Strategy          string    `json:"strategy"`
-	StrategyRequested *string   `json:"strategy_requested"`
-	Cost              int64     `json:"cost"`
-	CostUSD           float64   `json:"cost_usd"`
-	InputTokens       int       `json:"input_tokens"`
-	OutputTokens      int       `json:"output_tokens"`
-	Success           bool      `json:"success"`
-	Cancelled         bool      `json:"cancelled"`
-	IsDeleted         bool      `json:"is_deleted"`
-	EntityID          *string   `json:"entity_id"`
-	EntityName        *string   `json:"entity_name"`
-	Sandbox           bool      `json:"sandbox"`
-	CreatedAt         time.Time `json:"created_at"`
+	ID                string  `json:"id"`
+	Type              string  `json:"type"`
+	SchemaID          string  `json:"schema_id"`
+	SavedSchemaID     *string `json:"saved_schema_id"`
+	JobID             string  `json:"job_id"`
+	Model             string  `json:"model"`
+	ModelCompositeKey string  `json:"model_composite_key"`
+	ModelName         string  `json:"model_name"`
+	Strategy          string  `json:"strategy"`
+	StrategyRequested *string `json:"strategy_requested"`
+	usageJSON
+	Success    bool      `json:"success"`
+	Cancelled  bool      `json:"cancelled"`
+	IsDeleted  bool      `json:"is_deleted"`
+	EntityID   *string   `json:"entity_id"`
+	EntityName *string   `json:"entity_name"`
+	Sandbox    bool      `json:"sandbox"`
+	CreatedAt  time.Time `json:"created_at"`
 }
 
 // recordDetailJSON is a full record.
@@ -209,8 +206,8 @@ func toRecordDetail(rc *enrichment.Record) recordDetailJSON {
 
 func toRecord(rc *enrichment.Record) recordJSON {
 	out := recordJSON{ID: rc.ID, Type: string(rc.Type), SchemaID: rc.SchemaID, JobID: rc.JobID, Model: rc.Model,
-		ModelCompositeKey: rc.Model, ModelName: rc.Model, Strategy: string(rc.Strategy), Cost: rc.Cost,
-		CostUSD: model.USD(rc.Cost), InputTokens: rc.InputTokens, OutputTokens: rc.OutputTokens, Success: true,
+		ModelCompositeKey: rc.Model, ModelName: rc.Model, Strategy: string(rc.Strategy),
+		usageJSON: usage(rc.Cost, rc.InputTokens, rc.OutputTokens), Success: true,
 		Sandbox: rc.Sandbox, CreatedAt: rc.CreatedAt}
 	if rc.SchemaID != "" {
 		out.SavedSchemaID = &rc.SchemaID

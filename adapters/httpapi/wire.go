@@ -10,18 +10,15 @@ import (
 // SingleEnrichmentSyncResponse plus our status, record_ids and cost (in
 // micro-credits). Nullable fields are always present.
 type syncResult struct {
-	JobID           string         `json:"job_id"`
-	Status          string         `json:"status"`
-	Success         bool           `json:"success"`
-	IsFused         bool           `json:"is_fused"`
-	Model           *string        `json:"model"`
-	Result          map[string]any `json:"result"`
-	RecordID        string         `json:"record_id"`
-	RecordIDs       []string       `json:"record_ids"`
-	Cost            int64          `json:"cost"`
-	CostUSD         float64        `json:"cost_usd"`
-	InputTokens     int            `json:"input_tokens"`
-	OutputTokens    int            `json:"output_tokens"`
+	JobID     string         `json:"job_id"`
+	Status    string         `json:"status"`
+	Success   bool           `json:"success"`
+	IsFused   bool           `json:"is_fused"`
+	Model     *string        `json:"model"`
+	Result    map[string]any `json:"result"`
+	RecordID  string         `json:"record_id"`
+	RecordIDs []string       `json:"record_ids"`
+	usageJSON
 	ProcessingMS    int64          `json:"processing_time_ms"`
 	FailedModels    []failedModel  `json:"failed_models"`
 	SourceModels    []string       `json:"source_models"`
@@ -44,26 +41,23 @@ type modelResult struct {
 	Cancelled      bool           `json:"cancelled"`
 	Result         map[string]any `json:"result"`
 	RecordID       *string        `json:"record_id"`
-	Cost           int64          `json:"cost"`
-	CostUSD        float64        `json:"cost_usd"`
-	InputTokens    int            `json:"input_tokens"`
-	OutputTokens   int            `json:"output_tokens"`
-	ProcessingMS   int64          `json:"processing_time_ms"`
-	ErrorCode      *string        `json:"error_code"`
-	ErrorMessage   *string        `json:"error_message"`
-	Database       any            `json:"database"`
+	usageJSON
+	ProcessingMS int64   `json:"processing_time_ms"`
+	ErrorCode    *string `json:"error_code"`
+	ErrorMessage *string `json:"error_message"`
+	Database     any     `json:"database"`
 }
 
 // toSyncResult builds the answer; profile_limits is null (unrestricted:
 // there are no plans yet) whether include_profile_limits asked for it or not.
 func toSyncResult(res *app.SyncResult, perModel bool) syncResult {
 	out := syncResult{JobID: res.Job.ID, Status: string(res.Job.State), Success: true, Result: res.Result,
-		RecordID: res.RecordID, RecordIDs: res.RecordIDs, Cost: res.Cost, CostUSD: model.USD(res.Cost),
-		ProcessingMS: res.ProcessingMS, FailedModels: []failedModel{}}
+		RecordID: res.RecordID, RecordIDs: res.RecordIDs, ProcessingMS: res.ProcessingMS, FailedModels: []failedModel{}}
+	var in, outT int
 	var first *string
 	for _, m := range res.Models {
-		out.InputTokens += m.InputTokens
-		out.OutputTokens += m.OutputTokens
+		in += m.InputTokens
+		outT += m.OutputTokens
 		if m.Success && first == nil {
 			first = &m.Model
 		}
@@ -74,7 +68,7 @@ func toSyncResult(res *app.SyncResult, perModel bool) syncResult {
 			out.PerModelResults = append(out.PerModelResults, toModelResult(m))
 		}
 	}
-	out.Model = first
+	out.Model, out.usageJSON = first, usage(res.Cost, in, outT)
 	if perModel && out.PerModelResults == nil {
 		out.PerModelResults = []modelResult{}
 	}
@@ -82,8 +76,8 @@ func toSyncResult(res *app.SyncResult, perModel bool) syncResult {
 }
 
 func toModelResult(m app.ModelResult) modelResult {
-	out := modelResult{Model: m.Model, Success: m.Success, Result: m.Result, Cost: m.Cost, CostUSD: model.USD(m.Cost),
-		InputTokens: m.InputTokens, OutputTokens: m.OutputTokens, ProcessingMS: m.ProcessingMS}
+	out := modelResult{Model: m.Model, Success: m.Success, Result: m.Result, usageJSON: usage(m.Cost, m.InputTokens, m.OutputTokens),
+		ProcessingMS: m.ProcessingMS}
 	if m.RecordID != "" {
 		out.RecordID = &m.RecordID
 	}
@@ -187,4 +181,16 @@ func toDefaults(picks map[string]modelsel.Pick) map[string]defaultJSON {
 			ScenarioNames: []string{}, SelectedBy: p.Source}
 	}
 	return out
+}
+
+// usageJSON is what a run cost: micro-credits and US dollars, and tokens.
+type usageJSON struct {
+	Cost         int64   `json:"cost"`
+	CostUSD      float64 `json:"cost_usd"`
+	InputTokens  int     `json:"input_tokens"`
+	OutputTokens int     `json:"output_tokens"`
+}
+
+func usage(cost int64, in, out int) usageJSON {
+	return usageJSON{Cost: cost, CostUSD: model.USD(cost), InputTokens: in, OutputTokens: out}
 }
