@@ -96,6 +96,7 @@ type Engine struct {
 type run struct {
 	id, org string
 	attempt int
+	job     job.Job // as claimed: what the run's end is fenced against
 	cancel  context.CancelCauseFunc
 	done    chan struct{}
 }
@@ -314,7 +315,7 @@ func (e *Engine) priorEvents(ctx context.Context, id string) ([]job.Event, error
 // launch runs a claimed job in the background.
 func (e *Engine) launch(j *job.Job, prior []job.Event, prepared any) {
 	ctx, cancel := context.WithCancelCause(e.base)
-	r := &run{id: j.ID, org: j.OrgID, attempt: j.Attempt, cancel: cancel, done: make(chan struct{})}
+	r := &run{id: j.ID, org: j.OrgID, attempt: j.Attempt, job: *j, cancel: cancel, done: make(chan struct{})}
 	e.mu.Lock()
 	e.running[j.ID] = r
 	e.mu.Unlock()
@@ -416,26 +417,14 @@ func (e *Engine) finish(ctx context.Context, r *run, out Outcome) {
 		e.Log.Info("job left to its new holder", "job_id", r.id, "attempt", r.attempt)
 		return
 	}
-	err := e.retry(bg, func() error {
-		return e.UoW.InTx(bg, func(ctx context.Context, repos ports.Repos) error {
-			if _, err := repos.Jobs.UpdateJob(ctx, r.id, func(j *job.Job) error {
-				if !j.Holds(r.attempt) {
-					return fmt.Errorf("job %s attempt %d: %w", r.id, r.attempt, ports.ErrFenced)
-				}
-				return apply(j, e.Clock.Now())
-			}); err != nil {
-				return err
-			}
-			if out.Failure == nil && cc == nil && !errors.Is(cause, errShutdown) {
-				for _, rec := range out.Records {
-					if err := repos.Records.CreateRecord(ctx, rec); err != nil {
-						return err
-					}
-				}
-			}
-			return repos.Events.Append(ctx, evs)
-		})
-	})
+	end := ports.JobEnd{Job: new(r.job), From: r.job.State, Events: evs}
+	err := apply(end.Job, e.Clock.Now())
+	if out.Failure == nil && cc == nil && !errors.Is(cause, errShutdown) {
+		end.Records = out.Records
+	}
+	if err == nil {
+		err = e.retry(bg, func() error { return e.UoW.EndJob(bg, end) })
+	}
 	e.Stream.Sealed(r.id, evs, err)
 	switch {
 	case err == nil:
