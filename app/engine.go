@@ -68,8 +68,11 @@ type Engine struct {
 	// third of it).
 	LeaseTTL time.Duration
 	// Workers and PerOrg bound the jobs running here, in all and per
-	// organization; a job past them stays pending until a worker is free.
+	// organization. A new job past them waits up to SlotWait for a worker
+	// here to free up (default 250 ms), then is queued, pending, for any
+	// replica's worker.
 	Workers, PerOrg int
+	SlotWait        time.Duration
 	// MaxAttempts bounds how many workers may take a job; past it the job
 	// fails with code interrupted.
 	MaxAttempts int
@@ -87,6 +90,7 @@ type Engine struct {
 	running map[string]*run
 	perOrg  map[string]int
 	total   int
+	freed   chan struct{} // closed and replaced when a worker slot frees
 	closing bool
 	wg      sync.WaitGroup
 	base    context.Context
@@ -125,6 +129,7 @@ const (
 	DefaultOrgWorkers  = 8
 	DefaultJobAttempts = 5
 	DefaultSweepEvery  = 5 * time.Second
+	DefaultSlotWait    = 250 * time.Millisecond
 )
 
 // Start begins dispatching and renewing leases; Stop ends it.
@@ -134,8 +139,9 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.PerOrg = cmp.Or(e.PerOrg, DefaultOrgWorkers)
 	e.MaxAttempts = cmp.Or(e.MaxAttempts, DefaultJobAttempts)
 	e.SweepEvery = cmp.Or(e.SweepEvery, DefaultSweepEvery)
+	e.SlotWait = cmp.Or(e.SlotWait, DefaultSlotWait)
 	e.mu.Lock()
-	e.running, e.perOrg = map[string]*run{}, map[string]int{}
+	e.running, e.perOrg, e.freed = map[string]*run{}, map[string]int{}, make(chan struct{})
 	e.base, e.stopAll = context.WithCancel(context.WithoutCancel(ctx))
 	e.mu.Unlock()
 	e.wg.Add(1)
@@ -180,12 +186,46 @@ func (e *Engine) Running() []string {
 func (e *Engine) reserve(org string) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	ok, _ := e.reserveLocked(org)
+	return ok
+}
+
+// reserveLocked takes a slot, or returns a channel closed when one frees.
+func (e *Engine) reserveLocked(org string) (bool, <-chan struct{}) {
 	if e.closing || e.total >= e.Workers || e.perOrg[org] >= e.PerOrg {
-		return false
+		return false, e.freed
 	}
 	e.total++
 	e.perOrg[org]++
-	return true
+	return true, nil
+}
+
+// reserveWithin takes a worker slot for org, waiting up to SlotWait for one
+// to free: a burst past the limits is run here as soon as it can be, rather
+// than through the queue's slower pick-up. The error is ctx's.
+func (e *Engine) reserveWithin(ctx context.Context, org string) (bool, error) {
+	var deadline <-chan time.Time
+	for {
+		e.mu.Lock()
+		ok, freed := e.reserveLocked(org)
+		closing := e.closing
+		e.mu.Unlock()
+		if ok || closing {
+			return ok, nil
+		}
+		if deadline == nil {
+			t := time.NewTimer(e.SlotWait)
+			defer t.Stop()
+			deadline = t.C
+		}
+		select {
+		case <-freed:
+		case <-deadline:
+			return false, nil
+		case <-ctx.Done():
+			return false, ctx.Err()
+		}
+	}
 }
 
 func (e *Engine) release(org string) {
@@ -195,21 +235,26 @@ func (e *Engine) release(org string) {
 	if e.perOrg[org]--; e.perOrg[org] <= 0 {
 		delete(e.perOrg, org)
 	}
+	close(e.freed)
+	e.freed = make(chan struct{})
 }
 
-// Create stores a new job in one commit. With a free worker here, the job is
-// claimed in that commit and starts at once (should this replica die, the
-// sweep finds its lease lapsed); otherwise it is queued in that commit and
-// waits, pending, for any replica's worker.
+// Create stores a new job in one commit. With a free worker here (waiting
+// up to SlotWait for one), the job is claimed in that commit and starts at
+// once (should this replica die, the sweep finds its lease lapsed);
+// otherwise it is queued in that commit and waits, pending, for any
+// replica's worker.
 func (e *Engine) Create(ctx context.Context, j *job.Job, prepared any) error {
-	local := e.reserve(j.OrgID)
+	local, err := e.reserveWithin(ctx, j.OrgID)
+	if err != nil {
+		return err
+	}
 	if local {
 		if err := j.Claim(e.Owner, e.Clock.Now(), e.LeaseTTL); err != nil {
 			e.release(j.OrgID)
 			return err
 		}
 	}
-	var err error
 	if local {
 		// One statement commits on its own: no transaction to open.
 		err = e.Jobs.CreateJob(ctx, j)
