@@ -103,6 +103,24 @@ type run struct {
 	job     job.Job // as claimed: what the run's end is fenced against
 	cancel  context.CancelCauseFunc
 	done    chan struct{}
+	// stored is closed once the job's row is stored; storeErr, set before,
+	// says it could not be (the run then writes nothing).
+	stored   chan struct{}
+	storeErr error
+
+	pubMu sync.Mutex
+	owned bool        // the event stream is owned: events go to it
+	held  []job.Draft // events published before the stream was owned
+}
+
+// isStored reports whether the job's row is stored.
+func (r *run) isStored() bool {
+	select {
+	case <-r.stored:
+		return r.storeErr == nil
+	default:
+		return false
+	}
 }
 
 // Causes of a run's context ending.
@@ -254,28 +272,65 @@ func (e *Engine) Create(ctx context.Context, j *job.Job, prepared any) error {
 			e.release(j.OrgID)
 			return err
 		}
-	}
-	if local {
-		// One statement commits on its own: no transaction to open.
+		// The run starts now, so that its first calls overlap the commit
+		// (one statement, which commits on its own); it writes nothing,
+		// and its events wait in the run, until the row is stored.
+		r := e.launch(new(*j), nil, prepared, false)
 		err = e.Jobs.CreateJob(ctx, j)
-	} else {
-		err = e.UoW.InTx(ctx, func(ctx context.Context, r ports.Repos) error {
-			if err := r.Jobs.CreateJob(ctx, j); err != nil {
-				return err
-			}
-			return r.Queue.Enqueue(ctx, ports.QueuedJob{JobID: j.ID, OrgID: j.OrgID})
-		})
-	}
-	if err != nil {
-		if local {
-			e.release(j.OrgID)
-		}
+		e.stored(r, err)
 		return err
 	}
-	if local {
-		e.launch(j, nil, prepared)
+	return e.UoW.InTx(ctx, func(ctx context.Context, r ports.Repos) error {
+		if err := r.Jobs.CreateJob(ctx, j); err != nil {
+			return err
+		}
+		return r.Queue.Enqueue(ctx, ports.QueuedJob{JobID: j.ID, OrgID: j.OrgID})
+	})
+}
+
+// errNotStored ends a run whose job's row could not be stored.
+var errNotStored = errors.New("the job could not be stored")
+
+// stored tells a run started before its job's row was stored how the store
+// went: the run owns its event stream from now on, or it stops.
+func (e *Engine) stored(r *run, err error) {
+	if err != nil {
+		r.storeErr = err
+		r.cancel(errNotStored)
+	} else {
+		e.own(r, 0)
 	}
-	return nil
+	close(r.stored)
+}
+
+// own makes the run the writer of its job's events, numbered after seq
+// after, and hands the stream what the run published until now.
+func (e *Engine) own(r *run, after int64) {
+	r.pubMu.Lock()
+	defer r.pubMu.Unlock()
+	e.Stream.Own(r.id, r.attempt, after, func(err error) {
+		if errors.Is(err, ports.ErrFenced) {
+			r.cancel(errLost)
+			return
+		}
+		r.cancel(&storageCause{err})
+	})
+	for _, d := range r.held {
+		e.Stream.Publish(r.id, d)
+	}
+	r.held, r.owned = nil, true
+}
+
+// publish gives the job's stream an event of the run, or keeps it until the
+// run owns the stream.
+func (e *Engine) publish(r *run, d job.Draft) {
+	r.pubMu.Lock()
+	defer r.pubMu.Unlock()
+	if !r.owned {
+		r.held = append(r.held, d)
+		return
+	}
+	e.Stream.Publish(r.id, d)
 }
 
 // Dispatch is the queue's handler: it takes a pending job or one whose
@@ -339,7 +394,7 @@ func (e *Engine) Dispatch(ctx context.Context, q ports.QueuedJob) (ports.Dispatc
 		e.release(q.OrgID)
 		return ports.Dispatch{}, err
 	}
-	e.launch(j, evs, nil)
+	e.launch(j, evs, nil, true)
 	return ports.Dispatch{}, nil
 }
 
@@ -357,25 +412,24 @@ func (e *Engine) priorEvents(ctx context.Context, id string) ([]job.Event, error
 	}
 }
 
-// launch runs a claimed job in the background.
-func (e *Engine) launch(j *job.Job, prior []job.Event, prepared any) {
+// launch runs a claimed job in the background. A job whose row is stored
+// owns its event stream at once, before anyone can follow it from here;
+// otherwise the caller tells the run when it is (Engine.stored).
+func (e *Engine) launch(j *job.Job, prior []job.Event, prepared any, stored bool) *run {
 	ctx, cancel := context.WithCancelCause(e.base)
-	r := &run{id: j.ID, org: j.OrgID, attempt: j.Attempt, job: *j, cancel: cancel, done: make(chan struct{})}
+	r := &run{id: j.ID, org: j.OrgID, attempt: j.Attempt, job: *j, cancel: cancel, done: make(chan struct{}),
+		stored: make(chan struct{})}
 	e.mu.Lock()
 	e.running[j.ID] = r
 	e.mu.Unlock()
-	var after int64
-	if len(prior) > 0 {
-		after = prior[len(prior)-1].Seq
-	}
-	// Own before anyone can follow the job from here (Start returns).
-	e.Stream.Own(j.ID, j.Attempt, after, func(err error) {
-		if errors.Is(err, ports.ErrFenced) {
-			cancel(errLost)
-			return
+	if stored {
+		var after int64
+		if len(prior) > 0 {
+			after = prior[len(prior)-1].Seq
 		}
-		cancel(&storageCause{err})
-	})
+		e.own(r, after)
+		close(r.stored)
+	}
 	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()
@@ -389,6 +443,7 @@ func (e *Engine) launch(j *job.Job, prior []job.Event, prepared any) {
 		}()
 		e.execute(ctx, r, j, prior, prepared)
 	}()
+	return r
 }
 
 func (e *Engine) execute(ctx context.Context, r *run, j *job.Job, prior []job.Event, prepared any) {
@@ -396,7 +451,7 @@ func (e *Engine) execute(ctx context.Context, r *run, j *job.Job, prior []job.Ev
 	if len(prior) > 0 {
 		after = prior[len(prior)-1].Seq
 	}
-	w := &Work{Job: j, Prior: prior, Prepared: prepared, Publish: func(p job.Payload) { e.Stream.Publish(j.ID, job.NewDraft(p)) }}
+	w := &Work{Job: j, Prior: prior, Prepared: prepared, Publish: func(p job.Payload) { e.publish(r, job.NewDraft(p)) }}
 	if j.Attempt > 1 && len(prior) > 0 {
 		w.Publish(job.JobResumed{Attempt: j.Attempt, AfterEvent: after})
 		e.Log.Info("job resumed", "job_id", j.ID, "attempt", j.Attempt, "after_event", after)
@@ -414,6 +469,10 @@ func (e *Engine) execute(ctx context.Context, r *run, j *job.Job, prior []job.Ev
 // finish ends the run: the job's last events, records and state in one
 // commit, under the run's fence.
 func (e *Engine) finish(ctx context.Context, r *run, out Outcome) {
+	<-r.stored
+	if r.storeErr != nil {
+		return // nothing of the job exists
+	}
 	bg := context.WithoutCancel(ctx)
 	cause := context.Cause(ctx)
 	var cc *cancelCause
@@ -597,7 +656,7 @@ func (e *Engine) renew() {
 			return
 		case <-t.C:
 		}
-		ids := e.Running()
+		ids := e.held()
 		if len(ids) == 0 {
 			continue
 		}
@@ -612,6 +671,20 @@ func (e *Engine) renew() {
 			e.Lost(id)
 		}
 	}
+}
+
+// held lists the jobs running here whose rows are stored: those whose
+// leases are to renew.
+func (e *Engine) held() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make([]string, 0, len(e.running))
+	for id, r := range e.running {
+		if r.isStored() {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // Lost stops the run of a job that another replica ended or took over.
