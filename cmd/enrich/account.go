@@ -329,11 +329,11 @@ your role.`,
 		},
 	}
 	roleCmd := &cobra.Command{
-		Use:   "role KEY_ID ROLE",
-		Short: "Change an access key's role in place",
-		Long:  `role changes an organization key's role (owner, editor, operator) without reissuing it.`,
+		Use:     "role KEY_ID ROLE",
+		Short:   "Change an access key's role in place",
+		Long:    `role changes an organization key's role (owner, editor, operator) without reissuing it.`,
 		Example: `  enrich keys role 01jq7c4w9d0000000000000000 operator`,
-		Args: args(cobra.ExactArgs(2)),
+		Args:    args(cobra.ExactArgs(2)),
 		ValidArgsFunction: func(cmd *cobra.Command, a []string, s string) ([]string, cobra.ShellCompDirective) {
 			if len(a) == 1 {
 				return []string{"owner", "editor", "operator"}, cobra.ShellCompDirectiveNoFileComp

@@ -26,7 +26,7 @@ type progressView struct {
 	total  int
 	done   int
 	paused bool
-	held   []string // lines printed while paused
+	held   []string          // lines printed while paused
 	names  map[string]string // expertise key -> name
 	tries  map[string]int    // model/expertise -> attempts
 }

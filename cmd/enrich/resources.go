@@ -411,4 +411,3 @@ type record struct {
 	Entity   map[string]any `json:"entity_data"`
 	Output   map[string]any `json:"structured_output"`
 }
-
