@@ -56,9 +56,12 @@ func (v *progressView) Event(e api.Event) {
 		v.line(fmt.Sprintf("strategy %s", e.Str("strategy")))
 	case "model_started":
 		v.total += e.Int("total_expertises")
-		v.ensureBar()
+		if v.bar == nil {
+			v.newBar(model + " started")
+		} else {
+			v.describe(model + " started")
+		}
 		v.bar.ChangeMax(max(v.total, 1))
-		v.describe(model + " started")
 	case "job_resumed":
 		v.line(fmt.Sprintf("↺ job resumed on another worker (attempt %d)", e.Int("attempt")))
 	case "expertise_started":
@@ -69,13 +72,19 @@ func (v *progressView) Event(e api.Event) {
 		n, of := e.Int("attempt"), e.Int("max_attempts")
 		v.tries[k] = n
 		desc := fmt.Sprintf("%s · %s · attempt %d/%d", model, v.expertise(e), n, of)
-		if r := e.Str("reason"); r != "" {
-			v.line(fmt.Sprintf("↻ %s · %s: retry %d/%d: %s", model, v.expertise(e), n, of, oneLine(r)))
+		r := e.Str("reason")
+		if r != "" {
 			desc += " ↻ retry"
 		}
 		v.describe(desc)
+		if r != "" {
+			v.line(fmt.Sprintf("↻ %s · %s: retry %d/%d: %s", model, v.expertise(e), n, of, oneLine(r)))
+		}
 	case "expertise_completed":
 		v.done++
+		if v.bar != nil {
+			_ = v.bar.Set(min(v.done, v.total))
+		}
 		k := model + "/" + e.Str("expertise_key")
 		tries := ""
 		if n := v.tries[k]; n > 1 {
@@ -85,9 +94,6 @@ func (v *progressView) Event(e api.Event) {
 			v.line(fmt.Sprintf("✓ %s · %s%s", model, v.expertise(e), tries))
 		} else {
 			v.line(fmt.Sprintf("✗ %s · %s%s: %s", model, v.expertise(e), tries, errorText(e)))
-		}
-		if v.bar != nil {
-			_ = v.bar.Set(min(v.done, v.total))
 		}
 	case "model_completed":
 		if ok, _ := e.Data["success"].(bool); ok {
@@ -126,11 +132,9 @@ func (v *progressView) Resume() {
 	}
 }
 
-func (v *progressView) ensureBar() {
-	if v.bar != nil {
-		return
-	}
+func (v *progressView) newBar(desc string) {
 	v.bar = progressbar.NewOptions(1,
+		progressbar.OptionSetDescription(desc),
 		progressbar.OptionSetWriter(v.w),
 		progressbar.OptionUseANSICodes(true),
 		progressbar.OptionSetWidth(barWidth),
@@ -141,7 +145,6 @@ func (v *progressView) ensureBar() {
 		progressbar.OptionClearOnFinish(),
 		progressbar.OptionSetTheme(progressbar.Theme{Saucer: "█", SaucerPadding: "░", BarStart: "", BarEnd: ""}),
 	)
-	v.bar.Describe("")
 }
 
 // describe sets the bar's text, cut to the terminal's width.

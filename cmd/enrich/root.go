@@ -351,8 +351,12 @@ func checkObject(raw []byte, what, src string) (json.RawMessage, error) {
 		var te *json.UnmarshalTypeError
 		switch {
 		case errors.As(err, &se):
+			msg := strings.TrimPrefix(se.Error(), "json: ")
+			if se.Offset >= int64(len(raw)) {
+				return nil, usagef("%s in %s is not valid JSON: %s (a closing bracket or quote is missing?)", what, src, msg)
+			}
 			line, col := position(raw, se.Offset)
-			return nil, usagef("%s in %s is not valid JSON: %s at line %d, column %d", what, src, strings.TrimPrefix(se.Error(), "json: "), line, col)
+			return nil, usagef("%s in %s is not valid JSON: %s at line %d, column %d", what, src, msg, line, col)
 		case errors.As(err, &te):
 			return nil, usagef("%s in %s must be a JSON object, not %s", what, src, te.Value)
 		}
