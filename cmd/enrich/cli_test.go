@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -177,7 +176,7 @@ func TestHelpForEveryCommand(t *testing.T) {
 			var first string
 			for _, args := range forms {
 				r := u.run("", args...)
-				is.Equal(r.code, 0)     // help exits 0
+				is.Equal(r.code, 0)    // help exits 0
 				is.Equal(r.errOut, "") // nothing on stderr
 				is.True(strings.Contains(r.out, "Usage:"))
 				if first == "" {
@@ -557,4 +556,3 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-var _ = http.MethodGet
