@@ -217,6 +217,8 @@ func TestUsageErrors(t *testing.T) {
 		{"bad output", []string{"schemas", "list", "-o", "yaml"}, `--output must be json or table, not "yaml"`},
 		{"missing argument", []string{"records", "get"}, "accepts 1 arg(s), received 0"},
 		{"extra argument", []string{"whoami", "me"}, `unknown command "me" for "enrich whoami"`},
+		{"unknown verb", []string{"keys", "rotate"}, `unknown command "rotate" for "enrich keys"`},
+		{"verb that does not exist yet", []string{"schemas", "delete", "S"}, `unknown command "delete" for "enrich schemas"`},
 		{"no password", []string{"login", "--email", "me@example.com"}, "no terminal to ask for the password: use --password-stdin"},
 	}
 	for _, tt := range tests {

@@ -206,6 +206,13 @@ the job left running.`,
 	admin.GroupID = "ops"
 	root.AddCommand(admin)
 	root.AddCommand(c.compatCmds()...)
+	// A group alone shows its help; an unknown verb after it is a usage
+	// error (cobra would print the help and exit 0).
+	for _, sub := range root.Commands() {
+		if sub.HasSubCommands() && sub.RunE == nil {
+			sub.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+		}
+	}
 	root.SetHelpCommandGroupID("account")
 	root.SetCompletionCommandGroupID("account")
 	return root
