@@ -257,6 +257,16 @@ func TestOutputs(t *testing.T) {
 	k := newUser(t, s)
 	k.env = append(k.env, "ENRICH_API_KEY="+key)
 	is.True(strings.Contains(k.ok("", "whoami", "-o", "table"), "ENRICH_API_KEY (api_key)"))
+	keyID := strings.TrimSpace(u.ok("", "keys", "list", "-q"))
+	is.True(regexp.MustCompile(`(?m)^` + keyID + `\s+ent_\S+\s+ci\s+editor\s+read,write\s+true\s`).MatchString(u.ok("", "keys", "list", "-o", "table")))
+	is.True(strings.Contains(u.ok("", "keys", "role", keyID, "operator"), `"role": "operator"`))
+	r := k.run("", "schemas", "create", "--name", "X", "-f", "-")
+	is.Equal(r.code, 2) // empty input is no JSON
+	r = k.run(`{"type":"object","properties":{"a":{"type":"string"}}}`, "schemas", "create", "--name", "X", "-f", "-")
+	is.Equal(r.code, 1) // an operator may not create schemas
+	is.True(strings.Contains(r.errOut, "HTTP 403"))
+	u.ok("", "keys", "role", keyID, "editor")
+	is.True(strings.Contains(k.ok("", "options", "-o", "table"), "sandbox::flaky"))
 
 	// Enrich without a terminal: the completed event as JSON, then -q gives the record id.
 	var done struct {
@@ -295,7 +305,7 @@ func TestOutputs(t *testing.T) {
 	job := strings.TrimSpace(k.ok("", "enrich", s.schema, "-d", `{"name":"Delta"}`, "--follow=false", "-q"))
 	is.True(job != "")
 	is.True(strings.Contains(k.ok("", "jobs", "follow", job, "-o", "table"), "Delta"))
-	r := k.run("", "jobs", "cancel", job)
+	r = k.run("", "jobs", "cancel", job)
 	is.Equal(r.code, 1) // a finished job cannot be cancelled
 	is.True(strings.Contains(r.errOut, "(code job_not_cancellable, HTTP 409)"))
 
@@ -320,6 +330,12 @@ func TestOutputs(t *testing.T) {
 	is.Equal(r.code, 1) // a failed job exits 1
 	is.True(strings.Contains(r.errOut, "failed"))
 	is.True(strings.Contains(r.errOut, "(code output_invalid)"))
+
+	// A revoked key stops working at once.
+	u.ok("", "keys", "revoke", keyID)
+	r = k.run("", "whoami")
+	is.Equal(r.code, 1)
+	is.True(strings.Contains(r.errOut, "HTTP 401"))
 }
 
 func TestSession(t *testing.T) {

@@ -236,9 +236,9 @@ func (c *cli) optionsCmd() *cobra.Command {
 				return nil
 			}
 			return c.show(raw, "", func(t *tw) {
-				t.row("MODEL", "NAME", "AVAILABLE", "SANDBOX", "PRICE IN/OUT (µcredits per Mtok)")
+				t.row("MODEL", "AVAILABLE", "SANDBOX", "µCREDITS/MTOK IN/OUT", "NAME")
 				for _, m := range o.Models {
-					t.row(m.Key, m.Name, m.Available, m.Sandbox, strconv.Itoa(m.In)+"/"+strconv.Itoa(m.Out))
+					t.row(m.Key, m.Available, m.Sandbox, strconv.Itoa(m.In)+"/"+strconv.Itoa(m.Out), m.Name)
 				}
 				t.Flush()
 				var defs []string

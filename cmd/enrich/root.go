@@ -171,7 +171,7 @@ configuration directory. Output is a table on a terminal and JSON otherwise
 Exit codes: 0 success; 1 a failed or cancelled job, or an error from the
 server; 2 a usage error (bad flag, argument or JSON); 130 interrupted with
 the job left running.`,
-		Example: `  make run &                                  # a server on memory with sandbox models
+		Example: `  enrichd &      # a server (in the repository: make run &, memory and sandbox models)
   enrich register --email me@example.com --organization Acme
   enrich schemas create -f company.json --name Company
   enrich enrich SCHEMA_ID -d '{"name":"Acme"}' --model sandbox::flaky`,
@@ -193,7 +193,7 @@ the job left running.`,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 
 	root.AddGroup(&cobra.Group{ID: "main", Title: "Enrichment:"}, &cobra.Group{ID: "account", Title: "Account:"},
-		&cobra.Group{ID: "ops", Title: "Operators:"})
+		&cobra.Group{ID: "ops", Title: "Operators:"}, &cobra.Group{ID: "shell", Title: "Help and shell completion:"})
 	for _, sub := range []*cobra.Command{c.enrichCmd(), c.schemasCmd(), c.jobsCmd(), c.recordsCmd(), c.optionsCmd()} {
 		sub.GroupID = "main"
 		root.AddCommand(sub)
@@ -213,8 +213,8 @@ the job left running.`,
 			sub.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
 		}
 	}
-	root.SetHelpCommandGroupID("account")
-	root.SetCompletionCommandGroupID("account")
+	root.SetHelpCommandGroupID("shell")
+	root.SetCompletionCommandGroupID("shell")
 	return root
 }
 
