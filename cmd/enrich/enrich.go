@@ -218,6 +218,9 @@ func (c *cli) follow(cmd *cobra.Command, job string, events bool) error {
 				return interrupted{job}
 			}
 			if !tty || !isTerminal(c.io.in) {
+				if view != nil {
+					view.Pause()
+				}
 				stop()
 				return interrupted{job}
 			}
