@@ -56,12 +56,16 @@ func (v *progressView) Event(e api.Event) {
 		v.line(fmt.Sprintf("strategy %s", e.Str("strategy")))
 	case "model_started":
 		v.total += e.Int("total_expertises")
-		if v.bar == nil {
+		if v.bar == nil || v.bar.IsFinished() {
+			// A model that starts after the others finished their domains
+			// needs a bar again: a finished one does not draw.
 			v.newBar(model + " started")
+			v.bar.ChangeMax(max(v.total, 1))
+			_ = v.bar.Set(v.done)
 		} else {
 			v.describe(model + " started")
+			v.bar.ChangeMax(max(v.total, 1))
 		}
-		v.bar.ChangeMax(max(v.total, 1))
 	case "job_resumed":
 		v.line(fmt.Sprintf("↺ job resumed on another worker (attempt %d)", e.Int("attempt")))
 	case "expertise_started":
@@ -90,6 +94,7 @@ func (v *progressView) Event(e api.Event) {
 		if n := v.tries[k]; n > 1 {
 			tries = fmt.Sprintf(" after %d attempts", n)
 		}
+		v.describe(fmt.Sprintf("%s · %s done", model, v.expertise(e)))
 		if ok, _ := e.Data["success"].(bool); ok {
 			v.line(fmt.Sprintf("✓ %s · %s%s", model, v.expertise(e), tries))
 		} else {
