@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -40,7 +39,7 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	bin = filepath.Join(dir, "enrich")
-	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	gobin := "go" // go test puts its own GOROOT/bin first in PATH
 	if out, err := exec.Command(gobin, "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		os.RemoveAll(dir)
 		panic("build enrich: " + err.Error() + "\n" + string(out))
@@ -368,6 +367,24 @@ func TestSession(t *testing.T) {
 	r = u.run("", "whoami")
 	is.Equal(r.code, 1)
 	is.True(strings.Contains(r.errOut, "log in with `enrich login`, or set ENRICH_API_KEY"))
+}
+
+func TestLoginOnTerminal(t *testing.T) {
+	s := startServer(t, enrich.Config{})
+	signUp(t, s, "tty-login@example.com")
+	u := newUser(t, s)
+	is := is.New(t)
+	term := u.onTerminal("login")
+	term.waitFor("Email: ")
+	_, err := term.pty.Write([]byte("tty-login@example.com\r"))
+	is.NoErr(err)
+	term.waitFor("Password: ")
+	_, err = term.pty.Write([]byte("a long password\r"))
+	is.NoErr(err)
+	is.Equal(term.exit(), 0)
+	is.True(!strings.Contains(term.screen(), "a long password")) // not echoed
+	is.True(strings.Contains(term.screen(), "Logged in to "+s.url+" as tty-login@example.com (Acme)"))
+	is.True(strings.Contains(u.ok("", "whoami"), `"email": "tty-login@example.com"`))
 }
 
 // terminal is enrich running on a pseudo-terminal.

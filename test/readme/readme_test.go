@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -95,7 +94,7 @@ func TestWalkthroughsRunTwice(t *testing.T) {
 	}
 	blocks, _ := walkthroughs(t)
 	bin := t.TempDir()
-	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	gobin := "go" // go test puts its own GOROOT/bin first in PATH
 	if out, err := exec.Command(gobin, "build", "-o", filepath.Join(bin, "enrich"), "github.com/entityenrich/enrich/cmd/enrich").CombinedOutput(); err != nil {
 		t.Fatalf("build enrich: %v\n%s", err, out)
 	}
