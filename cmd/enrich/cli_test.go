@@ -212,6 +212,8 @@ func TestUsageErrors(t *testing.T) {
 		{"missing file", []string{"enrich", "S", "-f", "/nonexistent/entity.json"}, "no such file or directory"},
 		{"old run with bad JSON", []string{"run", "S", `{"a":`}, "the entity in the JSON argument is not valid JSON"},
 		{"unknown command", []string{"enrichh"}, `unknown command "enrichh" for "enrich"`},
+		{"unknown command with a suggestion", []string{"shemas"}, "Did you mean this?\n\tschemas"},
+		{"shortcut with bad JSON", []string{"S", "-d", `{"a"}`}, "the entity in -d is not valid JSON"},
 		{"unknown flag", []string{"schemas", "list", "--nope"}, "unknown flag: --nope"},
 		{"bad output", []string{"schemas", "list", "-o", "yaml"}, `--output must be json or table, not "yaml"`},
 		{"missing argument", []string{"records", "get"}, "accepts 1 arg(s), received 0"},
@@ -276,7 +278,7 @@ func TestOutputs(t *testing.T) {
 	is.NoErr(json.Unmarshal([]byte(k.ok("", "enrich", s.schema, "-d", `{"name":"Acme"}`, "--model", "sandbox::echo")), &done))
 	is.Equal(done.Event, "completed")
 	is.Equal(done.Result["name"], "Acme")
-	rec := strings.TrimSpace(k.ok("", "enrich", s.schema, "-d", `{"name":"Beta"}`, "-m", "sandbox::flaky", "-q"))
+	rec := strings.TrimSpace(k.ok("", s.schema, "-d", `{"name":"Beta"}`, "-m", "sandbox::flaky", "-q")) // the shortcut
 	is.True(rec != "" && rec != done.RecordID)
 	got := k.ok("", "records", "get", rec, "-o", "table")
 	is.True(regexp.MustCompile(`(?m)^entity\.name\s+Beta$`).MatchString(got))

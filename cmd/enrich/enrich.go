@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/entityenrich/enrich/cmd/enrich/internal/api"
 )
@@ -61,6 +62,13 @@ Exit code 1 when the job fails or is cancelled.`,
 			return c.startEnrichment(cmd, a[0], entity, f)
 		},
 	}
+	c.enrichFlags(cmd, &f)
+	return cmd
+}
+
+// enrichFlags defines the enrich command's flags on cmd (also on the root,
+// for the shortcut "enrich SCHEMA_ID -d JSON").
+func (c *cli) enrichFlags(cmd *cobra.Command, f *enrichFlags) {
 	fl := cmd.Flags()
 	fl.StringVarP(&f.data, "data", "d", "", "the entity's known attributes, a JSON object")
 	fl.StringVarP(&f.file, "file", "f", "", "a file holding the entity's JSON (- for standard input)")
@@ -71,7 +79,39 @@ Exit code 1 when the job fails or is cancelled.`,
 	_ = cmd.MarkFlagFilename("file", "json")
 	_ = cmd.RegisterFlagCompletionFunc("strategy", cobra.FixedCompletions([]string{"auto", "multi_expertise", "single_pass", "expert_domains"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("model", c.completeModels)
-	return cmd
+}
+
+// shortcut lets the root run "enrich SCHEMA_ID -d JSON" as "enrich enrich
+// SCHEMA_ID -d JSON". Only with -d or -f: without them an unknown first word
+// stays an unknown command (a typo is not a schema id).
+func (c *cli) shortcut(root *cobra.Command) {
+	var f enrichFlags
+	c.enrichFlags(root, &f)
+	root.Flags().VisitAll(func(fl *pflag.Flag) { fl.Hidden = true })
+	root.SuggestionsMinimumDistance = 2
+	root.Args = func(cmd *cobra.Command, a []string) error {
+		if len(a) == 0 {
+			return nil
+		}
+		if f.data == "" && f.file == "" {
+			msg := fmt.Sprintf("unknown command %q for %q", a[0], cmd.CommandPath())
+			if s := cmd.SuggestionsFor(a[0]); len(s) > 0 {
+				msg += "\n\nDid you mean this?\n\t" + strings.Join(s, "\n\t")
+			}
+			return usageError{errors.New(msg)}
+		}
+		return args(cobra.ExactArgs(1))(cmd, a)
+	}
+	root.RunE = func(cmd *cobra.Command, a []string) error {
+		if len(a) == 0 {
+			return cmd.Help()
+		}
+		entity, err := c.readJSONArg(f.data, f.file, "the entity")
+		if err != nil {
+			return err
+		}
+		return c.startEnrichment(cmd, a[0], entity, f)
+	}
 }
 
 func (c *cli) startEnrichment(cmd *cobra.Command, schemaID string, entity json.RawMessage, f enrichFlags) error {

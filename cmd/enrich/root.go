@@ -168,13 +168,17 @@ ENRICH_API_KEY, or from the session that 'enrich login' stores under your
 configuration directory. Output is a table on a terminal and JSON otherwise
 (pipes get JSON); --output chooses.
 
+'enrich SCHEMA_ID -d JSON' (or -f FILE) is short for 'enrich enrich SCHEMA_ID
+-d JSON', with the same flags.
+
 Exit codes: 0 success; 1 a failed or cancelled job, or an error from the
 server; 2 a usage error (bad flag, argument or JSON); 130 interrupted with
 the job left running.`,
 		Example: `  enrichd &      # a server (in the repository: make run &, memory and sandbox models)
   enrich register --email me@example.com --organization Acme
   enrich schemas create -f company.json --name Company
-  enrich enrich SCHEMA_ID -d '{"name":"Acme"}' --model sandbox::flaky`,
+  enrich enrich SCHEMA_ID -d '{"name":"Acme"}' --model sandbox::flaky
+  enrich SCHEMA_ID -d '{"name":"Acme"}'      # the same, short`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
@@ -206,6 +210,7 @@ the job left running.`,
 	admin.GroupID = "ops"
 	root.AddCommand(admin)
 	root.AddCommand(c.compatCmds()...)
+	c.shortcut(root)
 	// A group alone shows its help; an unknown verb after it is a usage
 	// error (cobra would print the help and exit 0).
 	for _, sub := range root.Commands() {
