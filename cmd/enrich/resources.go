@@ -127,19 +127,22 @@ type schema struct {
 
 func (c *cli) listSchemas(cmd *cobra.Command) error {
 	var all []schema
-	var pages []json.RawMessage
+	items := []json.RawMessage{} // as the server wrote them, for JSON
 	err := c.pages(cmd, "/api/schema/saved", url.Values{}, func(raw json.RawMessage) (string, error) {
 		var p struct {
-			Schemas []schema `json:"schemas"`
-			Next    *string  `json:"next_cursor"`
+			Schemas []json.RawMessage `json:"schemas"`
+			Next    *string           `json:"next_cursor"`
 		}
 		if err := json.Unmarshal(raw, &p); err != nil {
 			return "", err
 		}
-		all = append(all, p.Schemas...)
-		for _, s := range p.Schemas {
-			b, _ := json.Marshal(s)
-			pages = append(pages, b)
+		for _, item := range p.Schemas {
+			var s schema
+			if err := json.Unmarshal(item, &s); err != nil {
+				return "", err
+			}
+			all = append(all, s)
+			items = append(items, item)
 		}
 		if p.Next == nil {
 			return "", nil
@@ -163,7 +166,7 @@ func (c *cli) listSchemas(cmd *cobra.Command) error {
 		}
 		return t.Flush()
 	}
-	return c.printJSON(map[string]any{"schemas": all})
+	return c.printJSON(map[string]any{"schemas": items})
 }
 
 // pages gets path page after page; page returns the next cursor ("" at the

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -297,15 +298,18 @@ func (c *cli) call(cmd *cobra.Command, method, path string, body, out any) error
 	return cl.Do(cmd.Context(), method, path, body, out)
 }
 
-// printJSON writes v (raw JSON or a value) indented.
+// printJSON writes v (raw JSON, kept in the server's field order, or a
+// value) indented.
 func (c *cli) printJSON(v any) error {
 	if raw, ok := v.(json.RawMessage); ok {
-		var x any
-		if err := json.Unmarshal(raw, &x); err != nil {
-			_, err = c.io.out.Write(append(raw, '\n'))
-			return err
+		var b bytes.Buffer
+		if err := json.Indent(&b, raw, "", "  "); err != nil {
+			b.Reset()
+			b.Write(raw)
 		}
-		v = x
+		b.WriteByte('\n')
+		_, err := c.io.out.Write(b.Bytes())
+		return err
 	}
 	enc := json.NewEncoder(c.io.out)
 	enc.SetEscapeHTML(false)
