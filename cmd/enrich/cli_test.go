@@ -564,7 +564,12 @@ func TestInterrupt(t *testing.T) {
 		var out, errOut syncBuffer
 		cmd.Stdout, cmd.Stderr = &out, &errOut
 		is.NoErr(cmd.Start())
-		time.Sleep(700 * time.Millisecond) // the job started
+		for deadline := time.Now().Add(20 * time.Second); !strings.Contains(errOut.String(), "job "); {
+			if time.Now().After(deadline) {
+				t.Fatalf("no job started: %s", errOut.String())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
 		is.NoErr(cmd.Process.Signal(syscall.SIGINT))
 		err := cmd.Wait()
 		var ee *exec.ExitError

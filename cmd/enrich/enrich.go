@@ -208,12 +208,16 @@ func (c *cli) follow(cmd *cobra.Command, job string, events bool) error {
 	ctx, stop := context.WithCancel(cmd.Context())
 	defer stop()
 
+	intr := c.claimInterrupts()
+	defer c.releaseInterrupts()
 	var view *progressView
 	tty := isTerminal(c.io.err)
 	if tty && !events && !c.quiet {
 		view = newProgressView(c.io.err)
-		fmt.Fprintf(c.io.err, "job %s\n", job)
 	}
+	// The id goes to standard error even without a terminal: logs of a
+	// script that is stopped keep the id of the job that goes on.
+	fmt.Fprintf(c.io.err, "job %s\n", job)
 	evs := make(chan api.Event, 64)
 	done := make(chan error, 1)
 	go func() {
@@ -228,8 +232,6 @@ func (c *cli) follow(cmd *cobra.Command, job string, events bool) error {
 		close(evs)
 	}()
 
-	intr := c.claimInterrupts()
-	defer c.releaseInterrupts()
 	var answers chan string
 	var last api.Event
 	cancelled := false
