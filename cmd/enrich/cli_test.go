@@ -557,6 +557,18 @@ func TestInterrupt(t *testing.T) {
 		k.env = append(k.env, "ENRICH_API_KEY="+key)
 		is.True(strings.Contains(k.ok("", "jobs", "follow", m[1], "-o", "table"), "Acme"))
 	})
+	t.Run("second Ctrl-C leaves it running", func(t *testing.T) {
+		is := is.New(t)
+		term := u.onTerminal(slow...)
+		term.waitFor("sandbox::slow · general · attempt 1/3")
+		_, err := term.pty.Write([]byte{3})
+		is.NoErr(err)
+		term.waitFor("Cancel job")
+		_, err = term.pty.Write([]byte{3})
+		is.NoErr(err)
+		is.Equal(term.exit(), 130)
+		is.True(strings.Contains(term.screen(), "is still running"))
+	})
 	t.Run("no terminal", func(t *testing.T) {
 		is := is.New(t)
 		cmd := exec.Command(bin, slow...)
