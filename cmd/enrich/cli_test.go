@@ -321,6 +321,7 @@ func TestOutputs(t *testing.T) {
 		is.NoErr(json.Unmarshal([]byte(l), &full))
 		is.True(full.Output["name"] != nil)
 	}
+	is.Equal(k.ok("", "records", "export", "--page-size", "1"), strings.Join(export, "\n")+"\n") // the cursor, page by page
 	is.Equal(strings.TrimSpace(k.ok("", "records", "list", "--job", job, "-q")), strings.TrimSpace(k.ok("", "records", "list", "-q", "--page-size", "1")))
 
 	// Errors show the server's detail and code, and exit 1.

@@ -362,7 +362,9 @@ line, as NDJSON, whatever --output says, reading every page.`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			q := query()
-			q.Set("page_size", "200")
+			if f.size == 0 {
+				q.Set("page_size", "200")
+			}
 			n := 0
 			err := c.pages(cmd, "/api/records", q, func(raw json.RawMessage) (string, error) {
 				var l struct {
@@ -399,6 +401,7 @@ line, as NDJSON, whatever --output says, reading every page.`,
 		},
 	}
 	filters(export)
+	export.Flags().IntVar(&f.size, "page-size", 0, "records per page read (default 200, the most the server gives)")
 	cmd.AddCommand(list, get, export)
 	return cmd
 }
