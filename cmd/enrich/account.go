@@ -89,7 +89,13 @@ func (c *cli) signIn(cmd *cobra.Command, f credentials, route string) error {
 		password = strings.TrimRight(string(b), "\r\n")
 	case tty:
 		fmt.Fprint(c.io.err, "Password: ")
-		b, err := term.ReadPassword(int(c.io.in.(interface{ Fd() uintptr }).Fd()))
+		fd := int(c.io.in.(interface{ Fd() uintptr }).Fd())
+		if st, err := term.GetState(fd); err == nil {
+			restore := func() { _ = term.Restore(fd, st) }
+			c.tty.Store(&restore)
+			defer c.tty.Store(nil)
+		}
+		b, err := term.ReadPassword(fd)
 		fmt.Fprintln(c.io.err)
 		if err != nil {
 			return err

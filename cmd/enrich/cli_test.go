@@ -390,6 +390,17 @@ func TestLoginOnTerminal(t *testing.T) {
 	is.True(strings.Contains(u.ok("", "whoami"), `"email": "tty-login@example.com"`))
 }
 
+func TestInterruptAtThePasswordPrompt(t *testing.T) {
+	is := is.New(t)
+	u := newUser(t, &server{url: "http://127.0.0.1:1"})
+	term := u.onTerminal("login", "--email", "me@example.com")
+	term.waitFor("Password: ")
+	_, err := term.pty.Write([]byte{3})
+	is.NoErr(err)
+	is.Equal(term.exit(), 130) // not stuck in the read
+	is.True(strings.Contains(term.screen(), "interrupted"))
+}
+
 // terminal is enrich running on a pseudo-terminal.
 type terminal struct {
 	t    *testing.T

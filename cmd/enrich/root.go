@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -70,6 +71,7 @@ type cli struct {
 	io     stdio
 	getenv func(string) string
 	intr   atomic.Pointer[chan os.Signal] // where SIGINT goes while a job is followed
+	tty    atomic.Pointer[func()]         // puts the terminal back (while a password is read)
 
 	output string
 	quiet  bool
@@ -103,6 +105,15 @@ func execute(ctx context.Context, args []string, s stdio, sigs <-chan os.Signal)
 					}
 					sigint.Store(true)
 					cancel()
+					// A command blocked in a read (a prompt) does not see
+					// the context: end the process, terminal restored.
+					time.AfterFunc(500*time.Millisecond, func() {
+						if restore := c.tty.Load(); restore != nil {
+							(*restore)()
+						}
+						fmt.Fprintln(s.err, "\nenrich: interrupted")
+						os.Exit(exitInterrupted)
+					})
 				}
 			}
 		}()
