@@ -364,6 +364,12 @@ func TestSession(t *testing.T) {
 	is.True(strings.Contains(r.errOut, "HTTP 401"))
 	u.ok("a long password\n", "login", "--email", "sess@example.com", "--password-stdin")
 
+	other := *u
+	other.env = append(append([]string(nil), u.env...), "ENRICH_URL=http://127.0.0.1:1")
+	r = other.run("", "whoami")
+	is.Equal(r.code, 1) // no server there, and the session is not sent to it
+	is.True(strings.Contains(r.errOut, "cannot reach http://127.0.0.1:1"))
+
 	u.ok("", "logout")
 	_, err = os.Stat(path)
 	is.True(errors.Is(err, os.ErrNotExist))

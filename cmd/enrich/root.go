@@ -77,8 +77,9 @@ type cli struct {
 	quiet  bool
 	url    string
 
-	client  *api.Client
-	session *api.Session
+	client    *api.Client
+	session   *api.Session
+	elsewhere string // the server of a stored session that was not used
 }
 
 // execute runs the command line args and returns the exit code. SIGINTs
@@ -131,7 +132,7 @@ func execute(ctx context.Context, args []string, s stdio, sigs <-chan os.Signal)
 		fmt.Fprintln(s.err, "enrich: interrupted")
 		return exitInterrupted
 	}
-	fmt.Fprintln(s.err, "enrich:", message(err))
+	fmt.Fprintln(s.err, "enrich:", c.message(err))
 	var ue usageError
 	var ie interrupted
 	switch {
@@ -145,9 +146,12 @@ func execute(ctx context.Context, args []string, s stdio, sigs <-chan os.Signal)
 }
 
 // message adds a hint to errors a newcomer meets first.
-func message(err error) string {
+func (c *cli) message(err error) string {
 	var e *api.Error
 	if errors.As(err, &e) && e.Status == 401 {
+		if c.elsewhere != "" {
+			return err.Error() + "\n  the stored session is for " + c.elsewhere + ": log in to this server with `enrich login`, or set ENRICH_API_KEY"
+		}
 		return err.Error() + "\n  log in with `enrich login`, or set ENRICH_API_KEY"
 	}
 	return err.Error()
@@ -276,8 +280,12 @@ func (c *cli) api() (*api.Client, error) {
 		if err != nil {
 			return nil, err
 		}
-		if s != nil && (base == "" || strings.TrimRight(base, "/") == strings.TrimRight(s.URL, "/")) {
+		switch {
+		case s == nil:
+		case base == "" || strings.TrimRight(base, "/") == strings.TrimRight(s.URL, "/"):
 			creds, base = s, s.URL
+		default:
+			c.elsewhere = s.URL
 		}
 	}
 	if base == "" {
