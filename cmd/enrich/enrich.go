@@ -242,6 +242,9 @@ func (c *cli) follow(cmd *cobra.Command, job string, events bool) error {
 				if err := <-done; err != nil {
 					return err
 				}
+				if answers != nil {
+					fmt.Fprintln(c.io.err, "\nThe job ended meanwhile.")
+				}
 				return c.outcome(job, last, events)
 			}
 			last = e
@@ -254,7 +257,11 @@ func (c *cli) follow(cmd *cobra.Command, job string, events bool) error {
 				view.Event(e)
 			}
 		case <-intr:
-			if answers != nil || cancelled {
+			if cancelled {
+				stop()
+				return fmt.Errorf("job %s: cancel requested; stopped waiting for its end", job)
+			}
+			if answers != nil {
 				// A second Ctrl-C while asking: leave the job running.
 				stop()
 				return interrupted{job}
