@@ -107,3 +107,11 @@ func TestUnitOfWorkWithoutQueue(t *testing.T) {
 		return nil
 	}))
 }
+
+func TestProviderKeyStore(t *testing.T) {
+	contract.RunProviderKeyStore(t, func(*testing.T) ports.ProviderKeyStore { return memory.NewProviderKeyStore() })
+	contract.RunProviderKeyStoreConcurrency(t, func(*testing.T) []ports.ProviderKeyStore {
+		s := memory.NewProviderKeyStore()
+		return []ports.ProviderKeyStore{s, s}
+	})
+}

@@ -244,11 +244,23 @@ type Pick struct {
 }
 
 // Choose picks the key for req among the organization's keys (org) and the
-// global keys (global): the sticky key while usable; otherwise the
-// organization's usable key used longest ago (never-used first), then the
-// global one. Keys of other providers are ignored. It returns a
-// *NoUsableKeyError when nothing is usable.
+// global keys (global): the first of Ranked. It returns a *NoUsableKeyError
+// when nothing is usable.
 func Choose(org, global []*Key, req Request) (Pick, error) {
+	ranked, err := Ranked(org, global, req)
+	if err != nil {
+		return Pick{}, err
+	}
+	return Pick{Key: ranked[0], Source: ranked[0].Source()}, nil
+}
+
+// Ranked returns the usable keys of req.Provider in the order a pick takes
+// them: the sticky key while usable; then the organization's keys used
+// longest ago first (never-used first); then the global keys in the same
+// order. Stores that pick concurrently try them in this order and take the
+// first that no one else is taking. With nothing usable it returns a
+// *NoUsableKeyError.
+func Ranked(org, global []*Key, req Request) ([]*Key, error) {
 	excluded := func(id string) bool {
 		for _, x := range req.Exclude {
 			if x == id {
@@ -270,29 +282,28 @@ func Choose(org, global []*Key, req Request) (Pick, error) {
 				rest = k.RestUntil
 			}
 		}
+		sort.SliceStable(out, func(i, j int) bool { return lessRecent(out[i], out[j]) })
 		return out
 	}
-	own, glob := usable(org), usable(global)
+	all := append(usable(org), usable(global)...)
+	if len(all) == 0 {
+		e := &NoUsableKeyError{Provider: req.Provider}
+		if rest != nil {
+			r := *rest
+			e.RestUntil = &r
+		}
+		return nil, e
+	}
 	if req.Sticky != "" {
-		for _, k := range append(own, glob...) {
+		for i, k := range all {
 			if k.ID == req.Sticky {
-				return Pick{Key: k, Source: k.Source()}, nil
+				copy(all[1:i+1], all[:i])
+				all[0] = k
+				break
 			}
 		}
 	}
-	for _, set := range [][]*Key{own, glob} {
-		if len(set) == 0 {
-			continue
-		}
-		sort.SliceStable(set, func(i, j int) bool { return lessRecent(set[i], set[j]) })
-		return Pick{Key: set[0], Source: set[0].Source()}, nil
-	}
-	e := &NoUsableKeyError{Provider: req.Provider}
-	if rest != nil {
-		r := *rest
-		e.RestUntil = &r
-	}
-	return Pick{}, e
+	return all, nil
 }
 
 // lessRecent orders keys by last use, never-used first, then by creation

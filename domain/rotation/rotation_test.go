@@ -294,3 +294,27 @@ func TestParseHealth(t *testing.T) {
 	_, err := rotation.ParseHealth("fine")
 	is.True(err != nil)
 }
+
+func TestRanked(t *testing.T) {
+	is := is.New(t)
+	org := []*rotation.Key{key("a", "o", 0, at(-1)), key("b", "o", 0, at(-3)), key("x", "o", 0, nil, invalid), key("c", "o", 0, at(-2))}
+	global := []*rotation.Key{key("g2", "", 0, at(-1)), key("g1", "", 0, nil)}
+	ids := func(ks []*rotation.Key) string {
+		var s []string
+		for _, k := range ks {
+			s = append(s, k.ID)
+		}
+		return fmt.Sprint(s)
+	}
+	r, err := rotation.Ranked(org, global, rotation.Request{Provider: "openai", Now: t0})
+	is.NoErr(err)
+	is.Equal(ids(r), "[b c a g1 g2]")
+	r, err = rotation.Ranked(org, global, rotation.Request{Provider: "openai", Now: t0, Sticky: "a"})
+	is.NoErr(err)
+	is.Equal(ids(r), "[a b c g1 g2]")
+	r, err = rotation.Ranked(org, global, rotation.Request{Provider: "openai", Now: t0, Sticky: "g2", Exclude: []string{"c"}})
+	is.NoErr(err)
+	is.Equal(ids(r), "[g2 b a g1]")
+	// The caller's slices keep their order.
+	is.Equal(ids(org), "[a b x c]")
+}
