@@ -197,6 +197,9 @@ type LLMRequest struct {
 	// structured output where the provider supports it.
 	Schema     map[string]any
 	SchemaName string
+	// Credential is the key that pays for the call; nil means the
+	// provider's own configuration (see Credential.KeyID).
+	Credential *Credential
 }
 
 // LLMResponse is a model's answer and its token usage.

@@ -2,7 +2,9 @@ package ports
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/entityenrich/enrich/domain/rotation"
 )
@@ -56,3 +58,75 @@ func (s Secret) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte(s.String()))
 
 // Reveal returns the plaintext, for the provider client only.
 func (s Secret) Reveal() string { return string(s) }
+
+// Credential names the key a call is paid with. The plaintext is not in it:
+// Open returns it, and the LLM adapter calls Open only when it builds a
+// provider client for this key and version (then caches the client).
+type Credential struct {
+	// KeyID is the stored key; "" means the provider's own configuration
+	// (its key from the server's environment, or none for a keyless
+	// provider).
+	KeyID   string
+	Version int
+	Source  rotation.Source
+	Open    func() (Secret, error)
+}
+
+// ProviderInfo says how a configured provider is reached.
+type ProviderInfo struct {
+	Name string
+	Type string
+	// Keyless providers need no key (ollama, the sandbox, or a provider
+	// declared ENRICH_PROVIDER_<NAME>_KEYLESS=true). Their calls skip
+	// rotation.
+	Keyless bool
+	// SystemKey means the server's environment gives the provider a key
+	// (ENRICH_PROVIDER_<NAME>_API_KEY): the last global fallback.
+	SystemKey bool
+}
+
+// Providers describes the configured providers.
+type Providers interface {
+	// Provider returns the provider named name; false when none is
+	// configured.
+	Provider(name string) (ProviderInfo, bool)
+}
+
+// KeyTester makes a cheap real call to a provider with a credential, to
+// test a key. A refused key is an error wrapping ErrLLMAuth.
+type KeyTester interface {
+	TestKey(ctx context.Context, provider string, c Credential) error
+}
+
+// ClientCache drops the provider clients built on a key, when the key
+// changes or leaves rotation.
+type ClientCache interface {
+	Forget(keyID string)
+}
+
+// Typed LLM failures beyond those of the LLM port.
+var (
+	// ErrLLMAuth means the provider refused the key (HTTP 401 or 403): the
+	// key leaves rotation.
+	ErrLLMAuth = errors.New("provider refused the key")
+	// ErrContextLength means the prompt does not fit the model's context.
+	ErrContextLength = errors.New("prompt exceeds the model's context")
+	// ErrModelRetired means the provider no longer serves the model.
+	ErrModelRetired = errors.New("model retired")
+)
+
+// RateLimitError is a rate limit (HTTP 429) with the provider's
+// Retry-After, zero when it gave none. It wraps ErrRateLimited.
+type RateLimitError struct {
+	RetryAfter time.Duration
+}
+
+func (e *RateLimitError) Error() string {
+	if e.RetryAfter > 0 {
+		return fmt.Sprintf("%v (retry after %s)", ErrRateLimited, e.RetryAfter)
+	}
+	return ErrRateLimited.Error()
+}
+
+// Unwrap makes the error an ErrRateLimited.
+func (e *RateLimitError) Unwrap() error { return ErrRateLimited }
