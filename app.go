@@ -37,6 +37,8 @@ type Stores struct {
 	Queue ports.JobQueue
 	// RefreshTokens keeps session refresh tokens.
 	RefreshTokens ports.RefreshTokenStore
+	// ProviderKeys keeps LLM provider keys (nil: kept in memory).
+	ProviderKeys ports.ProviderKeyStore
 	// Invalidations spreads cache invalidations between instances (nil: this
 	// process is the only one).
 	Invalidations ports.Invalidations
@@ -54,6 +56,8 @@ type Embedded struct {
 	Records    *app.RecordService
 	Enrichment *app.EnrichmentService
 	Jobs       *app.JobService
+	// ProviderKeys manages the organizations' and the global provider keys.
+	ProviderKeys *app.ProviderKeyService
 
 	Stores *Stores
 	Log    *slog.Logger

@@ -16,6 +16,7 @@ import (
 	"github.com/entityenrich/enrich/adapters/httpapi"
 	"github.com/entityenrich/enrich/adapters/jsonschema"
 	"github.com/entityenrich/enrich/adapters/llm"
+	"github.com/entityenrich/enrich/adapters/memory"
 	"github.com/entityenrich/enrich/adapters/system"
 	"github.com/entityenrich/enrich/app"
 	"github.com/entityenrich/enrich/domain/access"
@@ -36,6 +37,14 @@ var coreSet = wire.NewSet(
 	provideRegistry,
 	wire.Bind(new(ports.LLM), new(*llm.Registry)),
 	wire.Bind(new(ports.ModelCatalog), new(*llm.Registry)),
+	wire.Bind(new(ports.Providers), new(*llm.Registry)),
+	wire.Bind(new(ports.KeyTester), new(*llm.Registry)),
+	wire.Bind(new(ports.ClientCache), new(*llm.Registry)),
+	provideCipher,
+	wire.Bind(new(ports.Cipher), new(*crypto.Fernet)),
+	provideProviderKeyStore,
+	provideKeyRing,
+	provideProviderKeys,
 	providePasswords,
 	wire.Bind(new(ports.Passwords), new(*crypto.Passwords)),
 	provideStream,
@@ -53,6 +62,30 @@ func provideLogger(cfg Config) *slog.Logger { return cfg.logger() }
 
 func provideRegistry(cfg Config) (*llm.Registry, error) {
 	return llm.NewRegistry(llm.Config{Providers: cfg.Providers, Sandbox: cfg.Sandbox, SandboxLatency: cfg.SandboxLatency})
+}
+
+// provideCipher seals provider keys with ENRICH_ENCRYPTION_KEYS (withDefaults
+// has checked them, or generated one in development).
+func provideCipher(cfg Config) (*crypto.Fernet, error) {
+	return crypto.NewFernet(strings.Split(cfg.EncryptionKeys, ","))
+}
+
+// provideProviderKeyStore is the stores' provider-key store; caller-supplied
+// stores without one keep provider keys in memory.
+func provideProviderKeyStore(st *Stores) ports.ProviderKeyStore {
+	if st.ProviderKeys == nil {
+		st.ProviderKeys = memory.NewProviderKeyStore()
+	}
+	return st.ProviderKeys
+}
+
+func provideKeyRing(ks ports.ProviderKeyStore, c ports.Cipher, p ports.Providers, cc ports.ClientCache, clock ports.Clock, lg *slog.Logger) *app.KeyRing {
+	return &app.KeyRing{Keys: ks, Cipher: c, Providers: p, Clients: cc, Clock: clock, Log: lg}
+}
+
+func provideProviderKeys(ks ports.ProviderKeyStore, c ports.Cipher, p ports.Providers, t ports.KeyTester, cc ports.ClientCache,
+	clock ports.Clock, ids ports.IDs, lg *slog.Logger) *app.ProviderKeyService {
+	return &app.ProviderKeyService{Keys: ks, Cipher: c, Providers: p, Tester: t, Clients: cc, Clock: clock, IDs: ids, Log: lg}
 }
 
 func providePasswords(cfg Config) *crypto.Passwords {
@@ -112,21 +145,21 @@ func provideJobs(st *Stores, en *app.Engine, s ports.EventStream, clock ports.Cl
 }
 
 func provideEnrichment(st *Stores, en *app.Engine, s ports.EventStream, js *app.JobService, l ports.LLM, cat ports.ModelCatalog,
-	c ports.SchemaCompiler, clock ports.Clock, ids ports.IDs, lg *slog.Logger) *app.EnrichmentService {
+	c ports.SchemaCompiler, kr *app.KeyRing, clock ports.Clock, ids ports.IDs, lg *slog.Logger) *app.EnrichmentService {
 	svc := &app.EnrichmentService{Schemas: st.Schemas, Engine: en, Stream: s, JobSvc: js,
-		LLM: l, Catalog: cat, Compiler: c, Clock: clock, IDs: ids, Log: lg}
+		LLM: l, Catalog: cat, Compiler: c, Keys: kr, Clock: clock, IDs: ids, Log: lg}
 	en.Runners[job.TypeEnrichment] = svc
 	return svc
 }
 
 func provideEmbedded(st *Stores, a *app.AccessService, sc *app.SchemaService, rc *app.RecordService, en *app.EnrichmentService,
-	js *app.JobService, h *eventhub.Hub, eng *app.Engine, lg *slog.Logger) *Embedded {
-	return &Embedded{Access: a, Schemas: sc, Records: rc, Enrichment: en, Jobs: js, Stores: st, Log: lg, stream: h, engine: eng}
+	js *app.JobService, pk *app.ProviderKeyService, h *eventhub.Hub, eng *app.Engine, lg *slog.Logger) *Embedded {
+	return &Embedded{Access: a, Schemas: sc, Records: rc, Enrichment: en, Jobs: js, ProviderKeys: pk, Stores: st, Log: lg, stream: h, engine: eng}
 }
 
 // httpSet builds the HTTP API from an Embedded core.
 var httpSet = wire.NewSet(
-	wire.FieldsOf(new(*Embedded), "Access", "Schemas", "Records", "Enrichment", "Jobs", "Log"),
+	wire.FieldsOf(new(*Embedded), "Access", "Schemas", "Records", "Enrichment", "Jobs", "ProviderKeys", "Log"),
 	provideHTTPConfig,
 	provideReadiness,
 	httpapi.NewServer,

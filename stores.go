@@ -25,7 +25,7 @@ func provideMemoryStores() *Stores {
 	queue := inproc.New()
 	return &Stores{
 		Orgs: orgs, Users: users, Keys: keys, Schemas: schemas, Records: records, Jobs: jobs, Events: events,
-		RefreshTokens: refresh, Queue: queue,
+		RefreshTokens: refresh, Queue: queue, ProviderKeys: memory.NewProviderKeyStore(),
 		UoW:  memory.NewUnitOfWork(orgs, users, keys, schemas, records, jobs, events, refresh, queue),
 		Kind: "memory",
 	}
@@ -55,7 +55,7 @@ func providePostgresStores(pdb *postgres.DB, cfg Config, lg *slog.Logger) (*Stor
 		Queue: queue, UoW: postgres.NewUnitOfWork(db, func(tx bun.Tx) ports.JobEnqueuer { return queue.TxEnqueuer(tx) }),
 		Orgs: postgres.NewOrgStore(db), Users: postgres.NewUserStore(db), Keys: postgres.NewAPIKeyStore(db),
 		Schemas: postgres.NewSchemaStore(db), Records: postgres.NewRecordStore(db), Jobs: postgres.NewJobStore(db),
-		Events: postgres.NewEventLog(db), RefreshTokens: postgres.NewRefreshTokenStore(db),
+		Events: postgres.NewEventLog(db), RefreshTokens: postgres.NewRefreshTokenStore(db), ProviderKeys: postgres.NewProviderKeyStore(db),
 		Invalidations: postgres.NewInvalidations(db, cfg.DatabaseURL, lg), Ready: func(ctx context.Context) error { return db.PingContext(ctx) },
 		Kind: "postgres",
 	}, nil

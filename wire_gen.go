@@ -38,8 +38,16 @@ func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
-	enrichmentService := provideEnrichment(stores, engine, hub, jobService, registry, registry, compiler, clock, iDs, logger)
-	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, jobService, hub, engine, logger)
+	providerKeyStore := provideProviderKeyStore(stores)
+	fernet, err := provideCipher(cfg)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	keyRing := provideKeyRing(providerKeyStore, fernet, registry, registry, clock, logger)
+	enrichmentService := provideEnrichment(stores, engine, hub, jobService, registry, registry, compiler, keyRing, clock, iDs, logger)
+	providerKeyService := provideProviderKeys(providerKeyStore, fernet, registry, registry, registry, clock, iDs, logger)
+	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, hub, engine, logger)
 	return embedded, func() {
 		cleanup()
 	}, nil
@@ -77,8 +85,17 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
-	enrichmentService := provideEnrichment(stores, engine, hub, jobService, registry, registry, compiler, clock, iDs, logger)
-	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, jobService, hub, engine, logger)
+	providerKeyStore := provideProviderKeyStore(stores)
+	fernet, err := provideCipher(cfg)
+	if err != nil {
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
+	keyRing := provideKeyRing(providerKeyStore, fernet, registry, registry, clock, logger)
+	enrichmentService := provideEnrichment(stores, engine, hub, jobService, registry, registry, compiler, keyRing, clock, iDs, logger)
+	providerKeyService := provideProviderKeys(providerKeyStore, fernet, registry, registry, registry, clock, iDs, logger)
+	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, hub, engine, logger)
 	return embedded, func() {
 		cleanup2()
 		cleanup()
@@ -107,8 +124,16 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 		cleanup()
 		return nil, nil, err
 	}
-	enrichmentService := provideEnrichment(st, engine, hub, jobService, registry, registry, compiler, clock, iDs, logger)
-	embedded := provideEmbedded(st, accessService, schemaService, recordService, enrichmentService, jobService, hub, engine, logger)
+	providerKeyStore := provideProviderKeyStore(st)
+	fernet, err := provideCipher(cfg)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	keyRing := provideKeyRing(providerKeyStore, fernet, registry, registry, clock, logger)
+	enrichmentService := provideEnrichment(st, engine, hub, jobService, registry, registry, compiler, keyRing, clock, iDs, logger)
+	providerKeyService := provideProviderKeys(providerKeyStore, fernet, registry, registry, registry, clock, iDs, logger)
+	embedded := provideEmbedded(st, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, hub, engine, logger)
 	return embedded, func() {
 		cleanup()
 	}, nil
@@ -122,9 +147,10 @@ func initHTTP(e *Embedded) (*httpapi.Server, error) {
 	recordService := e.Records
 	enrichmentService := e.Enrichment
 	jobService := e.Jobs
+	providerKeyService := e.ProviderKeys
 	logger := e.Log
 	readiness := provideReadiness(e)
-	server, err := httpapi.NewServer(config, accessService, schemaService, recordService, enrichmentService, jobService, logger, readiness)
+	server, err := httpapi.NewServer(config, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, logger, readiness)
 	if err != nil {
 		return nil, err
 	}

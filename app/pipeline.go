@@ -14,6 +14,7 @@ import (
 	"github.com/entityenrich/enrich/domain/enrichment"
 	"github.com/entityenrich/enrich/domain/job"
 	"github.com/entityenrich/enrich/domain/model"
+	"github.com/entityenrich/enrich/domain/rotation"
 	"github.com/entityenrich/enrich/ports"
 )
 
@@ -215,6 +216,9 @@ func (s *EnrichmentService) runModel(ctx context.Context, jobID string, pl *plan
 			done := job.ExpertiseCompleted{Model: key, Key: c.domain.Key, Name: c.domain.Name, Completed: n, Total: len(pl.calls),
 				Success: err == nil, PartialResult: out, InputTokens: in, OutputTokens: outT, Cost: cost,
 				ProcessingMS: time.Since(t0).Milliseconds()}
+			if c := pl.keys[m.Key.Provider].current(); c != nil {
+				done.KeySource = string(c.Source)
+			}
 			if err != nil {
 				done.ErrorMessage, done.ErrorCode = err.Error(), code
 			}
@@ -285,7 +289,7 @@ func (s *EnrichmentService) callWithRetries(ctx context.Context, pl *plan, m mod
 	var code job.ErrorCode
 	for attempt := 1; attempt <= enrichment.MaxAttempts; attempt++ {
 		pub(job.Attempt{Model: m.Key.String(), Expertise: c.domain.Key, Attempt: attempt, MaxAttempts: enrichment.MaxAttempts, Reason: reason})
-		resp, err := s.LLM.Generate(ctx, ports.LLMRequest{Model: m.Key, Messages: msgs, Schema: c.domain.Schema, SchemaName: c.domain.Key})
+		resp, err := s.generate(ctx, pl.keys[m.Key.Provider], ports.LLMRequest{Model: m.Key, Messages: msgs, Schema: c.domain.Schema, SchemaName: c.domain.Key})
 		in += resp.InputTokens
 		out += resp.OutputTokens
 		if err != nil {
@@ -294,7 +298,7 @@ func (s *EnrichmentService) callWithRetries(ctx context.Context, pl *plan, m mod
 			}
 			lastErr, code = err, classify(err)
 			reason = fmt.Sprintf("%s: %v", code, err)
-			if !errors.Is(err, ports.ErrUnknownModel) && attempt < enrichment.MaxAttempts {
+			if !permanent(err) && attempt < enrichment.MaxAttempts {
 				backoff := s.RetryBackoff
 				if backoff == 0 {
 					backoff = 100 * time.Millisecond
@@ -306,7 +310,7 @@ func (s *EnrichmentService) callWithRetries(ctx context.Context, pl *plan, m mod
 				}
 				continue
 			}
-			if errors.Is(err, ports.ErrUnknownModel) {
+			if permanent(err) {
 				break
 			}
 			continue
@@ -325,9 +329,50 @@ func (s *EnrichmentService) callWithRetries(ctx context.Context, pl *plan, m mod
 	return nil, in, out, code, fmt.Errorf("%d attempts failed, last: %w", enrichment.MaxAttempts, lastErr)
 }
 
+// generate makes one call with the run's key for the provider. When the
+// provider refuses the key (it leaves rotation) or rate-limits it (it rests
+// for the Retry-After), the call moves to the next usable key at once: a
+// key switch is not one of the job's validated-retry attempts (see
+// docs/decisions.md). With no other key the provider's error stands.
+func (s *EnrichmentService) generate(ctx context.Context, rk *runKey, req ports.LLMRequest) (ports.LLMResponse, error) {
+	for switches := 0; ; switches++ {
+		cred := rk.current()
+		req.Credential = cred
+		resp, err := s.LLM.Generate(ctx, req)
+		if err == nil || cred == nil || ctx.Err() != nil || switches >= maxKeySwitches {
+			return resp, err
+		}
+		var rl *ports.RateLimitError
+		switch {
+		case errors.Is(err, ports.ErrLLMAuth):
+			s.Log.WarnContext(ctx, "provider refused a key: out of rotation", "provider", req.Model.Provider, "key_id", cred.KeyID, "source", cred.Source)
+			s.Keys.Refused(ctx, rk.orgID, cred)
+		case errors.As(err, &rl):
+			s.Keys.Rest(ctx, rk.orgID, cred, rl.RetryAfter)
+		default:
+			return resp, err
+		}
+		if !rk.moveOn(ctx, s.Keys, cred) {
+			return resp, err
+		}
+	}
+}
+
+// permanent reports whether retrying the same call cannot help.
+func permanent(err error) bool {
+	return errors.Is(err, ports.ErrUnknownModel) || errors.Is(err, ports.ErrLLMAuth) || errors.Is(err, ports.ErrContextLength) ||
+		errors.Is(err, ports.ErrModelRetired) || errors.Is(err, rotation.ErrNoUsableKey)
+}
+
 // classify maps an LLM failure to its typed error code.
 func classify(err error) job.ErrorCode {
 	switch {
+	case errors.Is(err, ports.ErrLLMAuth), errors.Is(err, rotation.ErrNoUsableKey):
+		return job.CodeNoUsableKey
+	case errors.Is(err, ports.ErrContextLength):
+		return job.CodeContextLength
+	case errors.Is(err, ports.ErrModelRetired):
+		return job.CodeModelRetired
 	case errors.Is(err, ports.ErrLLMTimeout), errors.Is(err, context.DeadlineExceeded):
 		return job.CodeTimeout
 	case errors.Is(err, ports.ErrRateLimited):

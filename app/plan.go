@@ -32,6 +32,9 @@ type EnrichmentService struct {
 	Clock    ports.Clock
 	IDs      ports.IDs
 	Log      *slog.Logger
+	// Keys chooses the provider key of each run; nil runs every call on
+	// the providers' own configuration (environment keys, keyless).
+	Keys *KeyRing
 
 	// CallParallelism bounds the concurrent LLM calls of one model (default 4).
 	CallParallelism int
@@ -95,6 +98,8 @@ type plan struct {
 	choice   enrichment.Choice
 	models   []model.Info
 	autoPick *modelsel.Pick
+	// keys is the key of each provider the run calls (absent: keyless).
+	keys map[string]*runKey
 }
 
 type call struct {
@@ -151,7 +156,34 @@ func (s *EnrichmentService) prepare(ctx context.Context, orgID string, req Enric
 		}
 		pl.calls = append(pl.calls, call{domain: d, validator: v})
 	}
+	// Last, because a pick records a use: a request refused above must not
+	// move the rotation.
+	if pl.keys, err = s.pickKeys(ctx, orgID, models); err != nil {
+		return nil, err
+	}
 	return pl, nil
+}
+
+// pickKeys chooses the key of every provider the run calls, so that a run
+// with no usable key is refused before it starts; the run then sticks to
+// these keys while they work.
+func (s *EnrichmentService) pickKeys(ctx context.Context, orgID string, models []model.Info) (map[string]*runKey, error) {
+	if s.Keys == nil {
+		return nil, nil
+	}
+	keys := map[string]*runKey{}
+	for _, m := range models {
+		p := m.Key.Provider
+		if _, done := keys[p]; done {
+			continue
+		}
+		c, err := s.Keys.Pick(ctx, orgID, p, "", nil)
+		if err != nil {
+			return nil, err
+		}
+		keys[p] = &runKey{orgID: orgID, provider: p, cred: c}
+	}
+	return keys, nil
 }
 
 // resolveModels merges models and model, resolves auto, and checks every key.

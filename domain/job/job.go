@@ -105,10 +105,16 @@ const (
 	CodeOutputInvalid  ErrorCode = "output_invalid"
 	CodeTimeout        ErrorCode = "timeout"
 	CodeRateLimited    ErrorCode = "rate_limited"
-	CodeSchemaInvalid  ErrorCode = "schema_invalid"
-	CodeInterrupted    ErrorCode = "interrupted"
-	CodeShutdown       ErrorCode = "shutdown"
-	CodeInternal       ErrorCode = "internal_error"
+	// CodeNoUsableKey: the provider refused every key, or none was usable.
+	CodeNoUsableKey ErrorCode = "no_usable_provider_key"
+	// CodeContextLength: the prompt does not fit the model's context.
+	CodeContextLength ErrorCode = "context_length_exceeded"
+	// CodeModelRetired: the provider no longer serves the model.
+	CodeModelRetired  ErrorCode = "model_retired"
+	CodeSchemaInvalid ErrorCode = "schema_invalid"
+	CodeInterrupted   ErrorCode = "interrupted"
+	CodeShutdown      ErrorCode = "shutdown"
+	CodeInternal      ErrorCode = "internal_error"
 	// CodeStorage means the job's events, record or state could not be
 	// stored (the store refused them, or stayed unreachable).
 	CodeStorage ErrorCode = "storage_error"
