@@ -3,6 +3,7 @@ module github.com/entityenrich/enrich
 go 1.26.0
 
 require (
+	code.dny.dev/ssrf v0.3.0
 	github.com/caarlos0/env/v11 v11.4.2
 	github.com/fernet/fernet-go v0.0.0-20240119011108-303da6aec611
 	github.com/getkin/kin-openapi v0.152.0

@@ -35,6 +35,12 @@ type ProviderConfig struct {
 	// ollama is keyless by nature. Calls to a keyless provider send no
 	// Authorization header at all.
 	Keyless bool
+	// Customer marks a provider whose base URL comes from an organization
+	// rather than from the server's operators: its calls go through the
+	// SSRF-safe client (Config.GuardedHTTPClient), so it can reach only
+	// public addresses. Providers declared in the environment are the
+	// operators' and may point at private addresses.
+	Customer bool
 }
 
 // needsNoKey reports whether calls may go without a key.

@@ -180,6 +180,8 @@ func classify(ctx context.Context, key model.Key, err error) error {
 			return wrap(ports.ErrContextLength)
 		case he.Status == http.StatusRequestTimeout || he.Status == http.StatusGatewayTimeout:
 			return wrap(ports.ErrLLMTimeout)
+		case he.Status == 0 && forbidden(he.cause):
+			return fmt.Errorf("llm: %s: %w: %w", key, ports.ErrLLMUnavailable, ErrForbiddenDestination)
 		case he.Status == 0:
 			var ne net.Error
 			if errors.As(he.cause, &ne) && ne.Timeout() {

@@ -40,6 +40,9 @@ type Config struct {
 	// HTTPClient sends provider requests; nil means one without an overall
 	// timeout (the call's context and Timeout govern).
 	HTTPClient *http.Client
+	// GuardedHTTPClient sends the requests of customer providers
+	// (ProviderConfig.Customer); nil means GuardedHTTPClient().
+	GuardedHTTPClient *http.Client
 }
 
 // DefaultTimeout bounds a call whose context has no earlier deadline. It is
@@ -115,6 +118,7 @@ type Registry struct {
 	providers map[string]*ProviderConfig
 	timeout   time.Duration
 	hc        *http.Client
+	guarded   *http.Client
 
 	mu      sync.RWMutex
 	clients map[clientKey]llms.Model
@@ -140,6 +144,10 @@ func NewRegistry(cfg Config) (*Registry, error) {
 	r.hc = cfg.HTTPClient
 	if r.hc == nil {
 		r.hc = &http.Client{Transport: defaultTransport()}
+	}
+	r.guarded = cfg.GuardedHTTPClient
+	if r.guarded == nil {
+		r.guarded = GuardedHTTPClient()
 	}
 	for _, p := range cfg.Providers {
 		if err := p.validate(); err != nil {
@@ -287,7 +295,7 @@ func (r *Registry) client(e *entry, c *ports.Credential) (llms.Model, error) {
 		}
 		token = s.Reveal()
 	}
-	m, err := newClient(*p, e.info.Key.Model, token, r.hc)
+	m, err := newClient(*p, e.info.Key.Model, token, r.httpClient(p))
 	if err != nil {
 		return nil, fmt.Errorf("llm: provider %s model %s: %w", p.Name, e.info.Key.Model, err)
 	}
@@ -304,6 +312,15 @@ func (r *Registry) client(e *entry, c *ports.Credential) (llms.Model, error) {
 	}
 	r.clients[ck] = m
 	return m, nil
+}
+
+// httpClient is the client of p's requests: the SSRF-safe one for a
+// customer's endpoint.
+func (r *Registry) httpClient(p *ProviderConfig) *http.Client {
+	if p.Customer {
+		return r.guarded
+	}
+	return r.hc
 }
 
 // open returns a credential's plaintext.
@@ -375,7 +392,7 @@ func (r *Registry) TestKey(ctx context.Context, provider string, c ports.Credent
 	if err != nil {
 		return fmt.Errorf("llm: %s: %w", k, err)
 	}
-	m, err := newClient(*p, k.Model, s.Reveal(), r.hc)
+	m, err := newClient(*p, k.Model, s.Reveal(), r.httpClient(p))
 	if err != nil {
 		return fmt.Errorf("llm: %s: %w", k, err)
 	}
