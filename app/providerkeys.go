@@ -366,3 +366,50 @@ func credential(c ports.Cipher, k *rotation.Key) *ports.Credential {
 		return ports.Secret(b), nil
 	}}
 }
+
+// Reencrypt seals every stored key again with the first encryption key
+// (enrich admin reencrypt), so that older encryption keys can then be
+// dropped from ENRICH_ENCRYPTION_KEYS. It is an operator's command, run
+// against the database, with no principal. Keys already sealed with the
+// first key are left alone. A key that opens with no configured encryption
+// key is counted in failed and left as it is; its id is logged, never its
+// secret.
+func (s *ProviderKeyService) Reencrypt(ctx context.Context) (resealed, failed int, err error) {
+	ks, err := s.Keys.AllProviderKeys(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	current, _ := s.Cipher.(interface{ Current([]byte) bool })
+	for _, k := range ks {
+		if current != nil && current.Current(k.Sealed) {
+			continue
+		}
+		plain, err := s.Cipher.Open(k.Sealed)
+		if err != nil {
+			failed++
+			s.Log.WarnContext(ctx, "provider key does not open with any encryption key", "key_id", k.ID, "err", err)
+			continue
+		}
+		sealed, err := s.Cipher.Seal(plain)
+		clear(plain)
+		if err != nil {
+			return resealed, failed, err
+		}
+		old := k.Sealed
+		_, err = s.Keys.UpdateProviderKey(ctx, k.OrgID, k.ID, func(u *rotation.Key) error {
+			// The secret is the same: no new version, cached clients stay.
+			if string(u.Sealed) == string(old) {
+				u.Sealed = sealed
+			}
+			return nil
+		})
+		if errors.Is(err, ports.ErrNotFound) {
+			continue // deleted meanwhile
+		}
+		if err != nil {
+			return resealed, failed, err
+		}
+		resealed++
+	}
+	return resealed, failed, nil
+}

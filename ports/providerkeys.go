@@ -21,6 +21,9 @@ type ProviderKeyStore interface {
 	// ListProviderKeys returns the keys of orgID ("" for the global keys),
 	// by provider, then oldest first.
 	ListProviderKeys(ctx context.Context, orgID string) ([]*rotation.Key, error)
+	// AllProviderKeys returns every key, of every organization and global,
+	// by id (operators' maintenance: re-encryption).
+	AllProviderKeys(ctx context.Context) ([]*rotation.Key, error)
 	// UpdateProviderKey loads the key, calls fn, and stores the result
 	// atomically; fn's error is returned as is and nothing is written.
 	UpdateProviderKey(ctx context.Context, orgID, id string, fn func(*rotation.Key) error) (*rotation.Key, error)

@@ -90,6 +90,18 @@ func (s *ProviderKeyStore) ListProviderKeys(_ context.Context, orgID string) ([]
 	return out, nil
 }
 
+// AllProviderKeys returns every key by id.
+func (s *ProviderKeyStore) AllProviderKeys(_ context.Context) ([]*rotation.Key, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*rotation.Key, 0, len(s.keys))
+	for _, k := range s.keys {
+		out = append(out, cloneProviderKey(k))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
 // UpdateProviderKey applies fn to a copy and stores it when fn succeeds.
 func (s *ProviderKeyStore) UpdateProviderKey(_ context.Context, orgID, id string, fn func(*rotation.Key) error) (*rotation.Key, error) {
 	s.mu.Lock()

@@ -101,6 +101,19 @@ func (s *ProviderKeyStore) ListProviderKeys(ctx context.Context, orgID string) (
 	return out, nil
 }
 
+// AllProviderKeys returns every key by id.
+func (s *ProviderKeyStore) AllProviderKeys(ctx context.Context) ([]*rotation.Key, error) {
+	var rows []providerKeyRow
+	if err := s.db.NewSelect().Model(&rows).Order("id").Scan(ctx); err != nil {
+		return nil, fail(err, "list all provider keys")
+	}
+	out := make([]*rotation.Key, len(rows))
+	for i := range rows {
+		out[i] = rows[i].key()
+	}
+	return out, nil
+}
+
 // UpdateProviderKey locks the row, applies fn and writes the result.
 func (s *ProviderKeyStore) UpdateProviderKey(ctx context.Context, orgID, id string, fn func(*rotation.Key) error) (*rotation.Key, error) {
 	var out *rotation.Key

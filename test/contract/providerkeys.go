@@ -129,6 +129,27 @@ func RunProviderKeyStore(t *testing.T, newStore func(t *testing.T) ports.Provide
 			}
 			is.True(found)
 		}},
+		{"all keys holds every organization's and the global keys, by id", func(t *testing.T, s ports.ProviderKeyStore) {
+			is := is.New(t)
+			p := newID("p")
+			mine := []*rotation.Key{newProviderKey(newID("org"), p, 0), newProviderKey(newID("org"), p, 1), newProviderKey("", p, 2)}
+			for _, k := range mine {
+				is.NoErr(s.CreateProviderKey(ctx, k))
+			}
+			all, err := s.AllProviderKeys(ctx)
+			is.NoErr(err)
+			is.True(sort.SliceIsSorted(all, func(i, j int) bool { return all[i].ID < all[j].ID }))
+			found := 0
+			for _, k := range all {
+				for _, m := range mine {
+					if k.ID == m.ID {
+						found++
+						checkProviderKey(t, k, m)
+					}
+				}
+			}
+			is.Equal(found, len(mine))
+		}},
 		{"update stores what fn made; identity does not change", func(t *testing.T, s ports.ProviderKeyStore) {
 			is := is.New(t)
 			k := newProviderKey(newID("org"), newID("p"), 0)
