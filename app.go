@@ -39,6 +39,9 @@ type Stores struct {
 	RefreshTokens ports.RefreshTokenStore
 	// ProviderKeys keeps LLM provider keys (nil: kept in memory).
 	ProviderKeys ports.ProviderKeyStore
+	// Usage is the LLM call ledger, written by UoW (Repos.Usage); this
+	// handle reads it (nil: none kept).
+	Usage ports.UsageLedger
 	// Invalidations spreads cache invalidations between instances (nil: this
 	// process is the only one).
 	Invalidations ports.Invalidations

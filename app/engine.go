@@ -11,6 +11,7 @@ import (
 
 	"github.com/entityenrich/enrich/domain/enrichment"
 	"github.com/entityenrich/enrich/domain/job"
+	"github.com/entityenrich/enrich/domain/usage"
 	"github.com/entityenrich/enrich/ports"
 )
 
@@ -34,6 +35,9 @@ type Outcome struct {
 	Records   []*enrichment.Record
 	Completed job.JobCompleted
 	Failure   *Failure
+	// Usage is the run's LLM calls, written to the ledger with the job's
+	// end whatever the end (the calls were made and paid for).
+	Usage []usage.Entry
 }
 
 // Failure is a typed job failure.
@@ -425,6 +429,11 @@ func (e *Engine) finish(ctx context.Context, r *run, out Outcome) {
 				return apply(j, e.Clock.Now())
 			}); err != nil {
 				return err
+			}
+			if len(out.Usage) > 0 && repos.Usage != nil {
+				if err := repos.Usage.AppendUsage(ctx, out.Usage); err != nil {
+					return err
+				}
 			}
 			if out.Failure == nil && cc == nil && !errors.Is(cause, errShutdown) {
 				for _, rec := range out.Records {

@@ -15,6 +15,7 @@ import (
 	"github.com/entityenrich/enrich/domain/job"
 	"github.com/entityenrich/enrich/domain/model"
 	"github.com/entityenrich/enrich/domain/rotation"
+	"github.com/entityenrich/enrich/domain/usage"
 	"github.com/entityenrich/enrich/ports"
 )
 
@@ -92,7 +93,10 @@ func (s *EnrichmentService) Run(ctx context.Context, w *Work) Outcome {
 			return s.unprepared(err)
 		}
 	}
-	return s.run(ctx, w, pl)
+	pl.usage.orgID, pl.usage.jobID = w.Job.OrgID, w.Job.ID
+	out := s.run(ctx, w, pl)
+	out.Usage = pl.usage.take()
+	return out
 }
 
 // unprepared fails a job whose stored request no longer plans (its schema
@@ -289,7 +293,7 @@ func (s *EnrichmentService) callWithRetries(ctx context.Context, pl *plan, m mod
 	var code job.ErrorCode
 	for attempt := 1; attempt <= enrichment.MaxAttempts; attempt++ {
 		pub(job.Attempt{Model: m.Key.String(), Expertise: c.domain.Key, Attempt: attempt, MaxAttempts: enrichment.MaxAttempts, Reason: reason})
-		resp, err := s.generate(ctx, pl.keys[m.Key.Provider], ports.LLMRequest{Model: m.Key, Messages: msgs, Schema: c.domain.Schema, SchemaName: c.domain.Key})
+		resp, err := s.generate(ctx, pl, m, ports.LLMRequest{Model: m.Key, Messages: msgs, Schema: c.domain.Schema, SchemaName: c.domain.Key})
 		in += resp.InputTokens
 		out += resp.OutputTokens
 		if err != nil {
@@ -334,11 +338,14 @@ func (s *EnrichmentService) callWithRetries(ctx context.Context, pl *plan, m mod
 // for the Retry-After), the call moves to the next usable key at once: a
 // key switch is not one of the job's validated-retry attempts (see
 // docs/decisions.md). With no other key the provider's error stands.
-func (s *EnrichmentService) generate(ctx context.Context, rk *runKey, req ports.LLMRequest) (ports.LLMResponse, error) {
+func (s *EnrichmentService) generate(ctx context.Context, pl *plan, m model.Info, req ports.LLMRequest) (ports.LLMResponse, error) {
+	rk := pl.keys[m.Key.Provider]
 	for switches := 0; ; switches++ {
 		cred := rk.current()
 		req.Credential = cred
+		t0 := time.Now()
 		resp, err := s.LLM.Generate(ctx, req)
+		s.recordCall(pl, m, cred, resp, err, time.Since(t0))
 		if err == nil || cred == nil || ctx.Err() != nil || switches >= maxKeySwitches {
 			return resp, err
 		}
@@ -356,6 +363,29 @@ func (s *EnrichmentService) generate(ctx context.Context, rk *runKey, req ports.
 			return resp, err
 		}
 	}
+}
+
+// recordCall adds one call to the run's ledger entries.
+func (s *EnrichmentService) recordCall(pl *plan, m model.Info, cred *ports.Credential, resp ports.LLMResponse, err error, took time.Duration) {
+	if errors.Is(err, ports.ErrUnknownModel) || errors.Is(err, rotation.ErrNoUsableKey) {
+		return // no request left the process
+	}
+	e := usage.Entry{ID: s.IDs.NewID(), Model: m.Key.String(), InputTokens: resp.InputTokens, OutputTokens: resp.OutputTokens,
+		Cost: m.Price.Cost(resp.InputTokens, resp.OutputTokens), LatencyMS: took.Milliseconds(), Outcome: usage.OK, CreatedAt: s.Clock.Now()}
+	if cred != nil {
+		e.KeySource, e.KeyID = string(cred.Source), cred.KeyID
+	}
+	if err != nil {
+		switch {
+		case errors.Is(err, context.Canceled):
+			e.Outcome = "cancelled"
+		case errors.Is(err, ports.ErrLLMAuth):
+			e.Outcome = "key_refused"
+		default:
+			e.Outcome = string(classify(err))
+		}
+	}
+	pl.usage.add(e)
 }
 
 // permanent reports whether retrying the same call cannot help.

@@ -14,6 +14,7 @@ import (
 	"github.com/entityenrich/enrich/domain/model"
 	"github.com/entityenrich/enrich/domain/modelsel"
 	"github.com/entityenrich/enrich/domain/schema"
+	"github.com/entityenrich/enrich/domain/usage"
 	"github.com/entityenrich/enrich/ports"
 )
 
@@ -100,6 +101,30 @@ type plan struct {
 	autoPick *modelsel.Pick
 	// keys is the key of each provider the run calls (absent: keyless).
 	keys map[string]*runKey
+	// usage collects the run's LLM calls for the ledger.
+	usage usageLog
+}
+
+// usageLog collects a run's ledger entries; its calls run concurrently.
+type usageLog struct {
+	mu           sync.Mutex
+	orgID, jobID string
+	entries      []usage.Entry
+}
+
+func (l *usageLog) add(e usage.Entry) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e.OrgID, e.JobID = l.orgID, l.jobID
+	l.entries = append(l.entries, e)
+}
+
+func (l *usageLog) take() []usage.Entry {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := l.entries
+	l.entries = nil
+	return out
 }
 
 type call struct {

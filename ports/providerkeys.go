@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/entityenrich/enrich/domain/rotation"
+	"github.com/entityenrich/enrich/domain/usage"
 )
 
 // ProviderKeyStore keeps LLM provider keys: organizations' own (OrgID set)
@@ -133,3 +134,14 @@ func (e *RateLimitError) Error() string {
 
 // Unwrap makes the error an ErrRateLimited.
 func (e *RateLimitError) Unwrap() error { return ErrRateLimited }
+
+// UsageLedger keeps one entry per LLM call. It is append-only: entries are
+// written with the job's terminal state (in its unit of work) and never
+// changed or removed.
+type UsageLedger interface {
+	// AppendUsage adds entries; an existing id is ErrConflict.
+	AppendUsage(ctx context.Context, entries []usage.Entry) error
+	// ListUsage returns orgID's entries created in [from, to), oldest
+	// first.
+	ListUsage(ctx context.Context, orgID string, from, to time.Time) ([]usage.Entry, error)
+}

@@ -16,6 +16,8 @@ type Repos struct {
 	Jobs          JobStore
 	Events        EventLog
 	RefreshTokens RefreshTokenStore
+	// Usage is the LLM call ledger (nil when the store keeps none).
+	Usage UsageLedger
 	// Queue enqueues job runs that start only if the unit of work commits.
 	Queue JobEnqueuer
 }

@@ -36,6 +36,7 @@ type UnitOfWork struct {
 	events  *EventLog
 	refresh *RefreshTokenStore
 	queue   ports.JobEnqueuer
+	usage   *UsageLedger
 }
 
 // NewUnitOfWork returns a UnitOfWork over these stores. queue receives the
@@ -77,6 +78,9 @@ func (w *UnitOfWork) InTx(ctx context.Context, fn func(ctx context.Context, r po
 		Jobs:          txJobs{w.jobs, u},
 		Events:        txEvents{w.events, u},
 		RefreshTokens: txRefresh{w.refresh, u},
+	}
+	if w.usage != nil {
+		r.Usage = txUsage{w.usage, u}
 	}
 	var q *heldQueue
 	if w.queue != nil {

@@ -26,3 +26,12 @@ func TestProviderKeyStore(t *testing.T) {
 		})
 	}
 }
+
+func TestUsageLedger(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			db := migrated(t, b.dsn(t))
+			contract.RunUsageLedger(t, func(*testing.T) ports.UsageLedger { return postgres.NewUsageLedger(db) })
+		})
+	}
+}

@@ -226,6 +226,25 @@ func testProviderKeys(t *testing.T, dsn string) {
 		k := listKeys(ten.key)[x.ID]
 		is.Equal(k.HealthCheckStatus, "invalid")
 		is.Equal(*k.DisabledReason, "invalid_key")
+		// The ledger has every call of the job, the refused ones too.
+		entries, err := s.srv.Stores.Usage.ListUsage(context.Background(), ten.orgID, time.Time{}, time.Now().Add(time.Hour))
+		is.NoErr(err)
+		refused, ok := 0, 0
+		for _, e := range entries {
+			is.Equal(e.KeySource, "organization")
+			is.Equal(e.Model, "paid::m")
+			switch e.Outcome {
+			case "key_refused":
+				refused++
+				is.Equal(e.KeyID, x.ID)
+			case "ok":
+				ok++
+				is.True(e.KeyID != x.ID)
+				is.True(e.InputTokens > 0 && e.Cost > 0)
+			}
+		}
+		is.True(refused >= 1)
+		is.Equal(ok, 3)
 		// The next run does not try it again.
 		_, auths = run(ten, schemaID)
 		for _, a := range auths {
@@ -279,6 +298,13 @@ func testProviderKeys(t *testing.T, dsn string) {
 		is.Equal(auths[0], "Bearer "+goodB)
 		for _, ev := range find(evs, "expertise_completed") {
 			is.Equal(ev.Data["api_key_source"], "global")
+		}
+		entries, err := s.srv.Stores.Usage.ListUsage(context.Background(), ten.orgID, time.Time{}, time.Now().Add(time.Hour))
+		is.NoErr(err)
+		is.Equal(len(entries), 3)
+		for _, e := range entries {
+			is.Equal(e.KeySource, "global")
+			is.Equal(e.KeyID, g.ID)
 		}
 		var all []struct{ Status string }
 		is.Equal(call("POST", "/api/global-keys/test-all", admin.token, nil, &all), 200)
