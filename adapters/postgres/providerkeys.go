@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -152,16 +154,18 @@ func (s *ProviderKeyStore) DeleteProviderKey(ctx context.Context, orgID, id stri
 	return nil
 }
 
-// pickRounds bounds how often a pick re-reads the candidates when others
-// took every one it tried.
-const pickRounds = 3
+// pickRounds is how many times a pick looks for an idle key (reading the
+// candidates again each time) before it shares a busy one.
+const pickRounds = 2
 
-// PickProviderKey ranks the candidates with rotation.Ranked, then takes the
-// first one that no concurrent pick holds (FOR UPDATE SKIP LOCKED) and that
-// nobody used or changed since it was read; only that row is locked, so a
-// concurrent pick moves on to the next idle key instead of waiting. When
-// every candidate was taken, it reads again; after pickRounds it waits for
-// the first choice (all keys are busy: sharing one is unavoidable).
+// PickProviderKey ranks the candidates with rotation.Ranked, then takes, in
+// one statement, the first of them that no concurrent pick holds (FOR UPDATE
+// SKIP LOCKED, on that row only) and that nobody used or changed since it
+// was read (same version, last use and rest); a concurrent pick therefore
+// moves on to the next idle key instead of waiting or doubling up. When
+// every candidate was taken it reads again; after pickRounds it shares one
+// of the usable keys, chosen at random (every key is busy: sharing is
+// unavoidable, and queueing every sharer on one row would be slow).
 func (s *ProviderKeyStore) PickProviderKey(ctx context.Context, orgID string, req rotation.Request) (rotation.Pick, error) {
 	for round := 0; ; round++ {
 		var rows []providerKeyRow
@@ -186,64 +190,93 @@ func (s *ProviderKeyStore) PickProviderKey(ctx context.Context, orgID string, re
 		if err != nil {
 			return rotation.Pick{}, err
 		}
-		wait := round >= pickRounds
-		for _, k := range ranked {
-			p, ok, err := s.take(ctx, k, req.Now, wait)
-			if err != nil || ok {
-				return p, err
-			}
-			if wait {
-				break
-			}
+		var k *rotation.Key
+		if round < pickRounds {
+			k, err = s.takeIdle(ctx, ranked, req.Now)
+		} else {
+			// Every key is in use: spread the sharers over them rather
+			// than queue them all on the least recently used one.
+			k, err = s.share(ctx, ranked[rand.IntN(len(ranked))], req.Now)
 		}
-		if wait {
-			// The first choice changed while we waited: read again.
-			if round > pickRounds+3 {
-				return rotation.Pick{}, fmt.Errorf("postgres: pick provider key: keys keep changing: %w", ports.ErrConflict)
-			}
+		if err != nil {
+			return rotation.Pick{}, err
+		}
+		if k != nil {
+			return rotation.Pick{Key: k, Source: k.Source()}, nil
+		}
+		if round > pickRounds+3 {
+			return rotation.Pick{}, fmt.Errorf("postgres: pick provider key: keys keep changing: %w", ports.ErrConflict)
 		}
 	}
 }
 
-// take locks k's row if it is unchanged since read (same version, health,
-// switch and last use) and records its use. With wait false a row that
-// another transaction holds is skipped; ok is false when the row was not
-// taken.
-func (s *ProviderKeyStore) take(ctx context.Context, k *rotation.Key, now time.Time, wait bool) (rotation.Pick, bool, error) {
-	var p rotation.Pick
-	taken := false
-	err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
-		var r providerKeyRow
-		q := tx.NewSelect().Model(&r).Where("id = ?", k.ID).Where("version = ?", k.Version).
-			Where("enabled = ?", k.Enabled).Where("health = ?", string(k.Health)).
-			Where("last_used_at IS NOT DISTINCT FROM ?", utcPtr(k.LastUsedAt)).
-			Where("rest_until IS NOT DISTINCT FROM ?", utcPtr(k.RestUntil))
-		if wait {
-			q.For("UPDATE")
-		} else {
-			q.For("UPDATE SKIP LOCKED")
+// takeIdle records the use of the first of ranked that is neither held by
+// another transaction nor changed since read, in one statement; nil when
+// there is none.
+func (s *ProviderKeyStore) takeIdle(ctx context.Context, ranked []*rotation.Key, now time.Time) (*rotation.Key, error) {
+	var values strings.Builder
+	args := make([]any, 0, 4*len(ranked)+2)
+	for i, k := range ranked {
+		if i > 0 {
+			values.WriteString(", ")
 		}
-		if err := q.Scan(ctx); err != nil {
-			if errors.Is(err, sql.ErrNoRows) {
-				return nil
-			}
-			return fail(err, "pick provider key "+k.ID)
-		}
-		key := r.key()
-		if !key.Usable(now) {
-			return nil
-		}
-		p = rotation.Pick{Key: key, Source: key.Source()}
-		p.Use(utc(now))
-		if _, err := tx.NewUpdate().Model((*providerKeyRow)(nil)).Set("last_used_at = ?", p.Key.LastUsedAt).
-			Set("uses = uses + 1").Where("id = ?", k.ID).Exec(ctx); err != nil {
-			return fail(err, "pick provider key "+k.ID)
-		}
-		taken = true
-		return nil
-	})
-	if err != nil {
-		return rotation.Pick{}, false, err
+		values.WriteString("(?, ?::int, ?::int, ?::timestamptz, ?::timestamptz)")
+		args = append(args, k.ID, i, k.Version, utcPtr(k.LastUsedAt), utcPtr(k.RestUntil))
 	}
-	return p, taken, nil
+	args = append(args, utc(now))
+	var r providerKeyRow
+	err := lazyCommit(ctx, s.db, func(ctx context.Context, db bun.IDB) error {
+		return db.NewRaw(`WITH cand (id, ord, version, last_used_at, rest_until) AS (VALUES `+values.String()+`),
+		pick AS (
+			SELECT k.id FROM provider_keys k JOIN cand c ON c.id = k.id
+			WHERE k.version = c.version AND k.last_used_at IS NOT DISTINCT FROM c.last_used_at
+				AND k.rest_until IS NOT DISTINCT FROM c.rest_until
+			ORDER BY c.ord LIMIT 1
+			FOR UPDATE OF k SKIP LOCKED)
+		UPDATE provider_keys p SET last_used_at = ?, uses = p.uses + 1 FROM pick WHERE p.id = pick.id
+		RETURNING p.*`, args...).Scan(ctx, &r)
+	})
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fail(err, "pick provider key")
+	}
+	return r.key(), nil
+}
+
+// share records the use of k whoever else is using it, in one statement,
+// if it has not changed since read (then it is still usable); nil when it
+// has.
+func (s *ProviderKeyStore) share(ctx context.Context, k *rotation.Key, now time.Time) (*rotation.Key, error) {
+	var r providerKeyRow
+	err := lazyCommit(ctx, s.db, func(ctx context.Context, db bun.IDB) error {
+		return db.NewRaw(`UPDATE provider_keys SET last_used_at = ?, uses = uses + 1
+		WHERE id = ? AND version = ? AND rest_until IS NOT DISTINCT FROM ?::timestamptz RETURNING *`,
+			utc(now), k.ID, k.Version, utcPtr(k.RestUntil)).Scan(ctx, &r)
+	})
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fail(err, "pick provider key "+k.ID)
+	}
+	return r.key(), nil
+}
+
+// lazyCommit runs fn in a transaction whose commit does not wait for the
+// WAL flush (synchronous_commit off): a pick's write is only rotation
+// order, which a crash may lose without harm, and waiting for the disk was
+// most of a pick's time. Inside a caller's transaction fn runs in it, under
+// that transaction's rules.
+func lazyCommit(ctx context.Context, db bun.IDB, fn func(ctx context.Context, db bun.IDB) error) error {
+	if tx, ok := db.(bun.Tx); ok {
+		return fn(ctx, tx)
+	}
+	return db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if _, err := tx.ExecContext(ctx, "SET LOCAL synchronous_commit = off"); err != nil {
+			return err
+		}
+		return fn(ctx, tx)
+	})
 }
