@@ -343,4 +343,35 @@ func RunProviderKeyStoreConcurrency(t *testing.T, newStores func(t *testing.T) [
 			is.Equal(got, want) // every key exactly once
 		})
 	}
+	t.Run("more pickers than keys share them", func(t *testing.T) {
+		is := is.New(t)
+		stores := newStores(t)
+		org, p := newID("org"), newID("p")
+		var keys []*rotation.Key
+		for i := range 3 {
+			k := newProviderKey(org, p, i)
+			is.NoErr(stores[0].CreateProviderKey(ctx, k))
+			keys = append(keys, k)
+		}
+		const n = 24
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if _, err := stores[i%len(stores)].PickProviderKey(ctx, org, rotation.Request{Provider: p, Now: time.Now().UTC()}); err != nil {
+					t.Error(err)
+				}
+			}()
+		}
+		wg.Wait()
+		var uses int64
+		for _, k := range keys {
+			got, err := stores[0].GetProviderKey(ctx, org, k.ID)
+			is.NoErr(err)
+			is.True(got.Uses >= 1) // idle keys are taken before busy ones are shared
+			uses += got.Uses
+		}
+		is.Equal(uses, int64(n))
+	})
 }
