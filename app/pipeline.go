@@ -100,11 +100,16 @@ func (s *EnrichmentService) Run(ctx context.Context, w *Work) Outcome {
 }
 
 // unprepared fails a job whose stored request no longer plans (its schema
-// was deleted or changed).
+// was deleted or changed, or its provider has no usable key any more).
 func (s *EnrichmentService) unprepared(err error) Outcome {
 	code := job.CodeInternal
-	if e, ok := AsError(err); ok && e.Code == "schema_invalid" {
-		code = job.CodeSchemaInvalid
+	if e, ok := AsError(err); ok {
+		switch e.Code {
+		case "schema_invalid":
+			code = job.CodeSchemaInvalid
+		case "no_usable_provider_key":
+			code = job.CodeNoUsableKey
+		}
 	}
 	return Outcome{Failure: &Failure{code, err.Error()}}
 }
