@@ -9,14 +9,14 @@ PGLITE_DIR := test/pglite
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
-run: ## serve the API on :8080 with in-memory storage and the sandbox models
-	ENRICH_SANDBOX=true $(GO) run ./cmd/enrichd
+run: ## serve the API on 127.0.0.1:8080 (ENRICH_ADDR overrides) with in-memory storage and the sandbox models
+	ENRICH_SANDBOX=true ENRICH_ADDR=$${ENRICH_ADDR:-127.0.0.1:8080} $(GO) run ./cmd/enrichd
 
 build: ## build bin/enrichd and bin/enrich
 	$(GO) build -o bin/enrichd ./cmd/enrichd
 	$(GO) build -o bin/enrich ./cmd/enrich
 
-migrate: ## apply migrations to DATABASE_URL
+migrate: ## apply migrations to DATABASE_URL and list what was applied
 	$(GO) run ./cmd/enrichd migrate
 
 test-deps: ## start native PostgreSQL if installed but down; install the PGlite server

@@ -38,11 +38,12 @@ func providePostgres(ctx context.Context, cfg Config, lg *slog.Logger) (*postgre
 	if err != nil {
 		return nil, nil, fmt.Errorf("open database: %w", err)
 	}
-	if err := postgres.Migrate(ctx, db.DB); err != nil {
+	applied, err := postgres.MigrateApplied(ctx, db.DB)
+	if err != nil {
 		_ = db.Close()
 		return nil, nil, fmt.Errorf("migrate database: %w", err)
 	}
-	lg.Info("database ready", "storage", "postgres")
+	lg.Info("database ready", "storage", "postgres", "migrations_applied", applied)
 	return db, func() { _ = db.Close() }, nil
 }
 
@@ -63,15 +64,23 @@ func providePostgresStores(pdb *postgres.DB, cfg Config, lg *slog.Logger) (*Stor
 	}, nil
 }
 
-// Migrate applies the SQL migrations to cfg.DatabaseURL (enrichd migrate).
+// Migrate applies the SQL migrations to cfg.DatabaseURL.
 func Migrate(ctx context.Context, cfg Config) error {
+	_, err := MigrateApplied(ctx, cfg)
+	return err
+}
+
+// MigrateApplied is Migrate that returns the names of the migrations it
+// applied, none when the database was up to date (enrichd migrate prints
+// them).
+func MigrateApplied(ctx context.Context, cfg Config) ([]string, error) {
 	if cfg.DatabaseURL == "" {
-		return fmt.Errorf("migrate: DATABASE_URL is empty")
+		return nil, fmt.Errorf("migrate: DATABASE_URL is empty")
 	}
 	db, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.PoolConfig{MaxConns: 2})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer db.Close()
-	return postgres.Migrate(ctx, db.DB)
+	return postgres.MigrateApplied(ctx, db.DB)
 }

@@ -72,8 +72,11 @@ type Engine struct {
 	// third of it).
 	LeaseTTL time.Duration
 	// Workers and PerOrg bound the jobs running here, in all and per
-	// organization; a job past them stays pending until a worker is free.
+	// organization. A new job past them waits up to SlotWait for a worker
+	// here to free up (default 250 ms), then is queued, pending, for any
+	// replica's worker.
 	Workers, PerOrg int
+	SlotWait        time.Duration
 	// MaxAttempts bounds how many workers may take a job; past it the job
 	// fails with code interrupted.
 	MaxAttempts int
@@ -91,6 +94,7 @@ type Engine struct {
 	running map[string]*run
 	perOrg  map[string]int
 	total   int
+	freed   chan struct{} // closed and replaced when a worker slot frees
 	closing bool
 	wg      sync.WaitGroup
 	base    context.Context
@@ -100,8 +104,27 @@ type Engine struct {
 type run struct {
 	id, org string
 	attempt int
+	job     job.Job // as claimed: what the run's end is fenced against
 	cancel  context.CancelCauseFunc
 	done    chan struct{}
+	// stored is closed once the job's row is stored; storeErr, set before,
+	// says it could not be (the run then writes nothing).
+	stored   chan struct{}
+	storeErr error
+
+	pubMu sync.Mutex
+	owned bool        // the event stream is owned: events go to it
+	held  []job.Draft // events published before the stream was owned
+}
+
+// isStored reports whether the job's row is stored.
+func (r *run) isStored() bool {
+	select {
+	case <-r.stored:
+		return r.storeErr == nil
+	default:
+		return false
+	}
 }
 
 // Causes of a run's context ending.
@@ -128,6 +151,7 @@ const (
 	DefaultOrgWorkers  = 8
 	DefaultJobAttempts = 5
 	DefaultSweepEvery  = 5 * time.Second
+	DefaultSlotWait    = 250 * time.Millisecond
 )
 
 // Start begins dispatching and renewing leases; Stop ends it.
@@ -137,8 +161,9 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.PerOrg = cmp.Or(e.PerOrg, DefaultOrgWorkers)
 	e.MaxAttempts = cmp.Or(e.MaxAttempts, DefaultJobAttempts)
 	e.SweepEvery = cmp.Or(e.SweepEvery, DefaultSweepEvery)
+	e.SlotWait = cmp.Or(e.SlotWait, DefaultSlotWait)
 	e.mu.Lock()
-	e.running, e.perOrg = map[string]*run{}, map[string]int{}
+	e.running, e.perOrg, e.freed = map[string]*run{}, map[string]int{}, make(chan struct{})
 	e.base, e.stopAll = context.WithCancel(context.WithoutCancel(ctx))
 	e.mu.Unlock()
 	e.wg.Add(1)
@@ -183,12 +208,46 @@ func (e *Engine) Running() []string {
 func (e *Engine) reserve(org string) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	ok, _ := e.reserveLocked(org)
+	return ok
+}
+
+// reserveLocked takes a slot, or returns a channel closed when one frees.
+func (e *Engine) reserveLocked(org string) (bool, <-chan struct{}) {
 	if e.closing || e.total >= e.Workers || e.perOrg[org] >= e.PerOrg {
-		return false
+		return false, e.freed
 	}
 	e.total++
 	e.perOrg[org]++
-	return true
+	return true, nil
+}
+
+// reserveWithin takes a worker slot for org, waiting up to SlotWait for one
+// to free: a burst past the limits is run here as soon as it can be, rather
+// than through the queue's slower pick-up. The error is ctx's.
+func (e *Engine) reserveWithin(ctx context.Context, org string) (bool, error) {
+	var deadline <-chan time.Time
+	for {
+		e.mu.Lock()
+		ok, freed := e.reserveLocked(org)
+		closing := e.closing
+		e.mu.Unlock()
+		if ok || closing {
+			return ok, nil
+		}
+		if deadline == nil {
+			t := time.NewTimer(e.SlotWait)
+			defer t.Stop()
+			deadline = t.C
+		}
+		select {
+		case <-freed:
+		case <-deadline:
+			return false, nil
+		case <-ctx.Done():
+			return false, ctx.Err()
+		}
+	}
 }
 
 func (e *Engine) release(org string) {
@@ -198,42 +257,84 @@ func (e *Engine) release(org string) {
 	if e.perOrg[org]--; e.perOrg[org] <= 0 {
 		delete(e.perOrg, org)
 	}
+	close(e.freed)
+	e.freed = make(chan struct{})
 }
 
-// Create stores a new job in one commit. With a free worker here, the job is
-// claimed in that commit and starts at once (should this replica die, the
-// sweep finds its lease lapsed); otherwise it is queued in that commit and
-// waits, pending, for any replica's worker.
+// Create stores a new job in one commit. With a free worker here (waiting
+// up to SlotWait for one), the job is claimed in that commit and starts at
+// once (should this replica die, the sweep finds its lease lapsed);
+// otherwise it is queued in that commit and waits, pending, for any
+// replica's worker.
 func (e *Engine) Create(ctx context.Context, j *job.Job, prepared any) error {
-	local := e.reserve(j.OrgID)
+	local, err := e.reserveWithin(ctx, j.OrgID)
+	if err != nil {
+		return err
+	}
 	if local {
 		if err := j.Claim(e.Owner, e.Clock.Now(), e.LeaseTTL); err != nil {
 			e.release(j.OrgID)
 			return err
 		}
-	}
-	var err error
-	if local {
-		// One statement commits on its own: no transaction to open.
+		// The run starts now, so that its first calls overlap the commit
+		// (one statement, which commits on its own); it writes nothing,
+		// and its events wait in the run, until the row is stored.
+		r := e.launch(new(*j), nil, prepared, false)
 		err = e.Jobs.CreateJob(ctx, j)
-	} else {
-		err = e.UoW.InTx(ctx, func(ctx context.Context, r ports.Repos) error {
-			if err := r.Jobs.CreateJob(ctx, j); err != nil {
-				return err
-			}
-			return r.Queue.Enqueue(ctx, ports.QueuedJob{JobID: j.ID, OrgID: j.OrgID})
-		})
-	}
-	if err != nil {
-		if local {
-			e.release(j.OrgID)
-		}
+		e.stored(r, err)
 		return err
 	}
-	if local {
-		e.launch(j, nil, prepared)
+	return e.UoW.InTx(ctx, func(ctx context.Context, r ports.Repos) error {
+		if err := r.Jobs.CreateJob(ctx, j); err != nil {
+			return err
+		}
+		return r.Queue.Enqueue(ctx, ports.QueuedJob{JobID: j.ID, OrgID: j.OrgID})
+	})
+}
+
+// errNotStored ends a run whose job's row could not be stored.
+var errNotStored = errors.New("the job could not be stored")
+
+// stored tells a run started before its job's row was stored how the store
+// went: the run owns its event stream from now on, or it stops.
+func (e *Engine) stored(r *run, err error) {
+	if err != nil {
+		r.storeErr = err
+		r.cancel(errNotStored)
+	} else {
+		e.own(r, 0)
 	}
-	return nil
+	close(r.stored)
+}
+
+// own makes the run the writer of its job's events, numbered after seq
+// after, and hands the stream what the run published until now.
+func (e *Engine) own(r *run, after int64) {
+	r.pubMu.Lock()
+	defer r.pubMu.Unlock()
+	e.Stream.Own(r.id, r.attempt, after, func(err error) {
+		if errors.Is(err, ports.ErrFenced) {
+			r.cancel(errLost)
+			return
+		}
+		r.cancel(&storageCause{err})
+	})
+	for _, d := range r.held {
+		e.Stream.Publish(r.id, d)
+	}
+	r.held, r.owned = nil, true
+}
+
+// publish gives the job's stream an event of the run, or keeps it until the
+// run owns the stream.
+func (e *Engine) publish(r *run, d job.Draft) {
+	r.pubMu.Lock()
+	defer r.pubMu.Unlock()
+	if !r.owned {
+		r.held = append(r.held, d)
+		return
+	}
+	e.Stream.Publish(r.id, d)
 }
 
 // Dispatch is the queue's handler: it takes a pending job or one whose
@@ -297,7 +398,7 @@ func (e *Engine) Dispatch(ctx context.Context, q ports.QueuedJob) (ports.Dispatc
 		e.release(q.OrgID)
 		return ports.Dispatch{}, err
 	}
-	e.launch(j, evs, nil)
+	e.launch(j, evs, nil, true)
 	return ports.Dispatch{}, nil
 }
 
@@ -315,25 +416,24 @@ func (e *Engine) priorEvents(ctx context.Context, id string) ([]job.Event, error
 	}
 }
 
-// launch runs a claimed job in the background.
-func (e *Engine) launch(j *job.Job, prior []job.Event, prepared any) {
+// launch runs a claimed job in the background. A job whose row is stored
+// owns its event stream at once, before anyone can follow it from here;
+// otherwise the caller tells the run when it is (Engine.stored).
+func (e *Engine) launch(j *job.Job, prior []job.Event, prepared any, stored bool) *run {
 	ctx, cancel := context.WithCancelCause(e.base)
-	r := &run{id: j.ID, org: j.OrgID, attempt: j.Attempt, cancel: cancel, done: make(chan struct{})}
+	r := &run{id: j.ID, org: j.OrgID, attempt: j.Attempt, job: *j, cancel: cancel, done: make(chan struct{}),
+		stored: make(chan struct{})}
 	e.mu.Lock()
 	e.running[j.ID] = r
 	e.mu.Unlock()
-	var after int64
-	if len(prior) > 0 {
-		after = prior[len(prior)-1].Seq
-	}
-	// Own before anyone can follow the job from here (Start returns).
-	e.Stream.Own(j.ID, j.Attempt, after, func(err error) {
-		if errors.Is(err, ports.ErrFenced) {
-			cancel(errLost)
-			return
+	if stored {
+		var after int64
+		if len(prior) > 0 {
+			after = prior[len(prior)-1].Seq
 		}
-		cancel(&storageCause{err})
-	})
+		e.own(r, after)
+		close(r.stored)
+	}
 	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()
@@ -347,6 +447,7 @@ func (e *Engine) launch(j *job.Job, prior []job.Event, prepared any) {
 		}()
 		e.execute(ctx, r, j, prior, prepared)
 	}()
+	return r
 }
 
 func (e *Engine) execute(ctx context.Context, r *run, j *job.Job, prior []job.Event, prepared any) {
@@ -354,7 +455,7 @@ func (e *Engine) execute(ctx context.Context, r *run, j *job.Job, prior []job.Ev
 	if len(prior) > 0 {
 		after = prior[len(prior)-1].Seq
 	}
-	w := &Work{Job: j, Prior: prior, Prepared: prepared, Publish: func(p job.Payload) { e.Stream.Publish(j.ID, job.NewDraft(p)) }}
+	w := &Work{Job: j, Prior: prior, Prepared: prepared, Publish: func(p job.Payload) { e.publish(r, job.NewDraft(p)) }}
 	if j.Attempt > 1 && len(prior) > 0 {
 		w.Publish(job.JobResumed{Attempt: j.Attempt, AfterEvent: after})
 		e.Log.Info("job resumed", "job_id", j.ID, "attempt", j.Attempt, "after_event", after)
@@ -372,6 +473,10 @@ func (e *Engine) execute(ctx context.Context, r *run, j *job.Job, prior []job.Ev
 // finish ends the run: the job's last events, records and state in one
 // commit, under the run's fence.
 func (e *Engine) finish(ctx context.Context, r *run, out Outcome) {
+	<-r.stored
+	if r.storeErr != nil {
+		return // nothing of the job exists
+	}
 	bg := context.WithoutCancel(ctx)
 	cause := context.Cause(ctx)
 	var cc *cancelCause
@@ -420,31 +525,14 @@ func (e *Engine) finish(ctx context.Context, r *run, out Outcome) {
 		e.Log.Info("job left to its new holder", "job_id", r.id, "attempt", r.attempt)
 		return
 	}
-	err := e.retry(bg, func() error {
-		return e.UoW.InTx(bg, func(ctx context.Context, repos ports.Repos) error {
-			if _, err := repos.Jobs.UpdateJob(ctx, r.id, func(j *job.Job) error {
-				if !j.Holds(r.attempt) {
-					return fmt.Errorf("job %s attempt %d: %w", r.id, r.attempt, ports.ErrFenced)
-				}
-				return apply(j, e.Clock.Now())
-			}); err != nil {
-				return err
-			}
-			if len(out.Usage) > 0 && repos.Usage != nil {
-				if err := repos.Usage.AppendUsage(ctx, out.Usage); err != nil {
-					return err
-				}
-			}
-			if out.Failure == nil && cc == nil && !errors.Is(cause, errShutdown) {
-				for _, rec := range out.Records {
-					if err := repos.Records.CreateRecord(ctx, rec); err != nil {
-						return err
-					}
-				}
-			}
-			return repos.Events.Append(ctx, evs)
-		})
-	})
+	end := ports.JobEnd{Job: new(r.job), From: r.job.State, Events: evs, Usage: out.Usage}
+	err := apply(end.Job, e.Clock.Now())
+	if out.Failure == nil && cc == nil && !errors.Is(cause, errShutdown) {
+		end.Records = out.Records
+	}
+	if err == nil {
+		err = e.retry(bg, func() error { return e.UoW.EndJob(bg, end) })
+	}
 	e.Stream.Sealed(r.id, evs, err)
 	switch {
 	case err == nil:
@@ -572,7 +660,7 @@ func (e *Engine) renew() {
 			return
 		case <-t.C:
 		}
-		ids := e.Running()
+		ids := e.held()
 		if len(ids) == 0 {
 			continue
 		}
@@ -587,6 +675,20 @@ func (e *Engine) renew() {
 			e.Lost(id)
 		}
 	}
+}
+
+// held lists the jobs running here whose rows are stored: those whose
+// leases are to renew.
+func (e *Engine) held() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make([]string, 0, len(e.running))
+	for id, r := range e.running {
+		if r.isStored() {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // Lost stops the run of a job that another replica ended or took over.

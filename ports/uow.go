@@ -3,6 +3,10 @@ package ports
 import (
 	"context"
 	"errors"
+
+	"github.com/entityenrich/enrich/domain/enrichment"
+	"github.com/entityenrich/enrich/domain/job"
+	"github.com/entityenrich/enrich/domain/usage"
 )
 
 // Repos are the repositories as seen from inside one unit of work: every
@@ -30,6 +34,30 @@ type UnitOfWork interface {
 	// given, and may be called again when the store asks for a retry of a
 	// serialization failure, so it must not have other side effects.
 	InTx(ctx context.Context, fn func(ctx context.Context, r Repos) error) error
+	// EndJob stores the end of a job by the worker that holds it: the job's
+	// state, error and result, its records and its last events, all or
+	// none. It is the one unit of work on every job's critical path, so a
+	// store may do it in a single round trip. The end is refused with
+	// ErrFenced, and nothing is written, unless the stored job is still in
+	// state From under end.Job.Attempt. Records and events that the store
+	// cannot hold are ErrInvalid; an existing record id or event seq is
+	// ErrConflict.
+	EndJob(ctx context.Context, end JobEnd) error
+}
+
+// JobEnd is what a job's holder writes when the job ends.
+type JobEnd struct {
+	// Job is the job as it ends; only its State, ErrorCode, Error, Result
+	// and UpdatedAt are written. Its Attempt is the holder's fence.
+	Job *job.Job
+	// From is the state the holder left the job in.
+	From    job.State
+	Records []*enrichment.Record
+	Events  []job.Event
+	// Usage is the run's LLM calls for the ledger, written whatever the
+	// end (appended to Repos.Usage's ledger; a store without one drops
+	// them).
+	Usage []usage.Entry
 }
 
 // ErrUnavailable means the storage cannot be reached right now (an outage);

@@ -47,6 +47,7 @@ type Hub struct {
 	mu      sync.Mutex
 	cond    *sync.Cond // signalled when a batch ends
 	streams map[string]*stream
+	dirty   map[string]*stream       // streams that may have pending events
 	wakes   map[string]chan struct{} // followers of jobs owned elsewhere
 	kick    chan struct{}
 	solo    int // batches left to write one job at a time (a batch was refused)
@@ -79,7 +80,7 @@ func New(uow ports.UnitOfWork, log ports.EventLog, clock ports.Clock, lg *slog.L
 	cfg.MaxPending = cmp.Or(cfg.MaxPending, 10000)
 	cfg.GiveUp = cmp.Or(cfg.GiveUp, 2*time.Minute)
 	h := &Hub{uow: uow, log: log, clock: clock, lg: lg, cfg: cfg, streams: map[string]*stream{},
-		wakes: map[string]chan struct{}{}, kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+		dirty: map[string]*stream{}, wakes: map[string]chan struct{}{}, kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	h.cond = sync.NewCond(&h.mu)
 	go h.writer()
 	return h
@@ -116,6 +117,7 @@ func (h *Hub) Publish(jobID string, d job.Draft) bool {
 	}
 	s.pending = append(s.pending, job.Event{JobID: jobID, Seq: s.next, Type: d.Type, Data: d.Data, CreatedAt: h.clock.Now()})
 	s.next++
+	h.dirty[jobID] = s
 	h.mu.Unlock()
 	select {
 	case h.kick <- struct{}{}:
@@ -326,7 +328,7 @@ func (h *Hub) writeAll(failingSince *time.Time) {
 func (h *Hub) giveUpAll() {
 	h.mu.Lock()
 	var lost []func(error)
-	for id, s := range h.streams {
+	for id, s := range h.dirty {
 		if s.owned && len(s.pending) > 0 {
 			lost = append(lost, h.disownLocked(id, s))
 		}
@@ -354,8 +356,12 @@ func (h *Hub) writeBatch() (int, error) {
 	if solo {
 		h.solo--
 	}
-	for id, s := range h.streams {
-		if !s.owned || s.writing || len(s.pending) == 0 || len(batch) >= maxBatch || (solo && len(jobs) > 0) {
+	for id, s := range h.dirty {
+		if !s.owned || len(s.pending) == 0 {
+			delete(h.dirty, id)
+			continue
+		}
+		if s.writing || len(batch) >= maxBatch || (solo && len(jobs) > 0) {
 			continue
 		}
 		s.writing = true

@@ -66,6 +66,10 @@ func (downUoW) InTx(context.Context, func(context.Context, ports.Repos) error) e
 	return fmt.Errorf("test: %w", ports.ErrUnavailable)
 }
 
+func (downUoW) EndJob(context.Context, ports.JobEnd) error {
+	return fmt.Errorf("test: %w", ports.ErrUnavailable)
+}
+
 // TestOutageGivesUp: while writes keep failing, events wait (nothing is
 // delivered that is not stored); past GiveUp, or past MaxPending unwritten
 // events, the job is given up here and its holder told why.

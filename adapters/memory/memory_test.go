@@ -59,10 +59,11 @@ func newUoW(queue ports.JobEnqueuer) contract.UnitOfWorkFixture {
 	if queue == nil {
 		queue = rec
 	}
+	ledger := memory.NewUsageLedger()
 	return contract.UnitOfWorkFixture{
-		UoW: memory.NewUnitOfWork(orgs, users, keys, schemas, records, jobs, events, refresh, queue),
+		UoW: memory.NewUnitOfWork(orgs, users, keys, schemas, records, jobs, events, refresh, queue).WithUsage(ledger),
 		Repos: ports.Repos{Orgs: orgs, Users: users, Keys: keys, Schemas: schemas, Records: records, Jobs: jobs,
-			Events: events, RefreshTokens: refresh},
+			Events: events, RefreshTokens: refresh, Usage: ledger},
 		Delivered: rec.Jobs,
 	}
 }

@@ -1,7 +1,9 @@
 package memory
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -335,4 +337,34 @@ func (t txRefresh) RevokeUserTokens(_ context.Context, userID string, at time.Ti
 	ids := t.revoke(func(rt *access.RefreshToken) bool { return rt.UserID == userID }, at)
 	t.u.add(func() { t.unrevoke(ids) })
 	return nil
+}
+
+// EndJob stores a job's end as one unit of work: the job, fenced by
+// end.Job.Attempt and end.From, then its records and events.
+func (w *UnitOfWork) EndJob(ctx context.Context, end ports.JobEnd) error {
+	return w.InTx(ctx, func(ctx context.Context, r ports.Repos) error {
+		if _, err := r.Jobs.UpdateJob(ctx, end.Job.ID, func(j *job.Job) error {
+			if j.Attempt != end.Job.Attempt || j.State != end.From {
+				return fmt.Errorf("memory: end job %s attempt %d from %s: %w", j.ID, end.Job.Attempt, end.From, ports.ErrFenced)
+			}
+			j.State, j.ErrorCode, j.Error, j.UpdatedAt = end.Job.State, end.Job.ErrorCode, end.Job.Error, end.Job.UpdatedAt
+			j.Result = bytes.Clone(end.Job.Result)
+			return nil
+		}); errors.Is(err, ports.ErrNotFound) {
+			return fmt.Errorf("memory: end job %s: %w", end.Job.ID, ports.ErrFenced)
+		} else if err != nil {
+			return err
+		}
+		for _, rec := range end.Records {
+			if err := r.Records.CreateRecord(ctx, rec); err != nil {
+				return err
+			}
+		}
+		if len(end.Usage) > 0 && r.Usage != nil {
+			if err := r.Usage.AppendUsage(ctx, end.Usage); err != nil {
+				return err
+			}
+		}
+		return r.Events.Append(ctx, end.Events)
+	})
 }

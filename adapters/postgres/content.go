@@ -104,6 +104,13 @@ func (r *recordRow) record() *enrichment.Record {
 		OutputTokens: r.OutputTokens, Sandbox: r.Sandbox, CreatedAt: utc(r.CreatedAt)}
 }
 
+func recordToRow(rec *enrichment.Record) recordRow {
+	return recordRow{ID: rec.ID, OrgID: rec.OrgID, Type: string(rec.Type), SchemaID: rec.SchemaID, JobID: rec.JobID,
+		Model: rec.Model, Strategy: string(rec.Strategy), EntityData: jsonOrNil(rec.EntityData),
+		StructuredOutput: jsonOrNil(rec.StructuredOutput), Cost: rec.Cost, InputTokens: rec.InputTokens,
+		OutputTokens: rec.OutputTokens, Sandbox: rec.Sandbox, CreatedAt: utc(rec.CreatedAt)}
+}
+
 // RecordStore keeps enrichment records in the records table.
 type RecordStore struct{ db bun.IDB }
 
@@ -112,10 +119,7 @@ func NewRecordStore(db bun.IDB) *RecordStore { return &RecordStore{db: db} }
 
 // CreateRecord inserts rec; an existing id is ErrConflict.
 func (s *RecordStore) CreateRecord(ctx context.Context, rec *enrichment.Record) error {
-	r := recordRow{ID: rec.ID, OrgID: rec.OrgID, Type: string(rec.Type), SchemaID: rec.SchemaID, JobID: rec.JobID,
-		Model: rec.Model, Strategy: string(rec.Strategy), EntityData: jsonOrNil(rec.EntityData),
-		StructuredOutput: jsonOrNil(rec.StructuredOutput), Cost: rec.Cost, InputTokens: rec.InputTokens,
-		OutputTokens: rec.OutputTokens, Sandbox: rec.Sandbox, CreatedAt: utc(rec.CreatedAt)}
+	r := recordToRow(rec)
 	if _, err := s.db.NewInsert().Model(&r).Exec(ctx); err != nil {
 		return conflict(err, "create record "+rec.ID)
 	}

@@ -101,16 +101,24 @@ var migrateMu sync.Mutex
 // Migrate applies the migrations that the database lacks. Two processes may
 // call it at once: the second waits for the first and then finds nothing to
 // do. It needs two connections from db's pool (one holds the lock).
-func Migrate(ctx context.Context, db *bun.DB) (err error) {
+func Migrate(ctx context.Context, db *bun.DB) error {
+	_, err := MigrateApplied(ctx, db)
+	return err
+}
+
+// MigrateApplied is Migrate that also says what it applied: the names of
+// our migrations, then River's as "river NNN name", in order (none when the
+// database was up to date).
+func MigrateApplied(ctx context.Context, db *bun.DB) (applied []string, err error) {
 	migrateMu.Lock()
 	defer migrateMu.Unlock()
 	conn, err := db.Conn(ctx)
 	if err != nil {
-		return fmt.Errorf("postgres: migrate: %w", err)
+		return nil, fmt.Errorf("postgres: migrate: %w", err)
 	}
 	defer conn.Close()
 	if _, err := conn.ExecContext(ctx, "SELECT pg_advisory_lock(?)", migrateLockKey); err != nil {
-		return fmt.Errorf("postgres: migrate: take lock: %w", err)
+		return nil, fmt.Errorf("postgres: migrate: take lock: %w", err)
 	}
 	defer func() {
 		// A cancelled ctx must not leave the session holding the lock.
@@ -122,24 +130,32 @@ func Migrate(ctx context.Context, db *bun.DB) (err error) {
 
 	ms := migrate.NewMigrations()
 	if err := ms.Discover(migrations.FS); err != nil {
-		return fmt.Errorf("postgres: migrate: %w", err)
+		return nil, fmt.Errorf("postgres: migrate: %w", err)
 	}
 	m := migrate.NewMigrator(db, ms, migrate.WithMarkAppliedOnSuccess(true))
 	if err := m.Init(ctx); err != nil {
-		return fmt.Errorf("postgres: migrate: init: %w", err)
+		return nil, fmt.Errorf("postgres: migrate: init: %w", err)
 	}
-	if _, err := m.Migrate(ctx); err != nil {
-		return fmt.Errorf("postgres: migrate: %w", err)
+	group, err := m.Migrate(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: migrate: %w", err)
+	}
+	for _, mg := range group.Migrations {
+		applied = append(applied, mg.Name+"_"+mg.Comment)
 	}
 	// River's tables, at the version the queue's River expects.
 	rm, err := rivermigrate.New(riverdatabasesql.New(db.DB), &rivermigrate.Config{Logger: quietLog})
 	if err != nil {
-		return fmt.Errorf("postgres: migrate river: %w", err)
+		return nil, fmt.Errorf("postgres: migrate river: %w", err)
 	}
-	if _, err := rm.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
-		return fmt.Errorf("postgres: migrate river: %w", err)
+	res, err := rm.Migrate(ctx, rivermigrate.DirectionUp, nil)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: migrate river: %w", err)
 	}
-	return nil
+	for _, v := range res.Versions {
+		applied = append(applied, fmt.Sprintf("river %03d %s", v.Version, v.Name))
+	}
+	return applied, nil
 }
 
 // quietLog drops River's migration chatter.

@@ -240,27 +240,35 @@ func (l *EventLog) Append(ctx context.Context, events []job.Event) error {
 	if len(events) == 0 {
 		return nil
 	}
+	q, err := appendEvents(l.db, events)
+	if err != nil {
+		return err
+	}
+	if _, err := q.Exec(ctx); err != nil {
+		return conflict(err, fmt.Sprintf("append %d events of job %s", len(events), events[0].JobID))
+	}
+	return nil
+}
+
+// appendEvents is the one statement that inserts events and notifies their
+// jobs' followers on other replicas (the NOTIFY is sent at commit).
+func appendEvents(db bun.IDB, events []job.Event) (*bun.SelectQuery, error) {
 	rows := make([]eventRow, len(events))
 	for i, e := range events {
 		r := eventRow{JobID: e.JobID, Seq: e.Seq, Type: string(e.Type), CreatedAt: utc(e.CreatedAt)}
 		if e.Data != nil {
 			b, err := json.Marshal(e.Data)
 			if err != nil {
-				return fmt.Errorf("postgres: append event %s/%d: %w", e.JobID, e.Seq, err)
+				return nil, fmt.Errorf("postgres: append event %s/%d: %w", e.JobID, e.Seq, err)
 			}
 			r.Data = b
 		}
 		rows[i] = r
 	}
-	// Followers on other replicas wake on the NOTIFY, sent at commit.
-	ins := l.db.NewInsert().Model(&rows).Returning("job_id")
-	q := l.db.NewSelect().With("ins", ins).
+	ins := db.NewInsert().Model(&rows).Returning("job_id")
+	return db.NewSelect().With("ins", ins).
 		TableExpr("(SELECT DISTINCT job_id FROM ins) AS d").
-		ColumnExpr("pg_notify(?, 'events:' || d.job_id)", invalidationChannel)
-	if _, err := q.Exec(ctx); err != nil {
-		return conflict(err, fmt.Sprintf("append %d events of job %s", len(events), events[0].JobID))
-	}
-	return nil
+		ColumnExpr("pg_notify(?, 'events:' || d.job_id)", invalidationChannel), nil
 }
 
 // Last returns the highest Seq of the job's events.

@@ -3,7 +3,9 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -87,4 +89,54 @@ func pause(ctx context.Context, attempt int) error {
 	case <-t.C:
 		return nil
 	}
+}
+
+// errNotHeld is the SQLSTATE that enrich_require_held raises (see the
+// end_job migration).
+const errNotHeld = "EJ409"
+
+// EndJob stores a job's end in one round trip and one commit: a fenced
+// UPDATE of the job, counted by enrich_require_held, which raises when the
+// job is not held any more, then the records and the events, sent as one
+// multi-statement query. PostgreSQL runs such a query as one implicit
+// transaction, so the raise (or any refusal) leaves nothing written.
+func (u *UnitOfWork) EndJob(ctx context.Context, end ports.JobEnd) error {
+	j := end.Job
+	what := fmt.Sprintf("end job %s attempt %d", j.ID, j.Attempt)
+	row := jobToRow(j)
+	upd := u.db.NewUpdate().Model(row).Column("state", "error_code", "error", "result", "updated_at").
+		Where("id = ? AND attempt = ? AND state = ?", j.ID, j.Attempt, string(end.From)).Returning("1")
+	held := u.db.NewSelect().With("j", upd).TableExpr("j").ColumnExpr("enrich_require_held(count(*), ?)", j.ID)
+	stmts := []string{held.String()}
+	if len(end.Records) > 0 {
+		rows := make([]recordRow, len(end.Records))
+		for i, rec := range end.Records {
+			rows[i] = recordToRow(rec)
+		}
+		stmts = append(stmts, u.db.NewInsert().Model(&rows).String())
+	}
+	if len(end.Usage) > 0 {
+		stmts = append(stmts, u.db.NewInsert().Model(usageRows(end.Usage)).String())
+	}
+	if len(end.Events) > 0 {
+		q, err := appendEvents(u.db, end.Events)
+		if err != nil {
+			return err
+		}
+		stmts = append(stmts, q.String())
+	}
+	query := strings.Join(stmts, ";\n")
+	if strings.IndexByte(query, 0) >= 0 {
+		// PostgreSQL would read the query only up to the NUL.
+		return fmt.Errorf("postgres: %s: a NUL byte in text: %w", what, ports.ErrInvalid)
+	}
+	_, err := u.db.DB.ExecContext(ctx, query)
+	var pg *pgconn.PgError
+	if errors.As(err, &pg) && pg.Code == errNotHeld {
+		return fmt.Errorf("postgres: %s from %s: %w", what, end.From, ports.ErrFenced)
+	}
+	if err != nil {
+		return conflict(err, what)
+	}
+	return nil
 }

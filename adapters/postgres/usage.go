@@ -41,16 +41,21 @@ func (l *UsageLedger) AppendUsage(ctx context.Context, entries []usage.Entry) er
 	if len(entries) == 0 {
 		return nil
 	}
+	if _, err := l.db.NewInsert().Model(usageRows(entries)).Exec(ctx); err != nil {
+		return conflict(err, "append usage")
+	}
+	return nil
+}
+
+// usageRows are entries as rows, for one INSERT (also in EndJob's query).
+func usageRows(entries []usage.Entry) *[]usageRow {
 	rows := make([]usageRow, len(entries))
 	for i, e := range entries {
 		rows[i] = usageRow{ID: e.ID, OrgID: e.OrgID, JobID: e.JobID, Model: e.Model, KeySource: e.KeySource, KeyID: e.KeyID,
 			InputTokens: e.InputTokens, OutputTokens: e.OutputTokens, Cost: e.Cost, LatencyMS: e.LatencyMS, Outcome: e.Outcome,
 			CreatedAt: utc(e.CreatedAt)}
 	}
-	if _, err := l.db.NewInsert().Model(&rows).Exec(ctx); err != nil {
-		return conflict(err, "append usage")
-	}
-	return nil
+	return &rows
 }
 
 // ListUsage returns orgID's entries in [from, to), oldest first.

@@ -14,8 +14,6 @@ import (
 	"github.com/entityenrich/enrich/test/pgtest"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
-
 func TestAdminGrantSysadmin(t *testing.T) {
 	is := is.New(t)
 	dsn := pgtest.Native(t)
@@ -29,12 +27,19 @@ func TestAdminGrantSysadmin(t *testing.T) {
 
 	t.Setenv("DATABASE_URL", dsn)
 	t.Setenv("ENRICH_JWT_SECRET", strings.Repeat("y", 40))
-	var out bytes.Buffer
-	is.NoErr(run([]string{"admin", "grant-sysadmin", "OPS@example.com"}, &out))
-	is.Equal(out.String(), "ops@example.com is_sysadmin=true\n")
-	out.Reset()
-	is.NoErr(run([]string{"admin", "revoke-sysadmin", "ops@example.com"}, &out))
-	is.Equal(out.String(), "ops@example.com is_sysadmin=false\n")
-	is.True(run([]string{"admin", "grant-sysadmin", "nobody@example.com"}, &out) != nil)
-	is.True(run([]string{"admin", "promote", "x"}, &out) != nil)
+	run := func(args ...string) (int, string) {
+		var out, errs bytes.Buffer
+		code := execute(ctx, args, stdio{in: strings.NewReader(""), out: &out, err: &errs}, nil)
+		return code, out.String()
+	}
+	code, out := run("admin", "grant-sysadmin", "OPS@example.com")
+	is.Equal(code, 0)
+	is.Equal(out, "ops@example.com is_sysadmin=true\n")
+	code, out = run("admin", "revoke-sysadmin", "ops@example.com")
+	is.Equal(code, 0)
+	is.Equal(out, "ops@example.com is_sysadmin=false\n")
+	code, _ = run("admin", "grant-sysadmin", "nobody@example.com")
+	is.Equal(code, 1)
+	code, _ = run("admin", "promote", "x")
+	is.Equal(code, 2)
 }

@@ -1,12 +1,16 @@
 // Command enrichd is the Entity Enrichment Service's server.
 //
-//	enrichd            serve HTTP (on memory storage when DATABASE_URL is empty)
-//	enrichd migrate    apply the SQL migrations to DATABASE_URL and exit
+//	enrichd            serve HTTP on ENRICH_ADDR (default :8080, every interface;
+//	                   make run sets 127.0.0.1:8080), on memory storage when
+//	                   DATABASE_URL is empty
+//	enrichd migrate    apply the SQL migrations to DATABASE_URL, print what it
+//	                   applied, and exit
 package main
 
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -15,13 +19,13 @@ import (
 )
 
 func main() {
-	if err := run(os.Args[1:]); err != nil {
+	if err := run(os.Args[1:], os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "enrichd:", err)
 		os.Exit(1)
 	}
 }
 
-func run(args []string) error {
+func run(args []string, out io.Writer) error {
 	cfg, err := enrich.LoadConfig(os.Environ())
 	if err != nil {
 		return err
@@ -40,10 +44,24 @@ func run(args []string) error {
 		}
 		return s.ListenAndServe(ctx)
 	case "migrate":
-		return enrich.Migrate(ctx, cfg)
+		applied, err := enrich.MigrateApplied(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		if len(applied) == 0 {
+			_, err = fmt.Fprintln(out, "database is up to date: no migration to apply")
+			return err
+		}
+		for _, name := range applied {
+			if _, err := fmt.Fprintln(out, "applied", name); err != nil {
+				return err
+			}
+		}
+		_, err = fmt.Fprintf(out, "%d migrations applied\n", len(applied))
+		return err
 	case "help", "-h", "--help":
-		fmt.Println("usage: enrichd [serve|migrate]")
-		return nil
+		_, err := fmt.Fprintln(out, "usage: enrichd [serve|migrate]\n\n  serve    serve HTTP on ENRICH_ADDR (default :8080); the default command\n  migrate  apply the SQL migrations to DATABASE_URL and print what was applied")
+		return err
 	}
 	return fmt.Errorf("unknown command %q (want serve or migrate)", cmd)
 }

@@ -12,7 +12,9 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/entityenrich/enrich/domain/access"
+	"github.com/entityenrich/enrich/domain/enrichment"
 	"github.com/entityenrich/enrich/domain/job"
+	"github.com/entityenrich/enrich/domain/usage"
 	"github.com/entityenrich/enrich/ports"
 )
 
@@ -423,10 +425,135 @@ func RunUnitOfWork(t *testing.T, newUoW func(t *testing.T) UnitOfWorkFixture) {
 			is.True(err == errBoom)
 			is.Equal(delivered(t, f, a, b, c), []string{a, b})
 		}},
+		{"EndJob stores the job's end, its records and its events together", func(t *testing.T, f UnitOfWorkFixture) {
+			is := is.New(t)
+			e := newEnding(t, ctx, f.Repos)
+			is.NoErr(f.UoW.EndJob(ctx, e.end(job.Running, 2, 4)))
+			got, err := f.Repos.Jobs.GetJob(ctx, e.job.OrgID, e.job.ID)
+			is.NoErr(err)
+			is.Equal(got.State, job.Completed)
+			is.Equal(string(got.Result), `{"n": 7}`)
+			is.True(got.UpdatedAt.Equal(at(30)))
+			is.Equal(got.Attempt, 2)         // the fence stays
+			is.Equal(got.Owner, e.job.Owner) // only the end is written
+			is.Equal(string(got.Request), `{"ask": "it"}`)
+			_, err = f.Repos.Records.GetRecord(ctx, e.rec.OrgID, e.rec.ID)
+			is.NoErr(err)
+			is.Equal(storedSeqs(t, ctx, f.Repos, e.job.ID), []int64{1, 2, 3, 4})
+		}},
+		{"EndJob appends the run's usage with the end, and not without it", func(t *testing.T, f UnitOfWorkFixture) {
+			if f.Repos.Usage == nil {
+				t.Skip("the fixture keeps no usage ledger")
+			}
+			is := is.New(t)
+			e := newEnding(t, ctx, f.Repos)
+			end := e.end(job.Running, 2, 4)
+			end.Usage = []usage.Entry{newUsage(e.job.OrgID, 1), newUsage(e.job.OrgID, 2)}
+			stale := end
+			stale.Job = new(*end.Job)
+			stale.Job.Attempt = 1 // another holder's end: refused, and nothing written
+			is.True(errors.Is(f.UoW.EndJob(ctx, stale), ports.ErrFenced))
+			got, err := f.Repos.Usage.ListUsage(ctx, e.job.OrgID, at(0), at(100))
+			is.NoErr(err)
+			is.Equal(len(got), 0)
+			is.NoErr(f.UoW.EndJob(ctx, end))
+			got, err = f.Repos.Usage.ListUsage(ctx, e.job.OrgID, at(0), at(100))
+			is.NoErr(err)
+			is.Equal(len(got), 2)
+			is.Equal(got[0].ID, end.Usage[0].ID)
+		}},
+		{"EndJob writes nothing unless the job is still held in the same state", func(t *testing.T, f UnitOfWorkFixture) {
+			for _, tt := range []struct {
+				name    string
+				from    job.State
+				attempt int
+				id      string
+			}{
+				{"another attempt holds it", job.Running, 1, ""},
+				{"a later attempt holds it", job.Running, 3, ""},
+				{"it is in another state", job.Paused, 2, ""},
+				{"it does not exist", job.Running, 2, newID("job")},
+			} {
+				t.Run(tt.name, func(t *testing.T) {
+					is := is.New(t)
+					e := newEnding(t, ctx, f.Repos)
+					end := e.end(tt.from, 2, 3)
+					end.Job.Attempt = tt.attempt
+					if tt.id != "" {
+						end.Job.ID = tt.id
+					}
+					err := f.UoW.EndJob(ctx, end)
+					is.True(errors.Is(err, ports.ErrFenced))
+					e.checkUnended(t, ctx, f.Repos)
+				})
+			}
+		}},
+		{"EndJob with an event that exists is ErrConflict and writes nothing", func(t *testing.T, f UnitOfWorkFixture) {
+			is := is.New(t)
+			e := newEnding(t, ctx, f.Repos)
+			err := f.UoW.EndJob(ctx, e.end(job.Running, 1, 2))
+			is.True(errors.Is(err, ports.ErrConflict))
+			e.checkUnended(t, ctx, f.Repos)
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.run(t, newUoW(t)) })
 	}
+}
+
+// ending is a running job (attempt 2, event 1 stored) whose holder is about
+// to end it with a record.
+type ending struct {
+	job *job.Job
+	rec *enrichment.Record
+}
+
+func newEnding(t *testing.T, ctx context.Context, r ports.Repos) *ending {
+	t.Helper()
+	is := is.New(t)
+	org := &access.Organization{ID: newID("org"), Name: "ending", CreatedAt: at(0)}
+	is.NoErr(r.Orgs.CreateOrg(ctx, org))
+	j := newJob(org.ID, job.Running, 20)
+	j.Request, j.Attempt, j.Owner, j.LeaseUntil = json.RawMessage(`{"ask": "it"}`), 2, "replica-a", at(25)
+	is.NoErr(r.Jobs.CreateJob(ctx, j))
+	is.NoErr(r.Events.Append(ctx, events(j.ID, 1, 1)))
+	rec := newRecord(org.ID, 21)
+	rec.JobID = j.ID
+	return &ending{job: j, rec: rec}
+}
+
+// end is the holder's end: completed, with the record and events lo to hi.
+func (e *ending) end(from job.State, lo, hi int64) ports.JobEnd {
+	j := *e.job
+	j.State, j.Result, j.UpdatedAt = job.Completed, json.RawMessage(`{"n": 7}`), at(30)
+	return ports.JobEnd{Job: &j, From: from, Records: []*enrichment.Record{e.rec}, Events: events(e.job.ID, lo, hi)}
+}
+
+// checkUnended checks that the job is as newEnding stored it.
+func (e *ending) checkUnended(t *testing.T, ctx context.Context, r ports.Repos) {
+	t.Helper()
+	is := is.New(t)
+	got, err := r.Jobs.GetJob(ctx, e.job.OrgID, e.job.ID)
+	is.NoErr(err)
+	is.Equal(got.State, job.Running)
+	is.Equal(got.Attempt, 2)
+	is.Equal(len(got.Result), 0)
+	_, err = r.Records.GetRecord(ctx, e.rec.OrgID, e.rec.ID)
+	is.True(errors.Is(err, ports.ErrNotFound))
+	is.Equal(storedSeqs(t, ctx, r, e.job.ID), []int64{1})
+}
+
+func storedSeqs(t *testing.T, ctx context.Context, r ports.Repos, jobID string) []int64 {
+	t.Helper()
+	evs, err := r.Events.List(ctx, jobID, 0, 0)
+	if err != nil {
+		t.Fatalf("list events: %v", err)
+	}
+	out := make([]int64, len(evs))
+	for i, ev := range evs {
+		out[i] = ev.Seq
+	}
+	return out
 }
 
 // counter is the Result document of the job that RunUnitOfWorkConcurrency

@@ -38,7 +38,7 @@ func RunUsageLedger(t *testing.T, newLedger func(t *testing.T) ports.UsageLedger
 			is.Equal(len(got), 3)
 			for i, want := range []usage.Entry{e1, e2, e3} {
 				sameTime(t, "CreatedAt", got[i].CreatedAt, want.CreatedAt)
-				got[i].CreatedAt, want.CreatedAt = want.CreatedAt, want.CreatedAt
+				got[i].CreatedAt = want.CreatedAt
 				is.Equal(got[i], want)
 			}
 		}},

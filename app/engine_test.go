@@ -1,0 +1,147 @@
+package app_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+
+	"github.com/entityenrich/enrich/adapters/eventhub"
+	"github.com/entityenrich/enrich/adapters/inproc"
+	"github.com/entityenrich/enrich/adapters/memory"
+	"github.com/entityenrich/enrich/adapters/system"
+	"github.com/entityenrich/enrich/app"
+	"github.com/entityenrich/enrich/domain/enrichment"
+	"github.com/entityenrich/enrich/domain/job"
+	"github.com/entityenrich/enrich/ports"
+)
+
+// gatedJobs holds CreateJob until the test opens the gate, then fails it
+// with err when err is set.
+type gatedJobs struct {
+	ports.JobStore
+	gate chan struct{}
+	err  error
+}
+
+func (g *gatedJobs) CreateJob(ctx context.Context, j *job.Job) error {
+	<-g.gate
+	if g.err != nil {
+		return g.err
+	}
+	return g.JobStore.CreateJob(ctx, j)
+}
+
+// stepRunner publishes one event, says it ran, and completes with a record.
+type stepRunner struct{ ran chan string }
+
+func (r stepRunner) Run(_ context.Context, w *app.Work) app.Outcome {
+	w.Publish(job.ModelStarted{Model: "sandbox::echo"})
+	r.ran <- w.Job.ID
+	rec := &enrichment.Record{ID: "rec-" + w.Job.ID, OrgID: w.Job.OrgID, Type: enrichment.RecordEnrichment,
+		JobID: w.Job.ID, Model: "sandbox::echo", CreatedAt: time.Now()}
+	return app.Outcome{Result: []byte(`{"ok": true}`), Records: []*enrichment.Record{rec},
+		Completed: job.JobCompleted{RecordID: rec.ID}}
+}
+
+type engineWorld struct {
+	engine  *app.Engine
+	jobs    *gatedJobs
+	events  *memory.EventLog
+	records *memory.RecordStore
+	ran     chan string
+}
+
+func newEngineWorld(t *testing.T) *engineWorld {
+	t.Helper()
+	jobs, events, records := memory.NewJobStore(), memory.NewEventLog(), memory.NewRecordStore()
+	uow := memory.NewUnitOfWork(memory.NewOrgStore(), memory.NewUserStore(), memory.NewAPIKeyStore(), memory.NewSchemaStore(),
+		records, jobs, events, memory.NewRefreshTokenStore(), nil)
+	clock := system.Clock{}
+	lg := slog.New(slog.DiscardHandler)
+	hub := eventhub.New(uow, events, clock, lg, eventhub.Config{})
+	t.Cleanup(hub.Close)
+	w := &engineWorld{jobs: &gatedJobs{JobStore: jobs, gate: make(chan struct{})}, events: events, records: records,
+		ran: make(chan string, 4)}
+	w.engine = &app.Engine{UoW: uow, Jobs: w.jobs, Events: events, Queue: inproc.New(), Stream: hub, Clock: clock, Log: lg,
+		Owner: "test", Workers: 1, PerOrg: 1, Runners: map[job.Type]app.Runner{job.TypeEnrichment: stepRunner{ran: w.ran}}}
+	if err := w.engine.Start(context.Background()); err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	t.Cleanup(func() { _ = w.engine.Stop(context.Background()) })
+	return w
+}
+
+func newTestJob(n int) *job.Job {
+	now := time.Now()
+	return &job.Job{ID: fmt.Sprintf("job-%d", n), OrgID: "org", Type: job.TypeEnrichment, State: job.Pending,
+		Request: []byte(`{}`), CreatedAt: now, UpdatedAt: now, HeartbeatAt: now}
+}
+
+// settled waits until no job runs.
+func (w *engineWorld) settled(t *testing.T) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); len(w.engine.Running()) > 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("jobs still running: %v", w.engine.Running())
+		}
+	}
+}
+
+// TestRunOverlapsItsCreate: a job that starts here runs while its row is
+// being stored. When the store fails, the run writes nothing and its worker
+// is free again; when it succeeds, what the run published meanwhile is stored
+// first, in order.
+func TestRunOverlapsItsCreate(t *testing.T) {
+	ctx := context.Background()
+	for _, tt := range []struct {
+		name    string
+		failure error
+	}{
+		{"the store fails", fmt.Errorf("test: %w", ports.ErrUnavailable)},
+		{"the store succeeds", nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			w := newEngineWorld(t)
+			w.jobs.err = tt.failure
+			j := newTestJob(1)
+			created := make(chan error, 1)
+			go func() { created <- w.engine.Create(ctx, j, nil) }()
+			select {
+			case id := <-w.ran:
+				is.Equal(id, j.ID)
+			case <-time.After(5 * time.Second):
+				t.Fatal("the run did not start while its row was being stored")
+			}
+			close(w.jobs.gate)
+			err := <-created
+			w.settled(t)
+			evs, lerr := w.events.List(ctx, j.ID, 0, 0)
+			is.NoErr(lerr)
+			_, rerr := w.records.GetRecord(ctx, "org", "rec-"+j.ID)
+			if tt.failure != nil {
+				is.True(errors.Is(err, ports.ErrUnavailable))
+				is.Equal(len(evs), 0)                       // no event of a job that does not exist
+				is.True(errors.Is(rerr, ports.ErrNotFound)) // nor a record
+				w.jobs.err = nil
+				is.NoErr(w.engine.Create(ctx, newTestJob(2), nil)) // the worker is free again
+				is.Equal(<-w.ran, "job-2")
+				w.settled(t)
+				return
+			}
+			is.NoErr(err)
+			is.NoErr(rerr)
+			is.True(len(evs) == 2)
+			is.Equal(evs[0].Type, job.EventModelStarted) // published before the row was stored
+			is.Equal(evs[1].Type, job.EventCompleted)
+			got, gerr := w.jobs.GetJob(ctx, "org", j.ID)
+			is.NoErr(gerr)
+			is.Equal(got.State, job.Completed)
+		})
+	}
+}

@@ -1,0 +1,1 @@
+DROP FUNCTION IF EXISTS enrich_require_held(bigint, text);

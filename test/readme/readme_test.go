@@ -1,0 +1,168 @@
+package readme_test
+
+import (
+	"bufio"
+	"context"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+
+	"github.com/entityenrich/enrich"
+)
+
+// marker precedes a walk-through's fenced block in README.md:
+// <!-- walkthrough: NAME ... -->.
+var marker = regexp.MustCompile(`^<!-- walkthrough: (\w+)`)
+
+// walkthroughs returns README.md's marked blocks by name.
+func walkthroughs(t *testing.T) (map[string]string, string) {
+	t.Helper()
+	raw, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := map[string]string{}
+	var name string
+	var in bool
+	var body strings.Builder
+	sc := bufio.NewScanner(strings.NewReader(string(raw)))
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case !in && name == "":
+			if m := marker.FindStringSubmatch(line); m != nil {
+				name = m[1]
+			}
+		case !in && strings.HasPrefix(line, "```"):
+			in = true
+			body.Reset()
+		case !in && strings.TrimSpace(line) != "":
+			t.Fatalf("README.md: walk-through %q: its marker must be followed by a fenced block", name)
+		case in && strings.HasPrefix(line, "```"):
+			blocks[name] = body.String()
+			in, name = false, ""
+		case in:
+			body.WriteString(line + "\n")
+		}
+	}
+	return blocks, string(raw)
+}
+
+func TestREADMERules(t *testing.T) {
+	blocks, doc := walkthroughs(t)
+	tests := []struct {
+		name string
+		bad  *regexp.Regexp
+		in   string
+	}{
+		{"no link out of the repository", regexp.MustCompile(`\]\((\.\./|/|[a-z]+://)[^)]*\)`), doc},
+		{"no path out of the repository", regexp.MustCompile("`\\.\\./[^`]*`"), doc},
+		{"no DSN naming the test database", regexp.MustCompile(`postgres(ql)?://[^\s` + "`" + `]*/test\b`), doc},
+		{"no placeholder in the curl walk-through", regexp.MustCompile(`<[a-z_]+>`), blocks["curl"]},
+		{"no placeholder in the CLI walk-through", regexp.MustCompile(`<[a-z_]+>`), blocks["cli"]},
+		{"streams with curl -sN", regexp.MustCompile(`curl -N\b|curl [^|\n]*-N\b`), strings.ReplaceAll(blocks["curl"], "curl -sN", "")},
+		{"no jq", regexp.MustCompile(`\bjq\b`), blocks["curl"] + blocks["cli"]},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.in == "" {
+				t.Fatal("README.md has no such walk-through")
+			}
+			if m := tt.bad.FindString(tt.in); m != "" {
+				t.Errorf("README.md holds %q", m)
+			}
+		})
+	}
+}
+
+// TestWalkthroughsRunTwice runs each marked block with bash, as a reader
+// pasting it would, twice against one server: the second run must work
+// too, with the account that the first made.
+func TestWalkthroughsRunTwice(t *testing.T) {
+	for _, tool := range []string{"bash", "curl", "grep", "sed"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("the walk-throughs need %s, which is not installed", tool)
+		}
+	}
+	blocks, _ := walkthroughs(t)
+	bin := t.TempDir()
+	gobin := "go" // go test puts its own GOROOT/bin first in PATH
+	if out, err := exec.Command(gobin, "build", "-o", filepath.Join(bin, "enrich"), "github.com/entityenrich/enrich/cmd/enrich").CombinedOutput(); err != nil {
+		t.Fatalf("build enrich: %v\n%s", err, out)
+	}
+	tests := []struct {
+		block string
+		want  []string // in every run's output
+	}{
+		{"curl", []string{`"event":"attempt"`, `"reason":"output_invalid`, `"event":"completed"`, `"structured_output":{`}},
+		{"cli", []string{`"email": "me@example.com"`, `"event": "completed"`, `"structured_output": {`, `"name": "Initech"`, `"name": "Globex"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.block, func(t *testing.T) {
+			script := blocks[tt.block]
+			if script == "" {
+				t.Fatalf("README.md has no walk-through %q", tt.block)
+			}
+			url := startServer(t)
+			home := t.TempDir()
+			for run := 1; run <= 2; run++ {
+				is := is.New(t)
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+				// errexit and pipefail make any failed step fail the run,
+				// including a capture that finds no value; xtrace says
+				// which step it was.
+				cmd := exec.CommandContext(ctx, "bash", "-euxo", "pipefail", "-c", script)
+				cmd.Dir = home
+				cmd.Env = []string{"HOME=" + home, "XDG_CONFIG_HOME=" + filepath.Join(home, ".config"),
+					"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"), "ENRICH_URL=" + url, "LANG=C.UTF-8", "PS4=+ README: "}
+				var stderr strings.Builder
+				cmd.Stderr = &stderr
+				out, err := cmd.Output()
+				cancel()
+				if err != nil {
+					t.Fatalf("run %d of the %s walk-through failed: %v\nstdout:\n%s\nstderr (steps):\n%s", run, tt.block, err, out, stderr.String())
+				}
+				for _, w := range tt.want {
+					if !strings.Contains(string(out), w) {
+						t.Errorf("run %d of the %s walk-through does not show %s:\n%s", run, tt.block, w, out)
+					}
+				}
+				is.True(!strings.Contains(string(out), `"code":"unauthenticated"`)) // every step was signed in
+			}
+		})
+	}
+}
+
+// startServer starts enrichd on memory with the sandbox models on a
+// loopback port, as make run does, and returns its URL.
+func startServer(t *testing.T) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	srv, err := enrich.NewServer(ctx, enrich.Config{Sandbox: true, JWTSecret: strings.Repeat("s", 40), PasswordHashing: "fast",
+		ShutdownGrace: time.Second, Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	return "http://" + ln.Addr().String()
+}
