@@ -316,6 +316,26 @@ func testProviderKeys(t *testing.T, dsn string) {
 		is.Equal(call("DELETE", "/api/global-keys/"+g.ID, admin.token, nil, nil), 204)
 	})
 
+	t.Run("refused key bodies do not echo the key", func(t *testing.T) {
+		is := is.New(t)
+		ten, _ := newTenant("refusals")
+		for _, body := range []any{
+			obj{"provider": "paid", "api_key": goodA + " " + goodB},                         // a space
+			obj{"provider": "paid", "api_key": strings.Repeat(goodA, 200)},                  // too long
+			obj{"provider": "nope", "api_key": goodA},                                       // unknown provider
+			obj{"provider": "paid", "api_key": goodA, "extra": goodB},                       // unknown field
+			obj{"provider": "paid", "api_key": goodA, "expires_at": "2001-01-01T00:00:00Z"}, // in the past
+			`{"provider": "paid", "api_key": "` + goodA + `\u0000"}`,                        // a NUL
+			`{"provider": "paid", "api_key": ` + `"` + goodA,                                // not JSON
+		} {
+			st := call("POST", "/api/org-keys", ten.key, body, nil)
+			is.True(st == 400 || st == 413)
+		}
+		var k keyJSON
+		is.Equal(call("POST", "/api/org-keys", ten.key, obj{"provider": "paid", "api_key": goodA}, &k), 201)
+		is.Equal(call("PATCH", "/api/org-keys/"+k.ID, ten.key, obj{"api_key": goodB[:6] + "\t" + goodB[6:]}, nil), 400)
+	})
+
 	t.Run("no plaintext key in responses, logs or the database", func(t *testing.T) {
 		for _, sec := range secrets {
 			for _, b := range bodies {
