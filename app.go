@@ -38,6 +38,11 @@ type Stores struct {
 	Queue ports.JobQueue
 	// RefreshTokens keeps session refresh tokens.
 	RefreshTokens ports.RefreshTokenStore
+	// ProviderKeys keeps LLM provider keys (nil: kept in memory).
+	ProviderKeys ports.ProviderKeyStore
+	// Usage is the LLM call ledger, written by UoW (Repos.Usage); this
+	// handle reads it (nil: none kept).
+	Usage ports.UsageLedger
 	// Invalidations spreads cache invalidations between instances (nil: this
 	// process is the only one).
 	Invalidations ports.Invalidations
@@ -55,6 +60,8 @@ type Embedded struct {
 	Records    *app.RecordService
 	Enrichment *app.EnrichmentService
 	Jobs       *app.JobService
+	// ProviderKeys manages the organizations' and the global provider keys.
+	ProviderKeys *app.ProviderKeyService
 
 	Stores *Stores
 	Log    *slog.Logger

@@ -11,6 +11,7 @@ import (
 
 	"github.com/caarlos0/env/v11"
 
+	"github.com/entityenrich/enrich/adapters/crypto"
 	"github.com/entityenrich/enrich/adapters/llm"
 	"github.com/entityenrich/enrich/app"
 	"github.com/entityenrich/enrich/domain/enrichment"
@@ -128,6 +129,24 @@ func (c Config) withDefaults() (Config, []string, error) {
 		_, _ = rand.Read(b[:])
 		c.JWTSecret = hex.EncodeToString(b[:])
 		warn = append(warn, "ENRICH_JWT_SECRET is not set: generated one for this process; sessions end when it stops")
+	}
+	if strings.TrimSpace(c.EncryptionKeys) == "" {
+		if c.Production() {
+			return c, nil, errors.New("config: ENRICH_ENCRYPTION_KEYS is required in production (comma-separated Fernet keys; the first encrypts)")
+		}
+		k, err := crypto.GenerateFernetKey()
+		if err != nil {
+			return c, nil, fmt.Errorf("config: generate an encryption key: %w", err)
+		}
+		c.EncryptionKeys = k
+		w := "ENRICH_ENCRYPTION_KEYS is not set: generated one for this process"
+		if c.DatabaseURL != "" {
+			w += "; provider keys stored now will not open after a restart"
+		}
+		warn = append(warn, w)
+	}
+	if _, err := crypto.NewFernet(strings.Split(c.EncryptionKeys, ",")); err != nil {
+		return c, nil, fmt.Errorf("config: ENRICH_ENCRYPTION_KEYS: %w", err)
 	}
 	if len(c.JWTSecret) < 32 {
 		return c, nil, errors.New("config: ENRICH_JWT_SECRET must have at least 32 characters")

@@ -16,6 +16,7 @@ import (
 	"github.com/entityenrich/enrich/adapters/httpapi"
 	"github.com/entityenrich/enrich/adapters/jsonschema"
 	"github.com/entityenrich/enrich/adapters/llm"
+	"github.com/entityenrich/enrich/adapters/memory"
 	"github.com/entityenrich/enrich/adapters/metrics"
 	"github.com/entityenrich/enrich/adapters/system"
 	"github.com/entityenrich/enrich/app"
@@ -38,6 +39,14 @@ var coreSet = wire.NewSet(
 	metrics.New,
 	provideLLM,
 	wire.Bind(new(ports.ModelCatalog), new(*llm.Registry)),
+	wire.Bind(new(ports.Providers), new(*llm.Registry)),
+	wire.Bind(new(ports.KeyTester), new(*llm.Registry)),
+	wire.Bind(new(ports.ClientCache), new(*llm.Registry)),
+	provideCipher,
+	wire.Bind(new(ports.Cipher), new(*crypto.Fernet)),
+	provideProviderKeyStore,
+	provideKeyRing,
+	provideProviderKeys,
 	providePasswords,
 	wire.Bind(new(ports.Passwords), new(*crypto.Passwords)),
 	provideStream,
@@ -59,6 +68,30 @@ func provideRegistry(cfg Config) (*llm.Registry, error) {
 
 // provideLLM is the provider registry with the call metrics around it.
 func provideLLM(reg *llm.Registry, m *metrics.Metrics) ports.LLM { return m.InstrumentLLM(reg) }
+
+// provideCipher seals provider keys with ENRICH_ENCRYPTION_KEYS (withDefaults
+// has checked them, or generated one in development).
+func provideCipher(cfg Config) (*crypto.Fernet, error) {
+	return crypto.NewFernet(strings.Split(cfg.EncryptionKeys, ","))
+}
+
+// provideProviderKeyStore is the stores' provider-key store; caller-supplied
+// stores without one keep provider keys in memory.
+func provideProviderKeyStore(st *Stores) ports.ProviderKeyStore {
+	if st.ProviderKeys == nil {
+		st.ProviderKeys = memory.NewProviderKeyStore()
+	}
+	return st.ProviderKeys
+}
+
+func provideKeyRing(ks ports.ProviderKeyStore, c ports.Cipher, p ports.Providers, cc ports.ClientCache, clock ports.Clock, lg *slog.Logger) *app.KeyRing {
+	return &app.KeyRing{Keys: ks, Cipher: c, Providers: p, Clients: cc, Clock: clock, Log: lg}
+}
+
+func provideProviderKeys(ks ports.ProviderKeyStore, c ports.Cipher, p ports.Providers, t ports.KeyTester, cc ports.ClientCache,
+	clock ports.Clock, ids ports.IDs, lg *slog.Logger) *app.ProviderKeyService {
+	return &app.ProviderKeyService{Keys: ks, Cipher: c, Providers: p, Tester: t, Clients: cc, Clock: clock, IDs: ids, Log: lg}
+}
 
 func providePasswords(cfg Config) *crypto.Passwords {
 	if cfg.PasswordHashing == "fast" {
@@ -117,23 +150,23 @@ func provideJobs(st *Stores, en *app.Engine, s ports.EventStream, clock ports.Cl
 }
 
 func provideEnrichment(cfg Config, st *Stores, en *app.Engine, s ports.EventStream, js *app.JobService, l ports.LLM, cat ports.ModelCatalog,
-	c ports.SchemaCompiler, clock ports.Clock, ids ports.IDs, lg *slog.Logger) *app.EnrichmentService {
+	c ports.SchemaCompiler, kr *app.KeyRing, clock ports.Clock, ids ports.IDs, lg *slog.Logger) *app.EnrichmentService {
 	svc := &app.EnrichmentService{Schemas: st.Schemas, Engine: en, Stream: s, JobSvc: js,
-		LLM: l, Catalog: cat, Compiler: c, Clock: clock, IDs: ids, Log: lg, MaxAttempts: cfg.LLMAttempts}
+		LLM: l, Catalog: cat, Compiler: c, Keys: kr, Clock: clock, IDs: ids, Log: lg, MaxAttempts: cfg.LLMAttempts}
 	en.Runners[job.TypeEnrichment] = svc
 	return svc
 }
 
 func provideEmbedded(st *Stores, a *app.AccessService, sc *app.SchemaService, rc *app.RecordService, en *app.EnrichmentService,
-	js *app.JobService, h *eventhub.Hub, eng *app.Engine, lg *slog.Logger, m *metrics.Metrics) *Embedded {
+	js *app.JobService, pk *app.ProviderKeyService, h *eventhub.Hub, eng *app.Engine, lg *slog.Logger, m *metrics.Metrics) *Embedded {
 	m.WatchRunning(func() int { return len(eng.Running()) })
-	return &Embedded{Access: a, Schemas: sc, Records: rc, Enrichment: en, Jobs: js, Stores: st, Log: lg, Metrics: m,
-		stream: h, engine: eng}
+	return &Embedded{Access: a, Schemas: sc, Records: rc, Enrichment: en, Jobs: js, ProviderKeys: pk, Stores: st, Log: lg,
+		Metrics: m, stream: h, engine: eng}
 }
 
 // httpSet builds the HTTP API from an Embedded core.
 var httpSet = wire.NewSet(
-	wire.FieldsOf(new(*Embedded), "Access", "Schemas", "Records", "Enrichment", "Jobs", "Log"),
+	wire.FieldsOf(new(*Embedded), "Access", "Schemas", "Records", "Enrichment", "Jobs", "ProviderKeys", "Log"),
 	provideHTTPConfig,
 	provideReadiness,
 	httpapi.NewServer,

@@ -23,10 +23,11 @@ func provideMemoryStores() *Stores {
 	schemas, records, jobs := memory.NewSchemaStore(), memory.NewRecordStore(), memory.NewJobStore()
 	events, refresh := memory.NewEventLog(), memory.NewRefreshTokenStore()
 	queue := inproc.New()
+	ledger := memory.NewUsageLedger()
 	return &Stores{
 		Orgs: orgs, Users: users, Keys: keys, Schemas: schemas, Records: records, Jobs: jobs, Events: events,
-		RefreshTokens: refresh, Queue: queue,
-		UoW:  memory.NewUnitOfWork(orgs, users, keys, schemas, records, jobs, events, refresh, queue),
+		RefreshTokens: refresh, Queue: queue, ProviderKeys: memory.NewProviderKeyStore(), Usage: ledger,
+		UoW:  memory.NewUnitOfWork(orgs, users, keys, schemas, records, jobs, events, refresh, queue).WithUsage(ledger),
 		Kind: "memory",
 	}
 }
@@ -56,7 +57,8 @@ func providePostgresStores(pdb *postgres.DB, cfg Config, lg *slog.Logger) (*Stor
 		Queue: queue, UoW: postgres.NewUnitOfWork(db, func(tx bun.Tx) ports.JobEnqueuer { return queue.TxEnqueuer(tx) }),
 		Orgs: postgres.NewOrgStore(db), Users: postgres.NewUserStore(db), Keys: postgres.NewAPIKeyStore(db),
 		Schemas: postgres.NewSchemaStore(db), Records: postgres.NewRecordStore(db), Jobs: postgres.NewJobStore(db),
-		Events: postgres.NewEventLog(db), RefreshTokens: postgres.NewRefreshTokenStore(db),
+		Events: postgres.NewEventLog(db), RefreshTokens: postgres.NewRefreshTokenStore(db), ProviderKeys: postgres.NewProviderKeyStore(db),
+		Usage:         postgres.NewUsageLedger(db),
 		Invalidations: postgres.NewInvalidations(db, cfg.DatabaseURL, lg), Ready: func(ctx context.Context) error { return db.PingContext(ctx) },
 		Kind: "postgres",
 	}, nil

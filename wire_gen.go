@@ -41,8 +41,16 @@ func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 		return nil, nil, err
 	}
 	llm := provideLLM(registry, metricsMetrics)
-	enrichmentService := provideEnrichment(cfg, stores, engine, hub, jobService, llm, registry, compiler, clock, iDs, logger)
-	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, jobService, hub, engine, logger, metricsMetrics)
+	providerKeyStore := provideProviderKeyStore(stores)
+	fernet, err := provideCipher(cfg)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	keyRing := provideKeyRing(providerKeyStore, fernet, registry, registry, clock, logger)
+	enrichmentService := provideEnrichment(cfg, stores, engine, hub, jobService, llm, registry, compiler, keyRing, clock, iDs, logger)
+	providerKeyService := provideProviderKeys(providerKeyStore, fernet, registry, registry, registry, clock, iDs, logger)
+	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, hub, engine, logger, metricsMetrics)
 	return embedded, func() {
 		cleanup()
 	}, nil
@@ -82,8 +90,17 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 		return nil, nil, err
 	}
 	llm := provideLLM(registry, metricsMetrics)
-	enrichmentService := provideEnrichment(cfg, stores, engine, hub, jobService, llm, registry, compiler, clock, iDs, logger)
-	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, jobService, hub, engine, logger, metricsMetrics)
+	providerKeyStore := provideProviderKeyStore(stores)
+	fernet, err := provideCipher(cfg)
+	if err != nil {
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
+	keyRing := provideKeyRing(providerKeyStore, fernet, registry, registry, clock, logger)
+	enrichmentService := provideEnrichment(cfg, stores, engine, hub, jobService, llm, registry, compiler, keyRing, clock, iDs, logger)
+	providerKeyService := provideProviderKeys(providerKeyStore, fernet, registry, registry, registry, clock, iDs, logger)
+	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, hub, engine, logger, metricsMetrics)
 	return embedded, func() {
 		cleanup2()
 		cleanup()
@@ -114,8 +131,16 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 		return nil, nil, err
 	}
 	llm := provideLLM(registry, metricsMetrics)
-	enrichmentService := provideEnrichment(cfg, st, engine, hub, jobService, llm, registry, compiler, clock, iDs, logger)
-	embedded := provideEmbedded(st, accessService, schemaService, recordService, enrichmentService, jobService, hub, engine, logger, metricsMetrics)
+	providerKeyStore := provideProviderKeyStore(st)
+	fernet, err := provideCipher(cfg)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	keyRing := provideKeyRing(providerKeyStore, fernet, registry, registry, clock, logger)
+	enrichmentService := provideEnrichment(cfg, st, engine, hub, jobService, llm, registry, compiler, keyRing, clock, iDs, logger)
+	providerKeyService := provideProviderKeys(providerKeyStore, fernet, registry, registry, registry, clock, iDs, logger)
+	embedded := provideEmbedded(st, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, hub, engine, logger, metricsMetrics)
 	return embedded, func() {
 		cleanup()
 	}, nil
@@ -129,9 +154,10 @@ func initHTTP(e *Embedded) (*httpapi.Server, error) {
 	recordService := e.Records
 	enrichmentService := e.Enrichment
 	jobService := e.Jobs
+	providerKeyService := e.ProviderKeys
 	logger := e.Log
 	readiness := provideReadiness(e)
-	server, err := httpapi.NewServer(config, accessService, schemaService, recordService, enrichmentService, jobService, logger, readiness)
+	server, err := httpapi.NewServer(config, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, logger, readiness)
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/entityenrich/enrich/domain/enrichment"
 	"github.com/entityenrich/enrich/domain/job"
+	"github.com/entityenrich/enrich/domain/usage"
 	"github.com/entityenrich/enrich/ports"
 )
 
@@ -37,6 +38,9 @@ type Outcome struct {
 	Records   []*enrichment.Record
 	Completed job.JobCompleted
 	Failure   *Failure
+	// Usage is the run's LLM calls, written to the ledger with the job's
+	// end whatever the end (the calls were made and paid for).
+	Usage []usage.Entry
 }
 
 // Failure is a typed job failure.
@@ -532,7 +536,7 @@ func (e *Engine) finish(ctx context.Context, r *run, out Outcome) {
 		e.Log.Info("job left to its new holder", "job_id", r.id, "attempt", r.attempt)
 		return
 	}
-	end := ports.JobEnd{Job: new(r.job), From: r.job.State, Events: evs}
+	end := ports.JobEnd{Job: new(r.job), From: r.job.State, Events: evs, Usage: out.Usage}
 	err := apply(end.Job, e.Clock.Now())
 	if out.Failure == nil && cc == nil && !errors.Is(cause, errShutdown) {
 		end.Records = out.Records

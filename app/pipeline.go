@@ -14,6 +14,8 @@ import (
 	"github.com/entityenrich/enrich/domain/enrichment"
 	"github.com/entityenrich/enrich/domain/job"
 	"github.com/entityenrich/enrich/domain/model"
+	"github.com/entityenrich/enrich/domain/rotation"
+	"github.com/entityenrich/enrich/domain/usage"
 	"github.com/entityenrich/enrich/ports"
 )
 
@@ -91,11 +93,14 @@ func (s *EnrichmentService) Run(ctx context.Context, w *Work) Outcome {
 			return s.unprepared(err)
 		}
 	}
-	return s.run(ctx, w, pl)
+	pl.usage.orgID, pl.usage.jobID = w.Job.OrgID, w.Job.ID
+	out := s.run(ctx, w, pl)
+	out.Usage = pl.usage.take()
+	return out
 }
 
 // unprepared fails a job whose stored request no longer plans (its schema
-// was deleted or changed).
+// was deleted or changed, or its provider has no usable key any more).
 func (s *EnrichmentService) unprepared(err error) Outcome {
 	e, ok := AsError(err)
 	if !ok {
@@ -104,8 +109,11 @@ func (s *EnrichmentService) unprepared(err error) Outcome {
 		return Outcome{Failure: &Failure{job.CodeInternal, job.CodeInternal.Message()}}
 	}
 	code := job.CodeInternal
-	if e.Code == "schema_invalid" || e.Code == "not_found" {
+	switch e.Code {
+	case "schema_invalid", "not_found":
 		code = job.CodeSchemaInvalid
+	case "no_usable_provider_key":
+		code = job.CodeNoUsableKey
 	}
 	return Outcome{Failure: &Failure{code, e.Detail}}
 }
@@ -224,6 +232,9 @@ func (s *EnrichmentService) runModel(ctx context.Context, jobID string, pl *plan
 			done := job.ExpertiseCompleted{Model: key, Key: c.domain.Key, Name: c.domain.Name, Completed: n, Total: len(pl.calls),
 				Success: err == nil, PartialResult: out, InputTokens: in, OutputTokens: outT, Cost: cost,
 				ProcessingMS: time.Since(t0).Milliseconds()}
+			if c := pl.keys[m.Key.Provider].current(); c != nil {
+				done.KeySource = string(c.Source)
+			}
 			if err != nil {
 				done.ErrorMessage, done.ErrorCode = err.Error(), code
 			}
@@ -323,7 +334,7 @@ func (s *EnrichmentService) callWithRetries(ctx context.Context, pl *plan, m mod
 	var code job.ErrorCode
 	for attempt := 1; attempt <= max; attempt++ {
 		pub(job.Attempt{Model: m.Key.String(), Expertise: c.domain.Key, Attempt: attempt, MaxAttempts: max, Reason: reason})
-		resp, err := s.LLM.Generate(ctx, ports.LLMRequest{Model: m.Key, Messages: msgs, Schema: c.domain.Schema, SchemaName: c.domain.Key,
+		resp, err := s.generate(ctx, pl, m, ports.LLMRequest{Model: m.Key, Messages: msgs, Schema: c.domain.Schema, SchemaName: c.domain.Key,
 			ResponseSchema: pl.req.responseSchema(), Strict: pl.req.EnableStrictStructuredOutput})
 		in += resp.InputTokens
 		out += resp.OutputTokens
@@ -368,21 +379,81 @@ func (s *EnrichmentService) callWithRetries(ctx context.Context, pl *plan, m mod
 	return nil, in, out, code, &callError{msg: fmt.Sprintf("%d attempts failed, last: %s", max, public), cause: lastErr}
 }
 
-// permanent reports an LLM failure that another attempt cannot mend.
+// generate makes one call with the run's key for the provider. When the
+// provider refuses the key (it leaves rotation) or rate-limits it (it rests
+// for the Retry-After), the call moves to the next usable key at once: a
+// key switch is not one of the job's validated-retry attempts (see
+// docs/decisions.md). With no other key the provider's error stands.
+func (s *EnrichmentService) generate(ctx context.Context, pl *plan, m model.Info, req ports.LLMRequest) (ports.LLMResponse, error) {
+	rk := pl.keys[m.Key.Provider]
+	for switches := 0; ; switches++ {
+		cred := rk.current()
+		req.Credential = cred
+		t0 := time.Now()
+		resp, err := s.LLM.Generate(ctx, req)
+		s.recordCall(pl, m, cred, resp, err, time.Since(t0))
+		if err == nil || cred == nil || ctx.Err() != nil || switches >= maxKeySwitches {
+			return resp, err
+		}
+		var rl *ports.RateLimitError
+		switch {
+		case errors.Is(err, ports.ErrLLMAuth):
+			s.Log.WarnContext(ctx, "provider refused a key: out of rotation", "provider", req.Model.Provider, "key_id", cred.KeyID, "source", cred.Source)
+			s.Keys.Refused(ctx, rk.orgID, cred)
+		case errors.As(err, &rl):
+			s.Keys.Rest(ctx, rk.orgID, cred, rl.RetryAfter)
+		default:
+			return resp, err
+		}
+		if !rk.moveOn(ctx, s.Keys, cred) {
+			return resp, err
+		}
+	}
+}
+
+// recordCall adds one call to the run's ledger entries.
+func (s *EnrichmentService) recordCall(pl *plan, m model.Info, cred *ports.Credential, resp ports.LLMResponse, err error, took time.Duration) {
+	if errors.Is(err, ports.ErrUnknownModel) || errors.Is(err, rotation.ErrNoUsableKey) {
+		return // no request left the process
+	}
+	e := usage.Entry{ID: s.IDs.NewID(), Model: m.Key.String(), InputTokens: resp.InputTokens, OutputTokens: resp.OutputTokens,
+		Cost: m.Price.Cost(resp.InputTokens, resp.OutputTokens), LatencyMS: took.Milliseconds(), Outcome: usage.OK, CreatedAt: s.Clock.Now()}
+	if cred != nil {
+		e.KeySource, e.KeyID = string(cred.Source), cred.KeyID
+	}
+	if err != nil {
+		switch {
+		case errors.Is(err, context.Canceled):
+			e.Outcome = "cancelled"
+		case errors.Is(err, ports.ErrLLMAuth):
+			e.Outcome = "key_refused"
+		default:
+			e.Outcome = string(classify(err))
+		}
+	}
+	pl.usage.add(e)
+}
+
+// permanent reports whether retrying the same call cannot help.
 func permanent(err error) bool {
-	return errors.Is(err, ports.ErrUnknownModel) || errors.Is(err, ports.ErrModelRetired) || errors.Is(err, ports.ErrContextLength)
+	return errors.Is(err, ports.ErrUnknownModel) || errors.Is(err, ports.ErrLLMAuth) || errors.Is(err, ports.ErrContextLength) ||
+		errors.Is(err, ports.ErrModelRetired) || errors.Is(err, rotation.ErrNoUsableKey)
 }
 
 // classify maps an LLM failure to its typed error code.
 func classify(err error) job.ErrorCode {
 	switch {
+	case errors.Is(err, ports.ErrLLMAuth), errors.Is(err, rotation.ErrNoUsableKey):
+		return job.CodeNoUsableKey
+	case errors.Is(err, ports.ErrContextLength):
+		return job.CodeContextLength
+	case errors.Is(err, ports.ErrModelRetired):
+		return job.CodeModelRetired
 	case errors.Is(err, ports.ErrLLMTimeout), errors.Is(err, context.DeadlineExceeded):
 		return job.CodeProviderTimeout
 	case errors.Is(err, ports.ErrRateLimited):
 		return job.CodeRateLimited
-	case errors.Is(err, ports.ErrContextLength):
-		return job.CodeContextLength
-	case errors.Is(err, ports.ErrModelRetired), errors.Is(err, ports.ErrUnknownModel):
+	case errors.Is(err, ports.ErrUnknownModel):
 		return job.CodeModelRetired
 	default:
 		return job.CodeLLMUnavailable

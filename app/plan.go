@@ -15,6 +15,7 @@ import (
 	"github.com/entityenrich/enrich/domain/model"
 	"github.com/entityenrich/enrich/domain/modelsel"
 	"github.com/entityenrich/enrich/domain/schema"
+	"github.com/entityenrich/enrich/domain/usage"
 	"github.com/entityenrich/enrich/ports"
 )
 
@@ -33,6 +34,9 @@ type EnrichmentService struct {
 	Clock    ports.Clock
 	IDs      ports.IDs
 	Log      *slog.Logger
+	// Keys chooses the provider key of each run; nil runs every call on
+	// the providers' own configuration (environment keys, keyless).
+	Keys *KeyRing
 
 	// CallParallelism bounds the concurrent LLM calls of one model (default 4).
 	CallParallelism int
@@ -192,6 +196,32 @@ type plan struct {
 	choice   enrichment.Choice
 	models   []model.Info
 	autoPick *modelsel.Pick
+	// keys is the key of each provider the run calls (absent: keyless).
+	keys map[string]*runKey
+	// usage collects the run's LLM calls for the ledger.
+	usage usageLog
+}
+
+// usageLog collects a run's ledger entries; its calls run concurrently.
+type usageLog struct {
+	mu           sync.Mutex
+	orgID, jobID string
+	entries      []usage.Entry
+}
+
+func (l *usageLog) add(e usage.Entry) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e.OrgID, e.JobID = l.orgID, l.jobID
+	l.entries = append(l.entries, e)
+}
+
+func (l *usageLog) take() []usage.Entry {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := l.entries
+	l.entries = nil
+	return out
 }
 
 type call struct {
@@ -260,7 +290,34 @@ func (s *EnrichmentService) prepare(ctx context.Context, orgID string, req Enric
 		}
 		pl.calls = append(pl.calls, call{domain: d, validator: v})
 	}
+	// Last, because a pick records a use: a request refused above must not
+	// move the rotation.
+	if pl.keys, err = s.pickKeys(ctx, orgID, models); err != nil {
+		return nil, err
+	}
 	return pl, nil
+}
+
+// pickKeys chooses the key of every provider the run calls, so that a run
+// with no usable key is refused before it starts; the run then sticks to
+// these keys while they work.
+func (s *EnrichmentService) pickKeys(ctx context.Context, orgID string, models []model.Info) (map[string]*runKey, error) {
+	if s.Keys == nil {
+		return nil, nil
+	}
+	keys := map[string]*runKey{}
+	for _, m := range models {
+		p := m.Key.Provider
+		if _, done := keys[p]; done {
+			continue
+		}
+		c, err := s.Keys.Pick(ctx, orgID, p, "", nil)
+		if err != nil {
+			return nil, err
+		}
+		keys[p] = &runKey{orgID: orgID, provider: p, cred: c}
+	}
+	return keys, nil
 }
 
 // resolveModels merges models and model, resolves auto, and checks every key.

@@ -209,6 +209,9 @@ type LLMRequest struct {
 	// Strict asks for strict (constrained) decoding on that channel where
 	// supported (enable_strict_structured_output).
 	Strict bool
+	// Credential is the key that pays for the call; nil means the
+	// provider's own configuration (see Credential.KeyID).
+	Credential *Credential
 }
 
 // LLMResponse is a model's answer and its token usage.
@@ -224,10 +227,6 @@ var (
 	ErrLLMUnavailable = errors.New("llm unavailable")
 	ErrLLMTimeout     = errors.New("llm timeout")
 	ErrRateLimited    = errors.New("llm rate limited")
-	// ErrContextLength: the prompt does not fit the model's context window.
-	ErrContextLength = errors.New("llm context length exceeded")
-	// ErrModelRetired: the provider no longer serves the model.
-	ErrModelRetired = errors.New("llm model retired")
 )
 
 // LLM calls models by composite key.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/entityenrich/enrich/domain/enrichment"
 	"github.com/entityenrich/enrich/domain/job"
+	"github.com/entityenrich/enrich/domain/usage"
 )
 
 // Repos are the repositories as seen from inside one unit of work: every
@@ -19,6 +20,8 @@ type Repos struct {
 	Jobs          JobStore
 	Events        EventLog
 	RefreshTokens RefreshTokenStore
+	// Usage is the LLM call ledger (nil when the store keeps none).
+	Usage UsageLedger
 	// Queue enqueues job runs that start only if the unit of work commits.
 	Queue JobEnqueuer
 }
@@ -51,6 +54,10 @@ type JobEnd struct {
 	From    job.State
 	Records []*enrichment.Record
 	Events  []job.Event
+	// Usage is the run's LLM calls for the ledger, written whatever the
+	// end (appended to Repos.Usage's ledger; a store without one drops
+	// them).
+	Usage []usage.Entry
 }
 
 // ErrUnavailable means the storage cannot be reached right now (an outage);

@@ -12,6 +12,7 @@ import (
 	"github.com/entityenrich/enrich/domain/job"
 	"github.com/entityenrich/enrich/domain/model"
 	"github.com/entityenrich/enrich/domain/page"
+	"github.com/entityenrich/enrich/domain/rotation"
 	"github.com/entityenrich/enrich/domain/schema"
 	"github.com/entityenrich/enrich/ports"
 )
@@ -74,6 +75,8 @@ var errorTable = []errorRule{
 	{err: ports.ErrContextLength, status: http.StatusUnprocessableEntity, code: string(job.CodeContextLength), detail: job.CodeContextLength.Message()},
 	{err: ports.ErrModelRetired, status: http.StatusUnprocessableEntity, code: string(job.CodeModelRetired), detail: job.CodeModelRetired.Message()},
 	{err: ports.ErrLLMUnavailable, status: http.StatusBadGateway, code: string(job.CodeLLMUnavailable), detail: job.CodeLLMUnavailable.Message()},
+	{err: ports.ErrLLMAuth, status: http.StatusBadGateway, code: string(job.CodeNoUsableKey), detail: "the model's provider refused the key"},
+	{err: rotation.ErrNoUsableKey, status: http.StatusBadRequest, code: string(job.CodeNoUsableKey), detail: "the model's provider has no usable key for the organization"},
 	{err: context.DeadlineExceeded, status: http.StatusGatewayTimeout, code: "timeout", detail: "the request did not finish in time"},
 
 	// A blocking run's job that ended without completing (REFERENCE.md §3:
@@ -82,13 +85,15 @@ var errorTable = []errorRule{
 	// provider failures, 499 cancelled). Our own failures are not the
 	// provider's: storage_error and internal_error are 500 (SPEC.md's
 	// internal failure), shutdown and interrupted 503 (another try may run),
-	// schema_invalid 422 (the schema, not the model, is at fault).
+	// schema_invalid 422 (the schema, not the model, is at fault),
+	// no_usable_provider_key 502 without retryable (the keys must change first).
 	{job: string(job.CodeOutputInvalid), status: http.StatusBadGateway, retryable: true},
 	{job: string(job.CodeLLMUnavailable), status: http.StatusBadGateway, retryable: true},
 	{job: string(job.CodeProviderTimeout), status: http.StatusGatewayTimeout, retryable: true},
 	{job: string(job.CodeRateLimited), status: http.StatusTooManyRequests, retryable: true},
 	{job: string(job.CodeContextLength), status: http.StatusUnprocessableEntity},
 	{job: string(job.CodeModelRetired), status: http.StatusUnprocessableEntity},
+	{job: string(job.CodeNoUsableKey), status: http.StatusBadGateway},
 	{job: string(job.CodeSchemaInvalid), status: http.StatusUnprocessableEntity},
 	{job: string(job.CodeInterrupted), status: http.StatusServiceUnavailable, retryAfter: 2},
 	{job: string(job.CodeShutdown), status: http.StatusServiceUnavailable, retryAfter: 2},

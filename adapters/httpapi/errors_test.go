@@ -18,6 +18,7 @@ import (
 	"github.com/entityenrich/enrich/domain/job"
 	"github.com/entityenrich/enrich/domain/model"
 	"github.com/entityenrich/enrich/domain/page"
+	"github.com/entityenrich/enrich/domain/rotation"
 	"github.com/entityenrich/enrich/domain/schema"
 	"github.com/entityenrich/enrich/ports"
 )
@@ -69,6 +70,8 @@ func TestErrorTableSentinels(t *testing.T) {
 		{ports.ErrContextLength, 422, "context_length_exceeded", ""},
 		{ports.ErrModelRetired, 422, "model_retired", ""},
 		{ports.ErrLLMUnavailable, 502, "llm_unavailable", ""},
+		{ports.ErrLLMAuth, 502, "no_usable_provider_key", ""},
+		{rotation.ErrNoUsableKey, 400, "no_usable_provider_key", ""},
 		{context.DeadlineExceeded, 504, "timeout", ""},
 		{ports.ErrFenced, 500, "internal_error", ""},
 		{errors.New("anything else"), 500, "internal_error", ""},
@@ -105,7 +108,7 @@ func TestErrorTableSentinels(t *testing.T) {
 func TestErrorTableJobCodes(t *testing.T) {
 	want := map[string]int{
 		"model_output_invalid": 502, "llm_unavailable": 502, "provider_timeout": 504, "rate_limited": 429,
-		"context_length_exceeded": 422, "model_retired": 422, "schema_invalid": 422, "interrupted": 503,
+		"context_length_exceeded": 422, "model_retired": 422, "no_usable_provider_key": 502, "schema_invalid": 422, "interrupted": 503,
 		"shutdown": 503, "storage_error": 500, "internal_error": 500,
 	}
 	for _, c := range job.Codes() {
@@ -115,7 +118,7 @@ func TestErrorTableJobCodes(t *testing.T) {
 			is.Equal(status, want[string(c)])
 			is.Equal(e.Code, string(c))
 			is.Equal(e.Detail, "expertise general: "+c.Message())
-			is.Equal(e.Retryable, status == 502 || status == 504 || status == 429)
+			is.Equal(e.Retryable, (status == 502 || status == 504 || status == 429) && c != job.CodeNoUsableKey)
 		})
 	}
 	is := is.New(t)

@@ -43,6 +43,20 @@ var routes = map[Route]access.Action{
 	{"GET", "/api/llm/stream/{job_id}"}:    access.ActFollowJob,
 	{"POST", "/api/llm/cancel/{job_id}"}:   access.ActCancelJob,
 	{"POST", "/api/llm/continue/{job_id}"}: access.ActContinueJob,
+
+	{"GET", "/api/org-keys"}:                           access.ActListProviderKeys,
+	{"POST", "/api/org-keys"}:                          access.ActCreateProviderKey,
+	{"PATCH", "/api/org-keys/{key_id}"}:                access.ActUpdateProviderKey,
+	{"DELETE", "/api/org-keys/{key_id}"}:               access.ActDeleteProviderKey,
+	{"POST", "/api/org-keys/{key_id}/enable"}:          access.ActEnableProviderKey,
+	{"POST", "/api/org-keys/{key_id}/health-check"}:    access.ActTestProviderKey,
+	{"GET", "/api/global-keys"}:                        access.ActListGlobalKeys,
+	{"POST", "/api/global-keys"}:                       access.ActCreateGlobalKey,
+	{"PATCH", "/api/global-keys/{key_id}"}:             access.ActUpdateGlobalKey,
+	{"DELETE", "/api/global-keys/{key_id}"}:            access.ActDeleteGlobalKey,
+	{"POST", "/api/global-keys/{key_id}/enable"}:       access.ActEnableGlobalKey,
+	{"POST", "/api/global-keys/{key_id}/health-check"}: access.ActTestGlobalKey,
+	{"POST", "/api/global-keys/test-all"}:              access.ActTestAllGlobalKeys,
 }
 
 // actionOf returns a route's action, and false for a route missing from the

@@ -45,6 +45,7 @@ type Server struct {
 	records *app.RecordService
 	enrich  *app.EnrichmentService
 	jobs    *app.JobService
+	keys    *app.ProviderKeyService
 	log     *slog.Logger
 	ready   Readiness
 
@@ -55,7 +56,7 @@ type Server struct {
 
 // NewServer builds the router.
 func NewServer(cfg Config, a *app.AccessService, sc *app.SchemaService, rc *app.RecordService,
-	en *app.EnrichmentService, jb *app.JobService, lg *slog.Logger, ready Readiness) (*Server, error) {
+	en *app.EnrichmentService, jb *app.JobService, pk *app.ProviderKeyService, lg *slog.Logger, ready Readiness) (*Server, error) {
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = 1 << 20
 	}
@@ -65,7 +66,7 @@ func NewServer(cfg Config, a *app.AccessService, sc *app.SchemaService, rc *app.
 	if cfg.SSEWriteTimeout <= 0 {
 		cfg.SSEWriteTimeout = 10 * time.Second
 	}
-	s := &Server{cfg: cfg, access: a, schemas: sc, records: rc, enrich: en, jobs: jb, log: lg, ready: ready}
+	s := &Server{cfg: cfg, access: a, schemas: sc, records: rc, enrich: en, jobs: jb, keys: pk, log: lg, ready: ready}
 	var err error
 	if s.spec, err = LoadSpec(); err != nil {
 		return nil, err
@@ -97,6 +98,7 @@ func NewServer(cfg Config, a *app.AccessService, sc *app.SchemaService, rc *app.
 	s.registerRecordRoutes(r)
 	s.registerEnrichmentRoutes(r)
 	s.registerJobRoutes(r)
+	s.registerProviderKeyRoutes(r)
 	s.registerDocsRoutes(r)
 	s.router = r
 	return s, nil

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/url"
 	"testing"
+	"time"
 
 	"github.com/matryer/is"
 	"github.com/tmc/langchaingo/llms"
@@ -39,14 +40,24 @@ func TestClassify(t *testing.T) {
 		{"500", bg, &httpError{Status: 500}, ports.ErrLLMUnavailable},
 		{"502 wrapped", bg, fmt.Errorf("send request: %w", &httpError{Status: 502}), ports.ErrLLMUnavailable},
 		{"408", bg, &httpError{Status: 408}, ports.ErrLLMTimeout},
-		{"401", bg, &httpError{Status: 401}, ports.ErrLLMUnavailable},
+		{"401", bg, &httpError{Status: 401}, ports.ErrLLMAuth},
+		{"403", bg, &httpError{Status: 403, Message: "key disabled"}, ports.ErrLLMAuth},
+		{"429 is a RateLimitError", bg, &httpError{Status: 429, RetryAfter: time.Second}, &ports.RateLimitError{}},
+		{"404 model", bg, &httpError{Status: 404, Message: "The model `gpt-3` does not exist"}, ports.ErrModelRetired},
+		{"404 other", bg, &httpError{Status: 404, Message: "no such route"}, ports.ErrLLMUnavailable},
+		{"410", bg, &httpError{Status: 410}, ports.ErrModelRetired},
+		{"400 deprecated model", bg, &httpError{Status: 400, Message: "The model claude-2 has been deprecated"}, ports.ErrModelRetired},
+		{"400 context", bg, &httpError{Status: 400, Message: "This model's maximum context length is 8192 tokens"}, ports.ErrContextLength},
+		{"400 prompt too long", bg, &httpError{Status: 400, Message: "prompt is too long: 210000 tokens > 200000 maximum"}, ports.ErrContextLength},
+		{"413 context", bg, &httpError{Status: 413, Message: "context_length_exceeded"}, ports.ErrContextLength},
+		{"400 other", bg, &httpError{Status: 400, Message: "bad schema"}, ports.ErrLLMUnavailable},
 		{"in url.Error", bg, &url.Error{Op: "Post", URL: "x", Err: &httpError{Status: 429}}, ports.ErrRateLimited},
 		{"transport timeout", bg, &httpError{cause: timeoutErr{}}, ports.ErrLLMTimeout},
 		{"transport refused", bg, &httpError{cause: errors.New("connection refused")}, ports.ErrLLMUnavailable},
 		{"net timeout", bg, &url.Error{Op: "Post", URL: "x", Err: timeoutErr{}}, ports.ErrLLMTimeout},
 		{"llms rate limit", bg, llms.NewError(llms.ErrCodeRateLimit, "anthropic", "slow down"), ports.ErrRateLimited},
 		{"llms timeout", bg, llms.NewError(llms.ErrCodeTimeout, "x", "t"), ports.ErrLLMTimeout},
-		{"llms auth", bg, llms.NewError(llms.ErrCodeAuthentication, "x", "a"), ports.ErrLLMUnavailable},
+		{"llms auth", bg, llms.NewError(llms.ErrCodeAuthentication, "x", "a"), ports.ErrLLMAuth},
 		{"status in text", bg, errors.New("API returned unexpected status code: 429: busy"), ports.ErrRateLimited},
 		{"rate limit in text", bg, errors.New("Rate limit reached for requests"), ports.ErrRateLimited},
 		{"anything else", bg, errors.New("boom"), ports.ErrLLMUnavailable},
@@ -59,6 +70,12 @@ func TestClassify(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			is := is.New(t)
 			err := classify(tt.ctx, k, tt.err)
+			if rl, ok := tt.want.(*ports.RateLimitError); ok {
+				is.True(errors.As(err, &rl))
+				is.True(errors.Is(err, ports.ErrRateLimited))
+				is.Equal(rl.RetryAfter, time.Second)
+				return
+			}
 			is.True(errors.Is(err, tt.want))
 		})
 	}
@@ -75,6 +92,28 @@ func TestErrorMessage(t *testing.T) {
 	for _, tt := range tests {
 		if got := errorMessage([]byte(tt.body)); got != tt.want {
 			t.Errorf("errorMessage(%q) = %q, want %q", tt.body, got, tt.want)
+		}
+	}
+}
+
+func TestRetryAfter(t *testing.T) {
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	tests := []struct {
+		in   string
+		want time.Duration
+	}{
+		{"", 0},
+		{"2", 2 * time.Second},
+		{"0.5", 500 * time.Millisecond},
+		{"-3", 0},
+		{"99999", maxRetryAfter},
+		{"Mon, 23 Nov 2026 12:00:30 GMT", 30 * time.Second},
+		{"Mon, 23 Nov 2026 11:00:00 GMT", 0},
+		{"soon", 0},
+	}
+	for _, tt := range tests {
+		if got := retryAfter(tt.in, now); got != tt.want {
+			t.Errorf("retryAfter(%q) = %v, want %v", tt.in, got, tt.want)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -29,7 +30,21 @@ type ProviderConfig struct {
 	BaseURL string
 	APIKey  string
 	Models  []string
+	// Keyless declares that the provider needs no key
+	// (ENRICH_PROVIDER_<NAME>_KEYLESS=true), like a self-hosted server;
+	// ollama is keyless by nature. Calls to a keyless provider send no
+	// Authorization header at all.
+	Keyless bool
+	// Customer marks a provider whose base URL comes from an organization
+	// rather than from the server's operators: its calls go through the
+	// SSRF-safe client (Config.GuardedHTTPClient), so it can reach only
+	// public addresses. Providers declared in the environment are the
+	// operators' and may point at private addresses.
+	Customer bool
 }
+
+// needsNoKey reports whether calls may go without a key.
+func (p ProviderConfig) needsNoKey() bool { return p.Keyless || p.Type == TypeOllama }
 
 // String hides the API key, so that a config can be logged.
 func (p ProviderConfig) String() string {
@@ -40,7 +55,7 @@ func (p ProviderConfig) String() string {
 			key += p.APIKey[len(p.APIKey)-4:]
 		}
 	}
-	return fmt.Sprintf("%s(type=%s base_url=%s api_key=%s models=%s)", p.Name, p.Type, p.BaseURL, key, strings.Join(p.Models, ","))
+	return fmt.Sprintf("%s(type=%s base_url=%s api_key=%s keyless=%v models=%s)", p.Name, p.Type, p.BaseURL, key, p.Keyless, strings.Join(p.Models, ","))
 }
 
 const envPrefix = "ENRICH_PROVIDER_"
@@ -50,12 +65,13 @@ var envSuffixes = []struct{ suffix, field string }{
 	{"_API_KEY", "api_key"},
 	{"_MODELS", "models"},
 	{"_TYPE", "type"},
+	{"_KEYLESS", "keyless"},
 }
 
 var validName = regexp.MustCompile(`^[a-z0-9][a-z0-9_]*$`)
 
-// ProvidersFromEnv reads ENRICH_PROVIDER_<NAME>_TYPE, _BASE_URL, _API_KEY
-// and _MODELS (comma-separated) from environ (os.Environ() form). NAME is
+// ProvidersFromEnv reads ENRICH_PROVIDER_<NAME>_TYPE, _BASE_URL, _API_KEY,
+// _MODELS (comma-separated) and _KEYLESS (true or false) from environ (os.Environ() form). NAME is
 // lower-cased into the provider name: ENRICH_PROVIDER_LOCAL_MODELS=qwen3
 // gives the key local::qwen3. The result is sorted by name. A variable with
 // the prefix but none of the suffixes is an error, so that a typo
@@ -76,7 +92,7 @@ func ProvidersFromEnv(environ []string) ([]ProviderConfig, error) {
 			}
 		}
 		if field == "" {
-			return nil, fmt.Errorf("llm: unknown variable %s: want %s<NAME>_TYPE, _BASE_URL, _API_KEY or _MODELS", k, envPrefix)
+			return nil, fmt.Errorf("llm: unknown variable %s: want %s<NAME>_TYPE, _BASE_URL, _API_KEY, _MODELS or _KEYLESS", k, envPrefix)
 		}
 		if !validName.MatchString(name) {
 			return nil, fmt.Errorf("llm: %s: provider name %q must be letters, digits and underscores", k, name)
@@ -96,6 +112,12 @@ func ProvidersFromEnv(environ []string) ([]ProviderConfig, error) {
 			p.APIKey = v
 		case "models":
 			p.Models = splitModels(v)
+		case "keyless":
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return nil, fmt.Errorf("llm: %s: want true or false, not %q", k, v)
+			}
+			p.Keyless = b
 		}
 	}
 	out := make([]ProviderConfig, 0, len(byName))
@@ -145,6 +167,9 @@ func (p ProviderConfig) validate() error {
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return fmt.Errorf("llm: %s_BASE_URL %q is not an http(s) URL", env, p.BaseURL)
 		}
+	}
+	if p.Keyless && p.APIKey != "" {
+		return fmt.Errorf("llm: %s_KEYLESS and %s_API_KEY are both set: a keyless provider sends no key", env, env)
 	}
 	for _, m := range p.Models {
 		if strings.Contains(m, "::") {

@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/tmc/langchaingo/llms"
 
@@ -25,7 +26,9 @@ import (
 type httpError struct {
 	Status  int
 	Message string
-	cause   error
+	// RetryAfter is the answer's Retry-After, zero when absent.
+	RetryAfter time.Duration
+	cause      error
 }
 
 func (e *httpError) Error() string {
@@ -41,12 +44,26 @@ func (e *httpError) Error() string {
 // statusDoer turns failure statuses into *httpError before the provider
 // client sees them, so that classification reads a status code instead of
 // parsing each client's message.
-type statusDoer struct{ hc *http.Client }
+// A keyless doer removes the key headers the client sets, so that a keyless
+// provider never receives a placeholder key.
+type statusDoer struct {
+	hc      *http.Client
+	keyless bool
+}
+
+// strip removes the key headers of a keyless provider's request.
+func (d statusDoer) strip(req *http.Request) {
+	if d.keyless {
+		req.Header.Del("Authorization")
+		req.Header.Del("X-Api-Key")
+	}
+}
 
 // maxErrorBody bounds what is read of an error answer.
 const maxErrorBody = 64 << 10
 
 func (d statusDoer) Do(req *http.Request) (*http.Response, error) {
+	d.strip(req)
 	resp, err := d.hc.Do(req)
 	if err != nil {
 		return nil, &httpError{cause: err}
@@ -54,9 +71,41 @@ func (d statusDoer) Do(req *http.Request) (*http.Response, error) {
 	if resp.StatusCode < 400 {
 		return resp, nil
 	}
+	return nil, failure(req, resp)
+}
+
+// failure reads a failed answer into an *httpError and closes its body. A
+// provider that echoes the key in its message gets it redacted, so that the
+// error can be logged.
+func failure(req *http.Request, resp *http.Response) *httpError {
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-	return nil, &httpError{Status: resp.StatusCode, Message: errorMessage(body)}
+	msg := errorMessage(body)
+	for _, h := range []string{"Authorization", "X-Api-Key"} {
+		v := strings.TrimSpace(strings.TrimPrefix(req.Header.Get(h), "Bearer "))
+		if len(v) >= 8 {
+			msg = strings.ReplaceAll(msg, v, "[redacted]")
+		}
+	}
+	return &httpError{Status: resp.StatusCode, Message: msg, RetryAfter: retryAfter(resp.Header.Get("Retry-After"), time.Now())}
+}
+
+// maxRetryAfter bounds what a provider may ask a key to rest.
+const maxRetryAfter = 10 * time.Minute
+
+// retryAfter reads a Retry-After value: seconds or an HTTP date.
+func retryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	var d time.Duration
+	if n, err := strconv.ParseFloat(v, 64); err == nil {
+		d = time.Duration(n * float64(time.Second))
+	} else if t, err := http.ParseTime(v); err == nil {
+		d = t.Sub(now)
+	}
+	return min(max(d, 0), maxRetryAfter)
 }
 
 // RoundTrip serves clients that take an *http.Client (ollama) rather than a
@@ -70,9 +119,7 @@ func (d statusDoer) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil || resp.StatusCode < 400 {
 		return resp, err
 	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-	return nil, &httpError{Status: resp.StatusCode, Message: errorMessage(body)}
+	return nil, failure(req, resp)
 }
 
 // errorMessage extracts the message of the usual error bodies
@@ -121,11 +168,20 @@ func classify(ctx context.Context, key model.Key, err error) error {
 	}
 	var he *httpError
 	if errors.As(err, &he) {
+		msg := strings.ToLower(he.Message)
 		switch {
+		case he.Status == http.StatusUnauthorized || he.Status == http.StatusForbidden:
+			return wrap(ports.ErrLLMAuth)
 		case he.Status == http.StatusTooManyRequests:
-			return wrap(ports.ErrRateLimited)
+			return fmt.Errorf("llm: %s: %w: %v", key, &ports.RateLimitError{RetryAfter: he.RetryAfter}, err)
+		case he.Status == http.StatusGone, he.Status == http.StatusNotFound && strings.Contains(msg, "model"), retired(msg):
+			return wrap(ports.ErrModelRetired)
+		case (he.Status == http.StatusBadRequest || he.Status == http.StatusRequestEntityTooLarge) && tooLong(msg):
+			return wrap(ports.ErrContextLength)
 		case he.Status == http.StatusRequestTimeout || he.Status == http.StatusGatewayTimeout:
 			return wrap(ports.ErrLLMTimeout)
+		case he.Status == 0 && forbidden(he.cause):
+			return fmt.Errorf("llm: %s: %w: %w", key, ports.ErrLLMUnavailable, ErrForbiddenDestination)
 		case he.Status == 0:
 			var ne net.Error
 			if errors.As(he.cause, &ne) && ne.Timeout() {
@@ -137,6 +193,8 @@ func classify(ctx context.Context, key model.Key, err error) error {
 	var le *llms.Error
 	if errors.As(err, &le) {
 		switch le.Code {
+		case llms.ErrCodeAuthentication:
+			return wrap(ports.ErrLLMAuth)
 		case llms.ErrCodeRateLimit:
 			return wrap(ports.ErrRateLimited)
 		case llms.ErrCodeTimeout:
@@ -156,4 +214,26 @@ func classify(ctx context.Context, key model.Key, err error) error {
 		return wrap(ports.ErrRateLimited)
 	}
 	return wrap(ports.ErrLLMUnavailable)
+}
+
+// tooLong recognises the providers' context-length refusals: OpenAI's
+// context_length_exceeded, Anthropic's "prompt is too long", and the
+// wording of OpenAI-compatible servers.
+func tooLong(msg string) bool {
+	for _, s := range []string{"context_length_exceeded", "context length", "context window", "maximum context", "prompt is too long", "too many tokens"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// retired recognises a model the provider no longer serves.
+func retired(msg string) bool {
+	for _, s := range []string{"model_not_found", "has been deprecated", "was deprecated", "decommissioned", "no longer available", "does not exist"} {
+		if strings.Contains(msg, s) && strings.Contains(msg, "model") {
+			return true
+		}
+	}
+	return false
 }

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
-	"strings"
+	"sync"
 	"time"
 
 	"github.com/tmc/langchaingo/llms"
@@ -17,6 +17,7 @@ import (
 	"github.com/entityenrich/enrich/adapters/llm/sandbox"
 	"github.com/entityenrich/enrich/domain/enrichment"
 	"github.com/entityenrich/enrich/domain/model"
+	"github.com/entityenrich/enrich/domain/rotation"
 	"github.com/entityenrich/enrich/ports"
 )
 
@@ -39,6 +40,9 @@ type Config struct {
 	// HTTPClient sends provider requests; nil means one without an overall
 	// timeout (the call's context and Timeout govern).
 	HTTPClient *http.Client
+	// GuardedHTTPClient sends the requests of customer providers
+	// (ProviderConfig.Customer); nil means GuardedHTTPClient().
+	GuardedHTTPClient *http.Client
 }
 
 // DefaultTimeout bounds a call whose context has no earlier deadline. It is
@@ -80,52 +84,90 @@ const (
 const anthropicMaxTokens = 8192
 
 type entry struct {
-	info    model.Info
-	llm     llms.Model
-	opts    []llms.CallOption
-	sandbox bool
+	info model.Info
+	prov *ProviderConfig
+	// fixed is the sandbox's model: it needs no client per credential.
+	fixed llms.Model
+	opts  []llms.CallOption
 }
 
-// Registry calls models by composite key and lists them. It is safe for
-// concurrent use: its clients are created once by NewRegistry and never
-// change.
+// clientKey names a cached provider client: one per model and credential
+// version, so that a replaced or re-enabled key gets a new client.
+type clientKey struct {
+	model   model.Key
+	keyID   string
+	version int
+}
+
+// Cache keys of the clients built on a provider's own configuration.
+const (
+	systemKeyID  = "\x00system"
+	keylessKeyID = "\x00keyless"
+)
+
+// maxClients bounds the client cache; past it the cache starts again (a
+// client is cheap to build, and a key's clients are few).
+const maxClients = 4096
+
+// Registry calls models by composite key and lists them. Provider clients
+// are built per credential on first use and cached by model, key and key
+// version; Forget drops a key's clients. It is safe for concurrent use.
 type Registry struct {
-	entries map[model.Key]*entry
-	infos   []model.Info
-	timeout time.Duration
+	entries   map[model.Key]*entry
+	infos     []model.Info
+	providers map[string]*ProviderConfig
+	timeout   time.Duration
+	hc        *http.Client
+	guarded   *http.Client
+
+	mu      sync.RWMutex
+	clients map[clientKey]llms.Model
 }
 
 var (
 	_ ports.LLM          = (*Registry)(nil)
 	_ ports.ModelCatalog = (*Registry)(nil)
+	_ ports.Providers    = (*Registry)(nil)
+	_ ports.KeyTester    = (*Registry)(nil)
+	_ ports.ClientCache  = (*Registry)(nil)
 )
 
-// NewRegistry creates one client per declared provider and model, plus the
-// sandbox models when cfg.Sandbox is set.
+// NewRegistry checks the declared providers and lists their models, plus
+// the sandbox models when cfg.Sandbox is set. Clients are built at call
+// time, per credential.
 func NewRegistry(cfg Config) (*Registry, error) {
-	r := &Registry{entries: map[model.Key]*entry{}, timeout: cfg.Timeout}
+	r := &Registry{entries: map[model.Key]*entry{}, providers: map[string]*ProviderConfig{}, timeout: cfg.Timeout,
+		clients: map[clientKey]llms.Model{}}
 	if r.timeout <= 0 {
 		r.timeout = DefaultTimeout
 	}
-	hc := cfg.HTTPClient
-	if hc == nil {
-		hc = &http.Client{}
+	r.hc = cfg.HTTPClient
+	if r.hc == nil {
+		r.hc = &http.Client{Transport: defaultTransport()}
 	}
-	doer := statusDoer{hc: hc}
+	r.guarded = cfg.GuardedHTTPClient
+	if r.guarded == nil {
+		r.guarded = GuardedHTTPClient()
+	}
 	for _, p := range cfg.Providers {
 		if err := p.validate(); err != nil {
 			return nil, err
 		}
+		if _, dup := r.providers[p.Name]; dup {
+			return nil, fmt.Errorf("llm: provider %s declared twice", p.Name)
+		}
+		pc := p
+		r.providers[p.Name] = &pc
 		for _, m := range p.Models {
 			key := model.Key{Provider: p.Name, Model: m}
 			if _, dup := r.entries[key]; dup {
 				return nil, fmt.Errorf("llm: model %s declared twice", key)
 			}
-			client, opts, err := newClient(p, m, doer)
-			if err != nil {
-				return nil, fmt.Errorf("llm: provider %s model %s: %w", p.Name, m, err)
+			var opts []llms.CallOption
+			if p.Type == TypeAnthropic {
+				opts = []llms.CallOption{llms.WithMaxTokens(anthropicMaxTokens)}
 			}
-			r.entries[key] = &entry{llm: client, opts: opts, info: model.Info{
+			r.entries[key] = &entry{prov: &pc, opts: opts, info: model.Info{
 				Key:         key,
 				DisplayName: fmt.Sprintf("%s (%s)", m, p.Name),
 				Price:       price(cfg, key),
@@ -139,7 +181,7 @@ func NewRegistry(cfg Config) (*Registry, error) {
 			if !ok {
 				pr = SandboxPrice
 			}
-			r.entries[key] = &entry{llm: sandbox.New(s.Name, cfg.SandboxLatency), sandbox: true, info: model.Info{
+			r.entries[key] = &entry{fixed: sandbox.New(s.Name, cfg.SandboxLatency), info: model.Info{
 				Key:           key,
 				DisplayName:   fmt.Sprintf("Sandbox (deterministic, no network): %s (%s)", s.Name, s.Purpose),
 				Price:         pr,
@@ -153,6 +195,16 @@ func NewRegistry(cfg Config) (*Registry, error) {
 	}
 	sort.Slice(r.infos, func(i, j int) bool { return r.infos[i].Key.String() < r.infos[j].Key.String() })
 	return r, nil
+}
+
+// defaultTransport keeps enough idle connections per provider host for the
+// service's concurrency: Go's default keeps 2, and every call past them
+// opens (and TLS-handshakes) a new connection.
+func defaultTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = 256
+	t.MaxIdleConnsPerHost = 64
+	return t
 }
 
 func price(cfg Config, key model.Key) model.Price {
@@ -171,45 +223,185 @@ func price(cfg Config, key model.Key) model.Price {
 	return DefaultModelPrice
 }
 
-// newClient builds the langchaingo model of one provider and model, and the
-// call options that provider needs on every call.
-func newClient(p ProviderConfig, m string, doer statusDoer) (llms.Model, []llms.CallOption, error) {
+// Provider describes the provider named name (ports.Providers).
+func (r *Registry) Provider(name string) (ports.ProviderInfo, bool) {
+	if name == SandboxProvider {
+		for k := range r.entries {
+			if k.Provider == SandboxProvider {
+				return ports.ProviderInfo{Name: name, Type: SandboxProvider, Keyless: true}, true
+			}
+		}
+		return ports.ProviderInfo{}, false
+	}
+	p, ok := r.providers[name]
+	if !ok {
+		return ports.ProviderInfo{}, false
+	}
+	return ports.ProviderInfo{Name: p.Name, Type: p.Type, Keyless: p.needsNoKey(), SystemKey: p.APIKey != ""}, true
+}
+
+// Forget drops the clients built on key keyID (ports.ClientCache).
+func (r *Registry) Forget(keyID string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k := range r.clients {
+		if k.keyID == keyID {
+			delete(r.clients, k)
+		}
+	}
+}
+
+// errNoKey is the error of a call that names no key to a provider that needs
+// one and has none of its own.
+func errNoKey(k model.Key) error {
+	return fmt.Errorf("llm: %s: %w", k, &rotation.NoUsableKeyError{Provider: k.Provider})
+}
+
+// client returns the provider client of e for credential c, building and
+// caching it on first use. A nil c (or one without KeyID) means the
+// provider's own configuration: its key from the environment, or none when
+// it is keyless.
+func (r *Registry) client(e *entry, c *ports.Credential) (llms.Model, error) {
+	if e.fixed != nil {
+		return e.fixed, nil
+	}
+	p := e.prov
+	ck := clientKey{model: e.info.Key}
+	switch {
+	case c != nil && c.KeyID != "":
+		ck.keyID, ck.version = c.KeyID, c.Version
+	case p.APIKey != "":
+		ck.keyID = systemKeyID
+	case p.needsNoKey():
+		ck.keyID = keylessKeyID
+	default:
+		return nil, errNoKey(e.info.Key)
+	}
+	r.mu.RLock()
+	m := r.clients[ck]
+	r.mu.RUnlock()
+	if m != nil {
+		return m, nil
+	}
+	token := ""
+	switch ck.keyID {
+	case systemKeyID:
+		token = p.APIKey
+	case keylessKeyID:
+	default:
+		s, err := open(c)
+		if err != nil {
+			return nil, fmt.Errorf("llm: %s: %w", e.info.Key, err)
+		}
+		token = s.Reveal()
+	}
+	m, err := newClient(*p, e.info.Key.Model, token, r.httpClient(p))
+	if err != nil {
+		return nil, fmt.Errorf("llm: provider %s model %s: %w", p.Name, e.info.Key.Model, err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.clients) >= maxClients {
+		clear(r.clients)
+	}
+	for k := range r.clients {
+		// An older version of the key is stale.
+		if k.keyID == ck.keyID && k.model == ck.model && k.version != ck.version {
+			delete(r.clients, k)
+		}
+	}
+	r.clients[ck] = m
+	return m, nil
+}
+
+// httpClient is the client of p's requests: the SSRF-safe one for a
+// customer's endpoint.
+func (r *Registry) httpClient(p *ProviderConfig) *http.Client {
+	if p.Customer {
+		return r.guarded
+	}
+	return r.hc
+}
+
+// open returns a credential's plaintext.
+func open(c *ports.Credential) (ports.Secret, error) {
+	if c == nil || c.Open == nil {
+		return "", errors.New("the credential cannot be opened")
+	}
+	s, err := c.Open()
+	if err != nil {
+		// The cause comes from the cipher and never holds the plaintext.
+		return "", fmt.Errorf("open key %s: %w", c.KeyID, err)
+	}
+	if s == "" {
+		return "", fmt.Errorf("key %s is empty", c.KeyID)
+	}
+	return s, nil
+}
+
+// newClient builds the langchaingo model of one provider and model with
+// token ("" for a keyless provider, whose requests then carry no key
+// header at all).
+func newClient(p ProviderConfig, m, token string, hc *http.Client) (llms.Model, error) {
+	doer := statusDoer{hc: hc, keyless: token == ""}
 	base := p.BaseURL
 	switch p.Type {
 	case TypeOpenAI, TypeGoogleAI, TypeMistral:
 		if base == "" {
 			base = map[string]string{TypeOpenAI: openAIURL, TypeGoogleAI: googleAIURL, TypeMistral: mistralURL}[p.Type]
 		}
-		token := p.APIKey
 		if token == "" {
-			if base == openAIURL || p.Type != TypeOpenAI {
-				return nil, nil, fmt.Errorf("%s_API_KEY is required for %s", envPrefix+strings.ToUpper(p.Name), base)
-			}
-			// Self-hosted OpenAI-compatible servers often need no key,
-			// but langchaingo refuses an empty one (and would otherwise
-			// read OPENAI_API_KEY from the process environment).
-			token = "unused"
+			// langchaingo refuses an empty token (and would otherwise read
+			// OPENAI_API_KEY from the process environment); the doer
+			// removes the header this one makes.
+			token = "keyless"
 		}
-		c, err := openai.New(openai.WithBaseURL(base), openai.WithToken(token), openai.WithModel(m), openai.WithHTTPClient(doer))
-		return c, nil, err
+		return openai.New(openai.WithBaseURL(base), openai.WithToken(token), openai.WithModel(m), openai.WithHTTPClient(doer))
 	case TypeAnthropic:
-		if p.APIKey == "" {
-			return nil, nil, fmt.Errorf("%s_API_KEY is required", envPrefix+strings.ToUpper(p.Name))
-		}
 		if base == "" {
 			base = anthropicURL
 		}
-		c, err := anthropic.New(anthropic.WithBaseURL(base), anthropic.WithToken(p.APIKey), anthropic.WithModel(m), anthropic.WithHTTPClient(doer))
-		return c, []llms.CallOption{llms.WithMaxTokens(anthropicMaxTokens)}, err
+		if token == "" {
+			token = "keyless"
+		}
+		return anthropic.New(anthropic.WithBaseURL(base), anthropic.WithToken(token), anthropic.WithModel(m), anthropic.WithHTTPClient(doer))
 	case TypeOllama:
 		if base == "" {
 			base = ollamaURL
 		}
-		hc := &http.Client{Transport: doer}
-		c, err := ollama.New(ollama.WithServerURL(base), ollama.WithModel(m), ollama.WithHTTPClient(hc))
-		return c, nil, err
+		return ollama.New(ollama.WithServerURL(base), ollama.WithModel(m), ollama.WithHTTPClient(&http.Client{Transport: doer}))
 	}
-	return nil, nil, fmt.Errorf("provider type %s not supported yet", p.Type)
+	return nil, fmt.Errorf("provider type %s not supported yet", p.Type)
+}
+
+// testPrompt is the cheap call that tests a key.
+var testPrompt = []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "Reply with the word OK.")}
+
+// TestKey makes a small real call to provider's first model with c's key
+// (ports.KeyTester). The client is not cached: the key may be bad.
+func (r *Registry) TestKey(ctx context.Context, provider string, c ports.Credential) error {
+	p, ok := r.providers[provider]
+	if !ok || len(p.Models) == 0 {
+		if provider == SandboxProvider {
+			return nil // nothing to reach: any key works
+		}
+		return fmt.Errorf("llm: %w: no provider %q is configured", ports.ErrUnknownModel, provider)
+	}
+	k := model.Key{Provider: provider, Model: p.Models[0]}
+	s, err := open(&c)
+	if err != nil {
+		return fmt.Errorf("llm: %s: %w", k, err)
+	}
+	m, err := newClient(*p, k.Model, s.Reveal(), r.httpClient(p))
+	if err != nil {
+		return fmt.Errorf("llm: %s: %w", k, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, min(r.timeout, 30*time.Second))
+	defer cancel()
+	if _, err := m.GenerateContent(ctx, testPrompt, llms.WithMaxTokens(16)); err != nil {
+		return classify(ctx, k, err)
+	}
+	return nil
 }
 
 // Models lists the available models sorted by key.
@@ -250,6 +442,10 @@ func (r *Registry) Generate(ctx context.Context, req ports.LLMRequest) (ports.LL
 	if err != nil {
 		return ports.LLMResponse{}, err
 	}
+	client, err := r.client(e, req.Credential)
+	if err != nil {
+		return ports.LLMResponse{}, err
+	}
 	msgs, err := messages(req.Messages)
 	if err != nil {
 		return ports.LLMResponse{}, fmt.Errorf("llm: %s: %w", req.Model, err)
@@ -257,11 +453,11 @@ func (r *Registry) Generate(ctx context.Context, req ports.LLMRequest) (ports.LL
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 	opts := append([]llms.CallOption{llms.WithJSONMode()}, e.opts...)
-	if e.sandbox {
+	if e.fixed != nil {
 		// Only for the sandbox: openai sends Metadata to the server.
 		opts = append(opts, llms.WithMetadata(map[string]any{sandbox.MetadataSchema: req.Schema}))
 	}
-	resp, err := e.llm.GenerateContent(ctx, msgs, opts...)
+	resp, err := client.GenerateContent(ctx, msgs, opts...)
 	if err != nil {
 		return ports.LLMResponse{}, classify(ctx, req.Model, err)
 	}

@@ -117,7 +117,7 @@ func TestGenerateOpenAICompatible(t *testing.T) {
 func TestGenerateRetryConversation(t *testing.T) {
 	is := is.New(t)
 	fake := fakeopenai.New(t)
-	r := newRegistry(t, fake, func(c *llm.Config) { c.Providers[0].APIKey = "" }) // self-hosted, no key
+	r := newRegistry(t, fake, func(c *llm.Config) { c.Providers[0].APIKey, c.Providers[0].Keyless = "", true }) // self-hosted, keyless
 	req := request(t, "local::llama", companySchema, acme)
 	req.Messages = enrichment.Retry(req.Messages, `{"oops":`, errors.New("answer is not a JSON object"))
 	_, err := r.Generate(context.Background(), req)
@@ -313,9 +313,11 @@ func TestNewRegistryProviders(t *testing.T) {
 		want string // "" means success
 	}{
 		{"openai compatible", llm.ProviderConfig{Name: "local", Type: "openai", BaseURL: "http://127.0.0.1:8000/v1", Models: []string{"qwen3"}}, ""},
-		{"openai needs key", llm.ProviderConfig{Name: "oa", Type: "openai", Models: []string{"gpt-4o"}}, "ENRICH_PROVIDER_OA_API_KEY is required"},
+		// Without a key of its own a provider takes organization and global keys.
+		{"openai without key", llm.ProviderConfig{Name: "oa", Type: "openai", Models: []string{"gpt-4o"}}, ""},
 		{"anthropic", llm.ProviderConfig{Name: "claude", Type: "anthropic", APIKey: "k", Models: []string{"claude-sonnet-4-5"}}, ""},
-		{"anthropic needs key", llm.ProviderConfig{Name: "claude", Type: "anthropic", Models: []string{"x"}}, "API_KEY is required"},
+		{"anthropic without key", llm.ProviderConfig{Name: "claude", Type: "anthropic", Models: []string{"x"}}, ""},
+		{"keyless with key", llm.ProviderConfig{Name: "x", Type: "openai", APIKey: "k", Keyless: true, Models: []string{"m"}}, "both set"},
 		{"googleai", llm.ProviderConfig{Name: "gemini", Type: "googleai", APIKey: "k", Models: []string{"gemini-2.0-flash"}}, ""},
 		{"mistral", llm.ProviderConfig{Name: "mistral", Type: "mistral", APIKey: "k", Models: []string{"mistral-small-latest"}}, ""},
 		{"ollama", llm.ProviderConfig{Name: "ol", Type: "ollama", Models: []string{"llama3.2:3b"}}, ""},

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/matryer/is"
 
 	"github.com/entityenrich/enrich/adapters/memory"
 	"github.com/entityenrich/enrich/domain/access"
+	"github.com/entityenrich/enrich/domain/usage"
 	"github.com/entityenrich/enrich/ports"
 	"github.com/entityenrich/enrich/test/contract"
 )
@@ -57,10 +59,11 @@ func newUoW(queue ports.JobEnqueuer) contract.UnitOfWorkFixture {
 	if queue == nil {
 		queue = rec
 	}
+	ledger := memory.NewUsageLedger()
 	return contract.UnitOfWorkFixture{
-		UoW: memory.NewUnitOfWork(orgs, users, keys, schemas, records, jobs, events, refresh, queue),
+		UoW: memory.NewUnitOfWork(orgs, users, keys, schemas, records, jobs, events, refresh, queue).WithUsage(ledger),
 		Repos: ports.Repos{Orgs: orgs, Users: users, Keys: keys, Schemas: schemas, Records: records, Jobs: jobs,
-			Events: events, RefreshTokens: refresh},
+			Events: events, RefreshTokens: refresh, Usage: ledger},
 		Delivered: rec.Jobs,
 	}
 }
@@ -106,4 +109,39 @@ func TestUnitOfWorkWithoutQueue(t *testing.T) {
 			r.Jobs != nil && r.Events != nil && r.RefreshTokens != nil)
 		return nil
 	}))
+}
+
+func TestProviderKeyStore(t *testing.T) {
+	contract.RunProviderKeyStore(t, func(*testing.T) ports.ProviderKeyStore { return memory.NewProviderKeyStore() })
+	contract.RunProviderKeyStoreConcurrency(t, func(*testing.T) []ports.ProviderKeyStore {
+		s := memory.NewProviderKeyStore()
+		return []ports.ProviderKeyStore{s, s}
+	})
+}
+
+func TestUsageLedger(t *testing.T) {
+	contract.RunUsageLedger(t, func(*testing.T) ports.UsageLedger { return memory.NewUsageLedger() })
+}
+
+// TestUnitOfWorkUsage: ledger entries written in a unit of work leave with
+// its rollback.
+func TestUnitOfWorkUsage(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	l := memory.NewUsageLedger()
+	u := memory.NewUnitOfWork(memory.NewOrgStore(), memory.NewUserStore(), memory.NewAPIKeyStore(), memory.NewSchemaStore(),
+		memory.NewRecordStore(), memory.NewJobStore(), memory.NewEventLog(), memory.NewRefreshTokenStore(), nil).WithUsage(l)
+	e := usage.Entry{ID: "u1", OrgID: "o", JobID: "j", Model: "p::m", Outcome: usage.OK, CreatedAt: time.Now()}
+	err := u.InTx(ctx, func(ctx context.Context, r ports.Repos) error {
+		is.NoErr(r.Usage.AppendUsage(ctx, []usage.Entry{e}))
+		return errors.New("roll back")
+	})
+	is.True(err != nil)
+	got, err := l.ListUsage(ctx, "o", time.Time{}, time.Now().Add(time.Hour))
+	is.NoErr(err)
+	is.Equal(len(got), 0)
+	is.NoErr(u.InTx(ctx, func(ctx context.Context, r ports.Repos) error { return r.Usage.AppendUsage(ctx, []usage.Entry{e}) }))
+	got, err = l.ListUsage(ctx, "o", time.Time{}, time.Now().Add(time.Hour))
+	is.NoErr(err)
+	is.Equal(len(got), 1)
 }

@@ -38,6 +38,7 @@ type UnitOfWork struct {
 	events  *EventLog
 	refresh *RefreshTokenStore
 	queue   ports.JobEnqueuer
+	usage   *UsageLedger
 }
 
 // NewUnitOfWork returns a UnitOfWork over these stores. queue receives the
@@ -79,6 +80,9 @@ func (w *UnitOfWork) InTx(ctx context.Context, fn func(ctx context.Context, r po
 		Jobs:          txJobs{w.jobs, u},
 		Events:        txEvents{w.events, u},
 		RefreshTokens: txRefresh{w.refresh, u},
+	}
+	if w.usage != nil {
+		r.Usage = txUsage{w.usage, u}
 	}
 	var q *heldQueue
 	if w.queue != nil {
@@ -353,6 +357,11 @@ func (w *UnitOfWork) EndJob(ctx context.Context, end ports.JobEnd) error {
 		}
 		for _, rec := range end.Records {
 			if err := r.Records.CreateRecord(ctx, rec); err != nil {
+				return err
+			}
+		}
+		if len(end.Usage) > 0 && r.Usage != nil {
+			if err := r.Usage.AppendUsage(ctx, end.Usage); err != nil {
 				return err
 			}
 		}

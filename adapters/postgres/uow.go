@@ -61,6 +61,7 @@ func (u *UnitOfWork) repos(tx bun.Tx) ports.Repos {
 	r := ports.Repos{
 		Orgs: NewOrgStore(tx), Users: NewUserStore(tx), Keys: NewAPIKeyStore(tx), Schemas: NewSchemaStore(tx),
 		Records: NewRecordStore(tx), Jobs: NewJobStore(tx), Events: NewEventLog(tx), RefreshTokens: NewRefreshTokenStore(tx),
+		Usage: NewUsageLedger(tx),
 	}
 	if u.queue != nil {
 		r.Queue = u.queue(tx)
@@ -113,6 +114,9 @@ func (u *UnitOfWork) EndJob(ctx context.Context, end ports.JobEnd) error {
 			rows[i] = recordToRow(rec)
 		}
 		stmts = append(stmts, u.db.NewInsert().Model(&rows).String())
+	}
+	if len(end.Usage) > 0 {
+		stmts = append(stmts, u.db.NewInsert().Model(usageRows(end.Usage)).String())
 	}
 	if len(end.Events) > 0 {
 		q, err := appendEvents(u.db, end.Events)

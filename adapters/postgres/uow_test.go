@@ -45,7 +45,7 @@ func uowFixture(t *testing.T, db *bun.DB) contract.UnitOfWorkFixture {
 		UoW: postgres.NewUnitOfWork(db, func(tx bun.Tx) ports.JobEnqueuer { return testQueue{tx} }),
 		Repos: ports.Repos{Orgs: postgres.NewOrgStore(db), Users: postgres.NewUserStore(db), Keys: postgres.NewAPIKeyStore(db),
 			Schemas: postgres.NewSchemaStore(db), Records: postgres.NewRecordStore(db), Jobs: postgres.NewJobStore(db),
-			Events: postgres.NewEventLog(db), RefreshTokens: postgres.NewRefreshTokenStore(db)},
+			Events: postgres.NewEventLog(db), RefreshTokens: postgres.NewRefreshTokenStore(db), Usage: postgres.NewUsageLedger(db)},
 		Delivered: func(t *testing.T) []ports.QueuedJob {
 			var rows []queueRow
 			if err := db.NewSelect().Model(&rows).Order("n ASC").Scan(context.Background()); err != nil {

@@ -41,19 +41,54 @@ Memory storage lives only inside a server, so they need DATABASE_URL.`,
 			},
 		})
 	}
+	cmd.AddCommand(&cobra.Command{
+		Use:   "reencrypt",
+		Short: "Seal every stored provider key again with the first encryption key",
+		Long: `reencrypt seals every stored provider key again with the first key of
+ENRICH_ENCRYPTION_KEYS. Put the new encryption key first, keep the old ones
+after it, run reencrypt, then drop the old keys. Keys that no configured
+encryption key opens are counted as failed and left as they are.`,
+		Example: `  ENRICH_ENCRYPTION_KEYS=NEW,OLD DATABASE_URL=postgres://postgres@127.0.0.1:5432/enrich enrich admin reencrypt`,
+		Args:    args(cobra.NoArgs),
+		RunE:    func(cmd *cobra.Command, _ []string) error { return c.reencrypt(cmd.Context()) },
+	})
 	return cmd
 }
 
-func (c *cli) sysadmin(ctx context.Context, email string, grant bool) error {
+// embedded opens the server's database for an admin command.
+func embedded(ctx context.Context) (*enrich.Embedded, error) {
 	cfg, err := enrich.LoadConfig(os.Environ())
+	if err != nil {
+		return nil, err
+	}
+	if cfg.DatabaseURL == "" {
+		return nil, usageError{errors.New("admin commands need DATABASE_URL (memory storage lives only inside a server)")}
+	}
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	return enrich.NewEmbedded(ctx, cfg)
+}
+
+func (c *cli) reencrypt(ctx context.Context) error {
+	e, err := embedded(ctx)
 	if err != nil {
 		return err
 	}
-	if cfg.DatabaseURL == "" {
-		return usageError{errors.New("admin commands need DATABASE_URL (memory storage lives only inside a server)")}
+	defer e.Close()
+	resealed, failed, err := e.ProviderKeys.Reencrypt(ctx)
+	if err != nil {
+		return fmt.Errorf("reencrypt: %w", err)
 	}
-	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	e, err := enrich.NewEmbedded(ctx, cfg)
+	if _, err := fmt.Fprintf(c.io.out, "resealed=%d failed=%d\n", resealed, failed); err != nil {
+		return err
+	}
+	if failed > 0 {
+		return fmt.Errorf("reencrypt: %d keys open with no configured encryption key", failed)
+	}
+	return nil
+}
+
+func (c *cli) sysadmin(ctx context.Context, email string, grant bool) error {
+	e, err := embedded(ctx)
 	if err != nil {
 		return err
 	}

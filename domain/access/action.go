@@ -54,6 +54,24 @@ const (
 	ActCancelJob   Action = "jobs.cancel"
 	ActContinueJob Action = "jobs.continue"
 
+	// The organization's own LLM provider keys are API key management:
+	// owners only (SPEC.md's table).
+	ActListProviderKeys  Action = "provider_keys.list"
+	ActCreateProviderKey Action = "provider_keys.create"
+	ActUpdateProviderKey Action = "provider_keys.update"
+	ActDeleteProviderKey Action = "provider_keys.delete"
+	ActEnableProviderKey Action = "provider_keys.enable"
+	ActTestProviderKey   Action = "provider_keys.test"
+
+	// Global keys are for system administrators only (SPEC rule 6).
+	ActListGlobalKeys    Action = "global_keys.list"
+	ActCreateGlobalKey   Action = "global_keys.create"
+	ActUpdateGlobalKey   Action = "global_keys.update"
+	ActDeleteGlobalKey   Action = "global_keys.delete"
+	ActEnableGlobalKey   Action = "global_keys.enable"
+	ActTestGlobalKey     Action = "global_keys.test"
+	ActTestAllGlobalKeys Action = "global_keys.test_all"
+
 	// ActReadAPIDocs reads the OpenAPI document and the interactive docs
 	// (SPEC rule 5: system administrators only).
 	ActReadAPIDocs Action = "docs.read"
@@ -93,6 +111,21 @@ var rules = map[Action]rule{
 	ActFollowJob:         {CatEnrichment, ScopeRead},
 	ActCancelJob:         {CatEnrichment, ScopeWrite},
 	ActContinueJob:       {CatEnrichment, ScopeWrite},
+
+	ActListProviderKeys:  {CatAPIKeys, ScopeRead},
+	ActCreateProviderKey: {CatAPIKeys, ScopeWrite},
+	ActUpdateProviderKey: {CatAPIKeys, ScopeWrite},
+	ActDeleteProviderKey: {CatAPIKeys, ScopeWrite},
+	ActEnableProviderKey: {CatAPIKeys, ScopeWrite},
+	ActTestProviderKey:   {CatAPIKeys, ScopeWrite},
+
+	ActListGlobalKeys:    {CatSysAdmin, ScopeRead},
+	ActCreateGlobalKey:   {CatSysAdmin, ScopeWrite},
+	ActUpdateGlobalKey:   {CatSysAdmin, ScopeWrite},
+	ActDeleteGlobalKey:   {CatSysAdmin, ScopeWrite},
+	ActEnableGlobalKey:   {CatSysAdmin, ScopeWrite},
+	ActTestGlobalKey:     {CatSysAdmin, ScopeWrite},
+	ActTestAllGlobalKeys: {CatSysAdmin, ScopeWrite},
 
 	ActReadAPIDocs: {CatSysAdmin, ScopeRead},
 }

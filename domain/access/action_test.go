@@ -48,6 +48,13 @@ func TestAuthorizeAction(t *testing.T) {
 		{"owner is not sysadmin", owner, access.ActReadAPIDocs, access.ErrForbidden},
 		{"sysadmin reads the docs", admin, access.ActReadAPIDocs, nil},
 		{"sysadmin passes role checks", admin, access.ActUpdateMember, nil},
+		{"editor cannot list provider keys", editor, access.ActListProviderKeys, access.ErrForbidden},
+		{"owner adds provider keys", owner, access.ActCreateProviderKey, nil},
+		{"read-only owner lists provider keys", readOnlyOwner, access.ActListProviderKeys, nil},
+		{"read-only owner cannot test provider keys", readOnlyOwner, access.ActTestProviderKey, access.ErrForbidden},
+		{"owner cannot list global keys", owner, access.ActListGlobalKeys, access.ErrForbidden},
+		{"owner cannot test all global keys", owner, access.ActTestAllGlobalKeys, access.ErrForbidden},
+		{"sysadmin creates global keys", admin, access.ActCreateGlobalKey, nil},
 		{"unknown action is refused", owner, access.Action("members.delete_all"), access.ErrForbidden},
 		{"unknown action is refused to sysadmins", admin, access.Action("members.delete_all"), access.ErrForbidden},
 	}

@@ -123,6 +123,8 @@ const (
 	CodeShutdown ErrorCode = "shutdown"
 	// CodeInternal: anything else.
 	CodeInternal ErrorCode = "internal_error"
+	// CodeNoUsableKey: the provider refused every key, or none was usable.
+	CodeNoUsableKey ErrorCode = "no_usable_provider_key"
 	// CodeStorage means the job's events, record or state could not be
 	// stored (the store refused them, or stayed unreachable).
 	CodeStorage ErrorCode = "storage_error"
@@ -131,7 +133,7 @@ const (
 // Codes lists every error code.
 func Codes() []ErrorCode {
 	return []ErrorCode{CodeLLMUnavailable, CodeOutputInvalid, CodeProviderTimeout, CodeRateLimited, CodeContextLength,
-		CodeModelRetired, CodeSchemaInvalid, CodeInterrupted, CodeShutdown, CodeInternal, CodeStorage}
+		CodeModelRetired, CodeNoUsableKey, CodeSchemaInvalid, CodeInterrupted, CodeShutdown, CodeInternal, CodeStorage}
 }
 
 // messages are the fixed public texts of the codes: what a client is told
@@ -143,6 +145,7 @@ var messages = map[ErrorCode]string{
 	CodeRateLimited:     "the model's provider refused the call for its rate limit",
 	CodeContextLength:   "the prompt is longer than the model's context window",
 	CodeModelRetired:    "the model's provider no longer serves this model",
+	CodeNoUsableKey:     "the model's provider refused every key, or none was usable",
 	CodeSchemaInvalid:   "the job's schema can no longer be used",
 	CodeInterrupted:     "the job was interrupted too many times",
 	CodeShutdown:        "the server stopped while the job ran",

@@ -86,6 +86,9 @@ type ExpertiseCompleted struct {
 	Cost, ProcessingMS        int64
 	ErrorMessage              string
 	ErrorCode                 ErrorCode
+	// KeySource is whose provider key paid: organization or global (empty
+	// for a provider that needs no key).
+	KeySource string
 }
 
 func (ExpertiseCompleted) EventType() EventType { return EventExpertiseCompleted }
@@ -94,6 +97,9 @@ func (p ExpertiseCompleted) Fields() map[string]any {
 		"completed_expertises": p.Completed, "total_expertises": p.Total, "success": p.Success,
 		"partial_result": p.PartialResult, "tokens": p.InputTokens + p.OutputTokens, "input_tokens": p.InputTokens,
 		"output_tokens": p.OutputTokens, "cost": p.Cost, "cost_usd": model.USD(p.Cost), "processing_time_ms": p.ProcessingMS}
+	if p.KeySource != "" {
+		m["api_key_source"] = p.KeySource
+	}
 	if !p.Success {
 		m["error_message"], m["error_code"] = p.ErrorMessage, string(p.ErrorCode)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/entityenrich/enrich/domain/access"
 	"github.com/entityenrich/enrich/domain/enrichment"
 	"github.com/entityenrich/enrich/domain/job"
+	"github.com/entityenrich/enrich/domain/usage"
 	"github.com/entityenrich/enrich/ports"
 )
 
@@ -439,6 +440,27 @@ func RunUnitOfWork(t *testing.T, newUoW func(t *testing.T) UnitOfWorkFixture) {
 			_, err = f.Repos.Records.GetRecord(ctx, e.rec.OrgID, e.rec.ID)
 			is.NoErr(err)
 			is.Equal(storedSeqs(t, ctx, f.Repos, e.job.ID), []int64{1, 2, 3, 4})
+		}},
+		{"EndJob appends the run's usage with the end, and not without it", func(t *testing.T, f UnitOfWorkFixture) {
+			if f.Repos.Usage == nil {
+				t.Skip("the fixture keeps no usage ledger")
+			}
+			is := is.New(t)
+			e := newEnding(t, ctx, f.Repos)
+			end := e.end(job.Running, 2, 4)
+			end.Usage = []usage.Entry{newUsage(e.job.OrgID, 1), newUsage(e.job.OrgID, 2)}
+			stale := end
+			stale.Job = new(*end.Job)
+			stale.Job.Attempt = 1 // another holder's end: refused, and nothing written
+			is.True(errors.Is(f.UoW.EndJob(ctx, stale), ports.ErrFenced))
+			got, err := f.Repos.Usage.ListUsage(ctx, e.job.OrgID, at(0), at(100))
+			is.NoErr(err)
+			is.Equal(len(got), 0)
+			is.NoErr(f.UoW.EndJob(ctx, end))
+			got, err = f.Repos.Usage.ListUsage(ctx, e.job.OrgID, at(0), at(100))
+			is.NoErr(err)
+			is.Equal(len(got), 2)
+			is.Equal(got[0].ID, end.Usage[0].ID)
 		}},
 		{"EndJob writes nothing unless the job is still held in the same state", func(t *testing.T, f UnitOfWorkFixture) {
 			for _, tt := range []struct {

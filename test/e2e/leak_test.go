@@ -17,7 +17,7 @@ import (
 func TestErrorsNoAdapterText(t *testing.T) {
 	const secret = "sk-live-LEAK1234"
 	fake := fakeopenai.New(t, fakeopenai.WithResponder(func(fakeopenai.ChatRequest) (string, int) {
-		return "Incorrect API key provided: " + secret + " (db.internal.example:5432)", 401
+		return "upstream failure for key " + secret + " (db.internal.example:5432)", 500
 	}))
 	cfg := testConfig("")
 	cfg.Sandbox = false
@@ -52,5 +52,17 @@ func TestErrorsNoAdapterText(t *testing.T) {
 		is.True(e.Retryable)
 		is.True(!strings.Contains(e.Detail, "LEAK"))
 		is.True(strings.Contains(e.Detail, "provider failed"))
+	})
+	t.Run("refused key", func(t *testing.T) {
+		is := is.New(t)
+		fake.SetResponder(func(fakeopenai.ChatRequest) (string, int) {
+			return "Incorrect API key provided: " + secret, 401
+		})
+		evs := s.follow(ten.key, s.startJob(ten.key, body), "")
+		is.Equal(last(evs).Data["error_code"], "no_usable_provider_key")
+		for _, e := range evs {
+			raw, _ := json.Marshal(e.Data)
+			is.True(!strings.Contains(string(raw), "LEAK"))
+		}
 	})
 }

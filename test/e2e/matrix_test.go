@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/entityenrich/enrich/adapters/httpapi"
+	"github.com/entityenrich/enrich/adapters/llm"
 	"github.com/entityenrich/enrich/domain/access"
+	"github.com/entityenrich/enrich/test/fakeopenai"
 )
 
 // principal is one column of the authorization matrix.
@@ -41,6 +43,12 @@ var minimum = map[string]string{
 	"POST /api/single/enrich/stream": "operator", "POST /api/single/enrich/sync": "operator",
 	"GET /api/llm/stream/{job_id}": "operator", "POST /api/llm/cancel/{job_id}": "operator",
 	"POST /api/llm/continue/{job_id}": "operator",
+	"GET /api/org-keys":               "owner", "POST /api/org-keys": "owner", "PATCH /api/org-keys/{key_id}": "owner",
+	"DELETE /api/org-keys/{key_id}": "owner", "POST /api/org-keys/{key_id}/enable": "owner",
+	"POST /api/org-keys/{key_id}/health-check": "owner",
+	"GET /api/global-keys":                     "sysadmin", "POST /api/global-keys": "sysadmin", "PATCH /api/global-keys/{key_id}": "sysadmin",
+	"DELETE /api/global-keys/{key_id}": "sysadmin", "POST /api/global-keys/{key_id}/enable": "sysadmin",
+	"POST /api/global-keys/{key_id}/health-check": "sysadmin", "POST /api/global-keys/test-all": "sysadmin",
 }
 
 var rank = map[string]int{"operator": 1, "editor": 2, "owner": 4}
@@ -48,7 +56,11 @@ var rank = map[string]int{"operator": 1, "editor": 2, "owner": 4}
 // TestAuthorizationMatrix calls every route as every kind of caller and
 // checks the exact status of each cell.
 func TestAuthorizationMatrix(t *testing.T) {
-	s := start(t, testConfig(""))
+	// A provider that takes keys, for the provider-key routes.
+	fake := fakeopenai.New(t, fakeopenai.WithAPIKey("sk-matrix-valid-key"))
+	cfg := testConfig("")
+	cfg.Providers = []llm.ProviderConfig{{Name: "paid", Type: "openai", BaseURL: fake.URL(), Models: []string{"m"}}}
+	s := start(t, cfg)
 	ctx := context.Background()
 	home := s.register("home@example.com")
 	other := s.register("other@example.com")
@@ -109,6 +121,15 @@ func TestAuthorizationMatrix(t *testing.T) {
 		AccessToken string `json:"access_token"`
 	}
 	s.call("POST", "/api/auth/login", "", obj{"email": "admin@example.com", "password": "long enough pw"}, &adm)
+	providerKey := func(path, cred string) string {
+		var pk struct{ ID string }
+		if st := s.call("POST", path, cred, obj{"provider": "paid", "api_key": "sk-matrix-valid-key"}, &pk); st != 201 {
+			t.Fatalf("provider key %s: %d", path, st)
+		}
+		return pk.ID
+	}
+	orgKeyID, orgKeyGone := providerKey("/api/org-keys", home.key), providerKey("/api/org-keys", home.key)
+	globalKeyID, globalKeyGone := providerKey("/api/global-keys", adm.AccessToken), providerKey("/api/global-keys", adm.AccessToken)
 
 	principals := []principal{
 		{name: "none"},
@@ -175,6 +196,20 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"GET", "/api/llm/stream/{job_id}", "/api/llm/stream/" + jobID, nil, 200, true, 0},
 		{"POST", "/api/llm/cancel/{job_id}", "/api/llm/cancel/" + jobID, nil, 409, true, 0},     // the job is completed
 		{"POST", "/api/llm/continue/{job_id}", "/api/llm/continue/" + jobID, nil, 409, true, 0}, // and not paused
+		{"GET", "/api/org-keys", "/api/org-keys", nil, 200, false, 0},
+		{"POST", "/api/org-keys", "/api/org-keys", func() any { return obj{"provider": "paid", "api_key": "sk-matrix-other-key"} }, 201, false, 0},
+		{"PATCH", "/api/org-keys/{key_id}", "/api/org-keys/" + orgKeyID, func() any { return obj{"name": "renamed"} }, 200, true, 0},
+		// Deleting is idempotent and says nothing of other tenants' keys: 204 for every allowed caller.
+		{"DELETE", "/api/org-keys/{key_id}", "/api/org-keys/" + orgKeyGone, nil, 204, false, 0},
+		{"POST", "/api/org-keys/{key_id}/enable", "/api/org-keys/" + orgKeyID + "/enable", nil, 200, true, 0},
+		{"POST", "/api/org-keys/{key_id}/health-check", "/api/org-keys/" + orgKeyID + "/health-check", nil, 200, true, 0},
+		{"GET", "/api/global-keys", "/api/global-keys", nil, 200, false, 0},
+		{"POST", "/api/global-keys", "/api/global-keys", func() any { return obj{"provider": "paid", "api_key": "sk-matrix-other-key"} }, 201, false, 0},
+		{"PATCH", "/api/global-keys/{key_id}", "/api/global-keys/" + globalKeyID, func() any { return obj{"name": "renamed"} }, 200, false, 0},
+		{"DELETE", "/api/global-keys/{key_id}", "/api/global-keys/" + globalKeyGone, nil, 204, false, 0},
+		{"POST", "/api/global-keys/{key_id}/enable", "/api/global-keys/" + globalKeyID + "/enable", nil, 200, false, 0},
+		{"POST", "/api/global-keys/{key_id}/health-check", "/api/global-keys/" + globalKeyID + "/health-check", nil, 200, false, 0},
+		{"POST", "/api/global-keys/test-all", "/api/global-keys/test-all", nil, 200, false, 0},
 	}
 
 	// The matrix covers exactly the routes the server has.

@@ -34,6 +34,9 @@ type ChatRequest struct {
 	Entity map[string]any
 	// Body is the raw request body.
 	Body []byte
+	// Authorization is the request's Authorization header ("" when none),
+	// to check which key paid for a call and that keyless calls send none.
+	Authorization string
 }
 
 // Responder overrides the answer. A status other than 0 or 200 makes the
@@ -51,7 +54,10 @@ func WithResponder(r Responder) Option { return func(s *Server) { s.responder = 
 
 // WithAPIKey makes the server answer 401 unless the request carries
 // "Authorization: Bearer key".
-func WithAPIKey(key string) Option { return func(s *Server) { s.apiKey = key } }
+func WithAPIKey(key string) Option { return func(s *Server) { s.apiKeys = []string{key} } }
+
+// WithAPIKeys is WithAPIKey for several valid keys.
+func WithAPIKeys(keys ...string) Option { return func(s *Server) { s.apiKeys = keys } }
 
 // WithModels sets the ids GET /v1/models lists (default "fake-model").
 func WithModels(ids ...string) Option { return func(s *Server) { s.models = ids } }
@@ -64,7 +70,7 @@ type Server struct {
 	mu             sync.Mutex
 	latency        time.Duration
 	responder      Responder
-	apiKey         string
+	apiKeys        []string
 	models         []string
 	failN          int
 	failStatus     int
@@ -193,7 +199,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "request is not JSON: "+err.Error())
 		return
 	}
-	req := ChatRequest{Model: wr.Model, ResponseFormat: wr.ResponseFormat, Body: body}
+	req := ChatRequest{Model: wr.Model, ResponseFormat: wr.ResponseFormat, Body: body, Authorization: r.Header.Get("Authorization")}
 	var prompt strings.Builder
 	for _, m := range wr.Messages {
 		c := flatten(m.Content)
@@ -216,10 +222,14 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		s.mu.Unlock()
 	}()
 	s.requests = append(s.requests, req)
-	latency, responder, apiKey := s.latency, s.responder, s.apiKey
+	latency, responder := s.latency, s.responder
+	authorized := len(s.apiKeys) == 0
+	for _, k := range s.apiKeys {
+		authorized = authorized || r.Header.Get("Authorization") == "Bearer "+k
+	}
 	mode := ""
 	switch {
-	case apiKey != "" && r.Header.Get("Authorization") != "Bearer "+apiKey:
+	case !authorized:
 		mode = "unauthorized"
 	case s.failN > 0:
 		s.failN--
@@ -263,6 +273,9 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	case "responder":
 		c, status := responder(req)
 		if status != 0 && status != http.StatusOK {
+			if status == http.StatusTooManyRequests {
+				w.Header().Set("Retry-After", "1")
+			}
 			writeError(w, status, c)
 			return
 		}

@@ -1,0 +1,98 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/entityenrich/enrich/domain/usage"
+	"github.com/entityenrich/enrich/ports"
+)
+
+var _ ports.UsageLedger = (*UsageLedger)(nil)
+
+// UsageLedger keeps the LLM call ledger in memory.
+type UsageLedger struct {
+	mu      sync.Mutex
+	ids     map[string]bool
+	entries []usage.Entry
+}
+
+// NewUsageLedger returns an empty ledger.
+func NewUsageLedger() *UsageLedger { return &UsageLedger{ids: map[string]bool{}} }
+
+// AppendUsage adds entries, all or none; an existing id is ErrConflict.
+func (l *UsageLedger) AppendUsage(_ context.Context, entries []usage.Entry) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	seen := map[string]bool{}
+	for _, e := range entries {
+		if l.ids[e.ID] || seen[e.ID] {
+			return fmt.Errorf("memory: append usage %s: %w", e.ID, ports.ErrConflict)
+		}
+		seen[e.ID] = true
+	}
+	for _, e := range entries {
+		e.CreatedAt = ts(e.CreatedAt)
+		l.ids[e.ID] = true
+		l.entries = append(l.entries, e)
+	}
+	return nil
+}
+
+// ListUsage returns orgID's entries in [from, to), oldest first.
+func (l *UsageLedger) ListUsage(_ context.Context, orgID string, from, to time.Time) ([]usage.Entry, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []usage.Entry
+	for _, e := range l.entries {
+		if e.OrgID == orgID && !e.CreatedAt.Before(from) && e.CreatedAt.Before(to) {
+			out = append(out, e)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return oldestFirst(out[i].CreatedAt, out[i].ID, out[j].CreatedAt, out[j].ID) })
+	return out, nil
+}
+
+// remove takes entries back out (a unit of work's rollback).
+func (l *UsageLedger) remove(ids []string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	drop := map[string]bool{}
+	for _, id := range ids {
+		drop[id] = true
+		delete(l.ids, id)
+	}
+	kept := l.entries[:0]
+	for _, e := range l.entries {
+		if !drop[e.ID] {
+			kept = append(kept, e)
+		}
+	}
+	l.entries = kept
+}
+
+type txUsage struct {
+	*UsageLedger
+	u *undoLog
+}
+
+func (t txUsage) AppendUsage(ctx context.Context, entries []usage.Entry) error {
+	if err := t.UsageLedger.AppendUsage(ctx, entries); err != nil {
+		return err
+	}
+	ids := make([]string, len(entries))
+	for i, e := range entries {
+		ids[i] = e.ID
+	}
+	t.u.add(func() { t.remove(ids) })
+	return nil
+}
+
+// WithUsage makes the unit of work write the LLM call ledger l (Repos.Usage).
+func (w *UnitOfWork) WithUsage(l *UsageLedger) *UnitOfWork {
+	w.usage = l
+	return w
+}

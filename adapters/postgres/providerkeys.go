@@ -1,0 +1,282 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/entityenrich/enrich/domain/rotation"
+	"github.com/entityenrich/enrich/ports"
+)
+
+var _ ports.ProviderKeyStore = (*ProviderKeyStore)(nil)
+
+type providerKeyRow struct {
+	bun.BaseModel `bun:"table:provider_keys"`
+
+	ID         string     `bun:"id,pk"`
+	OrgID      string     `bun:"org_id,nullzero"`
+	Provider   string     `bun:"provider,notnull"`
+	Name       string     `bun:"name,notnull"`
+	Suffix     string     `bun:"suffix,notnull"`
+	Sealed     []byte     `bun:"sealed,notnull"`
+	Version    int        `bun:"version,notnull"`
+	Enabled    bool       `bun:"enabled,notnull"`
+	Health     string     `bun:"health,notnull"`
+	CheckedAt  *time.Time `bun:"checked_at"`
+	ExpiresAt  *time.Time `bun:"expires_at"`
+	RestUntil  *time.Time `bun:"rest_until"`
+	LastUsedAt *time.Time `bun:"last_used_at"`
+	Uses       int64      `bun:"uses,notnull"`
+	CreatedAt  time.Time  `bun:"created_at,notnull"`
+}
+
+func providerKeyToRow(k *rotation.Key) *providerKeyRow {
+	sealed := k.Sealed
+	if sealed == nil {
+		sealed = []byte{}
+	}
+	return &providerKeyRow{ID: k.ID, OrgID: k.OrgID, Provider: k.Provider, Name: k.Name, Suffix: k.Suffix, Sealed: sealed,
+		Version: k.Version, Enabled: k.Enabled, Health: string(k.Health), CheckedAt: utcPtr(k.CheckedAt), ExpiresAt: utcPtr(k.ExpiresAt),
+		RestUntil: utcPtr(k.RestUntil), LastUsedAt: utcPtr(k.LastUsedAt), Uses: k.Uses, CreatedAt: utc(k.CreatedAt)}
+}
+
+func (r *providerKeyRow) key() *rotation.Key {
+	return &rotation.Key{ID: r.ID, OrgID: r.OrgID, Provider: r.Provider, Name: r.Name, Suffix: r.Suffix, Sealed: r.Sealed,
+		Version: r.Version, Enabled: r.Enabled, Health: rotation.Health(r.Health), CheckedAt: utcPtr(r.CheckedAt),
+		ExpiresAt: utcPtr(r.ExpiresAt), RestUntil: utcPtr(r.RestUntil), LastUsedAt: utcPtr(r.LastUsedAt), Uses: r.Uses,
+		CreatedAt: utc(r.CreatedAt)}
+}
+
+// ProviderKeyStore keeps provider keys in the provider_keys table; global
+// keys have a NULL org_id.
+type ProviderKeyStore struct{ db bun.IDB }
+
+// NewProviderKeyStore returns a ProviderKeyStore on db.
+func NewProviderKeyStore(db bun.IDB) *ProviderKeyStore { return &ProviderKeyStore{db: db} }
+
+// whereOwner scopes a query to orgID's keys, or to the global ones.
+func whereOwner(q bun.QueryBuilder, orgID string) bun.QueryBuilder {
+	if orgID == "" {
+		return q.Where("org_id IS NULL")
+	}
+	return q.Where("org_id = ?", orgID)
+}
+
+// CreateProviderKey inserts k; an existing id is ErrConflict.
+func (s *ProviderKeyStore) CreateProviderKey(ctx context.Context, k *rotation.Key) error {
+	if _, err := s.db.NewInsert().Model(providerKeyToRow(k)).Exec(ctx); err != nil {
+		return conflict(err, "create provider key "+k.ID)
+	}
+	return nil
+}
+
+// GetProviderKey returns the key id of orgID ("" for global).
+func (s *ProviderKeyStore) GetProviderKey(ctx context.Context, orgID, id string) (*rotation.Key, error) {
+	var r providerKeyRow
+	q := s.db.NewSelect().Model(&r).Where("id = ?", id)
+	whereOwner(q.QueryBuilder(), orgID)
+	if err := q.Scan(ctx); err != nil {
+		return nil, notFound(err, "get provider key "+id)
+	}
+	return r.key(), nil
+}
+
+// ListProviderKeys returns orgID's keys by provider, oldest first.
+func (s *ProviderKeyStore) ListProviderKeys(ctx context.Context, orgID string) ([]*rotation.Key, error) {
+	var rows []providerKeyRow
+	q := s.db.NewSelect().Model(&rows).Order("provider", "created_at", "id")
+	whereOwner(q.QueryBuilder(), orgID)
+	if err := q.Scan(ctx); err != nil {
+		return nil, fail(err, "list provider keys")
+	}
+	out := make([]*rotation.Key, len(rows))
+	for i := range rows {
+		out[i] = rows[i].key()
+	}
+	return out, nil
+}
+
+// AllProviderKeys returns every key by id.
+func (s *ProviderKeyStore) AllProviderKeys(ctx context.Context) ([]*rotation.Key, error) {
+	var rows []providerKeyRow
+	if err := s.db.NewSelect().Model(&rows).Order("id").Scan(ctx); err != nil {
+		return nil, fail(err, "list all provider keys")
+	}
+	out := make([]*rotation.Key, len(rows))
+	for i := range rows {
+		out[i] = rows[i].key()
+	}
+	return out, nil
+}
+
+// UpdateProviderKey locks the row, applies fn and writes the result.
+func (s *ProviderKeyStore) UpdateProviderKey(ctx context.Context, orgID, id string, fn func(*rotation.Key) error) (*rotation.Key, error) {
+	var out *rotation.Key
+	err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+		var r providerKeyRow
+		q := tx.NewSelect().Model(&r).Where("id = ?", id).For("UPDATE")
+		whereOwner(q.QueryBuilder(), orgID)
+		if err := q.Scan(ctx); err != nil {
+			return notFound(err, "update provider key "+id)
+		}
+		k := r.key()
+		if err := fn(k); err != nil {
+			return err
+		}
+		k.ID, k.OrgID, k.Provider, k.CreatedAt = r.ID, r.OrgID, r.Provider, r.CreatedAt
+		row := providerKeyToRow(k)
+		if _, err := tx.NewUpdate().Model(row).WherePK().Exec(ctx); err != nil {
+			return fail(err, "update provider key "+id)
+		}
+		out = row.key()
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// DeleteProviderKey deletes the key if it is orgID's.
+func (s *ProviderKeyStore) DeleteProviderKey(ctx context.Context, orgID, id string) error {
+	q := s.db.NewDelete().Model((*providerKeyRow)(nil)).Where("id = ?", id)
+	whereOwner(q.QueryBuilder(), orgID)
+	if _, err := q.Exec(ctx); err != nil {
+		return fail(err, "delete provider key "+id)
+	}
+	return nil
+}
+
+// pickRounds is how many times a pick looks for an idle key (reading the
+// candidates again each time) before it shares a busy one.
+const pickRounds = 2
+
+// PickProviderKey ranks the candidates with rotation.Ranked, then takes, in
+// one statement, the first of them that no concurrent pick holds (FOR UPDATE
+// SKIP LOCKED, on that row only) and that nobody used or changed since it
+// was read (same version, last use and rest); a concurrent pick therefore
+// moves on to the next idle key instead of waiting or doubling up. When
+// every candidate was taken it reads again; after pickRounds it shares one
+// of the usable keys, chosen at random (every key is busy: sharing is
+// unavoidable, and queueing every sharer on one row would be slow).
+func (s *ProviderKeyStore) PickProviderKey(ctx context.Context, orgID string, req rotation.Request) (rotation.Pick, error) {
+	for round := 0; ; round++ {
+		var rows []providerKeyRow
+		q := s.db.NewSelect().Model(&rows).Where("provider = ?", req.Provider)
+		if orgID == "" {
+			q.Where("org_id IS NULL")
+		} else {
+			q.Where("(org_id = ? OR org_id IS NULL)", orgID)
+		}
+		if err := q.Scan(ctx); err != nil {
+			return rotation.Pick{}, fail(err, "pick provider key")
+		}
+		var org, global []*rotation.Key
+		for i := range rows {
+			if rows[i].OrgID == "" {
+				global = append(global, rows[i].key())
+			} else {
+				org = append(org, rows[i].key())
+			}
+		}
+		ranked, err := rotation.Ranked(org, global, req)
+		if err != nil {
+			return rotation.Pick{}, err
+		}
+		var k *rotation.Key
+		if round < pickRounds {
+			k, err = s.takeIdle(ctx, ranked, req.Now)
+		} else {
+			// Every key is in use: spread the sharers over them rather
+			// than queue them all on the least recently used one.
+			k, err = s.share(ctx, ranked[rand.IntN(len(ranked))], req.Now)
+		}
+		if err != nil {
+			return rotation.Pick{}, err
+		}
+		if k != nil {
+			return rotation.Pick{Key: k, Source: k.Source()}, nil
+		}
+		if round > pickRounds+3 {
+			return rotation.Pick{}, fmt.Errorf("postgres: pick provider key: keys keep changing: %w", ports.ErrConflict)
+		}
+	}
+}
+
+// takeIdle records the use of the first of ranked that is neither held by
+// another transaction nor changed since read, in one statement; nil when
+// there is none.
+func (s *ProviderKeyStore) takeIdle(ctx context.Context, ranked []*rotation.Key, now time.Time) (*rotation.Key, error) {
+	var values strings.Builder
+	args := make([]any, 0, 4*len(ranked)+2)
+	for i, k := range ranked {
+		if i > 0 {
+			values.WriteString(", ")
+		}
+		values.WriteString("(?, ?::int, ?::int, ?::timestamptz, ?::timestamptz)")
+		args = append(args, k.ID, i, k.Version, utcPtr(k.LastUsedAt), utcPtr(k.RestUntil))
+	}
+	args = append(args, utc(now))
+	var r providerKeyRow
+	err := lazyCommit(ctx, s.db, func(ctx context.Context, db bun.IDB) error {
+		return db.NewRaw(`WITH cand (id, ord, version, last_used_at, rest_until) AS (VALUES `+values.String()+`),
+		pick AS (
+			SELECT k.id FROM provider_keys k JOIN cand c ON c.id = k.id
+			WHERE k.version = c.version AND k.last_used_at IS NOT DISTINCT FROM c.last_used_at
+				AND k.rest_until IS NOT DISTINCT FROM c.rest_until
+			ORDER BY c.ord LIMIT 1
+			FOR UPDATE OF k SKIP LOCKED)
+		UPDATE provider_keys p SET last_used_at = ?, uses = p.uses + 1 FROM pick WHERE p.id = pick.id
+		RETURNING p.*`, args...).Scan(ctx, &r)
+	})
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fail(err, "pick provider key")
+	}
+	return r.key(), nil
+}
+
+// share records the use of k whoever else is using it, in one statement,
+// if it has not changed since read (then it is still usable); nil when it
+// has.
+func (s *ProviderKeyStore) share(ctx context.Context, k *rotation.Key, now time.Time) (*rotation.Key, error) {
+	var r providerKeyRow
+	err := lazyCommit(ctx, s.db, func(ctx context.Context, db bun.IDB) error {
+		return db.NewRaw(`UPDATE provider_keys SET last_used_at = ?, uses = uses + 1
+		WHERE id = ? AND version = ? AND rest_until IS NOT DISTINCT FROM ?::timestamptz RETURNING *`,
+			utc(now), k.ID, k.Version, utcPtr(k.RestUntil)).Scan(ctx, &r)
+	})
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fail(err, "pick provider key "+k.ID)
+	}
+	return r.key(), nil
+}
+
+// lazyCommit runs fn in a transaction whose commit does not wait for the
+// WAL flush (synchronous_commit off): a pick's write is only rotation
+// order, which a crash may lose without harm, and waiting for the disk was
+// most of a pick's time. Inside a caller's transaction fn runs in it, under
+// that transaction's rules.
+func lazyCommit(ctx context.Context, db bun.IDB, fn func(ctx context.Context, db bun.IDB) error) error {
+	if tx, ok := db.(bun.Tx); ok {
+		return fn(ctx, tx)
+	}
+	return db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if _, err := tx.ExecContext(ctx, "SET LOCAL synchronous_commit = off"); err != nil {
+			return err
+		}
+		return fn(ctx, tx)
+	})
+}

@@ -1,0 +1,415 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/entityenrich/enrich/domain/access"
+	"github.com/entityenrich/enrich/domain/rotation"
+	"github.com/entityenrich/enrich/ports"
+)
+
+// KeyScope says whose provider keys a call manages.
+type KeyScope int
+
+const (
+	// OrgKeys are the calling organization's own keys (owners).
+	OrgKeys KeyScope = iota
+	// GlobalKeys are the system-wide fallback keys (system administrators).
+	GlobalKeys
+)
+
+// keyActions is each scope's action per operation.
+var keyActions = map[KeyScope]map[string]access.Action{
+	OrgKeys: {"list": access.ActListProviderKeys, "create": access.ActCreateProviderKey, "update": access.ActUpdateProviderKey,
+		"delete": access.ActDeleteProviderKey, "enable": access.ActEnableProviderKey, "test": access.ActTestProviderKey},
+	GlobalKeys: {"list": access.ActListGlobalKeys, "create": access.ActCreateGlobalKey, "update": access.ActUpdateGlobalKey,
+		"delete": access.ActDeleteGlobalKey, "enable": access.ActEnableGlobalKey, "test": access.ActTestGlobalKey},
+}
+
+// ProviderKeyService manages LLM provider keys: organizations' own and the
+// global ones. Secrets are sealed before they are stored and opened only to
+// test a key or to build a provider client; they are never returned.
+type ProviderKeyService struct {
+	Keys      ports.ProviderKeyStore
+	Cipher    ports.Cipher
+	Providers ports.Providers
+	Tester    ports.KeyTester
+	// Clients, when set, drops a key's provider clients when it changes.
+	Clients ports.ClientCache
+	Clock   ports.Clock
+	IDs     ports.IDs
+	Log     *slog.Logger
+}
+
+// NewProviderKey is a key to add.
+type NewProviderKey struct {
+	Provider string
+	// APIKey is the plaintext secret.
+	APIKey    string
+	Name      string
+	ExpiresAt *time.Time
+}
+
+// ProviderKeyChange changes a key; nil fields stay as they are.
+type ProviderKeyChange struct {
+	Name *string
+	// APIKey replaces the secret: the key is unchecked and back in rotation.
+	APIKey  *string
+	Enabled *bool
+	// SetExpiry applies ExpiresAt (nil: never expires).
+	SetExpiry bool
+	ExpiresAt *time.Time
+}
+
+// KeyCheck is the verdict of a key test.
+type KeyCheck struct {
+	Key *rotation.Key
+	// Status is valid, invalid (the provider refused the key) or error (the
+	// provider could not say: unreachable, rate limited, timed out).
+	Status    string
+	Message   string
+	CheckedAt time.Time
+}
+
+// Limits of provider-key fields.
+const (
+	maxProviderKeyName   = 100
+	maxProviderKeySecret = 4096
+)
+
+func (s *ProviderKeyService) authorize(p *access.Principal, scope KeyScope, op string) (orgID string, err error) {
+	if err := access.Authorize(p, keyActions[scope][op]); err != nil {
+		return "", err
+	}
+	if scope == GlobalKeys {
+		return "", nil
+	}
+	return p.OrgID, nil
+}
+
+// public returns k without its sealed secret.
+func public(k *rotation.Key) *rotation.Key {
+	if k != nil {
+		k.Sealed = nil
+	}
+	return k
+}
+
+// List returns the scope's keys, by provider, oldest first.
+func (s *ProviderKeyService) List(ctx context.Context, p *access.Principal, scope KeyScope) ([]*rotation.Key, error) {
+	orgID, err := s.authorize(p, scope, "list")
+	if err != nil {
+		return nil, err
+	}
+	ks, err := s.Keys.ListProviderKeys(ctx, orgID)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range ks {
+		public(k)
+	}
+	return ks, nil
+}
+
+func checkSecret(secret string) error {
+	if secret == "" {
+		return Invalid("api_key", "api_key is required")
+	}
+	if len(secret) > maxProviderKeySecret {
+		return Invalid("api_key", "api_key must be at most %d characters", maxProviderKeySecret)
+	}
+	for _, r := range secret {
+		if unicode.IsSpace(r) || unicode.IsControl(r) {
+			return Invalid("api_key", "api_key must not contain spaces or control characters")
+		}
+	}
+	return nil
+}
+
+func checkKeyName(name string) (string, error) {
+	name = strings.TrimSpace(name)
+	if len([]rune(name)) > maxProviderKeyName {
+		return "", Invalid("name", "name must be at most %d characters", maxProviderKeyName)
+	}
+	return name, nil
+}
+
+// Create seals and stores a new key, in rotation and unchecked.
+func (s *ProviderKeyService) Create(ctx context.Context, p *access.Principal, scope KeyScope, in NewProviderKey) (*rotation.Key, error) {
+	orgID, err := s.authorize(p, scope, "create")
+	if err != nil {
+		return nil, err
+	}
+	info, ok := s.Providers.Provider(in.Provider)
+	if !ok {
+		return nil, Invalid("provider", "unknown provider %q; GET /api/enrichment/options lists the configured ones", in.Provider)
+	}
+	if info.Keyless {
+		return nil, Invalid("provider", "provider %s needs no key", in.Provider)
+	}
+	secret := strings.TrimSpace(in.APIKey)
+	if err := checkSecret(secret); err != nil {
+		return nil, err
+	}
+	name, err := checkKeyName(in.Name)
+	if err != nil {
+		return nil, err
+	}
+	if name == "" {
+		name = in.Provider + " key"
+	}
+	now := s.Clock.Now()
+	if in.ExpiresAt != nil && !in.ExpiresAt.After(now) {
+		return nil, Invalid("expires_at", "expires_at must be in the future")
+	}
+	sealed, err := s.Cipher.Seal([]byte(secret))
+	if err != nil {
+		return nil, err
+	}
+	k := &rotation.Key{ID: s.IDs.NewID(), OrgID: orgID, Provider: in.Provider, Name: name, Suffix: rotation.SuffixOf(secret),
+		Sealed: sealed, Version: 1, Enabled: true, Health: rotation.Unchecked, ExpiresAt: in.ExpiresAt, CreatedAt: now}
+	if err := s.Keys.CreateProviderKey(ctx, k); err != nil {
+		return nil, err
+	}
+	s.Log.InfoContext(ctx, "provider key created", "key_id", k.ID, "org_id", orgID, "provider", k.Provider)
+	return public(k), nil
+}
+
+// Update renames, re-keys, switches or re-dates a key.
+func (s *ProviderKeyService) Update(ctx context.Context, p *access.Principal, scope KeyScope, id string, ch ProviderKeyChange) (*rotation.Key, error) {
+	orgID, err := s.authorize(p, scope, "update")
+	if err != nil {
+		return nil, err
+	}
+	var name, secret string
+	if ch.Name != nil {
+		if name, err = checkKeyName(*ch.Name); err != nil {
+			return nil, err
+		}
+		if name == "" {
+			return nil, Invalid("name", "name must not be empty")
+		}
+	}
+	var sealed []byte
+	if ch.APIKey != nil {
+		secret = strings.TrimSpace(*ch.APIKey)
+		if err := checkSecret(secret); err != nil {
+			return nil, err
+		}
+		if sealed, err = s.Cipher.Seal([]byte(secret)); err != nil {
+			return nil, err
+		}
+	}
+	now := s.Clock.Now()
+	if ch.SetExpiry && ch.ExpiresAt != nil && !ch.ExpiresAt.After(now) {
+		return nil, Invalid("expires_at", "expires_at must be in the future")
+	}
+	k, err := s.Keys.UpdateProviderKey(ctx, orgID, id, func(k *rotation.Key) error {
+		if ch.Name != nil {
+			k.Name = name
+		}
+		if sealed != nil {
+			k.Replace(sealed, rotation.SuffixOf(secret))
+		}
+		if ch.Enabled != nil {
+			k.SetEnabled(*ch.Enabled)
+		}
+		if ch.SetExpiry {
+			k.ExpiresAt = ch.ExpiresAt
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, s.notFound(err, id)
+	}
+	s.forget(k.ID)
+	return public(k), nil
+}
+
+// Enable puts a disabled key back in rotation (a key the provider refused
+// needs a successful test, or a new secret, as well).
+func (s *ProviderKeyService) Enable(ctx context.Context, p *access.Principal, scope KeyScope, id string) (*rotation.Key, error) {
+	orgID, err := s.authorize(p, scope, "enable")
+	if err != nil {
+		return nil, err
+	}
+	k, err := s.Keys.UpdateProviderKey(ctx, orgID, id, func(k *rotation.Key) error {
+		k.SetEnabled(true)
+		return nil
+	})
+	if err != nil {
+		return nil, s.notFound(err, id)
+	}
+	return public(k), nil
+}
+
+// Delete removes a key; deleting a missing key succeeds.
+func (s *ProviderKeyService) Delete(ctx context.Context, p *access.Principal, scope KeyScope, id string) error {
+	orgID, err := s.authorize(p, scope, "delete")
+	if err != nil {
+		return err
+	}
+	if err := s.Keys.DeleteProviderKey(ctx, orgID, id); err != nil {
+		return err
+	}
+	s.forget(id)
+	return nil
+}
+
+// Test makes a cheap real call with the key: a pass brings it (back) into
+// rotation, a refusal takes it out; a provider that cannot answer leaves
+// it as it was.
+func (s *ProviderKeyService) Test(ctx context.Context, p *access.Principal, scope KeyScope, id string) (KeyCheck, error) {
+	orgID, err := s.authorize(p, scope, "test")
+	if err != nil {
+		return KeyCheck{}, err
+	}
+	k, err := s.Keys.GetProviderKey(ctx, orgID, id)
+	if err != nil {
+		return KeyCheck{}, s.notFound(err, id)
+	}
+	return s.test(ctx, k)
+}
+
+// TestAll tests every global key, one after another.
+func (s *ProviderKeyService) TestAll(ctx context.Context, p *access.Principal) ([]KeyCheck, error) {
+	if err := access.Authorize(p, access.ActTestAllGlobalKeys); err != nil {
+		return nil, err
+	}
+	ks, err := s.Keys.ListProviderKeys(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	out := make([]KeyCheck, 0, len(ks))
+	for _, k := range ks {
+		c, err := s.test(ctx, k)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+func (s *ProviderKeyService) test(ctx context.Context, k *rotation.Key) (KeyCheck, error) {
+	cred := credential(s.Cipher, k)
+	terr := s.Tester.TestKey(ctx, k.Provider, *cred)
+	now := s.Clock.Now()
+	c := KeyCheck{Status: "valid", CheckedAt: now}
+	switch {
+	case terr == nil:
+	case errors.Is(terr, ports.ErrLLMAuth):
+		c.Status, c.Message = "invalid", "the provider refused the key"
+	default:
+		// The provider could not say: the key's health does not change.
+		c.Status, c.Message = "error", testFailure(terr)
+		s.Log.WarnContext(ctx, "provider key test failed", "key_id", k.ID, "provider", k.Provider, "err", terr)
+		c.Key = public(k)
+		return c, nil
+	}
+	got, err := s.Keys.UpdateProviderKey(ctx, k.OrgID, k.ID, func(u *rotation.Key) error {
+		u.Tested(terr == nil, now)
+		return nil
+	})
+	if err != nil {
+		return KeyCheck{}, s.notFound(err, k.ID)
+	}
+	if got.Version != k.Version {
+		s.forget(k.ID)
+	}
+	c.Key = public(got)
+	return c, nil
+}
+
+// testFailure is the fixed public text of a test the provider did not
+// answer; the adapter's own text goes to the log only.
+func testFailure(err error) string {
+	switch {
+	case errors.Is(err, ports.ErrRateLimited):
+		return "the provider is rate limiting; try again later"
+	case errors.Is(err, ports.ErrLLMTimeout):
+		return "the provider did not answer in time"
+	case errors.Is(err, ports.ErrModelRetired):
+		return "the provider no longer serves the model used for the test"
+	}
+	return "the provider could not be reached"
+}
+
+func (s *ProviderKeyService) notFound(err error, id string) error {
+	if errors.Is(err, ports.ErrNotFound) {
+		return coded(ports.ErrNotFound, "not_found", "provider key %s not found", id)
+	}
+	return err
+}
+
+func (s *ProviderKeyService) forget(id string) {
+	if s.Clients != nil {
+		s.Clients.Forget(id)
+	}
+}
+
+// credential is the call credential of a stored key: its plaintext is
+// opened only when the LLM adapter builds a client for it.
+func credential(c ports.Cipher, k *rotation.Key) *ports.Credential {
+	sealed := k.Sealed
+	return &ports.Credential{KeyID: k.ID, Version: k.Version, Source: k.Source(), Open: func() (ports.Secret, error) {
+		b, err := c.Open(sealed)
+		if err != nil {
+			return "", fmt.Errorf("open provider key: %w", err)
+		}
+		return ports.Secret(b), nil
+	}}
+}
+
+// Reencrypt seals every stored key again with the first encryption key
+// (enrich admin reencrypt), so that older encryption keys can then be
+// dropped from ENRICH_ENCRYPTION_KEYS. It is an operator's command, run
+// against the database, with no principal. Keys already sealed with the
+// first key are left alone. A key that opens with no configured encryption
+// key is counted in failed and left as it is; its id is logged, never its
+// secret.
+func (s *ProviderKeyService) Reencrypt(ctx context.Context) (resealed, failed int, err error) {
+	ks, err := s.Keys.AllProviderKeys(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	current, _ := s.Cipher.(interface{ Current([]byte) bool })
+	for _, k := range ks {
+		if current != nil && current.Current(k.Sealed) {
+			continue
+		}
+		plain, err := s.Cipher.Open(k.Sealed)
+		if err != nil {
+			failed++
+			s.Log.WarnContext(ctx, "provider key does not open with any encryption key", "key_id", k.ID, "err", err)
+			continue
+		}
+		sealed, err := s.Cipher.Seal(plain)
+		clear(plain)
+		if err != nil {
+			return resealed, failed, err
+		}
+		old := k.Sealed
+		_, err = s.Keys.UpdateProviderKey(ctx, k.OrgID, k.ID, func(u *rotation.Key) error {
+			// The secret is the same: no new version, cached clients stay.
+			if string(u.Sealed) == string(old) {
+				u.Sealed = sealed
+			}
+			return nil
+		})
+		if errors.Is(err, ports.ErrNotFound) {
+			continue // deleted meanwhile
+		}
+		if err != nil {
+			return resealed, failed, err
+		}
+		resealed++
+	}
+	return resealed, failed, nil
+}

@@ -1,0 +1,71 @@
+package contract
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/matryer/is"
+
+	"github.com/entityenrich/enrich/domain/usage"
+	"github.com/entityenrich/enrich/ports"
+)
+
+func newUsage(org string, n int) usage.Entry {
+	return usage.Entry{ID: newID("use"), OrgID: org, JobID: newID("job"), Model: "p::m", KeySource: "organization", KeyID: newID("pk"),
+		InputTokens: 100 + n, OutputTokens: 20 + n, Cost: int64(1000 + n), LatencyMS: int64(50 + n), Outcome: usage.OK, CreatedAt: at(n)}
+}
+
+// RunUsageLedger runs the UsageLedger contract against the ledgers
+// newLedger returns.
+func RunUsageLedger(t *testing.T, newLedger func(t *testing.T) ports.UsageLedger) {
+	ctx := context.Background()
+	tests := []struct {
+		name string
+		run  func(t *testing.T, l ports.UsageLedger)
+	}{
+		{"append and list round trip, oldest first, in UTC", func(t *testing.T, l ports.UsageLedger) {
+			is := is.New(t)
+			org := newID("org")
+			e2, e1 := newUsage(org, 2), newUsage(org, 1)
+			e3 := newUsage(org, 3)
+			e3.KeySource, e3.KeyID, e3.Outcome = "", "", "rate_limited"
+			is.NoErr(l.AppendUsage(ctx, []usage.Entry{e2, e1}))
+			is.NoErr(l.AppendUsage(ctx, []usage.Entry{e3, newUsage(newID("org"), 1)}))
+			is.NoErr(l.AppendUsage(ctx, nil))
+			got, err := l.ListUsage(ctx, org, at(0), at(100))
+			is.NoErr(err)
+			is.Equal(len(got), 3)
+			for i, want := range []usage.Entry{e1, e2, e3} {
+				sameTime(t, "CreatedAt", got[i].CreatedAt, want.CreatedAt)
+				got[i].CreatedAt = want.CreatedAt
+				is.Equal(got[i], want)
+			}
+		}},
+		{"list is the range [from, to)", func(t *testing.T, l ports.UsageLedger) {
+			is := is.New(t)
+			org := newID("org")
+			es := []usage.Entry{newUsage(org, 1), newUsage(org, 2), newUsage(org, 3)}
+			is.NoErr(l.AppendUsage(ctx, es))
+			got, err := l.ListUsage(ctx, org, at(2), at(3))
+			is.NoErr(err)
+			is.Equal(len(got), 1)
+			is.Equal(got[0].ID, es[1].ID)
+		}},
+		{"a duplicate id is a conflict and appends nothing", func(t *testing.T, l ports.UsageLedger) {
+			is := is.New(t)
+			org := newID("org")
+			e := newUsage(org, 1)
+			is.NoErr(l.AppendUsage(ctx, []usage.Entry{e}))
+			fresh := newUsage(org, 2)
+			err := l.AppendUsage(ctx, []usage.Entry{fresh, e})
+			is.True(errors.Is(err, ports.ErrConflict))
+			got, err := l.ListUsage(ctx, org, at(0), at(100))
+			is.NoErr(err)
+			is.Equal(len(got), 1)
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) { tc.run(t, newLedger(t)) })
+	}
+}
