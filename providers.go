@@ -100,8 +100,8 @@ func providePasswords(cfg Config) *crypto.Passwords {
 	return crypto.NewPasswords(crypto.DefaultParams)
 }
 
-func provideStream(uow ports.UnitOfWork, log ports.EventLog, clock ports.Clock, lg *slog.Logger) (*eventhub.Hub, func()) {
-	h := eventhub.New(uow, log, clock, lg, eventhub.Config{})
+func provideStream(st *Stores, clock ports.Clock, lg *slog.Logger) (*eventhub.Hub, func()) {
+	h := eventhub.New(st.UoW, st.Events, clock, lg, eventhub.Config{Announce: st.Invalidations})
 	// Embedded.Close closes the hub in order; this is the backstop for an
 	// injector that fails after creating it.
 	return h, h.Close

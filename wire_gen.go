@@ -29,9 +29,7 @@ func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	schemaService := provideSchemas(schemaStore, compiler, clock, iDs)
 	recordStore := stores.Records
 	recordService := provideRecords(recordStore)
-	unitOfWork := stores.UoW
-	eventLog := stores.Events
-	hub, cleanup := provideStream(unitOfWork, eventLog, clock, logger)
+	hub, cleanup := provideStream(stores, clock, logger)
 	metricsMetrics := metrics.New()
 	engine := provideEngine(cfg, stores, hub, clock, logger, metricsMetrics)
 	jobService := provideJobs(stores, engine, hub, clock, logger)
@@ -77,9 +75,7 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	schemaService := provideSchemas(schemaStore, compiler, clock, iDs)
 	recordStore := stores.Records
 	recordService := provideRecords(recordStore)
-	unitOfWork := stores.UoW
-	eventLog := stores.Events
-	hub, cleanup2 := provideStream(unitOfWork, eventLog, clock, logger)
+	hub, cleanup2 := provideStream(stores, clock, logger)
 	metricsMetrics := metrics.New()
 	engine := provideEngine(cfg, stores, hub, clock, logger, metricsMetrics)
 	jobService := provideJobs(stores, engine, hub, clock, logger)
@@ -119,9 +115,7 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 	schemaService := provideSchemas(schemaStore, compiler, clock, iDs)
 	recordStore := st.Records
 	recordService := provideRecords(recordStore)
-	unitOfWork := st.UoW
-	eventLog := st.Events
-	hub, cleanup := provideStream(unitOfWork, eventLog, clock, logger)
+	hub, cleanup := provideStream(st, clock, logger)
 	metricsMetrics := metrics.New()
 	engine := provideEngine(cfg, st, hub, clock, logger, metricsMetrics)
 	jobService := provideJobs(st, engine, hub, clock, logger)

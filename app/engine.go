@@ -588,7 +588,7 @@ func (e *Engine) failUnstorable(ctx context.Context, r *run, cause error) {
 	} else if e.Observer != nil {
 		e.Observer.JobEnded(r.typ, job.Failed, job.CodeStorage)
 	}
-	e.Stream.Delivered(r.id)
+	e.Stream.Written(r.id)
 }
 
 // handBack clears the lease of a job stopped by shutdown, so that the next
@@ -638,7 +638,7 @@ func (e *Engine) end(ctx context.Context, id string, apply func(j *job.Job, now 
 		})
 	})
 	if err == nil {
-		e.Stream.Delivered(id)
+		e.Stream.Written(id)
 		if e.Observer != nil {
 			e.Observer.JobEnded(out.Type, out.State, out.ErrorCode)
 		}

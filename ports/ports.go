@@ -93,6 +93,8 @@ type RefreshTokenStore interface {
 type Invalidations interface {
 	// Publish announces a change of the object kind/id to all instances.
 	Publish(ctx context.Context, kind, id string) error
+	// PublishAll announces changes of many objects of one kind at once.
+	PublishAll(ctx context.Context, kind string, ids []string) error
 	// Listen calls fn for every change announced by any instance until ctx
 	// ends. A nil error return means the stream ended with ctx.
 	Listen(ctx context.Context, fn func(kind, id string)) error
@@ -186,6 +188,11 @@ type EventStream interface {
 	// Delivered wakes followers of a job whose events were written by
 	// someone else (a canceller here, or another replica's NOTIFY).
 	Delivered(jobID string)
+	// Written is told that this process wrote events of a job outside the
+	// stream (a canceller's end, a failure the stream could not write): it
+	// wakes the job's followers here and announces the events to other
+	// instances.
+	Written(jobID string)
 	// Wait returns the job's durable events with Seq > after, blocking until
 	// there is at least one or ctx ends.
 	Wait(ctx context.Context, jobID string, after int64) ([]job.Event, error)

@@ -34,7 +34,15 @@ type Config struct {
 	// GiveUp is how long writes may keep failing before the jobs waiting on
 	// them are given up here (default 2 min).
 	GiveUp time.Duration
+	// Announce, when set, is told (kind "events") of the jobs whose events
+	// became durable, after their commit and in batches, so that followers
+	// on other instances read the log at once.
+	Announce ports.Invalidations
 }
+
+// announceQueue bounds the job ids waiting to be announced; past it an
+// announcement is dropped and remote followers find the events by polling.
+const announceQueue = 4096
 
 // Hub is the in-process side of every job's event stream.
 type Hub struct {
@@ -53,6 +61,9 @@ type Hub struct {
 	solo    int // batches left to write one job at a time (a batch was refused)
 	stop    chan struct{}
 	done    chan struct{}
+
+	announced chan string // job ids to announce
+	quiet     chan struct{} // closed when the announcer stopped
 }
 
 type stream struct {
@@ -82,8 +93,65 @@ func New(uow ports.UnitOfWork, log ports.EventLog, clock ports.Clock, lg *slog.L
 	h := &Hub{uow: uow, log: log, clock: clock, lg: lg, cfg: cfg, streams: map[string]*stream{},
 		dirty: map[string]*stream{}, wakes: map[string]chan struct{}{}, kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	h.cond = sync.NewCond(&h.mu)
+	h.announced, h.quiet = make(chan string, announceQueue), make(chan struct{})
 	go h.writer()
+	go h.announcer()
 	return h
+}
+
+// announce queues the announcement that jobs' events are durable.
+func (h *Hub) announce(ids ...string) {
+	if h.cfg.Announce == nil {
+		return
+	}
+	for _, id := range ids {
+		select {
+		case h.announced <- id:
+		default: // full: remote followers poll
+		}
+	}
+}
+
+// announcer sends the queued announcements, as many as are waiting in one
+// statement, until Close.
+func (h *Hub) announcer() {
+	defer close(h.quiet)
+	for {
+		var ids []string
+		closing := false
+		select {
+		case id := <-h.announced:
+			ids = append(ids, id)
+		case <-h.done:
+			closing = true // the writer wrote its last: announce what waits
+		}
+	drain:
+		for len(ids) < maxBatch {
+			select {
+			case id := <-h.announced:
+				ids = append(ids, id)
+			default:
+				break drain
+			}
+		}
+		if len(ids) > 0 {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			if err := h.cfg.Announce.PublishAll(ctx, "events", ids); err != nil {
+				h.lg.Warn("events not announced to other instances; their followers will poll", "jobs", len(ids), "err", err)
+			}
+			cancel()
+		}
+		if closing {
+			return
+		}
+	}
+}
+
+// Written wakes the followers here of a job whose events this process wrote
+// outside the stream, and announces them to other instances.
+func (h *Hub) Written(jobID string) {
+	h.Delivered(jobID)
+	h.announce(jobID)
 }
 
 // Own starts numbering the job's events after seq after.
@@ -191,6 +259,7 @@ func (h *Hub) Sealed(jobID string, events []job.Event, err error) {
 	s.durable = append(s.durable, events...)
 	s.owned, s.ended, s.endedAt = false, true, h.clock.Now()
 	h.wakeLocked(jobID, s)
+	h.announce(jobID)
 }
 
 // Delivered wakes the followers of a job whose events someone else wrote;
@@ -402,6 +471,7 @@ func (h *Hub) writeBatch() (int, error) {
 			s.durable = append(s.durable, s.pending[:n]...)
 			s.pending = s.pending[n:]
 			h.wakeLocked(id, s)
+			h.announce(id)
 		case errors.As(err, &fenced) && contains(fenced.ids, id), errors.Is(err, ports.ErrConflict) && len(jobs) == 1:
 			// Another worker or a canceller holds the job now: what is
 			// pending here was never seen by anyone, and is dropped.
@@ -467,4 +537,5 @@ func (h *Hub) Close() {
 		close(h.stop)
 	}
 	<-h.done
+	<-h.quiet
 }

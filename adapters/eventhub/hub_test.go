@@ -15,6 +15,7 @@ import (
 	"github.com/entityenrich/enrich/adapters/memory"
 	"github.com/entityenrich/enrich/adapters/postgres"
 	"github.com/entityenrich/enrich/adapters/system"
+	"github.com/entityenrich/enrich/domain/access"
 	"github.com/entityenrich/enrich/domain/job"
 	"github.com/entityenrich/enrich/ports"
 	"github.com/entityenrich/enrich/test/contract"
@@ -105,4 +106,73 @@ func TestOutageGivesUp(t *testing.T) {
 			is.True(!h.Publish("j1", job.NewDraft(job.JobResumed{}))) // given up here
 		})
 	}
+}
+
+// TestAnnouncesAcrossInstances: two hubs on one PostgreSQL, as two replicas.
+// The owner's durable events are announced after their commit (NOTIFY), so a
+// follower on the other instance wakes at once: its polling is set to a
+// minute, so only the announcement can wake it within the test's bound.
+func TestAnnouncesAcrossInstances(t *testing.T) {
+	is := is.New(t)
+	ctx := t.Context()
+	dsn := pgtest.Native(t)
+	db, err := postgres.Open(ctx, dsn, postgres.PoolConfig{})
+	is.NoErr(err)
+	defer db.Close()
+	is.NoErr(postgres.Migrate(ctx, db.DB))
+	uow := postgres.NewUnitOfWork(db.DB, func(bun.Tx) ports.JobEnqueuer { return nil })
+	jobs, events := postgres.NewJobStore(db), postgres.NewEventLog(db)
+	notify := postgres.NewInvalidations(db, dsn, quiet())
+	owner := eventhub.New(uow, events, system.Clock{}, quiet(), eventhub.Config{Announce: notify})
+	defer owner.Close()
+	other := eventhub.New(uow, events, system.Clock{}, quiet(), eventhub.Config{PollInterval: time.Minute})
+	defer other.Close()
+	lctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go func() {
+		_ = notify.Listen(lctx, func(kind, id string) {
+			if kind == "events" {
+				other.Delivered(id)
+			}
+		})
+	}()
+
+	org := &access.Organization{ID: "org-" + fmt.Sprint(time.Now().UnixNano()), Name: "announce", CreatedAt: time.Now()}
+	is.NoErr(postgres.NewOrgStore(db).CreateOrg(ctx, org))
+	now := time.Now()
+	j := &job.Job{ID: "job-" + org.ID, OrgID: org.ID, Type: job.TypeEnrichment, State: job.Running, Request: []byte(`{}`),
+		CreatedAt: now, UpdatedAt: now, HeartbeatAt: now, Attempt: 1, Owner: "a", LeaseUntil: now.Add(time.Minute)}
+	is.NoErr(jobs.CreateJob(ctx, j))
+	owner.Own(j.ID, 1, 0, func(error) {})
+
+	follow := func(after int64) []job.Event {
+		t.Helper()
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		var got []job.Event
+		for len(got) == 0 {
+			evs, err := other.Wait(wctx, j.ID, after)
+			if err != nil {
+				t.Fatalf("the other instance's follower was not woken: %v", err)
+			}
+			got = evs
+		}
+		return got
+	}
+	time.Sleep(300 * time.Millisecond) // the listener is up
+	start := time.Now()
+	owner.Publish(j.ID, job.NewDraft(job.ModelStarted{Model: "sandbox::echo"}))
+	got := follow(0)
+	is.Equal(got[0].Seq, int64(1))
+	is.True(time.Since(start) < 5*time.Second)
+
+	// The end, written outside the hub's batches (EndJob), is announced by
+	// Sealed.
+	evs := owner.Seal(ctx, j.ID, job.Cancellation("test"))
+	end := *j
+	is.NoErr(end.Cancel("test", time.Now()))
+	is.NoErr(uow.EndJob(ctx, ports.JobEnd{Job: &end, From: job.Running, Events: evs}))
+	owner.Sealed(j.ID, evs, nil)
+	got = follow(1)
+	is.Equal(got[len(got)-1].Type, job.EventCancelled)
 }

@@ -250,9 +250,11 @@ func (l *EventLog) Append(ctx context.Context, events []job.Event) error {
 	return nil
 }
 
-// appendEvents is the one statement that inserts events and notifies their
-// jobs' followers on other replicas (the NOTIFY is sent at commit).
-func appendEvents(db bun.IDB, events []job.Event) (*bun.SelectQuery, error) {
+// appendEvents is the statement that inserts events. It sends no NOTIFY:
+// PostgreSQL serialises the commits of transactions that notify, fsync
+// included, so followers on other replicas are told after the commit by the
+// event stream (Invalidations.PublishAll, a transaction without WAL).
+func appendEvents(db bun.IDB, events []job.Event) (*bun.InsertQuery, error) {
 	rows := make([]eventRow, len(events))
 	for i, e := range events {
 		r := eventRow{JobID: e.JobID, Seq: e.Seq, Type: string(e.Type), CreatedAt: utc(e.CreatedAt)}
@@ -265,10 +267,7 @@ func appendEvents(db bun.IDB, events []job.Event) (*bun.SelectQuery, error) {
 		}
 		rows[i] = r
 	}
-	ins := db.NewInsert().Model(&rows).Returning("job_id")
-	return db.NewSelect().With("ins", ins).
-		TableExpr("(SELECT DISTINCT job_id FROM ins) AS d").
-		ColumnExpr("pg_notify(?, 'events:' || d.job_id)", invalidationChannel), nil
+	return db.NewInsert().Model(&rows), nil
 }
 
 // Last returns the highest Seq of the job's events.

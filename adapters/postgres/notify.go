@@ -3,12 +3,14 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect/pgdialect"
 
 	"github.com/entityenrich/enrich/ports"
 )
@@ -38,6 +40,18 @@ func NewInvalidations(db bun.IDB, dsn string, log *slog.Logger) *Invalidations {
 func (n *Invalidations) Publish(ctx context.Context, kind, id string) error {
 	if _, err := n.db.ExecContext(ctx, "SELECT pg_notify(?, ?)", invalidationChannel, kind+":"+id); err != nil {
 		return fail(err, "notify "+kind+" "+id)
+	}
+	return nil
+}
+
+// PublishAll sends kind:id for every id, in one statement.
+func (n *Invalidations) PublishAll(ctx context.Context, kind string, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	if _, err := n.db.ExecContext(ctx, "SELECT pg_notify(?, ? || x) FROM unnest(?::text[]) AS x",
+		invalidationChannel, kind+":", pgdialect.Array(ids)); err != nil {
+		return fail(err, fmt.Sprintf("notify %d %s", len(ids), kind))
 	}
 	return nil
 }

@@ -10,7 +10,10 @@
 // cannot start, its setup fails, or every request of a scenario fails.
 //
 // Knobs: ENRICH_LOAD_WARMUP (default 1s) and ENRICH_LOAD_DURATION (default
-// 5s) per scenario, ENRICH_LOAD_TIMEOUT (default 10s) per request. PostgreSQL
+// 5s) per scenario, ENRICH_LOAD_TIMEOUT (default 10s) per request,
+// ENRICH_LOAD_STORE=memory|postgres to measure one store only (the goals
+// then cannot be evaluated; for profiling), and ENRICH_DB_MAX_CONNS as the
+// server takes it. PostgreSQL
 // is the native server of test/pgtest (127.0.0.1:5432 or ENRICH_TEST_PG_DSN),
 // in fresh databases dropped afterwards; when it is unreachable the
 // PostgreSQL rows are skipped and say so (PGlite, one backend session in
@@ -56,6 +59,7 @@ const (
 	envWarmup   = "ENRICH_LOAD_WARMUP"
 	envDuration = "ENRICH_LOAD_DURATION"
 	envTimeout  = "ENRICH_LOAD_TIMEOUT"
+	envStore    = "ENRICH_LOAD_STORE"
 
 	providerName = "fake"
 	modelName    = "fast"
@@ -134,10 +138,18 @@ func TestLoad(t *testing.T) {
 		commit.note = "not measured: native PostgreSQL unreachable or pgbench failed (see above)"
 		commit = measureCommit(t, set)
 	})
-	mem := &storeResult{store: "memory"}
-	t.Run("memory", func(t *testing.T) { runStore(t, set, "", fake, mem) })
+	only := os.Getenv(envStore)
+	mem := &storeResult{store: "memory", note: "skipped: " + envStore + "=" + only}
+	if only == "" || only == "memory" {
+		mem.note = ""
+		t.Run("memory", func(t *testing.T) { runStore(t, set, "", fake, mem) })
+	}
 	pg := &storeResult{store: "postgres", note: "skipped: native PostgreSQL unreachable (see SKIP above)"}
 	t.Run("postgres", func(t *testing.T) {
+		if only != "" && only != "postgres" {
+			pg.note = "skipped: " + envStore + "=" + only
+			t.Skip(pg.note)
+		}
 		dsn := pgtest.Native(t)
 		pg.note = ""
 		runStore(t, set, dsn, fake, pg)
@@ -224,6 +236,7 @@ func runStore(t *testing.T, set settings, dsn string, fake *fakeopenai.Server, r
 		JWTSecret:       strings.Repeat("l", 40),
 		PasswordHashing: "fast",
 		ShutdownGrace:   2 * time.Second,
+		DBMaxConns:      envInt("ENRICH_DB_MAX_CONNS"),
 		Logger:          slog.New(res.logs),
 		Providers: []llm.ProviderConfig{{Name: providerName, Type: llm.TypeOpenAI, BaseURL: fake.URL(), APIKey: fakeKey,
 			Models: []string{modelName}}},
@@ -673,4 +686,9 @@ func report(w io.Writer, set settings, commit commitResult, mem, pg *storeResult
 	ratio("(b) 16 clients, enrich/sync PostgreSQL throughput >= 40% of memory's", mem.syncHigh, pg.syncHigh, 0.40)
 	ratio("(c) 64 clients, GET /api/records/{id} PostgreSQL rate >= 25% of memory's", mem.reads, pg.reads, 0.25)
 	fmt.Fprintln(w)
+}
+
+func envInt(name string) int {
+	n, _ := strconv.Atoi(os.Getenv(name))
+	return n
 }
