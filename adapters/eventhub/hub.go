@@ -62,7 +62,7 @@ type Hub struct {
 	stop    chan struct{}
 	done    chan struct{}
 
-	announced chan string // job ids to announce
+	announced chan string   // job ids to announce
 	quiet     chan struct{} // closed when the announcer stopped
 }
 
