@@ -225,17 +225,16 @@ func (s *ProviderKeyStore) takeIdle(ctx context.Context, ranked []*rotation.Key,
 	}
 	args = append(args, utc(now))
 	var r providerKeyRow
-	err := lazyCommit(ctx, s.db, func(ctx context.Context, db bun.IDB) error {
-		return db.NewRaw(`WITH cand (id, ord, version, last_used_at, rest_until) AS (VALUES `+values.String()+`),
+	with, from := lazy(s.db)
+	err := s.db.NewRaw(`WITH `+with+`cand (id, ord, version, last_used_at, rest_until) AS (VALUES `+values.String()+`),
 		pick AS (
 			SELECT k.id FROM provider_keys k JOIN cand c ON c.id = k.id
 			WHERE k.version = c.version AND k.last_used_at IS NOT DISTINCT FROM c.last_used_at
 				AND k.rest_until IS NOT DISTINCT FROM c.rest_until
 			ORDER BY c.ord LIMIT 1
 			FOR UPDATE OF k SKIP LOCKED)
-		UPDATE provider_keys p SET last_used_at = ?, uses = p.uses + 1 FROM pick WHERE p.id = pick.id
+		UPDATE provider_keys p SET last_used_at = ?, uses = p.uses + 1 FROM pick`+from+` WHERE p.id = pick.id
 		RETURNING p.*`, args...).Scan(ctx, &r)
-	})
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -250,11 +249,14 @@ func (s *ProviderKeyStore) takeIdle(ctx context.Context, ranked []*rotation.Key,
 // has.
 func (s *ProviderKeyStore) share(ctx context.Context, k *rotation.Key, now time.Time) (*rotation.Key, error) {
 	var r providerKeyRow
-	err := lazyCommit(ctx, s.db, func(ctx context.Context, db bun.IDB) error {
-		return db.NewRaw(`UPDATE provider_keys SET last_used_at = ?, uses = uses + 1
-		WHERE id = ? AND version = ? AND rest_until IS NOT DISTINCT FROM ?::timestamptz RETURNING *`,
-			utc(now), k.ID, k.Version, utcPtr(k.RestUntil)).Scan(ctx, &r)
-	})
+	with, from := lazy(s.db)
+	if with != "" {
+		with = "WITH " + strings.TrimSuffix(with, ", ") + " "
+		from = " FROM lazy"
+	}
+	err := s.db.NewRaw(with+`UPDATE provider_keys SET last_used_at = ?, uses = uses + 1`+from+`
+		WHERE id = ? AND version = ? AND rest_until IS NOT DISTINCT FROM ?::timestamptz RETURNING provider_keys.*`,
+		utc(now), k.ID, k.Version, utcPtr(k.RestUntil)).Scan(ctx, &r)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -264,19 +266,16 @@ func (s *ProviderKeyStore) share(ctx context.Context, k *rotation.Key, now time.
 	return r.key(), nil
 }
 
-// lazyCommit runs fn in a transaction whose commit does not wait for the
-// WAL flush (synchronous_commit off): a pick's write is only rotation
-// order, which a crash may lose without harm, and waiting for the disk was
-// most of a pick's time. Inside a caller's transaction fn runs in it, under
-// that transaction's rules.
-func lazyCommit(ctx context.Context, db bun.IDB, fn func(ctx context.Context, db bun.IDB) error) error {
-	if tx, ok := db.(bun.Tx); ok {
-		return fn(ctx, tx)
+// lazy returns a CTE (with, to put after WITH) and its reference (from, to
+// append to a FROM list) that make the commit of a single statement's own
+// transaction not wait for the WAL flush (synchronous_commit off, set for
+// that transaction only): a pick's write is only rotation order, which a
+// crash may lose without harm, and waiting for the disk was most of a pick's
+// time. One statement, one round trip. Inside a caller's transaction both
+// are empty: the caller's commit keeps its own rules.
+func lazy(db bun.IDB) (with, from string) {
+	if _, inTx := db.(bun.Tx); inTx {
+		return "", ""
 	}
-	return db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		if _, err := tx.ExecContext(ctx, "SET LOCAL synchronous_commit = off"); err != nil {
-			return err
-		}
-		return fn(ctx, tx)
-	})
+	return "lazy AS (SELECT set_config('synchronous_commit', 'off', true)), ", ", lazy"
 }
