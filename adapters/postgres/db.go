@@ -61,6 +61,7 @@ func Open(ctx context.Context, dsn string, pc PoolConfig) (*DB, error) {
 		cfg.MaxConns = int32(pc.MaxConns + riverConns)
 	}
 	cfg.MaxConnIdleTime = 5 * time.Minute
+	cfg.ConnConfig.DialFunc = dialer().DialContext
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: open: %w", err)

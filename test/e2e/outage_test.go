@@ -128,10 +128,12 @@ func TestDatabaseOutage(t *testing.T) {
 
 // TestDatabasePartition is the quieter outage: the database stops answering
 // without closing anything (a network partition). The API should still
-// answer 503 within a bound. Today a request on a pooled connection waits
-// forever (no deadline reaches the driver, and the kernel keeps the TCP
-// connection up), so the test runs only with ENRICH_TEST_PARTITION=1, for
-// whoever bounds database calls (see the helper-b report).
+// answer 503 within a bound. On a real partition the pool's TCP settings
+// (TCP_USER_TIMEOUT 30 s, keepalive; adapters/postgres/dial.go, checked by
+// TestConnectionsDetectDeadPeers) close the connection. This test's proxy
+// stalls in user space, so its kernel still acknowledges every byte and only
+// a deadline on each database call would end the wait: there is none yet, so
+// the test runs only with ENRICH_TEST_PARTITION=1.
 func TestDatabasePartition(t *testing.T) {
 	if os.Getenv("ENRICH_TEST_PARTITION") != "1" {
 		t.Skip("KNOWN GAP: a partitioned database hangs requests on pooled connections; set ENRICH_TEST_PARTITION=1 to run")
