@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/uptrace/bun"
 
+	"github.com/entityenrich/enrich/domain/job"
 	"github.com/entityenrich/enrich/ports"
 )
 
@@ -26,6 +28,23 @@ const txAttempts = 4
 type UnitOfWork struct {
 	db    *bun.DB
 	queue func(tx bun.Tx) ports.JobEnqueuer
+	ends  endGroup
+}
+
+// endGroup gathers the ends of jobs that finish while another end is being
+// written, and writes them together: one query, one commit, one WAL flush
+// for the lot (the group commit of job ends).
+type endGroup struct {
+	mu      sync.Mutex
+	waiting []*pendingEnd
+	writing bool
+}
+
+// pendingEnd is one job's end, as its query, waiting to be written.
+type pendingEnd struct {
+	query, what string
+	from        job.State
+	done        chan error
 }
 
 // NewUnitOfWork returns a UnitOfWork on db. queue, when not nil, gives the
@@ -130,10 +149,58 @@ func (u *UnitOfWork) EndJob(ctx context.Context, end ports.JobEnd) error {
 		// PostgreSQL would read the query only up to the NUL.
 		return fmt.Errorf("postgres: %s: a NUL byte in text: %w", what, ports.ErrInvalid)
 	}
-	_, err := u.db.DB.ExecContext(ctx, query)
+	p := &pendingEnd{query: query, what: what, from: end.From, done: make(chan error, 1)}
+	u.ends.mu.Lock()
+	u.ends.waiting = append(u.ends.waiting, p)
+	if !u.ends.writing {
+		u.ends.writing = true
+		go u.writeEnds()
+	}
+	u.ends.mu.Unlock()
+	// Not abandoned on ctx: the end may be written all the same, and the
+	// caller must learn whether it was.
+	return <-p.done
+}
+
+// writeEnds writes the waiting ends, all those waiting at a time in one
+// query, until none waits. A job's end then waits at most for the write in
+// flight when it came. PostgreSQL runs the query as one implicit
+// transaction, so one refused end (a fenced job, a conflict) aborts the
+// group: its ends are then written one by one, each with its own answer.
+func (u *UnitOfWork) writeEnds() {
+	for {
+		u.ends.mu.Lock()
+		group := u.ends.waiting
+		u.ends.waiting = nil
+		if len(group) == 0 {
+			u.ends.writing = false
+			u.ends.mu.Unlock()
+			return
+		}
+		u.ends.mu.Unlock()
+		if len(group) > 1 {
+			queries := make([]string, len(group))
+			for i, p := range group {
+				queries[i] = p.query
+			}
+			if u.execEnd(strings.Join(queries, ";\n"), "end jobs", "") == nil {
+				for _, p := range group {
+					p.done <- nil
+				}
+				continue
+			}
+		}
+		for _, p := range group {
+			p.done <- u.execEnd(p.query, p.what, p.from)
+		}
+	}
+}
+
+func (u *UnitOfWork) execEnd(query, what string, from job.State) error {
+	_, err := u.db.DB.ExecContext(context.Background(), query)
 	var pg *pgconn.PgError
 	if errors.As(err, &pg) && pg.Code == errNotHeld {
-		return fmt.Errorf("postgres: %s from %s: %w", what, end.From, ports.ErrFenced)
+		return fmt.Errorf("postgres: %s from %s: %w", what, from, ports.ErrFenced)
 	}
 	if err != nil {
 		return conflict(err, what)

@@ -488,6 +488,40 @@ func RunUnitOfWork(t *testing.T, newUoW func(t *testing.T) UnitOfWorkFixture) {
 				})
 			}
 		}},
+		{"EndJob of many jobs at once: each end is written or refused on its own", func(t *testing.T, f UnitOfWorkFixture) {
+			is := is.New(t)
+			const n = 12
+			ends := make([]*ending, n)
+			for i := range ends {
+				ends[i] = newEnding(t, ctx, f.Repos)
+			}
+			errs := make([]error, n)
+			var wg sync.WaitGroup
+			for i, e := range ends {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					end := e.end(job.Running, 2, 3)
+					if i%4 == 0 {
+						end.Job.Attempt = 1 // fenced: another attempt holds it
+					}
+					errs[i] = f.UoW.EndJob(ctx, end)
+				}()
+			}
+			wg.Wait()
+			for i, e := range ends {
+				if i%4 == 0 {
+					is.True(errors.Is(errs[i], ports.ErrFenced))
+					e.checkUnended(t, ctx, f.Repos)
+					continue
+				}
+				is.NoErr(errs[i])
+				got, err := f.Repos.Jobs.GetJob(ctx, e.job.OrgID, e.job.ID)
+				is.NoErr(err)
+				is.Equal(got.State, job.Completed)
+				is.Equal(storedSeqs(t, ctx, f.Repos, e.job.ID), []int64{1, 2, 3})
+			}
+		}},
 		{"EndJob with an event that exists is ErrConflict and writes nothing", func(t *testing.T, f UnitOfWorkFixture) {
 			is := is.New(t)
 			e := newEnding(t, ctx, f.Repos)
