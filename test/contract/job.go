@@ -64,6 +64,40 @@ func RunJobStore(t *testing.T, newStore func(t *testing.T) ports.JobStore) {
 				checkJob(t, got, &want)
 			}
 		}},
+		{"jobs created at once are each stored or refused on their own", func(t *testing.T, s ports.JobStore) {
+			is := is.New(t)
+			org := newID("org")
+			dup := newJob(org, job.Pending, 0)
+			is.NoErr(s.CreateJob(ctx, dup))
+			jobs := make([]*job.Job, 12)
+			for i := range jobs {
+				jobs[i] = newJob(org, job.Running, i)
+				if i%5 == 0 {
+					jobs[i] = &job.Job{ID: dup.ID, OrgID: org, Type: job.TypeEnrichment, State: job.Pending,
+						CreatedAt: at(i), UpdatedAt: at(i)}
+				}
+			}
+			errs := make([]error, len(jobs))
+			var wg sync.WaitGroup
+			for i, j := range jobs {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					errs[i] = s.CreateJob(ctx, j)
+				}()
+			}
+			wg.Wait()
+			for i, j := range jobs {
+				if i%5 == 0 {
+					is.True(errors.Is(errs[i], ports.ErrConflict))
+					continue
+				}
+				is.NoErr(errs[i])
+				got, err := s.GetJob(ctx, org, j.ID)
+				is.NoErr(err)
+				is.Equal(got.State, job.Running)
+			}
+		}},
 		{"unknown id and another organization's job are not found", func(t *testing.T, s ports.JobStore) {
 			is := is.New(t)
 			j := newJob(newID("org"), job.Pending, 0)
