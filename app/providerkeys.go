@@ -1,7 +1,9 @@
 package app
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -50,6 +52,9 @@ type ProviderKeyService struct {
 // NewProviderKey is a key to add.
 type NewProviderKey struct {
 	Provider string
+	// ProviderID is the reference's spelling of Provider (JSON as sent):
+	// a provider's name is accepted; its numeric ids name nothing here.
+	ProviderID json.RawMessage
 	// APIKey is the plaintext secret.
 	APIKey    string
 	Name      string
@@ -146,6 +151,9 @@ func (s *ProviderKeyService) Create(ctx context.Context, p *access.Principal, sc
 	if err != nil {
 		return nil, err
 	}
+	if in.Provider, err = providerOf(in); err != nil {
+		return nil, err
+	}
 	info, ok := s.Providers.Provider(in.Provider)
 	if !ok {
 		return nil, Invalid("provider", "unknown provider %q; GET /api/enrichment/options lists the configured ones", in.Provider)
@@ -179,6 +187,27 @@ func (s *ProviderKeyService) Create(ctx context.Context, p *access.Principal, sc
 	}
 	s.Log.InfoContext(ctx, "provider key created", "key_id", k.ID, "org_id", orgID, "provider", k.Provider)
 	return public(k), nil
+}
+
+// providerOf reads the provider from provider or its reference spelling
+// provider_id: a string names the provider; the reference's numeric ids
+// point into a providers table this service does not have.
+func providerOf(in NewProviderKey) (string, error) {
+	id := bytes.TrimSpace(in.ProviderID)
+	if len(id) == 0 || string(id) == "null" {
+		if in.Provider == "" {
+			return "", Invalid("provider", "provider is required (a configured provider's name, as in model keys)")
+		}
+		return in.Provider, nil
+	}
+	var name string
+	if err := json.Unmarshal(id, &name); err != nil {
+		return "", Invalid("provider_id", "provider_id: numeric provider ids are not supported; send the provider's name in provider (or provider_id)")
+	}
+	if in.Provider != "" && in.Provider != name {
+		return "", Invalid("provider_id", "provider_id %q and provider %q name different providers", name, in.Provider)
+	}
+	return name, nil
 }
 
 // Update renames, re-keys, switches or re-dates a key.

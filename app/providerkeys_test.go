@@ -99,6 +99,15 @@ func TestProviderKeyServiceRules(t *testing.T) {
 		{"empty secret", owner, app.OrgKeys, app.NewProviderKey{Provider: "paid", APIKey: "  "}, "invalid_request", ports.ErrInvalid},
 		{"secret with a space", owner, app.OrgKeys, app.NewProviderKey{Provider: "paid", APIKey: "sk a"}, "invalid_request", ports.ErrInvalid},
 		{"expired at birth", owner, app.OrgKeys, app.NewProviderKey{Provider: "paid", APIKey: "sk-x", ExpiresAt: &past}, "invalid_request", ports.ErrInvalid},
+		{"the reference's provider_id naming the provider", owner, app.OrgKeys,
+			app.NewProviderKey{ProviderID: []byte(`"paid"`), APIKey: "sk-good-secret-1234"}, "", nil},
+		{"provider and provider_id agreeing", owner, app.OrgKeys,
+			app.NewProviderKey{Provider: "paid", ProviderID: []byte(`"paid"`), APIKey: "sk-good-secret-1234"}, "", nil},
+		{"a numeric provider_id names nothing here", owner, app.OrgKeys,
+			app.NewProviderKey{ProviderID: []byte(`3`), APIKey: "sk-x"}, "invalid_request", ports.ErrInvalid},
+		{"provider and provider_id disagreeing", owner, app.OrgKeys,
+			app.NewProviderKey{Provider: "paid", ProviderID: []byte(`"other"`), APIKey: "sk-x"}, "invalid_request", ports.ErrInvalid},
+		{"no provider at all", owner, app.OrgKeys, app.NewProviderKey{APIKey: "sk-x"}, "invalid_request", ports.ErrInvalid},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -116,15 +116,17 @@ func (s *Server) listProviderKeys(w http.ResponseWriter, r *http.Request, scope 
 
 func (s *Server) createProviderKey(w http.ResponseWriter, r *http.Request, scope app.KeyScope) {
 	var in struct {
-		Provider  string     `json:"provider"`
-		APIKey    string     `json:"api_key"`
-		Name      string     `json:"name"`
-		ExpiresAt *time.Time `json:"expires_at"`
+		Provider   string          `json:"provider"`
+		ProviderID json.RawMessage `json:"provider_id"`
+		APIKey     string          `json:"api_key"`
+		Name       string          `json:"name"`
+		ExpiresAt  *time.Time      `json:"expires_at"`
 	}
 	if !s.decode(w, r, &in) {
 		return
 	}
-	k, err := s.keys.Create(r.Context(), principal(r), scope, app.NewProviderKey{Provider: in.Provider, APIKey: in.APIKey, Name: in.Name, ExpiresAt: in.ExpiresAt})
+	k, err := s.keys.Create(r.Context(), principal(r), scope, app.NewProviderKey{Provider: in.Provider, ProviderID: in.ProviderID,
+		APIKey: in.APIKey, Name: in.Name, ExpiresAt: in.ExpiresAt})
 	if err != nil {
 		s.Error(w, r, err)
 		return

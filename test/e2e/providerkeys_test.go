@@ -206,6 +206,18 @@ func testProviderKeys(t *testing.T, dsn string) {
 		is.Equal(call("DELETE", "/api/org-keys/"+bad.ID, ten.key, nil, nil), 204)
 		is.Equal(call("DELETE", "/api/org-keys/"+bad.ID, ten.key, nil, nil), 204)
 		is.Equal(len(listKeys(ten.key)), 1)
+		// The reference's provider_id: a provider's name is accepted; a
+		// numeric id is a 400 naming the field, never "unknown field".
+		var byID keyJSON
+		is.Equal(call("POST", "/api/org-keys", ten.key, obj{"provider_id": "paid", "api_key": "sk-by-provider-id-3333"}, &byID), 201)
+		is.Equal(*byID.KeySuffix, "3333")
+		is.Equal(call("DELETE", "/api/org-keys/"+byID.ID, ten.key, nil, nil), 204)
+		var e struct {
+			Code  string `json:"code"`
+			Field string `json:"field"`
+		}
+		is.Equal(call("POST", "/api/org-keys", ten.key, obj{"provider_id": 7, "api_key": "sk-numeric-4444"}, &e), 400)
+		is.Equal(e.Field, "provider_id")
 		// Another organization cannot see or touch the key.
 		other, _ := newTenant("stranger")
 		is.Equal(call("POST", "/api/org-keys/"+good.ID+"/health-check", other.key, nil, nil), 404)
