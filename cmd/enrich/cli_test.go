@@ -2,13 +2,10 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"io"
-	"log/slog"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,6 +22,7 @@ import (
 
 	"github.com/entityenrich/enrich"
 	"github.com/entityenrich/enrich/test/pgtest"
+	"github.com/entityenrich/enrich/test/serve"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -58,30 +56,7 @@ type server struct {
 
 func startServer(t *testing.T, cfg enrich.Config) *server {
 	t.Helper()
-	cfg.Sandbox = true
-	cfg.JWTSecret = strings.Repeat("s", 40)
-	cfg.PasswordHashing = "fast"
-	cfg.ShutdownGrace = time.Second
-	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	ctx, cancel := context.WithCancel(context.Background())
-	srv, err := enrich.NewServer(ctx, cfg)
-	if err != nil {
-		cancel()
-		t.Fatalf("start server: %v", err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	})
-	return &server{url: "http://" + ln.Addr().String()}
+	return &server{url: serve.Sandbox(t, cfg)}
 }
 
 // user is a person at a shell: a home of their own (for the session), the

@@ -3,8 +3,6 @@ package readme_test
 import (
 	"bufio"
 	"context"
-	"log/slog"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +14,7 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/entityenrich/enrich"
+	"github.com/entityenrich/enrich/test/serve"
 )
 
 // marker precedes a walk-through's fenced block in README.md:
@@ -145,24 +144,5 @@ func TestWalkthroughsRunTwice(t *testing.T) {
 // loopback port, as make run does, and returns its URL.
 func startServer(t *testing.T) string {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	srv, err := enrich.NewServer(ctx, enrich.Config{Sandbox: true, JWTSecret: strings.Repeat("s", 40), PasswordHashing: "fast",
-		ShutdownGrace: time.Second, Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))})
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	})
-	return "http://" + ln.Addr().String()
+	return serve.Sandbox(t, enrich.Config{})
 }
