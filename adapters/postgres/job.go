@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -69,28 +68,20 @@ func (r *jobRow) job() *job.Job {
 // (jsonb: whitespace and key order are not kept).
 type JobStore struct {
 	db      bun.IDB
-	creates *createGroup // nil inside a transaction
-}
-
-// createGroup gathers the jobs created while another create is being
-// written, and inserts them together: one multi-row INSERT, one commit, one
-// WAL flush for the lot (the group commit of job creates).
-type createGroup struct {
-	mu      sync.Mutex
-	waiting []*pendingCreate
-	writing bool
-}
-
-type pendingCreate struct {
-	row  *jobRow
-	done chan error
+	creates *group[*jobRow] // the group commit of creates; nil inside a transaction
 }
 
 // NewJobStore returns a JobStore on db.
 func NewJobStore(db bun.IDB) *JobStore {
 	s := &JobStore{db: db}
 	if _, inTx := db.(bun.Tx); !inTx {
-		s.creates = &createGroup{}
+		s.creates = &group[*jobRow]{
+			all: func(rows []*jobRow) error {
+				_, err := db.NewInsert().Model(&rows).Exec(context.Background())
+				return err
+			},
+			one: func(r *jobRow) error { return s.insert(context.Background(), r) },
+		}
 	}
 	return s
 }
@@ -102,49 +93,7 @@ func (s *JobStore) CreateJob(ctx context.Context, j *job.Job) error {
 	if s.creates == nil {
 		return s.insert(ctx, jobToRow(j))
 	}
-	p := &pendingCreate{row: jobToRow(j), done: make(chan error, 1)}
-	g := s.creates
-	g.mu.Lock()
-	g.waiting = append(g.waiting, p)
-	if !g.writing {
-		g.writing = true
-		go s.writeCreates()
-	}
-	g.mu.Unlock()
-	// Not abandoned on ctx: the row may be written all the same, and the
-	// caller must learn whether it was.
-	return <-p.done
-}
-
-func (s *JobStore) writeCreates() {
-	g := s.creates
-	ctx := context.Background()
-	for {
-		g.mu.Lock()
-		group := g.waiting
-		g.waiting = nil
-		if len(group) == 0 {
-			g.writing = false
-			g.mu.Unlock()
-			return
-		}
-		g.mu.Unlock()
-		if len(group) > 1 {
-			rows := make([]*jobRow, len(group))
-			for i, p := range group {
-				rows[i] = p.row
-			}
-			if _, err := s.db.NewInsert().Model(&rows).Exec(ctx); err == nil {
-				for _, p := range group {
-					p.done <- nil
-				}
-				continue
-			}
-		}
-		for _, p := range group {
-			p.done <- s.insert(ctx, p.row)
-		}
-	}
+	return s.creates.submit(jobToRow(j))
 }
 
 func (s *JobStore) insert(ctx context.Context, r *jobRow) error {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -28,30 +27,31 @@ const txAttempts = 4
 type UnitOfWork struct {
 	db    *bun.DB
 	queue func(tx bun.Tx) ports.JobEnqueuer
-	ends  endGroup
+	ends  *group[pendingEnd] // the group commit of job ends
 }
 
-// endGroup gathers the ends of jobs that finish while another end is being
-// written, and writes them together: one query, one commit, one WAL flush
-// for the lot (the group commit of job ends).
-type endGroup struct {
-	mu      sync.Mutex
-	waiting []*pendingEnd
-	writing bool
-}
-
-// pendingEnd is one job's end, as its query, waiting to be written.
+// pendingEnd is one job's end, as its query.
 type pendingEnd struct {
 	query, what string
 	from        job.State
-	done        chan error
 }
 
 // NewUnitOfWork returns a UnitOfWork on db. queue, when not nil, gives the
 // enqueuer that writes into the unit's transaction (so a job is queued if and
 // only if the unit commits); when nil, Repos.Queue is nil.
 func NewUnitOfWork(db *bun.DB, queue func(tx bun.Tx) ports.JobEnqueuer) *UnitOfWork {
-	return &UnitOfWork{db: db, queue: queue}
+	u := &UnitOfWork{db: db, queue: queue}
+	u.ends = &group[pendingEnd]{
+		all: func(ends []pendingEnd) error {
+			queries := make([]string, len(ends))
+			for i, e := range ends {
+				queries[i] = e.query
+			}
+			return u.execEnd(pendingEnd{query: strings.Join(queries, ";\n"), what: "end jobs"})
+		},
+		one: u.execEnd,
+	}
+	return u
 }
 
 // InTx runs fn in one transaction with every store bound to it, commits when
@@ -118,7 +118,9 @@ const errNotHeld = "EJ409"
 // UPDATE of the job, counted by enrich_require_held, which raises when the
 // job is not held any more, then the records and the events, sent as one
 // multi-statement query. PostgreSQL runs such a query as one implicit
-// transaction, so the raise (or any refusal) leaves nothing written.
+// transaction, so the raise (or any refusal) leaves nothing written. Ends
+// that arrive while another is being written share its successor's query
+// and commit (group).
 func (u *UnitOfWork) EndJob(ctx context.Context, end ports.JobEnd) error {
 	j := end.Job
 	what := fmt.Sprintf("end job %s attempt %d", j.ID, j.Attempt)
@@ -149,54 +151,11 @@ func (u *UnitOfWork) EndJob(ctx context.Context, end ports.JobEnd) error {
 		// PostgreSQL would read the query only up to the NUL.
 		return fmt.Errorf("postgres: %s: a NUL byte in text: %w", what, ports.ErrInvalid)
 	}
-	p := &pendingEnd{query: query, what: what, from: end.From, done: make(chan error, 1)}
-	u.ends.mu.Lock()
-	u.ends.waiting = append(u.ends.waiting, p)
-	if !u.ends.writing {
-		u.ends.writing = true
-		go u.writeEnds()
-	}
-	u.ends.mu.Unlock()
-	// Not abandoned on ctx: the end may be written all the same, and the
-	// caller must learn whether it was.
-	return <-p.done
+	return u.ends.submit(pendingEnd{query: query, what: what, from: end.From})
 }
 
-// writeEnds writes the waiting ends, all those waiting at a time in one
-// query, until none waits. A job's end then waits at most for the write in
-// flight when it came. PostgreSQL runs the query as one implicit
-// transaction, so one refused end (a fenced job, a conflict) aborts the
-// group: its ends are then written one by one, each with its own answer.
-func (u *UnitOfWork) writeEnds() {
-	for {
-		u.ends.mu.Lock()
-		group := u.ends.waiting
-		u.ends.waiting = nil
-		if len(group) == 0 {
-			u.ends.writing = false
-			u.ends.mu.Unlock()
-			return
-		}
-		u.ends.mu.Unlock()
-		if len(group) > 1 {
-			queries := make([]string, len(group))
-			for i, p := range group {
-				queries[i] = p.query
-			}
-			if u.execEnd(strings.Join(queries, ";\n"), "end jobs", "") == nil {
-				for _, p := range group {
-					p.done <- nil
-				}
-				continue
-			}
-		}
-		for _, p := range group {
-			p.done <- u.execEnd(p.query, p.what, p.from)
-		}
-	}
-}
-
-func (u *UnitOfWork) execEnd(query, what string, from job.State) error {
+func (u *UnitOfWork) execEnd(e pendingEnd) error {
+	query, what, from := e.query, e.what, e.from
 	_, err := u.db.DB.ExecContext(context.Background(), query)
 	var pg *pgconn.PgError
 	if errors.As(err, &pg) && pg.Code == errNotHeld {
