@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
@@ -36,12 +37,19 @@ func (g *gatedJobs) CreateJob(ctx context.Context, j *job.Job) error {
 	return g.JobStore.CreateJob(ctx, j)
 }
 
-// stepRunner publishes one event, says it ran, and completes with a record.
-type stepRunner struct{ ran chan string }
+// stepRunner publishes one event, says it ran, waits for hold when set, and
+// completes with a record.
+type stepRunner struct {
+	ran  chan string
+	hold chan struct{}
+}
 
 func (r stepRunner) Run(_ context.Context, w *app.Work) app.Outcome {
 	w.Publish(job.ModelStarted{Model: "sandbox::echo"})
 	r.ran <- w.Job.ID
+	if r.hold != nil {
+		<-r.hold
+	}
 	rec := &enrichment.Record{ID: "rec-" + w.Job.ID, OrgID: w.Job.OrgID, Type: enrichment.RecordEnrichment,
 		JobID: w.Job.ID, Model: "sandbox::echo", CreatedAt: time.Now()}
 	return app.Outcome{Result: []byte(`{"ok": true}`), Records: []*enrichment.Record{rec},
@@ -56,19 +64,23 @@ type engineWorld struct {
 	ran     chan string
 }
 
-func newEngineWorld(t *testing.T) *engineWorld {
+func newEngineWorld(t *testing.T, opts ...func(*app.Engine)) *engineWorld {
 	t.Helper()
 	jobs, events, records := memory.NewJobStore(), memory.NewEventLog(), memory.NewRecordStore()
+	queue := inproc.New()
 	uow := memory.NewUnitOfWork(memory.NewOrgStore(), memory.NewUserStore(), memory.NewAPIKeyStore(), memory.NewSchemaStore(),
-		records, jobs, events, memory.NewRefreshTokenStore(), nil)
+		records, jobs, events, memory.NewRefreshTokenStore(), queue)
 	clock := system.Clock{}
 	lg := slog.New(slog.DiscardHandler)
 	hub := eventhub.New(uow, events, clock, lg, eventhub.Config{})
 	t.Cleanup(hub.Close)
 	w := &engineWorld{jobs: &gatedJobs{JobStore: jobs, gate: make(chan struct{})}, events: events, records: records,
 		ran: make(chan string, 4)}
-	w.engine = &app.Engine{UoW: uow, Jobs: w.jobs, Events: events, Queue: inproc.New(), Stream: hub, Clock: clock, Log: lg,
+	w.engine = &app.Engine{UoW: uow, Jobs: w.jobs, Events: events, Queue: queue, Stream: hub, Clock: clock, Log: lg,
 		Owner: "test", Workers: 1, PerOrg: 1, Runners: map[job.Type]app.Runner{job.TypeEnrichment: stepRunner{ran: w.ran}}}
+	for _, o := range opts {
+		o(w.engine)
+	}
 	if err := w.engine.Start(context.Background()); err != nil {
 		t.Fatalf("start: %v", err)
 	}
@@ -142,6 +154,63 @@ func TestRunOverlapsItsCreate(t *testing.T) {
 			got, gerr := w.jobs.GetJob(ctx, "org", j.ID)
 			is.NoErr(gerr)
 			is.Equal(got.State, job.Completed)
+		})
+	}
+}
+
+// TestSlotWait: a job past the worker limits waits up to SlotWait for a
+// worker here. It runs here when one frees in time (claimed at once, never
+// pending); it is queued, pending, when none does; and it is not created at
+// all when its caller leaves while it waits.
+func TestSlotWait(t *testing.T) {
+	ctx := context.Background()
+	hold := make(chan struct{})
+	for _, tt := range []struct {
+		name  string
+		wait  time.Duration
+		free  time.Duration // when the running job is let go (0: after Create)
+		leave time.Duration // when the caller gives up (0: never)
+		want  job.State     // the second job's state right after Create; "" for not created
+	}{
+		{"a worker frees within the wait", time.Minute, 30 * time.Millisecond, 0, job.Running},
+		{"no worker frees within the wait", 50 * time.Millisecond, 0, 0, job.Pending},
+		{"the caller leaves while it waits", time.Minute, 0, 30 * time.Millisecond, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			hold = make(chan struct{})
+			w := newEngineWorld(t, func(e *app.Engine) {
+				e.SlotWait = tt.wait
+				e.Runners[job.TypeEnrichment] = stepRunner{ran: make(chan string, 4), hold: hold}
+			})
+			close(w.jobs.gate)
+			var letGo sync.Once
+			free := func() { letGo.Do(func() { close(hold) }) }
+			t.Cleanup(free)                                    // before the engine stops, even when the test fails
+			is.NoErr(w.engine.Create(ctx, newTestJob(1), nil)) // takes the only worker and holds it
+			if tt.free > 0 {
+				time.AfterFunc(tt.free, free)
+			}
+			cctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			if tt.leave > 0 {
+				time.AfterFunc(tt.leave, cancel)
+			}
+			second := newTestJob(2)
+			err := w.engine.Create(cctx, second, nil)
+			got, gerr := w.jobs.GetJob(ctx, "org", second.ID)
+			if tt.want == "" {
+				is.True(errors.Is(err, context.Canceled))
+				is.True(errors.Is(gerr, ports.ErrNotFound))
+			} else {
+				is.NoErr(err)
+				is.NoErr(gerr)
+				if got.State != tt.want && !(tt.want == job.Running && got.State == job.Completed) {
+					t.Errorf("state after Create: %s, want %s", got.State, tt.want)
+				}
+			}
+			free()
+			w.settled(t)
 		})
 	}
 }
