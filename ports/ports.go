@@ -106,6 +106,11 @@ type SchemaStore interface {
 	GetSchema(ctx context.Context, orgID, id string) (*schema.Schema, error)
 	// ListSchemas returns a page, newest first, with the total count.
 	ListSchemas(ctx context.Context, orgID string, p page.Request) (page.Result[*schema.Schema], error)
+	// UpdateSchema loads the schema id of organization orgID (locking it),
+	// calls fn and stores what fn left when it returns nil; fn's error is
+	// returned as it is and nothing is written. A schema's id, organization
+	// and creation time never change.
+	UpdateSchema(ctx context.Context, orgID, id string, fn func(*schema.Schema) error) (*schema.Schema, error)
 }
 
 // RecordFilter narrows a record listing; empty fields match everything.

@@ -67,6 +67,24 @@ func (s *SchemaStore) ListSchemas(_ context.Context, orgID string, p page.Reques
 	return listPage(all, p, func(sc *schema.Schema) (time.Time, string) { return sc.CreatedAt, sc.ID }), nil
 }
 
+// UpdateSchema calls fn on a copy of the schema and stores the copy when fn
+// returns nil.
+func (s *SchemaStore) UpdateSchema(_ context.Context, orgID, id string, fn func(*schema.Schema) error) (*schema.Schema, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, ok := s.schemas[id]
+	if !ok || old.OrgID != orgID {
+		return nil, fmt.Errorf("memory: update schema %s: %w", id, ports.ErrNotFound)
+	}
+	c := cloneSchema(old)
+	if err := fn(c); err != nil {
+		return nil, err
+	}
+	c.ID, c.OrgID, c.CreatedAt = old.ID, old.OrgID, old.CreatedAt
+	s.schemas[id] = *cloneSchema(*c)
+	return cloneSchema(*c), nil
+}
+
 // RecordStore keeps enrichment records in memory.
 type RecordStore struct {
 	mu      sync.RWMutex

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/entityenrich/enrich/domain/access"
+	"github.com/entityenrich/enrich/domain/schema"
 	"github.com/entityenrich/enrich/ports"
 )
 
@@ -100,6 +101,12 @@ func sameTimePtr(a, b *time.Time) bool {
 		return a == b
 	}
 	return a.Equal(*b)
+}
+
+func (s *SchemaStore) restoreSchema(prev schema.Schema) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.schemas[prev.ID] = *cloneSchema(prev)
 }
 
 func (s *SchemaStore) deleteSchema(id string) {

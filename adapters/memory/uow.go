@@ -227,6 +227,19 @@ func (t txSchemas) CreateSchema(ctx context.Context, sc *schema.Schema) error {
 	return nil
 }
 
+func (t txSchemas) UpdateSchema(ctx context.Context, orgID, id string, fn func(*schema.Schema) error) (*schema.Schema, error) {
+	var prev schema.Schema
+	out, err := t.SchemaStore.UpdateSchema(ctx, orgID, id, func(sc *schema.Schema) error {
+		prev = *cloneSchema(*sc)
+		return fn(sc)
+	})
+	if err != nil {
+		return nil, err
+	}
+	t.u.add(func() { t.restoreSchema(prev) })
+	return out, nil
+}
+
 type txRecords struct {
 	*RecordStore
 	u *undoLog

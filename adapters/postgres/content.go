@@ -36,6 +36,11 @@ func (r *schemaRow) schema() *schema.Schema {
 		Linked: r.Linked, CreatedAt: utc(r.CreatedAt), UpdatedAt: utc(r.UpdatedAt)}
 }
 
+func schemaToRow(sc *schema.Schema) schemaRow {
+	return schemaRow{ID: sc.ID, OrgID: sc.OrgID, Name: sc.Name, Description: sc.Description, Content: jsonOrNil(sc.Content),
+		Linked: sc.Linked, CreatedAt: utc(sc.CreatedAt), UpdatedAt: utc(sc.UpdatedAt)}
+}
+
 // SchemaStore keeps saved schemas in the schemas table. Documents are stored
 // as json (not jsonb), so they come back byte for byte.
 type SchemaStore struct{ db bun.IDB }
@@ -45,8 +50,7 @@ func NewSchemaStore(db bun.IDB) *SchemaStore { return &SchemaStore{db: db} }
 
 // CreateSchema inserts sc; an existing id is ErrConflict.
 func (s *SchemaStore) CreateSchema(ctx context.Context, sc *schema.Schema) error {
-	r := schemaRow{ID: sc.ID, OrgID: sc.OrgID, Name: sc.Name, Description: sc.Description, Content: jsonOrNil(sc.Content),
-		Linked: sc.Linked, CreatedAt: utc(sc.CreatedAt), UpdatedAt: utc(sc.UpdatedAt)}
+	r := schemaToRow(sc)
 	if _, err := s.db.NewInsert().Model(&r).Exec(ctx); err != nil {
 		return conflict(err, "create schema "+sc.ID)
 	}
@@ -80,6 +84,32 @@ func (s *SchemaStore) ListSchemas(ctx context.Context, orgID string, p page.Requ
 	}
 	res.Items, res.Next = cut(res.Items, size, func(sc *schema.Schema) (time.Time, string) { return sc.CreatedAt, sc.ID })
 	return res, nil
+}
+
+// UpdateSchema locks the schema's row, calls fn and writes what fn left.
+func (s *SchemaStore) UpdateSchema(ctx context.Context, orgID, id string, fn func(*schema.Schema) error) (*schema.Schema, error) {
+	var out *schema.Schema
+	err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+		var r schemaRow
+		if err := tx.NewSelect().Model(&r).Where("id = ? AND org_id = ?", id, orgID).For("UPDATE").Scan(ctx); err != nil {
+			return notFound(err, "update schema "+id)
+		}
+		sc := r.schema()
+		if err := fn(sc); err != nil {
+			return err
+		}
+		sc.ID, sc.OrgID, sc.CreatedAt = r.ID, r.OrgID, r.CreatedAt
+		nr := schemaToRow(sc)
+		if _, err := tx.NewUpdate().Model(&nr).WherePK().Exec(ctx); err != nil {
+			return conflict(err, "update schema "+id)
+		}
+		out = nr.schema()
+		return nil
+	})
+	if err != nil {
+		return nil, txErr(err, "update schema "+id)
+	}
+	return out, nil
 }
 
 type recordRow struct {

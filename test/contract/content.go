@@ -161,6 +161,41 @@ func RunSchemaStore(t *testing.T, newStore func(t *testing.T) ports.SchemaStore)
 			is.Equal(res.Total, 1)
 			checkSchema(t, res.Items[0], sc)
 		}},
+		{"update writes what fn left, keeps id, organization and creation time", func(t *testing.T, s ports.SchemaStore) {
+			is := is.New(t)
+			sc := newSchema(newID("org"), 0)
+			is.NoErr(s.CreateSchema(ctx, sc))
+			got, err := s.UpdateSchema(ctx, sc.OrgID, sc.ID, func(c *schema.Schema) error {
+				c.Name, c.Description, c.Linked = "renamed", "new words", true
+				c.Content = json.RawMessage(`{"type":"object","properties":{"b":{"type":"string"},"a":{"type":"number"}}}`)
+				c.UpdatedAt = at(7)
+				c.ID, c.OrgID, c.CreatedAt = "other", "other", at(9)
+				return nil
+			})
+			is.NoErr(err)
+			want := *sc
+			want.Name, want.Description, want.Linked, want.UpdatedAt = "renamed", "new words", true, at(7)
+			want.Content = json.RawMessage(`{"type":"object","properties":{"b":{"type":"string"},"a":{"type":"number"}}}`)
+			checkSchema(t, got, &want)
+			again, err := s.GetSchema(ctx, sc.OrgID, sc.ID)
+			is.NoErr(err)
+			checkSchema(t, again, &want)
+		}},
+		{"update's error writes nothing; unknown and foreign ids are not found", func(t *testing.T, s ports.SchemaStore) {
+			is := is.New(t)
+			sc := newSchema(newID("org"), 0)
+			is.NoErr(s.CreateSchema(ctx, sc))
+			boom := errors.New("boom")
+			_, err := s.UpdateSchema(ctx, sc.OrgID, sc.ID, func(c *schema.Schema) error { c.Name = "lost"; return boom })
+			is.Equal(err, boom)
+			again, err := s.GetSchema(ctx, sc.OrgID, sc.ID)
+			is.NoErr(err)
+			checkSchema(t, again, sc)
+			_, err = s.UpdateSchema(ctx, newID("org"), sc.ID, func(*schema.Schema) error { return nil })
+			is.True(errors.Is(err, ports.ErrNotFound))
+			_, err = s.UpdateSchema(ctx, sc.OrgID, newID("sch"), func(*schema.Schema) error { return nil })
+			is.True(errors.Is(err, ports.ErrNotFound))
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.run(t, newStore(t)) })

@@ -14,6 +14,7 @@ import (
 	"github.com/entityenrich/enrich/domain/access"
 	"github.com/entityenrich/enrich/domain/enrichment"
 	"github.com/entityenrich/enrich/domain/job"
+	"github.com/entityenrich/enrich/domain/schema"
 	"github.com/entityenrich/enrich/domain/usage"
 	"github.com/entityenrich/enrich/ports"
 )
@@ -62,7 +63,8 @@ type uowWorld struct {
 	org      *access.Organization
 	user     *access.User // an editor, changed to an owner with a new email
 	key      *access.APIKey
-	job      *job.Job // pending, started by the unit
+	job      *job.Job       // pending, started by the unit
+	schema   *schema.Schema // renamed by the unit
 	token    *access.RefreshToken
 	oldEmail string
 	// written by the unit
@@ -89,6 +91,8 @@ func newWorld(t *testing.T, ctx context.Context, r ports.Repos) *uowWorld {
 	is.NoErr(r.Users.CreateUser(ctx, w.user))
 	is.NoErr(r.Keys.CreateKey(ctx, w.key))
 	is.NoErr(r.Jobs.CreateJob(ctx, w.job))
+	w.schema = newSchema(w.org.ID, 5)
+	is.NoErr(r.Schemas.CreateSchema(ctx, w.schema))
 	is.NoErr(r.Events.Append(ctx, events(w.job.ID, 1, 2)))
 	is.NoErr(r.RefreshTokens.CreateRefreshToken(ctx, w.token))
 
@@ -127,6 +131,13 @@ func (w *uowWorld) write(ctx context.Context, r ports.Repos) error {
 		func() error {
 			_, err := r.Users.UpdateUser(ctx, w.org.ID, w.user.ID, func(u *access.User) error {
 				u.Role, u.Email = access.Owner, w.newEmail
+				return nil
+			})
+			return err
+		},
+		func() error {
+			_, err := r.Schemas.UpdateSchema(ctx, w.org.ID, w.schema.ID, func(sc *schema.Schema) error {
+				sc.Name = "renamed in the unit"
 				return nil
 			})
 			return err
@@ -238,6 +249,11 @@ func (w *uowWorld) checkCommitted(t *testing.T, ctx context.Context, f UnitOfWor
 	if err == nil {
 		is.Equal(j.State, job.Running) // the job update
 	}
+	sc, err := r.Schemas.GetSchema(ctx, w.org.ID, w.schema.ID)
+	is.NoErr(err)
+	if err == nil {
+		is.Equal(sc.Name, "renamed in the unit") // the schema update
+	}
 	prev, err := r.RefreshTokens.UseRefreshToken(ctx, w.token.Hash, at(30))
 	is.NoErr(err)
 	if err == nil {
@@ -308,6 +324,11 @@ func (w *uowWorld) checkRolledBack(t *testing.T, ctx context.Context, f UnitOfWo
 	is.NoErr(err)
 	if err == nil {
 		checkJob(t, j, w.job) // the job as it was
+	}
+	sc, err := r.Schemas.GetSchema(ctx, w.org.ID, w.schema.ID)
+	is.NoErr(err)
+	if err == nil {
+		checkSchema(t, sc, w.schema) // the schema as it was
 	}
 	prev, err := r.RefreshTokens.UseRefreshToken(ctx, w.token.Hash, at(30))
 	is.NoErr(err)
