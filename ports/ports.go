@@ -224,7 +224,23 @@ type LLMRequest struct {
 	// Credential is the key that pays for the call; nil means the
 	// provider's own configuration (see Credential.KeyID).
 	Credential *Credential
+	// Task names what the call is for (enrichment when empty; the others
+	// are the LLMTask constants). Real providers ignore it; the sandbox
+	// models answer each task in their own deterministic way.
+	Task LLMTask
 }
+
+// LLMTask names what an LLM call is for.
+type LLMTask string
+
+// The tasks of LLM calls.
+const (
+	TaskEnrichment       LLMTask = ""
+	TaskSchemaGeneration LLMTask = "schema_generation"
+	TaskSchemaEdit       LLMTask = "schema_edit"
+	TaskSampleGeneration LLMTask = "sample_generation"
+	TaskAmbiguity        LLMTask = "ambiguity_analysis"
+)
 
 // LLMResponse is a model's answer and its token usage.
 type LLMResponse struct {

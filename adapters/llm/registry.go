@@ -455,7 +455,7 @@ func (r *Registry) Generate(ctx context.Context, req ports.LLMRequest) (ports.LL
 	opts := append([]llms.CallOption{llms.WithJSONMode()}, e.opts...)
 	if e.fixed != nil {
 		// Only for the sandbox: openai sends Metadata to the server.
-		opts = append(opts, llms.WithMetadata(map[string]any{sandbox.MetadataSchema: req.Schema}))
+		opts = append(opts, llms.WithMetadata(map[string]any{sandbox.MetadataSchema: req.Schema, sandbox.MetadataTask: string(req.Task)}))
 	}
 	resp, err := client.GenerateContent(ctx, msgs, opts...)
 	if err != nil {

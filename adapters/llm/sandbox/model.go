@@ -15,6 +15,10 @@ import (
 const (
 	MetadataSchema = "enrich:schema"
 	MetadataEntity = "enrich:entity"
+	// MetadataTask names the call's task (ports.LLMTask); a task in the
+	// tasks table is answered by its own function, any other like an
+	// enrichment.
+	MetadataTask = "enrich:task"
 )
 
 // Markers of the application's prompt (domain/enrichment.Prompt) that
@@ -109,7 +113,10 @@ func (m *Model) GenerateContent(ctx context.Context, messages []llms.MessageCont
 		}
 	}
 	var text string
+	task, isTask := tasks[taskName(opts.Metadata)]
 	switch {
+	case isTask:
+		text = marshal(task(TaskInput{Prompt: prompt.String(), Schema: schema, Seed: m.name, Retry: retry}))
 	case m.name == "flaky" && !retry:
 		text = `{"oops":`
 	case m.name == "broken":
@@ -145,6 +152,11 @@ func marshal(v any) string {
 // estimate counts tokens the way a rule of thumb does: four bytes each.
 func estimate(s string) int {
 	return max(1, (len(s)+3)/4)
+}
+
+func taskName(md map[string]any) string {
+	s, _ := md[MetadataTask].(string)
+	return s
 }
 
 func fromMetadata(md map[string]any) (schema, entity map[string]any) {

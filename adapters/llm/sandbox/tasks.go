@@ -1,0 +1,20 @@
+package sandbox
+
+// TaskInput is what a task's answer may depend on: the conversation's text,
+// the JSON Schema the answer must satisfy (nil when none was sent), the
+// model's name as a seed, and whether the model already answered once in
+// this conversation (a retry after a validation failure).
+type TaskInput struct {
+	Prompt string
+	Schema map[string]any
+	Seed   string
+	Retry  bool
+}
+
+// taskFunc answers one kind of call deterministically: the same input gives
+// the same answer.
+type taskFunc func(in TaskInput) any
+
+// tasks maps a call's task (ports.LLMTask, sent as MetadataTask) to its
+// answer. Enrichment, the empty task, is not here: Generate answers it.
+var tasks = map[string]taskFunc{}
