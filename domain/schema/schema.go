@@ -4,6 +4,9 @@
 package schema
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -79,4 +82,19 @@ func CheckShape(name string, content json.RawMessage) (map[string]any, error) {
 		return nil, invalid("schema", "schema.properties must name at least one property")
 	}
 	return doc, nil
+}
+
+// ContentHash is the hex SHA-256 of a schema document with insignificant
+// whitespace removed: two saves of the same document hash alike whatever
+// their formatting, and any other change (key order included, which shows
+// in prompts) hashes differently. A document that is not JSON hashes as its
+// bytes.
+func ContentHash(doc json.RawMessage) string {
+	var b bytes.Buffer
+	if err := json.Compact(&b, doc); err != nil {
+		b.Reset()
+		b.Write(doc)
+	}
+	sum := sha256.Sum256(b.Bytes())
+	return hex.EncodeToString(sum[:])
 }
