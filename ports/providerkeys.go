@@ -144,4 +144,7 @@ type UsageLedger interface {
 	// ListUsage returns orgID's entries created in [from, to), oldest
 	// first.
 	ListUsage(ctx context.Context, orgID string, from, to time.Time) ([]usage.Entry, error)
+	// AggregateUsage totals the entries in s by g, as usage.Aggregate
+	// does (same groups, same order), without loading them.
+	AggregateUsage(ctx context.Context, s usage.Scope, g usage.Group) ([]usage.Total, error)
 }

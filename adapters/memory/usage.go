@@ -56,6 +56,13 @@ func (l *UsageLedger) ListUsage(_ context.Context, orgID string, from, to time.T
 	return out, nil
 }
 
+// AggregateUsage totals the entries in sc by g (usage.Aggregate).
+func (l *UsageLedger) AggregateUsage(_ context.Context, sc usage.Scope, g usage.Group) ([]usage.Total, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return usage.Aggregate(l.entries, sc, g), nil
+}
+
 // remove takes entries back out (a unit of work's rollback).
 func (l *UsageLedger) remove(ids []string) {
 	l.mu.Lock()

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -18,6 +19,7 @@ type usageRow struct {
 	ID           string    `bun:"id,pk"`
 	OrgID        string    `bun:"org_id,notnull"`
 	JobID        string    `bun:"job_id,notnull"`
+	Task         string    `bun:"task,notnull"`
 	Model        string    `bun:"model,notnull"`
 	KeySource    string    `bun:"key_source,notnull"`
 	KeyID        string    `bun:"key_id,notnull"`
@@ -51,7 +53,7 @@ func (l *UsageLedger) AppendUsage(ctx context.Context, entries []usage.Entry) er
 func usageRows(entries []usage.Entry) *[]usageRow {
 	rows := make([]usageRow, len(entries))
 	for i, e := range entries {
-		rows[i] = usageRow{ID: e.ID, OrgID: e.OrgID, JobID: e.JobID, Model: e.Model, KeySource: e.KeySource, KeyID: e.KeyID,
+		rows[i] = usageRow{ID: e.ID, OrgID: e.OrgID, JobID: e.JobID, Task: e.Task, Model: e.Model, KeySource: e.KeySource, KeyID: e.KeyID,
 			InputTokens: e.InputTokens, OutputTokens: e.OutputTokens, Cost: e.Cost, LatencyMS: e.LatencyMS, Outcome: e.Outcome,
 			CreatedAt: utc(e.CreatedAt)}
 	}
@@ -67,9 +69,72 @@ func (l *UsageLedger) ListUsage(ctx context.Context, orgID string, from, to time
 	}
 	out := make([]usage.Entry, len(rows))
 	for i, r := range rows {
-		out[i] = usage.Entry{ID: r.ID, OrgID: r.OrgID, JobID: r.JobID, Model: r.Model, KeySource: r.KeySource, KeyID: r.KeyID,
+		out[i] = usage.Entry{ID: r.ID, OrgID: r.OrgID, JobID: r.JobID, Task: r.Task, Model: r.Model, KeySource: r.KeySource, KeyID: r.KeyID,
 			InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, Cost: r.Cost, LatencyMS: r.LatencyMS, Outcome: r.Outcome,
 			CreatedAt: utc(r.CreatedAt)}
+	}
+	return out, nil
+}
+
+// groupExpr is the SQL of a group's key; periods are truncated in UTC and
+// formatted as usage.GroupKey does.
+func groupExpr(g usage.Group) (string, error) {
+	switch g {
+	case usage.ByNothing:
+		return "''", nil
+	case usage.ByModel:
+		return "model", nil
+	case usage.ByKey:
+		return "key_id", nil
+	case usage.ByDay, usage.ByWeek, usage.ByMonth:
+		return "to_char(date_trunc('" + string(g) + "', created_at AT TIME ZONE 'UTC'), 'YYYY-MM-DD')", nil
+	}
+	return "", fmt.Errorf("postgres: aggregate usage: unknown group %q", g)
+}
+
+// AggregateUsage totals the entries in sc by g in one GROUP BY query.
+func (l *UsageLedger) AggregateUsage(ctx context.Context, sc usage.Scope, g usage.Group) ([]usage.Total, error) {
+	key, err := groupExpr(g)
+	if err != nil {
+		return nil, err
+	}
+	q := l.db.NewSelect().TableExpr("llm_usage").
+		ColumnExpr(key+" AS key").
+		ColumnExpr("count(*) AS requests").
+		ColumnExpr("count(*) FILTER (WHERE outcome <> ?) AS failed", usage.OK).
+		ColumnExpr("coalesce(sum(input_tokens), 0) AS input_tokens").
+		ColumnExpr("coalesce(sum(output_tokens), 0) AS output_tokens").
+		ColumnExpr("coalesce(sum(cost), 0) AS cost").
+		ColumnExpr("coalesce(sum(latency_ms), 0) AS latency_ms").
+		Where("created_at >= ?", utc(sc.From)).Where("created_at < ?", utc(sc.To))
+	if g != usage.ByNothing {
+		q = q.GroupExpr(key).OrderExpr("(" + key + ") COLLATE \"C\"")
+	}
+	if sc.OrgID != "" {
+		q = q.Where("org_id = ?", sc.OrgID)
+	}
+	if sc.Task != "" {
+		q = q.Where("task = ?", sc.Task)
+	}
+	var rows []struct {
+		Key          string `bun:"key"`
+		Requests     int64  `bun:"requests"`
+		Failed       int64  `bun:"failed"`
+		InputTokens  int64  `bun:"input_tokens"`
+		OutputTokens int64  `bun:"output_tokens"`
+		Cost         int64  `bun:"cost"`
+		LatencyMS    int64  `bun:"latency_ms"`
+	}
+	if err := q.Scan(ctx, &rows); err != nil {
+		return nil, fail(err, "aggregate usage")
+	}
+	out := make([]usage.Total, 0, len(rows))
+	for _, r := range rows {
+		if r.Requests == 0 {
+			continue // the one row of an ungrouped total over nothing
+		}
+		out = append(out, usage.Total{Key: r.Key, Requests: r.Requests, Failed: r.Failed, InputTokens: r.InputTokens,
+			OutputTokens: r.OutputTokens, Cost: r.Cost, LatencyMS: r.LatencyMS})
 	}
 	return out, nil
 }

@@ -14,6 +14,9 @@ type Entry struct {
 	ID    string
 	OrgID string
 	JobID string
+	// Task is what the call was for: the job's type (enrichment,
+	// schema_generation, ...) or, for a call outside a job, its own task.
+	Task string
 	// Model is the composite key <provider>::<model>.
 	Model string
 	// KeySource is organization or global; empty for a keyless provider.

@@ -3,7 +3,9 @@ package contract
 import (
 	"context"
 	"errors"
+	"reflect"
 	"testing"
+	"time"
 
 	"github.com/matryer/is"
 
@@ -63,6 +65,50 @@ func RunUsageLedger(t *testing.T, newLedger func(t *testing.T) ports.UsageLedger
 			got, err := l.ListUsage(ctx, org, at(0), at(100))
 			is.NoErr(err)
 			is.Equal(len(got), 1)
+		}},
+		{"aggregates agree with usage.Aggregate for every group", func(t *testing.T, l ports.UsageLedger) {
+			is := is.New(t)
+			org, other := newID("org"), newID("org")
+			task := newID("task") // isolates the all-organizations scope from other tests' entries
+			base := time.Date(2026, 11, 28, 23, 30, 0, 0, time.UTC) // a Saturday, late: days and weeks split
+			var es []usage.Entry
+			for i := range 12 {
+				e := newUsage(org, i)
+				if i%3 == 0 {
+					e.OrgID = other
+				}
+				e.Task = task
+				if i%4 == 0 {
+					e.Task = "other-" + task
+				}
+				e.Model = []string{"p::a", "p::b", "q::é"}[i%3]
+				if i%5 == 0 {
+					e.KeyID = ""
+				}
+				if i%2 == 1 {
+					e.Outcome = "rate_limited"
+				}
+				e.CreatedAt = base.Add(time.Duration(i) * 7 * time.Hour).In(time.FixedZone("x", 5*3600))
+				es = append(es, e)
+			}
+			is.NoErr(l.AppendUsage(ctx, es))
+			scopes := []usage.Scope{
+				{OrgID: org, From: base.Add(-time.Hour), To: base.AddDate(0, 0, 60)},
+				{OrgID: org, From: base.Add(7 * time.Hour), To: base.Add(50 * time.Hour)}, // [from, to)
+				{OrgID: org, From: base.Add(-time.Hour), To: base.AddDate(0, 0, 60), Task: task},
+				{From: base.Add(-time.Hour), To: base.AddDate(0, 0, 60), Task: task},
+				{OrgID: newID("org"), From: base.Add(-time.Hour), To: base.AddDate(0, 0, 60)},
+			}
+			for i, sc := range scopes {
+				for _, g := range []usage.Group{usage.ByNothing, usage.ByModel, usage.ByKey, usage.ByDay, usage.ByWeek, usage.ByMonth} {
+					got, err := l.AggregateUsage(ctx, sc, g)
+					is.NoErr(err)
+					want := usage.Aggregate(es, sc, g)
+					if len(got) != len(want) || (len(want) > 0 && !reflect.DeepEqual(got, want)) {
+						t.Errorf("scope %d by %q:\n got %+v\nwant %+v", i, g, got, want)
+					}
+				}
+			}
 		}},
 	}
 	for _, tc := range tests {

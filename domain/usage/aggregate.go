@@ -1,0 +1,187 @@
+package usage
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+)
+
+// Group is how ledger entries are totalled: all together, per model, per
+// stored key, or per calendar period (UTC days, ISO weeks starting on
+// Monday, months).
+type Group string
+
+const (
+	ByNothing Group = ""
+	ByModel   Group = "model"
+	ByKey     Group = "key"
+	ByDay     Group = "day"
+	ByWeek    Group = "week"
+	ByMonth   Group = "month"
+)
+
+// Periods lists the calendar groupings, as the cost statistics' group_by
+// accepts them.
+func Periods() []Group { return []Group{ByDay, ByWeek, ByMonth} }
+
+// ParsePeriod returns the calendar grouping named s.
+func ParsePeriod(s string) (Group, error) {
+	for _, g := range Periods() {
+		if string(g) == s {
+			return g, nil
+		}
+	}
+	return "", fmt.Errorf("unknown period %q: use day, week or month", s)
+}
+
+// Scope selects ledger entries: one organization's (all organizations'
+// when OrgID is empty) created in [From, To), of one task when Task is set.
+type Scope struct {
+	OrgID    string
+	From, To time.Time
+	Task     string
+}
+
+// Matches reports whether e is in the scope.
+func (s Scope) Matches(e Entry) bool {
+	return (s.OrgID == "" || e.OrgID == s.OrgID) && !e.CreatedAt.Before(s.From) && e.CreatedAt.Before(s.To) &&
+		(s.Task == "" || e.Task == s.Task)
+}
+
+// Total sums the entries of one group.
+type Total struct {
+	// Key names the group: the model's composite key, the stored key's id
+	// (empty for calls on environment keys or keyless providers), or the
+	// period's first day as 2006-01-02; empty when not grouped.
+	Key          string
+	Requests     int64
+	Failed       int64 // calls whose outcome is not OK
+	InputTokens  int64
+	OutputTokens int64
+	// Cost is in micro-credits.
+	Cost int64
+	// LatencyMS is the sum of the calls' latencies.
+	LatencyMS int64
+}
+
+// CostUSD is the total cost in US dollars.
+func (t Total) CostUSD() float64 { return float64(t.Cost) / 1e6 }
+
+// AvgCostUSD is the mean cost of one call in US dollars (0 with no call).
+func (t Total) AvgCostUSD() float64 {
+	if t.Requests == 0 {
+		return 0
+	}
+	return t.CostUSD() / float64(t.Requests)
+}
+
+// AvgLatencyMS is the mean latency of one call (0 with no call).
+func (t Total) AvgLatencyMS() float64 {
+	if t.Requests == 0 {
+		return 0
+	}
+	return float64(t.LatencyMS) / float64(t.Requests)
+}
+
+// GroupKey is the group entry e falls in under g.
+func GroupKey(e Entry, g Group) string {
+	switch g {
+	case ByModel:
+		return e.Model
+	case ByKey:
+		return e.KeyID
+	case ByDay, ByWeek, ByMonth:
+		return PeriodStart(e.CreatedAt, g).Format(time.DateOnly)
+	}
+	return ""
+}
+
+// PeriodStart is the first instant (UTC) of the calendar period of g that
+// holds t; the week starts on Monday, as PostgreSQL's date_trunc('week').
+func PeriodStart(t time.Time, g Group) time.Time {
+	t = t.UTC()
+	day := time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
+	switch g {
+	case ByWeek:
+		back := (int(day.Weekday()) + 6) % 7 // days since Monday
+		return day.AddDate(0, 0, -back)
+	case ByMonth:
+		return time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, time.UTC)
+	}
+	return day
+}
+
+// Aggregate totals the entries in scope by g, sorted by group key. Stores
+// that sum in their query must give the same answer.
+func Aggregate(entries []Entry, s Scope, g Group) []Total {
+	by := map[string]*Total{}
+	for _, e := range entries {
+		if !s.Matches(e) {
+			continue
+		}
+		k := GroupKey(e, g)
+		t, ok := by[k]
+		if !ok {
+			t = &Total{Key: k}
+			by[k] = t
+		}
+		t.Add(e)
+	}
+	out := make([]Total, 0, len(by))
+	for _, t := range by {
+		out = append(out, *t)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
+}
+
+// Add counts e in t.
+func (t *Total) Add(e Entry) {
+	t.Requests++
+	if e.Outcome != OK {
+		t.Failed++
+	}
+	t.InputTokens += int64(e.InputTokens)
+	t.OutputTokens += int64(e.OutputTokens)
+	t.Cost += e.Cost
+	t.LatencyMS += e.LatencyMS
+}
+
+// Sum totals ts into one Total with no key.
+func Sum(ts []Total) Total {
+	var s Total
+	for _, t := range ts {
+		s.Requests += t.Requests
+		s.Failed += t.Failed
+		s.InputTokens += t.InputTokens
+		s.OutputTokens += t.OutputTokens
+		s.Cost += t.Cost
+		s.LatencyMS += t.LatencyMS
+	}
+	return s
+}
+
+// ErrUnknownPreset is returned by Preset for a name it does not know.
+var ErrUnknownPreset = errors.New("unknown preset: use 7d, 30d, 90d or all")
+
+// Presets lists the preset periods of the cost analytics.
+func Presets() []string { return []string{"7d", "30d", "90d", "all"} }
+
+// Preset is the period a preset names, ending at now (exclusive of
+// nothing: To is a moment after now, so that a call made this instant
+// counts). "all" starts at the zero time.
+func Preset(name string, now time.Time) (from, to time.Time, err error) {
+	to = now.Add(time.Nanosecond)
+	switch name {
+	case "7d":
+		return now.AddDate(0, 0, -7), to, nil
+	case "30d":
+		return now.AddDate(0, 0, -30), to, nil
+	case "90d":
+		return now.AddDate(0, 0, -90), to, nil
+	case "all":
+		return time.Time{}, to, nil
+	}
+	return time.Time{}, time.Time{}, ErrUnknownPreset
+}
