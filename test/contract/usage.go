@@ -69,7 +69,7 @@ func RunUsageLedger(t *testing.T, newLedger func(t *testing.T) ports.UsageLedger
 		{"aggregates agree with usage.Aggregate for every group", func(t *testing.T, l ports.UsageLedger) {
 			is := is.New(t)
 			org, other := newID("org"), newID("org")
-			task := newID("task") // isolates the all-organizations scope from other tests' entries
+			task := newID("task")                                   // isolates the all-organizations scope from other tests' entries
 			base := time.Date(2026, 11, 28, 23, 30, 0, 0, time.UTC) // a Saturday, late: days and weeks split
 			var es []usage.Entry
 			for i := range 12 {
