@@ -62,6 +62,8 @@ type Embedded struct {
 	Jobs       *app.JobService
 	// ProviderKeys manages the organizations' and the global provider keys.
 	ProviderKeys *app.ProviderKeyService
+	// Costs answers the cost analytics from the usage ledger.
+	Costs *app.CostService
 
 	Stores *Stores
 	Log    *slog.Logger

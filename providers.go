@@ -57,6 +57,7 @@ var coreSet = wire.NewSet(
 	provideRecords,
 	provideJobs,
 	provideEnrichment,
+	provideCosts,
 	provideEmbedded,
 )
 
@@ -88,9 +89,10 @@ func provideKeyRing(ks ports.ProviderKeyStore, c ports.Cipher, p ports.Providers
 	return &app.KeyRing{Keys: ks, Cipher: c, Providers: p, Clients: cc, Clock: clock, Log: lg}
 }
 
-func provideProviderKeys(ks ports.ProviderKeyStore, c ports.Cipher, p ports.Providers, t ports.KeyTester, cc ports.ClientCache,
-	clock ports.Clock, ids ports.IDs, lg *slog.Logger) *app.ProviderKeyService {
-	return &app.ProviderKeyService{Keys: ks, Cipher: c, Providers: p, Tester: t, Clients: cc, Clock: clock, IDs: ids, Log: lg}
+func provideProviderKeys(st *Stores, ks ports.ProviderKeyStore, c ports.Cipher, p ports.Providers, t ports.KeyTester,
+	cc ports.ClientCache, clock ports.Clock, ids ports.IDs, lg *slog.Logger) *app.ProviderKeyService {
+	return &app.ProviderKeyService{Keys: ks, Cipher: c, Providers: p, Tester: t, Clients: cc, Ledger: st.Usage, Clock: clock,
+		IDs: ids, Log: lg}
 }
 
 func providePasswords(cfg Config) *crypto.Passwords {
@@ -157,20 +159,32 @@ func provideEnrichment(cfg Config, st *Stores, en *app.Engine, s ports.EventStre
 	return svc
 }
 
+func provideCosts(st *Stores, clock ports.Clock) *app.CostService {
+	return &app.CostService{Ledger: st.Usage, Clock: clock}
+}
+
 func provideEmbedded(st *Stores, a *app.AccessService, sc *app.SchemaService, rc *app.RecordService, en *app.EnrichmentService,
-	js *app.JobService, pk *app.ProviderKeyService, h *eventhub.Hub, eng *app.Engine, lg *slog.Logger, m *metrics.Metrics) *Embedded {
+	js *app.JobService, pk *app.ProviderKeyService, cs *app.CostService, h *eventhub.Hub, eng *app.Engine, lg *slog.Logger,
+	m *metrics.Metrics) *Embedded {
 	m.WatchRunning(func() int { return len(eng.Running()) })
-	return &Embedded{Access: a, Schemas: sc, Records: rc, Enrichment: en, Jobs: js, ProviderKeys: pk, Stores: st, Log: lg,
+	return &Embedded{Access: a, Schemas: sc, Records: rc, Enrichment: en, Jobs: js, ProviderKeys: pk, Costs: cs, Stores: st, Log: lg,
 		Metrics: m, stream: h, engine: eng}
 }
 
 // httpSet builds the HTTP API from an Embedded core.
 var httpSet = wire.NewSet(
-	wire.FieldsOf(new(*Embedded), "Access", "Schemas", "Records", "Enrichment", "Jobs", "ProviderKeys", "Log"),
+	wire.FieldsOf(new(*Embedded), "Log"),
+	provideServices,
 	provideHTTPConfig,
 	provideReadiness,
 	httpapi.NewServer,
 )
+
+// provideServices hands the HTTP API the app services it serves.
+func provideServices(e *Embedded) httpapi.Services {
+	return httpapi.Services{Access: e.Access, Schemas: e.Schemas, Records: e.Records, Enrichment: e.Enrichment, Jobs: e.Jobs,
+		ProviderKeys: e.ProviderKeys, Costs: e.Costs}
+}
 
 func provideHTTPConfig(e *Embedded) httpapi.Config {
 	c := httpapi.Config{MaxBodyBytes: e.cfg.MaxBodyBytes, SSEHeartbeat: e.cfg.SSEHeartbeat, Observer: e.Metrics}

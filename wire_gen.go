@@ -47,8 +47,9 @@ func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	}
 	keyRing := provideKeyRing(providerKeyStore, fernet, registry, registry, clock, logger)
 	enrichmentService := provideEnrichment(cfg, stores, engine, hub, jobService, llm, registry, compiler, keyRing, clock, iDs, logger)
-	providerKeyService := provideProviderKeys(providerKeyStore, fernet, registry, registry, registry, clock, iDs, logger)
-	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, hub, engine, logger, metricsMetrics)
+	providerKeyService := provideProviderKeys(stores, providerKeyStore, fernet, registry, registry, registry, clock, iDs, logger)
+	costService := provideCosts(stores, clock)
+	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, costService, hub, engine, logger, metricsMetrics)
 	return embedded, func() {
 		cleanup()
 	}, nil
@@ -95,8 +96,9 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	}
 	keyRing := provideKeyRing(providerKeyStore, fernet, registry, registry, clock, logger)
 	enrichmentService := provideEnrichment(cfg, stores, engine, hub, jobService, llm, registry, compiler, keyRing, clock, iDs, logger)
-	providerKeyService := provideProviderKeys(providerKeyStore, fernet, registry, registry, registry, clock, iDs, logger)
-	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, hub, engine, logger, metricsMetrics)
+	providerKeyService := provideProviderKeys(stores, providerKeyStore, fernet, registry, registry, registry, clock, iDs, logger)
+	costService := provideCosts(stores, clock)
+	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, costService, hub, engine, logger, metricsMetrics)
 	return embedded, func() {
 		cleanup2()
 		cleanup()
@@ -133,8 +135,9 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 	}
 	keyRing := provideKeyRing(providerKeyStore, fernet, registry, registry, clock, logger)
 	enrichmentService := provideEnrichment(cfg, st, engine, hub, jobService, llm, registry, compiler, keyRing, clock, iDs, logger)
-	providerKeyService := provideProviderKeys(providerKeyStore, fernet, registry, registry, registry, clock, iDs, logger)
-	embedded := provideEmbedded(st, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, hub, engine, logger, metricsMetrics)
+	providerKeyService := provideProviderKeys(st, providerKeyStore, fernet, registry, registry, registry, clock, iDs, logger)
+	costService := provideCosts(st, clock)
+	embedded := provideEmbedded(st, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, costService, hub, engine, logger, metricsMetrics)
 	return embedded, func() {
 		cleanup()
 	}, nil
@@ -143,15 +146,10 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 // initHTTP builds the HTTP API around an Embedded core.
 func initHTTP(e *Embedded) (*httpapi.Server, error) {
 	config := provideHTTPConfig(e)
-	accessService := e.Access
-	schemaService := e.Schemas
-	recordService := e.Records
-	enrichmentService := e.Enrichment
-	jobService := e.Jobs
-	providerKeyService := e.ProviderKeys
+	services := provideServices(e)
 	logger := e.Log
 	readiness := provideReadiness(e)
-	server, err := httpapi.NewServer(config, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, logger, readiness)
+	server, err := httpapi.NewServer(config, services, logger, readiness)
 	if err != nil {
 		return nil, err
 	}

@@ -536,7 +536,7 @@ func (e *Engine) finish(ctx context.Context, r *run, out Outcome) {
 		e.Log.Info("job left to its new holder", "job_id", r.id, "attempt", r.attempt)
 		return
 	}
-	end := ports.JobEnd{Job: new(r.job), From: r.job.State, Events: evs, Usage: out.Usage}
+	end := ports.JobEnd{Job: new(r.job), From: r.job.State, Events: evs, Usage: withTask(out.Usage, r.typ)}
 	err := apply(end.Job, e.Clock.Now())
 	if out.Failure == nil && cc == nil && !errors.Is(cause, errShutdown) {
 		end.Records = out.Records
@@ -555,6 +555,17 @@ func (e *Engine) finish(ctx context.Context, r *run, out Outcome) {
 		e.Log.Error("job end could not be stored", "job_id", r.id, "err", err)
 		e.failUnstorable(bg, r, err)
 	}
+}
+
+// withTask names the job's type as the task of the usage entries that name
+// none.
+func withTask(entries []usage.Entry, t job.Type) []usage.Entry {
+	for i := range entries {
+		if entries[i].Task == "" {
+			entries[i].Task = string(t)
+		}
+	}
+	return entries
 }
 
 // failUnstorable fails a job whose events or record the store refused, with

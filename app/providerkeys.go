@@ -13,6 +13,7 @@ import (
 
 	"github.com/entityenrich/enrich/domain/access"
 	"github.com/entityenrich/enrich/domain/rotation"
+	"github.com/entityenrich/enrich/domain/usage"
 	"github.com/entityenrich/enrich/ports"
 )
 
@@ -44,9 +45,11 @@ type ProviderKeyService struct {
 	Tester    ports.KeyTester
 	// Clients, when set, drops a key's provider clients when it changes.
 	Clients ports.ClientCache
-	Clock   ports.Clock
-	IDs     ports.IDs
-	Log     *slog.Logger
+	// Ledger, when set, gives each key listed what its calls cost.
+	Ledger ports.UsageLedger
+	Clock  ports.Clock
+	IDs    ports.IDs
+	Log    *slog.Logger
 }
 
 // NewProviderKey is a key to add.
@@ -119,7 +122,32 @@ func (s *ProviderKeyService) List(ctx context.Context, p *access.Principal, scop
 	for _, k := range ks {
 		public(k)
 	}
+	if err := s.fillSpent(ctx, orgID, ks...); err != nil {
+		return nil, err
+	}
 	return ks, nil
+}
+
+// fillSpent sets what each key's calls cost, from the ledger's totals per
+// key: the organization's calls, or for global keys every organization's.
+func (s *ProviderKeyService) fillSpent(ctx context.Context, orgID string, ks ...*rotation.Key) error {
+	if s.Ledger == nil || len(ks) == 0 {
+		return nil
+	}
+	totals, err := s.Ledger.AggregateUsage(ctx, usage.Scope{OrgID: orgID, To: s.Clock.Now().Add(time.Second)}, usage.ByKey)
+	if err != nil {
+		return err
+	}
+	spent := make(map[string]int64, len(totals))
+	for _, t := range totals {
+		spent[t.Key] = t.Cost
+	}
+	for _, k := range ks {
+		if k != nil {
+			k.Spent = spent[k.ID]
+		}
+	}
+	return nil
 }
 
 func checkSecret(secret string) error {
@@ -258,7 +286,7 @@ func (s *ProviderKeyService) Update(ctx context.Context, p *access.Principal, sc
 		return nil, s.notFound(err, id)
 	}
 	s.forget(k.ID)
-	return public(k), nil
+	return public(k), s.fillSpent(ctx, orgID, k)
 }
 
 // Enable puts a disabled key back in rotation (a key the provider refused
@@ -275,7 +303,7 @@ func (s *ProviderKeyService) Enable(ctx context.Context, p *access.Principal, sc
 	if err != nil {
 		return nil, s.notFound(err, id)
 	}
-	return public(k), nil
+	return public(k), s.fillSpent(ctx, orgID, k)
 }
 
 // Delete removes a key; deleting a missing key succeeds.
@@ -303,7 +331,11 @@ func (s *ProviderKeyService) Test(ctx context.Context, p *access.Principal, scop
 	if err != nil {
 		return KeyCheck{}, s.notFound(err, id)
 	}
-	return s.test(ctx, k)
+	c, err := s.test(ctx, k)
+	if err != nil {
+		return KeyCheck{}, err
+	}
+	return c, s.fillSpent(ctx, orgID, c.Key)
 }
 
 // TestAll tests every global key, one after another.
@@ -323,7 +355,11 @@ func (s *ProviderKeyService) TestAll(ctx context.Context, p *access.Principal) (
 		}
 		out = append(out, c)
 	}
-	return out, nil
+	tested := make([]*rotation.Key, len(out))
+	for i, c := range out {
+		tested[i] = c.Key
+	}
+	return out, s.fillSpent(ctx, "", tested...)
 }
 
 func (s *ProviderKeyService) test(ctx context.Context, k *rotation.Key) (KeyCheck, error) {

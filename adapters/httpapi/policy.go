@@ -57,6 +57,13 @@ var routes = map[Route]access.Action{
 	{"POST", "/api/global-keys/{key_id}/enable"}:       access.ActEnableGlobalKey,
 	{"POST", "/api/global-keys/{key_id}/health-check"}: access.ActTestGlobalKey,
 	{"POST", "/api/global-keys/test-all"}:              access.ActTestAllGlobalKeys,
+
+	{"GET", "/api/costs/summary"}:                      access.ActViewCosts,
+	{"GET", "/api/costs/stats"}:                        access.ActViewCosts,
+	{"GET", "/api/costs/by-model"}:                     access.ActViewCosts,
+	{"GET", "/api/costs/presets/{preset}"}:             access.ActViewCosts,
+	{"GET", "/api/costs/performance"}:                  access.ActViewCosts,
+	{"GET", "/api/costs/performance/presets/{preset}"}: access.ActViewCosts,
 }
 
 // actionOf returns a route's action, and false for a route missing from the

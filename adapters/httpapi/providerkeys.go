@@ -9,6 +9,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/entityenrich/enrich/app"
+	"github.com/entityenrich/enrich/domain/model"
 	"github.com/entityenrich/enrich/domain/rotation"
 )
 
@@ -51,13 +52,14 @@ type providerKeyJSON struct {
 	RateLimitedUntil  *time.Time `json:"rate_limited_until"`
 	LastUsedAt        *time.Time `json:"last_used_at"`
 	TotalRequests     int64      `json:"total_requests"`
+	TotalCostUSD      float64    `json:"total_cost_usd"`
 	CreatedAt         time.Time  `json:"created_at"`
 }
 
 func toProviderKey(k *rotation.Key, now time.Time) providerKeyJSON {
 	out := providerKeyJSON{ID: k.ID, Provider: k.Provider, Name: k.Name, Source: string(k.Source()),
 		HealthCheckStatus: string(k.Health), LastHealthCheckAt: k.CheckedAt, ExpiresAt: k.ExpiresAt, ExpiresSoon: k.ExpiresSoon(now),
-		LastUsedAt: k.LastUsedAt, TotalRequests: k.Uses, CreatedAt: k.CreatedAt}
+		LastUsedAt: k.LastUsedAt, TotalRequests: k.Uses, TotalCostUSD: model.USD(k.Spent), CreatedAt: k.CreatedAt}
 	if k.OrgID != "" {
 		org := k.OrgID
 		out.OrganizationID = &org

@@ -46,6 +46,7 @@ type Server struct {
 	enrich  *app.EnrichmentService
 	jobs    *app.JobService
 	keys    *app.ProviderKeyService
+	costs   *app.CostService
 	log     *slog.Logger
 	ready   Readiness
 
@@ -54,9 +55,20 @@ type Server struct {
 	router   *mux.Router
 }
 
+// Services are the app services the API serves; a nil one leaves its
+// routes answering 500 (tests of the router alone pass none).
+type Services struct {
+	Access       *app.AccessService
+	Schemas      *app.SchemaService
+	Records      *app.RecordService
+	Enrichment   *app.EnrichmentService
+	Jobs         *app.JobService
+	ProviderKeys *app.ProviderKeyService
+	Costs        *app.CostService
+}
+
 // NewServer builds the router.
-func NewServer(cfg Config, a *app.AccessService, sc *app.SchemaService, rc *app.RecordService,
-	en *app.EnrichmentService, jb *app.JobService, pk *app.ProviderKeyService, lg *slog.Logger, ready Readiness) (*Server, error) {
+func NewServer(cfg Config, svc Services, lg *slog.Logger, ready Readiness) (*Server, error) {
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = 1 << 20
 	}
@@ -66,7 +78,8 @@ func NewServer(cfg Config, a *app.AccessService, sc *app.SchemaService, rc *app.
 	if cfg.SSEWriteTimeout <= 0 {
 		cfg.SSEWriteTimeout = 10 * time.Second
 	}
-	s := &Server{cfg: cfg, access: a, schemas: sc, records: rc, enrich: en, jobs: jb, keys: pk, log: lg, ready: ready}
+	s := &Server{cfg: cfg, access: svc.Access, schemas: svc.Schemas, records: svc.Records, enrich: svc.Enrichment, jobs: svc.Jobs,
+		keys: svc.ProviderKeys, costs: svc.Costs, log: lg, ready: ready}
 	var err error
 	if s.spec, err = LoadSpec(); err != nil {
 		return nil, err
@@ -99,6 +112,7 @@ func NewServer(cfg Config, a *app.AccessService, sc *app.SchemaService, rc *app.
 	s.registerEnrichmentRoutes(r)
 	s.registerJobRoutes(r)
 	s.registerProviderKeyRoutes(r)
+	s.registerCostRoutes(r)
 	s.registerDocsRoutes(r)
 	s.router = r
 	return s, nil

@@ -72,6 +72,12 @@ const (
 	ActTestGlobalKey     Action = "global_keys.test"
 	ActTestAllGlobalKeys Action = "global_keys.test_all"
 
+	// ActViewCosts reads the organization's cost analytics (the usage
+	// ledger's totals); ActViewAllCosts reads another organization's or
+	// every organization's (system administrators).
+	ActViewCosts    Action = "costs.view"
+	ActViewAllCosts Action = "costs.view_all"
+
 	// ActReadAPIDocs reads the OpenAPI document and the interactive docs
 	// (SPEC rule 5: system administrators only).
 	ActReadAPIDocs Action = "docs.read"
@@ -126,6 +132,9 @@ var rules = map[Action]rule{
 	ActEnableGlobalKey:   {CatSysAdmin, ScopeWrite},
 	ActTestGlobalKey:     {CatSysAdmin, ScopeWrite},
 	ActTestAllGlobalKeys: {CatSysAdmin, ScopeWrite},
+
+	ActViewCosts:    {CatCostAnalytics, ScopeRead},
+	ActViewAllCosts: {CatSysAdmin, ScopeRead},
 
 	ActReadAPIDocs: {CatSysAdmin, ScopeRead},
 }

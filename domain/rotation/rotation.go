@@ -98,6 +98,9 @@ type Key struct {
 	// per switch to it).
 	Uses      int64
 	CreatedAt time.Time
+	// Spent is what the key's calls cost, in micro-credits, from the usage
+	// ledger: filled in by the listings, never stored with the key.
+	Spent int64
 }
 
 // Source returns whose key k is.

@@ -49,6 +49,9 @@ var minimum = map[string]string{
 	"GET /api/global-keys":                     "sysadmin", "POST /api/global-keys": "sysadmin", "PATCH /api/global-keys/{key_id}": "sysadmin",
 	"DELETE /api/global-keys/{key_id}": "sysadmin", "POST /api/global-keys/{key_id}/enable": "sysadmin",
 	"POST /api/global-keys/{key_id}/health-check": "sysadmin", "POST /api/global-keys/test-all": "sysadmin",
+	"GET /api/costs/summary": "operator", "GET /api/costs/stats": "operator", "GET /api/costs/by-model": "operator",
+	"GET /api/costs/presets/{preset}": "operator", "GET /api/costs/performance": "operator",
+	"GET /api/costs/performance/presets/{preset}": "operator",
 }
 
 var rank = map[string]int{"operator": 1, "editor": 2, "owner": 4}
@@ -210,6 +213,12 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"POST", "/api/global-keys/{key_id}/enable", "/api/global-keys/" + globalKeyID + "/enable", nil, 200, false, 0},
 		{"POST", "/api/global-keys/{key_id}/health-check", "/api/global-keys/" + globalKeyID + "/health-check", nil, 200, false, 0},
 		{"POST", "/api/global-keys/test-all", "/api/global-keys/test-all", nil, 200, false, 0},
+		{"GET", "/api/costs/summary", "/api/costs/summary", nil, 200, false, 0},
+		{"GET", "/api/costs/stats", "/api/costs/stats?group_by=week", nil, 200, false, 0},
+		{"GET", "/api/costs/by-model", "/api/costs/by-model", nil, 200, false, 0},
+		{"GET", "/api/costs/presets/{preset}", "/api/costs/presets/30d", nil, 200, false, 0},
+		{"GET", "/api/costs/performance", "/api/costs/performance", nil, 200, false, 0},
+		{"GET", "/api/costs/performance/presets/{preset}", "/api/costs/performance/presets/all", nil, 200, false, 0},
 	}
 
 	// The matrix covers exactly the routes the server has.

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"strings"
 	"sync"
@@ -102,6 +103,7 @@ func testProviderKeys(t *testing.T, dsn string) {
 		HealthCheckStatus string  `json:"health_check_status"`
 		RateLimitedUntil  *string `json:"rate_limited_until"`
 		TotalRequests     int     `json:"total_requests"`
+		TotalCostUSD      float64 `json:"total_cost_usd"`
 	}
 	addKey := func(cred, path, secret string) keyJSON {
 		t.Helper()
@@ -197,6 +199,16 @@ func testProviderKeys(t *testing.T, dsn string) {
 		for _, ev := range find(evs, "expertise_completed") {
 			is.Equal(ev.Data["api_key_source"], "organization")
 		}
+		// What each key's calls cost, from the ledger: all of it on the
+		// good key, the organization's whole spend.
+		ks := listKeys(ten.key)
+		is.True(ks[good.ID].TotalCostUSD > 0)
+		is.Equal(ks[bad.ID].TotalCostUSD, 0.0)
+		var spend struct {
+			TotalCost float64 `json:"total_cost"`
+		}
+		is.Equal(call("GET", "/api/costs/summary", ten.key, nil, &spend), 200)
+		is.True(math.Abs(ks[good.ID].TotalCostUSD-spend.TotalCost) < 1e-9)
 		var k keyJSON
 		is.Equal(call("PATCH", "/api/org-keys/"+bad.ID, ten.key, obj{"api_key": goodB, "name": "replaced"}, &k), 200)
 		is.Equal(*k.KeySuffix, "2222")
