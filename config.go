@@ -61,6 +61,13 @@ type Config struct {
 	// after a pause); default enrichment.DefaultMaxAttempts (5, the
 	// reference product's).
 	LLMAttempts int `env:"ENRICH_LLM_ATTEMPTS"`
+	// LLMConcurrency bounds the calls in flight to one provider from this
+	// process (ENRICH_PROVIDER_<NAME>_CONCURRENCY overrides it per
+	// provider); LLMOrgConcurrency one organization's calls to one provider.
+	// Zero: no bound. The sandbox is never bounded. A call past a bound
+	// waits, and its job shows provider_queued.
+	LLMConcurrency    int `env:"ENRICH_LLM_CONCURRENCY" envDefault:"64"`
+	LLMOrgConcurrency int `env:"ENRICH_LLM_ORG_CONCURRENCY" envDefault:"16"`
 	// MetricsAddr, when set, serves GET /metrics (Prometheus, no
 	// credentials) on its own listen address instead of the API's.
 	MetricsAddr string `env:"ENRICH_METRICS_ADDR"`

@@ -67,8 +67,19 @@ func provideRegistry(cfg Config) (*llm.Registry, error) {
 	return llm.NewRegistry(llm.Config{Providers: cfg.Providers, Sandbox: cfg.Sandbox, SandboxLatency: cfg.SandboxLatency})
 }
 
-// provideLLM is the provider registry with the call metrics around it.
-func provideLLM(reg *llm.Registry, m *metrics.Metrics) ports.LLM { return m.InstrumentLLM(reg) }
+// provideLLM is the provider registry with the call metrics around it,
+// behind the per-provider concurrency limits (a call's wait for a slot is
+// not part of its measured latency).
+func provideLLM(cfg Config, reg *llm.Registry, m *metrics.Metrics) ports.LLM {
+	limits := app.ProviderLimits{Overall: cfg.LLMConcurrency, PerOrg: cfg.LLMOrgConcurrency, Providers: map[string]int{},
+		Exempt: []string{llm.SandboxProvider}}
+	for _, p := range cfg.Providers {
+		if p.Concurrency > 0 {
+			limits.Providers[p.Name] = p.Concurrency
+		}
+	}
+	return app.NewLimitedLLM(m.InstrumentLLM(reg), limits)
+}
 
 // provideCipher seals provider keys with ENRICH_ENCRYPTION_KEYS (withDefaults
 // has checked them, or generated one in development).

@@ -38,7 +38,7 @@ func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
-	llm := provideLLM(registry, metricsMetrics)
+	llm := provideLLM(cfg, registry, metricsMetrics)
 	providerKeyStore := provideProviderKeyStore(stores)
 	fernet, err := provideCipher(cfg)
 	if err != nil {
@@ -86,7 +86,7 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
-	llm := provideLLM(registry, metricsMetrics)
+	llm := provideLLM(cfg, registry, metricsMetrics)
 	providerKeyStore := provideProviderKeyStore(stores)
 	fernet, err := provideCipher(cfg)
 	if err != nil {
@@ -126,7 +126,7 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 		cleanup()
 		return nil, nil, err
 	}
-	llm := provideLLM(registry, metricsMetrics)
+	llm := provideLLM(cfg, registry, metricsMetrics)
 	providerKeyStore := provideProviderKeyStore(st)
 	fernet, err := provideCipher(cfg)
 	if err != nil {

@@ -295,7 +295,7 @@ func (s *EnrichmentService) finish(jobID string, pl *plan, m model.Info, parts [
 		return nil, fmt.Errorf("merged output does not validate: %w", err)
 	}
 	out, _ := json.Marshal(merged)
-	o.record = &enrichment.Record{ID: recordID(jobID, m.Key), OrgID: pl.schema.OrgID, Type: enrichment.RecordEnrichment, SchemaID: pl.schema.ID,
+	o.record = &enrichment.Record{ID: recordID(jobID, m.Key), OrgID: pl.usage.orgID, Type: enrichment.RecordEnrichment, SchemaID: pl.schema.ID,
 		JobID: jobID, Model: m.Key.String(), Strategy: pl.choice.Strategy, EntityData: pl.req.EntityData, StructuredOutput: out,
 		Cost: o.cost, InputTokens: o.inTokens, OutputTokens: o.outTokens, Sandbox: m.Sandbox, CreatedAt: s.Clock.Now()}
 	return merged, nil
@@ -335,7 +335,10 @@ func (s *EnrichmentService) callWithRetries(ctx context.Context, pl *plan, m mod
 	for attempt := 1; attempt <= max; attempt++ {
 		pub(job.Attempt{Model: m.Key.String(), Expertise: c.domain.Key, Attempt: attempt, MaxAttempts: max, Reason: reason})
 		resp, err := s.generate(ctx, pl, m, ports.LLMRequest{Model: m.Key, Messages: msgs, Schema: c.domain.Schema, SchemaName: c.domain.Key,
-			ResponseSchema: pl.req.responseSchema(), Strict: pl.req.EnableStrictStructuredOutput})
+			ResponseSchema: pl.req.responseSchema(), Strict: pl.req.EnableStrictStructuredOutput, OrgID: pl.usage.orgID,
+			Queued: func() {
+				pub(job.ProviderQueued{Model: m.Key.String(), Expertise: c.domain.Key, Provider: m.Key.Provider})
+			}})
 		in += resp.InputTokens
 		out += resp.OutputTokens
 		if err != nil {

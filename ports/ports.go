@@ -224,6 +224,12 @@ type LLMRequest struct {
 	// Credential is the key that pays for the call; nil means the
 	// provider's own configuration (see Credential.KeyID).
 	Credential *Credential
+	// OrgID is the organization the call is made for: provider limits
+	// are counted per organization too.
+	OrgID string
+	// Queued, when set, is called once if the call has to wait for a free
+	// slot of its provider before it goes out.
+	Queued func()
 	// Task names what the call is for (enrichment when empty; the others
 	// are the LLMTask constants). Real providers ignore it; the sandbox
 	// models answer each task in their own deterministic way.

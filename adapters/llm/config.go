@@ -41,6 +41,10 @@ type ProviderConfig struct {
 	// public addresses. Providers declared in the environment are the
 	// operators' and may point at private addresses.
 	Customer bool
+	// Concurrency, when positive, bounds the calls in flight to the
+	// provider from one process (ENRICH_PROVIDER_<NAME>_CONCURRENCY),
+	// instead of the server-wide ENRICH_LLM_CONCURRENCY.
+	Concurrency int
 }
 
 // needsNoKey reports whether calls may go without a key.
@@ -66,12 +70,13 @@ var envSuffixes = []struct{ suffix, field string }{
 	{"_MODELS", "models"},
 	{"_TYPE", "type"},
 	{"_KEYLESS", "keyless"},
+	{"_CONCURRENCY", "concurrency"},
 }
 
 var validName = regexp.MustCompile(`^[a-z0-9][a-z0-9_]*$`)
 
 // ProvidersFromEnv reads ENRICH_PROVIDER_<NAME>_TYPE, _BASE_URL, _API_KEY,
-// _MODELS (comma-separated) and _KEYLESS (true or false) from environ (os.Environ() form). NAME is
+// _MODELS (comma-separated), _KEYLESS (true or false) and _CONCURRENCY from environ (os.Environ() form). NAME is
 // lower-cased into the provider name: ENRICH_PROVIDER_LOCAL_MODELS=qwen3
 // gives the key local::qwen3. The result is sorted by name. A variable with
 // the prefix but none of the suffixes is an error, so that a typo
@@ -92,7 +97,7 @@ func ProvidersFromEnv(environ []string) ([]ProviderConfig, error) {
 			}
 		}
 		if field == "" {
-			return nil, fmt.Errorf("llm: unknown variable %s: want %s<NAME>_TYPE, _BASE_URL, _API_KEY, _MODELS or _KEYLESS", k, envPrefix)
+			return nil, fmt.Errorf("llm: unknown variable %s: want %s<NAME>_TYPE, _BASE_URL, _API_KEY, _MODELS, _KEYLESS or _CONCURRENCY", k, envPrefix)
 		}
 		if !validName.MatchString(name) {
 			return nil, fmt.Errorf("llm: %s: provider name %q must be letters, digits and underscores", k, name)
@@ -112,6 +117,12 @@ func ProvidersFromEnv(environ []string) ([]ProviderConfig, error) {
 			p.APIKey = v
 		case "models":
 			p.Models = splitModels(v)
+		case "concurrency":
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				return nil, fmt.Errorf("llm: %s: want a number of calls (0 or more), not %q", k, v)
+			}
+			p.Concurrency = n
 		case "keyless":
 			b, err := strconv.ParseBool(v)
 			if err != nil {

@@ -9,11 +9,14 @@ import (
 type EventType string
 
 const (
-	EventStrategySelected   EventType = "strategy_selected"
-	EventModelAutoSelected  EventType = "model_auto_selected"
-	EventModelStarted       EventType = "model_started"
-	EventExpertiseStarted   EventType = "expertise_started"
-	EventAttempt            EventType = "attempt"
+	EventStrategySelected  EventType = "strategy_selected"
+	EventModelAutoSelected EventType = "model_auto_selected"
+	EventModelStarted      EventType = "model_started"
+	EventExpertiseStarted  EventType = "expertise_started"
+	EventAttempt           EventType = "attempt"
+	// EventProviderQueued says a call waits for a free slot of its
+	// provider (the per-provider concurrency limits).
+	EventProviderQueued     EventType = "provider_queued"
 	EventExpertiseCompleted EventType = "expertise_completed"
 	EventModelCompleted     EventType = "model_completed"
 	EventError              EventType = "error"

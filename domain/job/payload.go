@@ -75,6 +75,17 @@ func (p Attempt) Fields() map[string]any {
 	return m
 }
 
+// ProviderQueued says an expertise call waits for a free slot of its
+// provider before it goes out.
+type ProviderQueued struct {
+	Model, Expertise, Provider string
+}
+
+func (ProviderQueued) EventType() EventType { return EventProviderQueued }
+func (p ProviderQueued) Fields() map[string]any {
+	return map[string]any{"status": string(Running), "model": p.Model, "expertise": p.Expertise, "provider": p.Provider}
+}
+
 // ExpertiseCompleted closes one expertise call, with its partial result or
 // its error. A resumed run reuses the partial result and its usage.
 type ExpertiseCompleted struct {
