@@ -71,6 +71,34 @@ func (r *KeyRing) Pick(ctx context.Context, orgID, provider, sticky string, excl
 	return nil, e
 }
 
+// Usable returns whether orgID's calls to a provider can find a key now:
+// a keyless provider, one with the environment's key, or one with a stored
+// key of the organization or a global one in rotation (a resting,
+// rate-limited key counts: it is back in seconds). An unknown provider (the
+// sandbox) needs none. It reads the organization's and the global keys
+// once, whatever the number of providers asked about.
+func (r *KeyRing) Usable(ctx context.Context, orgID string) (func(provider string) bool, error) {
+	stored := map[string]bool{}
+	if r.Keys != nil {
+		now := r.Clock.Now()
+		for _, owner := range []string{orgID, ""} {
+			ks, err := r.Keys.ListProviderKeys(ctx, owner)
+			if err != nil {
+				return nil, err
+			}
+			for _, k := range ks {
+				if out := k.Out(now); out == "" || out == rotation.RateLimited {
+					stored[k.Provider] = true
+				}
+			}
+		}
+	}
+	return func(provider string) bool {
+		info, ok := r.Providers.Provider(provider)
+		return !ok || info.Keyless || info.SystemKey || stored[provider]
+	}, nil
+}
+
 // Refused takes c's key out of rotation: the provider refused it.
 func (r *KeyRing) Refused(ctx context.Context, orgID string, c *ports.Credential) {
 	r.update(ctx, orgID, c, true, func(k *rotation.Key) { k.Refused() })

@@ -1,6 +1,9 @@
 package app
 
 import (
+	"context"
+
+	"github.com/entityenrich/enrich/domain/access"
 	"github.com/entityenrich/enrich/domain/enrichment"
 	"github.com/entityenrich/enrich/domain/model"
 	"github.com/entityenrich/enrich/domain/modelsel"
@@ -19,7 +22,10 @@ var Languages = map[string]string{
 
 // Options is what enrichment offers (GET /api/enrichment/options).
 type Options struct {
-	Models     []model.Info
+	Models []model.Info
+	// Available says, by composite key, whether the caller's organization
+	// can call the model now (a usable key exists, or none is needed).
+	Available  map[string]bool
 	Languages  map[string]string
 	Strategies []enrichment.Strategy
 	// Defaults and DefaultsWebSearch are what auto resolves to, by task
@@ -31,19 +37,38 @@ type Options struct {
 // TaskEnrichment is the task type of enrichment's automatic selection.
 const TaskEnrichment = "enrichment"
 
-// Options lists models, languages, strategies and what auto currently
-// resolves to.
-func (s *EnrichmentService) Options() Options {
+// Options lists models (with whether the organization can use each),
+// languages, strategies and what auto currently resolves to for it.
+func (s *EnrichmentService) Options(ctx context.Context, p *access.Principal) (Options, error) {
+	if err := access.Authorize(p, access.ActEnrichmentOptions); err != nil {
+		return Options{}, err
+	}
+	usable, err := s.usable(ctx, p.OrgID)
+	if err != nil {
+		return Options{}, err
+	}
 	ms := s.Catalog.Models()
-	o := Options{Models: ms, Languages: Languages, Strategies: enrichment.Strategies(),
+	o := Options{Models: ms, Available: map[string]bool{}, Languages: Languages, Strategies: enrichment.Strategies(),
 		Defaults: map[string]modelsel.Pick{}, DefaultsWebSearch: map[string]modelsel.Pick{}}
-	if p, err := modelsel.Select(ms, "", modelsel.Needs{}); err == nil {
+	for _, m := range modelsel.Available(ms, usable) {
+		o.Available[m.Key.String()] = true
+	}
+	if p, err := modelsel.SelectAvailable(ms, usable, "", modelsel.Needs{}); err == nil {
 		o.Defaults[TaskEnrichment] = p
 	}
-	if p, err := modelsel.Select(ms, "", modelsel.Needs{WebSearch: true}); err == nil {
+	if p, err := modelsel.SelectAvailable(ms, usable, "", modelsel.Needs{WebSearch: true}); err == nil {
 		o.DefaultsWebSearch[TaskEnrichment] = p
 	}
-	return o
+	return o, nil
+}
+
+// usable says which providers orgID can call now (every one without a key
+// ring).
+func (s *EnrichmentService) usable(ctx context.Context, orgID string) (func(string) bool, error) {
+	if s.Keys == nil {
+		return func(string) bool { return true }, nil
+	}
+	return s.Keys.Usable(ctx, orgID)
 }
 
 // DisplayName is a model's label: its display name, else its key.

@@ -253,7 +253,7 @@ func (s *EnrichmentService) prepare(ctx context.Context, orgID string, req Enric
 	if err != nil {
 		return nil, Invalid("strategy", "%v", err)
 	}
-	models, pick, err := s.resolveModels(req)
+	models, pick, err := s.resolveModels(ctx, orgID, req)
 	if err != nil {
 		return nil, err
 	}
@@ -321,7 +321,7 @@ func (s *EnrichmentService) pickKeys(ctx context.Context, orgID string, models [
 }
 
 // resolveModels merges models and model, resolves auto, and checks every key.
-func (s *EnrichmentService) resolveModels(req EnrichRequest) ([]model.Info, *modelsel.Pick, error) {
+func (s *EnrichmentService) resolveModels(ctx context.Context, orgID string, req EnrichRequest) ([]model.Info, *modelsel.Pick, error) {
 	keys := append([]string(nil), req.Models...)
 	field := "models"
 	if req.Model != "" {
@@ -356,9 +356,14 @@ func (s *EnrichmentService) resolveModels(req EnrichRequest) ([]model.Info, *mod
 	// Auto resolves to one model and never fuses: it is used only when no
 	// explicit model is named.
 	if len(out) == 0 {
-		p, err := modelsel.Select(s.Catalog.Models(), "", modelsel.Needs{WebSearch: req.EnableWebSearch})
+		usable, err := s.usable(ctx, orgID)
 		if err != nil {
-			return nil, nil, coded(ports.ErrInvalid, "no_capable_default_model", "no configured model satisfies the request (web search: %v)", req.EnableWebSearch)
+			return nil, nil, err
+		}
+		p, err := modelsel.SelectAvailable(s.Catalog.Models(), usable, "", modelsel.Needs{WebSearch: req.EnableWebSearch})
+		if err != nil {
+			return nil, nil, coded(ports.ErrInvalid, "no_capable_default_model",
+				"auto-select found no model with a usable provider key that satisfies the request (web search: %v)", req.EnableWebSearch)
 		}
 		pick = &p
 		out = []model.Info{p.Model}

@@ -31,7 +31,12 @@ func (s *Server) options(w http.ResponseWriter, r *http.Request) {
 		s.Error(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, toOptions(s.enrich.Options(), c))
+	o, err := s.enrich.Options(r.Context(), principal(r))
+	if err != nil {
+		s.Error(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, toOptions(o, c))
 }
 
 func (s *Server) enrichStream(w http.ResponseWriter, r *http.Request) {

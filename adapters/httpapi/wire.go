@@ -165,7 +165,7 @@ func toOptions(o app.Options, c app.Caller) optionsJSON {
 		out.Models = append(out.Models, modelJSON{Key: m.Key.String(), Provider: m.Key.Provider, Model: m.Key.Model,
 			DisplayName: m.DisplayName, InputPrice: model.USD(m.Price.InputPerMTok), OutputPrice: model.USD(m.Price.OutputPerMTok),
 			InputPriceMicroCredits: m.Price.InputPerMTok, OutputPriceMicroCredits: m.Price.OutputPerMTok,
-			IsAvailable: true, Sandbox: m.Sandbox, ContextLength: m.ContextLength,
+			IsAvailable: o.Available[m.Key.String()], Sandbox: m.Sandbox, ContextLength: m.ContextLength,
 			SupportsWebSearch: m.WebSearch, SupportsVision: m.Vision, SupportsPDFInput: m.PDFInput,
 			SupportsResponseSchema: m.ResponseSchema, SupportsStrictStructuredOutput: m.StrictOutput,
 			SupportsReasoning: m.Reasoning, SupportsToolCalls: m.ToolCalls, SupportsAudioInput: m.AudioInput,

@@ -75,3 +75,33 @@ func Select(candidates []model.Info, pinned string, n Needs) (Pick, error) {
 	}
 	return Pick{}, ErrNoCapableModel
 }
+
+// Available keeps the models that can be called now: sandbox models, and
+// models whose provider has a usable key for the caller (or needs none).
+// Automatic selection chooses among them, and the options show the others
+// with is_available false.
+func Available(models []model.Info, usable func(provider string) bool) []model.Info {
+	out := make([]model.Info, 0, len(models))
+	for _, m := range models {
+		if m.Sandbox || usable(m.Key.Provider) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// SelectAvailable is Select among the Available models. While a real model
+// is configured the sandbox is never the answer, even when no real model
+// has a usable key: auto then fails instead of answering with fake output.
+func SelectAvailable(models []model.Info, usable func(provider string) bool, pinned string, n Needs) (Pick, error) {
+	p, err := Select(Available(models, usable), pinned, n)
+	if err != nil || !p.Model.Sandbox {
+		return p, err
+	}
+	for _, m := range models {
+		if !m.Sandbox {
+			return Pick{}, ErrNoCapableModel
+		}
+	}
+	return p, nil
+}

@@ -50,3 +50,36 @@ func TestSelect(t *testing.T) {
 		})
 	}
 }
+
+func TestAvailable(t *testing.T) {
+	is := is.New(t)
+	ms := []model.Info{
+		{Key: model.Key{Provider: "paid", Model: "a"}},
+		{Key: model.Key{Provider: "free", Model: "b"}},
+		{Key: model.Key{Provider: "sandbox", Model: "echo"}, Sandbox: true},
+	}
+	usable := func(p string) bool { return p == "free" }
+	got := modelsel.Available(ms, usable)
+	is.Equal(len(got), 2)
+	is.Equal(got[0].Key.String(), "free::b")
+	is.Equal(got[1].Key.String(), "sandbox::echo") // the sandbox needs no key
+	// Selection among the available falls to the one real model with a key.
+	p, err := modelsel.Select(got, "", modelsel.Needs{})
+	is.NoErr(err)
+	is.Equal(p.Model.Key.String(), "free::b")
+	p, err = modelsel.SelectAvailable(ms, usable, "", modelsel.Needs{})
+	is.NoErr(err)
+	is.Equal(p.Model.Key.String(), "free::b")
+	// A pinned model without a usable key is passed over.
+	p, err = modelsel.SelectAvailable(ms, usable, "paid::a", modelsel.Needs{})
+	is.NoErr(err)
+	is.Equal(p.Model.Key.String(), "free::b")
+	// Nothing usable but the sandbox, with a real model configured: auto
+	// refuses rather than answering with fake output.
+	_, err = modelsel.SelectAvailable(ms, func(string) bool { return false }, "", modelsel.Needs{})
+	is.True(errors.Is(err, modelsel.ErrNoCapableModel))
+	// With only the sandbox configured, the sandbox it is.
+	p, err = modelsel.SelectAvailable(ms[2:], func(string) bool { return false }, "", modelsel.Needs{})
+	is.NoErr(err)
+	is.Equal(p.Source, "sandbox")
+}
