@@ -24,7 +24,9 @@ import (
 // narrate it all as events. The Engine makes the jobs durable; this service
 // is their Runner.
 type EnrichmentService struct {
-	Schemas  ports.SchemaStore
+	Schemas ports.SchemaStore
+	// Orgs keeps the organizations' pinned default models (nil: none).
+	Orgs     ports.OrgStore
 	Engine   *Engine
 	Stream   ports.EventStream
 	JobSvc   *JobService
@@ -356,14 +358,9 @@ func (s *EnrichmentService) resolveModels(ctx context.Context, orgID string, req
 	// Auto resolves to one model and never fuses: it is used only when no
 	// explicit model is named.
 	if len(out) == 0 {
-		usable, err := s.usable(ctx, orgID)
+		p, err := s.AutoPick(ctx, orgID, TaskEnrichment, modelsel.Needs{WebSearch: req.EnableWebSearch})
 		if err != nil {
 			return nil, nil, err
-		}
-		p, err := modelsel.SelectAvailable(s.Catalog.Models(), usable, "", modelsel.Needs{WebSearch: req.EnableWebSearch})
-		if err != nil {
-			return nil, nil, coded(ports.ErrInvalid, "no_capable_default_model",
-				"auto-select found no model with a usable provider key that satisfies the request (web search: %v)", req.EnableWebSearch)
 		}
 		pick = &p
 		out = []model.Info{p.Model}

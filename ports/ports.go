@@ -41,6 +41,10 @@ type OrgStore interface {
 	// Outside a unit of work it only checks that the organization exists.
 	// Unknown id: ErrNotFound.
 	LockOrg(ctx context.Context, id string) error
+	// UpdateOrg loads the organization (locking it), calls fn and stores
+	// what fn left when it returns nil (fn's error is returned as it is).
+	// Its id and creation time never change.
+	UpdateOrg(ctx context.Context, id string, fn func(*access.Organization) error) (*access.Organization, error)
 }
 
 // UserStore keeps users. Emails are unique across the service (ErrConflict).

@@ -58,6 +58,10 @@ var routes = map[Route]access.Action{
 	{"POST", "/api/global-keys/{key_id}/health-check"}: access.ActTestGlobalKey,
 	{"POST", "/api/global-keys/test-all"}:              access.ActTestAllGlobalKeys,
 
+	{"GET", "/api/organization/model-defaults"}:   access.ActGetModelDefaults,
+	{"PUT", "/api/organization/model-defaults"}:   access.ActSetModelDefaults,
+	{"PATCH", "/api/organization/model-defaults"}: access.ActSetModelDefaults,
+
 	{"GET", "/api/costs/summary"}:                      access.ActViewCosts,
 	{"GET", "/api/costs/stats"}:                        access.ActViewCosts,
 	{"GET", "/api/costs/by-model"}:                     access.ActViewCosts,

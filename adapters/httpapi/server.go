@@ -113,6 +113,7 @@ func NewServer(cfg Config, svc Services, lg *slog.Logger, ready Readiness) (*Ser
 	s.registerJobRoutes(r)
 	s.registerProviderKeyRoutes(r)
 	s.registerCostRoutes(r)
+	s.registerSettingsRoutes(r)
 	s.registerDocsRoutes(r)
 	s.router = r
 	return s, nil

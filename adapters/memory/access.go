@@ -33,9 +33,7 @@ func (s *OrgStore) CreateOrg(_ context.Context, o *access.Organization) error {
 	if _, ok := s.orgs[o.ID]; ok {
 		return fmt.Errorf("memory: create organization %s: %w", o.ID, ports.ErrConflict)
 	}
-	c := *o
-	c.CreatedAt = ts(c.CreatedAt)
-	s.orgs[o.ID] = c
+	s.orgs[o.ID] = cloneOrg(*o)
 	return nil
 }
 
@@ -47,7 +45,39 @@ func (s *OrgStore) GetOrg(_ context.Context, id string) (*access.Organization, e
 	if !ok {
 		return nil, fmt.Errorf("memory: get organization %s: %w", id, ports.ErrNotFound)
 	}
+	o = cloneOrg(o)
 	return &o, nil
+}
+
+func cloneOrg(o access.Organization) access.Organization {
+	o.CreatedAt = ts(o.CreatedAt)
+	if o.ModelDefaults != nil {
+		m := make(map[string]string, len(o.ModelDefaults))
+		for k, v := range o.ModelDefaults {
+			m[k] = v
+		}
+		o.ModelDefaults = m
+	}
+	return o
+}
+
+// UpdateOrg calls fn on a copy of the organization and stores the copy when
+// fn returns nil.
+func (s *OrgStore) UpdateOrg(_ context.Context, id string, fn func(*access.Organization) error) (*access.Organization, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, ok := s.orgs[id]
+	if !ok {
+		return nil, fmt.Errorf("memory: update organization %s: %w", id, ports.ErrNotFound)
+	}
+	c := cloneOrg(old)
+	if err := fn(&c); err != nil {
+		return nil, err
+	}
+	c.ID, c.CreatedAt = old.ID, old.CreatedAt
+	s.orgs[id] = cloneOrg(c)
+	out := cloneOrg(c)
+	return &out, nil
 }
 
 // LockOrg only checks that the organization exists: memory units of work

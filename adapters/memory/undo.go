@@ -13,6 +13,12 @@ import (
 // write back. Each is as narrow as the write it undoes: it puts back what
 // that write changed and leaves the rest of the object alone.
 
+func (s *OrgStore) restoreOrg(prev access.Organization) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.orgs[prev.ID] = cloneOrg(prev)
+}
+
 func (s *OrgStore) deleteOrg(id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -154,6 +154,19 @@ func (t txOrgs) CreateOrg(ctx context.Context, o *access.Organization) error {
 	return nil
 }
 
+func (t txOrgs) UpdateOrg(ctx context.Context, id string, fn func(*access.Organization) error) (*access.Organization, error) {
+	var prev access.Organization
+	out, err := t.OrgStore.UpdateOrg(ctx, id, func(o *access.Organization) error {
+		prev = cloneOrg(*o)
+		return fn(o)
+	})
+	if err != nil {
+		return nil, err
+	}
+	t.u.add(func() { t.restoreOrg(prev) })
+	return out, nil
+}
+
 type txUsers struct {
 	*UserStore
 	u *undoLog

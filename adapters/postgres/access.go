@@ -21,9 +21,26 @@ var (
 type orgRow struct {
 	bun.BaseModel `bun:"table:organizations"`
 
-	ID        string    `bun:"id,pk"`
-	Name      string    `bun:"name,notnull"`
-	CreatedAt time.Time `bun:"created_at,notnull"`
+	ID            string            `bun:"id,pk"`
+	Name          string            `bun:"name,notnull"`
+	CreatedAt     time.Time         `bun:"created_at,notnull"`
+	ModelDefaults map[string]string `bun:"model_defaults,type:jsonb,notnull"`
+}
+
+func orgToRow(o *access.Organization) *orgRow {
+	d := o.ModelDefaults
+	if d == nil {
+		d = map[string]string{}
+	}
+	return &orgRow{ID: o.ID, Name: o.Name, CreatedAt: utc(o.CreatedAt), ModelDefaults: d}
+}
+
+func (r *orgRow) org() *access.Organization {
+	o := &access.Organization{ID: r.ID, Name: r.Name, CreatedAt: utc(r.CreatedAt)}
+	if len(r.ModelDefaults) > 0 {
+		o.ModelDefaults = r.ModelDefaults
+	}
+	return o
 }
 
 // OrgStore keeps organizations in the organizations table.
@@ -35,8 +52,7 @@ func NewOrgStore(db bun.IDB) *OrgStore { return &OrgStore{db: db} }
 
 // CreateOrg inserts o; an existing id is ErrConflict.
 func (s *OrgStore) CreateOrg(ctx context.Context, o *access.Organization) error {
-	r := orgRow{ID: o.ID, Name: o.Name, CreatedAt: utc(o.CreatedAt)}
-	if _, err := s.db.NewInsert().Model(&r).Exec(ctx); err != nil {
+	if _, err := s.db.NewInsert().Model(orgToRow(o)).Exec(ctx); err != nil {
 		return conflict(err, "create organization "+o.ID)
 	}
 	return nil
@@ -48,7 +64,34 @@ func (s *OrgStore) GetOrg(ctx context.Context, id string) (*access.Organization,
 	if err := s.db.NewSelect().Model(&r).Where("id = ?", id).Scan(ctx); err != nil {
 		return nil, notFound(err, "get organization "+id)
 	}
-	return &access.Organization{ID: r.ID, Name: r.Name, CreatedAt: utc(r.CreatedAt)}, nil
+	return r.org(), nil
+}
+
+// UpdateOrg locks the organization's row, calls fn and writes what fn
+// left.
+func (s *OrgStore) UpdateOrg(ctx context.Context, id string, fn func(*access.Organization) error) (*access.Organization, error) {
+	var out *access.Organization
+	err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+		var r orgRow
+		if err := tx.NewSelect().Model(&r).Where("id = ?", id).For("UPDATE").Scan(ctx); err != nil {
+			return notFound(err, "update organization "+id)
+		}
+		o := r.org()
+		if err := fn(o); err != nil {
+			return err
+		}
+		o.ID, o.CreatedAt = r.ID, r.CreatedAt
+		nr := orgToRow(o)
+		if _, err := tx.NewUpdate().Model(nr).WherePK().Exec(ctx); err != nil {
+			return fail(err, "update organization "+id)
+		}
+		out = nr.org()
+		return nil
+	})
+	if err != nil {
+		return nil, txErr(err, "update organization "+id)
+	}
+	return out, nil
 }
 
 // LockOrg locks the organization's row (SELECT … FOR UPDATE) until the end

@@ -128,7 +128,10 @@ const (
 	CatUsers         Category = "users"
 	CatSchemaPurge   Category = "schema_purge"
 	CatConceptMint   Category = "concept_mint"
-	CatSysAdmin      Category = "sysadmin"
+	// CatSettings is the organization's settings (its pinned default
+	// models): SPEC.md's table has no row; owners, like users and keys.
+	CatSettings Category = "settings"
+	CatSysAdmin Category = "sysadmin"
 )
 
 // minimum is SPEC.md's "Minimum role per endpoint category" table.
@@ -144,6 +147,7 @@ var minimum = map[Category]Role{
 	CatUsers:         Owner,
 	CatSchemaPurge:   Owner,
 	CatConceptMint:   Owner,
+	CatSettings:      Owner,
 }
 
 // MinimumRole returns the minimum role of a category, and false when the

@@ -72,6 +72,11 @@ const (
 	ActTestGlobalKey     Action = "global_keys.test"
 	ActTestAllGlobalKeys Action = "global_keys.test_all"
 
+	// ActGetModelDefaults reads the organization's pinned default models;
+	// ActSetModelDefaults changes them (an organization setting: owners).
+	ActGetModelDefaults Action = "model_defaults.get"
+	ActSetModelDefaults Action = "model_defaults.set"
+
 	// ActViewCosts reads the organization's cost analytics (the usage
 	// ledger's totals); ActViewAllCosts reads another organization's or
 	// every organization's (system administrators).
@@ -132,6 +137,9 @@ var rules = map[Action]rule{
 	ActEnableGlobalKey:   {CatSysAdmin, ScopeWrite},
 	ActTestGlobalKey:     {CatSysAdmin, ScopeWrite},
 	ActTestAllGlobalKeys: {CatSysAdmin, ScopeWrite},
+
+	ActGetModelDefaults: {CatProviderInfo, ScopeRead},
+	ActSetModelDefaults: {CatSettings, ScopeWrite},
 
 	ActViewCosts:    {CatCostAnalytics, ScopeRead},
 	ActViewAllCosts: {CatSysAdmin, ScopeRead},

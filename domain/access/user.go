@@ -7,6 +7,10 @@ type Organization struct {
 	ID        string
 	Name      string
 	CreatedAt time.Time
+	// ModelDefaults are the organization's pinned default models by task
+	// (enrichment, schema_generation, sample_generation): what auto
+	// resolves to while the model can be called.
+	ModelDefaults map[string]string
 }
 
 // UserStatus is whether a user may sign in.

@@ -5,6 +5,7 @@ package modelsel
 
 import (
 	"errors"
+	"fmt"
 	"sort"
 
 	"github.com/entityenrich/enrich/domain/model"
@@ -91,12 +92,13 @@ func Available(models []model.Info, usable func(provider string) bool) []model.I
 }
 
 // SelectAvailable is Select among the Available models. While a real model
-// is configured the sandbox is never the answer, even when no real model
-// has a usable key: auto then fails instead of answering with fake output.
+// is configured the sandbox is never the answer unless pinned, even when no
+// real model has a usable key: auto then fails instead of answering with
+// fake output.
 func SelectAvailable(models []model.Info, usable func(provider string) bool, pinned string, n Needs) (Pick, error) {
 	p, err := Select(Available(models, usable), pinned, n)
-	if err != nil || !p.Model.Sandbox {
-		return p, err
+	if err != nil || !p.Model.Sandbox || p.Pinned {
+		return p, err // a sandbox model the organization pinned is its choice
 	}
 	for _, m := range models {
 		if !m.Sandbox {
@@ -104,4 +106,47 @@ func SelectAvailable(models []model.Info, usable func(provider string) bool, pin
 		}
 	}
 	return p, nil
+}
+
+// The tasks automatic selection serves; an organization may pin a default
+// model for each.
+const (
+	TaskEnrichment       = "enrichment"
+	TaskSchemaGeneration = "schema_generation"
+	TaskSampleGeneration = "sample_generation"
+)
+
+// Tasks lists the tasks of automatic selection.
+func Tasks() []string { return []string{TaskEnrichment, TaskSchemaGeneration, TaskSampleGeneration} }
+
+// ErrUnknownTask is returned for a task automatic selection does not serve.
+var ErrUnknownTask = errors.New("unknown task")
+
+// CheckTask returns ErrUnknownTask (wrapped, naming the tasks) for a task
+// that is not one of Tasks.
+func CheckTask(t string) error {
+	for _, k := range Tasks() {
+		if k == t {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w %q: use %v", ErrUnknownTask, t, Tasks())
+}
+
+// CheckDefaults checks pinned defaults: known tasks, composite keys of models
+// among known (the catalog). It returns the first offending task.
+func CheckDefaults(defaults map[string]string, known []model.Info) (task string, err error) {
+	names := make(map[string]bool, len(known))
+	for _, m := range known {
+		names[m.Key.String()] = true
+	}
+	for t, key := range defaults {
+		if err := CheckTask(t); err != nil {
+			return t, err
+		}
+		if !names[key] {
+			return t, fmt.Errorf("%s: unknown model %q", t, key)
+		}
+	}
+	return "", nil
 }

@@ -78,8 +78,35 @@ func TestAvailable(t *testing.T) {
 	// refuses rather than answering with fake output.
 	_, err = modelsel.SelectAvailable(ms, func(string) bool { return false }, "", modelsel.Needs{})
 	is.True(errors.Is(err, modelsel.ErrNoCapableModel))
+	// Unless the organization pinned it.
+	p, err = modelsel.SelectAvailable(ms, func(string) bool { return false }, "sandbox::echo", modelsel.Needs{})
+	is.NoErr(err)
+	is.True(p.Pinned)
 	// With only the sandbox configured, the sandbox it is.
 	p, err = modelsel.SelectAvailable(ms[2:], func(string) bool { return false }, "", modelsel.Needs{})
 	is.NoErr(err)
 	is.Equal(p.Source, "sandbox")
+}
+
+func TestCheckDefaults(t *testing.T) {
+	known := []model.Info{info("p::a", false, false), info("sandbox::echo", true, false)}
+	tests := []struct {
+		name     string
+		defaults map[string]string
+		task     string
+	}{
+		{"none", nil, ""},
+		{"every task", map[string]string{"enrichment": "p::a", "schema_generation": "sandbox::echo", "sample_generation": "p::a"}, ""},
+		{"unknown task", map[string]string{"classification": "p::a"}, "classification"},
+		{"unknown model", map[string]string{"enrichment": "p::b"}, "enrichment"},
+		{"not a key", map[string]string{"enrichment": "auto"}, "enrichment"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			task, err := modelsel.CheckDefaults(tt.defaults, known)
+			is.Equal(task, tt.task)
+			is.Equal(err != nil, tt.task != "")
+		})
+	}
 }

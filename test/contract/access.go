@@ -53,6 +53,38 @@ func RunOrgStore(t *testing.T, newStore func(t *testing.T) ports.OrgStore) {
 			is.NoErr(s.LockOrg(ctx, o.ID)) // outside a unit of work the lock does not outlive the call
 			is.True(errors.Is(s.LockOrg(ctx, newID("org")), ports.ErrNotFound))
 		}},
+		{"update keeps model defaults; id and creation time never change", func(t *testing.T, s ports.OrgStore) {
+			is := is.New(t)
+			o := &access.Organization{ID: newID("org"), Name: "before", CreatedAt: at(0)}
+			is.NoErr(s.CreateOrg(ctx, o))
+			got, err := s.GetOrg(ctx, o.ID)
+			is.NoErr(err)
+			is.Equal(len(got.ModelDefaults), 0) // none until set
+			want := map[string]string{"enrichment": "p::m", "sample_generation": "q::ü"}
+			got, err = s.UpdateOrg(ctx, o.ID, func(o *access.Organization) error {
+				o.Name, o.ModelDefaults = "after", want
+				o.ID, o.CreatedAt = "other", at(9)
+				return nil
+			})
+			is.NoErr(err)
+			want["enrichment"] = "changed after update" // the store keeps its own copy
+			again, err := s.GetOrg(ctx, o.ID)
+			is.NoErr(err)
+			for _, g := range []*access.Organization{got, again} {
+				is.Equal(g.ID, o.ID)
+				is.Equal(g.Name, "after")
+				is.Equal(g.ModelDefaults, map[string]string{"enrichment": "p::m", "sample_generation": "q::ü"})
+				sameTime(t, "CreatedAt", g.CreatedAt, at(0))
+			}
+			boom := errors.New("boom")
+			_, err = s.UpdateOrg(ctx, o.ID, func(o *access.Organization) error { o.Name = "lost"; return boom })
+			is.Equal(err, boom)
+			again, err = s.GetOrg(ctx, o.ID)
+			is.NoErr(err)
+			is.Equal(again.Name, "after")
+			_, err = s.UpdateOrg(ctx, newID("org"), func(*access.Organization) error { return nil })
+			is.True(errors.Is(err, ports.ErrNotFound))
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.run(t, newStore(t)) })

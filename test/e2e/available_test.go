@@ -82,6 +82,47 @@ func testModelAvailability(t *testing.T, dsn string) {
 	is.Equal(s.call("POST", "/api/single/enrich/sync", home.key, obj{"entity_data": obj{"name": "Acme"}, "schema_id": schemaID}, &res), 200)
 	is.Equal(*res.Model, "paid::m")
 
+	// Pinned defaults: read by operators, set by owners; a pinned model
+	// wins while it can be called, and the pick says pinned.
+	var d map[string]*string
+	is.Equal(s.call("GET", "/api/organization/model-defaults", home.key, nil, &d), 200)
+	is.Equal(len(d), 3)
+	is.Equal(d["enrichment"], nil)
+	is.Equal(s.call("PUT", "/api/organization/model-defaults", home.key, obj{"enrichment": "sandbox::alt", "sample_generation": "paid::m"}, &d), 200)
+	is.Equal(*d["enrichment"], "sandbox::alt")
+	is.Equal(*d["sample_generation"], "paid::m")
+	is.Equal(d["schema_generation"], nil)
+	_, o = available(home.key)
+	is.Equal(o.DefaultModels["enrichment"].Key, "sandbox::alt")
+	is.Equal(o.DefaultModels["schema_generation"].Key, "paid::m") // not pinned: the best available
+	evs := s.follow(home.key, s.startJob(home.key, obj{"entity_data": obj{"name": "Acme"}, "schema_id": schemaID, "models": []string{"auto"}}), "")
+	sel := find(evs, "model_auto_selected")[0]
+	is.Equal(sel.Data["model"], "sandbox::alt")
+	is.Equal(sel.Data["pinned"], true)
+	is.Equal(last(evs).Name, "completed")
+	// PATCH unpins with null and leaves the other tasks alone; bad tasks and
+	// models are 400s naming the task.
+	is.Equal(s.call("PATCH", "/api/organization/model-defaults", home.key, obj{"enrichment": nil}, &d), 200)
+	is.Equal(d["enrichment"], nil)
+	is.Equal(*d["sample_generation"], "paid::m")
+	for _, tc := range []struct {
+		body  obj
+		field string
+	}{
+		{obj{"enrichment": "nobody::m"}, "enrichment"},
+		{obj{"classification": "paid::m"}, "classification"},
+		{obj{"enrichment": "auto"}, "enrichment"},
+	} {
+		var e struct{ Field string }
+		st := s.call("PUT", "/api/organization/model-defaults", home.key, tc.body, &e)
+		if st != 400 || e.Field != tc.field {
+			t.Errorf("%v: got %d naming %q, want 400 naming %q", tc.body, st, e.Field, tc.field)
+		}
+	}
+	operator := s.newKey(home.token, "operator")
+	is.Equal(s.call("GET", "/api/organization/model-defaults", operator, nil, nil), 200)
+	is.Equal(s.call("PUT", "/api/organization/model-defaults", operator, obj{"enrichment": nil}, nil), 403)
+
 	// A disabled key does not count.
 	var keys []struct{ ID string }
 	is.Equal(s.call("GET", "/api/org-keys", home.key, nil, &keys), 200)
