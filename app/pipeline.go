@@ -294,6 +294,8 @@ func (s *EnrichmentService) finish(jobID string, pl *plan, m model.Info, parts [
 	if err := pl.whole.Validate(merged); err != nil {
 		return nil, fmt.Errorf("merged output does not validate: %w", err)
 	}
+	// The caller's preserved values, exactly as sent.
+	merged = enrichment.CopyPaths(merged, pl.entity, pl.preserve)
 	out, _ := json.Marshal(merged)
 	o.record = &enrichment.Record{ID: recordID(jobID, m.Key), OrgID: pl.schema.OrgID, Type: enrichment.RecordEnrichment, SchemaID: pl.schema.ID,
 		JobID: jobID, Model: m.Key.String(), Strategy: pl.choice.Strategy, EntityData: pl.req.EntityData, StructuredOutput: out,

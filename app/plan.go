@@ -191,6 +191,10 @@ type plan struct {
 	req      EnrichRequest
 	schema   *schema.Schema
 	doc      map[string]any
+	entity   map[string]any
+	// preserve are the schema's preserve paths: taken out of the prompts
+	// and copied from the entity into each result.
+	preserve [][]string
 	whole    ports.Validator
 	calls    []call
 	choice   enrichment.Choice
@@ -264,10 +268,16 @@ func (s *EnrichmentService) prepare(ctx context.Context, orgID string, req Enric
 	if err != nil {
 		return nil, err
 	}
-	pl := &plan{req: req, schema: sc, models: models, autoPick: pick}
+	pl := &plan{req: req, schema: sc, models: models, autoPick: pick, entity: entity}
 	if err := json.Unmarshal(sc.Content, &pl.doc); err != nil {
 		return nil, fmt.Errorf("stored schema %s does not decode: %w", sc.ID, err)
 	}
+	// The input contract is checked before anything is spent; preserved
+	// values are then the caller's, never asked of a model.
+	if pl.preserve, err = checkContract(pl.doc, entity); err != nil {
+		return nil, err
+	}
+	pl.doc = enrichment.WithoutPaths(pl.doc, pl.preserve)
 	// Multilingual properties are answered per requested language.
 	pl.doc = enrichment.Localize(pl.doc, req.languages())
 	localized, err := json.Marshal(pl.doc)
