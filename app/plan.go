@@ -188,10 +188,10 @@ func (s *EnrichmentService) knownModel(field, k string) (model.Info, error) {
 
 // plan is a validated request, ready to run.
 type plan struct {
-	req      EnrichRequest
-	schema   *schema.Schema
-	doc      map[string]any
-	entity   map[string]any
+	req    EnrichRequest
+	schema *schema.Schema
+	doc    map[string]any
+	entity map[string]any
 	// preserve are the schema's preserve paths: taken out of the prompts
 	// and copied from the entity into each result.
 	preserve [][]string
