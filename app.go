@@ -62,6 +62,8 @@ type Embedded struct {
 	Jobs       *app.JobService
 	// ProviderKeys manages the organizations' and the global provider keys.
 	ProviderKeys *app.ProviderKeyService
+	// Analysis runs the schema analyses (ambiguity, identity scoping).
+	Analysis *app.AnalysisService
 
 	Stores *Stores
 	Log    *slog.Logger

@@ -57,6 +57,7 @@ var coreSet = wire.NewSet(
 	provideRecords,
 	provideJobs,
 	provideEnrichment,
+	provideAnalysis,
 	provideEmbedded,
 )
 
@@ -158,15 +159,21 @@ func provideEnrichment(cfg Config, st *Stores, en *app.Engine, s ports.EventStre
 }
 
 func provideEmbedded(st *Stores, a *app.AccessService, sc *app.SchemaService, rc *app.RecordService, en *app.EnrichmentService,
-	js *app.JobService, pk *app.ProviderKeyService, h *eventhub.Hub, eng *app.Engine, lg *slog.Logger, m *metrics.Metrics) *Embedded {
+	js *app.JobService, pk *app.ProviderKeyService, an *app.AnalysisService, h *eventhub.Hub, eng *app.Engine, lg *slog.Logger, m *metrics.Metrics) *Embedded {
 	m.WatchRunning(func() int { return len(eng.Running()) })
-	return &Embedded{Access: a, Schemas: sc, Records: rc, Enrichment: en, Jobs: js, ProviderKeys: pk, Stores: st, Log: lg,
+	return &Embedded{Access: a, Schemas: sc, Records: rc, Enrichment: en, Jobs: js, ProviderKeys: pk, Analysis: an, Stores: st, Log: lg,
 		Metrics: m, stream: h, engine: eng}
+}
+
+func provideAnalysis(st *Stores, l ports.LLM, cat ports.ModelCatalog, c ports.SchemaCompiler, kr *app.KeyRing,
+	clock ports.Clock, ids ports.IDs, lg *slog.Logger) *app.AnalysisService {
+	return &app.AnalysisService{Schemas: st.Schemas, Records: st.Records, UoW: st.UoW, LLM: l, Catalog: cat, Compiler: c,
+		Keys: kr, Clock: clock, IDs: ids, Log: lg}
 }
 
 // httpSet builds the HTTP API from an Embedded core.
 var httpSet = wire.NewSet(
-	wire.FieldsOf(new(*Embedded), "Access", "Schemas", "Records", "Enrichment", "Jobs", "ProviderKeys", "Log"),
+	wire.FieldsOf(new(*Embedded), "Access", "Schemas", "Records", "Enrichment", "Jobs", "ProviderKeys", "Analysis", "Log"),
 	provideHTTPConfig,
 	provideReadiness,
 	httpapi.NewServer,

@@ -57,6 +57,11 @@ var routes = map[Route]access.Action{
 	{"POST", "/api/global-keys/{key_id}/enable"}:       access.ActEnableGlobalKey,
 	{"POST", "/api/global-keys/{key_id}/health-check"}: access.ActTestGlobalKey,
 	{"POST", "/api/global-keys/test-all"}:              access.ActTestAllGlobalKeys,
+
+	// Schema analysis (ambiguity, identity scoping).
+	{"POST", "/api/schema/analyze-sample"}:     access.ActAnalyzeSample,
+	{"POST", "/api/schema/saved/{id}/analyze"}: access.ActAnalyzeSchema,
+	{"POST", "/api/schema/scoping-split"}:      access.ActScopingSplit,
 }
 
 // actionOf returns a route's action, and false for a route missing from the

@@ -49,6 +49,10 @@ var minimum = map[string]string{
 	"GET /api/global-keys":                     "sysadmin", "POST /api/global-keys": "sysadmin", "PATCH /api/global-keys/{key_id}": "sysadmin",
 	"DELETE /api/global-keys/{key_id}": "sysadmin", "POST /api/global-keys/{key_id}/enable": "sysadmin",
 	"POST /api/global-keys/{key_id}/health-check": "sysadmin", "POST /api/global-keys/test-all": "sysadmin",
+	// Analyses: analyze-sample spends and stores a record, analyze edits the
+	// schema (editor); scoping-split is free and stateless (schema read).
+	"POST /api/schema/analyze-sample": "editor", "POST /api/schema/saved/{id}/analyze": "editor",
+	"POST /api/schema/scoping-split": "operator",
 }
 
 var rank = map[string]int{"operator": 1, "editor": 2, "owner": 4}
@@ -210,6 +214,14 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"POST", "/api/global-keys/{key_id}/enable", "/api/global-keys/" + globalKeyID + "/enable", nil, 200, false, 0},
 		{"POST", "/api/global-keys/{key_id}/health-check", "/api/global-keys/" + globalKeyID + "/health-check", nil, 200, false, 0},
 		{"POST", "/api/global-keys/test-all", "/api/global-keys/test-all", nil, 200, false, 0},
+		{"POST", "/api/schema/analyze-sample", "/api/schema/analyze-sample", func() any {
+			return obj{"sample_json": obj{"size": "large"}, "model": "sandbox::echo"}
+		}, 200, false, 0},
+		{"POST", "/api/schema/saved/{id}/analyze", "/api/schema/saved/" + schemaID + "/analyze?force=true&model=sandbox::echo", nil, 200, true, 0},
+		{"POST", "/api/schema/scoping-split", "/api/schema/scoping-split", func() any {
+			return obj{"path": "board", "entity_fields": []string{"name"}, "entity_name": "Person",
+				"entity_samples": []obj{{"board": []obj{{"name": "Ann", "role": "chair"}}}}}
+		}, 200, false, 0},
 	}
 
 	// The matrix covers exactly the routes the server has.
