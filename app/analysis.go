@@ -120,6 +120,7 @@ func (s *AnalysisService) AnalyzeSample(ctx context.Context, p *access.Principal
 	}
 	ans, calls, err := s.ask(ctx, p.OrgID, m, ambiguity.Prompt(subject, in.ProtectedFields, false), false)
 	if err != nil {
+		s.storeFailed(ctx, calls)
 		return nil, err
 	}
 	rep := ambiguity.Normalize(ans, subject, in.ProtectedFields)
@@ -172,6 +173,7 @@ func (s *AnalysisService) AnalyzeSchema(ctx context.Context, p *access.Principal
 	}
 	ans, calls, err := s.ask(ctx, p.OrgID, m, ambiguity.Prompt(subject, nil, true), true)
 	if err != nil {
+		s.storeFailed(ctx, calls)
 		return nil, err
 	}
 	rep := ambiguity.Normalize(ans, subject, nil)
@@ -378,6 +380,24 @@ func compactOrNil(raw json.RawMessage) json.RawMessage {
 		return nil
 	}
 	return compact(raw)
+}
+
+// storeFailed writes the usage of a failed analysis's calls (no record):
+// what was spent is in the ledger whatever the outcome. A failure to write
+// is logged; the caller gets the analysis's own error.
+func (s *AnalysisService) storeFailed(ctx context.Context, calls []usage.Entry) {
+	if s.UoW == nil || len(calls) == 0 {
+		return
+	}
+	err := s.UoW.InTx(context.WithoutCancel(ctx), func(ctx context.Context, r ports.Repos) error {
+		if r.Usage == nil {
+			return nil
+		}
+		return r.Usage.AppendUsage(ctx, calls)
+	})
+	if err != nil {
+		s.Log.Error("usage of a failed analysis not written", "err", err)
+	}
 }
 
 // store writes the record and the calls' usage together.

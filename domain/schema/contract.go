@@ -50,7 +50,7 @@ const maxContractDepth = 16
 // $refs (#/$defs/X, #/definitions/X) are followed. A document without
 // identifying or preserve flags has the empty contract.
 func ContractOf(doc map[string]any) Contract {
-	c := Contract{ArrayItemKeys: map[string][]string{}, segs: map[string][]string{}}
+	c := Contract{IdentifyingKeys: []string{}, Preserve: []string{}, ArrayItemKeys: map[string][]string{}, segs: map[string][]string{}}
 	root := doc
 	if r, ok := doc["root"].(map[string]any); ok {
 		if _, has := doc["properties"]; !has {

@@ -1,11 +1,16 @@
 package e2e_test
 
 import (
+	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/matryer/is"
+
+	"github.com/entityenrich/enrich/adapters/llm"
+	"github.com/entityenrich/enrich/test/fakeopenai"
 )
 
 // ambiguityReport is the AmbiguityCheckResponse as a client reads it.
@@ -260,4 +265,49 @@ func TestScopingSplit(t *testing.T) {
 	}
 	s.call("GET", "/api/records", operator, nil, &recs)
 	is.Equal(recs.Total, 0)
+}
+
+// TestAnalyzeSampleProvider: through a real (OpenAI-compatible) provider,
+// picked by auto: one call carrying the subject and the answer's schema,
+// its usage in the ledger and in the record.
+func TestAnalyzeSampleProvider(t *testing.T) {
+	is := is.New(t)
+	fake := fakeopenai.New(t)
+	cfg := testConfig(backends[1].dsn(t))
+	cfg.Providers = []llm.ProviderConfig{{Name: "local", Type: "openai", BaseURL: fake.URL(), APIKey: "test-key", Models: []string{"fake-1"}}}
+	s := start(t, cfg)
+	ten := s.register("analyze-provider@example.com")
+	fake.SetResponder(func(req fakeopenai.ChatRequest) (string, int) {
+		return `{"findings":[{"path":"size","kind":"ambiguous","level":"medium","interpretations":["headcount","revenue"],` +
+			`"note":"which size?","suggested_names":["employee_count"]}],"identity_scoping":[]}`, 200
+	})
+	var rep ambiguityReport
+	is.Equal(s.call("POST", "/api/schema/analyze-sample", ten.key, obj{"sample_json": obj{"name": "Acme", "size": "large"}}, &rep), 200)
+	is.Equal(*rep.Model, "local::fake-1")
+	is.Equal(len(rep.Findings), 1)
+	is.Equal(rep.Findings[0].Note, "which size?")
+	is.Equal(fake.Requests(), 1)
+	req, _ := fake.LastRequest()
+	is.True(strings.Contains(req.Messages[len(req.Messages)-1].Content, `"path":"size"`)) // the subject
+	var rec struct {
+		InputTokens int `json:"input_tokens"`
+	}
+	is.Equal(s.call("GET", "/api/records/"+*rep.RecordID, ten.key, nil, &rec), 200)
+	is.True(rec.InputTokens > 0)
+	entries, err := s.srv.Stores.Usage.ListUsage(context.Background(), ten.orgID, time.Now().Add(-time.Hour), time.Now().Add(time.Hour))
+	is.NoErr(err)
+	is.Equal(len(entries), 1)
+	is.Equal(entries[0].Model, "local::fake-1")
+
+	// An answer that never fits: 502 after the bounded attempts, nothing stored.
+	fake.SetResponder(func(req fakeopenai.ChatRequest) (string, int) { return `{"findings":[{"path":"size"}]}`, 200 })
+	var e struct{ Code, Detail string }
+	is.Equal(s.call("POST", "/api/schema/analyze-sample", ten.key, obj{"sample_json": obj{"size": "large"}}, &e), 502)
+	is.Equal(e.Code, "model_output_invalid")
+	is.Equal(fake.Requests(), 4) // 1 + 3 attempts
+	last, _ := fake.LastRequest()
+	is.True(strings.Contains(last.Messages[len(last.Messages)-1].Content, "rejected")) // the validator's message fed back
+	entries, err = s.srv.Stores.Usage.ListUsage(context.Background(), ten.orgID, time.Now().Add(-time.Hour), time.Now().Add(time.Hour))
+	is.NoErr(err)
+	is.Equal(len(entries), 4) // what the failed analysis spent is in the ledger too
 }

@@ -52,6 +52,21 @@ func TestInputContract(t *testing.T) {
 			ten := s.register("contract@example.com")
 			id := s.createSchema(ten.key, "Contracted", contractSchema)
 
+			t.Run("the schema shows its contract", func(t *testing.T) {
+				is := is.New(t)
+				var sc struct {
+					InputContract struct {
+						IdentifyingKeys []string            `json:"identifying_keys"`
+						Preserve        []string            `json:"preserve"`
+						ArrayItemKeys   map[string][]string `json:"array_item_keys"`
+					} `json:"input_contract"`
+				}
+				is.Equal(s.call("GET", "/api/schema/saved/"+id, ten.key, nil, &sc), 200)
+				is.Equal(sc.InputContract.IdentifyingKeys, []string{"domain", "name"})
+				is.Equal(sc.InputContract.Preserve, []string{"hq.city", "internal_id"})
+				is.Equal(sc.InputContract.ArrayItemKeys, map[string][]string{"people": {"full_name"}})
+			})
+
 			refused := []struct {
 				name   string
 				entity obj
