@@ -1,9 +1,11 @@
 package app
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 
+	"github.com/entityenrich/enrich/domain/enrichment"
 	"github.com/entityenrich/enrich/domain/schema"
 )
 
@@ -39,4 +41,35 @@ func contractError(vs []schema.Violation) error {
 		fmt.Fprintf(&b, "%s: %s", v.Path, v.Reason)
 	}
 	return &Error{Kind: schema.ErrContractUnsatisfied, Code: CodeInputContract, Field: "entity_data", Detail: b.String(), Paths: schema.Paths(vs)}
+}
+
+// checkPreserved checks each preserved value of entity against its
+// property's schema in doc (localized): the value goes into the result as
+// sent, so it must fit there. A misfit is input_contract_unsatisfied
+// naming the path.
+func (s *EnrichmentService) checkPreserved(doc, entity map[string]any, preserve [][]string) error {
+	var vs []schema.Violation
+	for _, path := range preserve {
+		prop, ok := enrichment.PropertySchema(doc, path)
+		if !ok {
+			continue
+		}
+		v, _ := schema.Lookup(entity, path)
+		raw, err := json.Marshal(prop)
+		if err != nil {
+			continue
+		}
+		val, err := s.compile(raw)
+		if err != nil {
+			continue // the whole schema's compilation reports it
+		}
+		if err := val.Validate(v); err != nil {
+			vs = append(vs, schema.Violation{Path: strings.Join(path, "."),
+				Reason: fmt.Sprintf("preserved value does not fit its property's schema (it is copied into the result as sent): %v", err)})
+		}
+	}
+	if len(vs) > 0 {
+		return contractError(vs)
+	}
+	return nil
 }

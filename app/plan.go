@@ -277,9 +277,12 @@ func (s *EnrichmentService) prepare(ctx context.Context, orgID string, req Enric
 	if pl.preserve, err = checkContract(pl.doc, entity); err != nil {
 		return nil, err
 	}
-	pl.doc = enrichment.WithoutPaths(pl.doc, pl.preserve)
 	// Multilingual properties are answered per requested language.
 	pl.doc = enrichment.Localize(pl.doc, req.languages())
+	if err := s.checkPreserved(pl.doc, entity, pl.preserve); err != nil {
+		return nil, err
+	}
+	pl.doc = enrichment.WithoutPaths(pl.doc, pl.preserve)
 	localized, err := json.Marshal(pl.doc)
 	if err != nil {
 		return nil, fmt.Errorf("schema %s: %w", sc.ID, err)

@@ -128,3 +128,34 @@ func shallow(m map[string]any) map[string]any {
 	}
 	return out
 }
+
+// PropertySchema returns a standalone schema of the property at path (a
+// list of property names through nested objects and local $refs): the
+// property's own keywords plus the document's definitions, so that its
+// $refs still resolve. false when the document has no such property.
+func PropertySchema(doc map[string]any, path []string) (map[string]any, bool) {
+	if len(path) == 0 {
+		return nil, false
+	}
+	obj := doc
+	var p map[string]any
+	for i, name := range path {
+		props, _ := deref(doc, obj)["properties"].(map[string]any)
+		p, _ = props[name].(map[string]any)
+		if p == nil {
+			return nil, false
+		}
+		if i < len(path)-1 {
+			obj = deref(doc, p)
+		}
+	}
+	out := shallow(p)
+	for _, k := range []string{"$schema", "$defs", "definitions", "x-enums", "x-localized"} {
+		if v, ok := doc[k]; ok {
+			if _, own := out[k]; !own {
+				out[k] = v
+			}
+		}
+	}
+	return out, true
+}

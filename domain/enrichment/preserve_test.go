@@ -99,3 +99,19 @@ func TestCopyPaths(t *testing.T) {
 		})
 	}
 }
+
+func TestPropertySchema(t *testing.T) {
+	is := is.New(t)
+	doc := mustDecode(t, preserveDoc)
+	p, ok := enrichment.PropertySchema(doc, []string{"hq", "city"})
+	is.True(ok)
+	is.Equal(p["type"], "string")
+	is.True(p["$defs"] != nil) // refs still resolve
+	p, ok = enrichment.PropertySchema(doc, []string{"internal_id"})
+	is.True(ok)
+	is.Equal(p["preserve"], true)
+	_, ok = enrichment.PropertySchema(doc, []string{"hq", "nope"})
+	is.True(!ok)
+	_, ok = enrichment.PropertySchema(doc, nil)
+	is.True(!ok)
+}

@@ -76,6 +76,7 @@ func TestInputContract(t *testing.T) {
 				{"blank identifying values", obj{"name": " ", "domain": nil, "internal_id": "X-1", "hq": obj{"city": "Paris"}}, []string{"domain", "name"}},
 				{"preserved value missing", obj{"name": "Acme", "hq": obj{"city": "Paris"}}, []string{"internal_id"}},
 				{"nested preserved value missing", obj{"name": "Acme", "internal_id": "X-1"}, []string{"hq.city"}},
+				{"preserved value does not fit its schema", obj{"name": "Acme", "internal_id": 42, "hq": obj{"city": "Paris"}}, []string{"internal_id"}},
 				{"array item without a key", obj{"name": "Acme", "internal_id": "X-1", "hq": obj{"city": "Paris"},
 					"people": []obj{{"full_name": "Ann"}, {"role": "CFO"}}}, []string{"people.1"}},
 			}
