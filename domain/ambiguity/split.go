@@ -139,12 +139,13 @@ func SplitSamples(samples []any, doc map[string]any, sp Split) SplitResult {
 	var newDoc map[string]any
 	if doc != nil {
 		var reason string
-		newDoc, reason = splitSchema(doc, segs, sp, key)
+		var fromSchema []string
+		newDoc, fromSchema, reason = splitSchema(doc, segs, sp, key)
 		if reason != "" {
 			res.Reason = reason
 			return res
 		}
-		for _, f := range sp.EntityFields {
+		for _, f := range fromSchema {
 			moved[f] = true
 		}
 	} else if !found {
@@ -185,23 +186,23 @@ func visitSite(v any, segs []string, fn func(map[string]any)) {
 
 // splitSchema moves the entity fields of the object schema at segs into
 // $defs/<EntityName> (a copy of doc is changed).
-func splitSchema(doc map[string]any, segs []string, sp Split, key string) (map[string]any, string) {
+func splitSchema(doc map[string]any, segs []string, sp Split, key string) (map[string]any, []string, string) {
 	out, _ := deepCopy(doc).(map[string]any)
 	obj := rootOf(out)
 	for _, name := range segs {
 		props, _ := deref(out, obj)["properties"].(map[string]any)
 		p, _ := props[name].(map[string]any)
 		if p == nil {
-			return nil, fmt.Sprintf("the schema has no property at %s", sp.Path)
+			return nil, nil, fmt.Sprintf("the schema has no property at %s", sp.Path)
 		}
 		obj = objectOf(out, p)
 		if obj == nil {
-			return nil, fmt.Sprintf("the schema's %s is not an object or an array of objects", sp.Path)
+			return nil, nil, fmt.Sprintf("the schema's %s is not an object or an array of objects", sp.Path)
 		}
 	}
 	props, _ := obj["properties"].(map[string]any)
 	if _, taken := props[key]; taken {
-		return nil, fmt.Sprintf("the schema's %s already has a property %q", sp.Path, key)
+		return nil, nil, fmt.Sprintf("the schema's %s already has a property %q", sp.Path, key)
 	}
 	defs, _ := out["$defs"].(map[string]any)
 	if defs == nil {
@@ -210,7 +211,7 @@ func splitSchema(doc map[string]any, segs []string, sp Split, key string) (map[s
 	}
 	name := strings.TrimSpace(sp.EntityName)
 	if _, taken := defs[name]; taken {
-		return nil, fmt.Sprintf("the schema already defines $defs/%s", name)
+		return nil, nil, fmt.Sprintf("the schema already defines $defs/%s", name)
 	}
 	entProps := map[string]any{}
 	for _, f := range sp.EntityFields {
@@ -220,7 +221,7 @@ func splitSchema(doc map[string]any, segs []string, sp Split, key string) (map[s
 		}
 	}
 	if len(entProps) == 0 {
-		return nil, fmt.Sprintf("the schema's %s has none of the entity fields", sp.Path)
+		return nil, nil, fmt.Sprintf("the schema's %s has none of the entity fields", sp.Path)
 	}
 	entity := map[string]any{"type": "object", "title": name, "properties": entProps}
 	if req, ok := obj["required"].([]any); ok {
@@ -244,7 +245,7 @@ func splitSchema(doc map[string]any, segs []string, sp Split, key string) (map[s
 	}
 	defs[name] = entity
 	props[key] = map[string]any{"$ref": "#/$defs/" + name}
-	return out, ""
+	return out, sortedKeys(entProps), ""
 }
 
 func deepCopy(v any) any {
