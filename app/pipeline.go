@@ -110,7 +110,10 @@ func (s *EnrichmentService) unprepared(err error) Outcome {
 	}
 	code := job.CodeInternal
 	switch e.Code {
-	case "schema_invalid", "not_found":
+	case "schema_invalid", "not_found", CodeInputContract:
+		// A schema changed under a stored job so that its entity no
+		// longer satisfies the contract: the schema, not the run, is at
+		// fault.
 		code = job.CodeSchemaInvalid
 	case "no_usable_provider_key":
 		code = job.CodeNoUsableKey
