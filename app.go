@@ -64,6 +64,8 @@ type Embedded struct {
 	ProviderKeys *app.ProviderKeyService
 	// Costs answers the cost analytics from the usage ledger.
 	Costs *app.CostService
+	// Analysis runs the schema analyses (ambiguity, identity scoping).
+	Analysis *app.AnalysisService
 
 	Stores *Stores
 	Log    *slog.Logger

@@ -58,6 +58,7 @@ var coreSet = wire.NewSet(
 	provideJobs,
 	provideEnrichment,
 	provideCosts,
+	provideAnalysis,
 	provideEmbedded,
 )
 
@@ -175,11 +176,18 @@ func provideCosts(st *Stores, clock ports.Clock) *app.CostService {
 }
 
 func provideEmbedded(st *Stores, a *app.AccessService, sc *app.SchemaService, rc *app.RecordService, en *app.EnrichmentService,
-	js *app.JobService, pk *app.ProviderKeyService, cs *app.CostService, h *eventhub.Hub, eng *app.Engine, lg *slog.Logger,
-	m *metrics.Metrics) *Embedded {
+	js *app.JobService, pk *app.ProviderKeyService, cs *app.CostService, an *app.AnalysisService, h *eventhub.Hub, eng *app.Engine,
+	lg *slog.Logger, m *metrics.Metrics) *Embedded {
 	m.WatchRunning(func() int { return len(eng.Running()) })
-	return &Embedded{Access: a, Schemas: sc, Records: rc, Enrichment: en, Jobs: js, ProviderKeys: pk, Costs: cs, Stores: st, Log: lg,
+	return &Embedded{Access: a, Schemas: sc, Records: rc, Enrichment: en, Jobs: js, ProviderKeys: pk, Costs: cs, Analysis: an,
+		Stores: st, Log: lg,
 		Metrics: m, stream: h, engine: eng}
+}
+
+func provideAnalysis(st *Stores, l ports.LLM, cat ports.ModelCatalog, c ports.SchemaCompiler, kr *app.KeyRing,
+	clock ports.Clock, ids ports.IDs, lg *slog.Logger) *app.AnalysisService {
+	return &app.AnalysisService{Schemas: st.Schemas, Records: st.Records, UoW: st.UoW, LLM: l, Catalog: cat, Compiler: c,
+		Keys: kr, Orgs: st.Orgs, Clock: clock, IDs: ids, Log: lg}
 }
 
 // httpSet builds the HTTP API from an Embedded core.
@@ -194,7 +202,7 @@ var httpSet = wire.NewSet(
 // provideServices hands the HTTP API the app services it serves.
 func provideServices(e *Embedded) httpapi.Services {
 	return httpapi.Services{Access: e.Access, Schemas: e.Schemas, Records: e.Records, Enrichment: e.Enrichment, Jobs: e.Jobs,
-		ProviderKeys: e.ProviderKeys, Costs: e.Costs}
+		ProviderKeys: e.ProviderKeys, Costs: e.Costs, Analysis: e.Analysis}
 }
 
 func provideHTTPConfig(e *Embedded) httpapi.Config {

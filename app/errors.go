@@ -19,6 +19,9 @@ type Error struct {
 	Field string
 	// RetryAfter, when set, tells the client when to try again.
 	RetryAfter time.Duration
+	// Paths lists the offending paths of the request's data, when there
+	// are several (input_contract_unsatisfied).
+	Paths []string
 }
 
 func (e *Error) Error() string { return e.Detail }

@@ -7,7 +7,6 @@ import (
 	"github.com/entityenrich/enrich/domain/enrichment"
 	"github.com/entityenrich/enrich/domain/model"
 	"github.com/entityenrich/enrich/domain/modelsel"
-	"github.com/entityenrich/enrich/ports"
 )
 
 // Languages are the ISO 639-1 codes enrichment accepts, with their names.
@@ -44,11 +43,11 @@ func (s *EnrichmentService) Options(ctx context.Context, p *access.Principal) (O
 	if err := access.Authorize(p, access.ActEnrichmentOptions); err != nil {
 		return Options{}, err
 	}
-	usable, err := s.usable(ctx, p.OrgID)
+	usable, err := s.picker().Usable(ctx, p.OrgID)
 	if err != nil {
 		return Options{}, err
 	}
-	pinned, err := s.pinned(ctx, p.OrgID)
+	pinned, err := s.picker().Pinned(ctx, p.OrgID)
 	if err != nil {
 		return Options{}, err
 	}
@@ -72,46 +71,12 @@ func (s *EnrichmentService) Options(ctx context.Context, p *access.Principal) (O
 	return o, nil
 }
 
-// pinned returns the organization's pinned default models by task.
-func (s *EnrichmentService) pinned(ctx context.Context, orgID string) (map[string]string, error) {
-	if s.Orgs == nil {
-		return nil, nil
-	}
-	o, err := s.Orgs.GetOrg(ctx, orgID)
-	if err != nil {
-		return nil, err
-	}
-	return o.ModelDefaults, nil
-}
-
-// AutoPick resolves auto for one task: the organization's pinned default
-// while it can be called, else the best available model (see
-// modelsel.SelectAvailable). No eligible model is a 400
-// no_capable_default_model whose detail says "auto-select" (the
-// reference's clients look for it).
-func (s *EnrichmentService) AutoPick(ctx context.Context, orgID, task string, n modelsel.Needs) (modelsel.Pick, error) {
-	usable, err := s.usable(ctx, orgID)
-	if err != nil {
-		return modelsel.Pick{}, err
-	}
-	pinned, err := s.pinned(ctx, orgID)
-	if err != nil {
-		return modelsel.Pick{}, err
-	}
-	p, err := modelsel.SelectAvailable(s.Catalog.Models(), usable, pinned[task], n)
-	if err != nil {
-		return modelsel.Pick{}, coded(ports.ErrInvalid, "no_capable_default_model",
-			"auto-select found no %s model with a usable provider key that satisfies the request (web search: %v)", task, n.WebSearch)
-	}
-	return p, nil
-}
-
 // ModelDefaults returns the organization's pinned default models by task.
 func (s *EnrichmentService) ModelDefaults(ctx context.Context, p *access.Principal) (map[string]string, error) {
 	if err := access.Authorize(p, access.ActGetModelDefaults); err != nil {
 		return nil, err
 	}
-	d, err := s.pinned(ctx, p.OrgID)
+	d, err := s.picker().Pinned(ctx, p.OrgID)
 	if d == nil {
 		d = map[string]string{}
 	}
@@ -175,13 +140,14 @@ func (s *EnrichmentService) SetModelDefaults(ctx context.Context, p *access.Prin
 	return o.ModelDefaults, nil
 }
 
-// usable says which providers orgID can call now (every one without a key
-// ring).
-func (s *EnrichmentService) usable(ctx context.Context, orgID string) (func(string) bool, error) {
-	if s.Keys == nil {
-		return func(string) bool { return true }, nil
-	}
-	return s.Keys.Usable(ctx, orgID)
+// picker is the service's automatic selection.
+func (s *EnrichmentService) picker() *ModelPicker {
+	return &ModelPicker{Catalog: s.Catalog, Keys: s.Keys, Orgs: s.Orgs}
+}
+
+// AutoPick resolves auto for one task (see ModelPicker.Pick).
+func (s *EnrichmentService) AutoPick(ctx context.Context, orgID, task string, n modelsel.Needs) (modelsel.Pick, error) {
+	return s.picker().Pick(ctx, orgID, task, n)
 }
 
 // DisplayName is a model's label: its display name, else its key.

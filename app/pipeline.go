@@ -110,7 +110,10 @@ func (s *EnrichmentService) unprepared(err error) Outcome {
 	}
 	code := job.CodeInternal
 	switch e.Code {
-	case "schema_invalid", "not_found":
+	case "schema_invalid", "not_found", CodeInputContract:
+		// A schema changed under a stored job so that its entity no
+		// longer satisfies the contract: the schema, not the run, is at
+		// fault.
 		code = job.CodeSchemaInvalid
 	case "no_usable_provider_key":
 		code = job.CodeNoUsableKey
@@ -294,6 +297,8 @@ func (s *EnrichmentService) finish(jobID string, pl *plan, m model.Info, parts [
 	if err := pl.whole.Validate(merged); err != nil {
 		return nil, fmt.Errorf("merged output does not validate: %w", err)
 	}
+	// The caller's preserved values, exactly as sent.
+	merged = enrichment.CopyPaths(merged, pl.entity, pl.preserve)
 	out, _ := json.Marshal(merged)
 	o.record = &enrichment.Record{ID: recordID(jobID, m.Key), OrgID: pl.usage.orgID, Type: enrichment.RecordEnrichment, SchemaID: pl.schema.ID,
 		JobID: jobID, Model: m.Key.String(), Strategy: pl.choice.Strategy, EntityData: pl.req.EntityData, StructuredOutput: out,

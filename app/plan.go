@@ -190,9 +190,13 @@ func (s *EnrichmentService) knownModel(field, k string) (model.Info, error) {
 
 // plan is a validated request, ready to run.
 type plan struct {
-	req      EnrichRequest
-	schema   *schema.Schema
-	doc      map[string]any
+	req    EnrichRequest
+	schema *schema.Schema
+	doc    map[string]any
+	entity map[string]any
+	// preserve are the schema's preserve paths: taken out of the prompts
+	// and copied from the entity into each result.
+	preserve [][]string
 	whole    ports.Validator
 	calls    []call
 	choice   enrichment.Choice
@@ -266,12 +270,21 @@ func (s *EnrichmentService) prepare(ctx context.Context, orgID string, req Enric
 	if err != nil {
 		return nil, err
 	}
-	pl := &plan{req: req, schema: sc, models: models, autoPick: pick}
+	pl := &plan{req: req, schema: sc, models: models, autoPick: pick, entity: entity}
 	if err := json.Unmarshal(sc.Content, &pl.doc); err != nil {
 		return nil, fmt.Errorf("stored schema %s does not decode: %w", sc.ID, err)
 	}
+	// The input contract is checked before anything is spent; preserved
+	// values are then the caller's, never asked of a model.
+	if pl.preserve, err = checkContract(pl.doc, entity); err != nil {
+		return nil, err
+	}
 	// Multilingual properties are answered per requested language.
 	pl.doc = enrichment.Localize(pl.doc, req.languages())
+	if err := s.checkPreserved(pl.doc, entity, pl.preserve); err != nil {
+		return nil, err
+	}
+	pl.doc = enrichment.WithoutPaths(pl.doc, pl.preserve)
 	localized, err := json.Marshal(pl.doc)
 	if err != nil {
 		return nil, fmt.Errorf("schema %s: %w", sc.ID, err)

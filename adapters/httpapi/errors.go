@@ -24,6 +24,9 @@ type errorBody struct {
 	Code      string `json:"code,omitempty"`
 	Field     string `json:"field,omitempty"`
 	Retryable bool   `json:"retryable,omitempty"`
+	// Paths are the offending paths of the request's data
+	// (input_contract_unsatisfied).
+	Paths []string `json:"paths,omitempty"`
 }
 
 // statusClientClosed is the reference product's answer to a blocking run
@@ -61,6 +64,7 @@ var errorTable = []errorRule{
 	{err: model.ErrInvalidKey, status: http.StatusBadRequest, code: "invalid_model", detail: "a model key is not <provider>::<model>"},
 	{err: ports.ErrUnknownModel, status: http.StatusBadRequest, code: "invalid_model", detail: "unknown model; GET /api/enrichment/options lists them"},
 	{err: schema.ErrInvalid, status: http.StatusBadRequest, code: "invalid_request", detail: "the schema is invalid"},
+	{err: schema.ErrContractUnsatisfied, status: http.StatusBadRequest, code: app.CodeInputContract, detail: "entity_data does not satisfy the schema's input contract"},
 	{err: ports.ErrInvalid, status: http.StatusBadRequest, code: "invalid_request", detail: "the request is invalid"},
 	{err: errTooLarge, status: http.StatusRequestEntityTooLarge, code: "body_too_large", detail: "request body too large"},
 	{err: ports.ErrConflict, status: http.StatusConflict, code: "conflict", detail: "the change conflicts with the resource's state"},
@@ -140,6 +144,7 @@ func (s *Server) Error(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	if e, ok := app.AsError(err); ok {
 		body.Field = e.Field
+		body.Paths = e.Paths
 		if e.Code != "" {
 			body.Code = e.Code
 		}

@@ -58,6 +58,7 @@ func TestErrorTableSentinels(t *testing.T) {
 		{model.ErrInvalidKey, 400, "invalid_model", ""},
 		{ports.ErrUnknownModel, 400, "invalid_model", ""},
 		{schema.ErrInvalid, 400, "invalid_request", ""},
+		{schema.ErrContractUnsatisfied, 400, "input_contract_unsatisfied", ""},
 		{ports.ErrInvalid, 400, "invalid_request", ""},
 		{errTooLarge, 413, "body_too_large", ""},
 		{ports.ErrConflict, 409, "conflict", ""},

@@ -68,6 +68,10 @@ var routes = map[Route]access.Action{
 	{"GET", "/api/costs/presets/{preset}"}:             access.ActViewCosts,
 	{"GET", "/api/costs/performance"}:                  access.ActViewCosts,
 	{"GET", "/api/costs/performance/presets/{preset}"}: access.ActViewCosts,
+	// Schema analysis (ambiguity, identity scoping).
+	{"POST", "/api/schema/analyze-sample"}:     access.ActAnalyzeSample,
+	{"POST", "/api/schema/saved/{id}/analyze"}: access.ActAnalyzeSchema,
+	{"POST", "/api/schema/scoping-split"}:      access.ActScopingSplit,
 }
 
 // actionOf returns a route's action, and false for a route missing from the

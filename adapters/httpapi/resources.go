@@ -94,6 +94,9 @@ type schemaJSON struct {
 	PublishState  string          `json:"publish_state"`
 	CreatedAt     time.Time       `json:"created_at"`
 	UpdatedAt     time.Time       `json:"updated_at"`
+	// InputContract is what an enrichment request must supply (full
+	// answers only).
+	InputContract *schema.Contract `json:"input_contract,omitempty"`
 }
 
 func toSchema(sc *schema.Schema, full bool) schemaJSON {
@@ -106,6 +109,8 @@ func toSchema(sc *schema.Schema, full bool) schemaJSON {
 		CreatedAt: sc.CreatedAt, UpdatedAt: sc.UpdatedAt}
 	if full {
 		out.Schema, out.SchemaContent = sc.Content, sc.Content
+		c := schema.ContractOfJSON(sc.Content)
+		out.InputContract = &c
 	}
 	return out
 }

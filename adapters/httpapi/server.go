@@ -50,6 +50,9 @@ type Server struct {
 	log     *slog.Logger
 	ready   Readiness
 
+	// analysis runs the ambiguity analyses and the scoping split.
+	analysis *app.AnalysisService
+
 	spec     *openapi3.T
 	specJSON []byte
 	router   *mux.Router
@@ -65,6 +68,7 @@ type Services struct {
 	Jobs         *app.JobService
 	ProviderKeys *app.ProviderKeyService
 	Costs        *app.CostService
+	Analysis     *app.AnalysisService
 }
 
 // NewServer builds the router.
@@ -79,7 +83,7 @@ func NewServer(cfg Config, svc Services, lg *slog.Logger, ready Readiness) (*Ser
 		cfg.SSEWriteTimeout = 10 * time.Second
 	}
 	s := &Server{cfg: cfg, access: svc.Access, schemas: svc.Schemas, records: svc.Records, enrich: svc.Enrichment, jobs: svc.Jobs,
-		keys: svc.ProviderKeys, costs: svc.Costs, log: lg, ready: ready}
+		keys: svc.ProviderKeys, costs: svc.Costs, analysis: svc.Analysis, log: lg, ready: ready}
 	var err error
 	if s.spec, err = LoadSpec(); err != nil {
 		return nil, err
@@ -108,6 +112,7 @@ func NewServer(cfg Config, svc Services, lg *slog.Logger, ready Readiness) (*Ser
 	s.registerHealthRoutes(r)
 	s.registerAuthRoutes(r)
 	s.registerSchemaRoutes(r)
+	s.registerAnalysisRoutes(r)
 	s.registerRecordRoutes(r)
 	s.registerEnrichmentRoutes(r)
 	s.registerJobRoutes(r)

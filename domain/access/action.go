@@ -42,6 +42,13 @@ const (
 	ActListSchemas  Action = "schemas.list"
 	ActGetSchema    Action = "schemas.get"
 	ActCreateSchema Action = "schemas.create"
+	// ActAnalyzeSample judges a sample's property names (a model call and
+	// a stored record: editor); ActAnalyzeSchema writes the verdicts into a
+	// saved schema (an edit); ActScopingSplit is a free, stateless
+	// transformation of the caller's own data (schema read).
+	ActAnalyzeSample Action = "schemas.analyze_sample"
+	ActAnalyzeSchema Action = "schemas.analyze"
+	ActScopingSplit  Action = "schemas.scoping_split"
 
 	ActListRecords Action = "records.list"
 	ActGetRecord   Action = "records.get"
@@ -113,6 +120,10 @@ var rules = map[Action]rule{
 	ActListSchemas:  {CatSchemaRead, ScopeRead},
 	ActGetSchema:    {CatSchemaRead, ScopeRead},
 	ActCreateSchema: {CatSchemaWrite, ScopeWrite},
+
+	ActAnalyzeSample: {CatSchemaWrite, ScopeWrite},
+	ActAnalyzeSchema: {CatSchemaWrite, ScopeWrite},
+	ActScopingSplit:  {CatSchemaRead, ScopeWrite},
 
 	ActListRecords: {CatRecords, ScopeRead},
 	ActGetRecord:   {CatRecords, ScopeRead},

@@ -15,11 +15,14 @@ const (
 	RecordSchemaGeneration RecordType = "schema_generation"
 	RecordSchemaEdit       RecordType = "schema_edit"
 	RecordPlayground       RecordType = "playground"
+	// RecordAmbiguityAnalysis is an ambiguity analysis (of a sample or a
+	// saved schema): its structured output is the report.
+	RecordAmbiguityAnalysis RecordType = "ambiguity_analysis"
 )
 
 // RecordTypes lists every record type a listing may filter by.
 func RecordTypes() []RecordType {
-	return []RecordType{RecordEnrichment, RecordSchemaGeneration, RecordSchemaEdit, RecordPlayground}
+	return []RecordType{RecordEnrichment, RecordSchemaGeneration, RecordSchemaEdit, RecordPlayground, RecordAmbiguityAnalysis}
 }
 
 // Record is a stored enrichment result.

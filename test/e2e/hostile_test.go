@@ -133,6 +133,17 @@ func TestHostileText(t *testing.T) {
 				{"patch key role", "PATCH", "/api/auth/api-keys/k1", ten.token, `{"role":"` + H + `"}`, "role"},
 				{"patch member status", "PATCH", "/api/users/u1", ten.token, `{"status":"active` + H + `"}`, "status"},
 			}
+			an := `{"sample_json":{"size":"large","board":[{"role":"chair"}]},"protected_fields":["size"],"model":"sandbox::echo"}`
+			split := `{"path":"board","entity_fields":["name"],"entity_name":"Person","entity_samples":[{"board":[{"name":"Ann","role":"chair"}]}]}`
+			cases = append(cases,
+				tc{"analyze-sample key", "POST", "/api/schema/analyze-sample", ten.key, strings.Replace(an, `"size":"large"`, `"si`+H+`ze":"large"`, 1), "sample_json.si{S}ze"},
+				tc{"analyze-sample nested value", "POST", "/api/schema/analyze-sample", ten.key, strings.Replace(an, `"chair"`, `"ch`+H+`air"`, 1), "sample_json.board.0.role"},
+				tc{"analyze-sample protected_fields", "POST", "/api/schema/analyze-sample", ten.key, strings.Replace(an, `["size"]`, `["si`+H+`ze"]`, 1), "protected_fields.0"},
+				tc{"analyze-sample model", "POST", "/api/schema/analyze-sample", ten.key, strings.Replace(an, `"sandbox::echo"`, `"sandbox::`+H+`"`, 1), "model"},
+				tc{"scoping-split path", "POST", "/api/schema/scoping-split", ten.key, strings.Replace(split, `"board",`, `"bo`+H+`ard",`, 1), "path"},
+				tc{"scoping-split entity_name", "POST", "/api/schema/scoping-split", ten.key, strings.Replace(split, `"Person"`, `"Per`+H+`son"`, 1), "entity_name"},
+				tc{"scoping-split samples", "POST", "/api/schema/scoping-split", ten.key, strings.Replace(split, `"Ann"`, `"A`+H+`nn"`, 1), "entity_samples.0.board.0.name"},
+			)
 			cases = append(cases, enrich("/api/single/enrich/stream")...)
 			cases = append(cases, enrich("/api/single/enrich/sync")...)
 			for _, h := range hostiles {
@@ -141,6 +152,7 @@ func TestHostileText(t *testing.T) {
 					for _, p := range []struct{ method, path, field, body string }{
 						{"GET", "/api/records/" + H, "id", ""},
 						{"GET", "/api/schema/saved/" + H, "id", ""},
+						{"POST", "/api/schema/saved/" + H + "/analyze", "id", ""},
 						{"GET", "/api/llm/stream/" + H, "job_id", ""},
 						{"POST", "/api/llm/cancel/" + H, "job_id", ""},
 						{"POST", "/api/llm/continue/" + H, "job_id", ""},

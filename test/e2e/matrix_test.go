@@ -54,6 +54,10 @@ var minimum = map[string]string{
 	"GET /api/costs/summary":                 "operator", "GET /api/costs/stats": "operator", "GET /api/costs/by-model": "operator",
 	"GET /api/costs/presets/{preset}": "operator", "GET /api/costs/performance": "operator",
 	"GET /api/costs/performance/presets/{preset}": "operator",
+	// Analyses: analyze-sample spends and stores a record, analyze edits the
+	// schema (editor); scoping-split is free and stateless (schema read).
+	"POST /api/schema/analyze-sample": "editor", "POST /api/schema/saved/{id}/analyze": "editor",
+	"POST /api/schema/scoping-split": "operator",
 }
 
 var rank = map[string]int{"operator": 1, "editor": 2, "owner": 4}
@@ -224,6 +228,14 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"GET", "/api/costs/presets/{preset}", "/api/costs/presets/30d", nil, 200, false, 0},
 		{"GET", "/api/costs/performance", "/api/costs/performance", nil, 200, false, 0},
 		{"GET", "/api/costs/performance/presets/{preset}", "/api/costs/performance/presets/all", nil, 200, false, 0},
+		{"POST", "/api/schema/analyze-sample", "/api/schema/analyze-sample", func() any {
+			return obj{"sample_json": obj{"size": "large"}, "model": "sandbox::echo"}
+		}, 200, false, 0},
+		{"POST", "/api/schema/saved/{id}/analyze", "/api/schema/saved/" + schemaID + "/analyze?force=true&model=sandbox::echo", nil, 200, true, 0},
+		{"POST", "/api/schema/scoping-split", "/api/schema/scoping-split", func() any {
+			return obj{"path": "board", "entity_fields": []string{"name"}, "entity_name": "Person",
+				"entity_samples": []obj{{"board": []obj{{"name": "Ann", "role": "chair"}}}}}
+		}, 200, false, 0},
 	}
 
 	// The matrix covers exactly the routes the server has.

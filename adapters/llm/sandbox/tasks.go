@@ -1,5 +1,7 @@
 package sandbox
 
+import "github.com/entityenrich/enrich/ports"
+
 // TaskInput is what a task's answer may depend on: the conversation's text,
 // the JSON Schema the answer must satisfy (nil when none was sent), the
 // model's name as a seed, and whether the model already answered once in
@@ -17,4 +19,6 @@ type taskFunc func(in TaskInput) any
 
 // tasks maps a call's task (ports.LLMTask, sent as MetadataTask) to its
 // answer. Enrichment, the empty task, is not here: Generate answers it.
-var tasks = map[string]taskFunc{}
+var tasks = map[string]taskFunc{
+	string(ports.TaskAmbiguity): ambiguityAnswer,
+}
