@@ -58,3 +58,17 @@ func FuzzParseRequest(f *testing.F) {
 		}
 	})
 }
+
+func TestRankedCursor(t *testing.T) {
+	is := is.New(t)
+	at := time.Date(2026, 1, 2, 3, 4, 5, 6000, time.UTC)
+	c := page.Cursor{Rank: 1, CreatedAt: at, ID: "abc"}
+	r, err := page.ParseRequest(10, c.Encode())
+	is.NoErr(err)
+	is.Equal(*r.After, page.Cursor{Rank: 1, CreatedAt: at, ID: "abc"})
+	is.True(c.BeforeRanked(0, at.Add(time.Hour), "zzz")) // unpinned after pinned, whatever the time
+	is.True(!c.BeforeRanked(1, at.Add(time.Hour), "a"))  // a later pinned one came before
+	is.True(c.BeforeRanked(1, at, "abb"))
+	_, err = page.ParseRequest(10, "MCExfGE") // "0!1|a": rank 0 is never written
+	is.True(errors.Is(err, page.ErrBadCursor))
+}
