@@ -102,7 +102,7 @@ func toSchema(sc *schema.Schema, full bool) schemaJSON {
 	}
 	_ = json.Unmarshal(sc.Content, &doc)
 	out := schemaJSON{ID: sc.ID, Name: sc.Name, Description: sc.Description, Linked: sc.Linked,
-		PropertyCount: len(doc.Properties), Tags: []string{}, PublishState: sc.PublishState(),
+		PropertyCount: len(doc.Properties), Tags: []string{}, PublishState: string(sc.PublishState()),
 		CreatedAt: sc.CreatedAt, UpdatedAt: sc.UpdatedAt}
 	if full {
 		out.Schema, out.SchemaContent = sc.Content, sc.Content

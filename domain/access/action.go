@@ -42,6 +42,18 @@ const (
 	ActListSchemas  Action = "schemas.list"
 	ActGetSchema    Action = "schemas.get"
 	ActCreateSchema Action = "schemas.create"
+	// The saved-schema lifecycle: edits, the trash, duplicates, publishing
+	// (its dry run too: a POST, so it needs the write scope), and the
+	// owner-only purge of a schema's enrichment data.
+	ActUpdateSchema       Action = "schemas.update"
+	ActDeleteSchema       Action = "schemas.delete"
+	ActRestoreSchema      Action = "schemas.restore"
+	ActListDeletedSchemas Action = "schemas.list_deleted"
+	ActDuplicateSchema    Action = "schemas.duplicate"
+	ActPublishSchema      Action = "schemas.publish"
+	ActValidatePublish    Action = "schemas.publish_validate"
+	ActLinkSchema         Action = "schemas.link"
+	ActPurgeSchemaData    Action = "schemas.purge_enrichment_data"
 
 	ActListRecords Action = "records.list"
 	ActGetRecord   Action = "records.get"
@@ -102,6 +114,16 @@ var rules = map[Action]rule{
 	ActListSchemas:  {CatSchemaRead, ScopeRead},
 	ActGetSchema:    {CatSchemaRead, ScopeRead},
 	ActCreateSchema: {CatSchemaWrite, ScopeWrite},
+
+	ActUpdateSchema:       {CatSchemaWrite, ScopeWrite},
+	ActDeleteSchema:       {CatSchemaWrite, ScopeWrite},
+	ActRestoreSchema:      {CatSchemaWrite, ScopeWrite},
+	ActListDeletedSchemas: {CatSchemaRead, ScopeRead},
+	ActDuplicateSchema:    {CatSchemaWrite, ScopeWrite},
+	ActPublishSchema:      {CatSchemaWrite, ScopeWrite},
+	ActValidatePublish:    {CatSchemaWrite, ScopeWrite},
+	ActLinkSchema:         {CatSchemaWrite, ScopeWrite},
+	ActPurgeSchemaData:    {CatSchemaPurge, ScopeWrite},
 
 	ActListRecords: {CatRecords, ScopeRead},
 	ActGetRecord:   {CatRecords, ScopeRead},
