@@ -27,9 +27,10 @@ const (
 	codeInvalidKeyLanguage  = "invalid_language"
 )
 
-// lifecycleError gives a domain refusal its stable code, keeping the
-// domain's words as the detail.
-func lifecycleError(err error) error {
+// LifecycleError gives a domain refusal of the schema lifecycle its stable
+// code (the Code* constants), keeping the domain's words as the detail;
+// other errors come back as they are.
+func LifecycleError(err error) error {
 	for _, c := range []struct {
 		kind error
 		code string
@@ -73,7 +74,7 @@ func (s *SchemaService) update(ctx context.Context, orgID, id string, fn func(*s
 		}
 	}
 	if err != nil {
-		return nil, lifecycleError(err)
+		return nil, LifecycleError(err)
 	}
 	return sc, nil
 }
@@ -301,7 +302,7 @@ func (s *SchemaService) Delete(ctx context.Context, p *access.Principal, id stri
 			return nil, err
 		}
 		if err := inUse(id, uses, cascade); err != nil {
-			return nil, lifecycleError(err)
+			return nil, LifecycleError(err)
 		}
 		if cascade && len(uses) > 0 {
 			if err := s.release(ctx, cur); err != nil {
@@ -325,7 +326,7 @@ func (s *SchemaService) Delete(ctx context.Context, p *access.Principal, id stri
 	if errors.Is(err, ports.ErrNotFound) {
 		return nil, schemaNotFound(id)
 	} else if err != nil {
-		return nil, lifecycleError(err)
+		return nil, LifecycleError(err)
 	}
 	d.Schema, d.RestorableUntil = sc, sc.RestorableUntil(s.window())
 	return d, nil
@@ -370,7 +371,7 @@ func (s *SchemaService) Restore(ctx context.Context, p *access.Principal, id str
 	if errors.Is(err, ports.ErrNotFound) {
 		return nil, schemaNotFound(id)
 	} else if err != nil {
-		return nil, lifecycleError(err)
+		return nil, LifecycleError(err)
 	}
 	return sc, nil
 }
@@ -422,7 +423,7 @@ func (s *SchemaService) DeletePermanently(ctx context.Context, p *access.Princip
 		return nil, err
 	}
 	if err := inUse(id, uses, cascade); err != nil {
-		return nil, lifecycleError(err)
+		return nil, LifecycleError(err)
 	}
 	if cascade && len(uses) > 0 {
 		if err := s.release(ctx, cur); err != nil {
@@ -445,7 +446,7 @@ func (s *SchemaService) DeletePermanently(ctx context.Context, p *access.Princip
 	if errors.Is(err, ports.ErrNotFound) {
 		return nil, schemaNotFound(id)
 	} else if err != nil {
-		return nil, lifecycleError(err)
+		return nil, LifecycleError(err)
 	}
 	return &Deletion{Schema: cur, Released: map[bool][]string{true: uses}[cascade]}, nil
 }
@@ -586,7 +587,7 @@ func (s *SchemaService) PurgeEnrichmentData(ctx context.Context, p *access.Princ
 		}
 	}
 	if err != nil {
-		return nil, lifecycleError(err)
+		return nil, LifecycleError(err)
 	}
 	return out, nil
 }

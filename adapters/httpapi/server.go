@@ -94,6 +94,7 @@ func NewServer(cfg Config, a *app.AccessService, sc *app.SchemaService, rc *app.
 	r.Use(s.authenticate, s.authorize, s.checkText, validate)
 	s.registerHealthRoutes(r)
 	s.registerAuthRoutes(r)
+	s.registerSchemaLifecycleRoutes(r) // before registerSchemaRoutes: /deleted before /{id}
 	s.registerSchemaRoutes(r)
 	s.registerRecordRoutes(r)
 	s.registerEnrichmentRoutes(r)
