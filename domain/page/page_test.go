@@ -51,10 +51,17 @@ func TestParseRequest(t *testing.T) {
 func FuzzParseRequest(f *testing.F) {
 	f.Add(10, "")
 	f.Add(10, page.Cursor{CreatedAt: time.Unix(1, 0), ID: "x"}.Encode())
+	f.Add(10, page.Cursor{Rank: 1, CreatedAt: time.Unix(1, 0), ID: "x|y"}.Encode())
 	f.Fuzz(func(t *testing.T, size int, cursor string) {
 		r, err := page.ParseRequest(size, cursor)
 		if err == nil && (r.Size < 1 || r.Size > page.MaxSize) {
 			t.Fatalf("accepted size %d", r.Size)
+		}
+		if err == nil && r.After != nil { // an accepted cursor survives a round trip
+			again, err := page.ParseRequest(size, r.After.Encode())
+			if err != nil || *again.After != *r.After {
+				t.Fatalf("cursor %+v does not round-trip: %v", *r.After, err)
+			}
 		}
 	})
 }

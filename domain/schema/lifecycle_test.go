@@ -204,3 +204,19 @@ func TestCheckTags(t *testing.T) {
 	is.True(errors.As(err, &fe))
 	is.Equal(fe.Field, "tags")
 }
+
+// FuzzCompare: any pair of documents diffs without panicking, and a
+// document compared with itself is neutral.
+func FuzzCompare(f *testing.F) {
+	f.Add(base, strings.Replace(base, `"integer"`, `"string"`, 1))
+	f.Add(`{"$defs":{"A":{"properties":{"x":{"items":{"properties":{"y":{"identifying":true}}}}}}}}`, `{"properties":7}`)
+	f.Add(`[]`, `null`)
+	f.Fuzz(func(t *testing.T, a, b string) {
+		_ = schema.Compare(json.RawMessage(a), json.RawMessage(b))
+		_ = schema.Compare(nil, json.RawMessage(b))
+		_ = schema.KeyIsMultilingual(json.RawMessage(a))
+		if d := schema.Compare(json.RawMessage(a), json.RawMessage(a)); d.Classification != schema.Neutral {
+			t.Fatalf("%s against itself: %+v", a, d)
+		}
+	})
+}
