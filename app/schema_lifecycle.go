@@ -101,8 +101,8 @@ type SchemaUpdate struct {
 
 // Update renames, retags, pins, describes or edits a live schema. A new
 // name that a live schema has gets a unique suffix; a content change goes
-// to the working copy (see schema.Schema.Edit). Every accepted change moves
-// updated_at.
+// to the working copy (see schema.Schema.Edit). Every change moves
+// updated_at (a patch that changes nothing does not).
 func (s *SchemaService) Update(ctx context.Context, p *access.Principal, id string, in SchemaUpdate) (*schema.Schema, error) {
 	if err := access.Authorize(p, access.ActUpdateSchema); err != nil {
 		return nil, err
@@ -180,6 +180,7 @@ func (s *SchemaService) Update(ctx context.Context, p *access.Principal, id stri
 		if in.KeyLanguage != nil && *in.KeyLanguage != sc.KeyLanguage && sc.PublishedContent != nil && sc.KeyLanguage != "" {
 			return fmt.Errorf("the key language is locked to %q by a publish: %w", sc.KeyLanguage, schema.ErrKeyLanguageLocked)
 		}
+		was := fmt.Sprint(sc.Name, "\x00", sc.Description, "\x00", sc.Tags, "\x00", sc.IsPinned, "\x00", sc.KeyLanguage)
 		if in.Name != nil {
 			sc.Name = name
 		}
@@ -195,10 +196,14 @@ func (s *SchemaService) Update(ctx context.Context, p *access.Principal, id stri
 		if in.KeyLanguage != nil {
 			sc.KeyLanguage = *in.KeyLanguage
 		}
-		if !null {
+		changed := was != fmt.Sprint(sc.Name, "\x00", sc.Description, "\x00", sc.Tags, "\x00", sc.IsPinned, "\x00", sc.KeyLanguage)
+		if !null && schema.ContentHash(doc) != sc.ContentHash {
 			sc.Edit(doc, now)
+			changed = true
 		}
-		sc.UpdatedAt = now
+		if changed { // a patch that changes nothing leaves updated_at alone
+			sc.UpdatedAt = now
+		}
 		return nil
 	})
 }

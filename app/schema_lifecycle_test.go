@@ -118,3 +118,27 @@ func TestPurgeWithoutUnitOfWork(t *testing.T) {
 	_, err = s.Records.GetRecord(ctx, "org1", "r2")
 	is.NoErr(err)
 }
+
+func TestUpdateMovesUpdatedAtOnChangeOnly(t *testing.T) {
+	is := is.New(t)
+	now := time.Date(2026, 11, 23, 15, 0, 0, 0, time.UTC)
+	s := newSchemaService(&now)
+	ctx := context.Background()
+	sc, err := s.Create(ctx, schemaOwner, app.NewSchemaInput{Name: "A", Schema: json.RawMessage(doc), Tags: []string{"x"}})
+	is.NoErr(err)
+	created := sc.UpdatedAt
+	now = now.Add(time.Minute)
+	same := "A"
+	got, err := s.Update(ctx, schemaOwner, sc.ID, app.SchemaUpdate{Name: &same, Tags: &[]string{"x"}, Schema: json.RawMessage(" " + doc)})
+	is.NoErr(err)
+	is.True(got.UpdatedAt.Equal(created)) // nothing changed
+	pin := true
+	got, err = s.Update(ctx, schemaOwner, sc.ID, app.SchemaUpdate{IsPinned: &pin})
+	is.NoErr(err)
+	is.True(got.UpdatedAt.Equal(now))
+	now = now.Add(time.Minute)
+	got, err = s.Update(ctx, schemaOwner, sc.ID, app.SchemaUpdate{Schema: json.RawMessage(`{"type":"object","properties":{"b":{"type":"string"}}}`)})
+	is.NoErr(err)
+	is.True(got.UpdatedAt.Equal(now))
+	is.True(got.ContentHash != sc.ContentHash)
+}
