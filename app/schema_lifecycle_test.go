@@ -25,7 +25,10 @@ func (c steppingClock) Now() time.Time { return *c.t }
 
 type uuidish struct{ n int }
 
-func (u *uuidish) NewID() string { u.n++; return "sch" + string(rune('a'+u.n%26)) + string(rune('a'+u.n/26)) }
+func (u *uuidish) NewID() string {
+	u.n++
+	return "sch" + string(rune('a'+u.n%26)) + string(rune('a'+u.n/26))
+}
 
 func newSchemaService(now *time.Time) *app.SchemaService {
 	schemas, records := memory.NewSchemaStore(), memory.NewRecordStore()

@@ -73,7 +73,7 @@ func RunSchemaLifecycle(t *testing.T, newStore func(t *testing.T) ports.SchemaSt
 			pinnedNew := create(t, s, org, 3, func(sc *schema.Schema) { sc.IsPinned, sc.UpdatedAt = true, at(6) })
 			tie := create(t, s, org, 4, func(sc *schema.Schema) { sc.UpdatedAt = at(10) })
 			create(t, s, org, 5, func(sc *schema.Schema) { sc.DeletedAt, sc.UpdatedAt = atPtr(30), at(30) }) // trashed
-			create(t, s, newID("org"), 6, nil)                                                                // another organization's
+			create(t, s, newID("org"), 6, nil)                                                               // another organization's
 			second, third := old, tie
 			if tie.ID > old.ID {
 				second, third = tie, old
