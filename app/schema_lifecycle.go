@@ -453,7 +453,11 @@ func (s *SchemaService) DeletePermanently(ctx context.Context, p *access.Princip
 	} else if err != nil {
 		return nil, LifecycleError(err)
 	}
-	return &Deletion{Schema: cur, Released: map[bool][]string{true: uses}[cascade]}, nil
+	d := &Deletion{Schema: cur}
+	if cascade {
+		d.Released = uses
+	}
+	return d, nil
 }
 
 // Link links a live schema to a database; Unlink undoes it. Database

@@ -259,6 +259,8 @@ func TestSchemaLifecycle(t *testing.T) {
 			}
 			is.Equal(len(l.trash()), 1)
 			is.True(l.trash()[0].Restorable)
+			l.fails("POST", "/api/single/enrich/sync", l.ten.key, obj{"entity_data": obj{"name": "Ada"}, "schema_id": dup.ID,
+				"models": []string{"sandbox::echo"}}, 404, "not_found") // nor does enrichment find it
 			l.ok("DELETE", "/api/schema/saved/"+dup.ID, nil, nil) // again: fine
 			l.fails("PATCH", "/api/schema/saved/"+dup.ID, l.ten.key, obj{"name": "x"}, 404, "not_found")
 			var restored savedSchema
