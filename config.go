@@ -88,6 +88,10 @@ type Config struct {
 	// PasswordHashing "fast" lowers argon2id's cost (tests only).
 	PasswordHashing string `env:"ENRICH_PASSWORD_HASHING" envDefault:"standard"`
 
+	// SchemaRestoreWindow is how long a deleted schema can be restored
+	// (0: schema.RestoreWindow, 30 s). Embedders and tests may shorten it.
+	SchemaRestoreWindow time.Duration `env:"-"`
+
 	// Providers are LLM providers declared in the environment
 	// (ENRICH_PROVIDER_<NAME>_*).
 	Providers []llm.ProviderConfig `env:"-"`

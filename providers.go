@@ -150,8 +150,9 @@ func provideAccess(cfg Config, st *Stores, pw ports.Passwords, clock ports.Clock
 		Clock: clock, IDs: ids, Log: lg, AccessTTL: cfg.AccessTokenTTL}
 }
 
-func provideSchemas(st ports.SchemaStore, c ports.SchemaCompiler, clock ports.Clock, ids ports.IDs) *app.SchemaService {
-	return &app.SchemaService{Schemas: st, Compiler: c, Clock: clock, IDs: ids}
+func provideSchemas(cfg Config, st *Stores, c ports.SchemaCompiler, clock ports.Clock, ids ports.IDs) *app.SchemaService {
+	return &app.SchemaService{Schemas: st.Schemas, Records: st.Records, UoW: st.UoW, Compiler: c, Clock: clock, IDs: ids,
+		RestoreWindow: cfg.SchemaRestoreWindow}
 }
 
 func provideRecords(st ports.RecordStore) *app.RecordService {

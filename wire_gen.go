@@ -24,9 +24,8 @@ func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	iDs := system.IDs{}
 	logger := provideLogger(cfg)
 	accessService := provideAccess(cfg, stores, passwords, clock, iDs, logger)
-	schemaStore := stores.Schemas
 	compiler := jsonschema.New()
-	schemaService := provideSchemas(schemaStore, compiler, clock, iDs)
+	schemaService := provideSchemas(cfg, stores, compiler, clock, iDs)
 	recordStore := stores.Records
 	recordService := provideRecords(recordStore)
 	hub, cleanup := provideStream(stores, clock, logger)
@@ -72,9 +71,8 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	clock := system.Clock{}
 	iDs := system.IDs{}
 	accessService := provideAccess(cfg, stores, passwords, clock, iDs, logger)
-	schemaStore := stores.Schemas
 	compiler := jsonschema.New()
-	schemaService := provideSchemas(schemaStore, compiler, clock, iDs)
+	schemaService := provideSchemas(cfg, stores, compiler, clock, iDs)
 	recordStore := stores.Records
 	recordService := provideRecords(recordStore)
 	hub, cleanup2 := provideStream(stores, clock, logger)
@@ -114,9 +112,8 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 	iDs := system.IDs{}
 	logger := provideLogger(cfg)
 	accessService := provideAccess(cfg, st, passwords, clock, iDs, logger)
-	schemaStore := st.Schemas
 	compiler := jsonschema.New()
-	schemaService := provideSchemas(schemaStore, compiler, clock, iDs)
+	schemaService := provideSchemas(cfg, st, compiler, clock, iDs)
 	recordStore := st.Records
 	recordService := provideRecords(recordStore)
 	hub, cleanup := provideStream(st, clock, logger)

@@ -151,7 +151,7 @@ func (s *AnalysisService) AnalyzeSchema(ctx context.Context, p *access.Principal
 		}
 	}
 	sc, err := s.Schemas.GetSchema(ctx, p.OrgID, id)
-	if errors.Is(err, ports.ErrNotFound) {
+	if errors.Is(err, ports.ErrNotFound) || (err == nil && sc.Deleted()) {
 		return nil, coded(ports.ErrNotFound, "not_found", "schema %s not found", id)
 	}
 	if err != nil {
@@ -191,8 +191,7 @@ func (s *AnalysisService) AnalyzeSchema(ctx context.Context, p *access.Principal
 		if err != nil {
 			return err
 		}
-		cur.Content = compact(raw)
-		cur.UpdatedAt = s.Clock.Now()
+		cur.Edit(compact(raw), s.Clock.Now()) // an annotation: a neutral edit
 		rep = r
 		return nil
 	})

@@ -264,14 +264,16 @@ func (s *EnrichmentService) prepare(ctx context.Context, orgID string, req Enric
 		return nil, err
 	}
 	sc, err := s.Schemas.GetSchema(ctx, orgID, req.SchemaID)
-	if errors.Is(err, ports.ErrNotFound) {
+	if errors.Is(err, ports.ErrNotFound) || (err == nil && sc.Deleted()) {
 		return nil, coded(ports.ErrNotFound, "not_found", "schema %s not found", req.SchemaID)
 	}
 	if err != nil {
 		return nil, err
 	}
 	pl := &plan{req: req, schema: sc, models: models, autoPick: pick, entity: entity}
-	if err := json.Unmarshal(sc.Content, &pl.doc); err != nil {
+	// A linked, published schema runs on its published contract, not on
+	// the working copy being edited (schema.Schema.Contract).
+	if err := json.Unmarshal(sc.Contract(), &pl.doc); err != nil {
 		return nil, fmt.Errorf("stored schema %s does not decode: %w", sc.ID, err)
 	}
 	// The input contract is checked before anything is spent; preserved

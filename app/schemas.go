@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/entityenrich/enrich/domain/access"
 	"github.com/entityenrich/enrich/domain/page"
@@ -13,12 +15,23 @@ import (
 	"github.com/entityenrich/enrich/ports"
 )
 
-// SchemaService manages saved schemas.
+// SchemaService manages saved schemas: their documents and their
+// lifecycle (app/schema_lifecycle.go).
 type SchemaService struct {
 	Schemas  ports.SchemaStore
 	Compiler ports.SchemaCompiler
 	Clock    ports.Clock
 	IDs      ports.IDs
+	// Records and UoW serve the purge of a schema's enrichment data (one
+	// unit of work; without UoW the purge runs without atomicity).
+	Records ports.RecordStore
+	UoW     ports.UnitOfWork
+	// RestoreWindow is how long a deleted schema can be restored (0:
+	// schema.RestoreWindow).
+	RestoreWindow time.Duration
+	// Users are the schema's users besides database links (benchmarks,
+	// later): a schema they use is deleted only with cascade.
+	Users []ports.SchemaUser
 }
 
 // NewSchemaInput is a schema to save.
@@ -30,8 +43,8 @@ type NewSchemaInput struct {
 	// be sent (both only when equal).
 	SchemaContent json.RawMessage
 	Linked        bool
-	// Tags and IsPinned are the reference's; there is nowhere to keep them
-	// yet, so only their empty values are accepted.
+	// Tags are free labels (see schema.CheckTags); IsPinned lists the
+	// schema first.
 	Tags     []string
 	IsPinned bool
 	// The reference's generation metadata (entity_samples, form_values,
@@ -60,8 +73,19 @@ func (in NewSchemaInput) document() (json.RawMessage, error) {
 // Schema is rejected with the validator's message; text that no store keeps
 // as sent (a NUL, a lone surrogate escape, bytes that are not UTF-8) in the
 // name, the description or anywhere in the document, property names
-// included, is rejected naming the field.
+// included, is rejected naming the field. A name that a live schema of the
+// organization has gets a unique suffix ("Company (2)").
 func (s *SchemaService) Create(ctx context.Context, p *access.Principal, in NewSchemaInput) (*schema.Schema, error) {
+	sc, err := s.newSchema(p, in)
+	if err != nil {
+		return nil, err
+	}
+	return sc, s.store(ctx, sc)
+}
+
+// newSchema authorizes and validates in and builds the schema it asks for
+// (not stored yet).
+func (s *SchemaService) newSchema(p *access.Principal, in NewSchemaInput) (*schema.Schema, error) {
 	if err := access.Authorize(p, access.ActCreateSchema); err != nil {
 		return nil, err
 	}
@@ -73,11 +97,9 @@ func (s *SchemaService) Create(ctx context.Context, p *access.Principal, in NewS
 			return nil, err
 		}
 	}
-	if len(in.Tags) > 0 {
-		return nil, notSupported("tags", "tags: schema tags are not supported yet; send none")
-	}
-	if in.IsPinned {
-		return nil, notSupported("is_pinned", "is_pinned: pinning schemas is not supported yet")
+	tags, err := schema.CheckTags(in.Tags)
+	if err != nil {
+		return nil, fieldError(err)
 	}
 	for _, f := range []struct {
 		name string
@@ -91,30 +113,76 @@ func (s *SchemaService) Create(ctx context.Context, p *access.Principal, in NewS
 	if err != nil {
 		return nil, err
 	}
-	in.Schema = doc
-	if len(in.Schema) == 0 || string(in.Schema) == "null" {
-		return nil, Invalid("schema", "schema (or schema_content) is required")
-	}
-	if _, err := s.Compiler.Compile(in.Schema); err != nil {
-		return nil, Invalid("schema", "schema is not a valid JSON Schema: %v", err)
-	}
-	if _, err := schema.CheckShape(in.Name, in.Schema); err != nil {
-		var fe *schema.FieldError
-		if errors.As(err, &fe) {
-			return nil, Invalid(fe.Field, "%s", fe.Detail)
-		}
-		return nil, Invalid("schema", "%v", err)
+	if err := s.checkDocument(in.Name, doc, "schema"); err != nil {
+		return nil, err
 	}
 	if len(in.Description) > schema.MaxDescriptionLen {
 		return nil, Invalid("description", "description is longer than %d characters", schema.MaxDescriptionLen)
 	}
 	now := s.Clock.Now()
 	sc := &schema.Schema{ID: s.IDs.NewID(), OrgID: p.OrgID, Name: strings.TrimSpace(in.Name), Description: in.Description,
-		Content: compact(in.Schema), Linked: in.Linked, CreatedAt: now, UpdatedAt: now}
-	if err := s.Schemas.CreateSchema(ctx, sc); err != nil {
-		return nil, err
-	}
+		Linked: in.Linked, Tags: tags, IsPinned: in.IsPinned, CreatedAt: now, UpdatedAt: now}
+	sc.SetContent(compact(doc))
 	return sc, nil
+}
+
+// checkDocument validates a schema document (and the name it goes with)
+// sent in field.
+func (s *SchemaService) checkDocument(name string, doc json.RawMessage, field string) error {
+	if len(doc) == 0 || string(doc) == "null" {
+		return Invalid(field, "%s is required", field)
+	}
+	if _, err := s.Compiler.Compile(doc); err != nil {
+		return Invalid(field, "%s is not a valid JSON Schema: %v", field, err)
+	}
+	if _, err := schema.CheckShape(name, doc); err != nil {
+		var fe *schema.FieldError
+		if errors.As(err, &fe) {
+			if fe.Field == "schema" {
+				fe.Field = field
+			}
+			return Invalid(fe.Field, "%s", fe.Detail)
+		}
+		return Invalid(field, "%v", err)
+	}
+	return nil
+}
+
+// fieldError turns a domain validation failure into a 400 naming its field.
+func fieldError(err error) error {
+	var fe *schema.FieldError
+	if errors.As(err, &fe) {
+		return Invalid(fe.Field, "%s", fe.Detail)
+	}
+	return err
+}
+
+// store gives sc a name no live schema of its organization has, and
+// stores it.
+func (s *SchemaService) store(ctx context.Context, sc *schema.Schema) error {
+	name, err := s.uniqueName(ctx, sc.OrgID, sc.Name, "")
+	if err != nil {
+		return err
+	}
+	sc.Name = name
+	return s.Schemas.CreateSchema(ctx, sc)
+}
+
+// uniqueName is name, or name with the first free " (n)" suffix, among the
+// organization's live schemas other than self.
+func (s *SchemaService) uniqueName(ctx context.Context, orgID, name, self string) (string, error) {
+	prefix := schema.NameBase(name)
+	if len(prefix) > schema.MaxNameLen-12 { // UniqueName may cut a long base to fit its suffix
+		prefix = strings.ToValidUTF8(prefix[:schema.MaxNameLen-12], "")
+	}
+	taken, err := s.Schemas.SchemaNames(ctx, orgID, prefix)
+	if err != nil {
+		return "", err
+	}
+	if self != "" {
+		taken = slices.DeleteFunc(taken, func(n string) bool { return n == self })
+	}
+	return schema.UniqueName(name, taken), nil
 }
 
 // Get returns one of the organization's schemas.
@@ -125,14 +193,25 @@ func (s *SchemaService) Get(ctx context.Context, p *access.Principal, id string)
 	if err := checkText("id", id); err != nil {
 		return nil, err
 	}
-	sc, err := s.Schemas.GetSchema(ctx, p.OrgID, id)
-	if errors.Is(err, ports.ErrNotFound) {
-		return nil, coded(ports.ErrNotFound, "not_found", "schema %s not found", id)
+	return s.live(ctx, p.OrgID, id)
+}
+
+// live returns a schema that is not in the trash: a trashed, unknown or
+// another organization's schema is 404.
+func (s *SchemaService) live(ctx context.Context, orgID, id string) (*schema.Schema, error) {
+	sc, err := s.Schemas.GetSchema(ctx, orgID, id)
+	if errors.Is(err, ports.ErrNotFound) || (err == nil && sc.Deleted()) {
+		return nil, schemaNotFound(id)
 	}
 	return sc, err
 }
 
-// List returns a page of the organization's schemas, newest first.
+func schemaNotFound(id string) error {
+	return coded(ports.ErrNotFound, "not_found", "schema %s not found", id)
+}
+
+// List returns a page of the organization's live schemas, pinned first,
+// then most recently updated.
 func (s *SchemaService) List(ctx context.Context, p *access.Principal, pr page.Request) (page.Result[*schema.Schema], error) {
 	if err := access.Authorize(p, access.ActListSchemas); err != nil {
 		return page.Result[*schema.Schema]{}, err

@@ -108,8 +108,24 @@ type Invalidations interface {
 type SchemaStore interface {
 	CreateSchema(ctx context.Context, s *schema.Schema) error
 	GetSchema(ctx context.Context, orgID, id string) (*schema.Schema, error)
-	// ListSchemas returns a page, newest first, with the total count.
+	// GetSchema returns the schema, in the trash (DeletedAt set) or not.
+	// ListSchemas returns a page of the live (not deleted) schemas, pinned
+	// first, then most recently updated first, ties by id descending; its
+	// cursors carry the pin (page.Cursor.Rank 1 for pinned) and UpdatedAt.
+	// Total counts the live schemas.
 	ListSchemas(ctx context.Context, orgID string, p page.Request) (page.Result[*schema.Schema], error)
+	// ListDeletedSchemas returns up to limit schemas in the trash, most
+	// recently deleted first.
+	ListDeletedSchemas(ctx context.Context, orgID string, limit int) ([]*schema.Schema, error)
+	// SchemaNames returns the names of the live schemas whose name starts
+	// with prefix (byte-wise), for unique naming.
+	SchemaNames(ctx context.Context, orgID, prefix string) ([]string, error)
+	// FindSchemaByHash returns the oldest live schema of the organization
+	// whose ContentHash is hash; ErrNotFound when there is none.
+	FindSchemaByHash(ctx context.Context, orgID, hash string) (*schema.Schema, error)
+	// DeleteSchema removes the schema for good (ErrNotFound when it is not
+	// there). Its records stay.
+	DeleteSchema(ctx context.Context, orgID, id string) error
 	// UpdateSchema loads the schema id of organization orgID (locking it),
 	// calls fn and stores what fn left when it returns nil; fn's error is
 	// returned as it is and nothing is written. A schema's id, organization
@@ -132,6 +148,9 @@ type RecordStore interface {
 	// ListRecords returns a page, newest first, with the total count of
 	// records matching f.
 	ListRecords(ctx context.Context, orgID string, f RecordFilter, p page.Request) (page.Result[*enrichment.Record], error)
+	// DeleteRecordsBySchema removes every record of the organization made
+	// under the schema and returns how many it removed.
+	DeleteRecordsBySchema(ctx context.Context, orgID, schemaID string) (int, error)
 }
 
 // JobStore keeps jobs. Update owns the transaction: it loads the job (locking

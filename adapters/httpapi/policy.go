@@ -72,6 +72,16 @@ var routes = map[Route]access.Action{
 	{"POST", "/api/schema/analyze-sample"}:     access.ActAnalyzeSample,
 	{"POST", "/api/schema/saved/{id}/analyze"}: access.ActAnalyzeSchema,
 	{"POST", "/api/schema/scoping-split"}:      access.ActScopingSplit,
+	// The saved-schema lifecycle.
+	{"GET", "/api/schema/saved/deleted"}:                 access.ActListDeletedSchemas,
+	{"PATCH", "/api/schema/saved/{id}"}:                  access.ActUpdateSchema,
+	{"DELETE", "/api/schema/saved/{id}"}:                 access.ActDeleteSchema,
+	{"DELETE", "/api/schema/saved/{id}/permanent"}:       access.ActDeleteSchema,
+	{"POST", "/api/schema/saved/{id}/restore"}:           access.ActRestoreSchema,
+	{"POST", "/api/schema/saved/{id}/duplicate"}:         access.ActDuplicateSchema,
+	{"POST", "/api/schema/saved/{id}/publish"}:           access.ActPublishSchema,
+	{"POST", "/api/schema/saved/{id}/publish/validate"}:  access.ActValidatePublish,
+	{"DELETE", "/api/schema/saved/{id}/enrichment-data"}: access.ActPurgeSchemaData,
 }
 
 // actionOf returns a route's action, and false for a route missing from the

@@ -79,8 +79,8 @@ func pageNumber(pr page.Request) *int {
 }
 
 // schemaJSON is a saved schema: ours (schema, description, linked) and the
-// reference's (schema_content, tags, is_pinned, publish_state). Tags and
-// pins cannot be set yet, so they are always empty and false.
+// reference's (schema_content, tags, is_pinned, publish_state, the published
+// contract and the key-language lock).
 type schemaJSON struct {
 	ID            string          `json:"id"`
 	Name          string          `json:"name"`
@@ -92,25 +92,35 @@ type schemaJSON struct {
 	Tags          []string        `json:"tags"`
 	IsPinned      bool            `json:"is_pinned"`
 	PublishState  string          `json:"publish_state"`
+	ContentHash   string          `json:"content_hash"`
 	CreatedAt     time.Time       `json:"created_at"`
 	UpdatedAt     time.Time       `json:"updated_at"`
 	// InputContract is what an enrichment request must supply (full
 	// answers only).
 	InputContract *schema.Contract `json:"input_contract,omitempty"`
+	// Only on the full schema: the published contract (null until the
+	// first publish), when and with which key-language lock.
+	PublishedContent *json.RawMessage `json:"published_content,omitempty"`
+	PublishedAt      **time.Time      `json:"published_at,omitempty"`
+	KeyLanguage      **string         `json:"key_language,omitempty"`
 }
 
 func toSchema(sc *schema.Schema, full bool) schemaJSON {
-	var doc struct {
-		Properties map[string]json.RawMessage `json:"properties"`
-	}
-	_ = json.Unmarshal(sc.Content, &doc)
 	out := schemaJSON{ID: sc.ID, Name: sc.Name, Description: sc.Description, Linked: sc.Linked,
-		PropertyCount: len(doc.Properties), Tags: []string{}, PublishState: sc.PublishState(),
-		CreatedAt: sc.CreatedAt, UpdatedAt: sc.UpdatedAt}
+		PropertyCount: sc.PropertyCount(), Tags: orEmpty(sc.Tags), IsPinned: sc.IsPinned,
+		PublishState: string(sc.PublishState()), ContentHash: sc.ContentHash, CreatedAt: sc.CreatedAt, UpdatedAt: sc.UpdatedAt}
 	if full {
 		out.Schema, out.SchemaContent = sc.Content, sc.Content
-		c := schema.ContractOfJSON(sc.Content)
+		// The input contract of what enrichment runs on (the published
+		// contract of a published linked schema).
+		c := schema.ContractOfJSON(sc.Contract())
 		out.InputContract = &c
+		pc := json.RawMessage("null")
+		if sc.PublishedContent != nil {
+			pc = sc.PublishedContent
+		}
+		kl := nilIfEmpty(sc.KeyLanguage)
+		out.PublishedContent, out.PublishedAt, out.KeyLanguage = &pc, &sc.PublishedAt, &kl
 	}
 	return out
 }

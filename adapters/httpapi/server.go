@@ -111,6 +111,7 @@ func NewServer(cfg Config, svc Services, lg *slog.Logger, ready Readiness) (*Ser
 	r.Use(s.authenticate, s.authorize, s.checkText, validate)
 	s.registerHealthRoutes(r)
 	s.registerAuthRoutes(r)
+	s.registerSchemaLifecycleRoutes(r) // before registerSchemaRoutes: /deleted before /{id}
 	s.registerSchemaRoutes(r)
 	s.registerAnalysisRoutes(r)
 	s.registerRecordRoutes(r)

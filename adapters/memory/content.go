@@ -28,6 +28,11 @@ func NewSchemaStore() *SchemaStore { return &SchemaStore{schemas: map[string]sch
 
 func cloneSchema(s schema.Schema) *schema.Schema {
 	s.Content = cloneJSON(s.Content)
+	s.PublishedContent = cloneJSON(s.PublishedContent)
+	if s.Tags != nil {
+		s.Tags = append([]string{}, s.Tags...)
+	}
+	s.PublishedAt, s.DeletedAt = tsPtr(s.PublishedAt), tsPtr(s.DeletedAt)
 	s.CreatedAt, s.UpdatedAt = ts(s.CreatedAt), ts(s.UpdatedAt)
 	return &s
 }
@@ -54,17 +59,18 @@ func (s *SchemaStore) GetSchema(_ context.Context, orgID, id string) (*schema.Sc
 	return cloneSchema(sc), nil
 }
 
-// ListSchemas returns one page of an organization's schemas, newest first.
+// ListSchemas returns one page of an organization's live schemas, pinned
+// first, then most recently updated.
 func (s *SchemaStore) ListSchemas(_ context.Context, orgID string, p page.Request) (page.Result[*schema.Schema], error) {
 	s.mu.RLock()
 	var all []*schema.Schema
 	for _, sc := range s.schemas {
-		if sc.OrgID == orgID {
+		if sc.OrgID == orgID && sc.DeletedAt == nil {
 			all = append(all, cloneSchema(sc))
 		}
 	}
 	s.mu.RUnlock()
-	return listPage(all, p, func(sc *schema.Schema) (time.Time, string) { return sc.CreatedAt, sc.ID }), nil
+	return listRanked(all, p), nil
 }
 
 // UpdateSchema calls fn on a copy of the schema and stores the copy when fn

@@ -34,10 +34,12 @@ func TestRefreshTokenStore(t *testing.T) {
 
 func TestSchemaStore(t *testing.T) {
 	contract.RunSchemaStore(t, func(*testing.T) ports.SchemaStore { return memory.NewSchemaStore() })
+	contract.RunSchemaLifecycle(t, func(*testing.T) ports.SchemaStore { return memory.NewSchemaStore() })
 }
 
 func TestRecordStore(t *testing.T) {
 	contract.RunRecordStore(t, func(*testing.T) ports.RecordStore { return memory.NewRecordStore() })
+	contract.RunRecordPurge(t, func(*testing.T) ports.RecordStore { return memory.NewRecordStore() })
 }
 
 func TestJobStore(t *testing.T) {
@@ -70,6 +72,7 @@ func newUoW(queue ports.JobEnqueuer) contract.UnitOfWorkFixture {
 
 func TestUnitOfWork(t *testing.T) {
 	contract.RunUnitOfWork(t, func(*testing.T) contract.UnitOfWorkFixture { return newUoW(nil) })
+	contract.RunPurgeInUnitOfWork(t, func(*testing.T) contract.UnitOfWorkFixture { return newUoW(nil) })
 	contract.RunUnitOfWorkConcurrency(t, func(*testing.T) contract.UnitOfWorkFixture { return newUoW(nil) })
 }
 

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"maps"
 	"sort"
 	"strings"
 	"time"
@@ -38,7 +39,7 @@ func orgToRow(o *access.Organization) *orgRow {
 func (r *orgRow) org() *access.Organization {
 	o := &access.Organization{ID: r.ID, Name: r.Name, CreatedAt: utc(r.CreatedAt)}
 	if len(r.ModelDefaults) > 0 {
-		o.ModelDefaults = r.ModelDefaults
+		o.ModelDefaults = maps.Clone(r.ModelDefaults) // the caller's map is not the row's
 	}
 	return o
 }

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -21,24 +22,43 @@ var (
 type schemaRow struct {
 	bun.BaseModel `bun:"table:schemas"`
 
-	ID          string          `bun:"id,pk"`
-	OrgID       string          `bun:"org_id,notnull"`
-	Name        string          `bun:"name,notnull"`
-	Description string          `bun:"description,notnull"`
-	Content     json.RawMessage `bun:"content"`
-	Linked      bool            `bun:"linked,notnull"`
-	CreatedAt   time.Time       `bun:"created_at,notnull"`
-	UpdatedAt   time.Time       `bun:"updated_at,notnull"`
+	ID               string          `bun:"id,pk"`
+	OrgID            string          `bun:"org_id,notnull"`
+	Name             string          `bun:"name,notnull"`
+	Description      string          `bun:"description,notnull"`
+	Content          json.RawMessage `bun:"content"`
+	ContentHash      string          `bun:"content_hash,notnull"`
+	Linked           bool            `bun:"linked,notnull"`
+	Tags             json.RawMessage `bun:"tags,notnull"`
+	IsPinned         bool            `bun:"is_pinned,notnull"`
+	PublishedContent json.RawMessage `bun:"published_content"`
+	PublishedHash    string          `bun:"published_hash,notnull"`
+	PublishedAt      *time.Time      `bun:"published_at"`
+	KeyLanguage      string          `bun:"key_language,notnull"`
+	DeletedAt        *time.Time      `bun:"deleted_at"`
+	CreatedAt        time.Time       `bun:"created_at,notnull"`
+	UpdatedAt        time.Time       `bun:"updated_at,notnull"`
 }
 
 func (r *schemaRow) schema() *schema.Schema {
+	var tags []string
+	_ = json.Unmarshal(r.Tags, &tags)
 	return &schema.Schema{ID: r.ID, OrgID: r.OrgID, Name: r.Name, Description: r.Description, Content: jsonOrNil(r.Content),
-		Linked: r.Linked, CreatedAt: utc(r.CreatedAt), UpdatedAt: utc(r.UpdatedAt)}
+		ContentHash: r.ContentHash, Linked: r.Linked, Tags: tags, IsPinned: r.IsPinned,
+		PublishedContent: jsonOrNil(r.PublishedContent), PublishedHash: r.PublishedHash, PublishedAt: utcPtr(r.PublishedAt),
+		KeyLanguage: r.KeyLanguage, DeletedAt: utcPtr(r.DeletedAt), CreatedAt: utc(r.CreatedAt), UpdatedAt: utc(r.UpdatedAt)}
 }
 
 func schemaToRow(sc *schema.Schema) schemaRow {
+	tags := sc.Tags
+	if tags == nil {
+		tags = []string{}
+	}
+	rawTags, _ := json.Marshal(tags)
 	return schemaRow{ID: sc.ID, OrgID: sc.OrgID, Name: sc.Name, Description: sc.Description, Content: jsonOrNil(sc.Content),
-		Linked: sc.Linked, CreatedAt: utc(sc.CreatedAt), UpdatedAt: utc(sc.UpdatedAt)}
+		ContentHash: sc.ContentHash, Linked: sc.Linked, Tags: rawTags, IsPinned: sc.IsPinned,
+		PublishedContent: jsonOrNil(sc.PublishedContent), PublishedHash: sc.PublishedHash, PublishedAt: utcPtr(sc.PublishedAt),
+		KeyLanguage: sc.KeyLanguage, DeletedAt: utcPtr(sc.DeletedAt), CreatedAt: utc(sc.CreatedAt), UpdatedAt: utc(sc.UpdatedAt)}
 }
 
 // SchemaStore keeps saved schemas in the schemas table. Documents are stored
@@ -66,15 +86,22 @@ func (s *SchemaStore) GetSchema(ctx context.Context, orgID, id string) (*schema.
 	return r.schema(), nil
 }
 
-// ListSchemas returns one page of an organization's schemas, newest first.
+// ListSchemas returns one page of an organization's live schemas, pinned
+// first, then most recently updated.
 func (s *SchemaStore) ListSchemas(ctx context.Context, orgID string, p page.Request) (page.Result[*schema.Schema], error) {
 	var rows []schemaRow
-	q := s.db.NewSelect().Model(&rows).Where("org_id = ?", orgID)
-	size := keyset(q, p)
+	q := s.db.NewSelect().Model(&rows).Where("org_id = ? AND deleted_at IS NULL", orgID)
+	size := pageSize(p.Size)
+	if p.After != nil {
+		q.Where("(is_pinned, updated_at, id) < (?, ?, ?)", p.After.Rank > 0, utc(p.After.CreatedAt), p.After.ID)
+	} else if p.Offset > 0 {
+		q.Offset(int64(p.Offset))
+	}
+	q.Order("is_pinned DESC", "updated_at DESC", "id DESC").Limit(int64(size + 1))
 	if err := q.Scan(ctx); err != nil {
 		return page.Result[*schema.Schema]{}, fail(err, "list schemas")
 	}
-	total, err := s.db.NewSelect().Model((*schemaRow)(nil)).Where("org_id = ?", orgID).Count(ctx)
+	total, err := s.db.NewSelect().Model((*schemaRow)(nil)).Where("org_id = ? AND deleted_at IS NULL", orgID).Count(ctx)
 	if err != nil {
 		return page.Result[*schema.Schema]{}, fail(err, "count schemas")
 	}
@@ -82,8 +109,64 @@ func (s *SchemaStore) ListSchemas(ctx context.Context, orgID string, p page.Requ
 	for i := range rows {
 		res.Items = append(res.Items, rows[i].schema())
 	}
-	res.Items, res.Next = cut(res.Items, size, func(sc *schema.Schema) (time.Time, string) { return sc.CreatedAt, sc.ID })
+	if len(res.Items) > size {
+		res.Items = res.Items[:size]
+		l := res.Items[size-1]
+		c := page.Cursor{CreatedAt: l.UpdatedAt, ID: l.ID}
+		if l.IsPinned {
+			c.Rank = 1
+		}
+		res.Next = c.Encode()
+	}
 	return res, nil
+}
+
+// ListDeletedSchemas returns up to limit trashed schemas, most recently
+// deleted first.
+func (s *SchemaStore) ListDeletedSchemas(ctx context.Context, orgID string, limit int) ([]*schema.Schema, error) {
+	var rows []schemaRow
+	if err := s.db.NewSelect().Model(&rows).Where("org_id = ? AND deleted_at IS NOT NULL", orgID).
+		Order("deleted_at DESC", "id DESC").Limit(int64(limit)).Scan(ctx); err != nil {
+		return nil, fail(err, "list deleted schemas")
+	}
+	out := make([]*schema.Schema, 0, len(rows))
+	for i := range rows {
+		out = append(out, rows[i].schema())
+	}
+	return out, nil
+}
+
+// SchemaNames returns the names of the live schemas starting with prefix.
+func (s *SchemaStore) SchemaNames(ctx context.Context, orgID, prefix string) ([]string, error) {
+	var names []string
+	if err := s.db.NewSelect().Model((*schemaRow)(nil)).Column("name").
+		Where("org_id = ? AND deleted_at IS NULL AND left(name, ?) = ?", orgID, len([]rune(prefix)), prefix).
+		Order("name").Scan(ctx, &names); err != nil {
+		return nil, fail(err, "schema names")
+	}
+	return names, nil
+}
+
+// FindSchemaByHash returns the oldest live schema with this content hash.
+func (s *SchemaStore) FindSchemaByHash(ctx context.Context, orgID, hash string) (*schema.Schema, error) {
+	var r schemaRow
+	if err := s.db.NewSelect().Model(&r).Where("org_id = ? AND content_hash = ? AND deleted_at IS NULL", orgID, hash).
+		Order("created_at", "id").Limit(1).Scan(ctx); err != nil {
+		return nil, notFound(err, "find schema by hash")
+	}
+	return r.schema(), nil
+}
+
+// DeleteSchema removes the schema for good.
+func (s *SchemaStore) DeleteSchema(ctx context.Context, orgID, id string) error {
+	res, err := s.db.NewDelete().Model((*schemaRow)(nil)).Where("id = ? AND org_id = ?", id, orgID).Exec(ctx)
+	if err != nil {
+		return fail(err, "delete schema "+id)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("postgres: delete schema %s: %w", id, ports.ErrNotFound)
+	}
+	return nil
 }
 
 // UpdateSchema locks the schema's row, calls fn and writes what fn left.
@@ -204,6 +287,19 @@ func (s *RecordStore) ListRecords(ctx context.Context, orgID string, f ports.Rec
 	}
 	res.Items, res.Next = cut(res.Items, size, func(r *enrichment.Record) (time.Time, string) { return r.CreatedAt, r.ID })
 	return res, nil
+}
+
+// DeleteRecordsBySchema removes the organization's records of the schema.
+func (s *RecordStore) DeleteRecordsBySchema(ctx context.Context, orgID, schemaID string) (int, error) {
+	res, err := s.db.NewDelete().Model((*recordRow)(nil)).Where("org_id = ? AND schema_id = ?", orgID, schemaID).Exec(ctx)
+	if err != nil {
+		return 0, fail(err, "delete records of schema "+schemaID)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fail(err, "delete records of schema "+schemaID)
+	}
+	return int(n), nil
 }
 
 // keyset adds the cursor condition, the newest-first order and a limit of one

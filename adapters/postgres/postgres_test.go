@@ -87,9 +87,11 @@ func TestContract(t *testing.T) {
 			}
 			t.Run("SchemaStore", func(t *testing.T) {
 				contract.RunSchemaStore(t, func(*testing.T) ports.SchemaStore { return postgres.NewSchemaStore(db) })
+				contract.RunSchemaLifecycle(t, func(*testing.T) ports.SchemaStore { return postgres.NewSchemaStore(db) })
 			})
 			t.Run("RecordStore", func(t *testing.T) {
 				contract.RunRecordStore(t, func(*testing.T) ports.RecordStore { return postgres.NewRecordStore(db) })
+				contract.RunRecordPurge(t, func(*testing.T) ports.RecordStore { return postgres.NewRecordStore(db) })
 			})
 			t.Run("JobStore", func(t *testing.T) {
 				contract.RunJobStore(t, func(*testing.T) ports.JobStore { return postgres.NewJobStore(db) })
@@ -104,6 +106,7 @@ func TestContract(t *testing.T) {
 			})
 			t.Run("UnitOfWork", func(t *testing.T) {
 				contract.RunUnitOfWork(t, func(t *testing.T) contract.UnitOfWorkFixture { return uowFixture(t, db.DB) })
+				contract.RunPurgeInUnitOfWork(t, func(t *testing.T) contract.UnitOfWorkFixture { return uowFixture(t, db.DB) })
 			})
 			if b.parallel {
 				t.Run("UnitOfWorkConcurrency", func(t *testing.T) {

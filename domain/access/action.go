@@ -49,6 +49,18 @@ const (
 	ActAnalyzeSample Action = "schemas.analyze_sample"
 	ActAnalyzeSchema Action = "schemas.analyze"
 	ActScopingSplit  Action = "schemas.scoping_split"
+	// The saved-schema lifecycle: edits, the trash, duplicates, publishing
+	// (its dry run too: a POST, so it needs the write scope), and the
+	// owner-only purge of a schema's enrichment data.
+	ActUpdateSchema       Action = "schemas.update"
+	ActDeleteSchema       Action = "schemas.delete"
+	ActRestoreSchema      Action = "schemas.restore"
+	ActListDeletedSchemas Action = "schemas.list_deleted"
+	ActDuplicateSchema    Action = "schemas.duplicate"
+	ActPublishSchema      Action = "schemas.publish"
+	ActValidatePublish    Action = "schemas.publish_validate"
+	ActLinkSchema         Action = "schemas.link"
+	ActPurgeSchemaData    Action = "schemas.purge_enrichment_data"
 
 	ActListRecords Action = "records.list"
 	ActGetRecord   Action = "records.get"
@@ -121,9 +133,18 @@ var rules = map[Action]rule{
 	ActGetSchema:    {CatSchemaRead, ScopeRead},
 	ActCreateSchema: {CatSchemaWrite, ScopeWrite},
 
-	ActAnalyzeSample: {CatSchemaWrite, ScopeWrite},
-	ActAnalyzeSchema: {CatSchemaWrite, ScopeWrite},
-	ActScopingSplit:  {CatSchemaRead, ScopeWrite},
+	ActAnalyzeSample:      {CatSchemaWrite, ScopeWrite},
+	ActAnalyzeSchema:      {CatSchemaWrite, ScopeWrite},
+	ActScopingSplit:       {CatSchemaRead, ScopeWrite},
+	ActUpdateSchema:       {CatSchemaWrite, ScopeWrite},
+	ActDeleteSchema:       {CatSchemaWrite, ScopeWrite},
+	ActRestoreSchema:      {CatSchemaWrite, ScopeWrite},
+	ActListDeletedSchemas: {CatSchemaRead, ScopeRead},
+	ActDuplicateSchema:    {CatSchemaWrite, ScopeWrite},
+	ActPublishSchema:      {CatSchemaWrite, ScopeWrite},
+	ActValidatePublish:    {CatSchemaWrite, ScopeWrite},
+	ActLinkSchema:         {CatSchemaWrite, ScopeWrite},
+	ActPurgeSchemaData:    {CatSchemaPurge, ScopeWrite},
 
 	ActListRecords: {CatRecords, ScopeRead},
 	ActGetRecord:   {CatRecords, ScopeRead},

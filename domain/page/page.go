@@ -28,8 +28,11 @@ type Request struct {
 }
 
 // Cursor is the position after the last item of a page: items are ordered by
-// (CreatedAt, ID) descending.
+// (Rank, CreatedAt, ID) descending. Rank is a leading group (1 for pinned
+// schemas, else 0), and CreatedAt is whichever time the listing orders by
+// (a schema listing's is the update time).
 type Cursor struct {
+	Rank      int
 	CreatedAt time.Time
 	ID        string
 }
@@ -37,12 +40,22 @@ type Cursor struct {
 // Encode returns the opaque form given to clients.
 func (c Cursor) Encode() string {
 	s := strconv.FormatInt(c.CreatedAt.UnixNano(), 10) + "|" + c.ID
+	if c.Rank != 0 {
+		s = strconv.Itoa(c.Rank) + "!" + s
+	}
 	return base64.RawURLEncoding.EncodeToString([]byte(s))
 }
 
-// Before reports whether an item at (t, id) comes after the cursor in
-// descending order.
-func (c Cursor) Before(t time.Time, id string) bool {
+// Before reports whether an item at (t, id) of rank 0 comes after the
+// cursor in descending order.
+func (c Cursor) Before(t time.Time, id string) bool { return c.BeforeRanked(0, t, id) }
+
+// BeforeRanked reports whether an item at (rank, t, id) comes after the
+// cursor in descending order.
+func (c Cursor) BeforeRanked(rank int, t time.Time, id string) bool {
+	if rank != c.Rank {
+		return rank < c.Rank
+	}
 	if t.Equal(c.CreatedAt) {
 		return id < c.ID
 	}
@@ -67,11 +80,18 @@ func ParseRequest(size int, cursor string) (Request, error) {
 		return Request{}, ErrBadCursor
 	}
 	ns, id, ok := strings.Cut(string(b), "|")
+	rank := 0
+	if rs, rest, ranked := strings.Cut(ns, "!"); ranked {
+		if rank, err = strconv.Atoi(rs); err != nil || rank == 0 {
+			return Request{}, ErrBadCursor
+		}
+		ns = rest
+	}
 	n, err := strconv.ParseInt(ns, 10, 64)
 	if !ok || err != nil || id == "" {
 		return Request{}, ErrBadCursor
 	}
-	r.After = &Cursor{CreatedAt: time.Unix(0, n).UTC(), ID: id}
+	r.After = &Cursor{Rank: rank, CreatedAt: time.Unix(0, n).UTC(), ID: id}
 	return r, nil
 }
 

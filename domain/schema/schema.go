@@ -26,22 +26,28 @@ type Schema struct {
 	OrgID       string
 	Name        string
 	Description string
-	// Content is the JSON Schema document.
+	// Content is the JSON Schema document: the working copy of a linked
+	// schema. Set it with SetContent, which keeps ContentHash.
 	Content json.RawMessage
-	// Linked schemas keep a working copy (Content) and a published contract.
-	Linked    bool
+	// ContentHash is ContentHash(Content).
+	ContentHash string
+	// Linked schemas keep a working copy (Content) and a published contract
+	// (PublishedContent); see Contract.
+	Linked bool
+	// Tags are free labels; IsPinned lists the schema first.
+	Tags     []string
+	IsPinned bool
+	// PublishedContent is the contract last published (nil: never), with
+	// its hash and time. KeyLanguage locks the language of multilingual
+	// database keys ("" when none is locked).
+	PublishedContent json.RawMessage
+	PublishedHash    string
+	PublishedAt      *time.Time
+	KeyLanguage      string
+	// DeletedAt is set while the schema is in the trash (soft-deleted).
+	DeletedAt *time.Time
 	CreatedAt time.Time
 	UpdatedAt time.Time
-}
-
-// PublishState is the reference product's publish_state: draft (no linked
-// database) or, for a linked schema, unpublished (never published; publish
-// does not exist yet).
-func (s *Schema) PublishState() string {
-	if s.Linked {
-		return "unpublished"
-	}
-	return "draft"
 }
 
 // ErrInvalid is wrapped by every validation failure of a schema document.

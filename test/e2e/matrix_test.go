@@ -38,6 +38,10 @@ var minimum = map[string]string{
 	"GET /api/users": "owner", "POST /api/users": "owner", "PATCH /api/users/{id}": "owner",
 	"GET /api/openapi.json": "sysadmin", "GET /api/docs": "sysadmin", "GET /api/docs/{asset}": "sysadmin",
 	"GET /api/schema/saved": "operator", "GET /api/schema/saved/{id}": "operator", "POST /api/schema/saved": "editor",
+	"GET /api/schema/saved/deleted": "operator", "PATCH /api/schema/saved/{id}": "editor", "DELETE /api/schema/saved/{id}": "editor",
+	"DELETE /api/schema/saved/{id}/permanent": "editor", "POST /api/schema/saved/{id}/restore": "editor",
+	"POST /api/schema/saved/{id}/duplicate": "editor", "POST /api/schema/saved/{id}/publish": "editor",
+	"POST /api/schema/saved/{id}/publish/validate": "editor", "DELETE /api/schema/saved/{id}/enrichment-data": "owner",
 	"GET /api/records": "operator", "GET /api/records/{id}": "operator",
 	"GET /api/enrichment/options":    "operator",
 	"POST /api/single/enrich/stream": "operator", "POST /api/single/enrich/sync": "operator",
@@ -140,6 +144,21 @@ func TestAuthorizationMatrix(t *testing.T) {
 	orgKeyID, orgKeyGone := providerKey("/api/org-keys", home.key), providerKey("/api/org-keys", home.key)
 	globalKeyID, globalKeyGone := providerKey("/api/global-keys", adm.AccessToken), providerKey("/api/global-keys", adm.AccessToken)
 
+	// Schema lifecycle fixtures: one to trash and restore, one linked to
+	// publish, one to purge; permanent deletes take a fresh schema per call.
+	trashID := s.createSchema(home.key, "Trash me", companySchema)
+	publishID := s.createSchema(home.key, "Publish me", companySchema)
+	purgeID := s.createSchema(home.key, "Purge me", companySchema)
+	if _, err := s.srv.Schemas.Link(ctx, &access.Principal{OrgID: home.orgID, Role: access.Owner, Scopes: access.DefaultScopes()}, publishID); err != nil {
+		t.Fatal(err)
+	}
+	// fresh gives routes that use their object up a new path for every call.
+	fresh := map[string]func() string{
+		"DELETE /api/schema/saved/{id}/permanent": func() string {
+			return "/api/schema/saved/" + s.createSchema(home.key, "Gone", companySchema) + "/permanent"
+		},
+	}
+
 	principals := []principal{
 		{name: "none"},
 		{name: "invalid key", cred: "ent_" + strings.Repeat("x", 43)},
@@ -236,6 +255,16 @@ func TestAuthorizationMatrix(t *testing.T) {
 			return obj{"path": "board", "entity_fields": []string{"name"}, "entity_name": "Person",
 				"entity_samples": []obj{{"board": []obj{{"name": "Ann", "role": "chair"}}}}}
 		}, 200, false, 0},
+		{"GET", "/api/schema/saved/deleted", "/api/schema/saved/deleted", nil, 200, false, 0},
+		{"PATCH", "/api/schema/saved/{id}", "/api/schema/saved/" + schemaID, func() any { return obj{"tags": []string{"m"}} }, 200, true, 0},
+		// Deleting and restoring are idempotent: 200 for every allowed caller.
+		{"DELETE", "/api/schema/saved/{id}", "/api/schema/saved/" + trashID, nil, 200, true, 0},
+		{"POST", "/api/schema/saved/{id}/restore", "/api/schema/saved/" + trashID + "/restore", nil, 200, true, 0},
+		{"DELETE", "/api/schema/saved/{id}/permanent", "", nil, 200, true, 0}, // a fresh schema per call (fresh)
+		{"POST", "/api/schema/saved/{id}/duplicate", "/api/schema/saved/" + schemaID + "/duplicate", nil, 201, true, 0},
+		{"POST", "/api/schema/saved/{id}/publish", "/api/schema/saved/" + publishID + "/publish", nil, 200, true, 0},
+		{"POST", "/api/schema/saved/{id}/publish/validate", "/api/schema/saved/" + publishID + "/publish/validate", nil, 200, true, 0},
+		{"DELETE", "/api/schema/saved/{id}/enrichment-data", "/api/schema/saved/" + purgeID + "/enrichment-data", nil, 200, true, 0},
 	}
 
 	// The matrix covers exactly the routes the server has.
@@ -266,7 +295,11 @@ func TestAuthorizationMatrix(t *testing.T) {
 			if r.body != nil {
 				body = r.body()
 			}
-			got := s.call(r.method, r.path, p.cred, body, nil)
+			path := r.path
+			if f := fresh[r.method+" "+r.tmpl]; f != nil {
+				path = f()
+			}
+			got := s.call(r.method, path, p.cred, body, nil)
 			cells++
 			if got != want {
 				t.Errorf("%s %s as %s: got %d, want %d", r.method, r.tmpl, p.name, got, want)
