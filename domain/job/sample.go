@@ -4,9 +4,9 @@ import "github.com/entityenrich/enrich/domain/model"
 
 // The sample generation job's events (REFERENCE.md §1 "Sample generation").
 const (
-	EventSampleInstanceRoster      EventType = "sample_instance_roster"
-	EventSampleInstanceProgress    EventType = "sample_instance_progress"
-	EventSampleClarificationPause  EventType = "sample_clarification_pause"
+	EventSampleInstanceRoster     EventType = "sample_instance_roster"
+	EventSampleInstanceProgress   EventType = "sample_instance_progress"
+	EventSampleClarificationPause EventType = "sample_clarification_pause"
 )
 
 // SampleInstanceRoster lists the instances a sample job plans to generate.
