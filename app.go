@@ -62,6 +62,8 @@ type Embedded struct {
 	Jobs       *app.JobService
 	// ProviderKeys manages the organizations' and the global provider keys.
 	ProviderKeys *app.ProviderKeyService
+	// Samples generates sample objects of an entity type (a job).
+	Samples *app.SampleService
 
 	Stores *Stores
 	Log    *slog.Logger

@@ -57,6 +57,7 @@ var coreSet = wire.NewSet(
 	provideRecords,
 	provideJobs,
 	provideEnrichment,
+	provideSamples,
 	provideEmbedded,
 )
 
@@ -157,16 +158,25 @@ func provideEnrichment(cfg Config, st *Stores, en *app.Engine, s ports.EventStre
 	return svc
 }
 
+// provideSamples builds sample generation, the Runner of its jobs.
+func provideSamples(en *app.Engine, enr *app.EnrichmentService, s ports.EventStream, js *app.JobService, clock ports.Clock,
+	ids ports.IDs, lg *slog.Logger) *app.SampleService {
+	svc := &app.SampleService{Enrich: enr, Engine: en, Stream: s, JobSvc: js, Clock: clock, IDs: ids, Log: lg}
+	en.Runners[job.TypeSampleGeneration] = svc
+	return svc
+}
+
 func provideEmbedded(st *Stores, a *app.AccessService, sc *app.SchemaService, rc *app.RecordService, en *app.EnrichmentService,
-	js *app.JobService, pk *app.ProviderKeyService, h *eventhub.Hub, eng *app.Engine, lg *slog.Logger, m *metrics.Metrics) *Embedded {
+	js *app.JobService, pk *app.ProviderKeyService, h *eventhub.Hub, eng *app.Engine, lg *slog.Logger, m *metrics.Metrics,
+	smp *app.SampleService) *Embedded {
 	m.WatchRunning(func() int { return len(eng.Running()) })
 	return &Embedded{Access: a, Schemas: sc, Records: rc, Enrichment: en, Jobs: js, ProviderKeys: pk, Stores: st, Log: lg,
-		Metrics: m, stream: h, engine: eng}
+		Metrics: m, stream: h, engine: eng, Samples: smp}
 }
 
 // httpSet builds the HTTP API from an Embedded core.
 var httpSet = wire.NewSet(
-	wire.FieldsOf(new(*Embedded), "Access", "Schemas", "Records", "Enrichment", "Jobs", "ProviderKeys", "Log"),
+	wire.FieldsOf(new(*Embedded), "Access", "Schemas", "Records", "Enrichment", "Jobs", "ProviderKeys", "Log", "Samples"),
 	provideHTTPConfig,
 	provideReadiness,
 	httpapi.NewServer,

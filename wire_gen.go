@@ -48,7 +48,8 @@ func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	keyRing := provideKeyRing(providerKeyStore, fernet, registry, registry, clock, logger)
 	enrichmentService := provideEnrichment(cfg, stores, engine, hub, jobService, llm, registry, compiler, keyRing, clock, iDs, logger)
 	providerKeyService := provideProviderKeys(providerKeyStore, fernet, registry, registry, registry, clock, iDs, logger)
-	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, hub, engine, logger, metricsMetrics)
+	sampleService := provideSamples(engine, enrichmentService, hub, jobService, clock, iDs, logger)
+	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, hub, engine, logger, metricsMetrics, sampleService)
 	return embedded, func() {
 		cleanup()
 	}, nil
@@ -96,7 +97,8 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	keyRing := provideKeyRing(providerKeyStore, fernet, registry, registry, clock, logger)
 	enrichmentService := provideEnrichment(cfg, stores, engine, hub, jobService, llm, registry, compiler, keyRing, clock, iDs, logger)
 	providerKeyService := provideProviderKeys(providerKeyStore, fernet, registry, registry, registry, clock, iDs, logger)
-	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, hub, engine, logger, metricsMetrics)
+	sampleService := provideSamples(engine, enrichmentService, hub, jobService, clock, iDs, logger)
+	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, hub, engine, logger, metricsMetrics, sampleService)
 	return embedded, func() {
 		cleanup2()
 		cleanup()
@@ -134,7 +136,8 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 	keyRing := provideKeyRing(providerKeyStore, fernet, registry, registry, clock, logger)
 	enrichmentService := provideEnrichment(cfg, st, engine, hub, jobService, llm, registry, compiler, keyRing, clock, iDs, logger)
 	providerKeyService := provideProviderKeys(providerKeyStore, fernet, registry, registry, registry, clock, iDs, logger)
-	embedded := provideEmbedded(st, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, hub, engine, logger, metricsMetrics)
+	sampleService := provideSamples(engine, enrichmentService, hub, jobService, clock, iDs, logger)
+	embedded := provideEmbedded(st, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, hub, engine, logger, metricsMetrics, sampleService)
 	return embedded, func() {
 		cleanup()
 	}, nil
@@ -151,7 +154,8 @@ func initHTTP(e *Embedded) (*httpapi.Server, error) {
 	providerKeyService := e.ProviderKeys
 	logger := e.Log
 	readiness := provideReadiness(e)
-	server, err := httpapi.NewServer(config, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, logger, readiness)
+	sampleService := e.Samples
+	server, err := httpapi.NewServer(config, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, logger, readiness, sampleService)
 	if err != nil {
 		return nil, err
 	}

@@ -42,6 +42,8 @@ const (
 	ActListSchemas  Action = "schemas.list"
 	ActGetSchema    Action = "schemas.get"
 	ActCreateSchema Action = "schemas.create"
+	// ActGenerateSamples generates sample objects (schema authoring).
+	ActGenerateSamples Action = "schemas.generate_samples"
 
 	ActListRecords Action = "records.list"
 	ActGetRecord   Action = "records.get"
@@ -99,9 +101,10 @@ var rules = map[Action]rule{
 	ActAddMember:    {CatUsers, ScopeWrite},
 	ActUpdateMember: {CatUsers, ScopeWrite},
 
-	ActListSchemas:  {CatSchemaRead, ScopeRead},
-	ActGetSchema:    {CatSchemaRead, ScopeRead},
-	ActCreateSchema: {CatSchemaWrite, ScopeWrite},
+	ActListSchemas:     {CatSchemaRead, ScopeRead},
+	ActGetSchema:       {CatSchemaRead, ScopeRead},
+	ActCreateSchema:    {CatSchemaWrite, ScopeWrite},
+	ActGenerateSamples: {CatSchemaWrite, ScopeWrite},
 
 	ActListRecords: {CatRecords, ScopeRead},
 	ActGetRecord:   {CatRecords, ScopeRead},
