@@ -52,7 +52,15 @@ func (s *JobService) Cancel(ctx context.Context, p *access.Principal, id, reason
 	bg := context.WithoutCancel(ctx)
 	wait, cancel := context.WithTimeout(bg, 10*time.Second) // the run's last commit may be retried in an outage
 	defer cancel()
-	if !s.Engine.CancelHere(wait, id, reason) {
+	here := s.Engine.CancelHere(wait, id, reason)
+	if here {
+		// A run that had just paused its job ended before it saw the
+		// cancel: the paused job is ended like one held nowhere.
+		if j, err := s.Jobs.GetJob(bg, p.OrgID, id); err == nil && j.State == job.Paused {
+			here = false
+		}
+	}
+	if !here {
 		err := s.Engine.end(bg, id, func(j *job.Job, now time.Time) error { return j.Cancel(reason, now) }, job.Cancellation(reason))
 		if errors.Is(err, job.ErrTransition) {
 			return nil, coded(ports.ErrConflict, "job_not_cancellable", "%v", err)
