@@ -70,7 +70,7 @@ func words(name string) []string {
 		switch {
 		case !unicode.IsLetter(r) && !unicode.IsDigit(r):
 			flush()
-		case unicode.IsUpper(r) && len(cur) > 0 && (unicode.IsLower(cur[len(cur)-1]) ||
+		case unicode.IsUpper(r) && len(cur) > 0 && (unicode.IsLower(cur[len(cur)-1]) || unicode.IsDigit(cur[len(cur)-1]) ||
 			(i+1 < len(rs) && unicode.IsLower(rs[i+1]))):
 			flush()
 			cur = append(cur, r)
@@ -92,7 +92,9 @@ func (c Convention) Apply(name string) string {
 	switch c {
 	case ConventionCamel:
 		for i := 1; i < len(ws); i++ {
-			ws[i] = strings.ToUpper(ws[i][:1]) + ws[i][1:]
+			rs := []rune(ws[i])
+			rs[0] = unicode.ToUpper(rs[0])
+			ws[i] = string(rs)
 		}
 		return strings.Join(ws, "")
 	case ConventionSnake:
