@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"context"
 	"slices"
 	"strconv"
 	"strings"
@@ -115,6 +116,20 @@ func TestSampleGenerationPauseContinue(t *testing.T) {
 			is.Equal(res["samples_requested"], float64(3))
 			clar, _ := res["clarifications"].(obj)
 			is.Equal(len(clar), 2)
+
+			// Every call is in the ledger: sample 1 before the pause (written
+			// with the pause), sample 1 again with the answers, samples 2 and 3.
+			entries, err := s.srv.Stores.Usage.ListUsage(context.Background(), ten.orgID, time.Time{}, time.Now().Add(time.Hour))
+			is.NoErr(err)
+			calls := 0
+			for _, e := range entries {
+				if e.JobID == jobID {
+					calls++
+					is.Equal(e.Outcome, "ok")
+					is.True(e.InputTokens > 0)
+				}
+			}
+			is.Equal(calls, 4)
 
 			// Continued once; the job is over now.
 			is.Equal(s.call("POST", "/api/llm/continue/"+jobID, ten.key, nil, &e), 409)
