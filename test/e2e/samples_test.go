@@ -267,3 +267,31 @@ func TestSampleGenerationSync(t *testing.T) {
 		})
 	}
 }
+
+// TestSampleContinueAcrossInstances: a job paused on A, whose replica then
+// stops, is continued through B and finished by B's worker on the same
+// stream: the pause is durable and holds no worker.
+func TestSampleContinueAcrossInstances(t *testing.T) {
+	is := is.New(t)
+	dsn := backends[1].dsn(t)
+	a, b := start(t, testConfig(dsn)), start(t, testConfig(dsn))
+	ten := a.register("xsamples@example.com")
+	jobID := a.startSamples(ten.key, obj{"entity_type": "record", "sample_count": 2})
+	a.waitEvent(ten.key, jobID, "sample_clarification_pause").Body.Close()
+	for t0 := time.Now(); len(a.srv.RunningJobs()) > 0 && time.Since(t0) < 2*time.Second; {
+		time.Sleep(5 * time.Millisecond)
+	}
+	is.Equal(len(a.srv.RunningJobs()), 0) // a paused job holds no worker
+	a.stop()
+
+	var st struct{ Status string }
+	is.Equal(b.call("POST", "/api/llm/continue/"+jobID, ten.key, obj{"answers": obj{"entity_kind": obj{"option_ids": []string{"person"}}}}, &st), 200)
+	evs := b.follow(ten.key, jobID, "")
+	consecutive(t, evs)
+	is.Equal(last(evs).Name, "completed")
+	is.Equal(indexOf(evs, "job_resumed"), -1)
+	smp := samplesOf(t, find(evs, "model_completed")[0])
+	is.Equal(len(smp), 2)
+	_, ok := smp[0]["full_name"] // the answer: a person
+	is.True(ok)
+}
