@@ -238,6 +238,16 @@ func TestSampleGenerationSync(t *testing.T) {
 				names[x["name"]] = true
 			}
 			is.Equal(len(names), 4)
+			// An invalid first answer is retried with the problem fed back; a
+			// model that never answers well fails the job.
+			is.Equal(s.call("POST", "/api/schema/sample/generate/sync", ten.key, obj{"entity_type": "company", "sample_count": 2,
+				"model": "sandbox::flaky"}, &out), 200)
+			is.Equal(len(out.Samples), 2)
+			var fail struct{ Code, Detail string }
+			is.Equal(s.call("POST", "/api/schema/sample/generate/sync", ten.key, obj{"entity_type": "company",
+				"model": "sandbox::broken"}, &fail), 502)
+			is.Equal(fail.Code, "model_output_invalid")
+			is.True(strings.Contains(fail.Detail, "sample 1"))
 			// A vague type auto-answers on the sync route: no pause.
 			is.Equal(s.call("POST", "/api/schema/sample/generate/sync", ten.key, obj{"entity_type": "thing", "auto_answer": false}, &out), 200)
 			is.Equal(len(out.Samples), 1)

@@ -22,6 +22,8 @@ import (
 //
 // The answers (or the defaults) shape the sample: the kind picks the
 // default fields and names, a field's reading picks its values.
+// sandbox::flaky answers an empty sample first (the retry repairs it),
+// sandbox::broken always does.
 
 // vagueTypes are entity types that say nothing of what the entity is.
 var vagueTypes = []string{"thing", "things", "item", "items", "object", "objects", "entity", "entities", "record",
@@ -133,6 +135,12 @@ func samples(in TaskInput) any {
 	p, ok := sample.ParseParams(in.Prompt)
 	if !ok {
 		return map[string]any{"sample": map[string]any{"name": "sample"}, "questions": []any{}}
+	}
+	// The misbehaving models, on purpose: flaky's first answer of a
+	// conversation is an empty sample (its retry repairs it); broken always
+	// answers an empty sample.
+	if (in.Seed == "flaky" && !in.Retry) || in.Seed == "broken" {
+		return map[string]any{"sample": map[string]any{}, "questions": []any{}}
 	}
 	kind := kindOf(p.EntityType)
 	if slices.Contains(vagueTypes, strings.ToLower(strings.TrimSpace(p.EntityType))) {
