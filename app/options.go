@@ -23,13 +23,17 @@ type Options struct {
 	Languages  map[string]string
 	Strategies []enrichment.Strategy
 	// Defaults and DefaultsWebSearch are what auto resolves to, by task
-	// type (only "enrichment" today); a task is absent when nothing
+	// type (enrichment, sample_generation); a task is absent when nothing
 	// resolves.
 	Defaults, DefaultsWebSearch map[string]modelsel.Pick
 }
 
 // TaskEnrichment is the task type of enrichment's automatic selection.
 const TaskEnrichment = "enrichment"
+
+// TaskSampleGeneration is the task type of sample generation's automatic
+// selection (no web search: sample generation does not support it yet).
+const TaskSampleGeneration = "sample_generation"
 
 // Options lists models, languages, strategies and what auto currently
 // resolves to.
@@ -39,6 +43,7 @@ func (s *EnrichmentService) Options() Options {
 		Defaults: map[string]modelsel.Pick{}, DefaultsWebSearch: map[string]modelsel.Pick{}}
 	if p, err := modelsel.Select(ms, "", modelsel.Needs{}); err == nil {
 		o.Defaults[TaskEnrichment] = p
+		o.Defaults[TaskSampleGeneration] = p // the same rule while no task has its own pin
 	}
 	if p, err := modelsel.Select(ms, "", modelsel.Needs{WebSearch: true}); err == nil {
 		o.DefaultsWebSearch[TaskEnrichment] = p

@@ -299,7 +299,7 @@ func (r *sampleRun) run(ctx context.Context, w *Work) Outcome {
 		w.Tracker.SetTotalModels(1)
 	}
 	if pl.autoPick != nil && !st.autoSelected {
-		w.Publish(job.ModelAutoSelected{Model: pl.model.Key.String(), TaskType: "sample_generation",
+		w.Publish(job.ModelAutoSelected{Model: pl.model.Key.String(), TaskType: TaskSampleGeneration,
 			Pinned: pl.autoPick.Pinned, Source: pl.autoPick.Source})
 	}
 	if !st.roster {
