@@ -54,11 +54,14 @@ type Outcome struct {
 // paused), the lease is released and the worker freed, all in the commit of
 // the pause. POST /api/llm/continue resumes the job on any replica (its
 // Runner then sees Work.Continued and the answers); a pause nobody answers
-// within Timeout is cancelled.
+// within Timeout (DefaultPauseTimeout when zero) is cancelled.
 type Pause struct {
 	Event   job.Payload
 	Timeout time.Duration
 }
+
+// DefaultPauseTimeout is how long a pause waits for a continue by default.
+const DefaultPauseTimeout = 10 * time.Minute
 
 // Failure is a typed job failure.
 type Failure struct {
@@ -616,9 +619,15 @@ func (e *Engine) finish(ctx context.Context, r *run, out Outcome) {
 		apply = func(j *job.Job, now time.Time) error { return j.Fail(job.CodeShutdown, errShutdown.Error(), now) }
 		drafts = job.Failure(job.CodeShutdown, errShutdown.Error())
 	case out.Pause != nil:
-		until = e.Clock.Now().Add(out.Pause.Timeout)
+		timeout := out.Pause.Timeout
+		if timeout <= 0 {
+			timeout = DefaultPauseTimeout
+		}
+		until = e.Clock.Now().Add(timeout)
 		apply = func(j *job.Job, now time.Time) error { return j.Pause(until, now) }
-		drafts = []job.Draft{job.NewDraft(out.Pause.Event)}
+		d := job.NewDraft(out.Pause.Event)
+		d.Data["status"], d.Data["is_paused"] = string(job.Paused), true // whatever the payload says
+		drafts = []job.Draft{d}
 	case out.Failure != nil:
 		f := out.Failure
 		apply = func(j *job.Job, now time.Time) error { return j.Fail(f.Code, f.Msg, now) }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -206,12 +207,37 @@ func TestContinueAfterDeadlineBeforeSweep(t *testing.T) {
 	is.Equal(done.Error, job.PauseTimedOut)
 }
 
+// shiftClock is the system clock moved forward by a settable offset.
+type shiftClock struct {
+	mu  sync.Mutex
+	off time.Duration
+}
+
+func (c *shiftClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.off)
+}
+
+func (c *shiftClock) shift(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.off += d
+}
+
 // TestCancelWhilePaused: cancel ends a paused job; its pause's timeout then
 // changes nothing.
 func TestCancelWhilePaused(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
-	w, svc, runs := newPauseWorld(t, 100*time.Millisecond)
+	clock := &shiftClock{}
+	runs := make(chan *app.Work, 8)
+	w := newEngineWorld(t, func(e *app.Engine) {
+		e.Clock = clock
+		e.Runners[job.TypeSampleGeneration] = pauseRunner{timeout: time.Minute, runs: runs}
+	})
+	close(w.jobs.gate)
+	svc := &app.JobService{Jobs: w.jobs, EventLog: w.events, Engine: w.engine, Stream: w.engine.Stream, Clock: clock, Log: w.engine.Log}
 	j := newPauseJob(1)
 	is.NoErr(w.engine.Create(ctx, j, nil))
 	<-runs
@@ -219,10 +245,35 @@ func TestCancelWhilePaused(t *testing.T) {
 	got, err := svc.Cancel(ctx, pauseOwner, j.ID, "cancelled by client")
 	is.NoErr(err)
 	is.Equal(got.State, job.Cancelled)
-	time.Sleep(150 * time.Millisecond)
+	clock.shift(2 * time.Minute) // past the pause's deadline
 	is.NoErr(w.engine.Sweep(ctx))
 	done := waitState(t, w, j.ID, job.Cancelled)
 	is.Equal(done.Error, "cancelled by client")
 	is.Equal(eventTypes(t, w, j.ID), []job.EventType{job.EventSampleInstanceRoster, job.EventSampleClarificationPause,
 		job.EventCancelled})
+}
+
+// TestSweepTimesOutWithTheClock: the sweep cancels a pause exactly when the
+// engine's clock passes its deadline, not before.
+func TestSweepTimesOutWithTheClock(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	clock := &shiftClock{}
+	runs := make(chan *app.Work, 8)
+	w := newEngineWorld(t, func(e *app.Engine) {
+		e.Clock = clock
+		e.Runners[job.TypeSampleGeneration] = pauseRunner{timeout: time.Minute, runs: runs}
+	})
+	close(w.jobs.gate)
+	j := newPauseJob(1)
+	is.NoErr(w.engine.Create(ctx, j, nil))
+	<-runs
+	waitState(t, w, j.ID, job.Paused)
+	clock.shift(50 * time.Second)
+	is.NoErr(w.engine.Sweep(ctx))
+	waitState(t, w, j.ID, job.Paused) // not yet
+	clock.shift(15 * time.Second)
+	is.NoErr(w.engine.Sweep(ctx))
+	done := waitState(t, w, j.ID, job.Cancelled)
+	is.Equal(done.Error, job.PauseTimedOut)
 }

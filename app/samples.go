@@ -41,9 +41,6 @@ type SampleService struct {
 	PauseTimeout time.Duration
 }
 
-// DefaultPauseTimeout is how long a clarification pause waits by default.
-const DefaultPauseTimeout = 10 * time.Minute
-
 // MaxPauseTimeout bounds a request's pause_timeout_seconds.
 const MaxPauseTimeout = 24 * time.Hour
 
