@@ -66,6 +66,8 @@ type Embedded struct {
 	Costs *app.CostService
 	// Analysis runs the schema analyses (ambiguity, identity scoping).
 	Analysis *app.AnalysisService
+	// Samples generates sample objects of an entity type (a job).
+	Samples *app.SampleService
 
 	Stores *Stores
 	Log    *slog.Logger

@@ -59,6 +59,7 @@ var coreSet = wire.NewSet(
 	provideEnrichment,
 	provideCosts,
 	provideAnalysis,
+	provideSamples,
 	provideEmbedded,
 )
 
@@ -176,13 +177,20 @@ func provideCosts(st *Stores, clock ports.Clock) *app.CostService {
 	return &app.CostService{Ledger: st.Usage, Clock: clock}
 }
 
+// provideSamples builds sample generation, the Runner of its jobs.
+func provideSamples(en *app.Engine, enr *app.EnrichmentService, s ports.EventStream, js *app.JobService, clock ports.Clock,
+	ids ports.IDs, lg *slog.Logger) *app.SampleService {
+	svc := &app.SampleService{Enrich: enr, Engine: en, Stream: s, JobSvc: js, Clock: clock, IDs: ids, Log: lg}
+	en.Runners[job.TypeSampleGeneration] = svc
+	return svc
+}
+
 func provideEmbedded(st *Stores, a *app.AccessService, sc *app.SchemaService, rc *app.RecordService, en *app.EnrichmentService,
-	js *app.JobService, pk *app.ProviderKeyService, cs *app.CostService, an *app.AnalysisService, h *eventhub.Hub, eng *app.Engine,
-	lg *slog.Logger, m *metrics.Metrics) *Embedded {
+	js *app.JobService, pk *app.ProviderKeyService, cs *app.CostService, an *app.AnalysisService, smp *app.SampleService,
+	h *eventhub.Hub, eng *app.Engine, lg *slog.Logger, m *metrics.Metrics) *Embedded {
 	m.WatchRunning(func() int { return len(eng.Running()) })
 	return &Embedded{Access: a, Schemas: sc, Records: rc, Enrichment: en, Jobs: js, ProviderKeys: pk, Costs: cs, Analysis: an,
-		Stores: st, Log: lg,
-		Metrics: m, stream: h, engine: eng}
+		Samples: smp, Stores: st, Log: lg, Metrics: m, stream: h, engine: eng}
 }
 
 func provideAnalysis(st *Stores, l ports.LLM, cat ports.ModelCatalog, c ports.SchemaCompiler, kr *app.KeyRing,
@@ -203,7 +211,7 @@ var httpSet = wire.NewSet(
 // provideServices hands the HTTP API the app services it serves.
 func provideServices(e *Embedded) httpapi.Services {
 	return httpapi.Services{Access: e.Access, Schemas: e.Schemas, Records: e.Records, Enrichment: e.Enrichment, Jobs: e.Jobs,
-		ProviderKeys: e.ProviderKeys, Costs: e.Costs, Analysis: e.Analysis}
+		ProviderKeys: e.ProviderKeys, Costs: e.Costs, Analysis: e.Analysis, Samples: e.Samples}
 }
 
 func provideHTTPConfig(e *Embedded) httpapi.Config {

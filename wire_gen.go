@@ -49,7 +49,8 @@ func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	providerKeyService := provideProviderKeys(stores, providerKeyStore, fernet, registry, registry, registry, clock, iDs, logger)
 	costService := provideCosts(stores, clock)
 	analysisService := provideAnalysis(stores, llm, registry, compiler, keyRing, clock, iDs, logger)
-	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, costService, analysisService, hub, engine, logger, metricsMetrics)
+	sampleService := provideSamples(engine, enrichmentService, hub, jobService, clock, iDs, logger)
+	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, costService, analysisService, sampleService, hub, engine, logger, metricsMetrics)
 	return embedded, func() {
 		cleanup()
 	}, nil
@@ -98,7 +99,8 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	providerKeyService := provideProviderKeys(stores, providerKeyStore, fernet, registry, registry, registry, clock, iDs, logger)
 	costService := provideCosts(stores, clock)
 	analysisService := provideAnalysis(stores, llm, registry, compiler, keyRing, clock, iDs, logger)
-	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, costService, analysisService, hub, engine, logger, metricsMetrics)
+	sampleService := provideSamples(engine, enrichmentService, hub, jobService, clock, iDs, logger)
+	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, costService, analysisService, sampleService, hub, engine, logger, metricsMetrics)
 	return embedded, func() {
 		cleanup2()
 		cleanup()
@@ -137,7 +139,8 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 	providerKeyService := provideProviderKeys(st, providerKeyStore, fernet, registry, registry, registry, clock, iDs, logger)
 	costService := provideCosts(st, clock)
 	analysisService := provideAnalysis(st, llm, registry, compiler, keyRing, clock, iDs, logger)
-	embedded := provideEmbedded(st, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, costService, analysisService, hub, engine, logger, metricsMetrics)
+	sampleService := provideSamples(engine, enrichmentService, hub, jobService, clock, iDs, logger)
+	embedded := provideEmbedded(st, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, costService, analysisService, sampleService, hub, engine, logger, metricsMetrics)
 	return embedded, func() {
 		cleanup()
 	}, nil

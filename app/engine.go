@@ -29,11 +29,18 @@ type Work struct {
 	// Tracker stamps the common progress block on every event Publish
 	// sends; the Runner tells it the job's size (SetTotalModels).
 	Tracker *job.Tracker
+	// Continued is set when the job was paused and continued: Answers are
+	// the continue's answers (empty when it sent none), read from the last
+	// job_continued event of Prior.
+	Continued bool
+	Answers   job.Answers
 }
 
 // Outcome is how a run ended. Exactly one of the cases holds: Failure set
-// (the job fails), or Result set (it completes, with its records).
+// (the job fails), Pause set (the job pauses until a continue), or Result
+// set (it completes, with its records).
 type Outcome struct {
+	Pause     *Pause
 	Result    []byte
 	Records   []*enrichment.Record
 	Completed job.JobCompleted
@@ -42,6 +49,19 @@ type Outcome struct {
 	// end whatever the end (the calls were made and paid for).
 	Usage []usage.Entry
 }
+
+// Pause ends a run by pausing its job: Event is written (its status
+// paused), the lease is released and the worker freed, all in the commit of
+// the pause. POST /api/llm/continue resumes the job on any replica (its
+// Runner then sees Work.Continued and the answers); a pause nobody answers
+// within Timeout (DefaultPauseTimeout when zero) is cancelled.
+type Pause struct {
+	Event   job.Payload
+	Timeout time.Duration
+}
+
+// DefaultPauseTimeout is how long a pause waits for a continue by default.
+const DefaultPauseTimeout = 10 * time.Minute
 
 // Failure is a typed job failure.
 type Failure struct {
@@ -197,7 +217,81 @@ func (e *Engine) Sweep(ctx context.Context) error {
 	if len(lapsed) > 0 {
 		e.Log.Info("interrupted jobs queued for takeover", "jobs", len(lapsed))
 	}
+	paused, err := e.Jobs.ListPauseLapsed(ctx, e.Clock.Now(), 500)
+	if err != nil {
+		e.Log.Warn("sweep for timed-out pauses", "err", err)
+		return err
+	}
+	for _, j := range paused {
+		if err := e.timeOut(ctx, j.ID); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// timeOut cancels a paused job whose pause timed out, with a cancelled
+// event saying so. A job continued or ended meanwhile is left alone.
+func (e *Engine) timeOut(ctx context.Context, id string) error {
+	err := e.end(ctx, id, func(j *job.Job, now time.Time) error {
+		if !j.PauseLapsed(now) {
+			return fmt.Errorf("%w: the job is %s, not a timed-out pause", job.ErrTransition, j.State)
+		}
+		return j.Cancel(job.PauseTimedOut, now)
+	}, job.Cancellation(job.PauseTimedOut))
+	switch {
+	case err == nil:
+		e.Log.Info("paused job cancelled: its pause timed out", "job_id", id)
+		return nil
+	case errors.Is(err, job.ErrTransition), errors.Is(err, ports.ErrNotFound):
+		return nil
+	}
+	e.Log.Warn("timed-out pause not cancelled", "job_id", id, "err", err)
+	return err
+}
+
+// Continue moves a paused job back to running in one commit with its
+// job_continued event (the answers) and its queue entry, so that a worker on
+// any replica takes it and its Runner resumes from the pause. A pause that
+// timed out is ended (cancelled) instead, and the error is ErrTransition.
+func (e *Engine) Continue(ctx context.Context, id string, answers job.Answers) (*job.Job, error) {
+	var out *job.Job
+	lapsed := false
+	err := e.retry(ctx, func() error {
+		return e.UoW.InTx(ctx, func(ctx context.Context, r ports.Repos) error {
+			j, err := r.Jobs.UpdateJob(ctx, id, func(j *job.Job) error {
+				lapsed = j.PauseLapsed(e.Clock.Now())
+				return j.Continue(e.Clock.Now())
+			})
+			if err != nil {
+				return err
+			}
+			out = j
+			last, err := r.Events.Last(ctx, id)
+			if err != nil {
+				return err
+			}
+			if answers == nil {
+				answers = job.Answers{}
+			}
+			d := job.NewTracker(j.Type).Stamp(job.NewDraft(job.JobContinued{Answers: answers, Round: j.Continues}))
+			if err := r.Events.Append(ctx, job.Number(id, last, e.Clock.Now(), []job.Draft{d})); err != nil {
+				return err
+			}
+			return r.Queue.Enqueue(ctx, ports.QueuedJob{JobID: id, OrgID: j.OrgID})
+		})
+	})
+	if err != nil {
+		if lapsed {
+			if terr := e.timeOut(context.WithoutCancel(ctx), id); terr != nil {
+				e.Log.Warn("timed-out pause not cancelled at continue", "job_id", id, "err", terr)
+			}
+		}
+		return nil, err
+	}
+	e.Stream.Written(id)
+	e.Log.Info("job continued", "job_id", id, "answers", len(answers))
+	return out, nil
 }
 
 // Running lists the ids of the jobs running here.
@@ -364,6 +458,15 @@ func (e *Engine) Dispatch(ctx context.Context, q ports.QueuedJob) (ports.Dispatc
 		case cur.State.Terminal():
 			e.release(q.OrgID)
 			return ports.Dispatch{}, nil
+		case cur.State == job.Paused:
+			e.release(q.OrgID)
+			if cur.PauseLapsed(e.Clock.Now()) {
+				return ports.Dispatch{}, e.timeOut(ctx, cur.ID)
+			}
+			if wait := cur.PauseUntil.Sub(e.Clock.Now()); !cur.PauseUntil.IsZero() && wait > 0 {
+				return ports.Dispatch{Snooze: wait}, nil // the pause's timeout, early
+			}
+			return ports.Dispatch{}, nil
 		case cur.Leased(e.Clock.Now()):
 			e.release(q.OrgID)
 			return ports.Dispatch{}, nil // held; the sweep queues it again if its holder dies
@@ -384,7 +487,7 @@ func (e *Engine) Dispatch(ctx context.Context, q ports.QueuedJob) (ports.Dispatc
 	case errors.Is(err, job.ErrEnded), errors.Is(err, ports.ErrNotFound):
 		e.release(q.OrgID)
 		return ports.Dispatch{}, nil
-	case errors.Is(err, job.ErrLeased):
+	case errors.Is(err, job.ErrLeased), errors.Is(err, job.ErrPaused):
 		e.release(q.OrgID)
 		return ports.Dispatch{}, nil
 	case err != nil:
@@ -467,7 +570,9 @@ func (e *Engine) execute(ctx context.Context, r *run, j *job.Job, prior []job.Ev
 	}
 	w := &Work{Job: j, Prior: prior, Prepared: prepared, Tracker: r.tracker,
 		Publish: func(p job.Payload) { e.publish(r, r.tracker.Stamp(job.NewDraft(p))) }}
-	if j.Attempt > 1 && len(prior) > 0 {
+	w.Answers, w.Continued = job.LastContinue(prior)
+	continuing := len(prior) > 0 && prior[len(prior)-1].Type == job.EventJobContinued
+	if j.Attempt > 1 && len(prior) > 0 && !continuing {
 		w.Publish(job.JobResumed{Attempt: j.Attempt, AfterEvent: after})
 		e.Log.Info("job resumed", "job_id", j.ID, "attempt", j.Attempt, "after_event", after)
 	}
@@ -494,6 +599,7 @@ func (e *Engine) finish(ctx context.Context, r *run, out Outcome) {
 	var sc *storageCause
 	var apply func(j *job.Job, now time.Time) error
 	var drafts []job.Draft
+	var until time.Time
 	switch {
 	case errors.Is(cause, errLost):
 		e.Stream.Sealed(r.id, nil, errLost)
@@ -512,6 +618,16 @@ func (e *Engine) finish(ctx context.Context, r *run, out Outcome) {
 	case errors.Is(cause, errShutdown):
 		apply = func(j *job.Job, now time.Time) error { return j.Fail(job.CodeShutdown, errShutdown.Error(), now) }
 		drafts = job.Failure(job.CodeShutdown, errShutdown.Error())
+	case out.Pause != nil:
+		timeout := out.Pause.Timeout
+		if timeout <= 0 {
+			timeout = DefaultPauseTimeout
+		}
+		until = e.Clock.Now().Add(timeout)
+		apply = func(j *job.Job, now time.Time) error { return j.Pause(until, now) }
+		d := job.NewDraft(out.Pause.Event)
+		d.Data["status"], d.Data["is_paused"] = string(job.Paused), true // whatever the payload says
+		drafts = []job.Draft{d}
 	case out.Failure != nil:
 		f := out.Failure
 		apply = func(j *job.Job, now time.Time) error { return j.Fail(f.Code, f.Msg, now) }
@@ -538,7 +654,8 @@ func (e *Engine) finish(ctx context.Context, r *run, out Outcome) {
 	}
 	end := ports.JobEnd{Job: new(r.job), From: r.job.State, Events: evs, Usage: withTask(out.Usage, r.typ)}
 	err := apply(end.Job, e.Clock.Now())
-	if out.Failure == nil && cc == nil && !errors.Is(cause, errShutdown) {
+	paused := out.Pause != nil && out.Failure == nil && cc == nil && !errors.Is(cause, errShutdown)
+	if out.Failure == nil && cc == nil && !errors.Is(cause, errShutdown) && !paused {
 		end.Records = out.Records
 	}
 	if err == nil {
@@ -546,6 +663,16 @@ func (e *Engine) finish(ctx context.Context, r *run, out Outcome) {
 	}
 	e.Stream.Sealed(r.id, evs, err)
 	switch {
+	case err == nil && paused:
+		// The job is not over: its followers read its log from now on,
+		// where the continue's event and the next holder's will come.
+		e.Stream.Delivered(r.id)
+		e.Log.Info("job paused", "job_id", r.id, "until", until)
+		// The sweep cancels the pause once it lapsed; a dispatch at the
+		// deadline does it sooner (best effort: the sweep stays the rule).
+		if qerr := e.Queue.Enqueue(bg, ports.QueuedJob{JobID: r.id, OrgID: r.org, At: until}); qerr != nil {
+			e.Log.Warn("pause timeout not scheduled; the sweep will end it", "job_id", r.id, "err", qerr)
+		}
 	case err == nil:
 		e.Log.Info("job ended", "job_id", r.id, "events", len(evs))
 		e.ended(r.typ, evs)

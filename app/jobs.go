@@ -52,7 +52,15 @@ func (s *JobService) Cancel(ctx context.Context, p *access.Principal, id, reason
 	bg := context.WithoutCancel(ctx)
 	wait, cancel := context.WithTimeout(bg, 10*time.Second) // the run's last commit may be retried in an outage
 	defer cancel()
-	if !s.Engine.CancelHere(wait, id, reason) {
+	here := s.Engine.CancelHere(wait, id, reason)
+	if here {
+		// A run that had just paused its job ended before it saw the
+		// cancel: the paused job is ended like one held nowhere.
+		if j, err := s.Jobs.GetJob(bg, p.OrgID, id); err == nil && j.State == job.Paused {
+			here = false
+		}
+	}
+	if !here {
 		err := s.Engine.end(bg, id, func(j *job.Job, now time.Time) error { return j.Cancel(reason, now) }, job.Cancellation(reason))
 		if errors.Is(err, job.ErrTransition) {
 			return nil, coded(ports.ErrConflict, "job_not_cancellable", "%v", err)
@@ -86,17 +94,32 @@ func (s *JobService) Cancel(ctx context.Context, p *access.Principal, id, reason
 	return j, nil
 }
 
-// Continue resumes a paused job.
-func (s *JobService) Continue(ctx context.Context, p *access.Principal, id string) (*job.Job, error) {
+// Continue resumes a paused job with the client's answers (nil: none): in
+// one commit the job is running again, its job_continued event carries the
+// answers, and it is queued for a worker on any replica, whose Runner
+// resumes it on the same stream. A job that is not paused (or whose pause
+// timed out) is 409 job_not_paused.
+func (s *JobService) Continue(ctx context.Context, p *access.Principal, id string, answers job.Answers) (*job.Job, error) {
 	if err := access.Authorize(p, access.ActContinueJob); err != nil {
 		return nil, err
 	}
 	if _, err := s.Get(ctx, p, id); err != nil {
 		return nil, err
 	}
-	j, err := s.Jobs.UpdateJob(ctx, id, func(j *job.Job) error {
-		return j.Apply(job.ActionContinue, s.Clock.Now())
-	})
+	if err := answers.Check(); err != nil {
+		return nil, Invalid("answers", "%v", err)
+	}
+	for qid, a := range answers {
+		for _, c := range []struct {
+			field string
+			v     any
+		}{{"answers", qid}, {"answers." + qid + ".text", a.Text}, {"answers." + qid + ".option_ids", a.OptionIDs}} {
+			if err := checkText(c.field, c.v); err != nil {
+				return nil, err
+			}
+		}
+	}
+	j, err := s.Engine.Continue(ctx, id, answers)
 	if errors.Is(err, job.ErrTransition) {
 		return nil, coded(ports.ErrConflict, "job_not_paused", "%v", err)
 	}

@@ -29,13 +29,16 @@ type Options struct {
 	Languages  map[string]string
 	Strategies []enrichment.Strategy
 	// Defaults and DefaultsWebSearch are what auto resolves to, by task
-	// type (only "enrichment" today); a task is absent when nothing
+	// type (enrichment, sample_generation); a task is absent when nothing
 	// resolves.
 	Defaults, DefaultsWebSearch map[string]modelsel.Pick
 }
 
-// TaskEnrichment is the task type of enrichment's automatic selection.
-const TaskEnrichment = modelsel.TaskEnrichment
+// The task types of automatic selection, as the app names them.
+const (
+	TaskEnrichment       = modelsel.TaskEnrichment
+	TaskSampleGeneration = modelsel.TaskSampleGeneration
+)
 
 // Options lists models (with whether the organization can use each),
 // languages, strategies and what auto currently resolves to for it.

@@ -168,6 +168,9 @@ type JobStore interface {
 	// ended before now (their holder died, or lost the database), oldest
 	// lease first.
 	ListLapsed(ctx context.Context, now time.Time, limit int) ([]*job.Job, error)
+	// ListPauseLapsed returns up to limit paused jobs whose pause timed out
+	// before or at now (job.Job.PauseLapsed), oldest deadline first.
+	ListPauseLapsed(ctx context.Context, now time.Time, limit int) ([]*job.Job, error)
 	// CheckFences returns the jobs among fences whose current attempt is no
 	// longer the one given (or that ended). Inside a unit of work it locks
 	// the jobs it checks against a concurrent takeover until commit.

@@ -1,8 +1,10 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -11,6 +13,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/entityenrich/enrich/app"
+	"github.com/entityenrich/enrich/domain/job"
 )
 
 func (s *Server) registerEnrichmentRoutes(r *mux.Router) {
@@ -99,8 +102,31 @@ func (s *Server) cancel(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"job_id": j.ID, "status": j.State})
 }
 
+// continueRequest is the optional body of POST /api/llm/continue/{job_id}
+// (the reference's ContinueJobRequest).
+type continueRequest struct {
+	Answers job.Answers `json:"answers"`
+}
+
 func (s *Server) resume(w http.ResponseWriter, r *http.Request) {
-	j, err := s.jobs.Continue(r.Context(), principal(r), mux.Vars(r)["job_id"])
+	var in continueRequest
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			s.fail(w, r, http.StatusRequestEntityTooLarge, "body_too_large", "", "request body too large")
+			return
+		}
+		s.Error(w, r, app.Invalid("", "request body could not be read"))
+		return
+	}
+	if len(bytes.TrimSpace(body)) > 0 {
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if !s.decode(w, r, &in) {
+			return
+		}
+	}
+	j, err := s.jobs.Continue(r.Context(), principal(r), mux.Vars(r)["job_id"], in.Answers)
 	if err != nil {
 		s.Error(w, r, err)
 		return

@@ -47,6 +47,7 @@ type Server struct {
 	jobs    *app.JobService
 	keys    *app.ProviderKeyService
 	costs   *app.CostService
+	samples *app.SampleService
 	log     *slog.Logger
 	ready   Readiness
 
@@ -69,6 +70,7 @@ type Services struct {
 	ProviderKeys *app.ProviderKeyService
 	Costs        *app.CostService
 	Analysis     *app.AnalysisService
+	Samples      *app.SampleService
 }
 
 // NewServer builds the router.
@@ -83,7 +85,8 @@ func NewServer(cfg Config, svc Services, lg *slog.Logger, ready Readiness) (*Ser
 		cfg.SSEWriteTimeout = 10 * time.Second
 	}
 	s := &Server{cfg: cfg, access: svc.Access, schemas: svc.Schemas, records: svc.Records, enrich: svc.Enrichment, jobs: svc.Jobs,
-		keys: svc.ProviderKeys, costs: svc.Costs, analysis: svc.Analysis, log: lg, ready: ready}
+		keys: svc.ProviderKeys, costs: svc.Costs, analysis: svc.Analysis, samples: svc.Samples, log: lg,
+		ready: ready}
 	var err error
 	if s.spec, err = LoadSpec(); err != nil {
 		return nil, err
@@ -120,6 +123,7 @@ func NewServer(cfg Config, svc Services, lg *slog.Logger, ready Readiness) (*Ser
 	s.registerProviderKeyRoutes(r)
 	s.registerCostRoutes(r)
 	s.registerSettingsRoutes(r)
+	s.registerSampleRoutes(r)
 	s.registerDocsRoutes(r)
 	s.router = r
 	return s, nil

@@ -31,6 +31,7 @@ func cloneJob(j job.Job) *job.Job {
 	j.Request = cloneBytes(j.Request)
 	j.Result = cloneBytes(j.Result)
 	j.CreatedAt, j.UpdatedAt, j.HeartbeatAt, j.LeaseUntil = ts(j.CreatedAt), ts(j.UpdatedAt), ts(j.HeartbeatAt), ts(j.LeaseUntil)
+	j.PauseUntil = ts(j.PauseUntil)
 	return &j
 }
 
@@ -105,6 +106,25 @@ func (s *JobStore) ListLapsed(_ context.Context, now time.Time, limit int) ([]*j
 	}
 	sort.Slice(out, func(i, k int) bool {
 		return oldestFirst(out[i].LeaseUntil, out[i].ID, out[k].LeaseUntil, out[k].ID)
+	})
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+// ListPauseLapsed returns paused jobs whose pause timed out by now.
+func (s *JobStore) ListPauseLapsed(_ context.Context, now time.Time, limit int) ([]*job.Job, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []*job.Job
+	for _, j := range s.jobs {
+		if j.PauseLapsed(now) {
+			out = append(out, cloneJob(j))
+		}
+	}
+	sort.Slice(out, func(i, k int) bool {
+		return oldestFirst(out[i].PauseUntil, out[i].ID, out[k].PauseUntil, out[k].ID)
 	})
 	if limit > 0 && len(out) > limit {
 		out = out[:limit]

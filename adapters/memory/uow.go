@@ -375,6 +375,10 @@ func (w *UnitOfWork) EndJob(ctx context.Context, end ports.JobEnd) error {
 			}
 			j.State, j.ErrorCode, j.Error, j.UpdatedAt = end.Job.State, end.Job.ErrorCode, end.Job.Error, end.Job.UpdatedAt
 			j.Result = bytes.Clone(end.Job.Result)
+			if end.Job.State == job.Paused {
+				// A pause releases the lease and sets the pause's deadline.
+				j.Owner, j.LeaseUntil, j.PauseUntil = end.Job.Owner, end.Job.LeaseUntil, end.Job.PauseUntil
+			}
 			return nil
 		}); errors.Is(err, ports.ErrNotFound) {
 			return fmt.Errorf("memory: end job %s: %w", end.Job.ID, ports.ErrFenced)

@@ -34,13 +34,15 @@ type jobRow struct {
 	Attempt     int             `bun:"attempt,notnull"`
 	Owner       string          `bun:"owner,notnull"`
 	LeaseUntil  bun.NullTime    `bun:"lease_until"`
+	PauseUntil  bun.NullTime    `bun:"pause_until"`
+	Continues   int             `bun:"continues,notnull"`
 }
 
 func jobToRow(j *job.Job) *jobRow {
 	return &jobRow{ID: j.ID, OrgID: j.OrgID, Type: string(j.Type), State: string(j.State), ErrorCode: string(j.ErrorCode),
 		Error: j.Error, Request: jsonOrNil(j.Request), Result: jsonOrNil(j.Result), CreatedAt: utc(j.CreatedAt),
 		UpdatedAt: utc(j.UpdatedAt), HeartbeatAt: utc(j.HeartbeatAt), Attempt: j.Attempt, Owner: j.Owner,
-		LeaseUntil: nullTime(j.LeaseUntil)}
+		LeaseUntil: nullTime(j.LeaseUntil), PauseUntil: nullTime(j.PauseUntil), Continues: j.Continues}
 }
 
 func zeroOrUTC(t time.Time) time.Time {
@@ -61,7 +63,7 @@ func (r *jobRow) job() *job.Job {
 	return &job.Job{ID: r.ID, OrgID: r.OrgID, Type: job.Type(r.Type), State: job.State(r.State),
 		ErrorCode: job.ErrorCode(r.ErrorCode), Error: r.Error, Request: jsonOrNil(r.Request), Result: jsonOrNil(r.Result),
 		CreatedAt: utc(r.CreatedAt), UpdatedAt: utc(r.UpdatedAt), HeartbeatAt: utc(r.HeartbeatAt), Attempt: r.Attempt,
-		Owner: r.Owner, LeaseUntil: zeroOrUTC(r.LeaseUntil.Time)}
+		Owner: r.Owner, LeaseUntil: zeroOrUTC(r.LeaseUntil.Time), PauseUntil: zeroOrUTC(r.PauseUntil.Time), Continues: r.Continues}
 }
 
 // JobStore keeps jobs in the jobs table. Request and Result must be JSON
@@ -132,7 +134,8 @@ func (s *JobStore) UpdateJob(ctx context.Context, id string, fn func(*job.Job) e
 		// Only what can change is written: the request (jsonb) is not sent
 		// and parsed again on every transition.
 		if _, err := tx.NewUpdate().Model(nr).
-			Column("state", "error_code", "error", "result", "updated_at", "heartbeat_at", "attempt", "owner", "lease_until").
+			Column("state", "error_code", "error", "result", "updated_at", "heartbeat_at", "attempt", "owner", "lease_until",
+				"pause_until", "continues").
 			WherePK().Exec(ctx); err != nil {
 			return fail(err, "update job "+id)
 		}
@@ -175,6 +178,27 @@ func (s *JobStore) ListLapsed(ctx context.Context, now time.Time, limit int) ([]
 	}
 	if err := q.Scan(ctx); err != nil {
 		return nil, fail(err, "list lapsed jobs")
+	}
+	out := make([]*job.Job, len(rows))
+	for i := range rows {
+		out[i] = rows[i].job()
+	}
+	return out, nil
+}
+
+// ListPauseLapsed returns paused jobs whose pause timed out by now, oldest
+// deadline first (jobs_pause_idx).
+func (s *JobStore) ListPauseLapsed(ctx context.Context, now time.Time, limit int) ([]*job.Job, error) {
+	var rows []jobRow
+	q := s.db.NewSelect().Model(&rows).
+		Where("state = ?", string(job.Paused)).
+		Where("pause_until <= ?", utc(now)).
+		Order("pause_until ASC", "id ASC")
+	if limit > 0 {
+		q = q.Limit(int64(limit))
+	}
+	if err := q.Scan(ctx); err != nil {
+		return nil, fail(err, "list timed-out pauses")
 	}
 	out := make([]*job.Job, len(rows))
 	for i := range rows {

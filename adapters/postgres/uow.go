@@ -125,7 +125,12 @@ func (u *UnitOfWork) EndJob(ctx context.Context, end ports.JobEnd) error {
 	j := end.Job
 	what := fmt.Sprintf("end job %s attempt %d", j.ID, j.Attempt)
 	row := jobToRow(j)
-	upd := u.db.NewUpdate().Model(row).Column("state", "error_code", "error", "result", "updated_at").
+	cols := []string{"state", "error_code", "error", "result", "updated_at"}
+	if j.State == job.Paused {
+		// A pause releases the lease and sets the pause's deadline.
+		cols = append(cols, "owner", "lease_until", "pause_until")
+	}
+	upd := u.db.NewUpdate().Model(row).Column(cols...).
 		Where("id = ? AND attempt = ? AND state = ?", j.ID, j.Attempt, string(end.From)).Returning("1")
 	held := u.db.NewSelect().With("j", upd).TableExpr("j").ColumnExpr("enrich_require_held(count(*), ?)", j.ID)
 	stmts := []string{held.String()}

@@ -61,6 +61,8 @@ const (
 	ActValidatePublish    Action = "schemas.publish_validate"
 	ActLinkSchema         Action = "schemas.link"
 	ActPurgeSchemaData    Action = "schemas.purge_enrichment_data"
+	// ActGenerateSamples generates sample objects (schema authoring).
+	ActGenerateSamples Action = "schemas.generate_samples"
 
 	ActListRecords Action = "records.list"
 	ActGetRecord   Action = "records.get"
@@ -129,9 +131,10 @@ var rules = map[Action]rule{
 	ActAddMember:    {CatUsers, ScopeWrite},
 	ActUpdateMember: {CatUsers, ScopeWrite},
 
-	ActListSchemas:  {CatSchemaRead, ScopeRead},
-	ActGetSchema:    {CatSchemaRead, ScopeRead},
-	ActCreateSchema: {CatSchemaWrite, ScopeWrite},
+	ActListSchemas:     {CatSchemaRead, ScopeRead},
+	ActGetSchema:       {CatSchemaRead, ScopeRead},
+	ActCreateSchema:    {CatSchemaWrite, ScopeWrite},
+	ActGenerateSamples: {CatSchemaWrite, ScopeWrite},
 
 	ActAnalyzeSample:      {CatSchemaWrite, ScopeWrite},
 	ActAnalyzeSchema:      {CatSchemaWrite, ScopeWrite},

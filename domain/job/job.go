@@ -95,6 +95,8 @@ type Type string
 
 const (
 	TypeEnrichment Type = "enrichment"
+	// TypeSampleGeneration generates sample objects of one entity type.
+	TypeSampleGeneration Type = "sample_generation"
 )
 
 // ErrorCode is the typed reason carried by a failed event. Where SPEC.md is
@@ -187,6 +189,50 @@ type Job struct {
 	// LeaseUntil is when the owner's claim lapses unless renewed. A job whose
 	// lease lapsed may be taken over by another worker.
 	LeaseUntil time.Time
+	// PauseUntil is when a paused job's pause times out (zero unless
+	// paused): past it, nobody may continue the job and it is cancelled.
+	PauseUntil time.Time
+	// Continues counts the pauses continued: each starts a new holder, which
+	// is not an interruption (see Exhausted).
+	Continues int
+}
+
+// ErrPaused is returned by Claim for a paused job: it waits for continue,
+// and no worker may take it before.
+var ErrPaused = errors.New("job is paused")
+
+// PauseTimedOut is the reason of the cancellation of a pause nobody answered
+// in time.
+const PauseTimedOut = "pause timed out: nobody continued the job within its timeout_seconds"
+
+// Pause ends the holder's run of a running job until a continue: the job
+// becomes paused, nobody holds it (the lease is released), and its pause
+// times out at until.
+func (j *Job) Pause(until, now time.Time) error {
+	if err := j.Apply(ActionPause, now); err != nil {
+		return err
+	}
+	j.Owner, j.LeaseUntil, j.PauseUntil = "", time.Time{}, until
+	return nil
+}
+
+// PauseLapsed reports whether the job is paused past its pause's timeout.
+func (j *Job) PauseLapsed(now time.Time) bool {
+	return j.State == Paused && !j.PauseUntil.IsZero() && !now.Before(j.PauseUntil)
+}
+
+// Continue moves a paused job whose pause has not timed out back to
+// running, unheld, for the next worker to take.
+func (j *Job) Continue(now time.Time) error {
+	if j.PauseLapsed(now) {
+		return fmt.Errorf("%w: the job's pause timed out at %s", ErrTransition, j.PauseUntil.UTC().Format(time.RFC3339))
+	}
+	if err := j.Apply(ActionContinue, now); err != nil {
+		return err
+	}
+	j.PauseUntil = time.Time{}
+	j.Continues++
+	return nil
 }
 
 // ErrLeased is returned by Claim when another live worker holds the job.
@@ -203,6 +249,8 @@ func (j *Job) Claim(owner string, now time.Time, ttl time.Duration) error {
 	switch {
 	case j.State.Terminal():
 		return fmt.Errorf("%w: %s", ErrEnded, j.State)
+	case j.State == Paused:
+		return ErrPaused
 	case j.Owner != owner && j.Leased(now):
 		return fmt.Errorf("%w: %s until %s", ErrLeased, j.Owner, j.LeaseUntil.Format(time.RFC3339Nano))
 	}
@@ -229,9 +277,10 @@ func (j *Job) Lapsed(now time.Time) bool {
 }
 
 // Exhausted reports whether a job that nobody holds live has had max
-// holders already, so that it must fail instead of being taken again.
+// holders already (a continued pause's new holder not counted), so that it
+// must fail instead of being taken again.
 func (j *Job) Exhausted(max int, now time.Time) bool {
-	return !j.State.Terminal() && !j.Leased(now) && j.Attempt >= max
+	return !j.State.Terminal() && !j.Leased(now) && j.Attempt-j.Continues >= max
 }
 
 // Fence ends every worker's claim: the token moves on and the lease is

@@ -179,3 +179,63 @@ func TestLeases(t *testing.T) {
 		})
 	}
 }
+
+// TestPauseAndContinue: a pause releases the holder and sets the deadline;
+// nobody may claim a paused job; continue before the deadline runs it again
+// (not counted as an interruption), after it is refused.
+func TestPauseAndContinue(t *testing.T) {
+	base := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+	at := func(s int) time.Time { return base.Add(time.Duration(s) * time.Second) }
+	is := is.New(t)
+	j := &job.Job{ID: "j", State: job.Pending}
+	is.NoErr(j.Claim("a", at(0), 10*time.Second))
+	is.NoErr(j.Pause(at(60), at(1)))
+	is.Equal(j.State, job.Paused)
+	is.Equal(j.Owner, "")
+	is.True(j.LeaseUntil.IsZero())
+	is.True(!j.Lapsed(at(100)))     // not a dead holder's job
+	is.True(!j.PauseLapsed(at(59))) // live pause
+	is.True(j.PauseLapsed(at(60)))  // at its deadline
+	is.True(errors.Is(j.Claim("b", at(2), time.Second), job.ErrPaused))
+	is.True(errors.Is(j.Pause(at(90), at(2)), job.ErrTransition)) // a paused job is not running
+
+	late := *j
+	is.True(errors.Is(late.Continue(at(60)), job.ErrTransition))
+	is.Equal(late.State, job.Paused)
+
+	is.NoErr(j.Continue(at(30)))
+	is.Equal(j.State, job.Running)
+	is.True(j.PauseUntil.IsZero())
+	is.Equal(j.Continues, 1)
+	is.True(errors.Is(j.Continue(at(31)), job.ErrTransition)) // not paused any more
+	is.NoErr(j.Claim("b", at(31), time.Second))
+	is.Equal(j.Attempt, 2)
+	is.True(!j.Exhausted(2, at(40))) // the continue's holder is no interruption
+	j.Continues = 0
+	is.True(j.Exhausted(2, at(40)))
+
+	cancelled := &job.Job{State: job.Paused, PauseUntil: at(5)}
+	is.NoErr(cancelled.Cancel(job.PauseTimedOut, at(6)))
+	is.Equal(cancelled.State, job.Cancelled)
+	is.True(!cancelled.PauseLapsed(at(7)))
+}
+
+func TestLastContinue(t *testing.T) {
+	is := is.New(t)
+	_, ok := job.LastContinue(nil)
+	is.True(!ok)
+	evs := []job.Event{
+		{Type: job.EventJobContinued, Data: map[string]any{"answers": map[string]any{"q": map[string]any{"option_ids": []any{"a"}}}}},
+		{Type: job.EventModelStarted},
+		{Type: job.EventJobContinued, Data: map[string]any{"answers": map[string]any{}}},
+	}
+	a, ok := job.LastContinue(evs)
+	is.True(ok)
+	is.Equal(len(a), 0) // the last one wins
+	a, ok = job.LastContinue(evs[:2])
+	is.True(ok)
+	is.Equal(a["q"].OptionIDs, []string{"a"})
+	d := job.NewDraft(job.JobContinued{Answers: job.Answers{"q": {Text: "t"}}, Round: 1})
+	is.Equal(d.Type, job.EventJobContinued)
+	is.Equal(d.Data["round"], 1)
+}

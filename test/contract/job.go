@@ -261,6 +261,57 @@ func RunJobStore(t *testing.T, newStore func(t *testing.T) ports.JobStore) {
 			is.NoErr(err)
 			is.Equal(len(one), 1)
 		}},
+		{"timed-out pauses are listed, oldest deadline first; live pauses and other jobs are not", func(t *testing.T, s ports.JobStore) {
+			is := is.New(t)
+			org := newID("org")
+			old, older, live, running := newJob(org, job.Pending, 0), newJob(org, job.Pending, 0), newJob(org, job.Pending, 0), newJob(org, job.Pending, 0)
+			for _, j := range []*job.Job{old, older, live, running} {
+				is.NoErr(j.Claim("a", at(0), time.Second))
+			}
+			is.NoErr(old.Pause(at(20), at(1)))
+			is.NoErr(older.Pause(at(10), at(1)))
+			is.NoErr(live.Pause(at(100), at(1)))
+			for _, j := range []*job.Job{old, older, live, running} {
+				is.NoErr(s.CreateJob(ctx, j))
+			}
+			got, err := s.ListPauseLapsed(ctx, at(50), 0)
+			is.NoErr(err)
+			var ids []string
+			for _, j := range got {
+				if j.OrgID == org {
+					ids = append(ids, j.ID)
+				}
+			}
+			is.Equal(ids, []string{older.ID, old.ID})
+			sameTime(t, "PauseUntil", got[0].PauseUntil, at(10))
+			one, err := s.ListPauseLapsed(ctx, at(50), 1)
+			is.NoErr(err)
+			is.Equal(len(one), 1)
+			// A paused job is unheld and no worker may claim it; continued, it
+			// is not listed any more, and counts the continue.
+			stored, err := s.GetJob(ctx, org, live.ID)
+			is.NoErr(err)
+			is.Equal(stored.Owner, "")
+			is.True(stored.LeaseUntil.IsZero())
+			sameTime(t, "PauseUntil", stored.PauseUntil, at(100))
+			_, err = s.UpdateJob(ctx, live.ID, func(j *job.Job) error { return j.Claim("b", at(2), time.Second) })
+			is.True(errors.Is(err, job.ErrPaused))
+			_, err = s.UpdateJob(ctx, old.ID, func(j *job.Job) error { return j.Continue(at(30)) }) // past its deadline
+			is.True(errors.Is(err, job.ErrTransition))
+			cont, err := s.UpdateJob(ctx, older.ID, func(j *job.Job) error { j.PauseUntil = at(60); return j.Continue(at(30)) })
+			is.NoErr(err)
+			is.Equal(cont.State, job.Running)
+			is.Equal(cont.Continues, 1)
+			is.True(cont.PauseUntil.IsZero())
+			got, err = s.ListPauseLapsed(ctx, at(70), 0)
+			is.NoErr(err)
+			for _, j := range got {
+				is.True(j.ID != older.ID)
+			}
+			again, err := s.GetJob(ctx, org, older.ID)
+			is.NoErr(err)
+			is.Equal(again.Continues, 1)
+		}},
 		{"a live lease refuses a claim; a lapsed one is taken over", func(t *testing.T, s ports.JobStore) {
 			is := is.New(t)
 			j := newJob(newID("org"), job.Pending, 0)

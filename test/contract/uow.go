@@ -462,6 +462,26 @@ func RunUnitOfWork(t *testing.T, newUoW func(t *testing.T) UnitOfWorkFixture) {
 			is.NoErr(err)
 			is.Equal(storedSeqs(t, ctx, f.Repos, e.job.ID), []int64{1, 2, 3, 4})
 		}},
+		{"EndJob of a pause releases the lease and sets the deadline, fenced like any end", func(t *testing.T, f UnitOfWorkFixture) {
+			is := is.New(t)
+			e := newEnding(t, ctx, f.Repos)
+			end := e.end(job.Running, 2, 3)
+			end.Records = nil
+			end.Job.State, end.Job.Result = job.Running, nil
+			is.NoErr(end.Job.Pause(at(90), at(30)))
+			is.NoErr(f.UoW.EndJob(ctx, end))
+			got, err := f.Repos.Jobs.GetJob(ctx, e.job.OrgID, e.job.ID)
+			is.NoErr(err)
+			is.Equal(got.State, job.Paused)
+			is.Equal(got.Owner, "")
+			is.True(got.LeaseUntil.IsZero())
+			sameTime(t, "PauseUntil", got.PauseUntil, at(90))
+			is.Equal(got.Attempt, 2)
+			is.Equal(storedSeqs(t, ctx, f.Repos, e.job.ID), []int64{1, 2, 3})
+			// The same end again: the job is no longer running under attempt 2.
+			again := e.end(job.Running, 4, 4)
+			is.True(errors.Is(f.UoW.EndJob(ctx, again), ports.ErrFenced))
+		}},
 		{"EndJob appends the run's usage with the end, and not without it", func(t *testing.T, f UnitOfWorkFixture) {
 			if f.Repos.Usage == nil {
 				t.Skip("the fixture keeps no usage ledger")

@@ -132,6 +132,11 @@ func TestHostileText(t *testing.T) {
 				{"schema type value", "POST", "/api/schema/saved", ten.key, strings.Replace(sc, `"type":"string"`, `"type":"string`+H+`"`, 1), "schema.properties.p.type"},
 				{"patch key role", "PATCH", "/api/auth/api-keys/k1", ten.token, `{"role":"` + H + `"}`, "role"},
 				{"patch member status", "PATCH", "/api/users/u1", ten.token, `{"status":"active` + H + `"}`, "status"},
+				{"sample entity_type", "POST", "/api/schema/sample/generate/stream", ten.key, `{"entity_type":"c` + H + `"}`, "entity_type"},
+				{"sample field", "POST", "/api/schema/sample/generate/sync", ten.key, `{"entity_type":"c","fields":["a","b` + H + `"]}`, "fields.1"},
+				{"sample typical object", "POST", "/api/schema/sample/generate/stream", ten.key, `{"entity_type":"c","typical_objects":["o` + H + `"]}`, "typical_objects.0"},
+				{"continue answer text", "POST", "/api/llm/continue/j1", ten.key, `{"answers":{"q":{"text":"t` + H + `"}}}`, "answers.q.text"},
+				{"continue answer option", "POST", "/api/llm/continue/j1", ten.key, `{"answers":{"q":{"option_ids":["o` + H + `"]}}}`, "answers.q.option_ids.0"},
 			}
 			an := `{"sample_json":{"size":"large","board":[{"role":"chair"}]},"protected_fields":["size"],"model":"sandbox::echo"}`
 			split := `{"path":"board","entity_fields":["name"],"entity_name":"Person","entity_samples":[{"board":[{"name":"Ann","role":"chair"}]}]}`

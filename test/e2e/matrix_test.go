@@ -46,8 +46,9 @@ var minimum = map[string]string{
 	"GET /api/enrichment/options":    "operator",
 	"POST /api/single/enrich/stream": "operator", "POST /api/single/enrich/sync": "operator",
 	"GET /api/llm/stream/{job_id}": "operator", "POST /api/llm/cancel/{job_id}": "operator",
-	"POST /api/llm/continue/{job_id}": "operator",
-	"GET /api/org-keys":               "owner", "POST /api/org-keys": "owner", "PATCH /api/org-keys/{key_id}": "owner",
+	"POST /api/llm/continue/{job_id}":         "operator",
+	"POST /api/schema/sample/generate/stream": "editor", "POST /api/schema/sample/generate/sync": "editor",
+	"GET /api/org-keys": "owner", "POST /api/org-keys": "owner", "PATCH /api/org-keys/{key_id}": "owner",
 	"DELETE /api/org-keys/{key_id}": "owner", "POST /api/org-keys/{key_id}/enable": "owner",
 	"POST /api/org-keys/{key_id}/health-check": "owner",
 	"GET /api/global-keys":                     "sysadmin", "POST /api/global-keys": "sysadmin", "PATCH /api/global-keys/{key_id}": "sysadmin",
@@ -221,6 +222,12 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"POST", "/api/single/enrich/sync", "/api/single/enrich/sync", func() any {
 			return obj{"entity_data": obj{"name": "Acme"}, "schema_id": schemaID, "models": []string{"sandbox::echo"}}
 		}, 200, true, 0},
+		{"POST", "/api/schema/sample/generate/stream", "/api/schema/sample/generate/stream", func() any {
+			return obj{"entity_type": "company", "auto_answer": true, "model": "sandbox::echo"}
+		}, 200, false, 0},
+		{"POST", "/api/schema/sample/generate/sync", "/api/schema/sample/generate/sync", func() any {
+			return obj{"entity_type": "company", "model": "sandbox::echo"}
+		}, 200, false, 0},
 		{"GET", "/api/llm/stream/{job_id}", "/api/llm/stream/" + jobID, nil, 200, true, 0},
 		{"POST", "/api/llm/cancel/{job_id}", "/api/llm/cancel/" + jobID, nil, 409, true, 0},     // the job is completed
 		{"POST", "/api/llm/continue/{job_id}", "/api/llm/continue/" + jobID, nil, 409, true, 0}, // and not paused

@@ -21,4 +21,5 @@ type taskFunc func(in TaskInput) any
 // answer. Enrichment, the empty task, is not here: Generate answers it.
 var tasks = map[string]taskFunc{
 	string(ports.TaskAmbiguity): ambiguityAnswer,
+	"sample_generation":         samples,
 }

@@ -1,0 +1,279 @@
+package app_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+
+	"github.com/entityenrich/enrich/app"
+	"github.com/entityenrich/enrich/domain/access"
+	"github.com/entityenrich/enrich/domain/job"
+)
+
+// pauseRunner pauses a fresh job with one question; continued, it completes
+// with the answers it was given and the events it saw before.
+type pauseRunner struct {
+	timeout time.Duration
+	runs    chan *app.Work
+}
+
+func (r pauseRunner) Run(_ context.Context, w *app.Work) app.Outcome {
+	r.runs <- w
+	if !w.Continued {
+		w.Publish(job.SampleInstanceRoster{Instances: []string{"a", "b"}})
+		return app.Outcome{Pause: &app.Pause{Timeout: r.timeout, Event: job.SampleClarificationPause{
+			EntityTitle: "thing", Round: 0, SourceMode: "describe_subject", TimeoutSeconds: int(r.timeout / time.Second),
+			Questions: []job.SampleQuestion{{ID: "q1", Text: "which?", Options: []job.SampleOption{{ID: "x", Label: "X"}}, DefaultOptionID: "x"}}}}}
+	}
+	res, _ := json.Marshal(map[string]any{"answers": w.Answers, "prior": len(w.Prior)})
+	return app.Outcome{Result: res, Completed: job.JobCompleted{Result: map[string]any{"answers": w.Answers}}}
+}
+
+func newPauseWorld(t *testing.T, timeout time.Duration) (*engineWorld, *app.JobService, chan *app.Work) {
+	runs := make(chan *app.Work, 8)
+	w := newEngineWorld(t, func(e *app.Engine) {
+		e.Runners[job.TypeSampleGeneration] = pauseRunner{timeout: timeout, runs: runs}
+	})
+	close(w.jobs.gate)
+	svc := &app.JobService{Jobs: w.jobs, EventLog: w.events, Engine: w.engine, Stream: w.engine.Stream,
+		Clock: w.engine.Clock, Log: w.engine.Log}
+	return w, svc, runs
+}
+
+func newPauseJob(n int) *job.Job {
+	j := newTestJob(n)
+	j.Type = job.TypeSampleGeneration
+	return j
+}
+
+// waitState waits until the job is in state st.
+func waitState(t *testing.T, w *engineWorld, id string, st job.State) *job.Job {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		j, err := w.jobs.GetJob(context.Background(), "org", id)
+		if err == nil && j.State == st {
+			return j
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %s: want state %s, have %+v (err %v)", id, st, j, err)
+		}
+	}
+}
+
+func eventTypes(t *testing.T, w *engineWorld, id string) []job.EventType {
+	t.Helper()
+	evs, err := w.events.List(context.Background(), id, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []job.EventType
+	for i, ev := range evs {
+		if ev.Seq != int64(i+1) {
+			t.Fatalf("event %d has seq %d: the log has a gap", i, ev.Seq)
+		}
+		out = append(out, ev.Type)
+	}
+	return out
+}
+
+var pauseOwner = &access.Principal{OrgID: "org", UserID: "u", Role: access.Owner, Scopes: access.DefaultScopes()}
+
+// TestPauseAndContinue: a run that pauses writes its pause event with the job
+// paused and unheld, and frees its worker (another job runs meanwhile);
+// continue with answers resumes it on the same stream, its Runner seeing the
+// answers and the prior events, and the seqs go on without a gap.
+func TestPauseAndContinue(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	w, svc, runs := newPauseWorld(t, time.Minute)
+	j := newPauseJob(1)
+	is.NoErr(w.engine.Create(ctx, j, nil))
+	first := <-runs
+	is.True(!first.Continued)
+	paused := waitState(t, w, j.ID, job.Paused)
+	is.Equal(paused.Owner, "")                                         // nobody holds a paused job
+	is.True(paused.LeaseUntil.IsZero())                                // its lease is released
+	is.True(paused.PauseUntil.After(time.Now().Add(50 * time.Second))) // its deadline is set
+	w.settled(t)                                                       // the worker slot is free (Workers: 1)...
+	other := newTestJob(2)
+	is.NoErr(w.engine.Create(ctx, other, nil)) // ...so another job runs now
+	is.Equal(<-w.ran, other.ID)
+	waitState(t, w, other.ID, job.Completed)
+
+	_, err := svc.Continue(ctx, pauseOwner, other.ID, nil)
+	is.True(errors.Is(err, job.ErrTransition) || err != nil) // a completed job is not paused
+	e, ok := app.AsError(err)
+	is.True(ok)
+	is.Equal(e.Code, "job_not_paused")
+
+	got, err := svc.Continue(ctx, pauseOwner, j.ID, job.Answers{"q1": {OptionIDs: []string{"x"}, Text: "more"}})
+	is.NoErr(err)
+	is.Equal(got.State, job.Running)
+	second := <-runs
+	is.True(second.Continued)
+	is.Equal(second.Answers["q1"].OptionIDs, []string{"x"})
+	is.Equal(second.Answers["q1"].Text, "more")
+	is.Equal(len(second.Prior), 3) // roster, pause, job_continued
+	done := waitState(t, w, j.ID, job.Completed)
+	is.Equal(done.Continues, 1)
+	is.Equal(eventTypes(t, w, j.ID), []job.EventType{job.EventSampleInstanceRoster, job.EventSampleClarificationPause,
+		job.EventJobContinued, job.EventCompleted}) // no job_resumed: a continue is no takeover
+	evs, _ := w.events.List(ctx, j.ID, 1, 1)
+	is.Equal(evs[0].Data["is_paused"], true)
+	is.Equal(evs[0].Data["status"], "paused")
+
+	_, err = svc.Continue(ctx, pauseOwner, j.ID, nil) // continuing twice
+	e, _ = app.AsError(err)
+	is.Equal(e.Code, "job_not_paused")
+}
+
+// TestContinueWithoutBody: a continue with no answers resumes the job too
+// (the classification pause sends none); the Runner sees empty answers.
+func TestContinueWithoutBody(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	w, svc, runs := newPauseWorld(t, time.Minute)
+	j := newPauseJob(1)
+	is.NoErr(w.engine.Create(ctx, j, nil))
+	<-runs
+	waitState(t, w, j.ID, job.Paused)
+	_, err := svc.Continue(ctx, pauseOwner, j.ID, nil)
+	is.NoErr(err)
+	second := <-runs
+	is.True(second.Continued)
+	is.Equal(len(second.Answers), 0)
+	waitState(t, w, j.ID, job.Completed)
+}
+
+// TestPauseTimesOut: a pause nobody answers is cancelled at its timeout, with
+// a cancelled event saying why; a late continue is 409.
+func TestPauseTimesOut(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		sweep bool
+	}{{"by the dispatch at its deadline", false}, {"by the sweep", true}} {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			ctx := context.Background()
+			w, svc, runs := newPauseWorld(t, 100*time.Millisecond)
+			j := newPauseJob(1)
+			is.NoErr(w.engine.Create(ctx, j, nil))
+			<-runs
+			waitState(t, w, j.ID, job.Paused)
+			if tt.sweep {
+				is.NoErr(w.engine.Queue.Cancel(ctx, j.ID)) // no timed dispatch: only the sweep is left
+				time.Sleep(150 * time.Millisecond)
+				is.NoErr(w.engine.Sweep(ctx))
+			}
+			done := waitState(t, w, j.ID, job.Cancelled)
+			is.Equal(done.Error, job.PauseTimedOut)
+			types := eventTypes(t, w, j.ID)
+			is.Equal(types[len(types)-1], job.EventCancelled)
+			evs, _ := w.events.List(ctx, j.ID, int64(len(types)-1), 1)
+			is.Equal(evs[0].Data["reason"], job.PauseTimedOut)
+			_, err := svc.Continue(ctx, pauseOwner, j.ID, nil)
+			e, _ := app.AsError(err)
+			is.Equal(e.Code, "job_not_paused")
+			select {
+			case <-runs:
+				t.Fatal("a timed-out pause ran again")
+			default:
+			}
+		})
+	}
+}
+
+// TestContinueAfterDeadlineBeforeSweep: a continue that comes after the
+// pause's deadline, before any sweep, is refused and ends the job.
+func TestContinueAfterDeadlineBeforeSweep(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	w, svc, runs := newPauseWorld(t, 50*time.Millisecond)
+	j := newPauseJob(1)
+	is.NoErr(w.engine.Create(ctx, j, nil))
+	<-runs
+	waitState(t, w, j.ID, job.Paused)
+	is.NoErr(w.engine.Queue.Cancel(ctx, j.ID))
+	time.Sleep(80 * time.Millisecond)
+	_, err := svc.Continue(ctx, pauseOwner, j.ID, nil)
+	e, _ := app.AsError(err)
+	is.Equal(e.Code, "job_not_paused")
+	done := waitState(t, w, j.ID, job.Cancelled)
+	is.Equal(done.Error, job.PauseTimedOut)
+}
+
+// shiftClock is the system clock moved forward by a settable offset.
+type shiftClock struct {
+	mu  sync.Mutex
+	off time.Duration
+}
+
+func (c *shiftClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.off)
+}
+
+func (c *shiftClock) shift(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.off += d
+}
+
+// TestCancelWhilePaused: cancel ends a paused job; its pause's timeout then
+// changes nothing.
+func TestCancelWhilePaused(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	clock := &shiftClock{}
+	runs := make(chan *app.Work, 8)
+	w := newEngineWorld(t, func(e *app.Engine) {
+		e.Clock = clock
+		e.Runners[job.TypeSampleGeneration] = pauseRunner{timeout: time.Minute, runs: runs}
+	})
+	close(w.jobs.gate)
+	svc := &app.JobService{Jobs: w.jobs, EventLog: w.events, Engine: w.engine, Stream: w.engine.Stream, Clock: clock, Log: w.engine.Log}
+	j := newPauseJob(1)
+	is.NoErr(w.engine.Create(ctx, j, nil))
+	<-runs
+	waitState(t, w, j.ID, job.Paused)
+	got, err := svc.Cancel(ctx, pauseOwner, j.ID, "cancelled by client")
+	is.NoErr(err)
+	is.Equal(got.State, job.Cancelled)
+	clock.shift(2 * time.Minute) // past the pause's deadline
+	is.NoErr(w.engine.Sweep(ctx))
+	done := waitState(t, w, j.ID, job.Cancelled)
+	is.Equal(done.Error, "cancelled by client")
+	is.Equal(eventTypes(t, w, j.ID), []job.EventType{job.EventSampleInstanceRoster, job.EventSampleClarificationPause,
+		job.EventCancelled})
+}
+
+// TestSweepTimesOutWithTheClock: the sweep cancels a pause exactly when the
+// engine's clock passes its deadline, not before.
+func TestSweepTimesOutWithTheClock(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	clock := &shiftClock{}
+	runs := make(chan *app.Work, 8)
+	w := newEngineWorld(t, func(e *app.Engine) {
+		e.Clock = clock
+		e.Runners[job.TypeSampleGeneration] = pauseRunner{timeout: time.Minute, runs: runs}
+	})
+	close(w.jobs.gate)
+	j := newPauseJob(1)
+	is.NoErr(w.engine.Create(ctx, j, nil))
+	<-runs
+	waitState(t, w, j.ID, job.Paused)
+	clock.shift(50 * time.Second)
+	is.NoErr(w.engine.Sweep(ctx))
+	waitState(t, w, j.ID, job.Paused) // not yet
+	clock.shift(15 * time.Second)
+	is.NoErr(w.engine.Sweep(ctx))
+	done := waitState(t, w, j.ID, job.Cancelled)
+	is.Equal(done.Error, job.PauseTimedOut)
+}

@@ -1,0 +1,593 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/entityenrich/enrich/domain/access"
+	"github.com/entityenrich/enrich/domain/enrichment"
+	"github.com/entityenrich/enrich/domain/job"
+	"github.com/entityenrich/enrich/domain/model"
+	"github.com/entityenrich/enrich/domain/modelsel"
+	"github.com/entityenrich/enrich/domain/sample"
+	"github.com/entityenrich/enrich/ports"
+)
+
+// SampleService generates sample objects of one entity type as a job
+// (POST /api/schema/sample/generate/stream and /sync): sample 1 fixes the
+// field set and may pause the job on clarification questions; samples 2..N
+// run in parallel and fill the same fields. It is the Runner of
+// job.TypeSampleGeneration. Its LLM calls go through the enrichment
+// service's (provider keys, usage ledger).
+type SampleService struct {
+	Enrich *EnrichmentService
+	Engine *Engine
+	Stream ports.EventStream
+	JobSvc *JobService
+	Clock  ports.Clock
+	IDs    ports.IDs
+	Log    *slog.Logger
+	// Parallelism bounds the concurrent calls of samples 2..N of one job
+	// (default sample.DefaultParallel).
+	Parallelism int
+	// PauseTimeout is how long a clarification pause waits for a continue
+	// unless the request says (default DefaultPauseTimeout).
+	PauseTimeout time.Duration
+}
+
+// MaxPauseTimeout bounds a request's pause_timeout_seconds.
+const MaxPauseTimeout = 24 * time.Hour
+
+// SampleRequest is the body of POST /api/schema/sample/generate/{stream,sync}
+// (the reference's GenerateSampleRequest), also the job's stored request.
+type SampleRequest struct {
+	EntityType        string   `json:"entity_type"`
+	Fields            []string `json:"fields,omitempty"`
+	ExtraInstructions *string  `json:"extra_instructions,omitempty"`
+	SampleCount       *int     `json:"sample_count,omitempty"`
+	TypicalObjects    []string `json:"typical_objects,omitempty"`
+	NamingConvention  string   `json:"naming_convention,omitempty"`
+	Language          *string  `json:"language,omitempty"`
+	EnableWebSearch   bool     `json:"enable_web_search,omitempty"`
+	AutoAnswer        *bool    `json:"auto_answer,omitempty"`
+	Model             string   `json:"model,omitempty"`
+	AttachmentIDs     []string `json:"attachment_ids,omitempty"`
+	// PauseTimeoutSeconds (ours) bounds how long a clarification pause
+	// waits for a continue (default DefaultPauseTimeout).
+	PauseTimeoutSeconds *int `json:"pause_timeout_seconds,omitempty"`
+	// AcceptLanguage is the request's Accept-Language primary language,
+	// used when language is omitted or auto (a header, not part of the body;
+	// the stored request keeps the language it resolved to).
+	AcceptLanguage string `json:"-"`
+}
+
+// samplePlan is a validated sample request.
+type samplePlan struct {
+	req        SampleRequest
+	count      int
+	convention sample.Convention
+	language   string
+	instances  []string
+	model      model.Info
+	autoPick   *modelsel.Pick
+	timeout    time.Duration
+	auto       bool
+}
+
+func (s *SampleService) prepare(ctx context.Context, orgID string, req SampleRequest) (*samplePlan, error) {
+	for _, c := range []struct {
+		field string
+		v     any
+	}{{"entity_type", req.EntityType}, {"fields", req.Fields}, {"extra_instructions", deref(req.ExtraInstructions)},
+		{"typical_objects", req.TypicalObjects}, {"language", deref(req.Language)}, {"model", req.Model}} {
+		if err := checkText(c.field, c.v); err != nil {
+			return nil, err
+		}
+	}
+	pl := &samplePlan{req: req, count: 1, language: DefaultLanguage}
+	et := strings.TrimSpace(req.EntityType)
+	switch {
+	case et == "":
+		return nil, Invalid("entity_type", "entity_type is required: what to sample (e.g. \"company\")")
+	case len(et) > sample.MaxEntityType:
+		return nil, Invalid("entity_type", "entity_type: at most %d bytes", sample.MaxEntityType)
+	}
+	if req.SampleCount != nil {
+		pl.count = *req.SampleCount
+	}
+	if pl.count < sample.MinCount || pl.count > sample.MaxCount {
+		return nil, Invalid("sample_count", "sample_count must be %d to %d, not %d", sample.MinCount, sample.MaxCount, pl.count)
+	}
+	if len(req.Fields) > sample.MaxFields {
+		return nil, Invalid("fields", "at most %d fields", sample.MaxFields)
+	}
+	seen := map[string]bool{}
+	for i, f := range req.Fields {
+		f = strings.TrimSpace(f)
+		switch {
+		case f == "" || len(f) > sample.MaxFieldName:
+			return nil, Invalid(fmt.Sprintf("fields.%d", i), "fields.%d must have 1 to %d bytes", i, sample.MaxFieldName)
+		case seen[f]:
+			return nil, Invalid(fmt.Sprintf("fields.%d", i), "fields: %q is listed twice", f)
+		}
+		seen[f] = true
+	}
+	if len(req.TypicalObjects) > pl.count {
+		return nil, Invalid("typical_objects", "typical_objects: at most sample_count (%d) entries, one per sample", pl.count)
+	}
+	for i, o := range req.TypicalObjects {
+		if len(o) > sample.MaxInstance {
+			return nil, Invalid(fmt.Sprintf("typical_objects.%d", i), "typical_objects.%d: at most %d bytes", i, sample.MaxInstance)
+		}
+	}
+	if len(deref(req.ExtraInstructions)) > sample.MaxInstructions {
+		return nil, Invalid("extra_instructions", "extra_instructions: at most %d bytes", sample.MaxInstructions)
+	}
+	var err error
+	if pl.convention, err = sample.ParseConvention(req.NamingConvention); err != nil {
+		return nil, Invalid("naming_convention", "%v", err)
+	}
+	switch lang := deref(req.Language); lang {
+	case "", model.Auto:
+		if _, ok := Languages[req.AcceptLanguage]; ok {
+			pl.language = req.AcceptLanguage
+		}
+	default:
+		if _, ok := Languages[lang]; !ok {
+			return nil, coded(ports.ErrInvalid, "invalid_language", "language: unknown language %q; GET /api/enrichment/options lists the ISO 639-1 codes", lang).(*Error).at("language")
+		}
+		pl.language = lang
+	}
+	pl.timeout = cmpDuration(s.PauseTimeout, DefaultPauseTimeout)
+	if req.PauseTimeoutSeconds != nil {
+		t := time.Duration(*req.PauseTimeoutSeconds) * time.Second
+		if t < time.Second || t > MaxPauseTimeout {
+			return nil, Invalid("pause_timeout_seconds", "pause_timeout_seconds must be 1 to %d", int(MaxPauseTimeout/time.Second))
+		}
+		pl.timeout = t
+	}
+	pl.auto = req.AutoAnswer != nil && *req.AutoAnswer
+	for i, id := range req.AttachmentIDs {
+		if strings.TrimSpace(id) == "" {
+			return nil, Invalid(fmt.Sprintf("attachment_ids.%d", i), "attachment_ids.%d is empty", i)
+		}
+	}
+	if len(req.AttachmentIDs) > 0 {
+		return nil, notSupported("attachment_ids", "attachment_ids: attachments are not supported yet; leave it out or empty")
+	}
+	if req.EnableWebSearch {
+		return nil, notSupported("enable_web_search", "enable_web_search: web search is not supported yet; leave it out or false")
+	}
+	if req.Model == "" || req.Model == model.Auto {
+		p, err := s.Enrich.AutoPick(ctx, orgID, TaskSampleGeneration, modelsel.Needs{})
+		if err != nil {
+			return nil, err
+		}
+		pl.autoPick, pl.model = &p, p.Model
+	} else if pl.model, err = s.Enrich.knownModel("model", req.Model); err != nil {
+		return nil, err
+	}
+	pl.instances = sample.Instances(et, req.TypicalObjects, pl.count)
+	return pl, nil
+}
+
+func cmpDuration(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+// Start validates the request and creates the sample generation job.
+func (s *SampleService) Start(ctx context.Context, p *access.Principal, req SampleRequest) (*job.Job, error) {
+	if err := access.Authorize(p, access.ActGenerateSamples); err != nil {
+		return nil, err
+	}
+	pl, err := s.prepare(ctx, p.OrgID, req)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.Enrich.pickKeys(ctx, p.OrgID, []model.Info{pl.model}); err != nil {
+		return nil, err
+	}
+	req.Language = &pl.language // resolved: a worker that takes the job over has no header
+	body, _ := json.Marshal(req)
+	now := s.Clock.Now()
+	j := &job.Job{ID: s.IDs.NewID(), OrgID: p.OrgID, Type: job.TypeSampleGeneration, State: job.Pending,
+		Request: body, CreatedAt: now, UpdatedAt: now, HeartbeatAt: now}
+	if err := s.Engine.Create(ctx, j, pl); err != nil {
+		if errors.Is(err, ports.ErrCapacity) {
+			return nil, coded(ports.ErrCapacity, "capacity", "the server has no capacity for the job, try again shortly")
+		}
+		return nil, err
+	}
+	s.Log.Info("sample generation queued", "job_id", j.ID, "org_id", p.OrgID, "samples", pl.count, "model", pl.model.Key.String())
+	return j, nil
+}
+
+// sampleState is what a run learns from the job's prior events.
+type sampleState struct {
+	roster, autoSelected bool
+	done                 map[int]job.SampleInstanceProgress
+	questions            []job.SampleQuestion // of the last pause
+	pauses               int
+}
+
+func readSamplePrior(prior []job.Event) sampleState {
+	st := sampleState{done: map[int]job.SampleInstanceProgress{}}
+	for _, ev := range prior {
+		switch ev.Type {
+		case job.EventSampleInstanceRoster:
+			st.roster = true
+		case job.EventModelAutoSelected:
+			st.autoSelected = true
+		case job.EventSampleInstanceProgress:
+			var p struct {
+				Index    int            `json:"index"`
+				Instance string         `json:"instance"`
+				Sample   map[string]any `json:"sample"`
+				In       int            `json:"input_tokens"`
+				Out      int            `json:"output_tokens"`
+				Cost     int64          `json:"cost"`
+			}
+			if remarshal(ev.Data, &p) == nil && p.Sample != nil {
+				st.done[p.Index] = job.SampleInstanceProgress{Index: p.Index, Instance: p.Instance, Sample: p.Sample,
+					InputTokens: p.In, OutputTokens: p.Out, Cost: p.Cost}
+			}
+		case job.EventSampleClarificationPause:
+			var p struct {
+				Questions []job.SampleQuestion `json:"questions"`
+			}
+			if remarshal(ev.Data, &p) == nil {
+				st.questions = p.Questions
+			}
+			st.pauses++
+		}
+	}
+	return st
+}
+
+// sampleRun is one run of a sample job.
+type sampleRun struct {
+	s     *SampleService
+	pl    *samplePlan
+	calls *plan // keys and usage of the run's calls
+	mu    sync.Mutex
+	in    int
+	out   int
+	cost  int64
+}
+
+// Run runs a sample generation job for the Engine.
+func (s *SampleService) Run(ctx context.Context, w *Work) Outcome {
+	pl, _ := w.Prepared.(*samplePlan)
+	if pl == nil {
+		var req SampleRequest
+		if err := json.Unmarshal(w.Job.Request, &req); err != nil {
+			return Outcome{Failure: &Failure{job.CodeInternal, "the stored request does not decode"}}
+		}
+		var err error
+		if pl, err = s.prepare(ctx, w.Job.OrgID, req); err != nil {
+			return s.Enrich.unprepared(err)
+		}
+	}
+	keys, err := s.Enrich.pickKeys(ctx, w.Job.OrgID, []model.Info{pl.model})
+	if err != nil {
+		return s.Enrich.unprepared(err)
+	}
+	r := &sampleRun{s: s, pl: pl, calls: &plan{keys: keys}}
+	r.calls.usage.orgID, r.calls.usage.jobID = w.Job.OrgID, w.Job.ID
+	out := r.run(ctx, w)
+	out.Usage = r.calls.usage.take()
+	return out
+}
+
+func (r *sampleRun) run(ctx context.Context, w *Work) Outcome {
+	t0 := time.Now()
+	pl := r.pl
+	st := readSamplePrior(w.Prior)
+	if w.Tracker != nil {
+		w.Tracker.SetTotalModels(1)
+	}
+	if pl.autoPick != nil && !st.autoSelected {
+		w.Publish(job.ModelAutoSelected{Model: pl.model.Key.String(), TaskType: TaskSampleGeneration,
+			Pinned: pl.autoPick.Pinned, Source: pl.autoPick.Source})
+	}
+	if !st.roster {
+		w.Publish(job.SampleInstanceRoster{Instances: pl.instances})
+	}
+	for _, d := range st.done {
+		r.add(d.InputTokens, d.OutputTokens, d.Cost)
+	}
+	base := sample.Params{EntityType: strings.TrimSpace(pl.req.EntityType), Fields: pl.req.Fields, Convention: pl.convention,
+		Language: pl.language, Total: pl.count, ExtraInstructions: deref(pl.req.ExtraInstructions)}
+	// Clarifications settled so far: a continue's answers to the last
+	// pause's questions (unanswered ones take their defaults).
+	var applied job.Answers
+	if w.Continued && len(st.questions) > 0 {
+		base.Questions, base.Answers = st.questions, sample.Resolve(st.questions, w.Answers)
+		applied = base.Answers
+	}
+	var mu sync.Mutex
+	completed := len(st.done)
+	progress := func(p job.SampleInstanceProgress) {
+		mu.Lock()
+		defer mu.Unlock()
+		completed++
+		p.Completed, p.Total = completed, pl.count
+		w.Publish(p)
+	}
+	first, ok := st.done[0]
+	if !ok {
+		p := base
+		p.Index, p.Instance = 0, pl.instances[0]
+		p.AskQuestions = !w.Continued && st.pauses == 0
+		ans, usage, err := r.call(ctx, p)
+		if err != nil {
+			return r.failed(err)
+		}
+		if p.AskQuestions && len(ans.Questions) > 0 {
+			if !pl.auto {
+				return Outcome{Pause: &Pause{Timeout: pl.timeout, Event: job.SampleClarificationPause{
+					EntityTitle: base.EntityType, Questions: ans.Questions, Round: st.pauses,
+					SourceMode: sample.SourceDescribe, TimeoutSeconds: int(pl.timeout / time.Second)}}}
+			}
+			// auto_answer: the defaults, which sample 1 already assumed.
+			base.Questions, base.Answers = ans.Questions, sample.Resolve(ans.Questions, nil)
+			applied = base.Answers
+		}
+		first = job.SampleInstanceProgress{Index: 0, Instance: pl.instances[0], Sample: ans.Sample,
+			InputTokens: usage.in, OutputTokens: usage.out, Cost: usage.cost}
+		progress(first)
+	}
+	fields := sample.FieldSet(first.Sample, pl.req.Fields, pl.convention)
+	results := make([]map[string]any, pl.count)
+	results[0] = first.Sample
+	errs := make([]error, pl.count)
+	sem := make(chan struct{}, cmpInt(r.s.Parallelism, sample.DefaultParallel))
+	var wg sync.WaitGroup
+	for i := 1; i < pl.count; i++ {
+		if d, ok := st.done[i]; ok {
+			results[i] = d.Sample
+			continue
+		}
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			p := base
+			p.Index, p.Instance, p.FieldSet = i, pl.instances[i], fields
+			ans, usage, err := r.call(ctx, p)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			results[i] = ans.Sample
+			progress(job.SampleInstanceProgress{Index: i, Instance: pl.instances[i], Sample: ans.Sample,
+				InputTokens: usage.in, OutputTokens: usage.out, Cost: usage.cost})
+		}(i)
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return r.failed(err)
+		}
+	}
+	note := fmt.Sprintf("%d of %d samples generated", pl.count, pl.count)
+	if len(applied) > 0 {
+		how := "with the answers given"
+		if !w.Continued {
+			how = "with their default answers (auto_answer)"
+		}
+		note += fmt.Sprintf("; %d clarification question(s) settled %s", len(applied), how)
+	}
+	r.mu.Lock()
+	in, out, cost := r.in, r.out, r.cost
+	r.mu.Unlock()
+	took := time.Since(t0).Milliseconds()
+	w.Publish(job.SamplesCompleted{Model: pl.model.Key.String(), Samples: results, Requested: pl.count, Note: note,
+		InputTokens: in, OutputTokens: out, Cost: cost, ProcessingMS: took, Applied: applied})
+	res := map[string]any{"success": true, "samples": results, "samples_requested": pl.count, "samples_note": note,
+		"model": pl.model.Key.String(), "fields": fields, "clarifications": answersMap(applied),
+		"input_tokens": in, "output_tokens": out, "cost": cost, "cost_usd": model.USD(cost)}
+	body, _ := json.Marshal(res)
+	return Outcome{Result: body, Completed: job.JobCompleted{Result: res, Cost: cost}}
+}
+
+func answersMap(a job.Answers) map[string]any {
+	out := map[string]any{}
+	for id, x := range a {
+		out[id] = map[string]any{"option_ids": x.OptionIDs, "text": x.Text}
+	}
+	return out
+}
+
+func cmpInt(v, def int) int {
+	if v > 0 {
+		return v
+	}
+	return def
+}
+
+func (r *sampleRun) add(in, out int, cost int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.in, r.out, r.cost = r.in+in, r.out+out, r.cost+cost
+}
+
+type callUsage struct {
+	in, out int
+	cost    int64
+}
+
+// callFailure is a sample call that failed for good.
+type callFailure struct {
+	code job.ErrorCode
+	msg  string
+}
+
+func (f *callFailure) Error() string { return f.msg }
+
+// call makes one sample call, retrying an unusable answer with the problem
+// fed back (up to sample.MaxRetries tries) and a transport failure after a
+// short wait.
+func (r *sampleRun) call(ctx context.Context, p sample.Params) (sample.Answer, callUsage, error) {
+	msgs := sample.Prompt(p)
+	schema := sample.AnswerSchema(p)
+	var u callUsage
+	m := r.pl.model
+	var last error
+	for attempt := 1; attempt <= sample.MaxRetries; attempt++ {
+		resp, err := r.s.Enrich.generate(ctx, r.calls, m, ports.LLMRequest{Model: m.Key, Messages: msgs, Schema: schema,
+			SchemaName: "sample", ResponseSchema: true, Task: ports.TaskSampleGeneration})
+		if err == nil {
+			c := m.Price.Cost(resp.InputTokens, resp.OutputTokens)
+			u.in, u.out, u.cost = u.in+resp.InputTokens, u.out+resp.OutputTokens, u.cost+c
+			r.add(resp.InputTokens, resp.OutputTokens, c)
+		}
+		switch {
+		case ctx.Err() != nil:
+			return sample.Answer{}, u, ctx.Err()
+		case err != nil && permanent(err):
+			return sample.Answer{}, u, &callFailure{classify(err), sampleFailure(classify(err), p.Index)}
+		case err != nil:
+			last = &callFailure{classify(err), sampleFailure(classify(err), p.Index)}
+			select {
+			case <-time.After(100 * time.Millisecond * time.Duration(attempt)):
+			case <-ctx.Done():
+				return sample.Answer{}, u, ctx.Err()
+			}
+			continue
+		}
+		ans, problem := parseSampleAnswer(resp.Text, p)
+		if problem == nil {
+			return ans, u, nil
+		}
+		last = &callFailure{job.CodeOutputInvalid, fmt.Sprintf("sample %d: %s: %v", p.Index+1, job.CodeOutputInvalid.Message(), problem)}
+		msgs = enrichment.Retry(msgs, resp.Text, problem)
+	}
+	return sample.Answer{}, u, last
+}
+
+func sampleFailure(code job.ErrorCode, index int) string {
+	return fmt.Sprintf("sample %d: %s", index+1, code.Message())
+}
+
+// parseSampleAnswer reads and checks a sample call's answer.
+func parseSampleAnswer(text string, p sample.Params) (sample.Answer, error) {
+	var ans sample.Answer
+	if err := json.Unmarshal([]byte(strings.TrimSpace(text)), &ans); err != nil {
+		return ans, errors.New("the answer is not a JSON object")
+	}
+	if len(ans.Sample) == 0 {
+		return ans, errors.New("sample: an object with at least one field is required")
+	}
+	if len(p.FieldSet) > 0 {
+		fit, err := sample.Fit(ans.Sample, p.FieldSet)
+		if err != nil {
+			return ans, err
+		}
+		ans.Sample = fit
+	}
+	if !p.AskQuestions {
+		ans.Questions = nil
+	}
+	if err := sample.CheckQuestions(ans.Questions); err != nil {
+		return ans, err
+	}
+	return ans, nil
+}
+
+// failed ends the run on a call that failed for good.
+func (r *sampleRun) failed(err error) Outcome {
+	var f *callFailure
+	if errors.As(err, &f) {
+		return Outcome{Failure: &Failure{f.code, f.msg}}
+	}
+	return Outcome{Failure: &Failure{job.CodeInternal, job.CodeInternal.Message()}}
+}
+
+// SampleResult is what the blocking variant returns: the samples job's
+// model_completed payload, with the job's id.
+type SampleResult struct {
+	JobID        string           `json:"job_id"`
+	Success      bool             `json:"success"`
+	Model        string           `json:"model"`
+	Samples      []map[string]any `json:"samples"`
+	Requested    int              `json:"samples_requested"`
+	Note         string           `json:"samples_note"`
+	InputTokens  int              `json:"input_tokens"`
+	OutputTokens int              `json:"output_tokens"`
+	Cost         int64            `json:"cost"`
+	CostUSD      float64          `json:"cost_usd"`
+	ProcessingMS int64            `json:"processing_time_ms"`
+}
+
+// Sync generates samples and waits for them; it always auto-answers, so the
+// job never pauses. When ctx ends first the job is cancelled (ErrSyncTimeout
+// for a deadline); a failed or cancelled job is a *JobEnded.
+func (s *SampleService) Sync(ctx context.Context, p *access.Principal, req SampleRequest) (*SampleResult, error) {
+	yes := true
+	req.AutoAnswer = &yes
+	j, err := s.Start(ctx, p, req)
+	if err != nil {
+		return nil, err
+	}
+	var after int64
+	var res *SampleResult
+	for {
+		evs, err := s.Stream.Wait(ctx, j.ID, after)
+		if err != nil {
+			reason := "client went away"
+			if errors.Is(err, context.DeadlineExceeded) {
+				reason = "timeout_seconds elapsed"
+				err = fmt.Errorf("%w: %w", ErrSyncTimeout, err)
+			}
+			if _, cerr := s.JobSvc.Cancel(context.WithoutCancel(ctx), p, j.ID, reason); cerr != nil {
+				s.Log.Debug("cancel after sync ended", "job_id", j.ID, "err", cerr)
+			}
+			return nil, err
+		}
+		for _, ev := range evs {
+			after = ev.Seq
+			if ev.Type == job.EventModelCompleted {
+				res = &SampleResult{}
+				if err := remarshal(ev.Data, res); err != nil {
+					return nil, err
+				}
+				res.JobID = j.ID
+			}
+			if !ev.Type.Terminal() {
+				continue
+			}
+			if ev.Type == job.EventCompleted && res != nil {
+				return res, nil
+			}
+			var end struct {
+				Status  job.State     `json:"status"`
+				Code    job.ErrorCode `json:"error_code"`
+				Message string        `json:"error_message"`
+				Reason  string        `json:"reason"`
+			}
+			if err := remarshal(ev.Data, &end); err != nil {
+				return nil, err
+			}
+			final := *j
+			final.State, final.ErrorCode, final.Error, final.UpdatedAt = end.Status, end.Code, end.Message, ev.CreatedAt
+			if ev.Type == job.EventCancelled {
+				final.State, final.Error = job.Cancelled, end.Reason
+			}
+			if ev.Type == job.EventCompleted {
+				final.State, final.ErrorCode, final.Error = job.Failed, job.CodeInternal, "the job completed without samples"
+			}
+			return nil, &JobEnded{Job: &final}
+		}
+	}
+}

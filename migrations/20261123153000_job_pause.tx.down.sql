@@ -1,0 +1,3 @@
+DROP INDEX IF EXISTS jobs_pause_idx;
+ALTER TABLE jobs DROP COLUMN IF EXISTS continues;
+ALTER TABLE jobs DROP COLUMN IF EXISTS pause_until;
