@@ -59,6 +59,8 @@ type Embedded struct {
 	Schemas    *app.SchemaService
 	Records    *app.RecordService
 	Enrichment *app.EnrichmentService
+	// SchemaGen generates schemas from samples and applies AI edits.
+	SchemaGen *app.SchemaGenService
 	Jobs       *app.JobService
 	// ProviderKeys manages the organizations' and the global provider keys.
 	ProviderKeys *app.ProviderKeyService

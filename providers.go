@@ -57,6 +57,7 @@ var coreSet = wire.NewSet(
 	provideRecords,
 	provideJobs,
 	provideEnrichment,
+	provideSchemaGen,
 	provideEmbedded,
 )
 
@@ -157,16 +158,27 @@ func provideEnrichment(cfg Config, st *Stores, en *app.Engine, s ports.EventStre
 	return svc
 }
 
+// provideSchemaGen is the Runner of schema generation and AI edit jobs.
+func provideSchemaGen(st *Stores, en *app.Engine, s ports.EventStream, js *app.JobService, enr *app.EnrichmentService,
+	sc *app.SchemaService, c ports.SchemaCompiler, clock ports.Clock, ids ports.IDs, lg *slog.Logger) *app.SchemaGenService {
+	svc := &app.SchemaGenService{Enrich: enr, Schemas: st.Schemas, Saved: sc, Compiler: c, Engine: en, Stream: s, JobSvc: js,
+		Clock: clock, IDs: ids, Log: lg}
+	en.Runners[job.TypeSchemaGeneration] = svc
+	en.Runners[job.TypeSchemaEdit] = svc
+	return svc
+}
+
 func provideEmbedded(st *Stores, a *app.AccessService, sc *app.SchemaService, rc *app.RecordService, en *app.EnrichmentService,
-	js *app.JobService, pk *app.ProviderKeyService, h *eventhub.Hub, eng *app.Engine, lg *slog.Logger, m *metrics.Metrics) *Embedded {
+	js *app.JobService, pk *app.ProviderKeyService, sg *app.SchemaGenService, h *eventhub.Hub, eng *app.Engine, lg *slog.Logger,
+	m *metrics.Metrics) *Embedded {
 	m.WatchRunning(func() int { return len(eng.Running()) })
-	return &Embedded{Access: a, Schemas: sc, Records: rc, Enrichment: en, Jobs: js, ProviderKeys: pk, Stores: st, Log: lg,
+	return &Embedded{Access: a, Schemas: sc, Records: rc, Enrichment: en, Jobs: js, ProviderKeys: pk, SchemaGen: sg, Stores: st, Log: lg,
 		Metrics: m, stream: h, engine: eng}
 }
 
 // httpSet builds the HTTP API from an Embedded core.
 var httpSet = wire.NewSet(
-	wire.FieldsOf(new(*Embedded), "Access", "Schemas", "Records", "Enrichment", "Jobs", "ProviderKeys", "Log"),
+	wire.FieldsOf(new(*Embedded), "Access", "Schemas", "Records", "Enrichment", "Jobs", "ProviderKeys", "SchemaGen", "Log"),
 	provideHTTPConfig,
 	provideReadiness,
 	httpapi.NewServer,

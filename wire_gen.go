@@ -48,7 +48,8 @@ func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	keyRing := provideKeyRing(providerKeyStore, fernet, registry, registry, clock, logger)
 	enrichmentService := provideEnrichment(cfg, stores, engine, hub, jobService, llm, registry, compiler, keyRing, clock, iDs, logger)
 	providerKeyService := provideProviderKeys(providerKeyStore, fernet, registry, registry, registry, clock, iDs, logger)
-	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, hub, engine, logger, metricsMetrics)
+	schemaGenService := provideSchemaGen(stores, engine, hub, jobService, enrichmentService, schemaService, compiler, clock, iDs, logger)
+	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, schemaGenService, hub, engine, logger, metricsMetrics)
 	return embedded, func() {
 		cleanup()
 	}, nil
@@ -96,7 +97,8 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	keyRing := provideKeyRing(providerKeyStore, fernet, registry, registry, clock, logger)
 	enrichmentService := provideEnrichment(cfg, stores, engine, hub, jobService, llm, registry, compiler, keyRing, clock, iDs, logger)
 	providerKeyService := provideProviderKeys(providerKeyStore, fernet, registry, registry, registry, clock, iDs, logger)
-	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, hub, engine, logger, metricsMetrics)
+	schemaGenService := provideSchemaGen(stores, engine, hub, jobService, enrichmentService, schemaService, compiler, clock, iDs, logger)
+	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, schemaGenService, hub, engine, logger, metricsMetrics)
 	return embedded, func() {
 		cleanup2()
 		cleanup()
@@ -134,7 +136,8 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 	keyRing := provideKeyRing(providerKeyStore, fernet, registry, registry, clock, logger)
 	enrichmentService := provideEnrichment(cfg, st, engine, hub, jobService, llm, registry, compiler, keyRing, clock, iDs, logger)
 	providerKeyService := provideProviderKeys(providerKeyStore, fernet, registry, registry, registry, clock, iDs, logger)
-	embedded := provideEmbedded(st, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, hub, engine, logger, metricsMetrics)
+	schemaGenService := provideSchemaGen(st, engine, hub, jobService, enrichmentService, schemaService, compiler, clock, iDs, logger)
+	embedded := provideEmbedded(st, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, schemaGenService, hub, engine, logger, metricsMetrics)
 	return embedded, func() {
 		cleanup()
 	}, nil
@@ -149,9 +152,10 @@ func initHTTP(e *Embedded) (*httpapi.Server, error) {
 	enrichmentService := e.Enrichment
 	jobService := e.Jobs
 	providerKeyService := e.ProviderKeys
+	schemaGenService := e.SchemaGen
 	logger := e.Log
 	readiness := provideReadiness(e)
-	server, err := httpapi.NewServer(config, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, logger, readiness)
+	server, err := httpapi.NewServer(config, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, schemaGenService, logger, readiness)
 	if err != nil {
 		return nil, err
 	}

@@ -60,6 +60,8 @@ var errorTable = []errorRule{
 	{err: page.ErrBadCursor, status: http.StatusBadRequest, code: "invalid_request", detail: "cursor is not one this server issued"},
 	{err: model.ErrInvalidKey, status: http.StatusBadRequest, code: "invalid_model", detail: "a model key is not <provider>::<model>"},
 	{err: ports.ErrUnknownModel, status: http.StatusBadRequest, code: "invalid_model", detail: "unknown model; GET /api/enrichment/options lists them"},
+	{err: schema.ErrSampleCommonality, status: http.StatusBadRequest, code: "sample_commonality_failed", detail: "the samples do not describe one entity type"},
+	{err: schema.ErrSampleConformance, status: http.StatusBadRequest, code: "sample_field_conformance_failed", detail: "array items of the samples share no field"},
 	{err: schema.ErrInvalid, status: http.StatusBadRequest, code: "invalid_request", detail: "the schema is invalid"},
 	{err: ports.ErrInvalid, status: http.StatusBadRequest, code: "invalid_request", detail: "the request is invalid"},
 	{err: errTooLarge, status: http.StatusRequestEntityTooLarge, code: "body_too_large", detail: "request body too large"},

@@ -57,6 +57,8 @@ func TestErrorTableSentinels(t *testing.T) {
 		{page.ErrBadCursor, 400, "invalid_request", ""},
 		{model.ErrInvalidKey, 400, "invalid_model", ""},
 		{ports.ErrUnknownModel, 400, "invalid_model", ""},
+		{schema.ErrSampleCommonality, 400, "sample_commonality_failed", ""},
+		{schema.ErrSampleConformance, 400, "sample_field_conformance_failed", ""},
 		{schema.ErrInvalid, 400, "invalid_request", ""},
 		{ports.ErrInvalid, 400, "invalid_request", ""},
 		{errTooLarge, 413, "body_too_large", ""},

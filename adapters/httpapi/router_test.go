@@ -17,7 +17,7 @@ import (
 // OpenAPI document describes, so the two cannot drift.
 func TestRouterMatchesOpenAPI(t *testing.T) {
 	is := is.New(t)
-	s, err := httpapi.NewServer(httpapi.Config{}, nil, nil, nil, nil, nil, nil, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	s, err := httpapi.NewServer(httpapi.Config{}, nil, nil, nil, nil, nil, nil, nil, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
 	is.NoErr(err)
 	var served []httpapi.SpecRoute
 	err = s.Router().Walk(func(route *mux.Route, _ *mux.Router, _ []*mux.Route) error {

@@ -46,6 +46,7 @@ type Server struct {
 	enrich  *app.EnrichmentService
 	jobs    *app.JobService
 	keys    *app.ProviderKeyService
+	gen     *app.SchemaGenService
 	log     *slog.Logger
 	ready   Readiness
 
@@ -56,7 +57,8 @@ type Server struct {
 
 // NewServer builds the router.
 func NewServer(cfg Config, a *app.AccessService, sc *app.SchemaService, rc *app.RecordService,
-	en *app.EnrichmentService, jb *app.JobService, pk *app.ProviderKeyService, lg *slog.Logger, ready Readiness) (*Server, error) {
+	en *app.EnrichmentService, jb *app.JobService, pk *app.ProviderKeyService, sg *app.SchemaGenService, lg *slog.Logger,
+	ready Readiness) (*Server, error) {
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = 1 << 20
 	}
@@ -66,7 +68,7 @@ func NewServer(cfg Config, a *app.AccessService, sc *app.SchemaService, rc *app.
 	if cfg.SSEWriteTimeout <= 0 {
 		cfg.SSEWriteTimeout = 10 * time.Second
 	}
-	s := &Server{cfg: cfg, access: a, schemas: sc, records: rc, enrich: en, jobs: jb, keys: pk, log: lg, ready: ready}
+	s := &Server{cfg: cfg, access: a, schemas: sc, records: rc, enrich: en, jobs: jb, keys: pk, gen: sg, log: lg, ready: ready}
 	var err error
 	if s.spec, err = LoadSpec(); err != nil {
 		return nil, err
@@ -95,6 +97,7 @@ func NewServer(cfg Config, a *app.AccessService, sc *app.SchemaService, rc *app.
 	s.registerHealthRoutes(r)
 	s.registerAuthRoutes(r)
 	s.registerSchemaRoutes(r)
+	s.registerSchemaGenRoutes(r)
 	s.registerRecordRoutes(r)
 	s.registerEnrichmentRoutes(r)
 	s.registerJobRoutes(r)

@@ -42,6 +42,13 @@ const (
 	ActListSchemas  Action = "schemas.list"
 	ActGetSchema    Action = "schemas.get"
 	ActCreateSchema Action = "schemas.create"
+	// ActGenerateSchema generates a schema from samples (and saves it);
+	// ActEditSchemaAI applies a natural-language edit to a saved schema:
+	// both create or edit schemas. ActCheckSamples is the free, stateless
+	// dry check of a sample set, open to whoever may read schemas.
+	ActGenerateSchema Action = "schemas.generate"
+	ActEditSchemaAI   Action = "schemas.ai_edit"
+	ActCheckSamples   Action = "schemas.check_samples"
 
 	ActListRecords Action = "records.list"
 	ActGetRecord   Action = "records.get"
@@ -102,6 +109,10 @@ var rules = map[Action]rule{
 	ActListSchemas:  {CatSchemaRead, ScopeRead},
 	ActGetSchema:    {CatSchemaRead, ScopeRead},
 	ActCreateSchema: {CatSchemaWrite, ScopeWrite},
+
+	ActGenerateSchema: {CatSchemaWrite, ScopeWrite},
+	ActEditSchemaAI:   {CatSchemaWrite, ScopeWrite},
+	ActCheckSamples:   {CatSchemaRead, ScopeWrite},
 
 	ActListRecords: {CatRecords, ScopeRead},
 	ActGetRecord:   {CatRecords, ScopeRead},

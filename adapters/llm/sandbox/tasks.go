@@ -17,4 +17,7 @@ type taskFunc func(in TaskInput) any
 
 // tasks maps a call's task (ports.LLMTask, sent as MetadataTask) to its
 // answer. Enrichment, the empty task, is not here: Generate answers it.
-var tasks = map[string]taskFunc{}
+var tasks = map[string]taskFunc{
+	"schema_generation": generateSchema, // schemagen.go
+	"schema_edit":       editSchema,     // schemagen.go
+}
