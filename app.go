@@ -61,7 +61,7 @@ type Embedded struct {
 	Enrichment *app.EnrichmentService
 	// SchemaGen generates schemas from samples and applies AI edits.
 	SchemaGen *app.SchemaGenService
-	Jobs       *app.JobService
+	Jobs      *app.JobService
 	// ProviderKeys manages the organizations' and the global provider keys.
 	ProviderKeys *app.ProviderKeyService
 

@@ -55,7 +55,7 @@ func TestCollapseLocalized(t *testing.T) {
 	in := samples(t, `[{"name":"Acme","industry":{"en":"Anvils","fr":"Enclumes"},"offices":[{"label":{"de":"Haupt","fr":"Siège"}}]},
 		{"name":"Globex","industry":"Energy","codes":{"ab":1,"cd":2}}]`)
 	c := schema.CollapseLocalized(in)
-	is.Equal(c.Samples[0]["industry"], "Anvils")                                // English wins
+	is.Equal(c.Samples[0]["industry"], "Anvils")                                    // English wins
 	is.Equal(c.Samples[0]["offices"].([]any)[0].(map[string]any)["label"], "Haupt") // else the first code
 	is.Equal(c.Localized, []string{"industry", "offices[].label"})
 	is.Equal(len(c.Samples[1]["codes"].(map[string]any)), 2) // numbers: not a language map

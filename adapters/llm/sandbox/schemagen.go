@@ -208,6 +208,12 @@ func identifyingKey(props map[string]any) string {
 			return k
 		}
 	}
+	// Else the first text field: the most likely label of an item.
+	for _, k := range sortedKeys(props) {
+		if p, _ := props[k].(map[string]any); p != nil && p["type"] == "string" && p["format"] == nil {
+			return k
+		}
+	}
 	return ""
 }
 
