@@ -1,9 +1,11 @@
 package e2e_test
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/matryer/is"
 
@@ -150,6 +152,7 @@ func TestSchemaGeneration(t *testing.T) {
 			is.True(strings.HasPrefix(reason, "model_output_invalid"))
 			is.True(strings.Contains(reason, "at least one property"))
 			is.Equal(last(evs).Name, "completed")
+			flakyJob := started.JobID
 
 			// broken: never valid, failed after 6 attempts; the sync variant answers 502.
 			is.Equal(s.call("POST", "/api/schema/generate/stream", editor, obj{"entity_samples": twoCompanies, "model": "sandbox::broken"}, &started), 200)
@@ -158,6 +161,16 @@ func TestSchemaGeneration(t *testing.T) {
 			is.Equal(last(evs).Name, "failed")
 			is.Equal(last(evs).Data["error_code"], "model_output_invalid")
 			is.Equal(evs[len(evs)-2].Name, "error")
+			// Every call is in the usage ledger, with the job's end.
+			entries, err := s.srv.Stores.Usage.ListUsage(context.Background(), ten.orgID, time.Time{}, time.Now().Add(time.Hour))
+			is.NoErr(err)
+			perJob := map[string]int{}
+			for _, en := range entries {
+				perJob[en.JobID]++
+				is.True(en.Cost > 0)
+			}
+			is.Equal(perJob[flakyJob], 2)
+			is.Equal(perJob[started.JobID], 6)
 			var fail struct {
 				Code      string `json:"code"`
 				Detail    string `json:"detail"`
