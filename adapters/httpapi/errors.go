@@ -69,7 +69,7 @@ var errorTable = []errorRule{
 	{err: job.ErrTransition, status: http.StatusConflict, code: "conflict", detail: "the job's state does not allow this"},
 	{err: ports.ErrCapacity, status: http.StatusServiceUnavailable, code: "capacity", detail: "the server has no capacity for the job, try again shortly"},
 	{err: app.ErrTooManyAttempts, status: http.StatusTooManyRequests, code: "too_many_attempts", detail: "too many failed attempts; try again later"},
-	{err: app.ErrSyncTimeout, status: http.StatusGatewayTimeout, code: "timeout", detail: "the enrichment did not finish within timeout_seconds and was cancelled"},
+	{err: app.ErrSyncTimeout, status: http.StatusGatewayTimeout, code: "timeout", detail: "the job did not finish within timeout_seconds and was cancelled"},
 	// LLM failures that reach a caller without a job (the reference's sync
 	// statuses).
 	{err: ports.ErrRateLimited, status: http.StatusTooManyRequests, code: string(job.CodeRateLimited), detail: job.CodeRateLimited.Message()},
