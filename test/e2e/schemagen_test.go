@@ -377,3 +377,33 @@ func TestSchemaAIEdit(t *testing.T) {
 		})
 	}
 }
+
+// TestSchemaJobsCancel: a blocking generation that outlives timeout_seconds
+// is cancelled (504 timeout), and a streamed edit can be cancelled; the
+// working copy is then untouched.
+func TestSchemaJobsCancel(t *testing.T) {
+	is := is.New(t)
+	s := start(t, testConfig(""))
+	ten := s.register("cancel@example.com")
+	var e struct{ Code, Field string }
+	is.Equal(s.call("POST", "/api/schema/generate/sync", ten.key, obj{"entity_samples": twoCompanies, "model": "sandbox::slow", "timeout_seconds": 1}, &e), 504)
+	is.Equal(e.Code, "timeout")
+	is.Equal(e.Field, "timeout_seconds")
+
+	id := s.createSchema(ten.key, "Company", `{"type":"object","properties":{"name":{"type":"string"}}}`)
+	var started struct {
+		JobID string `json:"job_id"`
+	}
+	is.Equal(s.call("POST", "/api/schema/saved/"+id+"/prompt/stream", ten.key, obj{"prompt": "add a field x", "model": "sandbox::slow"}, &started), 200)
+	is.Equal(s.call("POST", "/api/llm/cancel/"+started.JobID, ten.key, nil, nil), 200)
+	evs := s.follow(ten.key, started.JobID, "")
+	is.Equal(last(evs).Name, "cancelled")
+	var saved struct {
+		SchemaContent obj `json:"schema_content"`
+	}
+	s.call("GET", "/api/schema/saved/"+id, ten.key, nil, &saved)
+	is.Equal(saved.SchemaContent["properties"].(obj)["x"], nil)
+	var recs struct{ Total int }
+	s.call("GET", "/api/records?type=schema_edit", ten.key, nil, &recs)
+	is.Equal(recs.Total, 0)
+}
