@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/entityenrich/enrich/domain/access"
 	"github.com/entityenrich/enrich/domain/enrichment"
@@ -125,7 +126,7 @@ func (s *SchemaGenService) CheckSamples(ctx context.Context, p *access.Principal
 	if err := checkText("entity_samples", in.EntitySamples); err != nil {
 		return schema.Conformance{}, err
 	}
-	_, c, err := parseSampleSet(in.EntitySamples, in.SampleCommonalityThreshold, in.StrictFieldConformance)
+	_, c, err := parseSampleSet(in.EntitySamples, in.SampleCommonalityThreshold)
 	if err != nil {
 		return schema.Conformance{}, err
 	}
@@ -142,7 +143,7 @@ func threshold(t *float64) float64 {
 func strict(b *bool) bool { return b == nil || *b }
 
 // parseSampleSet reads and collapses samples and checks the knobs.
-func parseSampleSet(raw json.RawMessage, th *float64, _ *bool) ([]map[string]any, schema.Collapsed, error) {
+func parseSampleSet(raw json.RawMessage, th *float64) ([]map[string]any, schema.Collapsed, error) {
 	if th != nil && (*th < 0 || *th > 1) {
 		return nil, schema.Collapsed{}, Invalid("sample_commonality_threshold", "sample_commonality_threshold must be between 0 and 1")
 	}
@@ -234,7 +235,7 @@ func (s *SchemaGenService) prepareGeneration(ctx context.Context, orgID string, 
 	if err := checkAttachments(req.AttachmentIDs); err != nil {
 		return nil, err
 	}
-	samples, c, err := parseSampleSet(req.EntitySamples, req.SampleCommonalityThreshold, req.StrictFieldConformance)
+	samples, c, err := parseSampleSet(req.EntitySamples, req.SampleCommonalityThreshold)
 	if err != nil {
 		return nil, err
 	}
@@ -372,6 +373,9 @@ func (s *SchemaGenService) wait(ctx context.Context, p *access.Principal, j *job
 			if ev.Type != job.EventCompleted {
 				return nil, &JobEnded{Job: &final}
 			}
+			if end.Result == nil {
+				end.Result = map[string]any{}
+			}
 			end.Result["job_id"] = j.ID
 			return end.Result, nil
 		}
@@ -452,6 +456,9 @@ func (s *SchemaGenService) check(text string, sp *schemaPlan) (validated, error)
 	raw, err := json.Marshal(a.Schema)
 	if err != nil {
 		return validated{}, fmt.Errorf("the schema does not encode: %w", err)
+	}
+	if err := checkText("schema", raw); err != nil {
+		return validated{}, fmt.Errorf("the schema holds text that cannot be stored: %w", err)
 	}
 	if _, err := s.Compiler.Compile(raw); err != nil {
 		return validated{}, fmt.Errorf("the schema does not compile as JSON Schema: %w", err)
@@ -637,13 +644,9 @@ func (s *SchemaGenService) saveGenerated(ctx context.Context, orgID string, v *v
 	if strings.TrimSpace(name) == "" {
 		name = "Generated schema"
 	}
-	if len(name) > schema.MaxNameLen {
-		name = name[:schema.MaxNameLen]
-	}
+	name = truncate(strings.TrimSpace(name), schema.MaxNameLen)
 	desc, _ := v.doc["description"].(string)
-	if len(desc) > schema.MaxDescriptionLen {
-		desc = desc[:schema.MaxDescriptionLen]
-	}
+	desc = truncate(desc, schema.MaxDescriptionLen)
 	sc, err := s.Saved.Create(ctx, jobPrincipal(orgID), NewSchemaInput{Name: name, Description: desc, Schema: doc})
 	return sc, err == nil, err
 }
@@ -659,4 +662,15 @@ func (s *SchemaGenService) saveEdit(ctx context.Context, orgID, id string, doc j
 		return coded(ports.ErrNotFound, "not_found", "schema %s was deleted while the edit ran", id)
 	}
 	return err
+}
+
+// truncate cuts s to at most n bytes without splitting a character.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
