@@ -23,13 +23,18 @@ type Options struct {
 	Languages  map[string]string
 	Strategies []enrichment.Strategy
 	// Defaults and DefaultsWebSearch are what auto resolves to, by task
-	// type (only "enrichment" today); a task is absent when nothing
+	// type (enrichment, schema_generation); a task is absent when nothing
 	// resolves.
 	Defaults, DefaultsWebSearch map[string]modelsel.Pick
 }
 
 // TaskEnrichment is the task type of enrichment's automatic selection.
 const TaskEnrichment = "enrichment"
+
+// TaskSchemaGeneration is the task type of schema generation's (and AI
+// edit's) automatic selection; no per-task pin exists yet, so it resolves
+// like enrichment's.
+const TaskSchemaGeneration = "schema_generation"
 
 // Options lists models, languages, strategies and what auto currently
 // resolves to.
@@ -39,6 +44,7 @@ func (s *EnrichmentService) Options() Options {
 		Defaults: map[string]modelsel.Pick{}, DefaultsWebSearch: map[string]modelsel.Pick{}}
 	if p, err := modelsel.Select(ms, "", modelsel.Needs{}); err == nil {
 		o.Defaults[TaskEnrichment] = p
+		o.Defaults[TaskSchemaGeneration] = p // what schema generation and AI edit use for auto
 	}
 	if p, err := modelsel.Select(ms, "", modelsel.Needs{WebSearch: true}); err == nil {
 		o.DefaultsWebSearch[TaskEnrichment] = p

@@ -489,7 +489,7 @@ func (s *SchemaGenService) run(ctx context.Context, w *Work, sp *schemaPlan) Out
 	}
 	key := sp.model.Key.String()
 	if sp.pick != nil {
-		pub(job.ModelAutoSelected{Model: key, TaskType: string(ports.TaskSchemaGeneration), Pinned: sp.pick.Pinned, Source: sp.pick.Source})
+		pub(job.ModelAutoSelected{Model: key, TaskType: TaskSchemaGeneration, Pinned: sp.pick.Pinned, Source: sp.pick.Source})
 	}
 	pub(job.ModelStarted{Model: key, Sandbox: sp.model.Sandbox})
 	var msgs []enrichment.Message
