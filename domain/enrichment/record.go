@@ -10,11 +10,13 @@ type RecordType string
 
 const (
 	RecordEnrichment RecordType = "enrichment"
-	// The reference product's other record types: nothing makes them here
-	// yet, so a listing filtered by them is empty.
+	// RecordSchemaGeneration and RecordSchemaEdit are made by schema
+	// generation and AI edit jobs (structured_output is the schema).
 	RecordSchemaGeneration RecordType = "schema_generation"
 	RecordSchemaEdit       RecordType = "schema_edit"
-	RecordPlayground       RecordType = "playground"
+	// RecordPlayground is the reference's; nothing makes it here yet, so a
+	// listing filtered by it is empty.
+	RecordPlayground RecordType = "playground"
 )
 
 // RecordTypes lists every record type a listing may filter by.
