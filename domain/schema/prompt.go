@@ -15,6 +15,9 @@ const (
 	SamplesMarker     = "Sample objects (JSON array):"
 	CurrentMarker     = "Current schema (JSON):"
 	InstructionMarker = "Instruction:"
+	// SemanticIDInstruction asks for semantic_id properties
+	// (generate_semantic_ids).
+	SemanticIDInstruction = `Add a string property "semantic_id" with "semantic_id": true to every object that has identifying properties.`
 )
 
 // GenerationOptions are the request's choices that shape the prompt.
@@ -54,7 +57,7 @@ func GenerationPrompt(samples []map[string]any, o GenerationOptions) []enrichmen
 		fmt.Fprintf(&user, "These fields were given in several languages and are multilingual: %s.\n", strings.Join(o.Localized, ", "))
 	}
 	if o.GenerateSemanticIDs {
-		user.WriteString(`Add a string property "semantic_id" with "semantic_id": true to every object that has identifying properties.` + "\n")
+		user.WriteString(SemanticIDInstruction + "\n")
 	}
 	b, _ := json.Marshal(samples)
 	fmt.Fprintf(&user, "%s\n%s\n", SamplesMarker, b)

@@ -127,10 +127,11 @@ func TestSchemaGeneration(t *testing.T) {
 			is.True(syncRes["job_id"] != "")
 
 			// auto, one bare sample, not saved.
-			is.Equal(s.call("POST", "/api/schema/generate/sync", editor, obj{"entity_samples": obj{"title": "Dune", "isbn": "978-0441013593"}, "save_schema": false}, &syncRes), 200)
+			is.Equal(s.call("POST", "/api/schema/generate/sync", editor, obj{"entity_samples": obj{"title": "Dune", "isbn": "978-0441013593"}, "save_schema": false, "generate_semantic_ids": true}, &syncRes), 200)
 			is.Equal(syncRes["schema_id"], nil)
 			is.Equal(syncRes["model"], "sandbox::echo")
 			is.Equal(prop(t, syncRes["schema"].(obj), "title")["identifying"], true)
+			is.Equal(prop(t, syncRes["schema"].(obj), "semantic_id")["semantic_id"], true)
 			var list struct{ Total int }
 			is.Equal(s.call("GET", "/api/schema/saved", editor, nil, &list), 200)
 			is.Equal(list.Total, 1)

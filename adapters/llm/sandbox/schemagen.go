@@ -48,6 +48,9 @@ func generateSchema(in TaskInput) any {
 		root = map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string", "description": "The entity's name."}}}
 	}
 	markIdentifying(root)
+	if strings.Contains(in.Prompt, schema.SemanticIDInstruction) {
+		addSemanticIDs(root)
+	}
 	root["title"] = entity
 	root["description"] = fmt.Sprintf("A %s, as described by %d sample(s).", strings.ToLower(entity), len(samples))
 	var sugg []any
@@ -190,6 +193,36 @@ func markIdentifying(node map[string]any) {
 		if it, ok := p["items"].(map[string]any); ok && it["type"] == "object" {
 			markIdentifying(it)
 		}
+	}
+}
+
+// addSemanticIDs adds a semantic_id property to every object with an
+// identifying property (generate_semantic_ids).
+func addSemanticIDs(node map[string]any) {
+	props, _ := node["properties"].(map[string]any)
+	if props == nil {
+		return
+	}
+	for _, k := range sortedKeys(props) {
+		p, _ := props[k].(map[string]any)
+		if p == nil {
+			continue
+		}
+		if p["type"] == "object" {
+			addSemanticIDs(p)
+		}
+		if it, ok := p["items"].(map[string]any); ok && it["type"] == "object" {
+			addSemanticIDs(it)
+		}
+	}
+	identified := false
+	for _, v := range props {
+		p, _ := v.(map[string]any)
+		identified = identified || (p != nil && p["identifying"] == true)
+	}
+	if identified {
+		props["semantic_id"] = map[string]any{"type": "string", "semantic_id": true,
+			"description": "The embedding-based semantic id of this object, resolved from its identifying properties."}
 	}
 }
 

@@ -40,6 +40,13 @@ func TestGenerateSchemaTask(t *testing.T) {
 	is.Equal(typ("tags"), "array")
 	is.Equal(props["name"].(map[string]any)["identifying"], true)
 	is.Equal(doc["title"], "Company")
+	// generate_semantic_ids: on the root and on objects with an identifying property.
+	withIDs := schema.GenerationPrompt(samples, schema.GenerationOptions{GenerateSemanticIDs: true})[1].Content
+	sem := schemaOf(t, generateSchema(TaskInput{Prompt: withIDs, Seed: "echo"}))
+	is.Equal(sem["properties"].(map[string]any)["semantic_id"].(map[string]any)["semantic_id"], true)
+	is.True(sem["properties"].(map[string]any)["hq"].(map[string]any)["properties"].(map[string]any)["semantic_id"] != nil)
+	is.True(props["semantic_id"] == nil)
+	is.Equal(schema.CheckStructure(sem), []string(nil))
 	// Deterministic.
 	b1, _ := json.Marshal(generateSchema(TaskInput{Prompt: prompt, Seed: "echo"}))
 	b2, _ := json.Marshal(generateSchema(TaskInput{Prompt: prompt, Seed: "echo"}))
