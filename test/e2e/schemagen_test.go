@@ -250,29 +250,36 @@ func TestSchemaGeneration(t *testing.T) {
 // never reach the provider (the fake server counts zero calls); valid ones
 // do, and the usage is in the ledger.
 func TestSchemaGenerationChecksBeforeSpend(t *testing.T) {
-	is := is.New(t)
-	answer, _ := json.Marshal(obj{"schema": obj{"type": "object", "title": "Company",
-		"properties": obj{"name": obj{"type": "string", "description": "Name.", "identifying": true}}}, "suggestions": []string{}})
-	fake := fakeopenai.New(t, fakeopenai.WithResponder(func(fakeopenai.ChatRequest) (string, int) { return string(answer), 0 }))
-	cfg := testConfig("")
-	cfg.Sandbox = false
-	cfg.Providers = []llm.ProviderConfig{{Name: "local", Type: "openai", BaseURL: fake.URL(), APIKey: "test-key", Models: []string{"fake-1"}}}
-	s := start(t, cfg)
-	ten := s.register("spend@example.com")
-	mixed := []obj{{"name": "Acme", "industry": "Anvils", "ceo": "W. E. Coyote"}, {"title": "Dune", "isbn": "978", "pages": 412, "author": "Herbert"}}
-	drift := []obj{{"name": "A", "offices": []obj{{"city": "P"}, {"town": "R"}}}}
-	for _, body := range []obj{{"entity_samples": mixed}, {"entity_samples": drift}, {"entity_samples": mixed, "model": "local::fake-1"}} {
-		is.Equal(s.call("POST", "/api/schema/generate/sync", ten.key, body, nil), 400)
-		is.Equal(s.call("POST", "/api/schema/generate/stream", ten.key, body, nil), 400)
-	}
-	is.Equal(s.call("POST", "/api/schema/samples/conformance", ten.key, obj{"entity_samples": mixed}, nil), 200)
-	is.Equal(fake.Requests(), 0)
+	for _, b := range backends[:2] {
+		t.Run(b.name, func(t *testing.T) {
+			is := is.New(t)
+			answer, _ := json.Marshal(obj{"schema": obj{"type": "object", "title": "Company",
+				"properties": obj{"name": obj{"type": "string", "description": "Name.", "identifying": true}}}, "suggestions": []string{}})
+			fake := fakeopenai.New(t, fakeopenai.WithResponder(func(fakeopenai.ChatRequest) (string, int) { return string(answer), 0 }))
+			cfg := testConfig(b.dsn(t))
+			cfg.Sandbox = false
+			cfg.Providers = []llm.ProviderConfig{{Name: "local", Type: "openai", BaseURL: fake.URL(), APIKey: "test-key", Models: []string{"fake-1"}}}
+			s := start(t, cfg)
+			ten := s.register("spend@example.com")
+			mixed := []obj{{"name": "Acme", "industry": "Anvils", "ceo": "W. E. Coyote"}, {"title": "Dune", "isbn": "978", "pages": 412, "author": "Herbert"}}
+			drift := []obj{{"name": "A", "offices": []obj{{"city": "P"}, {"town": "R"}}}}
+			for _, body := range []obj{{"entity_samples": mixed}, {"entity_samples": drift}, {"entity_samples": mixed, "model": "local::fake-1"}} {
+				is.Equal(s.call("POST", "/api/schema/generate/sync", ten.key, body, nil), 400)
+				is.Equal(s.call("POST", "/api/schema/generate/stream", ten.key, body, nil), 400)
+			}
+			is.Equal(s.call("POST", "/api/schema/samples/conformance", ten.key, obj{"entity_samples": mixed}, nil), 200)
+			is.Equal(fake.Requests(), 0)
+			entries, err := s.srv.Stores.Usage.ListUsage(context.Background(), ten.orgID, time.Time{}, time.Now().Add(time.Hour))
+			is.NoErr(err)
+			is.Equal(len(entries), 0)
 
-	var res obj
-	is.Equal(s.call("POST", "/api/schema/generate/sync", ten.key, obj{"entity_samples": twoCompanies}, &res), 200)
-	is.Equal(res["model"], "local::fake-1")
-	is.Equal(prop(t, res["schema"].(obj), "name")["examples"], []any{"Acme", "Globex"})
-	is.Equal(fake.Requests(), 1)
+			var res obj
+			is.Equal(s.call("POST", "/api/schema/generate/sync", ten.key, obj{"entity_samples": twoCompanies}, &res), 200)
+			is.Equal(res["model"], "local::fake-1")
+			is.Equal(prop(t, res["schema"].(obj), "name")["examples"], []any{"Acme", "Globex"})
+			is.Equal(fake.Requests(), 1)
+		})
+	}
 }
 
 // TestSchemaAIEdit edits saved schemas with instructions over HTTP, through
