@@ -491,7 +491,7 @@ func (s *SchemaGenService) run(ctx context.Context, w *Work, sp *schemaPlan) Out
 	if sp.pick != nil {
 		pub(job.ModelAutoSelected{Model: key, TaskType: TaskSchemaGeneration, Pinned: sp.pick.Pinned, Source: sp.pick.Source})
 	}
-	pub(job.ModelStarted{Model: key, Sandbox: sp.model.Sandbox})
+	pub(job.SchemaModelStarted{Model: key, Sandbox: sp.model.Sandbox})
 	var msgs []enrichment.Message
 	if sp.gen != nil {
 		msgs = schema.GenerationPrompt(sp.collapsed.Samples, schema.GenerationOptions{Language: deref(sp.gen.Language),

@@ -148,7 +148,7 @@ func infer(values []any, owner string) map[string]any {
 		props := map[string]any{}
 		for _, k := range sortedKeys(fields) {
 			p := infer(fields[k], k)
-			p["description"] = fmt.Sprintf("The %s of the %s.", humanWords(k), humanWords(owner))
+			p["description"] = fmt.Sprintf("The %s's %s.", humanWords(owner), humanWords(k))
 			props[k] = p
 		}
 		return map[string]any{"type": "object", "properties": props}
