@@ -88,3 +88,21 @@ func TestPrompts(t *testing.T) {
 	edit := schema.EditPrompt(json.RawMessage(`{"type":"object"}`), " add a field x ")
 	is.True(strings.Contains(edit[1].Content, schema.InstructionMarker+" add a field x\n"))
 }
+
+func FuzzParseAnswer(f *testing.F) {
+	for _, s := range []string{`{"schema":{"type":"object","properties":{"a":{"type":"string"}}}}`, `{"type":["object"],"properties":{"a":{"type":"array","items":{"type":"object","properties":{"b":{}}}}}}`,
+		`{"properties":{"a":1,"b":{"properties":[]}}}`, "```\n{}\n```", `{"x-expertiseDomains":[],"properties":{"a":{"expertise":3,"format":1,"pattern":2}}}`} {
+		f.Add(s)
+	}
+	obs := schema.Observe([]map[string]any{{"a": "x", "b": []any{map[string]any{"c": 1.0}}}})
+	f.Fuzz(func(t *testing.T, text string) {
+		a, err := schema.ParseAnswer(text)
+		if err != nil {
+			return
+		}
+		schema.CheckStructure(a.Schema)
+		schema.PostProcess(a.Schema, obs, []string{"a", "b[].c"})
+		schema.CheckStructure(a.Schema)
+		schema.PropertyPaths(a.Schema)
+	})
+}

@@ -137,7 +137,13 @@ func CollapseLocalized(samples []map[string]any) Collapsed {
 	}
 	c := Collapsed{Samples: make([]map[string]any, len(samples))}
 	for i, s := range samples {
-		c.Samples[i] = walk(s, "").(map[string]any)
+		// A sample itself is an entity, never a language map, whatever its
+		// keys look like ({"en": "...", "fr": "..."} is two fields).
+		out := make(map[string]any, len(s))
+		for k, v := range s {
+			out[k] = walk(v, k)
+		}
+		c.Samples[i] = out
 	}
 	for p := range seen {
 		c.Localized = append(c.Localized, p)

@@ -61,6 +61,10 @@ func TestCollapseLocalized(t *testing.T) {
 	is.Equal(len(c.Samples[1]["codes"].(map[string]any)), 2) // numbers: not a language map
 	_, untouched := in[0]["industry"].(map[string]any)
 	is.True(untouched) // the input is not changed
+	// A sample whose keys look like language codes is still an entity.
+	c = schema.CollapseLocalized(samples(t, `{"en":"x","fr":"y"}`))
+	is.Equal(c.Samples[0], map[string]any{"en": "x", "fr": "y"})
+	is.Equal(len(c.Localized), 0)
 }
 
 func TestCheckSamples(t *testing.T) {

@@ -69,6 +69,9 @@ func TestSchemaGeneration(t *testing.T) {
 			is.Equal(len(conf.CommonalityErrors), 1) // sample 1 has 3 of the 7 fields; sample 2 has 4
 			is.Equal(s.call("POST", "/api/schema/samples/conformance", operator, obj{"entity_samples": mixed, "sample_commonality_threshold": 0}, &conf), 200)
 			is.True(conf.OK)
+			// A bare sample whose keys look like language codes is an entity, not a language map.
+			is.Equal(s.call("POST", "/api/schema/samples/conformance", operator, obj{"entity_samples": obj{"en": "x", "fr": "y"}}, &conf), 200)
+			is.True(conf.OK)
 
 			// Generation needs the editor role.
 			var e struct{ Code, Field, Detail string }
