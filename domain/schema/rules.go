@@ -21,8 +21,9 @@ var jsonTypes = []string{"string", "number", "integer", "boolean", "array", "obj
 //  1. the document is an object of type "object";
 //  2. with at least one property;
 //  3. every property names a known type (or a $ref);
-//  4. an array says what its items are, and an object property has
-//     properties;
+//  4. an array says what its items are, and an object property (or object
+//     items) lists its properties, unless it is open (additionalProperties)
+//     or a $ref;
 //  5. a format is one of Formats, on a string;
 //  6. a pattern is combined with neither format nor multilingual;
 //  7. a property's expertise names a domain of x-expertiseDomains;
@@ -69,7 +70,7 @@ func CheckStructure(doc map[string]any) []string {
 				if slices.Contains(TypesOf(items), "object") {
 					if sub, ok := items["properties"].(map[string]any); ok && len(sub) > 0 {
 						walk(sub, p+"[]")
-					} else if _, ref := items["$ref"]; !ref {
+					} else if _, ref := items["$ref"]; !ref && items["additionalProperties"] == nil {
 						out = append(out, fmt.Sprintf("%s[]: array items of type object must list their properties", p))
 					}
 				}

@@ -145,6 +145,10 @@ func infer(values []any, owner string) map[string]any {
 				fields[k] = append(fields[k], v)
 			}
 		}
+		if len(fields) == 0 {
+			// Only empty objects seen: an open object.
+			return map[string]any{"type": "object", "additionalProperties": true}
+		}
 		props := map[string]any{}
 		for _, k := range sortedKeys(fields) {
 			p := infer(fields[k], k)

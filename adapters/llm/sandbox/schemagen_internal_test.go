@@ -93,3 +93,29 @@ func TestEditSchemaTask(t *testing.T) {
 		})
 	}
 }
+
+// FuzzGenerateSchema: from any valid samples the sandbox's schema passes
+// the structural rules (after post-processing), so sandbox::echo never
+// fails a generation.
+func FuzzGenerateSchema(f *testing.F) {
+	for _, s := range []string{`[{"a":1},{"a":"x"}]`, `{"a":{}}`, `{"a":[[1],[2]],"b":[{}],"c":null}`, `{"en":"x","fr":"y"}`, `{"":{"":[{"":1}]}}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		samples, err := schema.ParseSamples(json.RawMessage(raw))
+		if err != nil {
+			return
+		}
+		c := schema.CollapseLocalized(samples)
+		prompt := schema.GenerationPrompt(c.Samples, schema.GenerationOptions{})[1].Content
+		b, _ := json.Marshal(generateSchema(TaskInput{Prompt: prompt, Seed: "echo"}))
+		a, err := schema.ParseAnswer(string(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		schema.PostProcess(a.Schema, schema.Observe(c.Samples), c.Localized)
+		if v := schema.CheckStructure(a.Schema); len(v) > 0 {
+			t.Fatalf("samples %s: %v", raw, v)
+		}
+	})
+}
