@@ -59,7 +59,9 @@ type Embedded struct {
 	Schemas    *app.SchemaService
 	Records    *app.RecordService
 	Enrichment *app.EnrichmentService
-	Jobs       *app.JobService
+	// SchemaGen generates schemas from samples and applies AI edits.
+	SchemaGen *app.SchemaGenService
+	Jobs      *app.JobService
 	// ProviderKeys manages the organizations' and the global provider keys.
 	ProviderKeys *app.ProviderKeyService
 	// Costs answers the cost analytics from the usage ledger.

@@ -60,6 +60,7 @@ var coreSet = wire.NewSet(
 	provideCosts,
 	provideAnalysis,
 	provideSamples,
+	provideSchemaGen,
 	provideEmbedded,
 )
 
@@ -177,6 +178,16 @@ func provideCosts(st *Stores, clock ports.Clock) *app.CostService {
 	return &app.CostService{Ledger: st.Usage, Clock: clock}
 }
 
+// provideSchemaGen is the Runner of schema generation and AI edit jobs.
+func provideSchemaGen(st *Stores, en *app.Engine, s ports.EventStream, js *app.JobService, enr *app.EnrichmentService,
+	sc *app.SchemaService, c ports.SchemaCompiler, clock ports.Clock, ids ports.IDs, lg *slog.Logger) *app.SchemaGenService {
+	svc := &app.SchemaGenService{Enrich: enr, Schemas: st.Schemas, Saved: sc, Compiler: c, Engine: en, Stream: s, JobSvc: js,
+		Clock: clock, IDs: ids, Log: lg}
+	en.Runners[job.TypeSchemaGeneration] = svc
+	en.Runners[job.TypeSchemaEdit] = svc
+	return svc
+}
+
 // provideSamples builds sample generation, the Runner of its jobs.
 func provideSamples(en *app.Engine, enr *app.EnrichmentService, s ports.EventStream, js *app.JobService, clock ports.Clock,
 	ids ports.IDs, lg *slog.Logger) *app.SampleService {
@@ -187,10 +198,10 @@ func provideSamples(en *app.Engine, enr *app.EnrichmentService, s ports.EventStr
 
 func provideEmbedded(st *Stores, a *app.AccessService, sc *app.SchemaService, rc *app.RecordService, en *app.EnrichmentService,
 	js *app.JobService, pk *app.ProviderKeyService, cs *app.CostService, an *app.AnalysisService, smp *app.SampleService,
-	h *eventhub.Hub, eng *app.Engine, lg *slog.Logger, m *metrics.Metrics) *Embedded {
+	sg *app.SchemaGenService, h *eventhub.Hub, eng *app.Engine, lg *slog.Logger, m *metrics.Metrics) *Embedded {
 	m.WatchRunning(func() int { return len(eng.Running()) })
 	return &Embedded{Access: a, Schemas: sc, Records: rc, Enrichment: en, Jobs: js, ProviderKeys: pk, Costs: cs, Analysis: an,
-		Samples: smp, Stores: st, Log: lg, Metrics: m, stream: h, engine: eng}
+		Samples: smp, SchemaGen: sg, Stores: st, Log: lg, Metrics: m, stream: h, engine: eng}
 }
 
 func provideAnalysis(st *Stores, l ports.LLM, cat ports.ModelCatalog, c ports.SchemaCompiler, kr *app.KeyRing,
@@ -211,7 +222,8 @@ var httpSet = wire.NewSet(
 // provideServices hands the HTTP API the app services it serves.
 func provideServices(e *Embedded) httpapi.Services {
 	return httpapi.Services{Access: e.Access, Schemas: e.Schemas, Records: e.Records, Enrichment: e.Enrichment, Jobs: e.Jobs,
-		ProviderKeys: e.ProviderKeys, Costs: e.Costs, Analysis: e.Analysis, Samples: e.Samples}
+		ProviderKeys: e.ProviderKeys, Costs: e.Costs, Analysis: e.Analysis, Samples: e.Samples,
+		SchemaGen: e.SchemaGen}
 }
 
 func provideHTTPConfig(e *Embedded) httpapi.Config {

@@ -29,14 +29,15 @@ type Options struct {
 	Languages  map[string]string
 	Strategies []enrichment.Strategy
 	// Defaults and DefaultsWebSearch are what auto resolves to, by task
-	// type (enrichment, sample_generation); a task is absent when nothing
-	// resolves.
+	// type (enrichment, schema_generation, sample_generation); a task is
+	// absent when nothing resolves.
 	Defaults, DefaultsWebSearch map[string]modelsel.Pick
 }
 
 // The task types of automatic selection, as the app names them.
 const (
 	TaskEnrichment       = modelsel.TaskEnrichment
+	TaskSchemaGeneration = modelsel.TaskSchemaGeneration
 	TaskSampleGeneration = modelsel.TaskSampleGeneration
 )
 

@@ -63,6 +63,8 @@ var errorTable = []errorRule{
 	{err: page.ErrBadCursor, status: http.StatusBadRequest, code: "invalid_request", detail: "cursor is not one this server issued"},
 	{err: model.ErrInvalidKey, status: http.StatusBadRequest, code: "invalid_model", detail: "a model key is not <provider>::<model>"},
 	{err: ports.ErrUnknownModel, status: http.StatusBadRequest, code: "invalid_model", detail: "unknown model; GET /api/enrichment/options lists them"},
+	{err: schema.ErrSampleCommonality, status: http.StatusBadRequest, code: "sample_commonality_failed", detail: "the samples do not describe one entity type"},
+	{err: schema.ErrSampleConformance, status: http.StatusBadRequest, code: "sample_field_conformance_failed", detail: "array items of the samples share no field"},
 	{err: schema.ErrInvalid, status: http.StatusBadRequest, code: "invalid_request", detail: "the schema is invalid"},
 	{err: schema.ErrContractUnsatisfied, status: http.StatusBadRequest, code: app.CodeInputContract, detail: "entity_data does not satisfy the schema's input contract"},
 	{err: ports.ErrInvalid, status: http.StatusBadRequest, code: "invalid_request", detail: "the request is invalid"},
@@ -79,7 +81,7 @@ var errorTable = []errorRule{
 	{err: job.ErrTransition, status: http.StatusConflict, code: "conflict", detail: "the job's state does not allow this"},
 	{err: ports.ErrCapacity, status: http.StatusServiceUnavailable, code: "capacity", detail: "the server has no capacity for the job, try again shortly"},
 	{err: app.ErrTooManyAttempts, status: http.StatusTooManyRequests, code: "too_many_attempts", detail: "too many failed attempts; try again later"},
-	{err: app.ErrSyncTimeout, status: http.StatusGatewayTimeout, code: "timeout", detail: "the enrichment did not finish within timeout_seconds and was cancelled"},
+	{err: app.ErrSyncTimeout, status: http.StatusGatewayTimeout, code: "timeout", detail: "the job did not finish within timeout_seconds and was cancelled"},
 	// LLM failures that reach a caller without a job (the reference's sync
 	// statuses).
 	{err: ports.ErrRateLimited, status: http.StatusTooManyRequests, code: string(job.CodeRateLimited), detail: job.CodeRateLimited.Message()},

@@ -57,6 +57,8 @@ func TestErrorTableSentinels(t *testing.T) {
 		{page.ErrBadCursor, 400, "invalid_request", ""},
 		{model.ErrInvalidKey, 400, "invalid_model", ""},
 		{ports.ErrUnknownModel, 400, "invalid_model", ""},
+		{schema.ErrSampleCommonality, 400, "sample_commonality_failed", ""},
+		{schema.ErrSampleConformance, 400, "sample_field_conformance_failed", ""},
 		{schema.ErrInvalid, 400, "invalid_request", ""},
 		{schema.ErrContractUnsatisfied, 400, "input_contract_unsatisfied", ""},
 		{schema.ErrInUse, 409, "schema_in_use", ""},

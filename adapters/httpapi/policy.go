@@ -84,6 +84,12 @@ var routes = map[Route]access.Action{
 	{"POST", "/api/schema/saved/{id}/publish"}:           access.ActPublishSchema,
 	{"POST", "/api/schema/saved/{id}/publish/validate"}:  access.ActValidatePublish,
 	{"DELETE", "/api/schema/saved/{id}/enrichment-data"}: access.ActPurgeSchemaData,
+	// Schema generation and AI edit (issue 10, part C1).
+	{"POST", "/api/schema/generate/stream"}:          access.ActGenerateSchema,
+	{"POST", "/api/schema/generate/sync"}:            access.ActGenerateSchema,
+	{"POST", "/api/schema/samples/conformance"}:      access.ActCheckSamples,
+	{"POST", "/api/schema/saved/{id}/prompt/stream"}: access.ActEditSchemaAI,
+	{"POST", "/api/schema/saved/{id}/prompt"}:        access.ActEditSchemaAI,
 }
 
 // actionOf returns a route's action, and false for a route missing from the

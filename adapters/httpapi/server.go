@@ -48,6 +48,7 @@ type Server struct {
 	keys    *app.ProviderKeyService
 	costs   *app.CostService
 	samples *app.SampleService
+	gen     *app.SchemaGenService
 	log     *slog.Logger
 	ready   Readiness
 
@@ -71,6 +72,7 @@ type Services struct {
 	Costs        *app.CostService
 	Analysis     *app.AnalysisService
 	Samples      *app.SampleService
+	SchemaGen    *app.SchemaGenService
 }
 
 // NewServer builds the router.
@@ -85,7 +87,7 @@ func NewServer(cfg Config, svc Services, lg *slog.Logger, ready Readiness) (*Ser
 		cfg.SSEWriteTimeout = 10 * time.Second
 	}
 	s := &Server{cfg: cfg, access: svc.Access, schemas: svc.Schemas, records: svc.Records, enrich: svc.Enrichment, jobs: svc.Jobs,
-		keys: svc.ProviderKeys, costs: svc.Costs, analysis: svc.Analysis, samples: svc.Samples, log: lg,
+		keys: svc.ProviderKeys, costs: svc.Costs, analysis: svc.Analysis, samples: svc.Samples, gen: svc.SchemaGen, log: lg,
 		ready: ready}
 	var err error
 	if s.spec, err = LoadSpec(); err != nil {
@@ -117,6 +119,7 @@ func NewServer(cfg Config, svc Services, lg *slog.Logger, ready Readiness) (*Ser
 	s.registerSchemaLifecycleRoutes(r) // before registerSchemaRoutes: /deleted before /{id}
 	s.registerSchemaRoutes(r)
 	s.registerAnalysisRoutes(r)
+	s.registerSchemaGenRoutes(r)
 	s.registerRecordRoutes(r)
 	s.registerEnrichmentRoutes(r)
 	s.registerJobRoutes(r)

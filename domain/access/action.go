@@ -63,6 +63,13 @@ const (
 	ActPurgeSchemaData    Action = "schemas.purge_enrichment_data"
 	// ActGenerateSamples generates sample objects (schema authoring).
 	ActGenerateSamples Action = "schemas.generate_samples"
+	// ActGenerateSchema generates a schema from samples (and saves it);
+	// ActEditSchemaAI applies a natural-language edit to a saved schema:
+	// both create or edit schemas. ActCheckSamples is the free, stateless
+	// dry check of a sample set, open to whoever may read schemas.
+	ActGenerateSchema Action = "schemas.generate"
+	ActEditSchemaAI   Action = "schemas.ai_edit"
+	ActCheckSamples   Action = "schemas.check_samples"
 
 	ActListRecords Action = "records.list"
 	ActGetRecord   Action = "records.get"
@@ -148,6 +155,10 @@ var rules = map[Action]rule{
 	ActValidatePublish:    {CatSchemaWrite, ScopeWrite},
 	ActLinkSchema:         {CatSchemaWrite, ScopeWrite},
 	ActPurgeSchemaData:    {CatSchemaPurge, ScopeWrite},
+
+	ActGenerateSchema: {CatSchemaWrite, ScopeWrite},
+	ActEditSchemaAI:   {CatSchemaWrite, ScopeWrite},
+	ActCheckSamples:   {CatSchemaRead, ScopeWrite},
 
 	ActListRecords: {CatRecords, ScopeRead},
 	ActGetRecord:   {CatRecords, ScopeRead},

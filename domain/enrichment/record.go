@@ -10,8 +10,8 @@ type RecordType string
 
 const (
 	RecordEnrichment RecordType = "enrichment"
-	// The reference product's other record types: nothing makes them here
-	// yet, so a listing filtered by them is empty.
+	// RecordSchemaGeneration and RecordSchemaEdit are made by schema
+	// generation and AI edit jobs (structured_output is the schema).
 	RecordSchemaGeneration RecordType = "schema_generation"
 	RecordSchemaEdit       RecordType = "schema_edit"
 	RecordPlayground       RecordType = "playground"

@@ -420,15 +420,6 @@ func set(xs []string) map[string]bool {
 	return m
 }
 
-func sortedKeys(m map[string]node) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
 // KeyIsMultilingual reports whether the document's database key (the
 // root's identifying properties) has a multilingual property.
 func KeyIsMultilingual(doc json.RawMessage) bool {

@@ -200,6 +200,7 @@ func TestAutoModel(t *testing.T) {
 	is.True(len(opts.Strategies) == 4)
 	is.Equal(opts.DefaultModels["enrichment"].Key, "sandbox::echo")
 	is.Equal(opts.DefaultModels["sample_generation"].Key, "sandbox::echo")
+	is.Equal(opts.DefaultModels["schema_generation"].Key, "sandbox::echo")
 	is.Equal(len(opts.DefaultModelsWebSearch), 0)
 }
 

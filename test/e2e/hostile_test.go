@@ -149,6 +149,21 @@ func TestHostileText(t *testing.T) {
 				tc{"scoping-split entity_name", "POST", "/api/schema/scoping-split", ten.key, strings.Replace(split, `"Person"`, `"Per`+H+`son"`, 1), "entity_name"},
 				tc{"scoping-split samples", "POST", "/api/schema/scoping-split", ten.key, strings.Replace(split, `"Ann"`, `"A`+H+`nn"`, 1), "entity_samples.0.board.0.name"},
 			)
+			gen := `{"entity_samples":[{"name":"Acme","tags":["a","b"]}],"model":"sandbox::echo","language":"en"}`
+			for _, route := range []string{"/api/schema/generate/stream", "/api/schema/generate/sync", "/api/schema/samples/conformance"} {
+				cases = append(cases,
+					tc{route + " sample value", "POST", route, ten.key, strings.Replace(gen, `"Acme"`, `"Ac`+H+`me"`, 1), "entity_samples.0.name"},
+					tc{route + " sample key", "POST", route, ten.key, strings.Replace(gen, `"name"`, `"n`+H+`"`, 1), "entity_samples.0.n{S}"},
+					tc{route + " nested sample value", "POST", route, ten.key, strings.Replace(gen, `"b"`, `"`+H+`"`, 1), "entity_samples.0.tags.1"})
+			}
+			cases = append(cases,
+				tc{"generate model", "POST", "/api/schema/generate/stream", ten.key, strings.Replace(gen, `"sandbox::echo"`, `"sandbox::`+H+`"`, 1), "model"},
+				tc{"generate language", "POST", "/api/schema/generate/stream", ten.key, strings.Replace(gen, `"en"`, `"e`+H+`"`, 1), "language"})
+			for _, route := range []string{"/api/schema/saved/" + schemaID + "/prompt/stream", "/api/schema/saved/" + schemaID + "/prompt"} {
+				cases = append(cases,
+					tc{route + " prompt", "POST", route, ten.key, `{"prompt":"add a field ` + H + `"}`, "prompt"},
+					tc{route + " model", "POST", route, ten.key, `{"prompt":"add a field x","model":"sandbox::` + H + `"}`, "model"})
+			}
 			cases = append(cases, enrich("/api/single/enrich/stream")...)
 			cases = append(cases, enrich("/api/single/enrich/sync")...)
 			for _, h := range hostiles {

@@ -42,6 +42,9 @@ var minimum = map[string]string{
 	"DELETE /api/schema/saved/{id}/permanent": "editor", "POST /api/schema/saved/{id}/restore": "editor",
 	"POST /api/schema/saved/{id}/duplicate": "editor", "POST /api/schema/saved/{id}/publish": "editor",
 	"POST /api/schema/saved/{id}/publish/validate": "editor", "DELETE /api/schema/saved/{id}/enrichment-data": "owner",
+	"POST /api/schema/generate/stream": "editor", "POST /api/schema/generate/sync": "editor",
+	"POST /api/schema/samples/conformance":      "operator",
+	"POST /api/schema/saved/{id}/prompt/stream": "editor", "POST /api/schema/saved/{id}/prompt": "editor",
 	"GET /api/records": "operator", "GET /api/records/{id}": "operator",
 	"GET /api/enrichment/options":    "operator",
 	"POST /api/single/enrich/stream": "operator", "POST /api/single/enrich/sync": "operator",
@@ -213,6 +216,21 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"POST", "/api/schema/saved", "/api/schema/saved", func() any {
 			return obj{"name": "m", "schema": obj{"type": "object", "properties": obj{"a": obj{"type": "string"}}}}
 		}, 201, false, 0},
+		{"POST", "/api/schema/generate/stream", "/api/schema/generate/stream", func() any {
+			return obj{"entity_samples": []obj{{"name": "Acme"}}, "model": "sandbox::echo", "save_schema": false}
+		}, 200, false, 0},
+		{"POST", "/api/schema/generate/sync", "/api/schema/generate/sync", func() any {
+			return obj{"entity_samples": []obj{{"name": "Acme"}}, "model": "sandbox::echo"}
+		}, 200, false, 0},
+		{"POST", "/api/schema/samples/conformance", "/api/schema/samples/conformance", func() any {
+			return obj{"entity_samples": []obj{{"name": "Acme"}, {"name": "Globex"}}}
+		}, 200, false, 0},
+		{"POST", "/api/schema/saved/{id}/prompt/stream", "/api/schema/saved/" + schemaID + "/prompt/stream", func() any {
+			return obj{"prompt": "add a field matrix_stream", "model": "sandbox::echo"}
+		}, 200, true, 0},
+		{"POST", "/api/schema/saved/{id}/prompt", "/api/schema/saved/" + schemaID + "/prompt", func() any {
+			return obj{"prompt": "add a field matrix_sync", "model": "sandbox::echo"}
+		}, 200, true, 0},
 		{"GET", "/api/records", "/api/records", nil, 200, false, 0},
 		{"GET", "/api/records/{id}", "/api/records/" + recordID, nil, 200, true, 0},
 		{"GET", "/api/enrichment/options", "/api/enrichment/options", nil, 200, false, 0},

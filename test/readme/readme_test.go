@@ -102,6 +102,8 @@ func TestWalkthroughsRunTwice(t *testing.T) {
 		want  []string // in every run's output
 	}{
 		{"curl", []string{`"event":"attempt"`, `"reason":"model_output_invalid`, `"event":"completed"`, `"structured_output":{`}},
+		{"generate", []string{`"ok":true`, `"event":"attempt"`, `"reason":"model_output_invalid`, `"event":"completed"`,
+			`"schema_generation"`, `"founded_year":{`, `"code":"sample_commonality_failed"`}},
 		{"cli", []string{`"email": "me@example.com"`, `"event": "completed"`, `"structured_output": {`, `"name": "Initech"`, `"name": "Globex"`}},
 	}
 	for _, tt := range tests {

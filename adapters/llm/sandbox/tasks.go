@@ -22,4 +22,6 @@ type taskFunc func(in TaskInput) any
 var tasks = map[string]taskFunc{
 	string(ports.TaskAmbiguity): ambiguityAnswer,
 	"sample_generation":         samples,
+	"schema_generation":         generateSchema, // schemagen.go
+	"schema_edit":               editSchema,     // schemagen.go
 }

@@ -1,0 +1,657 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/entityenrich/enrich/domain/access"
+	"github.com/entityenrich/enrich/domain/enrichment"
+	"github.com/entityenrich/enrich/domain/job"
+	"github.com/entityenrich/enrich/domain/model"
+	"github.com/entityenrich/enrich/domain/modelsel"
+	"github.com/entityenrich/enrich/domain/schema"
+	"github.com/entityenrich/enrich/ports"
+)
+
+// SchemaGenService generates schemas from sample objects and applies
+// natural-language edits to saved schemas, both as jobs on the Engine (it
+// is their Runner). Every answer goes through one validated loop: it must
+// parse, compile as JSON Schema and pass schema.CheckStructure, else the
+// problem is fed back to the model, up to MaxAttempts tries.
+type SchemaGenService struct {
+	// Enrich lends its model catalog, key rotation and LLM calls (with the
+	// usage ledger), so that schema jobs pay and rotate keys as enrichment
+	// does.
+	Enrich   *EnrichmentService
+	Schemas  ports.SchemaStore
+	Saved    *SchemaService
+	Compiler ports.SchemaCompiler
+	Engine   *Engine
+	Stream   ports.EventStream
+	JobSvc   *JobService
+	Clock    ports.Clock
+	IDs      ports.IDs
+	Log      *slog.Logger
+
+	// MaxAttempts bounds the model's answers per job (default
+	// DefaultSchemaAttempts, the reference's 6 in total).
+	MaxAttempts int
+	// RetryBackoff is the pause before retrying a transport failure
+	// (default 100 ms, times the attempt number).
+	RetryBackoff time.Duration
+}
+
+// DefaultSchemaAttempts is how many answers a schema job may ask for in
+// total (the reference's self-correction loop: up to 6 attempts).
+const DefaultSchemaAttempts = 6
+
+// MaxEditPromptLen bounds an AI edit's instruction.
+const MaxEditPromptLen = 10_000
+
+// GenerateRequest is the body of POST /api/schema/generate/{stream,sync}
+// (the reference's StreamGenerateRequest) and the job's stored request.
+type GenerateRequest struct {
+	// EntitySamples is an array of sample objects of one entity type, or
+	// one bare object.
+	EntitySamples json.RawMessage `json:"entity_samples"`
+	// Model is a composite key or auto (the default).
+	Model string `json:"model,omitempty"`
+	// Language is the language the schema describes itself in (ISO 639-1).
+	Language *string `json:"language,omitempty"`
+	// SampleCommonalityThreshold (0..1, default 0.5) and
+	// StrictFieldConformance (default true) tune the checks made before
+	// any spend.
+	SampleCommonalityThreshold *float64 `json:"sample_commonality_threshold,omitempty"`
+	StrictFieldConformance     *bool    `json:"strict_field_conformance,omitempty"`
+	// SaveSchema (default true) saves the result as a schema of the
+	// organization, deduplicated by content.
+	SaveSchema          *bool `json:"save_schema,omitempty"`
+	GenerateSemanticIDs bool  `json:"generate_semantic_ids,omitempty"`
+	// AttachmentIDs: attachments do not exist yet (not_supported_yet when
+	// non-empty).
+	AttachmentIDs []string `json:"attachment_ids,omitempty"`
+	// SampleInputs are the guided-form inputs that produced the samples:
+	// accepted (an object) and kept with the job's request only.
+	SampleInputs json.RawMessage `json:"sample_inputs,omitempty"`
+}
+
+// SampleSetRequest is the body of POST /api/schema/samples/conformance.
+type SampleSetRequest struct {
+	EntitySamples              json.RawMessage `json:"entity_samples"`
+	SampleCommonalityThreshold *float64        `json:"sample_commonality_threshold,omitempty"`
+	StrictFieldConformance     *bool           `json:"strict_field_conformance,omitempty"`
+}
+
+// EditRequest is the body of POST /api/schema/saved/{id}/prompt[/stream]
+// (the reference's SchemaPromptRequest); SchemaID is the path's, kept in the
+// job's stored request.
+type EditRequest struct {
+	SchemaID      string   `json:"schema_id"`
+	Prompt        string   `json:"prompt"`
+	Model         string   `json:"model,omitempty"`
+	AttachmentIDs []string `json:"attachment_ids,omitempty"`
+}
+
+// schemaPlan is a validated schema job, ready to run.
+type schemaPlan struct {
+	task ports.LLMTask
+	gen  *GenerateRequest
+	edit *EditRequest
+	// samples are the generation's samples as sent and collapsed.
+	samples   []map[string]any
+	collapsed schema.Collapsed
+	// current is the edited schema as it was read.
+	current *schema.Schema
+	model   model.Info
+	pick    *modelsel.Pick
+	// pl carries the run's provider keys and usage entries for
+	// EnrichmentService.generate.
+	pl *plan
+}
+
+// CheckSamples is the free dry check of a sample set: the localized
+// collapse, then commonality and field conformance, without any model.
+func (s *SchemaGenService) CheckSamples(ctx context.Context, p *access.Principal, in SampleSetRequest) (schema.Conformance, error) {
+	if err := access.Authorize(p, access.ActCheckSamples); err != nil {
+		return schema.Conformance{}, err
+	}
+	if err := checkText("entity_samples", in.EntitySamples); err != nil {
+		return schema.Conformance{}, err
+	}
+	_, c, err := parseSampleSet(in.EntitySamples, in.SampleCommonalityThreshold)
+	if err != nil {
+		return schema.Conformance{}, err
+	}
+	return schema.CheckSamples(c.Samples, threshold(in.SampleCommonalityThreshold), strict(in.StrictFieldConformance)), nil
+}
+
+func threshold(t *float64) float64 {
+	if t == nil {
+		return schema.DefaultCommonalityThreshold
+	}
+	return *t
+}
+
+func strict(b *bool) bool { return b == nil || *b }
+
+// parseSampleSet reads and collapses samples and checks the knobs.
+func parseSampleSet(raw json.RawMessage, th *float64) ([]map[string]any, schema.Collapsed, error) {
+	if th != nil && (*th < 0 || *th > 1) {
+		return nil, schema.Collapsed{}, Invalid("sample_commonality_threshold", "sample_commonality_threshold must be between 0 and 1")
+	}
+	samples, err := schema.ParseSamples(raw)
+	if err != nil {
+		var fe *schema.FieldError
+		if errors.As(err, &fe) {
+			return nil, schema.Collapsed{}, Invalid(fe.Field, "%s", fe.Detail)
+		}
+		return nil, schema.Collapsed{}, Invalid("entity_samples", "%v", err)
+	}
+	return samples, schema.CollapseLocalized(samples), nil
+}
+
+// sampleError turns a failed check into its coded 400.
+func sampleError(c schema.Conformance) error {
+	err := c.Err()
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, schema.ErrSampleCommonality):
+		return &Error{Kind: schema.ErrSampleCommonality, Code: "sample_commonality_failed", Field: "entity_samples",
+			Detail: "the samples do not describe one entity type: " + strings.Join(c.CommonalityErrors, "; ")}
+	default:
+		return &Error{Kind: schema.ErrSampleConformance, Code: "sample_field_conformance_failed", Field: "entity_samples",
+			Detail: "the samples' array items do not agree: " + strings.Join(c.Errors, "; ")}
+	}
+}
+
+// pickModel resolves the request's model: a known composite key, or auto
+// (the default), which picks the organization's default for the
+// schema_generation task.
+func (s *SchemaGenService) pickModel(ctx context.Context, orgID, k string) (model.Info, *modelsel.Pick, error) {
+	if k == "" || k == model.Auto {
+		p, err := s.Enrich.AutoPick(ctx, orgID, modelsel.TaskSchemaGeneration, modelsel.Needs{})
+		if err != nil {
+			return model.Info{}, nil, err
+		}
+		return p.Model, &p, nil
+	}
+	m, err := s.Enrich.knownModel("model", k)
+	return m, nil, err
+}
+
+// finishPlan resolves the model and, last (a pick records a use), the
+// provider key.
+func (s *SchemaGenService) finishPlan(ctx context.Context, orgID, modelKey string, sp *schemaPlan) (*schemaPlan, error) {
+	var err error
+	if sp.model, sp.pick, err = s.pickModel(ctx, orgID, modelKey); err != nil {
+		return nil, err
+	}
+	sp.pl = &plan{}
+	if sp.pl.keys, err = s.Enrich.pickKeys(ctx, orgID, []model.Info{sp.model}); err != nil {
+		return nil, err
+	}
+	return sp, nil
+}
+
+func checkAttachments(ids []string) error {
+	for i, id := range ids {
+		if strings.TrimSpace(id) == "" {
+			return Invalid(fmt.Sprintf("attachment_ids.%d", i), "attachment_ids.%d is empty", i)
+		}
+	}
+	if len(ids) > 0 {
+		return notSupported("attachment_ids", "attachment_ids: attachments are not supported yet; leave it out or empty")
+	}
+	return nil
+}
+
+func (s *SchemaGenService) prepareGeneration(ctx context.Context, orgID string, req GenerateRequest) (*schemaPlan, error) {
+	for _, c := range []struct {
+		field string
+		v     any
+	}{{"entity_samples", req.EntitySamples}, {"model", req.Model}, {"language", deref(req.Language)},
+		{"attachment_ids", req.AttachmentIDs}, {"sample_inputs", req.SampleInputs}} {
+		if err := checkText(c.field, c.v); err != nil {
+			return nil, err
+		}
+	}
+	if lang := deref(req.Language); lang != "" {
+		if _, ok := Languages[lang]; !ok {
+			return nil, coded(ports.ErrInvalid, "invalid_language", "language: unknown language %q; GET /api/enrichment/options lists the ISO 639-1 codes", lang).(*Error).at("language")
+		}
+	}
+	if si := strings.TrimSpace(string(req.SampleInputs)); si != "" && si != "null" && !strings.HasPrefix(si, "{") {
+		return nil, Invalid("sample_inputs", "sample_inputs must be an object")
+	}
+	if err := checkAttachments(req.AttachmentIDs); err != nil {
+		return nil, err
+	}
+	samples, c, err := parseSampleSet(req.EntitySamples, req.SampleCommonalityThreshold)
+	if err != nil {
+		return nil, err
+	}
+	// Before any spend: samples of one entity type, array items that agree.
+	if err := sampleError(schema.CheckSamples(c.Samples, threshold(req.SampleCommonalityThreshold), strict(req.StrictFieldConformance))); err != nil {
+		return nil, err
+	}
+	return s.finishPlan(ctx, orgID, req.Model, &schemaPlan{task: ports.TaskSchemaGeneration, gen: &req, samples: samples, collapsed: c})
+}
+
+func (s *SchemaGenService) prepareEdit(ctx context.Context, orgID string, req EditRequest) (*schemaPlan, error) {
+	for _, c := range []struct {
+		field string
+		v     any
+	}{{"id", req.SchemaID}, {"prompt", req.Prompt}, {"model", req.Model}, {"attachment_ids", req.AttachmentIDs}} {
+		if err := checkText(c.field, c.v); err != nil {
+			return nil, err
+		}
+	}
+	if strings.TrimSpace(req.Prompt) == "" {
+		return nil, Invalid("prompt", "prompt is required: the edit to make, in plain words")
+	}
+	if len(req.Prompt) > MaxEditPromptLen {
+		return nil, Invalid("prompt", "prompt is longer than %d characters", MaxEditPromptLen)
+	}
+	if err := checkAttachments(req.AttachmentIDs); err != nil {
+		return nil, err
+	}
+	sc, err := s.Schemas.GetSchema(ctx, orgID, req.SchemaID)
+	if errors.Is(err, ports.ErrNotFound) || (err == nil && sc.Deleted()) {
+		return nil, coded(ports.ErrNotFound, "not_found", "schema %s not found", req.SchemaID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return s.finishPlan(ctx, orgID, req.Model, &schemaPlan{task: ports.TaskSchemaEdit, edit: &req, current: sc})
+}
+
+// StartGeneration validates a generation request (the sample checks
+// included, before any spend) and creates its job.
+func (s *SchemaGenService) StartGeneration(ctx context.Context, p *access.Principal, req GenerateRequest) (*job.Job, error) {
+	if err := access.Authorize(p, access.ActGenerateSchema); err != nil {
+		return nil, err
+	}
+	sp, err := s.prepareGeneration(ctx, p.OrgID, req)
+	if err != nil {
+		return nil, err
+	}
+	return s.create(ctx, p, job.TypeSchemaGeneration, req, sp)
+}
+
+// StartEdit validates an AI edit of a saved schema and creates its job.
+func (s *SchemaGenService) StartEdit(ctx context.Context, p *access.Principal, req EditRequest) (*job.Job, error) {
+	if err := access.Authorize(p, access.ActEditSchemaAI); err != nil {
+		return nil, err
+	}
+	sp, err := s.prepareEdit(ctx, p.OrgID, req)
+	if err != nil {
+		return nil, err
+	}
+	return s.create(ctx, p, job.TypeSchemaEdit, req, sp)
+}
+
+func (s *SchemaGenService) create(ctx context.Context, p *access.Principal, t job.Type, req any, sp *schemaPlan) (*job.Job, error) {
+	body, _ := json.Marshal(req)
+	now := s.Clock.Now()
+	j := &job.Job{ID: s.IDs.NewID(), OrgID: p.OrgID, Type: t, State: job.Pending, Request: body, CreatedAt: now, UpdatedAt: now, HeartbeatAt: now}
+	if err := s.Engine.Create(ctx, j, sp); err != nil {
+		if errors.Is(err, ports.ErrCapacity) {
+			return nil, coded(ports.ErrCapacity, "capacity", "the server has no capacity for the job, try again shortly")
+		}
+		return nil, err
+	}
+	s.Log.Info("schema job queued", "job_id", j.ID, "org_id", p.OrgID, "type", t, "model", sp.model.Key.String(), "state", j.State)
+	return j, nil
+}
+
+// GenerateSync runs a generation and waits for it: the completed event's
+// result (the reference's GenerateSchemaResponse). Errors as Sync's.
+func (s *SchemaGenService) GenerateSync(ctx context.Context, p *access.Principal, req GenerateRequest) (map[string]any, error) {
+	j, err := s.StartGeneration(ctx, p, req)
+	if err != nil {
+		return nil, err
+	}
+	return s.wait(ctx, p, j)
+}
+
+// EditSync runs an AI edit and waits for it: the completed event's result
+// (the reference's SchemaPromptResponse and more).
+func (s *SchemaGenService) EditSync(ctx context.Context, p *access.Principal, req EditRequest) (map[string]any, error) {
+	j, err := s.StartEdit(ctx, p, req)
+	if err != nil {
+		return nil, err
+	}
+	return s.wait(ctx, p, j)
+}
+
+// wait follows a job's events to its end, as EnrichmentService.Sync does:
+// ctx ending first cancels the job.
+func (s *SchemaGenService) wait(ctx context.Context, p *access.Principal, j *job.Job) (map[string]any, error) {
+	var after int64
+	for {
+		evs, err := s.Stream.Wait(ctx, j.ID, after)
+		if err != nil {
+			reason := "client went away"
+			if errors.Is(err, context.DeadlineExceeded) {
+				reason = "timeout_seconds elapsed"
+				err = fmt.Errorf("%w: %w", ErrSyncTimeout, err)
+			}
+			if _, cerr := s.JobSvc.Cancel(context.WithoutCancel(ctx), p, j.ID, reason); cerr != nil {
+				s.Log.Debug("cancel after sync ended", "job_id", j.ID, "err", cerr)
+			}
+			return nil, err
+		}
+		for _, ev := range evs {
+			after = ev.Seq
+			if !ev.Type.Terminal() {
+				continue
+			}
+			var end struct {
+				Status  job.State      `json:"status"`
+				Code    job.ErrorCode  `json:"error_code"`
+				Message string         `json:"error_message"`
+				Reason  string         `json:"reason"`
+				Result  map[string]any `json:"result"`
+			}
+			if err := remarshal(ev.Data, &end); err != nil {
+				return nil, err
+			}
+			final := *j
+			final.State, final.ErrorCode, final.Error, final.UpdatedAt = end.Status, end.Code, end.Message, ev.CreatedAt
+			if ev.Type == job.EventCancelled {
+				final.State, final.Error = job.Cancelled, end.Reason
+			}
+			if ev.Type != job.EventCompleted {
+				return nil, &JobEnded{Job: &final}
+			}
+			if end.Result == nil {
+				end.Result = map[string]any{}
+			}
+			end.Result["job_id"] = j.ID
+			return end.Result, nil
+		}
+	}
+}
+
+// jobPrincipal is who a schema job acts as when it saves: an editor of the
+// job's organization (the caller who started it was checked for that).
+func jobPrincipal(orgID string) *access.Principal {
+	return &access.Principal{OrgID: orgID, Role: access.Editor, Scopes: access.DefaultScopes()}
+}
+
+// Run runs a schema job for the Engine: it reads the stored request (and
+// prepares it again when the job was taken over), then the validated loop.
+func (s *SchemaGenService) Run(ctx context.Context, w *Work) Outcome {
+	sp, _ := w.Prepared.(*schemaPlan)
+	if sp == nil {
+		var err error
+		switch w.Job.Type {
+		case job.TypeSchemaGeneration:
+			var req GenerateRequest
+			if err = json.Unmarshal(w.Job.Request, &req); err == nil {
+				sp, err = s.prepareGeneration(ctx, w.Job.OrgID, req)
+			}
+		case job.TypeSchemaEdit:
+			var req EditRequest
+			if err = json.Unmarshal(w.Job.Request, &req); err == nil {
+				sp, err = s.prepareEdit(ctx, w.Job.OrgID, req)
+			}
+		default:
+			err = fmt.Errorf("not a schema job: %s", w.Job.Type)
+		}
+		if err != nil {
+			return s.Enrich.unprepared(err)
+		}
+	}
+	sp.pl.usage.orgID, sp.pl.usage.jobID = w.Job.OrgID, w.Job.ID
+	out := s.run(ctx, w, sp)
+	out.Usage = sp.pl.usage.take()
+	return out
+}
+
+func (s *SchemaGenService) attempts() int {
+	if s.MaxAttempts > 0 {
+		return s.MaxAttempts
+	}
+	return DefaultSchemaAttempts
+}
+
+// answerSchema is the shape asked of the model: the schema document and
+// suggestions. Its own rules are checked after (CheckStructure).
+var answerSchema = map[string]any{
+	"type":     "object",
+	"required": []any{"schema"},
+	"properties": map[string]any{
+		"schema":      map[string]any{"type": "object"},
+		"suggestions": map[string]any{"type": "array", "items": map[string]any{"type": "string"}},
+	},
+}
+
+// validated is an answer that passed every rule.
+type validated struct {
+	doc         map[string]any
+	raw         json.RawMessage
+	suggestions []string
+}
+
+// check reads and validates one answer; the error is what the model is
+// told on the next attempt.
+func (s *SchemaGenService) check(text string, sp *schemaPlan) (validated, error) {
+	a, err := schema.ParseAnswer(text)
+	if err != nil {
+		return validated{}, err
+	}
+	if sp.gen != nil {
+		schema.PostProcess(a.Schema, schema.Observe(sp.collapsed.Samples), sp.collapsed.Localized)
+	}
+	raw, err := json.Marshal(a.Schema)
+	if err != nil {
+		return validated{}, fmt.Errorf("the schema does not encode: %w", err)
+	}
+	if err := checkText("schema", raw); err != nil {
+		return validated{}, fmt.Errorf("the schema holds text that cannot be stored: %w", err)
+	}
+	if _, err := s.Compiler.Compile(raw); err != nil {
+		return validated{}, fmt.Errorf("the schema does not compile as JSON Schema: %w", err)
+	}
+	v := schema.CheckStructure(a.Schema)
+	if sp.edit != nil {
+		// An edit answers for what it changes: a rule the working copy
+		// already broke (a schema saved by hand may) is not its fault.
+		var cur map[string]any
+		_ = json.Unmarshal(sp.current.Content, &cur)
+		had := schema.CheckStructure(cur)
+		v = slices.DeleteFunc(v, func(x string) bool { return slices.Contains(had, x) })
+	}
+	if len(v) > 0 {
+		return validated{}, fmt.Errorf("the schema breaks %d rule(s): %s", len(v), strings.Join(v, "; "))
+	}
+	if a.Suggestions == nil {
+		a.Suggestions = []string{}
+	}
+	return validated{doc: a.Schema, raw: raw, suggestions: a.Suggestions}, nil
+}
+
+func (s *SchemaGenService) run(ctx context.Context, w *Work, sp *schemaPlan) Outcome {
+	start := time.Now()
+	pub := w.Publish
+	if w.Tracker != nil {
+		w.Tracker.SetTotalModels(1)
+	}
+	key := sp.model.Key.String()
+	if sp.pick != nil {
+		pub(job.ModelAutoSelected{Model: key, TaskType: TaskSchemaGeneration, Pinned: sp.pick.Pinned, Source: sp.pick.Source})
+	}
+	pub(job.SchemaModelStarted{Model: key, Sandbox: sp.model.Sandbox})
+	var msgs []enrichment.Message
+	if sp.gen != nil {
+		msgs = schema.GenerationPrompt(sp.collapsed.Samples, schema.GenerationOptions{Language: deref(sp.gen.Language),
+			GenerateSemanticIDs: sp.gen.GenerateSemanticIDs, Localized: sp.collapsed.Localized})
+	} else {
+		msgs = schema.EditPrompt(sp.current.Content, sp.edit.Prompt)
+	}
+	max := s.attempts()
+	var in, outT int
+	var reason, public string
+	var code job.ErrorCode
+	var got *validated
+	for attempt := 1; attempt <= max; attempt++ {
+		pub(job.Attempt{Model: key, Expertise: string(sp.task), Attempt: attempt, MaxAttempts: max, Reason: reason})
+		resp, err := s.Enrich.generate(ctx, sp.pl, sp.model, ports.LLMRequest{Model: sp.model.Key, Messages: msgs,
+			Schema: answerSchema, SchemaName: string(sp.task), ResponseSchema: true, Task: sp.task})
+		in += resp.InputTokens
+		outT += resp.OutputTokens
+		if err != nil {
+			if ctx.Err() != nil {
+				return Outcome{}
+			}
+			code = classify(err)
+			public = code.Message()
+			reason = fmt.Sprintf("%s: %s", code, public)
+			s.Log.Warn("llm call failed", "model", key, "task", sp.task, "attempt", attempt, "code", code, "err", err)
+			if permanent(err) {
+				break
+			}
+			if attempt < max {
+				backoff := s.RetryBackoff
+				if backoff == 0 {
+					backoff = 100 * time.Millisecond
+				}
+				select {
+				case <-time.After(backoff * time.Duration(attempt)):
+				case <-ctx.Done():
+					return Outcome{}
+				}
+			}
+			continue
+		}
+		v, perr := s.check(resp.Text, sp)
+		if perr == nil {
+			got = &v
+			break
+		}
+		// The validator's account names paths of the model's own output:
+		// it is ours to show.
+		code = job.CodeOutputInvalid
+		public = fmt.Sprintf("%s: %v", code.Message(), perr)
+		reason = fmt.Sprintf("%s: %v", code, perr)
+		msgs = enrichment.Retry(msgs, resp.Text, perr)
+	}
+	cost := sp.model.Price.Cost(in, outT)
+	mc := job.ModelCompleted{Model: key, Cost: cost, InputTokens: in, OutputTokens: outT, ProcessingMS: time.Since(start).Milliseconds()}
+	if got == nil {
+		msg := fmt.Sprintf("%d attempts failed, last: %s", max, public)
+		if code != job.CodeOutputInvalid {
+			msg = fmt.Sprintf("the model failed: %s", public)
+		}
+		mc.ErrorMessage, mc.ErrorCode = msg, code
+		pub(mc)
+		return Outcome{Failure: &Failure{code, msg}}
+	}
+	if ctx.Err() != nil {
+		return Outcome{}
+	}
+	rec := &enrichment.Record{ID: recordID(w.Job.ID, sp.model.Key), OrgID: w.Job.OrgID, JobID: w.Job.ID, Model: key,
+		StructuredOutput: got.raw, Cost: cost, InputTokens: in, OutputTokens: outT, Sandbox: sp.model.Sandbox, CreatedAt: s.Clock.Now()}
+	result := map[string]any{"success": true, "model": key, "record_id": rec.ID, "cost": cost, "cost_usd": model.USD(cost),
+		"input_tokens": in, "output_tokens": outT, "suggestions": got.suggestions, "error_message": nil}
+	var schemaID any
+	if sp.gen != nil {
+		rec.Type = enrichment.RecordSchemaGeneration
+		rec.EntityData, _ = json.Marshal(sp.samples)
+		created := false
+		if sp.gen.SaveSchema == nil || *sp.gen.SaveSchema {
+			sc, isNew, err := s.saveGenerated(ctx, w.Job.OrgID, got)
+			if err != nil {
+				return s.saveFailed(err)
+			}
+			rec.SchemaID, schemaID, created = sc.ID, sc.ID, isNew
+		}
+		domains, _ := got.doc["x-expertiseDomains"].(map[string]any)
+		result["schema"] = got.doc
+		result["schema_id"] = schemaID
+		result["schema_created"] = created
+		result["expertise_count"] = len(domains)
+		result["sample_property_count"] = len(schema.Observe(sp.collapsed.Samples))
+	} else {
+		rec.Type = enrichment.RecordSchemaEdit
+		rec.SchemaID, schemaID = sp.current.ID, sp.current.ID
+		rec.EntityData, _ = json.Marshal(map[string]any{"prompt": sp.edit.Prompt, "schema": sp.current.Content})
+		if err := s.saveEdit(ctx, w.Job.OrgID, sp.current.ID, got.raw); err != nil {
+			return s.saveFailed(err)
+		}
+		result["schema_content"] = got.doc
+		result["schema"] = got.doc
+		result["schema_id"] = schemaID
+	}
+	result["processing_time_ms"] = time.Since(start).Milliseconds()
+	mc.Success, mc.Result, mc.RecordID = true, got.doc, rec.ID
+	pub(mc)
+	res, _ := json.Marshal(result)
+	s.Log.Info("schema job finished", "job_id", w.Job.ID, "type", w.Job.Type, "schema_id", schemaID, "cost", cost)
+	return Outcome{Result: res, Records: []*enrichment.Record{rec},
+		Completed: job.JobCompleted{Result: result, RecordID: rec.ID, RecordIDs: []string{rec.ID}, Cost: cost}}
+}
+
+// saveFailed fails a job whose result could not be saved.
+func (s *SchemaGenService) saveFailed(err error) Outcome {
+	if e, ok := AsError(err); ok && errors.Is(err, ports.ErrNotFound) {
+		return Outcome{Failure: &Failure{job.CodeSchemaInvalid, e.Detail}}
+	}
+	if e, ok := AsError(err); ok && errors.Is(err, ports.ErrInvalid) {
+		return Outcome{Failure: &Failure{job.CodeOutputInvalid, e.Detail}}
+	}
+	s.Log.Error("schema job result not saved", "err", err)
+	return Outcome{Failure: &Failure{job.CodeStorage, job.CodeStorage.Message()}}
+}
+
+// saveGenerated saves a generated schema for the organization, or returns
+// the saved schema with the same content (created false). It is the one
+// place to switch to the lifecycle's SchemaService.SaveDeduplicated: until
+// then it looks for the content hash among the organization's newest
+// schemas itself.
+func (s *SchemaGenService) saveGenerated(ctx context.Context, orgID string, v *validated) (*schema.Schema, bool, error) {
+	doc := compact(v.raw)
+	name, _ := v.doc["title"].(string)
+	if strings.TrimSpace(name) == "" {
+		name = "Generated schema"
+	}
+	name = truncate(strings.TrimSpace(name), schema.MaxNameLen)
+	desc, _ := v.doc["description"].(string)
+	desc = truncate(desc, schema.MaxDescriptionLen)
+	return s.Saved.SaveDeduplicated(ctx, jobPrincipal(orgID), NewSchemaInput{Name: name, Description: desc, Schema: doc})
+}
+
+// saveEdit writes an AI edit to the schema's working copy.
+func (s *SchemaGenService) saveEdit(ctx context.Context, orgID, id string, doc json.RawMessage) error {
+	_, err := s.Schemas.UpdateSchema(ctx, orgID, id, func(sc *schema.Schema) error {
+		if sc.Deleted() {
+			return ports.ErrNotFound // moved to the trash while the edit ran
+		}
+		sc.Edit(compact(doc), s.Clock.Now())
+		return nil
+	})
+	if errors.Is(err, ports.ErrNotFound) {
+		return coded(ports.ErrNotFound, "not_found", "schema %s was deleted while the edit ran", id)
+	}
+	return err
+}
+
+// truncate cuts s to at most n bytes without splitting a character.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
