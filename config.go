@@ -66,8 +66,12 @@ type Config struct {
 	// provider); LLMOrgConcurrency one organization's calls to one provider.
 	// Zero: no bound. The sandbox is never bounded. A call past a bound
 	// waits, and its job shows provider_queued.
-	LLMConcurrency    int `env:"ENRICH_LLM_CONCURRENCY" envDefault:"64"`
-	LLMOrgConcurrency int `env:"ENRICH_LLM_ORG_CONCURRENCY" envDefault:"16"`
+	LLMConcurrency int `env:"ENRICH_LLM_CONCURRENCY" envDefault:"64"`
+	// ModelCatalog names a JSON file in the embedded catalog's format
+	// (adapters/llm/catalog.json) whose entries replace or extend it:
+	// capabilities, context sizes and prices by model name or composite key.
+	ModelCatalog      string `env:"ENRICH_MODEL_CATALOG"`
+	LLMOrgConcurrency int    `env:"ENRICH_LLM_ORG_CONCURRENCY" envDefault:"16"`
 	// MetricsAddr, when set, serves GET /metrics (Prometheus, no
 	// credentials) on its own listen address instead of the API's.
 	MetricsAddr string `env:"ENRICH_METRICS_ADDR"`

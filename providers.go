@@ -67,7 +67,19 @@ var coreSet = wire.NewSet(
 func provideLogger(cfg Config) *slog.Logger { return cfg.logger() }
 
 func provideRegistry(cfg Config) (*llm.Registry, error) {
-	return llm.NewRegistry(llm.Config{Providers: cfg.Providers, Sandbox: cfg.Sandbox, SandboxLatency: cfg.SandboxLatency})
+	var overrides [][]byte
+	if cfg.ModelCatalog != "" {
+		raw, err := os.ReadFile(cfg.ModelCatalog)
+		if err != nil {
+			return nil, fmt.Errorf("ENRICH_MODEL_CATALOG: %w", err)
+		}
+		overrides = append(overrides, raw)
+	}
+	cat, err := llm.LoadCatalog(overrides...)
+	if err != nil {
+		return nil, fmt.Errorf("ENRICH_MODEL_CATALOG %s: %w", cfg.ModelCatalog, err)
+	}
+	return llm.NewRegistry(llm.Config{Providers: cfg.Providers, Catalog: cat, Sandbox: cfg.Sandbox, SandboxLatency: cfg.SandboxLatency})
 }
 
 // provideLLM is the provider registry with the call metrics around it,

@@ -28,8 +28,11 @@ type Config struct {
 	Sandbox bool
 	// SandboxLatency is added to every sandbox answer.
 	SandboxLatency time.Duration
-	// Prices override the built-in table, by "provider::model" key or by
-	// bare model name (the key wins).
+	// Catalog describes known models (capabilities, context, prices); nil
+	// means the embedded one (LoadCatalog()).
+	Catalog Catalog
+	// Prices override the catalog's, by "provider::model" key or by bare
+	// model name (the key wins).
 	Prices map[string]model.Price
 	// DefaultPrice prices a real model found in no table; zero means
 	// DefaultModelPrice. Unknown models are not free: a missing price must
@@ -57,14 +60,6 @@ var (
 	// SandboxPrice is small but not zero, so that costs show up in the
 	// quick start and in tests of billing.
 	SandboxPrice = model.Price{InputPerMTok: 10_000, OutputPerMTok: 30_000}
-	// builtinPrices are list prices of well-known models, by model name.
-	builtinPrices = map[string]model.Price{
-		"gpt-4o":       {InputPerMTok: 2_500_000, OutputPerMTok: 10_000_000},
-		"gpt-4o-mini":  {InputPerMTok: 150_000, OutputPerMTok: 600_000},
-		"gpt-4.1":      {InputPerMTok: 2_000_000, OutputPerMTok: 8_000_000},
-		"gpt-4.1-mini": {InputPerMTok: 400_000, OutputPerMTok: 1_600_000},
-		"gpt-4.1-nano": {InputPerMTok: 100_000, OutputPerMTok: 400_000},
-	}
 )
 
 // Default base URLs. googleai and mistral are reached through their
@@ -141,6 +136,13 @@ func NewRegistry(cfg Config) (*Registry, error) {
 	if r.timeout <= 0 {
 		r.timeout = DefaultTimeout
 	}
+	if cfg.Catalog == nil {
+		c, err := LoadCatalog()
+		if err != nil {
+			return nil, err
+		}
+		cfg.Catalog = c
+	}
 	r.hc = cfg.HTTPClient
 	if r.hc == nil {
 		r.hc = &http.Client{Transport: defaultTransport()}
@@ -167,11 +169,13 @@ func NewRegistry(cfg Config) (*Registry, error) {
 			if p.Type == TypeAnthropic {
 				opts = []llms.CallOption{llms.WithMaxTokens(anthropicMaxTokens)}
 			}
-			r.entries[key] = &entry{prov: &pc, opts: opts, info: model.Info{
-				Key:         key,
-				DisplayName: fmt.Sprintf("%s (%s)", m, p.Name),
-				Price:       price(cfg, key),
-			}}
+			info := model.Info{Key: key, DisplayName: fmt.Sprintf("%s (%s)", m, p.Name)}
+			ce, known := cfg.Catalog.lookup(key)
+			if known {
+				ce.describe(&info)
+			}
+			info.Price = price(cfg, key, ce, known)
+			r.entries[key] = &entry{prov: &pc, opts: opts, info: info}
 		}
 	}
 	if cfg.Sandbox {
@@ -207,14 +211,16 @@ func defaultTransport() *http.Transport {
 	return t
 }
 
-func price(cfg Config, key model.Key) model.Price {
+// price is key's price: the configured override, else the catalog's, else
+// the default (unknown models are not free).
+func price(cfg Config, key model.Key, ce CatalogEntry, known bool) model.Price {
 	if p, ok := cfg.Prices[key.String()]; ok {
 		return p
 	}
 	if p, ok := cfg.Prices[key.Model]; ok {
 		return p
 	}
-	if p, ok := builtinPrices[key.Model]; ok {
+	if p, ok := ce.price(); known && ok {
 		return p
 	}
 	if cfg.DefaultPrice != (model.Price{}) {
