@@ -540,54 +540,25 @@ func (s *SampleService) Sync(ctx context.Context, p *access.Principal, req Sampl
 	if err != nil {
 		return nil, err
 	}
-	var after int64
 	var res *SampleResult
-	for {
-		evs, err := s.Stream.Wait(ctx, j.ID, after)
-		if err != nil {
-			reason := "client went away"
-			if errors.Is(err, context.DeadlineExceeded) {
-				reason = "timeout_seconds elapsed"
-				err = fmt.Errorf("%w: %w", ErrSyncTimeout, err)
-			}
-			if _, cerr := s.JobSvc.Cancel(context.WithoutCancel(ctx), p, j.ID, reason); cerr != nil {
-				s.Log.Debug("cancel after sync ended", "job_id", j.ID, "err", cerr)
-			}
-			return nil, err
+	ev, final, err := awaitEnd(ctx, s.Stream, s.JobSvc, s.Log, p, j, func(ev job.Event) error {
+		if ev.Type != job.EventModelCompleted {
+			return nil
 		}
-		for _, ev := range evs {
-			after = ev.Seq
-			if ev.Type == job.EventModelCompleted {
-				res = &SampleResult{}
-				if err := remarshal(ev.Data, res); err != nil {
-					return nil, err
-				}
-				res.JobID = j.ID
-			}
-			if !ev.Type.Terminal() {
-				continue
-			}
-			if ev.Type == job.EventCompleted && res != nil {
-				return res, nil
-			}
-			var end struct {
-				Status  job.State     `json:"status"`
-				Code    job.ErrorCode `json:"error_code"`
-				Message string        `json:"error_message"`
-				Reason  string        `json:"reason"`
-			}
-			if err := remarshal(ev.Data, &end); err != nil {
-				return nil, err
-			}
-			final := *j
-			final.State, final.ErrorCode, final.Error, final.UpdatedAt = end.Status, end.Code, end.Message, ev.CreatedAt
-			if ev.Type == job.EventCancelled {
-				final.State, final.Error = job.Cancelled, end.Reason
-			}
-			if ev.Type == job.EventCompleted {
-				final.State, final.ErrorCode, final.Error = job.Failed, job.CodeInternal, "the job completed without samples"
-			}
-			return nil, &JobEnded{Job: &final}
+		res = &SampleResult{}
+		if err := remarshal(ev.Data, res); err != nil {
+			return err
 		}
+		res.JobID = j.ID
+		return nil
+	})
+	switch {
+	case err != nil:
+		return nil, err
+	case ev.Type == job.EventCompleted && res != nil:
+		return res, nil
+	case ev.Type == job.EventCompleted:
+		final.State, final.ErrorCode, final.Error = job.Failed, job.CodeInternal, "the job completed without samples"
 	}
+	return nil, &JobEnded{Job: final}
 }

@@ -332,53 +332,27 @@ func (s *SchemaGenService) EditSync(ctx context.Context, p *access.Principal, re
 	return s.wait(ctx, p, j)
 }
 
-// wait follows a job's events to its end, as EnrichmentService.Sync does:
-// ctx ending first cancels the job.
+// wait follows a job's events to its end (awaitEnd): ctx ending first
+// cancels the job.
 func (s *SchemaGenService) wait(ctx context.Context, p *access.Principal, j *job.Job) (map[string]any, error) {
-	var after int64
-	for {
-		evs, err := s.Stream.Wait(ctx, j.ID, after)
-		if err != nil {
-			reason := "client went away"
-			if errors.Is(err, context.DeadlineExceeded) {
-				reason = "timeout_seconds elapsed"
-				err = fmt.Errorf("%w: %w", ErrSyncTimeout, err)
-			}
-			if _, cerr := s.JobSvc.Cancel(context.WithoutCancel(ctx), p, j.ID, reason); cerr != nil {
-				s.Log.Debug("cancel after sync ended", "job_id", j.ID, "err", cerr)
-			}
-			return nil, err
-		}
-		for _, ev := range evs {
-			after = ev.Seq
-			if !ev.Type.Terminal() {
-				continue
-			}
-			var end struct {
-				Status  job.State      `json:"status"`
-				Code    job.ErrorCode  `json:"error_code"`
-				Message string         `json:"error_message"`
-				Reason  string         `json:"reason"`
-				Result  map[string]any `json:"result"`
-			}
-			if err := remarshal(ev.Data, &end); err != nil {
-				return nil, err
-			}
-			final := *j
-			final.State, final.ErrorCode, final.Error, final.UpdatedAt = end.Status, end.Code, end.Message, ev.CreatedAt
-			if ev.Type == job.EventCancelled {
-				final.State, final.Error = job.Cancelled, end.Reason
-			}
-			if ev.Type != job.EventCompleted {
-				return nil, &JobEnded{Job: &final}
-			}
-			if end.Result == nil {
-				end.Result = map[string]any{}
-			}
-			end.Result["job_id"] = j.ID
-			return end.Result, nil
-		}
+	ev, final, err := awaitEnd(ctx, s.Stream, s.JobSvc, s.Log, p, j, nil)
+	if err != nil {
+		return nil, err
 	}
+	if ev.Type != job.EventCompleted {
+		return nil, &JobEnded{Job: final}
+	}
+	var end struct {
+		Result map[string]any `json:"result"`
+	}
+	if err := remarshal(ev.Data, &end); err != nil {
+		return nil, err
+	}
+	if end.Result == nil {
+		end.Result = map[string]any{}
+	}
+	end.Result["job_id"] = j.ID
+	return end.Result, nil
 }
 
 // jobPrincipal is who a schema job acts as when it saves: an editor of the

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/entityenrich/enrich/domain/access"
@@ -114,35 +115,64 @@ func (s *EnrichmentService) Sync(ctx context.Context, p *access.Principal, req E
 	if err != nil {
 		return nil, err
 	}
-	var after int64
 	var models []ModelResult
+	ev, final, err := awaitEnd(ctx, s.Stream, s.JobSvc, s.Log, p, j, func(ev job.Event) error {
+		if ev.Type != job.EventModelCompleted {
+			return nil
+		}
+		var m ModelResult
+		if err := remarshal(ev.Data, &m); err != nil {
+			return err
+		}
+		models = append(models, m)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if ev.Type != job.EventCompleted {
+		return nil, &JobEnded{Job: final}
+	}
+	var c completedPayload
+	if err := remarshal(ev.Data, &c); err != nil {
+		return nil, err
+	}
+	return &SyncResult{Job: final, Result: c.Result, RecordID: c.RecordID, RecordIDs: c.RecordIDs, Cost: c.Cost,
+		Models: models, FailedModels: c.FailedModels, ProcessingMS: time.Since(t0).Milliseconds()}, nil
+}
+
+// awaitEnd follows job j's events from its first, handing each to seen
+// (nil: none), up to its terminal event, which it returns with the job as
+// that event says it ended (no read). When ctx ends first — the blocking
+// route's client went away, or its timeout_seconds elapsed — the job is
+// cancelled and ctx's error returned (wrapped in ErrSyncTimeout for a
+// deadline).
+func awaitEnd(ctx context.Context, stream ports.EventStream, jobs *JobService, log *slog.Logger, p *access.Principal,
+	j *job.Job, seen func(job.Event) error) (job.Event, *job.Job, error) {
+	var after int64
 	for {
-		evs, err := s.Stream.Wait(ctx, j.ID, after)
+		evs, err := stream.Wait(ctx, j.ID, after)
 		if err != nil {
 			reason := "client went away"
 			if errors.Is(err, context.DeadlineExceeded) {
 				reason = "timeout_seconds elapsed"
 				err = fmt.Errorf("%w: %w", ErrSyncTimeout, err)
 			}
-			if _, cerr := s.JobSvc.Cancel(context.WithoutCancel(ctx), p, j.ID, reason); cerr != nil {
-				s.Log.Debug("cancel after sync ended", "job_id", j.ID, "err", cerr)
+			if _, cerr := jobs.Cancel(context.WithoutCancel(ctx), p, j.ID, reason); cerr != nil {
+				log.Debug("cancel after sync ended", "job_id", j.ID, "err", cerr)
 			}
-			return nil, err
+			return job.Event{}, nil, err
 		}
 		for _, ev := range evs {
 			after = ev.Seq
-			if ev.Type == job.EventModelCompleted {
-				var m ModelResult
-				if err := remarshal(ev.Data, &m); err != nil {
-					return nil, err
+			if seen != nil {
+				if err := seen(ev); err != nil {
+					return job.Event{}, nil, err
 				}
-				models = append(models, m)
 			}
 			if !ev.Type.Terminal() {
 				continue
 			}
-			// The terminal event says how the job ended; no need to read it.
-			final := *j
 			var end struct {
 				Status  job.State     `json:"status"`
 				Code    job.ErrorCode `json:"error_code"`
@@ -150,21 +180,14 @@ func (s *EnrichmentService) Sync(ctx context.Context, p *access.Principal, req E
 				Reason  string        `json:"reason"`
 			}
 			if err := remarshal(ev.Data, &end); err != nil {
-				return nil, err
+				return job.Event{}, nil, err
 			}
+			final := *j
 			final.State, final.ErrorCode, final.Error, final.UpdatedAt = end.Status, end.Code, end.Message, ev.CreatedAt
 			if ev.Type == job.EventCancelled {
 				final.State, final.Error = job.Cancelled, end.Reason
 			}
-			if ev.Type != job.EventCompleted {
-				return nil, &JobEnded{Job: &final}
-			}
-			var c completedPayload
-			if err := remarshal(ev.Data, &c); err != nil {
-				return nil, err
-			}
-			return &SyncResult{Job: &final, Result: c.Result, RecordID: c.RecordID, RecordIDs: c.RecordIDs, Cost: c.Cost,
-				Models: models, FailedModels: c.FailedModels, ProcessingMS: time.Since(t0).Milliseconds()}, nil
+			return ev, &final, nil
 		}
 	}
 }
