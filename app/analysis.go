@@ -150,10 +150,7 @@ func (s *AnalysisService) AnalyzeSchema(ctx context.Context, p *access.Principal
 			return nil, err
 		}
 	}
-	sc, err := s.Schemas.GetSchema(ctx, p.OrgID, id)
-	if errors.Is(err, ports.ErrNotFound) || (err == nil && sc.Deleted()) {
-		return nil, coded(ports.ErrNotFound, "not_found", "schema %s not found", id)
-	}
+	sc, err := liveSchema(ctx, s.Schemas, p.OrgID, id)
 	if err != nil {
 		return nil, err
 	}

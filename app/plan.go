@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -263,10 +262,7 @@ func (s *EnrichmentService) prepare(ctx context.Context, orgID string, req Enric
 	if err != nil {
 		return nil, err
 	}
-	sc, err := s.Schemas.GetSchema(ctx, orgID, req.SchemaID)
-	if errors.Is(err, ports.ErrNotFound) || (err == nil && sc.Deleted()) {
-		return nil, coded(ports.ErrNotFound, "not_found", "schema %s not found", req.SchemaID)
-	}
+	sc, err := liveSchema(ctx, s.Schemas, orgID, req.SchemaID)
 	if err != nil {
 		return nil, err
 	}

@@ -263,10 +263,7 @@ func (s *SchemaGenService) prepareEdit(ctx context.Context, orgID string, req Ed
 	if err := checkAttachments(req.AttachmentIDs); err != nil {
 		return nil, err
 	}
-	sc, err := s.Schemas.GetSchema(ctx, orgID, req.SchemaID)
-	if errors.Is(err, ports.ErrNotFound) || (err == nil && sc.Deleted()) {
-		return nil, coded(ports.ErrNotFound, "not_found", "schema %s not found", req.SchemaID)
-	}
+	sc, err := liveSchema(ctx, s.Schemas, orgID, req.SchemaID)
 	if err != nil {
 		return nil, err
 	}

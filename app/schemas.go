@@ -199,7 +199,13 @@ func (s *SchemaService) Get(ctx context.Context, p *access.Principal, id string)
 // live returns a schema that is not in the trash: a trashed, unknown or
 // another organization's schema is 404.
 func (s *SchemaService) live(ctx context.Context, orgID, id string) (*schema.Schema, error) {
-	sc, err := s.Schemas.GetSchema(ctx, orgID, id)
+	return liveSchema(ctx, s.Schemas, orgID, id)
+}
+
+// liveSchema reads one of the organization's schemas that is not in the
+// trash: an unknown, foreign or trashed id is 404 not_found.
+func liveSchema(ctx context.Context, store ports.SchemaStore, orgID, id string) (*schema.Schema, error) {
+	sc, err := store.GetSchema(ctx, orgID, id)
 	if errors.Is(err, ports.ErrNotFound) || (err == nil && sc.Deleted()) {
 		return nil, schemaNotFound(id)
 	}
