@@ -13,6 +13,8 @@ import (
 	"sort"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/entityenrich/enrich/domain/jsondoc"
 )
 
 // Kind is what is wrong with a name.
@@ -187,7 +189,7 @@ func FromSchema(doc map[string]any) Subject {
 		if depth > maxDepth {
 			return
 		}
-		props, _ := deref(doc, obj)["properties"].(map[string]any)
+		props, _ := jsondoc.Deref(doc, obj)["properties"].(map[string]any)
 		for _, name := range sortedKeys(props) {
 			if len(s.Sites) >= MaxSites {
 				return
@@ -197,7 +199,7 @@ func FromSchema(doc map[string]any) Subject {
 				continue
 			}
 			path := join(prefix, name)
-			site := Site{Path: path, Name: name, Parent: parent, Type: typeOf(deref(doc, p))}
+			site := Site{Path: path, Name: name, Parent: parent, Type: typeOf(jsondoc.Deref(doc, p))}
 			site.Description, _ = p["description"].(string)
 			if ex, ok := p["examples"].([]any); ok && len(ex) > 0 {
 				site.Example = example(ex[0])
@@ -230,53 +232,18 @@ func rootOf(doc map[string]any) map[string]any {
 // objectOf returns the object schema of a property: itself, its $ref's
 // target, or its array's items; nil for a scalar.
 func objectOf(doc, p map[string]any) map[string]any {
-	p = deref(doc, p)
-	if hasType(p, "array") {
+	p = jsondoc.Deref(doc, p)
+	if jsondoc.HasType(p, "array") {
 		items, _ := p["items"].(map[string]any)
-		p = deref(doc, items)
+		p = jsondoc.Deref(doc, items)
 	}
 	if p == nil {
 		return nil
 	}
-	if hasType(p, "object") || p["properties"] != nil {
+	if jsondoc.HasType(p, "object") || p["properties"] != nil {
 		return p
 	}
 	return nil
-}
-
-func deref(doc, p map[string]any) map[string]any {
-	for i := 0; i < 8 && p != nil; i++ {
-		ref, _ := p["$ref"].(string)
-		if ref == "" {
-			return p
-		}
-		var target map[string]any
-		for _, prefix := range []string{"#/$defs/", "#/definitions/"} {
-			if name, ok := strings.CutPrefix(ref, prefix); ok {
-				defs, _ := doc[strings.TrimSuffix(strings.TrimPrefix(prefix, "#/"), "/")].(map[string]any)
-				target, _ = defs[name].(map[string]any)
-			}
-		}
-		if target == nil {
-			return p
-		}
-		p = target
-	}
-	return p
-}
-
-func hasType(p map[string]any, want string) bool {
-	switch t := p["type"].(type) {
-	case string:
-		return t == want
-	case []any:
-		for _, v := range t {
-			if v == want {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 func typeOf(p map[string]any) string {

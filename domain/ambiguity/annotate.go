@@ -3,6 +3,8 @@ package ambiguity
 import (
 	"encoding/json"
 	"sort"
+
+	"github.com/entityenrich/enrich/domain/jsondoc"
 )
 
 // Keywords the saved-schema check writes into a schema document.
@@ -139,7 +141,7 @@ func propertySites(doc map[string]any) map[string]map[string]any {
 		if depth > maxDepth || len(out) >= MaxSites {
 			return
 		}
-		props, _ := deref(doc, obj)["properties"].(map[string]any)
+		props, _ := jsondoc.Deref(doc, obj)["properties"].(map[string]any)
 		names := make([]string, 0, len(props))
 		for k := range props {
 			names = append(names, k)

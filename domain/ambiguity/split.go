@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strings"
 	"unicode"
+
+	"github.com/entityenrich/enrich/domain/jsondoc"
 )
 
 // Split is an identity-scoping split of one relationship site: the
@@ -190,7 +192,7 @@ func splitSchema(doc map[string]any, segs []string, sp Split, key string) (map[s
 	out, _ := deepCopy(doc).(map[string]any)
 	obj := rootOf(out)
 	for _, name := range segs {
-		props, _ := deref(out, obj)["properties"].(map[string]any)
+		props, _ := jsondoc.Deref(out, obj)["properties"].(map[string]any)
 		p, _ := props[name].(map[string]any)
 		if p == nil {
 			return nil, nil, fmt.Sprintf("the schema has no property at %s", sp.Path)

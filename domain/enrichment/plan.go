@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/entityenrich/enrich/domain/jsondoc"
 )
 
 // Strategy is how a schema is split into LLM calls.
@@ -179,41 +181,13 @@ func expertiseOf(p map[string]any) string {
 // isObjectLike reports whether a property is an object or an array of objects,
 // following one local $ref.
 func isObjectLike(doc, p map[string]any) bool {
-	p = deref(doc, p)
-	if hasType(p, "object") {
+	p = jsondoc.Deref(doc, p)
+	if jsondoc.HasType(p, "object") {
 		return true
 	}
-	if hasType(p, "array") {
+	if jsondoc.HasType(p, "array") {
 		items, _ := p["items"].(map[string]any)
-		return hasType(deref(doc, items), "object")
-	}
-	return false
-}
-
-func deref(doc, p map[string]any) map[string]any {
-	ref, _ := p["$ref"].(string)
-	for _, prefix := range []string{"#/$defs/", "#/definitions/"} {
-		if name, ok := strings.CutPrefix(ref, prefix); ok {
-			defs, _ := doc[strings.TrimSuffix(strings.TrimPrefix(prefix, "#/"), "/")].(map[string]any)
-			if d, ok := defs[name].(map[string]any); ok {
-				return d
-			}
-		}
-	}
-	return p
-}
-
-// hasType accepts "type": "object" and the nullable form ["object", "null"].
-func hasType(p map[string]any, want string) bool {
-	switch t := p["type"].(type) {
-	case string:
-		return t == want
-	case []any:
-		for _, v := range t {
-			if v == want {
-				return true
-			}
-		}
+		return jsondoc.HasType(jsondoc.Deref(doc, items), "object")
 	}
 	return false
 }

@@ -1,5 +1,7 @@
 package enrichment
 
+import "github.com/entityenrich/enrich/domain/jsondoc"
+
 // Preserved values (properties flagged preserve: true) are the caller's:
 // they are copied from the entity into the result and never researched.
 // WithoutPaths takes them out of what the prompts ask for; CopyPaths puts
@@ -60,7 +62,7 @@ func remove(doc, obj map[string]any, path []string) {
 	}
 	c := shallow(child)
 	if _, hasRef := c["$ref"]; hasRef {
-		target := deref(doc, child)
+		target := jsondoc.Deref(doc, child)
 		if _, unresolved := target["$ref"]; target != nil && !unresolved {
 			// Inline the definition, keeping the site's own keywords.
 			inlined := shallow(target)
@@ -140,13 +142,13 @@ func PropertySchema(doc map[string]any, path []string) (map[string]any, bool) {
 	obj := doc
 	var p map[string]any
 	for i, name := range path {
-		props, _ := deref(doc, obj)["properties"].(map[string]any)
+		props, _ := jsondoc.Deref(doc, obj)["properties"].(map[string]any)
 		p, _ = props[name].(map[string]any)
 		if p == nil {
 			return nil, false
 		}
 		if i < len(path)-1 {
-			obj = deref(doc, p)
+			obj = jsondoc.Deref(doc, p)
 		}
 	}
 	out := shallow(p)

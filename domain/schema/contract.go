@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/entityenrich/enrich/domain/jsondoc"
 )
 
 // ErrContractUnsatisfied is the kind of an entity refused by its schema's
@@ -135,7 +137,7 @@ func (w walker) object(s map[string]any, prefix []string, visit func(path []stri
 		path := append(append([]string(nil), prefix...), name)
 		// Flags sit on the property itself, even beside a $ref.
 		visit(path, raw, depth)
-		if p := w.deref(raw); hasType(p, "object") || (p["type"] == nil && p["properties"] != nil) {
+		if p := w.deref(raw); jsondoc.HasType(p, "object") || (p["type"] == nil && p["properties"] != nil) {
 			w.object(p, path, visit, depth+1)
 		}
 	}
@@ -144,57 +146,23 @@ func (w walker) object(s map[string]any, prefix []string, visit func(path []stri
 // arrayItems returns the item schema of an array of objects, nil otherwise.
 func (w walker) arrayItems(p map[string]any) map[string]any {
 	p = w.deref(p)
-	if !hasType(p, "array") {
+	if !jsondoc.HasType(p, "array") {
 		return nil
 	}
 	items, _ := p["items"].(map[string]any)
 	items = w.deref(items)
-	if items == nil || (!hasType(items, "object") && items["properties"] == nil) {
+	if items == nil || (!jsondoc.HasType(items, "object") && items["properties"] == nil) {
 		return nil
 	}
 	return items
 }
 
-// deref follows a local $ref (a few hops at most).
-func (w walker) deref(p map[string]any) map[string]any {
-	for i := 0; i < 8 && p != nil; i++ {
-		ref, _ := p["$ref"].(string)
-		if ref == "" {
-			return p
-		}
-		var target map[string]any
-		for _, prefix := range []string{"#/$defs/", "#/definitions/"} {
-			if name, ok := strings.CutPrefix(ref, prefix); ok {
-				defs, _ := w.doc[strings.TrimSuffix(strings.TrimPrefix(prefix, "#/"), "/")].(map[string]any)
-				target, _ = defs[name].(map[string]any)
-			}
-		}
-		if target == nil {
-			return p
-		}
-		p = target
-	}
-	return p
-}
+// deref follows a local $ref of the walked document.
+func (w walker) deref(p map[string]any) map[string]any { return jsondoc.Deref(w.doc, p) }
 
 func flag(p map[string]any, name string) bool {
 	b, _ := p[name].(bool)
 	return b
-}
-
-// hasType accepts "type": "object" and the nullable form ["object", "null"].
-func hasType(p map[string]any, want string) bool {
-	switch t := p["type"].(type) {
-	case string:
-		return t == want
-	case []any:
-		for _, v := range t {
-			if v == want {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // Violation is one reason an entity does not satisfy a contract.
