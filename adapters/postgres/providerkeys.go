@@ -159,13 +159,20 @@ func (s *ProviderKeyStore) DeleteProviderKey(ctx context.Context, orgID, id stri
 const pickRounds = 2
 
 // PickProviderKey ranks the candidates with rotation.Ranked, then takes, in
-// one statement, the first of them that no concurrent pick holds (FOR UPDATE
-// SKIP LOCKED, on that row only) and that nobody used or changed since it
-// was read (same version, last use and rest); a concurrent pick therefore
-// moves on to the next idle key instead of waiting or doubling up. When
-// every candidate was taken it reads again; after pickRounds it shares one
-// of the usable keys, chosen at random (every key is busy: sharing is
-// unavoidable, and queueing every sharer on one row would be slow).
+// one statement, the least recently used of them by their live last use
+// that no concurrent pick holds (FOR UPDATE SKIP LOCKED) and whose state did
+// not change since it was read (same version and rest). The ranking's tiers
+// stay (the sticky key, then the organization's keys, then the global ones);
+// within a tier the statement orders by the rows' current last use, as
+// rotation.Ranked orders by the read one, so a pick that read before a
+// concurrent pick committed still takes the key used longest ago instead of
+// finding every candidate "changed" and reading again. A key used by a pick
+// that committed after this statement began is skipped: locking re-checks
+// the row's latest version (k) against the version the statement saw
+// (seen, a second, unlocked reference to the same row, which keeps it). When every candidate
+// is held it reads again; after pickRounds it shares one of the usable
+// keys, chosen at random (every key is busy: sharing is unavoidable, and
+// queueing every sharer on one row would be slow).
 func (s *ProviderKeyStore) PickProviderKey(ctx context.Context, orgID string, req rotation.Request) (rotation.Pick, error) {
 	for round := 0; ; round++ {
 		var rows []providerKeyRow
@@ -192,7 +199,7 @@ func (s *ProviderKeyStore) PickProviderKey(ctx context.Context, orgID string, re
 		}
 		var k *rotation.Key
 		if round < pickRounds {
-			k, err = s.takeIdle(ctx, ranked, req.Now)
+			k, err = s.takeIdle(ctx, ranked, req.Sticky, req.Now)
 		} else {
 			// Every key is in use: spread the sharers over them rather
 			// than queue them all on the least recently used one.
@@ -213,25 +220,32 @@ func (s *ProviderKeyStore) PickProviderKey(ctx context.Context, orgID string, re
 // takeIdle records the use of the first of ranked that is neither held by
 // another transaction nor changed since read, in one statement; nil when
 // there is none.
-func (s *ProviderKeyStore) takeIdle(ctx context.Context, ranked []*rotation.Key, now time.Time) (*rotation.Key, error) {
+func (s *ProviderKeyStore) takeIdle(ctx context.Context, ranked []*rotation.Key, sticky string, now time.Time) (*rotation.Key, error) {
 	var values strings.Builder
-	args := make([]any, 0, 4*len(ranked)+2)
+	args := make([]any, 0, 5*len(ranked)+2)
 	for i, k := range ranked {
 		if i > 0 {
 			values.WriteString(", ")
 		}
-		values.WriteString("(?, ?::int, ?::int, ?::timestamptz, ?::timestamptz)")
-		args = append(args, k.ID, i, k.Version, utcPtr(k.LastUsedAt), utcPtr(k.RestUntil))
+		tier := 1 // the organization's
+		switch {
+		case i == 0 && sticky != "" && k.ID == sticky:
+			tier = 0
+		case k.OrgID == "":
+			tier = 2
+		}
+		values.WriteString("(?, ?::int, ?::int, ?::int, ?::timestamptz)")
+		args = append(args, k.ID, i, tier, k.Version, utcPtr(k.RestUntil))
 	}
 	args = append(args, utc(now))
 	var r providerKeyRow
 	with, from := lazy(s.db)
-	err := s.db.NewRaw(`WITH `+with+`cand (id, ord, version, last_used_at, rest_until) AS (VALUES `+values.String()+`),
+	err := s.db.NewRaw(`WITH `+with+`cand (id, ord, tier, version, rest_until) AS (VALUES `+values.String()+`),
 		pick AS (
-			SELECT k.id FROM provider_keys k JOIN cand c ON c.id = k.id
-			WHERE k.version = c.version AND k.last_used_at IS NOT DISTINCT FROM c.last_used_at
-				AND k.rest_until IS NOT DISTINCT FROM c.rest_until
-			ORDER BY c.ord LIMIT 1
+			SELECT k.id FROM provider_keys k JOIN cand c ON c.id = k.id JOIN provider_keys seen ON seen.id = k.id
+			WHERE k.version = c.version AND k.rest_until IS NOT DISTINCT FROM c.rest_until
+				AND k.last_used_at IS NOT DISTINCT FROM seen.last_used_at
+			ORDER BY c.tier, seen.last_used_at ASC NULLS FIRST, c.ord LIMIT 1
 			FOR UPDATE OF k SKIP LOCKED)
 		UPDATE provider_keys p SET last_used_at = ?, uses = p.uses + 1 FROM pick`+from+` WHERE p.id = pick.id
 		RETURNING p.*`, args...).Scan(ctx, &r)
