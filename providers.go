@@ -157,8 +157,8 @@ func provideSchemas(cfg Config, st *Stores, c ports.SchemaCompiler, clock ports.
 		RestoreWindow: cfg.SchemaRestoreWindow}
 }
 
-func provideRecords(st ports.RecordStore) *app.RecordService {
-	return &app.RecordService{Records: st}
+func provideRecords(st ports.RecordStore, clock ports.Clock) *app.RecordService {
+	return &app.RecordService{Records: st, Clock: clock}
 }
 
 func provideJobs(st *Stores, en *app.Engine, s ports.EventStream, clock ports.Clock, lg *slog.Logger) *app.JobService {

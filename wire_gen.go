@@ -27,7 +27,7 @@ func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	compiler := jsonschema.New()
 	schemaService := provideSchemas(cfg, stores, compiler, clock, iDs)
 	recordStore := stores.Records
-	recordService := provideRecords(recordStore)
+	recordService := provideRecords(recordStore, clock)
 	hub, cleanup := provideStream(stores, clock, logger)
 	metricsMetrics := metrics.New()
 	engine := provideEngine(cfg, stores, hub, clock, logger, metricsMetrics)
@@ -76,7 +76,7 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	compiler := jsonschema.New()
 	schemaService := provideSchemas(cfg, stores, compiler, clock, iDs)
 	recordStore := stores.Records
-	recordService := provideRecords(recordStore)
+	recordService := provideRecords(recordStore, clock)
 	hub, cleanup2 := provideStream(stores, clock, logger)
 	metricsMetrics := metrics.New()
 	engine := provideEngine(cfg, stores, hub, clock, logger, metricsMetrics)
@@ -119,7 +119,7 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 	compiler := jsonschema.New()
 	schemaService := provideSchemas(cfg, st, compiler, clock, iDs)
 	recordStore := st.Records
-	recordService := provideRecords(recordStore)
+	recordService := provideRecords(recordStore, clock)
 	hub, cleanup := provideStream(st, clock, logger)
 	metricsMetrics := metrics.New()
 	engine := provideEngine(cfg, st, hub, clock, logger, metricsMetrics)
