@@ -28,9 +28,16 @@ import (
 // different ways.
 var ErrRefusedHost = errors.New("host refused")
 
-// ErrRedirect means a redirect was refused: too many, or to a scheme other
-// than http and https.
+// ErrRedirect means a redirect was refused: ErrTooManyRedirects or
+// ErrRedirectScheme.
 var ErrRedirect = errors.New("redirect refused")
+
+// ErrTooManyRedirects and ErrRedirectScheme (a scheme other than http and
+// https) are the refused redirects.
+var (
+	ErrTooManyRedirects = fmt.Errorf("%w: too many redirects", ErrRedirect)
+	ErrRedirectScheme   = fmt.Errorf("%w: not an http or https URL", ErrRedirect)
+)
 
 // Options adjust a guard. The zero value is the strict guard: public
 // addresses on ports 80 and 443 only.
@@ -175,10 +182,10 @@ func (g *Guard) DialContext(ctx context.Context, network, addr string) (net.Conn
 func CheckRedirect(max int) func(*http.Request, []*http.Request) error {
 	return func(req *http.Request, via []*http.Request) error {
 		if len(via) > max {
-			return fmt.Errorf("%w: stopped after %d redirects", ErrRedirect, max)
+			return fmt.Errorf("%w: stopped after %d", ErrTooManyRedirects, max)
 		}
 		if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
-			return fmt.Errorf("%w: redirect to a %s URL", ErrRedirect, req.URL.Scheme)
+			return fmt.Errorf("%w: a redirect to a %s URL", ErrRedirectScheme, req.URL.Scheme)
 		}
 		return nil
 	}

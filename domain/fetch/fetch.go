@@ -327,3 +327,60 @@ func csvMessage(err error) string {
 	}
 	return "invalid CSV"
 }
+
+// AuthType is how a fetch authenticates (the reference's auth_type).
+type AuthType string
+
+// The auth types.
+const (
+	AuthNone   AuthType = "none"
+	AuthBearer AuthType = "bearer"
+	AuthAPIKey AuthType = "api_key"
+	AuthBasic  AuthType = "basic"
+)
+
+// AuthTypes lists the auth types.
+func AuthTypes() []AuthType { return []AuthType{AuthNone, AuthBearer, AuthAPIKey, AuthBasic} }
+
+// DefaultAPIKeyHeader is the API key's header when none is named.
+const DefaultAPIKeyHeader = "X-API-Key"
+
+// reservedHeaders are headers an API key may not be sent as: the client
+// sets them, or they would change the request's meaning.
+var reservedHeaders = map[string]bool{"host": true, "content-length": true, "transfer-encoding": true,
+	"connection": true, "upgrade": true, "te": true, "trailer": true, "proxy-authorization": true, "cookie": true}
+
+// CheckHeaderName accepts an HTTP header name (an RFC 9110 token) that is
+// not one the client must set itself.
+func CheckHeaderName(name string) error {
+	if name == "" || len(name) > 256 {
+		return errors.New("must be a header name of 1 to 256 characters")
+	}
+	for _, c := range name {
+		if c > 0x7e || c <= ' ' || strings.ContainsRune(`"(),/:;<=>?@[\]{}`, c) {
+			return fmt.Errorf("must be an HTTP header name (no %q)", c)
+		}
+	}
+	if reservedHeaders[strings.ToLower(name)] {
+		return fmt.Errorf("%s cannot carry an API key", name)
+	}
+	return nil
+}
+
+// CheckHeaderValue accepts a header value (a secret, a user name): not
+// empty, at most MaxHeaderValue bytes, no control characters (a line break
+// would start another header).
+func CheckHeaderValue(v string) error {
+	if v == "" {
+		return errors.New("is required")
+	}
+	if len(v) > MaxHeaderValue {
+		return fmt.Errorf("is longer than %d bytes", MaxHeaderValue)
+	}
+	for _, c := range v {
+		if c < ' ' && c != '\t' || c == 0x7f {
+			return errors.New("must not hold control characters")
+		}
+	}
+	return nil
+}
