@@ -149,7 +149,7 @@ func (g *Guard) DialContext(ctx context.Context, network, addr string) (net.Conn
 		return nil, err
 	}
 	var addrs []netip.Addr
-	if a, err := netip.ParseAddr(host); err == nil {
+	if a, err := netip.ParseAddr(strings.TrimSuffix(host, ".")); err == nil {
 		addrs = []netip.Addr{a}
 	} else if addrs, err = g.resolve(ctx, host); err != nil {
 		return nil, err
