@@ -70,6 +70,8 @@ type Embedded struct {
 	Analysis *app.AnalysisService
 	// Samples generates sample objects of an entity type (a job).
 	Samples *app.SampleService
+	// Fetch fetches a batch's entities from a URL (SSRF-safe).
+	Fetch *app.FetchService
 
 	Stores *Stores
 	Log    *slog.Logger

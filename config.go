@@ -92,6 +92,15 @@ type Config struct {
 	// PasswordHashing "fast" lowers argon2id's cost (tests only).
 	PasswordHashing string `env:"ENRICH_PASSWORD_HASHING" envDefault:"standard"`
 
+	// BatchMaxEntities bounds the entities of one batch, and so of a
+	// batch fetched from a URL (0: 1000).
+	BatchMaxEntities int `env:"ENRICH_BATCH_MAX_ENTITIES" envDefault:"1000"`
+	// FetchAllowLoopbackPorts lets POST /api/batch/fetch reach loopback
+	// addresses on these ports (comma-separated). For tests of a server
+	// on this machine only: every other loopback, private, link-local or
+	// metadata address stays refused. Empty (the default): none.
+	FetchAllowLoopbackPorts []uint16 `env:"ENRICH_FETCH_ALLOW_LOOPBACK_PORTS" envSeparator:","`
+
 	// SchemaRestoreWindow is how long a deleted schema can be restored
 	// (0: schema.RestoreWindow, 30 s). Embedders and tests may shorten it.
 	SchemaRestoreWindow time.Duration `env:"-"`

@@ -18,7 +18,9 @@ import (
 	"github.com/entityenrich/enrich/adapters/llm"
 	"github.com/entityenrich/enrich/adapters/memory"
 	"github.com/entityenrich/enrich/adapters/metrics"
+	"github.com/entityenrich/enrich/adapters/netguard"
 	"github.com/entityenrich/enrich/adapters/system"
+	"github.com/entityenrich/enrich/adapters/urlfetch"
 	"github.com/entityenrich/enrich/app"
 	"github.com/entityenrich/enrich/domain/access"
 	"github.com/entityenrich/enrich/domain/job"
@@ -61,6 +63,7 @@ var coreSet = wire.NewSet(
 	provideAnalysis,
 	provideSamples,
 	provideSchemaGen,
+	provideFetch,
 	provideEmbedded,
 )
 
@@ -169,8 +172,8 @@ func provideSchemas(cfg Config, st *Stores, c ports.SchemaCompiler, clock ports.
 		RestoreWindow: cfg.SchemaRestoreWindow}
 }
 
-func provideRecords(st ports.RecordStore) *app.RecordService {
-	return &app.RecordService{Records: st}
+func provideRecords(st ports.RecordStore, clock ports.Clock) *app.RecordService {
+	return &app.RecordService{Records: st, Clock: clock}
 }
 
 func provideJobs(st *Stores, en *app.Engine, s ports.EventStream, clock ports.Clock, lg *slog.Logger) *app.JobService {
@@ -210,16 +213,24 @@ func provideSamples(en *app.Engine, enr *app.EnrichmentService, s ports.EventStr
 
 func provideEmbedded(st *Stores, a *app.AccessService, sc *app.SchemaService, rc *app.RecordService, en *app.EnrichmentService,
 	js *app.JobService, pk *app.ProviderKeyService, cs *app.CostService, an *app.AnalysisService, smp *app.SampleService,
-	sg *app.SchemaGenService, h *eventhub.Hub, eng *app.Engine, lg *slog.Logger, m *metrics.Metrics) *Embedded {
+	sg *app.SchemaGenService, fs *app.FetchService, h *eventhub.Hub, eng *app.Engine, lg *slog.Logger, m *metrics.Metrics) *Embedded {
 	m.WatchRunning(func() int { return len(eng.Running()) })
 	return &Embedded{Access: a, Schemas: sc, Records: rc, Enrichment: en, Jobs: js, ProviderKeys: pk, Costs: cs, Analysis: an,
-		Samples: smp, SchemaGen: sg, Stores: st, Log: lg, Metrics: m, stream: h, engine: eng}
+		Samples: smp, SchemaGen: sg, Fetch: fs, Stores: st, Log: lg, Metrics: m, stream: h, engine: eng}
 }
 
 func provideAnalysis(st *Stores, l ports.LLM, cat ports.ModelCatalog, c ports.SchemaCompiler, kr *app.KeyRing,
 	clock ports.Clock, ids ports.IDs, lg *slog.Logger) *app.AnalysisService {
 	return &app.AnalysisService{Schemas: st.Schemas, Records: st.Records, UoW: st.UoW, LLM: l, Catalog: cat, Compiler: c,
 		Keys: kr, Orgs: st.Orgs, Clock: clock, IDs: ids, Log: lg}
+}
+
+// provideFetch fetches batches from customers' URLs through the SSRF guard;
+// loopback ports are let through only when the configuration names them
+// (tests).
+func provideFetch(cfg Config, clock ports.Clock) *app.FetchService {
+	f := urlfetch.New(urlfetch.Config{Guard: netguard.Options{AllowLoopbackPorts: cfg.FetchAllowLoopbackPorts}})
+	return &app.FetchService{Fetcher: f, MaxEntities: cfg.BatchMaxEntities, Clock: clock}
 }
 
 // httpSet builds the HTTP API from an Embedded core.
@@ -235,7 +246,7 @@ var httpSet = wire.NewSet(
 func provideServices(e *Embedded) httpapi.Services {
 	return httpapi.Services{Access: e.Access, Schemas: e.Schemas, Records: e.Records, Enrichment: e.Enrichment, Jobs: e.Jobs,
 		ProviderKeys: e.ProviderKeys, Costs: e.Costs, Analysis: e.Analysis, Samples: e.Samples,
-		SchemaGen: e.SchemaGen}
+		SchemaGen: e.SchemaGen, Fetch: e.Fetch}
 }
 
 func provideHTTPConfig(e *Embedded) httpapi.Config {

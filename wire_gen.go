@@ -27,7 +27,7 @@ func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	compiler := jsonschema.New()
 	schemaService := provideSchemas(cfg, stores, compiler, clock, iDs)
 	recordStore := stores.Records
-	recordService := provideRecords(recordStore)
+	recordService := provideRecords(recordStore, clock)
 	hub, cleanup := provideStream(stores, clock, logger)
 	metricsMetrics := metrics.New()
 	engine := provideEngine(cfg, stores, hub, clock, logger, metricsMetrics)
@@ -51,7 +51,8 @@ func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	analysisService := provideAnalysis(stores, llm, registry, compiler, keyRing, clock, iDs, logger)
 	sampleService := provideSamples(engine, enrichmentService, hub, jobService, clock, iDs, logger)
 	schemaGenService := provideSchemaGen(stores, engine, hub, jobService, enrichmentService, schemaService, compiler, clock, iDs, logger)
-	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, hub, engine, logger, metricsMetrics)
+	fetchService := provideFetch(cfg, clock)
+	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, hub, engine, logger, metricsMetrics)
 	return embedded, func() {
 		cleanup()
 	}, nil
@@ -76,7 +77,7 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	compiler := jsonschema.New()
 	schemaService := provideSchemas(cfg, stores, compiler, clock, iDs)
 	recordStore := stores.Records
-	recordService := provideRecords(recordStore)
+	recordService := provideRecords(recordStore, clock)
 	hub, cleanup2 := provideStream(stores, clock, logger)
 	metricsMetrics := metrics.New()
 	engine := provideEngine(cfg, stores, hub, clock, logger, metricsMetrics)
@@ -102,7 +103,8 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	analysisService := provideAnalysis(stores, llm, registry, compiler, keyRing, clock, iDs, logger)
 	sampleService := provideSamples(engine, enrichmentService, hub, jobService, clock, iDs, logger)
 	schemaGenService := provideSchemaGen(stores, engine, hub, jobService, enrichmentService, schemaService, compiler, clock, iDs, logger)
-	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, hub, engine, logger, metricsMetrics)
+	fetchService := provideFetch(cfg, clock)
+	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, hub, engine, logger, metricsMetrics)
 	return embedded, func() {
 		cleanup2()
 		cleanup()
@@ -119,7 +121,7 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 	compiler := jsonschema.New()
 	schemaService := provideSchemas(cfg, st, compiler, clock, iDs)
 	recordStore := st.Records
-	recordService := provideRecords(recordStore)
+	recordService := provideRecords(recordStore, clock)
 	hub, cleanup := provideStream(st, clock, logger)
 	metricsMetrics := metrics.New()
 	engine := provideEngine(cfg, st, hub, clock, logger, metricsMetrics)
@@ -143,7 +145,8 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 	analysisService := provideAnalysis(st, llm, registry, compiler, keyRing, clock, iDs, logger)
 	sampleService := provideSamples(engine, enrichmentService, hub, jobService, clock, iDs, logger)
 	schemaGenService := provideSchemaGen(st, engine, hub, jobService, enrichmentService, schemaService, compiler, clock, iDs, logger)
-	embedded := provideEmbedded(st, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, hub, engine, logger, metricsMetrics)
+	fetchService := provideFetch(cfg, clock)
+	embedded := provideEmbedded(st, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, hub, engine, logger, metricsMetrics)
 	return embedded, func() {
 		cleanup()
 	}, nil

@@ -14,6 +14,8 @@ import (
 // RecordService reads enrichment records.
 type RecordService struct {
 	Records ports.RecordStore
+	// Clock stamps soft deletes (nil: the system clock).
+	Clock ports.Clock
 }
 
 // Get returns one of the organization's records.

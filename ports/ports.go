@@ -139,6 +139,19 @@ type RecordFilter struct {
 	SchemaID string
 	JobID    string
 	Model    string // composite key
+	// CreatedFrom (inclusive) and CreatedBefore (exclusive) bound the
+	// creation time when set.
+	CreatedFrom, CreatedBefore *time.Time
+	// IncludeDeleted lists soft-deleted records too.
+	IncludeDeleted bool
+}
+
+// RecordDeletion is what DeleteRecords did: the ids it deleted now, and (a
+// soft delete) the ids that were soft-deleted already. Ids of other
+// organizations and unknown ids are in neither.
+type RecordDeletion struct {
+	Deleted        []string
+	AlreadyDeleted []string
 }
 
 // RecordStore keeps enrichment records.
@@ -151,6 +164,11 @@ type RecordStore interface {
 	// DeleteRecordsBySchema removes every record of the organization made
 	// under the schema and returns how many it removed.
 	DeleteRecordsBySchema(ctx context.Context, orgID, schemaID string) (int, error)
+	// DeleteRecords deletes the organization's records among ids: a soft
+	// delete stamps deleted_at (at) on live ones, after which GetRecord
+	// answers ErrNotFound and listings skip them; hard removes them, live or
+	// soft-deleted. It is idempotent.
+	DeleteRecords(ctx context.Context, orgID string, ids []string, hard bool, at time.Time) (RecordDeletion, error)
 }
 
 // JobStore keeps jobs. Update owns the transaction: it loads the job (locking

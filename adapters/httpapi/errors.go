@@ -92,6 +92,12 @@ var errorTable = []errorRule{
 	{err: ports.ErrLLMAuth, status: http.StatusBadGateway, code: string(job.CodeNoUsableKey), detail: "the model's provider refused the key"},
 	{err: rotation.ErrNoUsableKey, status: http.StatusBadRequest, code: string(job.CodeNoUsableKey), detail: "the model's provider has no usable key for the organization"},
 	{err: context.DeadlineExceeded, status: http.StatusGatewayTimeout, code: "timeout", detail: "the request did not finish in time"},
+	// Fetching a batch from a URL: the URL's fault is the caller's (400),
+	// the server's failure a bad gateway.
+	{err: ports.ErrFetchRefused, status: http.StatusBadRequest, code: app.CodeURLRefused, detail: "url refused: the address is not allowed"},
+	{err: ports.ErrFetchTooLarge, status: http.StatusBadRequest, code: app.CodeFetchTooLarge, detail: "the document at url is too large"},
+	{err: ports.ErrFetchFailed, status: http.StatusBadGateway, code: app.CodeFetchFailed, detail: "fetching the URL failed"},
+	{err: ports.ErrFetchTimeout, status: http.StatusGatewayTimeout, code: app.CodeFetchTimeout, detail: "fetching the URL timed out"},
 
 	// A blocking run's job that ended without completing (REFERENCE.md §3:
 	// 422 model_retired and context_length_exceeded, 429 rate_limited, 504

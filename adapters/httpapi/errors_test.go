@@ -83,6 +83,10 @@ func TestErrorTableSentinels(t *testing.T) {
 		{ports.ErrLLMAuth, 502, "no_usable_provider_key", ""},
 		{rotation.ErrNoUsableKey, 400, "no_usable_provider_key", ""},
 		{context.DeadlineExceeded, 504, "timeout", ""},
+		{ports.ErrFetchRefused, 400, "url_refused", ""},
+		{ports.ErrFetchTooLarge, 400, "fetch_too_large", ""},
+		{ports.ErrFetchFailed, 502, "fetch_failed", ""},
+		{ports.ErrFetchTimeout, 504, "fetch_timeout", ""},
 		{ports.ErrFenced, 500, "internal_error", ""},
 		{errors.New("anything else"), 500, "internal_error", ""},
 	}

@@ -90,6 +90,9 @@ var routes = map[Route]access.Action{
 	{"POST", "/api/schema/samples/conformance"}:      access.ActCheckSamples,
 	{"POST", "/api/schema/saved/{id}/prompt/stream"}: access.ActEditSchemaAI,
 	{"POST", "/api/schema/saved/{id}/prompt"}:        access.ActEditSchemaAI,
+	// Records deletion and fetching a batch from a URL (issue 11, part R).
+	{"POST", "/api/records/batch-delete"}: access.ActDeleteRecords,
+	{"POST", "/api/batch/fetch"}:          access.ActFetchEntities,
 }
 
 // actionOf returns a route's action, and false for a route missing from the

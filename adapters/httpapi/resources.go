@@ -26,6 +26,7 @@ func (s *Server) registerSchemaRoutes(r *mux.Router) {
 func (s *Server) registerRecordRoutes(r *mux.Router) {
 	r.HandleFunc("/api/records", s.listRecords).Methods(http.MethodGet)
 	r.HandleFunc("/api/records/{id}", s.getRecord).Methods(http.MethodGet)
+	r.HandleFunc("/api/records/batch-delete", s.batchDeleteRecords).Methods(http.MethodPost)
 }
 
 // pageRequest reads page_size (or the reference client's limit), cursor,
@@ -196,13 +197,14 @@ type recordJSON struct {
 	Strategy          string  `json:"strategy"`
 	StrategyRequested *string `json:"strategy_requested"`
 	usageJSON
-	Success    bool      `json:"success"`
-	Cancelled  bool      `json:"cancelled"`
-	IsDeleted  bool      `json:"is_deleted"`
-	EntityID   *string   `json:"entity_id"`
-	EntityName *string   `json:"entity_name"`
-	Sandbox    bool      `json:"sandbox"`
-	CreatedAt  time.Time `json:"created_at"`
+	Success    bool       `json:"success"`
+	Cancelled  bool       `json:"cancelled"`
+	IsDeleted  bool       `json:"is_deleted"`
+	DeletedAt  *time.Time `json:"deleted_at"`
+	EntityID   *string    `json:"entity_id"`
+	EntityName *string    `json:"entity_name"`
+	Sandbox    bool       `json:"sandbox"`
+	CreatedAt  time.Time  `json:"created_at"`
 }
 
 // recordDetailJSON is a full record.
@@ -223,7 +225,7 @@ func toRecord(rc *enrichment.Record) recordJSON {
 	out := recordJSON{ID: rc.ID, Type: string(rc.Type), SchemaID: rc.SchemaID, JobID: rc.JobID, Model: rc.Model,
 		ModelCompositeKey: rc.Model, ModelName: rc.Model, Strategy: string(rc.Strategy),
 		usageJSON: usage(rc.Cost, rc.InputTokens, rc.OutputTokens), Success: true,
-		Sandbox: rc.Sandbox, CreatedAt: rc.CreatedAt}
+		Sandbox: rc.Sandbox, CreatedAt: rc.CreatedAt, IsDeleted: rc.DeletedAt != nil, DeletedAt: rc.DeletedAt}
 	if rc.SchemaID != "" {
 		out.SavedSchemaID = &rc.SchemaID
 	}
@@ -258,19 +260,29 @@ func (s *Server) listRecords(w http.ResponseWriter, r *http.Request) {
 }
 
 // recordQuery reads the listing's filters: type, schema_id (or the
-// reference's saved_schema_id), job_id, model and success.
+// reference's saved_schema_id), job_id, model (or the reference's
+// deprecated provider), success, include_deleted and the created range
+// (createdRange).
 func recordQuery(r *http.Request) (app.RecordQuery, error) {
 	q := r.URL.Query()
 	f := app.RecordQuery{RecordFilter: ports.RecordFilter{Type: enrichment.RecordType(q.Get("type")),
-		SchemaID: cmp.Or(q.Get("schema_id"), q.Get("saved_schema_id")), JobID: q.Get("job_id"), Model: q.Get("model")}}
-	if v := q.Get("success"); v != "" {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return f, app.Invalid("success", "success must be true or false")
+		SchemaID: cmp.Or(q.Get("schema_id"), q.Get("saved_schema_id")), JobID: q.Get("job_id"),
+		Model: cmp.Or(q.Get("model"), q.Get("provider"))}}
+	for _, b := range []struct {
+		name string
+		dst  func(bool)
+	}{{"success", func(v bool) { f.Success = &v }}, {"include_deleted", func(v bool) { f.IncludeDeleted = v }}} {
+		if v := q.Get(b.name); v != "" {
+			v, err := strconv.ParseBool(v)
+			if err != nil {
+				return f, app.Invalid(b.name, "%s must be true or false", b.name)
+			}
+			b.dst(v)
 		}
-		f.Success = &b
 	}
-	return f, nil
+	var err error
+	f.CreatedFrom, f.CreatedBefore, err = createdRange(q)
+	return f, err
 }
 
 func (s *Server) getRecord(w http.ResponseWriter, r *http.Request) {

@@ -104,6 +104,7 @@ func cloneRecord(r enrichment.Record) *enrichment.Record {
 	r.EntityData = cloneJSON(r.EntityData)
 	r.StructuredOutput = cloneJSON(r.StructuredOutput)
 	r.CreatedAt = ts(r.CreatedAt)
+	r.DeletedAt = tsPtr(r.DeletedAt)
 	return &r
 }
 
@@ -123,7 +124,7 @@ func (s *RecordStore) GetRecord(_ context.Context, orgID, id string) (*enrichmen
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	r, ok := s.records[id]
-	if !ok || r.OrgID != orgID {
+	if !ok || r.OrgID != orgID || r.DeletedAt != nil {
 		return nil, fmt.Errorf("memory: get record %s: %w", id, ports.ErrNotFound)
 	}
 	return cloneRecord(r), nil
@@ -139,7 +140,10 @@ func (s *RecordStore) ListRecords(_ context.Context, orgID string, f ports.Recor
 			(f.Type != "" && r.Type != f.Type) ||
 			(f.SchemaID != "" && r.SchemaID != f.SchemaID) ||
 			(f.JobID != "" && r.JobID != f.JobID) ||
-			(f.Model != "" && r.Model != f.Model) {
+			(f.Model != "" && r.Model != f.Model) ||
+			(f.CreatedFrom != nil && r.CreatedAt.Before(*f.CreatedFrom)) ||
+			(f.CreatedBefore != nil && !r.CreatedAt.Before(*f.CreatedBefore)) ||
+			(r.DeletedAt != nil && !f.IncludeDeleted) {
 			continue
 		}
 		all = append(all, cloneRecord(r))

@@ -40,6 +40,7 @@ func TestSchemaStore(t *testing.T) {
 func TestRecordStore(t *testing.T) {
 	contract.RunRecordStore(t, func(*testing.T) ports.RecordStore { return memory.NewRecordStore() })
 	contract.RunRecordPurge(t, func(*testing.T) ports.RecordStore { return memory.NewRecordStore() })
+	contract.RunRecordDeletion(t, func(*testing.T) ports.RecordStore { return memory.NewRecordStore() })
 }
 
 func TestJobStore(t *testing.T) {
@@ -73,6 +74,7 @@ func newUoW(queue ports.JobEnqueuer) contract.UnitOfWorkFixture {
 func TestUnitOfWork(t *testing.T) {
 	contract.RunUnitOfWork(t, func(*testing.T) contract.UnitOfWorkFixture { return newUoW(nil) })
 	contract.RunPurgeInUnitOfWork(t, func(*testing.T) contract.UnitOfWorkFixture { return newUoW(nil) })
+	contract.RunRecordDeletionInUnitOfWork(t, func(*testing.T) contract.UnitOfWorkFixture { return newUoW(nil) })
 	contract.RunUnitOfWorkConcurrency(t, func(*testing.T) contract.UnitOfWorkFixture { return newUoW(nil) })
 }
 

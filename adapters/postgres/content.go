@@ -212,20 +212,21 @@ type recordRow struct {
 	OutputTokens     int             `bun:"output_tokens,notnull"`
 	Sandbox          bool            `bun:"sandbox,notnull"`
 	CreatedAt        time.Time       `bun:"created_at,notnull"`
+	DeletedAt        *time.Time      `bun:"deleted_at"`
 }
 
 func (r *recordRow) record() *enrichment.Record {
 	return &enrichment.Record{ID: r.ID, OrgID: r.OrgID, Type: enrichment.RecordType(r.Type), SchemaID: r.SchemaID,
 		JobID: r.JobID, Model: r.Model, Strategy: enrichment.Strategy(r.Strategy), EntityData: jsonOrNil(r.EntityData),
 		StructuredOutput: jsonOrNil(r.StructuredOutput), Cost: r.Cost, InputTokens: r.InputTokens,
-		OutputTokens: r.OutputTokens, Sandbox: r.Sandbox, CreatedAt: utc(r.CreatedAt)}
+		OutputTokens: r.OutputTokens, Sandbox: r.Sandbox, CreatedAt: utc(r.CreatedAt), DeletedAt: utcPtr(r.DeletedAt)}
 }
 
 func recordToRow(rec *enrichment.Record) recordRow {
 	return recordRow{ID: rec.ID, OrgID: rec.OrgID, Type: string(rec.Type), SchemaID: rec.SchemaID, JobID: rec.JobID,
 		Model: rec.Model, Strategy: string(rec.Strategy), EntityData: jsonOrNil(rec.EntityData),
 		StructuredOutput: jsonOrNil(rec.StructuredOutput), Cost: rec.Cost, InputTokens: rec.InputTokens,
-		OutputTokens: rec.OutputTokens, Sandbox: rec.Sandbox, CreatedAt: utc(rec.CreatedAt)}
+		OutputTokens: rec.OutputTokens, Sandbox: rec.Sandbox, CreatedAt: utc(rec.CreatedAt), DeletedAt: utcPtr(rec.DeletedAt)}
 }
 
 // RecordStore keeps enrichment records in the records table.
@@ -246,7 +247,7 @@ func (s *RecordStore) CreateRecord(ctx context.Context, rec *enrichment.Record) 
 // GetRecord returns the record id of organization orgID.
 func (s *RecordStore) GetRecord(ctx context.Context, orgID, id string) (*enrichment.Record, error) {
 	var r recordRow
-	if err := s.db.NewSelect().Model(&r).Where("id = ? AND org_id = ?", id, orgID).Scan(ctx); err != nil {
+	if err := s.db.NewSelect().Model(&r).Where("id = ? AND org_id = ? AND deleted_at IS NULL", id, orgID).Scan(ctx); err != nil {
 		return nil, notFound(err, "get record "+id)
 	}
 	return r.record(), nil
@@ -268,6 +269,15 @@ func (s *RecordStore) ListRecords(ctx context.Context, orgID string, f ports.Rec
 		}
 		if f.Model != "" {
 			q = q.Where("model = ?", f.Model)
+		}
+		if f.CreatedFrom != nil {
+			q = q.Where("created_at >= ?", utc(*f.CreatedFrom))
+		}
+		if f.CreatedBefore != nil {
+			q = q.Where("created_at < ?", utc(*f.CreatedBefore))
+		}
+		if !f.IncludeDeleted {
+			q = q.Where("deleted_at IS NULL")
 		}
 		return q
 	}

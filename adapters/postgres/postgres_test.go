@@ -92,6 +92,7 @@ func TestContract(t *testing.T) {
 			t.Run("RecordStore", func(t *testing.T) {
 				contract.RunRecordStore(t, func(*testing.T) ports.RecordStore { return postgres.NewRecordStore(db) })
 				contract.RunRecordPurge(t, func(*testing.T) ports.RecordStore { return postgres.NewRecordStore(db) })
+				contract.RunRecordDeletion(t, func(*testing.T) ports.RecordStore { return postgres.NewRecordStore(db) })
 			})
 			t.Run("JobStore", func(t *testing.T) {
 				contract.RunJobStore(t, func(*testing.T) ports.JobStore { return postgres.NewJobStore(db) })
@@ -107,6 +108,7 @@ func TestContract(t *testing.T) {
 			t.Run("UnitOfWork", func(t *testing.T) {
 				contract.RunUnitOfWork(t, func(t *testing.T) contract.UnitOfWorkFixture { return uowFixture(t, db.DB) })
 				contract.RunPurgeInUnitOfWork(t, func(t *testing.T) contract.UnitOfWorkFixture { return uowFixture(t, db.DB) })
+				contract.RunRecordDeletionInUnitOfWork(t, func(t *testing.T) contract.UnitOfWorkFixture { return uowFixture(t, db.DB) })
 			})
 			if b.parallel {
 				t.Run("UnitOfWorkConcurrency", func(t *testing.T) {

@@ -73,6 +73,14 @@ const (
 
 	ActListRecords Action = "records.list"
 	ActGetRecord   Action = "records.get"
+	// ActDeleteRecords soft-deletes records (SPEC.md: records delete is
+	// operator); ActHardDeleteRecords removes them for good, which the
+	// reference keeps for administrators: here the organization's owners,
+	// like the purge of a schema's enrichment data.
+	ActDeleteRecords     Action = "records.delete"
+	ActHardDeleteRecords Action = "records.hard_delete"
+	// ActFetchEntities fetches a batch's entities from a URL (enrichment).
+	ActFetchEntities Action = "batch.fetch"
 
 	ActEnrichmentOptions Action = "enrichment.options"
 	// ActEnrich starts an enrichment job (streamed or waited for).
@@ -162,6 +170,10 @@ var rules = map[Action]rule{
 
 	ActListRecords: {CatRecords, ScopeRead},
 	ActGetRecord:   {CatRecords, ScopeRead},
+
+	ActDeleteRecords:     {CatRecords, ScopeWrite},
+	ActHardDeleteRecords: {CatSchemaPurge, ScopeWrite},
+	ActFetchEntities:     {CatEnrichment, ScopeWrite},
 
 	ActEnrichmentOptions: {CatEnrichment, ScopeRead},
 	ActEnrich:            {CatEnrichment, ScopeWrite},

@@ -43,4 +43,7 @@ type Record struct {
 	// Sandbox marks records produced by the built-in sandbox provider.
 	Sandbox   bool
 	CreatedAt time.Time
+	// DeletedAt is set on a soft-deleted record, which readers no longer
+	// see (a listing may ask for it).
+	DeletedAt *time.Time
 }

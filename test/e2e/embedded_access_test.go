@@ -121,6 +121,22 @@ func TestEmbeddedRefusesLikeHTTP(t *testing.T) {
 				return err
 			},
 			func(c string) int { return s.call("GET", "/api/records", c, nil, nil) }},
+		{"BatchDeleteRecords", "operator", false,
+			func(p *access.Principal) error {
+				_, err := e.Records.BatchDelete(ctx, p, "ids", []string{"no-such-record"}, false)
+				return err
+			},
+			func(c string) int {
+				return s.call("POST", "/api/records/batch-delete", c, obj{"ids": []string{"no-such-record"}}, nil)
+			}},
+		{"HardDeleteRecords", "owner", false,
+			func(p *access.Principal) error {
+				_, err := e.Records.BatchDelete(ctx, p, "ids", []string{"no-such-record"}, true)
+				return err
+			},
+			func(c string) int {
+				return s.call("POST", "/api/records/batch-delete", c, obj{"ids": []string{"no-such-record"}, "hard_delete": true}, nil)
+			}},
 	}
 
 	principal := func(cred string) *access.Principal {

@@ -66,6 +66,9 @@ var minimum = map[string]string{
 	// schema (editor); scoping-split is free and stateless (schema read).
 	"POST /api/schema/analyze-sample": "editor", "POST /api/schema/saved/{id}/analyze": "editor",
 	"POST /api/schema/scoping-split": "operator",
+	// Records deletion (operator; a hard delete needs the owner, checked
+	// in TestRecordBatchDelete) and batch fetch (enrichment).
+	"POST /api/records/batch-delete": "operator", "POST /api/batch/fetch": "operator",
 }
 
 var rank = map[string]int{"operator": 1, "editor": 2, "owner": 4}
@@ -290,6 +293,11 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"POST", "/api/schema/saved/{id}/publish", "/api/schema/saved/" + publishID + "/publish", nil, 200, true, 0},
 		{"POST", "/api/schema/saved/{id}/publish/validate", "/api/schema/saved/" + publishID + "/publish/validate", nil, 200, true, 0},
 		{"DELETE", "/api/schema/saved/{id}/enrichment-data", "/api/schema/saved/" + purgeID + "/enrichment-data", nil, 200, true, 0},
+		// Soft-deleting an unknown id is 200 (reported not found) for every
+		// allowed caller.
+		{"POST", "/api/records/batch-delete", "/api/records/batch-delete", func() any { return obj{"ids": []string{"no-such-record"}} }, 200, false, 0},
+		// A loopback URL is refused (400) before anything is sent.
+		{"POST", "/api/batch/fetch", "/api/batch/fetch", func() any { return obj{"url": "http://127.0.0.1:9/"} }, 400, false, 0},
 	}
 
 	// The matrix covers exactly the routes the server has.
