@@ -22,7 +22,7 @@ const (
 
 // RecordTypes lists every record type a listing may filter by.
 func RecordTypes() []RecordType {
-	return []RecordType{RecordEnrichment, RecordSchemaGeneration, RecordSchemaEdit, RecordPlayground, RecordAmbiguityAnalysis}
+	return []RecordType{RecordEnrichment, RecordSchemaGeneration, RecordSchemaEdit, RecordPlayground, RecordAmbiguityAnalysis, RecordFusion}
 }
 
 // Record is a stored enrichment result.
@@ -43,4 +43,6 @@ type Record struct {
 	// Sandbox marks records produced by the built-in sandbox provider.
 	Sandbox   bool
 	CreatedAt time.Time
+	// Fusion is set on fused records (type fusion) only.
+	Fusion *Fusion
 }

@@ -33,12 +33,12 @@ var schema = obj(`{"type":"object","properties":{
 
 func TestFuseRules(t *testing.T) {
 	tests := []struct {
-		name   string
+		name    string
 		a, b, c string // answers of models a, b, c ("" = none)
-		path   string
-		want   string
-		models []string
-		agreed bool
+		path    string
+		want    string
+		models  []string
+		agreed  bool
 	}{
 		{"string majority", `{"x":"Paris"}`, `{"x":" paris "}`, `{"x":"Lyon"}`, "x", `"Paris"`, []string{"m::a", "m::b"}, false},
 		{"string tie goes to the longest", `{"x":"Paris"}`, `{"x":"Lyon"}`, `{"x":"Marseille"}`, "x", `"Marseille"`, []string{"m::c"}, false},
