@@ -641,3 +641,16 @@ func integer(schema map[string]any) bool {
 	}
 	return false
 }
+
+// MarshalJSON writes arbitration_model as null when no arbiter ran.
+func (s Summary) MarshalJSON() ([]byte, error) {
+	type plain Summary
+	var arb any
+	if s.ArbitrationModel != "" {
+		arb = s.ArbitrationModel
+	}
+	return json.Marshal(struct {
+		plain
+		ArbitrationModel any `json:"arbitration_model"`
+	}{plain(s), arb})
+}
