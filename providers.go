@@ -61,6 +61,7 @@ var coreSet = wire.NewSet(
 	provideAnalysis,
 	provideSamples,
 	provideSchemaGen,
+	provideFusion,
 	provideEmbedded,
 )
 
@@ -188,6 +189,15 @@ func provideSchemaGen(st *Stores, en *app.Engine, s ports.EventStream, js *app.J
 	return svc
 }
 
+// provideFusion builds the merge of stored records, the Runner of fusion
+// jobs.
+func provideFusion(st *Stores, en *app.Engine, s ports.EventStream, js *app.JobService, enr *app.EnrichmentService,
+	clock ports.Clock, ids ports.IDs, lg *slog.Logger) *app.FusionService {
+	svc := &app.FusionService{Enrich: enr, Records: st.Records, Engine: en, Stream: s, JobSvc: js, Clock: clock, IDs: ids, Log: lg}
+	en.Runners[job.TypeFusion] = svc
+	return svc
+}
+
 // provideSamples builds sample generation, the Runner of its jobs.
 func provideSamples(en *app.Engine, enr *app.EnrichmentService, s ports.EventStream, js *app.JobService, clock ports.Clock,
 	ids ports.IDs, lg *slog.Logger) *app.SampleService {
@@ -198,10 +208,10 @@ func provideSamples(en *app.Engine, enr *app.EnrichmentService, s ports.EventStr
 
 func provideEmbedded(st *Stores, a *app.AccessService, sc *app.SchemaService, rc *app.RecordService, en *app.EnrichmentService,
 	js *app.JobService, pk *app.ProviderKeyService, cs *app.CostService, an *app.AnalysisService, smp *app.SampleService,
-	sg *app.SchemaGenService, h *eventhub.Hub, eng *app.Engine, lg *slog.Logger, m *metrics.Metrics) *Embedded {
+	sg *app.SchemaGenService, fu *app.FusionService, h *eventhub.Hub, eng *app.Engine, lg *slog.Logger, m *metrics.Metrics) *Embedded {
 	m.WatchRunning(func() int { return len(eng.Running()) })
 	return &Embedded{Access: a, Schemas: sc, Records: rc, Enrichment: en, Jobs: js, ProviderKeys: pk, Costs: cs, Analysis: an,
-		Samples: smp, SchemaGen: sg, Stores: st, Log: lg, Metrics: m, stream: h, engine: eng}
+		Samples: smp, SchemaGen: sg, Fusion: fu, Stores: st, Log: lg, Metrics: m, stream: h, engine: eng}
 }
 
 func provideAnalysis(st *Stores, l ports.LLM, cat ports.ModelCatalog, c ports.SchemaCompiler, kr *app.KeyRing,
@@ -223,7 +233,7 @@ var httpSet = wire.NewSet(
 func provideServices(e *Embedded) httpapi.Services {
 	return httpapi.Services{Access: e.Access, Schemas: e.Schemas, Records: e.Records, Enrichment: e.Enrichment, Jobs: e.Jobs,
 		ProviderKeys: e.ProviderKeys, Costs: e.Costs, Analysis: e.Analysis, Samples: e.Samples,
-		SchemaGen: e.SchemaGen}
+		SchemaGen: e.SchemaGen, Fusion: e.Fusion}
 }
 
 func provideHTTPConfig(e *Embedded) httpapi.Config {

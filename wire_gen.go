@@ -51,7 +51,8 @@ func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	analysisService := provideAnalysis(stores, llm, registry, compiler, keyRing, clock, iDs, logger)
 	sampleService := provideSamples(engine, enrichmentService, hub, jobService, clock, iDs, logger)
 	schemaGenService := provideSchemaGen(stores, engine, hub, jobService, enrichmentService, schemaService, compiler, clock, iDs, logger)
-	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, hub, engine, logger, metricsMetrics)
+	fusionService := provideFusion(stores, engine, hub, jobService, enrichmentService, clock, iDs, logger)
+	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fusionService, hub, engine, logger, metricsMetrics)
 	return embedded, func() {
 		cleanup()
 	}, nil
@@ -102,7 +103,8 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	analysisService := provideAnalysis(stores, llm, registry, compiler, keyRing, clock, iDs, logger)
 	sampleService := provideSamples(engine, enrichmentService, hub, jobService, clock, iDs, logger)
 	schemaGenService := provideSchemaGen(stores, engine, hub, jobService, enrichmentService, schemaService, compiler, clock, iDs, logger)
-	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, hub, engine, logger, metricsMetrics)
+	fusionService := provideFusion(stores, engine, hub, jobService, enrichmentService, clock, iDs, logger)
+	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fusionService, hub, engine, logger, metricsMetrics)
 	return embedded, func() {
 		cleanup2()
 		cleanup()
@@ -143,7 +145,8 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 	analysisService := provideAnalysis(st, llm, registry, compiler, keyRing, clock, iDs, logger)
 	sampleService := provideSamples(engine, enrichmentService, hub, jobService, clock, iDs, logger)
 	schemaGenService := provideSchemaGen(st, engine, hub, jobService, enrichmentService, schemaService, compiler, clock, iDs, logger)
-	embedded := provideEmbedded(st, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, hub, engine, logger, metricsMetrics)
+	fusionService := provideFusion(st, engine, hub, jobService, enrichmentService, clock, iDs, logger)
+	embedded := provideEmbedded(st, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fusionService, hub, engine, logger, metricsMetrics)
 	return embedded, func() {
 		cleanup()
 	}, nil

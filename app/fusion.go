@@ -180,7 +180,7 @@ func (s *EnrichmentService) fuse(ctx context.Context, fr fusionRun, log *usageLo
 			Report: out.result.Report, ArbitrationCost: out.cost}}
 	fr.pub(job.FusionCompleted{Success: true, Merged: out.result.Merged, Report: out.result.Report, Summary: out.result.Summary,
 		Provenance: out.result.Provenance, RecordID: out.record.ID, Cost: out.cost, InputTokens: out.in, OutputTokens: out.outT,
-		ProcessingMS: time.Since(t0).Milliseconds(), ValidationWarnings: out.warnings})
+		ProcessingMS: time.Since(t0).Milliseconds(), ValidationWarnings: out.warnings, ArbiterUsed: out.arbiter, KeySource: out.keySrc})
 	return out, nil
 }
 

@@ -90,6 +90,9 @@ var routes = map[Route]access.Action{
 	{"POST", "/api/schema/samples/conformance"}:      access.ActCheckSamples,
 	{"POST", "/api/schema/saved/{id}/prompt/stream"}: access.ActEditSchemaAI,
 	{"POST", "/api/schema/saved/{id}/prompt"}:        access.ActEditSchemaAI,
+	// Fusion of stored records (issue 11, part F).
+	{"POST", "/api/fusion/merge"}:        access.ActFusionMerge,
+	{"POST", "/api/fusion/merge/stream"}: access.ActFusionMerge,
 }
 
 // actionOf returns a route's action, and false for a route missing from the

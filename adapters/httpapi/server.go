@@ -49,6 +49,7 @@ type Server struct {
 	costs   *app.CostService
 	samples *app.SampleService
 	gen     *app.SchemaGenService
+	fusion  *app.FusionService
 	log     *slog.Logger
 	ready   Readiness
 
@@ -73,6 +74,7 @@ type Services struct {
 	Analysis     *app.AnalysisService
 	Samples      *app.SampleService
 	SchemaGen    *app.SchemaGenService
+	Fusion       *app.FusionService
 }
 
 // NewServer builds the router.
@@ -88,7 +90,7 @@ func NewServer(cfg Config, svc Services, lg *slog.Logger, ready Readiness) (*Ser
 	}
 	s := &Server{cfg: cfg, access: svc.Access, schemas: svc.Schemas, records: svc.Records, enrich: svc.Enrichment, jobs: svc.Jobs,
 		keys: svc.ProviderKeys, costs: svc.Costs, analysis: svc.Analysis, samples: svc.Samples, gen: svc.SchemaGen, log: lg,
-		ready: ready}
+		ready: ready, fusion: svc.Fusion}
 	var err error
 	if s.spec, err = LoadSpec(); err != nil {
 		return nil, err
@@ -127,6 +129,7 @@ func NewServer(cfg Config, svc Services, lg *slog.Logger, ready Readiness) (*Ser
 	s.registerCostRoutes(r)
 	s.registerSettingsRoutes(r)
 	s.registerSampleRoutes(r)
+	s.registerFusionRoutes(r)
 	s.registerDocsRoutes(r)
 	s.router = r
 	return s, nil

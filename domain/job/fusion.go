@@ -96,6 +96,9 @@ type FusionCompleted struct {
 	InputTokens, OutputTokens int
 	ValidationWarnings        []string
 	ErrorMessage              string
+	// ArbiterUsed is the model an arbitration call ran on ("" none), and
+	// KeySource the source of its provider key (org, global).
+	ArbiterUsed, KeySource string
 }
 
 func (FusionCompleted) EventType() EventType { return EventFusionCompleted }
@@ -107,7 +110,8 @@ func (p FusionCompleted) Fields() map[string]any {
 	m := map[string]any{"status": string(Running), "success": p.Success, "merged_result": p.Merged,
 		"conflict_report": p.Report, "fusion": p.Summary, "provenance": p.Provenance, "record_id": nullable(p.RecordID),
 		"database": nil, "validation_warnings": w, "cost": p.Cost, "cost_usd": model.USD(p.Cost),
-		"input_tokens": p.InputTokens, "output_tokens": p.OutputTokens, "processing_time_ms": p.ProcessingMS}
+		"input_tokens": p.InputTokens, "output_tokens": p.OutputTokens, "processing_time_ms": p.ProcessingMS,
+		"arbitration_model_used": nullable(p.ArbiterUsed), "arbitration_key_source": nullable(p.KeySource)}
 	if p.ErrorMessage != "" {
 		m["error_message"] = p.ErrorMessage
 	}
