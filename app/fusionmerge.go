@@ -309,5 +309,3 @@ func (s *FusionService) Merge(ctx context.Context, p *access.Principal, req Merg
 		}
 	}
 }
-
-
