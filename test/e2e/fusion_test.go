@@ -231,8 +231,189 @@ func TestFusionWithFailure(t *testing.T) {
 	}
 }
 
-var _ = context.Background
-var _ = time.Second
-var _ = json.Marshal
-var _ = llm.ProviderConfig{}
-var _ = fakeopenai.New
+// arbiterPick answers an arbitration call for the fake provider: every
+// conflict goes to pick's candidate when it has one.
+func arbiterPick(pick string) fakeopenai.Responder {
+	return func(req fakeopenai.ChatRequest) (string, int) {
+		text := req.Messages[len(req.Messages)-1].Content
+		i := strings.Index(text, "Conflicting fields:")
+		if i < 0 {
+			return `{}`, 200
+		}
+		var items []struct {
+			Path       string         `json:"path"`
+			Candidates map[string]any `json:"candidates"`
+		}
+		if err := json.NewDecoder(strings.NewReader(text[i+len("Conflicting fields:"):])).Decode(&items); err != nil {
+			return `{}`, 200
+		}
+		var ds []obj
+		for _, it := range items {
+			if v, ok := it.Candidates[pick]; ok {
+				ds = append(ds, obj{"path": it.Path, "value": v, "reason": "fake"})
+			}
+		}
+		b, _ := json.Marshal(obj{"decisions": ds})
+		return string(b), 200
+	}
+}
+
+// TestFusionArbitration: an arbiter on a real (OpenAI-compatible)
+// provider decides the conflicts in exactly one call; a failing or garbled
+// arbiter leaves the rules standing.
+func TestFusionArbitration(t *testing.T) {
+	for _, b := range backends[:2] {
+		t.Run(b.name, func(t *testing.T) {
+			is := is.New(t)
+			fake := fakeopenai.New(t)
+			cfg := testConfig(b.dsn(t))
+			cfg.Providers = []llm.ProviderConfig{{Name: "local", Type: "openai", BaseURL: fake.URL(), APIKey: "test-key", Models: []string{"judge"}}}
+			s := start(t, cfg)
+			ten := s.register("fusion-arb-" + b.name + "@example.com")
+			id := s.createSchema(ten.key, "Company", fusionSchema)
+			body := obj{"entity_data": obj{"name": "Acme"}, "schema_id": id, "models": fusionModels, "arbitration_model": "local::judge"}
+
+			fake.SetResponder(arbiterPick("sandbox::alt"))
+			evs := s.follow(ten.key, s.startJob(ten.key, body), "")
+			is.Equal(last(evs).Name, "completed")
+			is.Equal(fake.Requests(), 1) // one call for every conflict
+			req, _ := fake.LastRequest()
+			is.True(!strings.Contains(req.Messages[len(req.Messages)-1].Content, `"path":"name"`)) // agreed fields are not shown
+			as := find(evs, "arbitration_started")
+			is.Equal(len(as), 1)
+			is.Equal(as[0].Data["arbitration_model"], "local::judge")
+			ac := find(evs, "arbitration_completed")[0].Data
+			is.Equal(ac["success"], true)
+			is.Equal(ac["fallback_to_rule_based"], false)
+			mustf(t, indexOf(evs, "conflicts_detected") < indexOf(evs, "arbitration_started") &&
+				indexOf(evs, "arbitration_completed") < indexOf(evs, "fusion_completed"), "order: %v", names(evs))
+			results := map[string]map[string]any{}
+			for _, mc := range find(evs, "model_completed") {
+				results[mc.Data["model"].(string)] = mc.Data["result"].(map[string]any)
+			}
+			var rec fusedRecord
+			is.Equal(s.call("GET", "/api/records/"+last(evs).Data["record_id"].(string), ten.key, nil, &rec), 200)
+			is.Equal(rec.FusionMethod, "llm")
+			is.Equal(*rec.FusionArbitrationModel, "local::judge")
+			is.Equal(rec.StructuredOutput["city"], results["sandbox::alt"]["city"]) // the arbiter's choice, not the longest
+			is.Equal(rec.Provenance["city"], provenance{Models: []string{"sandbox::alt"}, Arbitrated: true})
+			is.Equal(rec.StructuredOutput["employees"], results["sandbox::alt"]["employees"])
+			is.Equal(rec.Provenance["name"].Arbitrated, false)
+			entries, err := s.srv.Stores.Usage.ListUsage(context.Background(), ten.orgID, time.Now().Add(-time.Hour), time.Now().Add(time.Hour))
+			is.NoErr(err)
+			judged := 0
+			for _, e := range entries {
+				if e.Model == "local::judge" {
+					judged++
+				}
+			}
+			is.Equal(judged, 1) // the arbiter's call is in the ledger
+
+			// The arbiter fails (500), then garbles its answer: the rules stand.
+			want, prov := expectedFusion(t, results)
+			for _, tc := range []struct {
+				name      string
+				responder fakeopenai.Responder
+			}{
+				{"500", func(fakeopenai.ChatRequest) (string, int) { return "boom", 500 }},
+				{"garbage", func(fakeopenai.ChatRequest) (string, int) { return `{"decisions":[{"path":"city","value":"Atlantis"}]}`, 200 }},
+				{"not json", func(fakeopenai.ChatRequest) (string, int) { return `no`, 200 }},
+			} {
+				fake.SetResponder(tc.responder)
+				evs := s.follow(ten.key, s.startJob(ten.key, body), "")
+				mustf(t, last(evs).Name == "completed", "%s: %v", tc.name, names(evs))
+				ac := find(evs, "arbitration_completed")
+				mustf(t, len(ac) == 1 && ac[0].Data["success"] == false && ac[0].Data["fallback_to_rule_based"] == true, "%s: %v", tc.name, ac)
+				var rec fusedRecord
+				is.Equal(s.call("GET", "/api/records/"+last(evs).Data["record_id"].(string), ten.key, nil, &rec), 200)
+				is.Equal(rec.FusionMethod, "rule_based")
+				for k, v := range want {
+					is.Equal(rec.StructuredOutput[k], v)
+					is.Equal(rec.Provenance[k].Models, prov[k])
+				}
+			}
+		})
+	}
+}
+
+// TestFusionMerge: merging stored records, blocking and streamed; other
+// organizations' records are 404, too few ids 400.
+func TestFusionMerge(t *testing.T) {
+	for _, b := range backends[:2] {
+		t.Run(b.name, func(t *testing.T) {
+			is := is.New(t)
+			s := start(t, testConfig(b.dsn(t)))
+			ten := s.register("merge-" + b.name + "@example.com")
+			other := s.register("merge-other-" + b.name + "@example.com")
+			id := s.createSchema(ten.key, "Company", fusionSchema)
+			var ids []string
+			results := map[string]map[string]any{}
+			for _, m := range fusionModels {
+				evs := s.follow(ten.key, s.startJob(ten.key, obj{"entity_data": obj{"name": "Acme"}, "schema_id": id, "models": []string{m}}), "")
+				ids = append(ids, last(evs).Data["record_id"].(string))
+				results[m] = last(evs).Data["result"].(map[string]any)
+			}
+			want, prov := expectedFusion(t, results)
+
+			var fr struct {
+				JobID          string         `json:"job_id"`
+				MergedResult   map[string]any `json:"merged_result"`
+				RecordID       string         `json:"record_id"`
+				ConflictReport struct {
+					Conflicts []struct {
+						Path string `json:"path"`
+					} `json:"conflicts"`
+					TotalFields int `json:"total_fields"`
+				} `json:"conflict_report"`
+				ArbitrationModelUsed *string               `json:"arbitration_model_used"`
+				Database             any                   `json:"database"`
+				Provenance           map[string]provenance `json:"provenance"`
+			}
+			is.Equal(s.call("POST", "/api/fusion/merge", ten.key, obj{"result_ids": ids}, &fr), 200)
+			is.Equal(fr.ArbitrationModelUsed, nil)
+			is.Equal(fr.ConflictReport.TotalFields, 6)
+			meta := fr.MergedResult["_arbitration_metadata"].(map[string]any)
+			is.Equal(meta["method"], "rule_based")
+			for k, v := range want {
+				is.Equal(fr.MergedResult[k], v)
+				is.Equal(fr.Provenance[k].Models, prov[k])
+			}
+			var rec fusedRecord
+			is.Equal(s.call("GET", "/api/records/"+fr.RecordID, ten.key, nil, &rec), 200)
+			is.Equal(rec.Type, "fusion")
+			is.Equal(len(rec.FusionSources), 3)
+			_, hasMeta := rec.StructuredOutput["_arbitration_metadata"]
+			is.True(!hasMeta)
+
+			// Streamed, with the sandbox arbiter (the alphabetically first model's value).
+			var started struct {
+				JobID string `json:"job_id"`
+			}
+			is.Equal(s.call("POST", "/api/fusion/merge/stream", ten.key, obj{"result_ids": ids, "arbitration_model": "sandbox::echo"}, &started), 200)
+			evs := s.follow(ten.key, started.JobID, "")
+			is.Equal(names(evs)[len(evs)-1], "completed")
+			for _, n := range []string{"fusion_started", "conflicts_detected", "arbitration_started", "arbitration_completed", "fusion_completed"} {
+				mustf(t, indexOf(evs, n) >= 0, "no %s: %v", n, names(evs))
+			}
+			is.Equal(evs[0].Data["job_type"], "fusion")
+			is.Equal(last(evs).Data["result"].(map[string]any)["city"], results["sandbox::alt"]["city"])
+
+			// Refusals.
+			var e struct {
+				Code  string `json:"code"`
+				Field string `json:"field"`
+			}
+			is.Equal(s.call("POST", "/api/fusion/merge", ten.key, obj{"result_ids": ids[:1]}, &e), 400)
+			is.Equal(e.Field, "result_ids")
+			is.Equal(s.call("POST", "/api/fusion/merge", other.key, obj{"result_ids": ids[:2]}, &e), 404)
+			is.Equal(s.call("POST", "/api/fusion/merge/stream", other.key, obj{"result_ids": ids[:2]}, &e), 404)
+			is.Equal(s.call("POST", "/api/fusion/merge", ten.key, obj{"result_ids": []string{ids[0], ids[0]}}, &e), 400)
+			is.Equal(s.call("POST", "/api/fusion/merge", ten.key, obj{"result_ids": ids[:2], "attachment_ids": []string{"a"}}, &e), 400)
+			is.Equal(e.Code, "not_supported_yet")
+			id2 := s.createSchema(ten.key, "Other", fusionSchema)
+			evs = s.follow(ten.key, s.startJob(ten.key, obj{"entity_data": obj{"name": "Acme"}, "schema_id": id2, "models": []string{"sandbox::echo"}}), "")
+			is.Equal(s.call("POST", "/api/fusion/merge", ten.key, obj{"result_ids": []string{ids[0], last(evs).Data["record_id"].(string)}}, &e), 400)
+			is.Equal(e.Field, "result_ids")
+		})
+	}
+}
