@@ -286,6 +286,10 @@ func (s *EnrichmentService) arbitrateInto(ctx context.Context, fr fusionRun, pf 
 		done.ErrorMessage = "the arbiter's answer is not a decisions object: the rules stand"
 		return
 	}
+	if len(ans.Decisions) == 0 {
+		done.ErrorMessage = "the arbiter decided nothing: the rules stand"
+		return
+	}
 	// Only the fields shown may be decided.
 	shown := map[string]bool{}
 	for _, c := range conflicts {
