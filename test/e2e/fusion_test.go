@@ -316,7 +316,9 @@ func TestFusionArbitration(t *testing.T) {
 				responder fakeopenai.Responder
 			}{
 				{"500", func(fakeopenai.ChatRequest) (string, int) { return "boom", 500 }},
-				{"garbage", func(fakeopenai.ChatRequest) (string, int) { return `{"decisions":[{"path":"city","value":"Atlantis"}]}`, 200 }},
+				{"garbage", func(fakeopenai.ChatRequest) (string, int) {
+					return `{"decisions":[{"path":"city","value":"Atlantis"}]}`, 200
+				}},
 				{"not json", func(fakeopenai.ChatRequest) (string, int) { return `no`, 200 }},
 			} {
 				fake.SetResponder(tc.responder)
