@@ -41,6 +41,8 @@ type fusionRun struct {
 	arbiter      *model.Info
 	pub          func(job.Payload)
 	prior        []job.Event
+	// entityIndex is the entity's index in a batch (nil: not a batch).
+	entityIndex *int
 }
 
 // fused is a fusion's outcome.
@@ -54,10 +56,16 @@ type fused struct {
 	warnings []string
 }
 
-// fusionRecordID is the id of a job's fused record: the same for every
-// worker that runs the job.
-func fusionRecordID(jobID string) string {
-	h := sha256.Sum256([]byte(jobID + "/fusion"))
+// fusionRecordID is the id of the record fusing sources in a job: the same
+// for every worker that runs the job, and distinct per fused set (a batch
+// fuses once per entity).
+func fusionRecordID(jobID string, sources []fuseSource) string {
+	ids := make([]string, len(sources))
+	for i, s := range sources {
+		ids[i] = s.record.ID
+	}
+	sort.Strings(ids)
+	h := sha256.Sum256([]byte(jobID + "/fusion/" + strings.Join(ids, "/")))
 	return hex.EncodeToString(h[:16])
 }
 
@@ -112,7 +120,7 @@ func (s *EnrichmentService) fuse(ctx context.Context, fr fusionRun, log *usageLo
 		arbName = fr.arbiter.Key.String()
 	}
 	if !pf.started[job.EventFusionStarted] {
-		fr.pub(job.FusionStarted{SourceRecordIDs: ids, ArbitrationModel: arbName})
+		fr.pub(job.FusionStarted{SourceRecordIDs: ids, ArbitrationModel: arbName, EntityIndex: fr.entityIndex})
 	}
 	res := fusion.Fuse(cands, fusion.Options{Schema: fr.doc, Primary: fr.primary})
 	if !pf.started[job.EventConflictsDetected] {
@@ -180,7 +188,8 @@ func (s *EnrichmentService) fuse(ctx context.Context, fr fusionRun, log *usageLo
 			Report: out.result.Report, ArbitrationCost: out.cost}}
 	fr.pub(job.FusionCompleted{Success: true, Merged: out.result.Merged, Report: out.result.Report, Summary: out.result.Summary,
 		Provenance: out.result.Provenance, RecordID: out.record.ID, Cost: out.cost, InputTokens: out.in, OutputTokens: out.outT,
-		ProcessingMS: time.Since(t0).Milliseconds(), ValidationWarnings: out.warnings, ArbiterUsed: out.arbiter, KeySource: out.keySrc})
+		ProcessingMS: time.Since(t0).Milliseconds(), ValidationWarnings: out.warnings, ArbiterUsed: out.arbiter, KeySource: out.keySrc,
+		EntityIndex: fr.entityIndex})
 	return out, nil
 }
 
@@ -356,7 +365,7 @@ func (s *EnrichmentService) autoFuse(ctx context.Context, w *Work, pl *plan, ok 
 	for i, o := range ok {
 		srcs[i] = fuseSource{record: o.record, result: o.raw, info: o.info}
 	}
-	fr := fusionRun{orgID: w.Job.OrgID, jobID: w.Job.ID, recordID: fusionRecordID(w.Job.ID), doc: pl.doc, validator: pl.whole,
+	fr := fusionRun{orgID: w.Job.OrgID, jobID: w.Job.ID, recordID: fusionRecordID(w.Job.ID, srcs), doc: pl.doc, validator: pl.whole,
 		primary: pl.req.languages()[0], strategy: pl.choice.Strategy, entity: pl.req.EntityData, schemaID: pl.schema.ID,
 		sources: srcs, arbiter: pl.arbiter, pub: w.Publish, prior: w.Prior}
 	f, err := s.fuse(ctx, fr, &pl.usage)

@@ -237,7 +237,7 @@ func (s *FusionService) Run(ctx context.Context, w *Work) Outcome {
 		w.Tracker.SetTotalModels(len(pl.sources))
 	}
 	log := &usageLog{orgID: w.Job.OrgID, jobID: w.Job.ID}
-	fr := fusionRun{orgID: w.Job.OrgID, jobID: w.Job.ID, recordID: fusionRecordID(w.Job.ID), doc: pl.doc, validator: pl.validator,
+	fr := fusionRun{orgID: w.Job.OrgID, jobID: w.Job.ID, recordID: fusionRecordID(w.Job.ID, pl.sources), doc: pl.doc, validator: pl.validator,
 		primary: pl.primary, strategy: pl.strategy, entity: pl.entity, schemaID: pl.schemaID, sources: pl.sources,
 		arbiter: pl.arbiter, pub: w.Publish, prior: w.Prior}
 	f, err := s.Enrich.fuse(ctx, fr, log)

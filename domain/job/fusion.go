@@ -19,12 +19,18 @@ const (
 type FusionStarted struct {
 	SourceRecordIDs  []string
 	ArbitrationModel string // "" when none was requested
+	// EntityIndex is the entity's index in a batch (nil: not a batch).
+	EntityIndex *int
 }
 
 func (FusionStarted) EventType() EventType { return EventFusionStarted }
 func (p FusionStarted) Fields() map[string]any {
-	return map[string]any{"status": string(Running), "source_record_ids": p.SourceRecordIDs,
+	m := map[string]any{"status": string(Running), "source_record_ids": p.SourceRecordIDs,
 		"arbitration_model": nullable(p.ArbitrationModel)}
+	if p.EntityIndex != nil {
+		m["entity_index"] = *p.EntityIndex
+	}
+	return m
 }
 
 // ConflictsDetected counts the fields the models agree and disagree on.
@@ -99,6 +105,8 @@ type FusionCompleted struct {
 	// ArbiterUsed is the model an arbitration call ran on ("" none), and
 	// KeySource the source of its provider key (org, global).
 	ArbiterUsed, KeySource string
+	// EntityIndex is the entity's index in a batch (nil: not a batch).
+	EntityIndex *int
 }
 
 func (FusionCompleted) EventType() EventType { return EventFusionCompleted }
@@ -114,6 +122,9 @@ func (p FusionCompleted) Fields() map[string]any {
 		"arbitration_model_used": nullable(p.ArbiterUsed), "arbitration_key_source": nullable(p.KeySource)}
 	if p.ErrorMessage != "" {
 		m["error_message"] = p.ErrorMessage
+	}
+	if p.EntityIndex != nil {
+		m["entity_index"] = *p.EntityIndex
 	}
 	return m
 }
