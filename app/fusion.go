@@ -174,15 +174,15 @@ func (s *EnrichmentService) fuse(ctx context.Context, fr fusionRun, log *usageLo
 	for _, c := range ordered {
 		sources = append(sources, enrichment.FusionSource{RecordID: byModel[c.Model], ModelName: c.Model})
 	}
-	model := ""
+	recModel := ""
 	if out.arbiter != "" {
-		model = out.arbiter
-		if k, err := parseKey(out.arbiter); err == nil {
+		recModel = out.arbiter
+		if k, err := model.ParseKey(out.arbiter); err == nil {
 			sandbox = sandbox && k.Provider == "sandbox"
 		}
 	}
 	out.record = &enrichment.Record{ID: fr.recordID, OrgID: fr.orgID, Type: enrichment.RecordFusion, SchemaID: fr.schemaID,
-		JobID: fr.jobID, Model: model, Strategy: fr.strategy, EntityData: fr.entity, StructuredOutput: merged,
+		JobID: fr.jobID, Model: recModel, Strategy: fr.strategy, EntityData: fr.entity, StructuredOutput: merged,
 		Cost: out.cost, InputTokens: out.in, OutputTokens: out.outT, Sandbox: sandbox, CreatedAt: s.Clock.Now(),
 		Fusion: &enrichment.Fusion{Sources: sources, Provenance: out.result.Provenance, Summary: out.result.Summary,
 			Report: out.result.Report, ArbitrationCost: out.cost}}
@@ -192,8 +192,6 @@ func (s *EnrichmentService) fuse(ctx context.Context, fr fusionRun, log *usageLo
 		EntityIndex: fr.entityIndex})
 	return out, nil
 }
-
-func parseKey(s string) (model.Key, error) { return model.ParseKey(s) }
 
 // arbitrationSchema is what the arbiter answers: one decision per
 // conflicting field, choosing one of the candidates.

@@ -419,3 +419,28 @@ func TestFusionMerge(t *testing.T) {
 		})
 	}
 }
+
+// TestFusionMultilingual: a multilingual property is fused per language
+// and the fused record validates against the localized schema.
+func TestFusionMultilingual(t *testing.T) {
+	is := is.New(t)
+	s := start(t, testConfig(""))
+	ten := s.register("fusion-ml@example.com")
+	id := s.createSchema(ten.key, "Company", `{"type":"object","required":["name","summary"],"properties":{
+		"name":{"type":"string"},"summary":{"type":"string","multilingual":true}}}`)
+	evs := s.follow(ten.key, s.startJob(ten.key, obj{"entity_data": obj{"name": "Acme"}, "schema_id": id,
+		"models": []string{"sandbox::echo", "sandbox::contrarian"}, "languages": []string{"en", "fr"}}), "")
+	is.Equal(last(evs).Name, "completed")
+	is.Equal(last(evs).Data["is_fused"], true)
+	summary := last(evs).Data["result"].(map[string]any)["summary"].(map[string]any)
+	is.Equal(len(summary), 2) // en and fr
+	var rec fusedRecord
+	is.Equal(s.call("GET", "/api/records/"+last(evs).Data["record_id"].(string), ten.key, nil, &rec), 200)
+	is.Equal(len(rec.ConflictReport.Conflicts), 1)
+	c := rec.ConflictReport.Conflicts[0]
+	is.Equal(c.Path, "summary")
+	is.Equal(c.FieldType, "multilingual")
+	// contrarian's primary language is its own, its French echo's: a real conflict, per language.
+	is.True(c.NeedsArbitration)
+	is.Equal(rec.Provenance["summary.fr"].Models, []string{"sandbox::contrarian", "sandbox::echo"})
+}
