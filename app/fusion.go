@@ -230,7 +230,11 @@ func arbitrationPrompt(conflicts []fusion.Conflict) []enrichment.Message {
 				cand[m] = v
 			}
 		}
-		items[i] = item{Path: c.Path, FieldType: c.FieldType, Candidates: cand}
+		t := c.FieldType
+		if c.ValueType != "" {
+			t = c.ValueType
+		}
+		items[i] = item{Path: c.Path, FieldType: t, Candidates: cand}
 	}
 	b, _ := json.Marshal(items)
 	return []enrichment.Message{

@@ -65,6 +65,9 @@ func (s *Server) fusionMergeStream(w http.ResponseWriter, r *http.Request) {
 // not.
 type fusionResponse struct {
 	JobID                string         `json:"job_id"`
+	Success              bool           `json:"success"`
+	ErrorMessage         *string        `json:"error_message"`
+	ProcessingMS         int64          `json:"processing_time_ms"`
 	MergedResult         map[string]any `json:"merged_result"`
 	ConflictReport       map[string]any `json:"conflict_report"`
 	RecordID             string         `json:"record_id"`
@@ -108,10 +111,11 @@ func (s *Server) fusionMerge(w http.ResponseWriter, r *http.Request) {
 		In       int            `json:"input_tokens"`
 		Out      int            `json:"output_tokens"`
 		Warnings []string       `json:"validation_warnings"`
+		MS       int64          `json:"processing_time_ms"`
 	}
 	b, _ := json.Marshal(res.Data)
 	_ = json.Unmarshal(b, &d)
-	out := fusionResponse{JobID: res.JobID, MergedResult: d.Merged, ConflictReport: d.Report, RecordID: d.RecordID,
+	out := fusionResponse{JobID: res.JobID, Success: true, ProcessingMS: d.MS, MergedResult: d.Merged, ConflictReport: d.Report, RecordID: d.RecordID,
 		ArbitrationModelUsed: d.Arbiter, ArbitrationKeySource: d.KeySrc, Cost: d.Cost, Fusion: d.Summary, Provenance: d.Prov,
 		ValidationWarnings: d.Warnings}
 	if out.ValidationWarnings == nil {

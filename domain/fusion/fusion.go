@@ -41,15 +41,20 @@ const (
 	MethodLLM       = "llm"
 )
 
-// Field types of a conflict.
+// Field types of a conflict (the reference's FieldConflict.field_type).
 const (
-	TypeString       = "string"
-	TypeNumber       = "number"
-	TypeBoolean      = "boolean"
+	TypeScalar       = "scalar"
 	TypeArray        = "array"
 	TypeObject       = "object"
 	TypeMultilingual = "multilingual"
-	TypeMixed        = "mixed"
+)
+
+// Value types of a scalar conflict (Conflict.ValueType, ours).
+const (
+	TypeString  = "string"
+	TypeNumber  = "number"
+	TypeBoolean = "boolean"
+	TypeMixed   = "mixed"
 )
 
 // Candidate is one model's answer.
@@ -84,7 +89,10 @@ type Provenance struct {
 // Conflict is a field on which the models disagree.
 type Conflict struct {
 	Path      string `json:"path"`
+	// FieldType is scalar, multilingual, array or object; ValueType is a
+	// scalar's kind: string, number, boolean or mixed (different kinds).
 	FieldType string `json:"field_type"`
+	ValueType string `json:"value_type,omitempty"`
 	// ValuesByModel is every model's value (null when it gave none).
 	ValuesByModel map[string]any `json:"values_by_model"`
 	// NeedsArbitration is true when the models genuinely disagree
@@ -274,7 +282,8 @@ func (f *fuser) field(segs []string, vals []any, schema map[string]any) any {
 		g = f.majority(groups, func(group, group) bool { return false })
 		v = vals[g.first]
 	}
-	c := f.conflict(segs, kind, vals, v)
+	c := f.conflict(segs, TypeScalar, vals, v)
+	c.ValueType = kind
 	if kind == TypeNumber {
 		c.Wild = wild(vals, idx)
 	}

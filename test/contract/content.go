@@ -286,7 +286,7 @@ func RunRecordStore(t *testing.T, newStore func(t *testing.T) ports.RecordStore)
 				Sources:    []enrichment.FusionSource{{RecordID: "r1", ModelName: "sandbox::echo"}, {RecordID: "r2", ModelName: "sandbox::alt"}},
 				Provenance: map[string]fusion.Provenance{"name": {Models: []string{"sandbox::alt", "sandbox::echo"}}, "founded": {Models: []string{"sandbox::alt"}, Arbitrated: true}},
 				Summary:    fusion.Summary{AgreedFields: 1, ConflictedFields: 1, TotalFields: 2, Method: "llm", ArbitrationModel: "openai::gpt-4o"},
-				Report: fusion.Report{AgreedFields: 1, ConflictedFields: 1, TotalFields: 2, Conflicts: []fusion.Conflict{{Path: "founded", FieldType: "number",
+				Report: fusion.Report{AgreedFields: 1, ConflictedFields: 1, TotalFields: 2, Conflicts: []fusion.Conflict{{Path: "founded", FieldType: "scalar", ValueType: "number",
 					ValuesByModel: map[string]any{"sandbox::echo": 1999.0, "sandbox::alt": 2001.0}, NeedsArbitration: true, Resolved: 2000.0}}},
 				ArbitrationCost: 42,
 			}

@@ -31,6 +31,21 @@ const fusionSchema = `{"type":"object","required":["city","country","employees",
 
 var fusionModels = []string{"sandbox::echo", "sandbox::alt", "sandbox::contrarian"}
 
+// WIRE.md §7.1 and the fusion events of §6.
+var (
+	wireFusionResponse = shape{"arbitration_key_source": "string?", "arbitration_model_used": "string?", "conflict_report": "object",
+		"cost_usd": "number?", "database": "object?", "error_message": "string?", "input_tokens": "number?", "merged_result": "object",
+		"output_tokens": "number?", "processing_time_ms": "number", "record_id": "string", "success": "boolean", "validation_warnings": "array?"}
+	wireConflictReport = shape{"agreed_fields": "number", "conflicted_fields": "number", "conflicts": "array?", "total_fields": "number"}
+	wireFieldConflict  = shape{"field_type": "string", "needs_arbitration": "boolean", "path": "string", "translation_only": "boolean",
+		"values_by_model": "object"}
+	wireFusionStarted        = shape{"arbitration_model": "string?", "source_record_ids": "array?"}
+	wireConflictsDetected    = shape{"agreed_fields": "number", "conflicted_fields": "number", "total_fields": "number"}
+	wireArbitrationStarted   = shape{"arbitration_model": "string", "conflict_count": "number"}
+	wireArbitrationCompleted = shape{"cost_usd": "number?", "decisions": "array?", "error_message": "string?", "fallback_to_rule_based": "boolean", "input_tokens": "number?", "output_tokens": "number?", "success": "boolean"}
+	wireFusionCompleted      = shape{"conflict_report": "object?", "cost_usd": "number?", "database": "object?", "input_tokens": "number?", "merged_result": "object", "output_tokens": "number?", "processing_time_ms": "number?", "record_id": "string?", "success": "boolean", "validation_warnings": "array?"}
+)
+
 type provenance struct {
 	Models     []string `json:"models"`
 	Arbitrated bool     `json:"arbitrated"`
@@ -371,7 +386,17 @@ func TestFusionMerge(t *testing.T) {
 				Database             any                   `json:"database"`
 				Provenance           map[string]provenance `json:"provenance"`
 			}
-			is.Equal(s.call("POST", "/api/fusion/merge", ten.key, obj{"result_ids": ids}, &fr), 200)
+			var raw obj
+			is.Equal(s.call("POST", "/api/fusion/merge", ten.key, obj{"result_ids": ids}, &raw), 200)
+			conforms(t, "FusionResponse", raw, wireFusionResponse)
+			conforms(t, "ConflictReport", raw["conflict_report"].(obj), wireConflictReport)
+			for _, c := range raw["conflict_report"].(obj)["conflicts"].([]any) {
+				conforms(t, "FieldConflict", c.(obj), wireFieldConflict)
+				ft := c.(obj)["field_type"]
+				mustf(t, ft == "scalar" || ft == "array" || ft == "object" || ft == "multilingual", "field_type %v", ft)
+			}
+			b, _ := json.Marshal(raw)
+			is.NoErr(json.Unmarshal(b, &fr))
 			is.Equal(fr.ArbitrationModelUsed, nil)
 			is.Equal(fr.ConflictReport.TotalFields, 6)
 			meta := fr.MergedResult["_arbitration_metadata"].(map[string]any)
@@ -394,6 +419,13 @@ func TestFusionMerge(t *testing.T) {
 			is.Equal(s.call("POST", "/api/fusion/merge/stream", ten.key, obj{"result_ids": ids, "arbitration_model": "sandbox::echo"}, &started), 200)
 			evs := s.follow(ten.key, started.JobID, "")
 			is.Equal(names(evs)[len(evs)-1], "completed")
+			for name, sh := range map[string]shape{"fusion_started": wireFusionStarted, "conflicts_detected": wireConflictsDetected,
+				"arbitration_started": wireArbitrationStarted, "arbitration_completed": wireArbitrationCompleted, "fusion_completed": wireFusionCompleted} {
+				for _, e := range find(evs, name) {
+					conforms(t, name, e.Data, sh)
+					conforms(t, name, e.Data, wireEvent)
+				}
+			}
 			for _, n := range []string{"fusion_started", "conflicts_detected", "arbitration_started", "arbitration_completed", "fusion_completed"} {
 				mustf(t, indexOf(evs, n) >= 0, "no %s: %v", n, names(evs))
 			}
