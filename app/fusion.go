@@ -273,6 +273,7 @@ func (s *EnrichmentService) arbitrateInto(ctx context.Context, fr fusionRun, pf 
 	calls.usage.orgID, calls.usage.jobID = fr.orgID, fr.jobID
 	defer func() {
 		for _, e := range calls.usage.take() {
+			e.Task = string(ports.TaskArbitration) // not the job's type
 			log.add(e)
 		}
 	}()

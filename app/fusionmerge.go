@@ -246,6 +246,7 @@ func (s *FusionService) Run(ctx context.Context, w *Work) Outcome {
 		return Outcome{Usage: usage}
 	}
 	if err != nil {
+		w.Publish(job.FusionCompleted{Success: false, ErrorMessage: err.Error()})
 		return Outcome{Failure: &Failure{job.CodeOutputInvalid, err.Error()}, Usage: usage}
 	}
 	res, _ := json.Marshal(f.result.Merged)

@@ -320,6 +320,7 @@ func TestFusionArbitration(t *testing.T) {
 			for _, e := range entries {
 				if e.Model == "local::judge" {
 					judged++
+					is.Equal(e.Task, "arbitration")
 				}
 			}
 			is.Equal(judged, 1) // the arbiter's call is in the ledger
