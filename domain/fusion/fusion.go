@@ -88,7 +88,7 @@ type Provenance struct {
 
 // Conflict is a field on which the models disagree.
 type Conflict struct {
-	Path      string `json:"path"`
+	Path string `json:"path"`
 	// FieldType is scalar, multilingual, array or object; ValueType is a
 	// scalar's kind: string, number, boolean or mixed (different kinds).
 	FieldType string `json:"field_type"`
