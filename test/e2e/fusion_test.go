@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -476,4 +477,60 @@ func TestFusionMultilingual(t *testing.T) {
 	// contrarian's primary language is its own, its French echo's: a real conflict, per language.
 	is.True(c.NeedsArbitration)
 	is.Equal(rec.Provenance["summary.fr"].Models, []string{"sandbox::contrarian", "sandbox::echo"})
+}
+
+// TestFusionAfterTakeover: a replica dies while one of two models is in
+// flight; the replica that takes the job over does not redo the finished
+// model and still fuses.
+func TestFusionAfterTakeover(t *testing.T) {
+	is := is.New(t)
+	dsn := backends[1].dsn(t)
+	var hang atomic.Bool
+	hang.Store(true)
+	var calls atomic.Int64
+	fake := fakeopenai.New(t, fakeopenai.WithModels("m"))
+	fake.SetResponder(func(req fakeopenai.ChatRequest) (string, int) {
+		calls.Add(1)
+		for hang.Load() {
+			time.Sleep(20 * time.Millisecond) // in flight until the replica dies
+		}
+		return fakeopenai.DefaultAnswer(req), 0
+	})
+	a := &replica{t: t, bin: buildEnrichd(t), addr: freeAddr(t), env: []string{
+		"DATABASE_URL=" + dsn, "ENRICH_JWT_SECRET=" + strings.Repeat("r", 40), "ENRICH_PASSWORD_HASHING=fast",
+		"ENRICH_LOG_LEVEL=error", "ENRICH_LEASE_TTL=2s", "ENRICH_SANDBOX=true",
+		"ENRICH_PROVIDER_FAKE_TYPE=openai", "ENRICH_PROVIDER_FAKE_BASE_URL=" + fake.URL(),
+		"ENRICH_PROVIDER_FAKE_API_KEY=k", "ENRICH_PROVIDER_FAKE_MODELS=m",
+	}}
+	a.start()
+	sa := &service{t: t, url: "http://" + a.addr, http: testHTTPClient()}
+	ten := sa.register("fusion-takeover@example.com")
+	id := sa.createSchema(ten.key, "Company", fusionSchema)
+	jobID := sa.startJob(ten.key, obj{"entity_data": obj{"name": "Acme"}, "schema_id": id, "models": []string{"sandbox::echo", "fake::m"},
+		"strategy": "single_pass"})
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		evs := sa.eventsSoFar(ten.key, jobID)
+		if len(find(evs, "model_completed")) == 1 && calls.Load() == 1 {
+			break
+		}
+		mustf(t, time.Now().Before(deadline), "echo did not complete")
+	}
+	a.kill()
+	hang.Store(false)
+
+	cfg := testConfig(dsn)
+	cfg.LeaseTTL = 2 * time.Second
+	cfg.Providers = []llm.ProviderConfig{{Name: "fake", Type: "openai", BaseURL: fake.URL(), APIKey: "k", Models: []string{"m"}}}
+	b := start(t, cfg)
+	evs := b.follow(ten.key, jobID, "")
+	is.Equal(last(evs).Name, "completed")
+	is.Equal(len(find(evs, "job_resumed")), 1)
+	is.Equal(len(find(evs, "expertise_completed")), 2) // echo's once, before the takeover; fake's after
+	is.Equal(calls.Load(), int64(2))                   // the call in flight at the kill, again
+	is.Equal(len(find(evs, "fusion_completed")), 1)
+	is.Equal(last(evs).Data["is_fused"], true)
+	var rec fusedRecord
+	is.Equal(b.call("GET", "/api/records/"+last(evs).Data["record_id"].(string), ten.key, nil, &rec), 200)
+	is.Equal(rec.Type, "fusion")
+	is.Equal(rec.Provenance["name"].Models, []string{"fake::m", "sandbox::echo"})
 }
