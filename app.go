@@ -61,7 +61,9 @@ type Embedded struct {
 	Enrichment *app.EnrichmentService
 	// SchemaGen generates schemas from samples and applies AI edits.
 	SchemaGen *app.SchemaGenService
-	Jobs      *app.JobService
+	// Fusion merges stored records into fused records.
+	Fusion *app.FusionService
+	Jobs   *app.JobService
 	// ProviderKeys manages the organizations' and the global provider keys.
 	ProviderKeys *app.ProviderKeyService
 	// Costs answers the cost analytics from the usage ledger.

@@ -64,6 +64,7 @@ var coreSet = wire.NewSet(
 	provideSamples,
 	provideSchemaGen,
 	provideFetch,
+	provideFusion,
 	provideEmbedded,
 )
 
@@ -203,6 +204,15 @@ func provideSchemaGen(st *Stores, en *app.Engine, s ports.EventStream, js *app.J
 	return svc
 }
 
+// provideFusion builds the merge of stored records, the Runner of fusion
+// jobs.
+func provideFusion(st *Stores, en *app.Engine, s ports.EventStream, js *app.JobService, enr *app.EnrichmentService,
+	clock ports.Clock, ids ports.IDs, lg *slog.Logger) *app.FusionService {
+	svc := &app.FusionService{Enrich: enr, Records: st.Records, Engine: en, Stream: s, JobSvc: js, Clock: clock, IDs: ids, Log: lg}
+	en.Runners[job.TypeFusion] = svc
+	return svc
+}
+
 // provideSamples builds sample generation, the Runner of its jobs.
 func provideSamples(en *app.Engine, enr *app.EnrichmentService, s ports.EventStream, js *app.JobService, clock ports.Clock,
 	ids ports.IDs, lg *slog.Logger) *app.SampleService {
@@ -213,10 +223,11 @@ func provideSamples(en *app.Engine, enr *app.EnrichmentService, s ports.EventStr
 
 func provideEmbedded(st *Stores, a *app.AccessService, sc *app.SchemaService, rc *app.RecordService, en *app.EnrichmentService,
 	js *app.JobService, pk *app.ProviderKeyService, cs *app.CostService, an *app.AnalysisService, smp *app.SampleService,
-	sg *app.SchemaGenService, fs *app.FetchService, h *eventhub.Hub, eng *app.Engine, lg *slog.Logger, m *metrics.Metrics) *Embedded {
+	sg *app.SchemaGenService, fs *app.FetchService, fu *app.FusionService, h *eventhub.Hub, eng *app.Engine, lg *slog.Logger,
+	m *metrics.Metrics) *Embedded {
 	m.WatchRunning(func() int { return len(eng.Running()) })
 	return &Embedded{Access: a, Schemas: sc, Records: rc, Enrichment: en, Jobs: js, ProviderKeys: pk, Costs: cs, Analysis: an,
-		Samples: smp, SchemaGen: sg, Fetch: fs, Stores: st, Log: lg, Metrics: m, stream: h, engine: eng}
+		Samples: smp, SchemaGen: sg, Fetch: fs, Fusion: fu, Stores: st, Log: lg, Metrics: m, stream: h, engine: eng}
 }
 
 func provideAnalysis(st *Stores, l ports.LLM, cat ports.ModelCatalog, c ports.SchemaCompiler, kr *app.KeyRing,
@@ -246,7 +257,7 @@ var httpSet = wire.NewSet(
 func provideServices(e *Embedded) httpapi.Services {
 	return httpapi.Services{Access: e.Access, Schemas: e.Schemas, Records: e.Records, Enrichment: e.Enrichment, Jobs: e.Jobs,
 		ProviderKeys: e.ProviderKeys, Costs: e.Costs, Analysis: e.Analysis, Samples: e.Samples,
-		SchemaGen: e.SchemaGen, Fetch: e.Fetch}
+		SchemaGen: e.SchemaGen, Fetch: e.Fetch, Fusion: e.Fusion}
 }
 
 func provideHTTPConfig(e *Embedded) httpapi.Config {

@@ -52,7 +52,8 @@ func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	sampleService := provideSamples(engine, enrichmentService, hub, jobService, clock, iDs, logger)
 	schemaGenService := provideSchemaGen(stores, engine, hub, jobService, enrichmentService, schemaService, compiler, clock, iDs, logger)
 	fetchService := provideFetch(cfg, clock)
-	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, hub, engine, logger, metricsMetrics)
+	fusionService := provideFusion(stores, engine, hub, jobService, enrichmentService, clock, iDs, logger)
+	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics)
 	return embedded, func() {
 		cleanup()
 	}, nil
@@ -104,7 +105,8 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	sampleService := provideSamples(engine, enrichmentService, hub, jobService, clock, iDs, logger)
 	schemaGenService := provideSchemaGen(stores, engine, hub, jobService, enrichmentService, schemaService, compiler, clock, iDs, logger)
 	fetchService := provideFetch(cfg, clock)
-	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, hub, engine, logger, metricsMetrics)
+	fusionService := provideFusion(stores, engine, hub, jobService, enrichmentService, clock, iDs, logger)
+	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics)
 	return embedded, func() {
 		cleanup2()
 		cleanup()
@@ -146,7 +148,8 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 	sampleService := provideSamples(engine, enrichmentService, hub, jobService, clock, iDs, logger)
 	schemaGenService := provideSchemaGen(st, engine, hub, jobService, enrichmentService, schemaService, compiler, clock, iDs, logger)
 	fetchService := provideFetch(cfg, clock)
-	embedded := provideEmbedded(st, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, hub, engine, logger, metricsMetrics)
+	fusionService := provideFusion(st, engine, hub, jobService, enrichmentService, clock, iDs, logger)
+	embedded := provideEmbedded(st, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics)
 	return embedded, func() {
 		cleanup()
 	}, nil

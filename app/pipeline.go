@@ -21,8 +21,11 @@ import (
 
 // outcome is one model's run.
 type outcome struct {
-	info      model.Info
-	result    map[string]any
+	info   model.Info
+	result map[string]any
+	// raw is result before the caller's preserved values are copied in
+	// (what the schema validates; what fusion merges).
+	raw       map[string]any
 	record    *enrichment.Record
 	cost      int64
 	inTokens  int
@@ -175,10 +178,26 @@ func (s *EnrichmentService) run(ctx context.Context, w *Work, pl *plan) Outcome 
 		sort.Strings(failed)
 		pub(job.SomeModelsFailed{Message: fmt.Sprintf("%d of %d models failed", len(failed), len(outs)), FailedModels: failed})
 	}
-	res, _ := json.Marshal(ok[0].result)
 	data := job.JobCompleted{Result: ok[0].result, RecordID: ok[0].record.ID, RecordIDs: ids, Cost: total,
 		Several: len(pl.models) > 1, Results: results, FailedModels: failed}
-	s.Log.Info("enrichment finished", "job_id", w.Job.ID, "records", len(ids), "cost", total)
+	// Auto-fusion: only when every requested model succeeded.
+	if len(failed) == 0 && len(ok) >= 2 {
+		if f := s.autoFuse(ctx, w, pl, ok); f != nil {
+			records = append(records, f.record)
+			data.Result, data.RecordID, data.Fused = f.result.Merged, f.record.ID, true
+			data.RecordIDs = append(data.RecordIDs, f.record.ID)
+			data.Fusion, data.Cost = f.result.Summary, data.Cost+f.cost
+			for _, o := range ok {
+				data.SourceModels = append(data.SourceModels, o.info.Key.String())
+			}
+			sort.Strings(data.SourceModels)
+		}
+		if ctx.Err() != nil {
+			return Outcome{}
+		}
+	}
+	res, _ := json.Marshal(data.Result)
+	s.Log.Info("enrichment finished", "job_id", w.Job.ID, "records", len(records), "cost", data.Cost, "fused", data.Fused)
 	return Outcome{Result: res, Records: records, Completed: data}
 }
 
@@ -296,6 +315,11 @@ func (s *EnrichmentService) finish(jobID string, pl *plan, m model.Info, parts [
 	}
 	if err := pl.whole.Validate(merged); err != nil {
 		return nil, fmt.Errorf("merged output does not validate: %w", err)
+	}
+	o.raw = merged
+	if len(pl.preserve) > 0 {
+		b, _ := json.Marshal(merged)
+		_ = json.Unmarshal(b, &o.raw) // CopyPaths writes into merged
 	}
 	// The caller's preserved values, exactly as sent.
 	merged = enrichment.CopyPaths(merged, pl.entity, pl.preserve)

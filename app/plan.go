@@ -151,14 +151,14 @@ func (s *EnrichmentService) unsupported(req EnrichRequest) error {
 	for _, f := range []struct {
 		field string
 		v     *string
-	}{{"classification_model", req.ClassificationModel}, {"arbitration_model", req.ArbitrationModel}} {
+	}{{"classification_model", req.ClassificationModel}} {
 		if f.v == nil || *f.v == "" {
 			continue
 		}
 		if _, err := s.knownModel(f.field, *f.v); err != nil {
 			return err
 		}
-		return notSupported(f.field, "%s: pre-flight classification and LLM arbitration are not supported yet; leave it out or null", f.field)
+		return notSupported(f.field, "%s: pre-flight classification is not supported yet; leave it out or null", f.field)
 	}
 	for i, id := range req.AttachmentIDs {
 		if strings.TrimSpace(id) == "" {
@@ -201,6 +201,9 @@ type plan struct {
 	choice   enrichment.Choice
 	models   []model.Info
 	autoPick *modelsel.Pick
+	// arbiter is the requested arbitration model of the auto-fusion (nil:
+	// rule-based, see app/fusion.go).
+	arbiter *model.Info
 	// keys is the key of each provider the run calls (absent: keyless).
 	keys map[string]*runKey
 	// usage collects the run's LLM calls for the ledger.
@@ -267,6 +270,9 @@ func (s *EnrichmentService) prepare(ctx context.Context, orgID string, req Enric
 		return nil, err
 	}
 	pl := &plan{req: req, schema: sc, models: models, autoPick: pick, entity: entity}
+	if pl.arbiter, err = s.arbiterOf(ctx, orgID, req.ArbitrationModel); err != nil {
+		return nil, err
+	}
 	// A linked, published schema runs on its published contract, not on
 	// the working copy being edited (schema.Schema.Contract).
 	if err := json.Unmarshal(sc.Contract(), &pl.doc); err != nil {

@@ -169,7 +169,7 @@ func TestUnsupportedFieldsAreRefusedByName(t *testing.T) {
 	}{
 		{"classification model", func(r *app.EnrichRequest) { r.ClassificationModel = &known }, "not_supported_yet", "classification_model"},
 		{"unknown classification model", func(r *app.EnrichRequest) { r.ClassificationModel = &unknown }, "invalid_model", "classification_model"},
-		{"arbitration model", func(r *app.EnrichRequest) { r.ArbitrationModel = &known }, "not_supported_yet", "arbitration_model"},
+		{"unknown arbitration model", func(r *app.EnrichRequest) { r.ArbitrationModel = &unknown }, "invalid_model", "arbitration_model"},
 		{"attachments", func(r *app.EnrichRequest) { r.AttachmentIDs = []string{"a1"} }, "not_supported_yet", "attachment_ids"},
 		{"empty attachment id", func(r *app.EnrichRequest) { r.AttachmentIDs = []string{" "} }, "invalid_request", "attachment_ids.0"},
 		{"inline schema", func(r *app.EnrichRequest) { r.TargetSchema = json.RawMessage(`{"type":"object"}`) }, "not_supported_yet", "target_schema"},

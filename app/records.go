@@ -45,7 +45,7 @@ func (s *RecordService) List(ctx context.Context, p *access.Principal, q RecordQ
 		return page.Result[*enrichment.Record]{}, err
 	}
 	if q.Type != "" && !slices.Contains(enrichment.RecordTypes(), q.Type) {
-		return page.Result[*enrichment.Record]{}, Invalid("type", "unknown record type %q (want enrichment, schema_generation, schema_edit, playground or ambiguity_analysis)", q.Type)
+		return page.Result[*enrichment.Record]{}, Invalid("type", "unknown record type %q (want enrichment, schema_generation, schema_edit, playground, ambiguity_analysis or fusion)", q.Type)
 	}
 	if q.Success != nil && !*q.Success {
 		return page.Result[*enrichment.Record]{}, nil

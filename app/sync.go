@@ -49,6 +49,11 @@ type SyncResult struct {
 	// Models are the per-model outcomes, in the order they ended.
 	Models       []ModelResult
 	FailedModels []string
+	// IsFused: Result and RecordID are the fused record's; Fusion is its
+	// summary and SourceModels the merged models.
+	IsFused      bool
+	Fusion       map[string]any
+	SourceModels []string
 	// ProcessingMS is the wall-clock time of the run as this caller saw it.
 	ProcessingMS int64
 }
@@ -75,6 +80,9 @@ type completedPayload struct {
 	RecordIDs    []string       `json:"record_ids"`
 	Cost         int64          `json:"cost"`
 	FailedModels []string       `json:"failed_models"`
+	IsFused      bool           `json:"is_fused"`
+	Fusion       map[string]any `json:"fusion"`
+	SourceModels []string       `json:"source_models"`
 }
 
 // JobEnded is the error of a blocking run whose job failed or was
@@ -138,7 +146,8 @@ func (s *EnrichmentService) Sync(ctx context.Context, p *access.Principal, req E
 		return nil, err
 	}
 	return &SyncResult{Job: final, Result: c.Result, RecordID: c.RecordID, RecordIDs: c.RecordIDs, Cost: c.Cost,
-		Models: models, FailedModels: c.FailedModels, ProcessingMS: time.Since(t0).Milliseconds()}, nil
+		Models: models, FailedModels: c.FailedModels, IsFused: c.IsFused, Fusion: c.Fusion, SourceModels: c.SourceModels,
+		ProcessingMS: time.Since(t0).Milliseconds()}, nil
 }
 
 // awaitEnd follows job j's events from its first, handing each to seen

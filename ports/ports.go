@@ -290,6 +290,8 @@ const (
 	TaskSchemaEdit       LLMTask = "schema_edit"
 	TaskSampleGeneration LLMTask = "sample_generation"
 	TaskAmbiguity        LLMTask = "ambiguity_analysis"
+	// TaskArbitration chooses among several models' conflicting values.
+	TaskArbitration LLMTask = "arbitration"
 )
 
 // LLMResponse is a model's answer and its token usage.

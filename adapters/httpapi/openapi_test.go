@@ -217,7 +217,7 @@ var validateCases = []validateCase{
 	{name: "page_size not a number", method: "GET", path: "/api/records?page_size=ten",
 		status: 400, field: "page_size", detail: `field "page_size" must be an integer`, schema: true},
 	{name: "page_size and cursor pass", method: "GET", path: "/api/records?page_size=200&cursor=abc&type=enrichment", status: 200, schema: true},
-	{name: "record type enum", method: "GET", path: "/api/records?type=fusion", status: 400, field: "type", detail: `field "type" must be one of enrichment`, schema: true},
+	{name: "record type enum", method: "GET", path: "/api/records?type=benchmark", status: 400, field: "type", detail: `field "type" must be one of enrichment`, schema: true},
 	{name: "key role null is a legacy key", method: "POST", path: "/api/auth/api-keys",
 		body: `{"name":"ci","role":null,"expires_at":null}`, status: 200, schema: true},
 	{name: "key with everything", method: "POST", path: "/api/auth/api-keys",

@@ -93,6 +93,9 @@ var routes = map[Route]access.Action{
 	// Records deletion and fetching a batch from a URL (issue 11, part R).
 	{"POST", "/api/records/batch-delete"}: access.ActDeleteRecords,
 	{"POST", "/api/batch/fetch"}:          access.ActFetchEntities,
+	// Fusion of stored records (issue 11, part F).
+	{"POST", "/api/fusion/merge"}:        access.ActFusionMerge,
+	{"POST", "/api/fusion/merge/stream"}: access.ActFusionMerge,
 }
 
 // actionOf returns a route's action, and false for a route missing from the

@@ -205,6 +205,8 @@ type recordJSON struct {
 	EntityName *string    `json:"entity_name"`
 	Sandbox    bool       `json:"sandbox"`
 	CreatedAt  time.Time  `json:"created_at"`
+	// Fused records only (fusion.go).
+	*fusionFields
 }
 
 // recordDetailJSON is a full record.
@@ -225,7 +227,8 @@ func toRecord(rc *enrichment.Record) recordJSON {
 	out := recordJSON{ID: rc.ID, Type: string(rc.Type), SchemaID: rc.SchemaID, JobID: rc.JobID, Model: rc.Model,
 		ModelCompositeKey: rc.Model, ModelName: rc.Model, Strategy: string(rc.Strategy),
 		usageJSON: usage(rc.Cost, rc.InputTokens, rc.OutputTokens), Success: true,
-		Sandbox: rc.Sandbox, CreatedAt: rc.CreatedAt, IsDeleted: rc.DeletedAt != nil, DeletedAt: rc.DeletedAt}
+		Sandbox: rc.Sandbox, CreatedAt: rc.CreatedAt, IsDeleted: rc.DeletedAt != nil, DeletedAt: rc.DeletedAt,
+		fusionFields: toFusionFields(rc)}
 	if rc.SchemaID != "" {
 		out.SavedSchemaID = &rc.SchemaID
 	}

@@ -50,6 +50,7 @@ type Server struct {
 	samples *app.SampleService
 	gen     *app.SchemaGenService
 	fetch   *app.FetchService
+	fusion  *app.FusionService
 	log     *slog.Logger
 	ready   Readiness
 
@@ -75,6 +76,7 @@ type Services struct {
 	Samples      *app.SampleService
 	SchemaGen    *app.SchemaGenService
 	Fetch        *app.FetchService
+	Fusion       *app.FusionService
 }
 
 // NewServer builds the router.
@@ -90,7 +92,7 @@ func NewServer(cfg Config, svc Services, lg *slog.Logger, ready Readiness) (*Ser
 	}
 	s := &Server{cfg: cfg, access: svc.Access, schemas: svc.Schemas, records: svc.Records, enrich: svc.Enrichment, jobs: svc.Jobs,
 		keys: svc.ProviderKeys, costs: svc.Costs, analysis: svc.Analysis, samples: svc.Samples, gen: svc.SchemaGen, log: lg,
-		ready: ready, fetch: svc.Fetch}
+		ready: ready, fetch: svc.Fetch, fusion: svc.Fusion}
 	var err error
 	if s.spec, err = LoadSpec(); err != nil {
 		return nil, err
@@ -130,6 +132,7 @@ func NewServer(cfg Config, svc Services, lg *slog.Logger, ready Readiness) (*Ser
 	s.registerSettingsRoutes(r)
 	s.registerSampleRoutes(r)
 	s.registerBatchFetchRoutes(r)
+	s.registerFusionRoutes(r)
 	s.registerDocsRoutes(r)
 	s.router = r
 	return s, nil

@@ -69,6 +69,10 @@ func toSyncResult(res *app.SyncResult, perModel bool) syncResult {
 		}
 	}
 	out.Model, out.usageJSON = first, usage(res.Cost, in, outT)
+	if res.IsFused {
+		// The fused result is no one model's.
+		out.IsFused, out.Model, out.Fusion, out.SourceModels = true, nil, res.Fusion, res.SourceModels
+	}
 	if perModel && out.PerModelResults == nil {
 		out.PerModelResults = []modelResult{}
 	}

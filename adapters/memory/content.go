@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
@@ -105,6 +106,12 @@ func cloneRecord(r enrichment.Record) *enrichment.Record {
 	r.StructuredOutput = cloneJSON(r.StructuredOutput)
 	r.CreatedAt = ts(r.CreatedAt)
 	r.DeletedAt = tsPtr(r.DeletedAt)
+	if r.Fusion != nil {
+		var f enrichment.Fusion
+		b, _ := json.Marshal(r.Fusion)
+		_ = json.Unmarshal(b, &f)
+		r.Fusion = &f
+	}
 	return &r
 }
 

@@ -213,20 +213,43 @@ type recordRow struct {
 	Sandbox          bool            `bun:"sandbox,notnull"`
 	CreatedAt        time.Time       `bun:"created_at,notnull"`
 	DeletedAt        *time.Time      `bun:"deleted_at"`
+	// Fusion is a fused record's provenance, sources, summary and report.
+	Fusion json.RawMessage `bun:"fusion,nullzero"`
 }
 
 func (r *recordRow) record() *enrichment.Record {
 	return &enrichment.Record{ID: r.ID, OrgID: r.OrgID, Type: enrichment.RecordType(r.Type), SchemaID: r.SchemaID,
 		JobID: r.JobID, Model: r.Model, Strategy: enrichment.Strategy(r.Strategy), EntityData: jsonOrNil(r.EntityData),
 		StructuredOutput: jsonOrNil(r.StructuredOutput), Cost: r.Cost, InputTokens: r.InputTokens,
-		OutputTokens: r.OutputTokens, Sandbox: r.Sandbox, CreatedAt: utc(r.CreatedAt), DeletedAt: utcPtr(r.DeletedAt)}
+		OutputTokens: r.OutputTokens, Sandbox: r.Sandbox, CreatedAt: utc(r.CreatedAt), DeletedAt: utcPtr(r.DeletedAt),
+		Fusion: fusionOf(r.Fusion)}
+}
+
+func fusionOf(b json.RawMessage) *enrichment.Fusion {
+	if len(b) == 0 || string(b) == "null" {
+		return nil
+	}
+	var f enrichment.Fusion
+	if json.Unmarshal(b, &f) != nil {
+		return nil
+	}
+	return &f
+}
+
+func fusionJSON(f *enrichment.Fusion) json.RawMessage {
+	if f == nil {
+		return nil
+	}
+	b, _ := json.Marshal(f)
+	return b
 }
 
 func recordToRow(rec *enrichment.Record) recordRow {
 	return recordRow{ID: rec.ID, OrgID: rec.OrgID, Type: string(rec.Type), SchemaID: rec.SchemaID, JobID: rec.JobID,
 		Model: rec.Model, Strategy: string(rec.Strategy), EntityData: jsonOrNil(rec.EntityData),
 		StructuredOutput: jsonOrNil(rec.StructuredOutput), Cost: rec.Cost, InputTokens: rec.InputTokens,
-		OutputTokens: rec.OutputTokens, Sandbox: rec.Sandbox, CreatedAt: utc(rec.CreatedAt), DeletedAt: utcPtr(rec.DeletedAt)}
+		OutputTokens: rec.OutputTokens, Sandbox: rec.Sandbox, CreatedAt: utc(rec.CreatedAt), DeletedAt: utcPtr(rec.DeletedAt),
+		Fusion: fusionJSON(rec.Fusion)}
 }
 
 // RecordStore keeps enrichment records in the records table.

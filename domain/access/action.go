@@ -122,6 +122,10 @@ const (
 	// ActReadAPIDocs reads the OpenAPI document and the interactive docs
 	// (SPEC rule 5: system administrators only).
 	ActReadAPIDocs Action = "docs.read"
+
+	// ActFusionMerge merges stored records into a fused record
+	// (POST /api/fusion/merge and /merge/stream).
+	ActFusionMerge Action = "fusion.merge"
 )
 
 type rule struct {
@@ -203,6 +207,7 @@ var rules = map[Action]rule{
 	ActViewAllCosts: {CatSysAdmin, ScopeRead},
 
 	ActReadAPIDocs: {CatSysAdmin, ScopeRead},
+	ActFusionMerge: {CatFusion, ScopeWrite},
 }
 
 // Actions lists every action, sorted.

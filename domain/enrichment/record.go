@@ -22,7 +22,7 @@ const (
 
 // RecordTypes lists every record type a listing may filter by.
 func RecordTypes() []RecordType {
-	return []RecordType{RecordEnrichment, RecordSchemaGeneration, RecordSchemaEdit, RecordPlayground, RecordAmbiguityAnalysis}
+	return []RecordType{RecordEnrichment, RecordSchemaGeneration, RecordSchemaEdit, RecordPlayground, RecordAmbiguityAnalysis, RecordFusion}
 }
 
 // Record is a stored enrichment result.
@@ -46,4 +46,6 @@ type Record struct {
 	// DeletedAt is set on a soft-deleted record, which readers no longer
 	// see (a listing may ask for it).
 	DeletedAt *time.Time
+	// Fusion is set on fused records (type fusion) only.
+	Fusion *Fusion
 }

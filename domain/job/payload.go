@@ -183,6 +183,11 @@ type JobCompleted struct {
 	Several      bool
 	Results      map[string]any
 	FailedModels []string
+	// Fused: Result and RecordID are the fused record's; Fusion is its
+	// summary (a fusion.Summary) and SourceModels the merged models.
+	Fused        bool
+	Fusion       any
+	SourceModels []string
 }
 
 func (JobCompleted) EventType() EventType { return EventCompleted }
@@ -191,6 +196,10 @@ func (p JobCompleted) Fields() map[string]any {
 		"cost": p.Cost, "cost_usd": model.USD(p.Cost)}
 	if p.Several {
 		m["results"], m["failed_models"] = p.Results, p.FailedModels
+		m["is_fused"] = p.Fused
+	}
+	if p.Fused {
+		m["is_fused"], m["fusion"], m["source_models"] = true, p.Fusion, p.SourceModels
 	}
 	return m
 }

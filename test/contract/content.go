@@ -11,6 +11,7 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/entityenrich/enrich/domain/enrichment"
+	"github.com/entityenrich/enrich/domain/fusion"
 	"github.com/entityenrich/enrich/domain/page"
 	"github.com/entityenrich/enrich/domain/schema"
 	"github.com/entityenrich/enrich/ports"
@@ -276,6 +277,32 @@ func RunRecordStore(t *testing.T, newStore func(t *testing.T) ports.RecordStore)
 			dup := newRecord(r.OrgID, 1)
 			dup.ID = r.ID
 			is.True(errors.Is(s.CreateRecord(ctx, dup), ports.ErrConflict))
+		}},
+		{"a fused record keeps its fusion block; others have none", func(t *testing.T, s ports.RecordStore) {
+			is := is.New(t)
+			r := newRecord(newID("org"), 0)
+			r.Type = enrichment.RecordFusion
+			r.Fusion = &enrichment.Fusion{
+				Sources:    []enrichment.FusionSource{{RecordID: "r1", ModelName: "sandbox::echo"}, {RecordID: "r2", ModelName: "sandbox::alt"}},
+				Provenance: map[string]fusion.Provenance{"name": {Models: []string{"sandbox::alt", "sandbox::echo"}}, "founded": {Models: []string{"sandbox::alt"}, Arbitrated: true}},
+				Summary:    fusion.Summary{AgreedFields: 1, ConflictedFields: 1, TotalFields: 2, Method: "llm", ArbitrationModel: "openai::gpt-4o"},
+				Report: fusion.Report{AgreedFields: 1, ConflictedFields: 1, TotalFields: 2, Conflicts: []fusion.Conflict{{Path: "founded", FieldType: "scalar", ValueType: "number",
+					ValuesByModel: map[string]any{"sandbox::echo": 1999.0, "sandbox::alt": 2001.0}, NeedsArbitration: true, Resolved: 2000.0}}},
+				ArbitrationCost: 42,
+			}
+			is.NoErr(s.CreateRecord(ctx, r))
+			got, err := s.GetRecord(ctx, r.OrgID, r.ID)
+			is.NoErr(err)
+			checkRecord(t, got, r)
+			is.Equal(got.Fusion, r.Fusion)
+			plain := newRecord(r.OrgID, 1)
+			is.NoErr(s.CreateRecord(ctx, plain))
+			got, err = s.GetRecord(ctx, r.OrgID, plain.ID)
+			is.NoErr(err)
+			is.Equal(got.Fusion, nil)
+			res, err := s.ListRecords(ctx, r.OrgID, ports.RecordFilter{Type: enrichment.RecordFusion}, page.Request{Size: 10})
+			is.NoErr(err)
+			is.Equal(recordIDs(res.Items), []string{r.ID})
 		}},
 		{"list pages newest first", func(t *testing.T, s ports.RecordStore) {
 			paginated{

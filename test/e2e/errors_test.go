@@ -59,7 +59,7 @@ func TestBadInput(t *testing.T) {
 		{"schema name missing", "POST", "/api/schema/saved", ten.key, obj{"schema": obj{"type": "object", "properties": obj{"a": obj{"type": "string"}}}}, 400, "", "name"},
 		{"page_size too big", "GET", "/api/records?page_size=500", ten.key, nil, 400, "", "page_size"},
 		{"bad cursor", "GET", "/api/records?cursor=zzz", ten.key, nil, 400, "", "cursor"},
-		{"unknown record type", "GET", "/api/records?type=fusion", ten.key, nil, 400, "", "type"},
+		{"unknown record type", "GET", "/api/records?type=benchmark", ten.key, nil, 400, "", "type"},
 		{"oversized body", "POST", "/api/schema/saved", ten.key, `{"name":"` + strings.Repeat("x", 2<<20) + `"}`, 413, "", ""},
 		{"unknown route", "GET", "/api/nope", ten.key, nil, 404, "", ""},
 		{"unknown job stream", "GET", "/api/llm/stream/nope", ten.key, nil, 404, "", ""},

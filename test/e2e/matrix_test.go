@@ -51,6 +51,7 @@ var minimum = map[string]string{
 	"GET /api/llm/stream/{job_id}": "operator", "POST /api/llm/cancel/{job_id}": "operator",
 	"POST /api/llm/continue/{job_id}":         "operator",
 	"POST /api/schema/sample/generate/stream": "editor", "POST /api/schema/sample/generate/sync": "editor",
+	"POST /api/fusion/merge": "operator", "POST /api/fusion/merge/stream": "operator",
 	"GET /api/org-keys": "owner", "POST /api/org-keys": "owner", "PATCH /api/org-keys/{key_id}": "owner",
 	"DELETE /api/org-keys/{key_id}": "owner", "POST /api/org-keys/{key_id}/enable": "owner",
 	"POST /api/org-keys/{key_id}/health-check": "owner",
@@ -90,6 +91,8 @@ func TestAuthorizationMatrix(t *testing.T) {
 	jobID := s.startJob(home.key, obj{"entity_data": obj{"name": "Acme"}, "schema_id": schemaID, "models": []string{"sandbox::echo"}})
 	done := s.follow(home.key, jobID, "")
 	recordID, _ := last(done).Data["record_id"].(string)
+	altDone := s.follow(home.key, s.startJob(home.key, obj{"entity_data": obj{"name": "Acme"}, "schema_id": schemaID, "models": []string{"sandbox::alt"}}), "")
+	altRecordID, _ := last(altDone).Data["record_id"].(string)
 	var k struct{ ID string }
 	s.call("POST", "/api/auth/api-keys", home.token, obj{"name": "target", "role": "operator"}, &k)
 	targetKeyID := k.ID
@@ -249,6 +252,8 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"POST", "/api/schema/sample/generate/sync", "/api/schema/sample/generate/sync", func() any {
 			return obj{"entity_type": "company", "model": "sandbox::echo"}
 		}, 200, false, 0},
+		{"POST", "/api/fusion/merge", "/api/fusion/merge", func() any { return obj{"result_ids": []string{recordID, altRecordID}} }, 200, true, 0},
+		{"POST", "/api/fusion/merge/stream", "/api/fusion/merge/stream", func() any { return obj{"result_ids": []string{recordID, altRecordID}} }, 200, true, 0},
 		{"GET", "/api/llm/stream/{job_id}", "/api/llm/stream/" + jobID, nil, 200, true, 0},
 		{"POST", "/api/llm/cancel/{job_id}", "/api/llm/cancel/" + jobID, nil, 409, true, 0},     // the job is completed
 		{"POST", "/api/llm/continue/{job_id}", "/api/llm/continue/" + jobID, nil, 409, true, 0}, // and not paused

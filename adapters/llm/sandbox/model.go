@@ -42,6 +42,7 @@ func Specs() []Spec {
 		{"flaky", "first attempt of each conversation is not JSON, retries succeed"},
 		{"broken", "always answers a parseable object that fails the schema"},
 		{"slow", "like echo after 2 s"},
+		{"contrarian", "echo's answer with planned disagreements (half the strings, the numbers, arrays and booleans), to show fusion"},
 	}
 }
 
@@ -121,6 +122,8 @@ func (m *Model) GenerateContent(ctx context.Context, messages []llms.MessageCont
 		text = `{"oops":`
 	case m.name == "broken":
 		text = marshal(Invalid(orEmptyObject(schema)))
+	case m.name == "contrarian":
+		text = marshal(Contrarian(orEmptyObject(schema), entity))
 	default:
 		text = marshal(Generate(orEmptyObject(schema), entity, m.name))
 	}

@@ -1,0 +1,137 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+
+	"github.com/gorilla/mux"
+
+	"github.com/entityenrich/enrich/app"
+	"github.com/entityenrich/enrich/domain/enrichment"
+	"github.com/entityenrich/enrich/domain/fusion"
+	"github.com/entityenrich/enrich/domain/model"
+)
+
+// fusionFields are a fused record's fields: the reference's fusion_sources,
+// fusion_method and fusion_arbitration_model, and ours: the fusion
+// summary, the per-field provenance and the conflict report.
+type fusionFields struct {
+	FusionSources          []enrichment.FusionSource    `json:"fusion_sources"`
+	FusionMethod           string                       `json:"fusion_method"`
+	FusionArbitrationModel *string                      `json:"fusion_arbitration_model"`
+	Fusion                 fusion.Summary               `json:"fusion"`
+	Provenance             map[string]fusion.Provenance `json:"provenance"`
+	ConflictReport         fusion.Report                `json:"conflict_report"`
+}
+
+func toFusionFields(rc *enrichment.Record) *fusionFields {
+	if rc.Fusion == nil {
+		return nil
+	}
+	f := rc.Fusion
+	out := &fusionFields{FusionSources: f.Sources, FusionMethod: f.Summary.Method, Fusion: f.Summary, Provenance: f.Provenance,
+		ConflictReport: f.Report}
+	if out.FusionSources == nil {
+		out.FusionSources = []enrichment.FusionSource{}
+	}
+	if f.Summary.ArbitrationModel != "" {
+		out.FusionArbitrationModel = &f.Summary.ArbitrationModel
+	}
+	return out
+}
+
+func (s *Server) registerFusionRoutes(r *mux.Router) {
+	r.HandleFunc("/api/fusion/merge", s.fusionMerge).Methods(http.MethodPost)
+	r.HandleFunc("/api/fusion/merge/stream", s.fusionMergeStream).Methods(http.MethodPost)
+}
+
+func (s *Server) fusionMergeStream(w http.ResponseWriter, r *http.Request) {
+	var in app.MergeRequest
+	if !s.decode(w, r, &in) {
+		return
+	}
+	j, err := s.fusion.Start(r.Context(), principal(r), in)
+	if err != nil {
+		s.Error(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"job_id": j.ID, "message": "fusion started; follow GET /api/llm/stream/" + j.ID})
+}
+
+// fusionResponse is the reference's FusionResponse, plus the job, the
+// fusion summary and the provenance. merged_result carries the reference's
+// _arbitration_metadata {method, arbitration_model}; the stored record does
+// not.
+type fusionResponse struct {
+	JobID                string         `json:"job_id"`
+	Success              bool           `json:"success"`
+	ErrorMessage         *string        `json:"error_message"`
+	ProcessingMS         int64          `json:"processing_time_ms"`
+	MergedResult         map[string]any `json:"merged_result"`
+	ConflictReport       map[string]any `json:"conflict_report"`
+	RecordID             string         `json:"record_id"`
+	ArbitrationModelUsed *string        `json:"arbitration_model_used"`
+	ArbitrationKeySource *string        `json:"arbitration_key_source"`
+	Cost                 int64          `json:"cost"`
+	CostUSD              *float64       `json:"cost_usd"`
+	InputTokens          *int           `json:"input_tokens"`
+	OutputTokens         *int           `json:"output_tokens"`
+	Database             any            `json:"database"`
+	Fusion               map[string]any `json:"fusion"`
+	Provenance           any            `json:"provenance"`
+	ValidationWarnings   []string       `json:"validation_warnings"`
+}
+
+func (s *Server) fusionMerge(w http.ResponseWriter, r *http.Request) {
+	var in app.MergeRequest
+	if !s.decode(w, r, &in) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), DefaultSyncTimeout)
+	defer cancel()
+	res, err := s.fusion.Merge(ctx, principal(r), in)
+	switch {
+	case err != nil && r.Context().Err() != nil:
+		s.log.InfoContext(r.Context(), "merge client went away; job cancelled", "request_id", requestID(r))
+		return
+	case err != nil:
+		s.Error(w, r, err)
+		return
+	}
+	var d struct {
+		Merged   map[string]any `json:"merged_result"`
+		Report   map[string]any `json:"conflict_report"`
+		Summary  map[string]any `json:"fusion"`
+		Prov     any            `json:"provenance"`
+		RecordID string         `json:"record_id"`
+		Arbiter  *string        `json:"arbitration_model_used"`
+		KeySrc   *string        `json:"arbitration_key_source"`
+		Cost     int64          `json:"cost"`
+		In       int            `json:"input_tokens"`
+		Out      int            `json:"output_tokens"`
+		Warnings []string       `json:"validation_warnings"`
+		MS       int64          `json:"processing_time_ms"`
+	}
+	b, _ := json.Marshal(res.Data)
+	_ = json.Unmarshal(b, &d)
+	out := fusionResponse{JobID: res.JobID, Success: true, ProcessingMS: d.MS, MergedResult: d.Merged, ConflictReport: d.Report, RecordID: d.RecordID,
+		ArbitrationModelUsed: d.Arbiter, ArbitrationKeySource: d.KeySrc, Cost: d.Cost, Fusion: d.Summary, Provenance: d.Prov,
+		ValidationWarnings: d.Warnings}
+	if out.ValidationWarnings == nil {
+		out.ValidationWarnings = []string{}
+	}
+	if d.Arbiter != nil {
+		usd := model.USD(d.Cost)
+		out.CostUSD, out.InputTokens, out.OutputTokens = &usd, &d.In, &d.Out
+	}
+	if out.MergedResult == nil {
+		out.MergedResult = map[string]any{}
+	}
+	meta := map[string]any{"method": nil, "arbitration_model": nil}
+	if d.Summary != nil {
+		meta["method"], meta["arbitration_model"] = d.Summary["method"], d.Summary["arbitration_model"]
+	}
+	out.MergedResult["_arbitration_metadata"] = meta
+	writeJSON(w, http.StatusOK, out)
+}

@@ -1,0 +1,312 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+
+	"github.com/entityenrich/enrich/domain/access"
+	"github.com/entityenrich/enrich/domain/enrichment"
+	"github.com/entityenrich/enrich/domain/job"
+	"github.com/entityenrich/enrich/domain/model"
+	"github.com/entityenrich/enrich/ports"
+)
+
+// FusionService merges stored records of the organization into a fused
+// record (POST /api/fusion/merge and /merge/stream). A merge is a job of
+// type fusion, so the blocking and the streamed variants run the same code,
+// and the fused record and the arbiter's usage are stored with the job's
+// end. It is the Runner of job.TypeFusion.
+type FusionService struct {
+	Enrich  *EnrichmentService
+	Records ports.RecordStore
+	Engine  *Engine
+	Stream  ports.EventStream
+	JobSvc  *JobService
+	Clock   ports.Clock
+	IDs     ports.IDs
+	Log     *slog.Logger
+}
+
+// Bounds of a merge's result_ids.
+const (
+	MinMergeRecords = 2
+	MaxMergeRecords = 10
+)
+
+// MergeRequest is the body of POST /api/fusion/merge{,/stream}: the
+// reference's FusionRequest, also the job's stored request.
+type MergeRequest struct {
+	ResultIDs        []string `json:"result_ids"`
+	ArbitrationModel *string  `json:"arbitration_model,omitempty"`
+	AttachmentIDs    []string `json:"attachment_ids,omitempty"`
+	// DatabaseSync is accepted; no schema has a linked database yet.
+	DatabaseSync *bool `json:"database_sync,omitempty"`
+}
+
+// mergePlan is a validated merge.
+type mergePlan struct {
+	req       MergeRequest
+	sources   []fuseSource
+	schemaID  string
+	doc       map[string]any
+	validator ports.Validator
+	primary   string
+	arbiter   *model.Info
+	entity    json.RawMessage
+	strategy  enrichment.Strategy
+}
+
+func (s *FusionService) prepare(ctx context.Context, orgID string, req MergeRequest) (*mergePlan, error) {
+	n := len(req.ResultIDs)
+	if n < MinMergeRecords || n > MaxMergeRecords {
+		return nil, Invalid("result_ids", "result_ids: between %d and %d record ids", MinMergeRecords, MaxMergeRecords)
+	}
+	for i, id := range req.AttachmentIDs {
+		if strings.TrimSpace(id) == "" {
+			return nil, Invalid(fmt.Sprintf("attachment_ids.%d", i), "attachment_ids.%d is empty", i)
+		}
+	}
+	if len(req.AttachmentIDs) > 0 {
+		return nil, notSupported("attachment_ids", "attachment_ids: attachments are not supported yet; leave it out or empty")
+	}
+	if req.ArbitrationModel != nil {
+		if err := checkText("arbitration_model", *req.ArbitrationModel); err != nil {
+			return nil, err
+		}
+	}
+	seen := map[string]bool{}
+	pl := &mergePlan{req: req}
+	names := map[string]bool{}
+	for i, id := range req.ResultIDs {
+		field := fmt.Sprintf("result_ids.%d", i)
+		if err := checkText(field, id); err != nil {
+			return nil, err
+		}
+		if strings.TrimSpace(id) == "" {
+			return nil, Invalid(field, "%s is empty", field)
+		}
+		if seen[id] {
+			return nil, Invalid(field, "%s: record %s is listed twice", field, id)
+		}
+		seen[id] = true
+		rec, err := s.Records.GetRecord(ctx, orgID, id)
+		if errors.Is(err, ports.ErrNotFound) {
+			return nil, coded(ports.ErrNotFound, "not_found", "record %s not found", id)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if rec.Type != enrichment.RecordEnrichment && rec.Type != enrichment.RecordFusion {
+			return nil, Invalid(field, "%s: record %s is a %s record; only enrichment and fusion records merge", field, id, rec.Type)
+		}
+		var out map[string]any
+		if json.Unmarshal(rec.StructuredOutput, &out) != nil || out == nil {
+			return nil, Invalid(field, "%s: record %s has no result object", field, id)
+		}
+		if i == 0 {
+			pl.schemaID, pl.entity, pl.strategy = rec.SchemaID, rec.EntityData, rec.Strategy
+		} else if rec.SchemaID != pl.schemaID {
+			return nil, Invalid("result_ids", "result_ids: the records answer different schemas (%s and %s)", pl.schemaID, rec.SchemaID)
+		}
+		info := model.Info{}
+		if k, err := model.ParseKey(rec.Model); err == nil {
+			info.Key = k
+			if m, err := s.Enrich.Catalog.Model(k); err == nil {
+				info = m
+			}
+		} else {
+			info.Key = model.Key{Provider: "record", Model: rec.ID}
+		}
+		// Two records of one model are two candidates: the later ones are
+		// named model@record.
+		if names[info.Key.String()] {
+			info.Key.Model += "@" + rec.ID
+		}
+		names[info.Key.String()] = true
+		pl.sources = append(pl.sources, fuseSource{record: rec, result: out, info: info})
+	}
+	var err error
+	if pl.arbiter, err = s.Enrich.arbiterOf(ctx, orgID, req.ArbitrationModel); err != nil {
+		return nil, err
+	}
+	s.schemaOf(ctx, orgID, pl)
+	return pl, nil
+}
+
+// schemaOf reads the records' schema, when it still exists, to know the
+// multilingual fields and to validate the merge. The languages are those of
+// the records' multilingual values ("en" first when present, else in name
+// order: the stored records do not say which was primary).
+func (s *FusionService) schemaOf(ctx context.Context, orgID string, pl *mergePlan) {
+	pl.primary = DefaultLanguage
+	if pl.schemaID == "" {
+		return
+	}
+	sc, err := s.Enrich.Schemas.GetSchema(ctx, orgID, pl.schemaID)
+	if err != nil || sc.Deleted() {
+		return
+	}
+	var doc map[string]any
+	if json.Unmarshal(sc.Contract(), &doc) != nil {
+		return
+	}
+	langs := languagesOf(doc, pl.sources)
+	if len(langs) > 0 {
+		pl.primary = langs[0]
+		doc = enrichment.Localize(doc, langs)
+	}
+	pl.doc = doc
+	raw, _ := json.Marshal(doc)
+	if v, err := s.Enrich.compile(raw); err == nil {
+		pl.validator = v
+	}
+}
+
+// languagesOf finds the language codes of the top-level multilingual
+// properties' values.
+func languagesOf(doc map[string]any, srcs []fuseSource) []string {
+	props, _ := doc["properties"].(map[string]any)
+	set := map[string]bool{}
+	for name, p := range props {
+		pm, _ := p.(map[string]any)
+		if multi, _ := pm["multilingual"].(bool); !multi {
+			continue
+		}
+		for _, src := range srcs {
+			if v, ok := src.result[name].(map[string]any); ok {
+				for l := range v {
+					set[l] = true
+				}
+			}
+		}
+	}
+	var out []string
+	for l := range set {
+		out = append(out, l)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if (out[i] == DefaultLanguage) != (out[j] == DefaultLanguage) {
+			return out[i] == DefaultLanguage
+		}
+		return out[i] < out[j]
+	})
+	return out
+}
+
+// Start validates a merge and creates its job.
+func (s *FusionService) Start(ctx context.Context, p *access.Principal, req MergeRequest) (*job.Job, error) {
+	if err := access.Authorize(p, access.ActFusionMerge); err != nil {
+		return nil, err
+	}
+	pl, err := s.prepare(ctx, p.OrgID, req)
+	if err != nil {
+		return nil, err
+	}
+	body, _ := json.Marshal(req)
+	now := s.Clock.Now()
+	j := &job.Job{ID: s.IDs.NewID(), OrgID: p.OrgID, Type: job.TypeFusion, State: job.Pending,
+		Request: body, CreatedAt: now, UpdatedAt: now, HeartbeatAt: now}
+	if err := s.Engine.Create(ctx, j, pl); err != nil {
+		if errors.Is(err, ports.ErrCapacity) {
+			return nil, coded(ports.ErrCapacity, "capacity", "the server has no capacity for the job, try again shortly")
+		}
+		return nil, err
+	}
+	return j, nil
+}
+
+// Run runs a merge job for the Engine.
+func (s *FusionService) Run(ctx context.Context, w *Work) Outcome {
+	pl, _ := w.Prepared.(*mergePlan)
+	if pl == nil {
+		var req MergeRequest
+		if err := json.Unmarshal(w.Job.Request, &req); err != nil {
+			return Outcome{Failure: &Failure{job.CodeInternal, "the stored request does not decode"}}
+		}
+		var err error
+		if pl, err = s.prepare(ctx, w.Job.OrgID, req); err != nil {
+			return s.Enrich.unprepared(err)
+		}
+	}
+	if w.Tracker != nil {
+		w.Tracker.SetTotalModels(len(pl.sources))
+	}
+	log := &usageLog{orgID: w.Job.OrgID, jobID: w.Job.ID}
+	fr := fusionRun{orgID: w.Job.OrgID, jobID: w.Job.ID, recordID: fusionRecordID(w.Job.ID, pl.sources), doc: pl.doc, validator: pl.validator,
+		primary: pl.primary, strategy: pl.strategy, entity: pl.entity, schemaID: pl.schemaID, sources: pl.sources,
+		arbiter: pl.arbiter, pub: w.Publish, prior: w.Prior}
+	f, err := s.Enrich.fuse(ctx, fr, log)
+	usage := log.take()
+	if ctx.Err() != nil {
+		return Outcome{Usage: usage}
+	}
+	if err != nil {
+		w.Publish(job.FusionCompleted{Success: false, ErrorMessage: err.Error()})
+		return Outcome{Failure: &Failure{job.CodeOutputInvalid, err.Error()}, Usage: usage}
+	}
+	res, _ := json.Marshal(f.result.Merged)
+	return Outcome{Result: res, Records: []*enrichment.Record{f.record}, Usage: usage,
+		Completed: job.JobCompleted{Result: f.result.Merged, RecordID: f.record.ID, RecordIDs: []string{f.record.ID}, Cost: f.cost,
+			Fused: true, Fusion: f.result.Summary, SourceModels: sourceModels(pl.sources)}}
+}
+
+// MergeResult is the blocking merge's answer: the fusion_completed event's
+// payload.
+type MergeResult struct {
+	JobID string
+	Data  map[string]any
+}
+
+// Merge runs a merge and waits for its end.
+func (s *FusionService) Merge(ctx context.Context, p *access.Principal, req MergeRequest) (*MergeResult, error) {
+	j, err := s.Start(ctx, p, req)
+	if err != nil {
+		return nil, err
+	}
+	var after int64
+	var res *MergeResult
+	for {
+		evs, err := s.Stream.Wait(ctx, j.ID, after)
+		if err != nil {
+			if _, cerr := s.JobSvc.Cancel(context.WithoutCancel(ctx), p, j.ID, "client went away"); cerr != nil {
+				s.Log.Debug("cancel after merge ended", "job_id", j.ID, "err", cerr)
+			}
+			return nil, err
+		}
+		for _, ev := range evs {
+			after = ev.Seq
+			if ev.Type == job.EventFusionCompleted {
+				res = &MergeResult{JobID: j.ID, Data: ev.Data}
+			}
+			if !ev.Type.Terminal() {
+				continue
+			}
+			if ev.Type == job.EventCompleted && res != nil {
+				return res, nil
+			}
+			var end struct {
+				Status  job.State     `json:"status"`
+				Code    job.ErrorCode `json:"error_code"`
+				Message string        `json:"error_message"`
+				Reason  string        `json:"reason"`
+			}
+			if err := remarshal(ev.Data, &end); err != nil {
+				return nil, err
+			}
+			final := *j
+			final.State, final.ErrorCode, final.Error, final.UpdatedAt = end.Status, end.Code, end.Message, ev.CreatedAt
+			if ev.Type == job.EventCancelled {
+				final.State, final.Error = job.Cancelled, end.Reason
+			}
+			if ev.Type == job.EventCompleted {
+				final.State, final.ErrorCode, final.Error = job.Failed, job.CodeInternal, "the merge completed without a result"
+			}
+			return nil, &JobEnded{Job: &final}
+		}
+	}
+}
