@@ -48,6 +48,13 @@ type EnrichmentService struct {
 	// MaxAttempts bounds the tries of one expertise call (default
 	// enrichment.DefaultMaxAttempts).
 	MaxAttempts int
+	// PauseTimeout is how long a classification pause waits for a continue
+	// unless the request says (default DefaultPauseTimeout).
+	PauseTimeout time.Duration
+	// BatchMaxEntities bounds the entities of one batch (default
+	// DefaultBatchMaxEntities); BatchConcurrency the entities of one batch
+	// enriched at once (default DefaultBatchConcurrency).
+	BatchMaxEntities, BatchConcurrency int
 
 	cache validators
 }
@@ -111,6 +118,9 @@ type EnrichRequest struct {
 	ArbitrationModel    *string         `json:"arbitration_model,omitempty"`
 	AttachmentIDs       []string        `json:"attachment_ids,omitempty"`
 	TargetSchema        json.RawMessage `json:"target_schema,omitempty"`
+	// PauseTimeoutSeconds (ours) bounds how long a classification pause
+	// waits for a continue (default DefaultPauseTimeout).
+	PauseTimeoutSeconds *int `json:"pause_timeout_seconds,omitempty"`
 }
 
 // responseSchema reports whether the provider's JSON-schema channel is asked
@@ -152,7 +162,7 @@ func (s *EnrichmentService) unsupported(req EnrichRequest) error {
 	for _, f := range []struct {
 		field string
 		v     *string
-	}{{"classification_model", req.ClassificationModel}, {"arbitration_model", req.ArbitrationModel}} {
+	}{{"arbitration_model", req.ArbitrationModel}} {
 		if f.v == nil || *f.v == "" {
 			continue
 		}
@@ -202,6 +212,8 @@ type plan struct {
 	choice   enrichment.Choice
 	models   []model.Info
 	autoPick *modelsel.Pick
+	// classifier is the classification_model (nil: no classification).
+	classifier *model.Info
 	// keys is the key of each provider the run calls (absent: keyless).
 	keys map[string]*runKey
 	// usage collects the run's LLM calls for the ledger.
@@ -263,6 +275,13 @@ func (s *EnrichmentService) prepare(ctx context.Context, orgID string, req Enric
 	if err != nil {
 		return nil, err
 	}
+	if err := checkPauseTimeout(req.PauseTimeoutSeconds); err != nil {
+		return nil, err
+	}
+	classifier, err := s.resolveClassifier(ctx, orgID, req.ClassificationModel)
+	if err != nil {
+		return nil, err
+	}
 	sc, err := s.Schemas.GetSchema(ctx, orgID, req.SchemaID)
 	if errors.Is(err, ports.ErrNotFound) || (err == nil && sc.Deleted()) {
 		return nil, coded(ports.ErrNotFound, "not_found", "schema %s not found", req.SchemaID)
@@ -270,7 +289,7 @@ func (s *EnrichmentService) prepare(ctx context.Context, orgID string, req Enric
 	if err != nil {
 		return nil, err
 	}
-	pl := &plan{req: req, schema: sc, models: models, autoPick: pick, entity: entity}
+	pl := &plan{req: req, schema: sc, models: models, autoPick: pick, entity: entity, classifier: classifier}
 	// A linked, published schema runs on its published contract, not on
 	// the working copy being edited (schema.Schema.Contract).
 	if err := json.Unmarshal(sc.Contract(), &pl.doc); err != nil {
@@ -309,7 +328,11 @@ func (s *EnrichmentService) prepare(ctx context.Context, orgID string, req Enric
 	}
 	// Last, because a pick records a use: a request refused above must not
 	// move the rotation.
-	if pl.keys, err = s.pickKeys(ctx, orgID, models); err != nil {
+	called := models
+	if classifier != nil {
+		called = append(append([]model.Info(nil), models...), *classifier)
+	}
+	if pl.keys, err = s.pickKeys(ctx, orgID, called); err != nil {
 		return nil, err
 	}
 	return pl, nil

@@ -167,7 +167,7 @@ func TestUnsupportedFieldsAreRefusedByName(t *testing.T) {
 		edit        func(*app.EnrichRequest)
 		code, field string
 	}{
-		{"classification model", func(r *app.EnrichRequest) { r.ClassificationModel = &known }, "not_supported_yet", "classification_model"},
+		{"pause timeout", func(r *app.EnrichRequest) { zero := 0; r.PauseTimeoutSeconds = &zero }, "invalid_request", "pause_timeout_seconds"},
 		{"unknown classification model", func(r *app.EnrichRequest) { r.ClassificationModel = &unknown }, "invalid_model", "classification_model"},
 		{"arbitration model", func(r *app.EnrichRequest) { r.ArbitrationModel = &known }, "not_supported_yet", "arbitration_model"},
 		{"attachments", func(r *app.EnrichRequest) { r.AttachmentIDs = []string{"a1"} }, "not_supported_yet", "attachment_ids"},

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/entityenrich/enrich/domain/access"
+	"github.com/entityenrich/enrich/domain/enrichment"
 	"github.com/entityenrich/enrich/domain/job"
 	"github.com/entityenrich/enrich/ports"
 )
@@ -138,6 +139,9 @@ func (s *EnrichmentService) Sync(ctx context.Context, p *access.Principal, req E
 				}
 				models = append(models, m)
 			}
+			if ev.Type == job.EventClassificationMismatchPause {
+				return nil, s.refuseClassified(ctx, p, j.ID, ev)
+			}
 			if !ev.Type.Terminal() {
 				continue
 			}
@@ -167,6 +171,18 @@ func (s *EnrichmentService) Sync(ctx context.Context, p *access.Principal, req E
 				Models: models, FailedModels: c.FailedModels, ProcessingMS: time.Since(t0).Milliseconds()}, nil
 		}
 	}
+}
+
+// refuseClassified ends a blocking run whose classification warned: a
+// blocking caller cannot answer the pause, so the job is cancelled and the
+// caller gets the classification (422).
+func (s *EnrichmentService) refuseClassified(ctx context.Context, p *access.Principal, id string, ev job.Event) error {
+	ctxMap, _ := ev.Data["classification"].(map[string]any)
+	status, _ := ctxMap["status"].(string)
+	if _, err := s.JobSvc.Cancel(context.WithoutCancel(ctx), p, id, "refused by the pre-flight classification (blocking run)"); err != nil {
+		s.Log.Warn("cancel a blocking run refused by its classification", "job_id", id, "err", err)
+	}
+	return &ClassificationRefused{Status: enrichment.ClassificationStatus(status), Context: ctxMap}
 }
 
 // remarshal reads an event payload (as published, or as decoded from the

@@ -272,6 +272,8 @@ const (
 	TaskSchemaEdit       LLMTask = "schema_edit"
 	TaskSampleGeneration LLMTask = "sample_generation"
 	TaskAmbiguity        LLMTask = "ambiguity_analysis"
+	// TaskClassification is enrichment's pre-flight classification call.
+	TaskClassification LLMTask = "classification"
 )
 
 // LLMResponse is a model's answer and its token usage.
