@@ -30,11 +30,11 @@ const ConfidentMismatch = 0.8
 
 // Classification is a classification call's answer.
 type Classification struct {
-	Status                   ClassificationStatus `json:"status"`
-	EntityDescription        string               `json:"entity_description"`
-	ExpectedType             string               `json:"expected_type"`
-	Confidence               float64              `json:"confidence"`
-	Reasoning                string               `json:"reasoning"`
+	Status                     ClassificationStatus `json:"status"`
+	EntityDescription          string               `json:"entity_description"`
+	ExpectedType               string               `json:"expected_type"`
+	Confidence                 float64              `json:"confidence"`
+	Reasoning                  string               `json:"reasoning"`
 	AlternativeInterpretations []string             `json:"alternative_interpretations"`
 }
 
