@@ -61,6 +61,11 @@ type Config struct {
 	// after a pause); default enrichment.DefaultMaxAttempts (5, the
 	// reference product's).
 	LLMAttempts int `env:"ENRICH_LLM_ATTEMPTS"`
+	// BatchMaxEntities bounds the entities of one batch (POST
+	// /api/batch/start; more is 400 naming entities); BatchConcurrency the
+	// entities of one batch enriched at once.
+	BatchMaxEntities int `env:"ENRICH_BATCH_MAX_ENTITIES" envDefault:"1000"`
+	BatchConcurrency int `env:"ENRICH_BATCH_CONCURRENCY" envDefault:"8"`
 	// LLMConcurrency bounds the calls in flight to one provider from this
 	// process (ENRICH_PROVIDER_<NAME>_CONCURRENCY overrides it per
 	// provider); LLMOrgConcurrency one organization's calls to one provider.

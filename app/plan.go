@@ -214,6 +214,9 @@ type plan struct {
 	autoPick *modelsel.Pick
 	// classifier is the classification_model (nil: no classification).
 	classifier *model.Info
+	// contractDoc (the schema's contract) and checkDoc (localized, with
+	// the preserved properties) check each entity of a batch.
+	contractDoc, checkDoc map[string]any
 	// keys is the key of each provider the run calls (absent: keyless).
 	keys map[string]*runKey
 	// usage collects the run's LLM calls for the ledger.
@@ -248,14 +251,22 @@ type call struct {
 }
 
 func (s *EnrichmentService) prepare(ctx context.Context, orgID string, req EnrichRequest) (*plan, error) {
+	return s.prepareFor(ctx, orgID, req, false)
+}
+
+// prepareFor plans req; for a batch (no entity_data: each entity is checked
+// against the plan's contract on its own, see app/batch.go) it keeps the
+// documents the entity checks need.
+func (s *EnrichmentService) prepareFor(ctx context.Context, orgID string, req EnrichRequest, batch bool) (*plan, error) {
 	if err := checkEnrichText(req); err != nil {
 		return nil, err
 	}
 	var entity map[string]any
-	if len(req.EntityData) == 0 || json.Unmarshal(req.EntityData, &entity) != nil || entity == nil {
+	if batch {
+		// Each entity is checked by checkEntity.
+	} else if len(req.EntityData) == 0 || json.Unmarshal(req.EntityData, &entity) != nil || entity == nil {
 		return nil, Invalid("entity_data", "entity_data must be a JSON object of the entity's known attributes")
-	}
-	if len(entity) == 0 {
+	} else if len(entity) == 0 {
 		return nil, Invalid("entity_data", "entity_data must carry at least one attribute")
 	}
 	if err := s.unsupported(req); err != nil {
@@ -297,12 +308,16 @@ func (s *EnrichmentService) prepare(ctx context.Context, orgID string, req Enric
 	}
 	// The input contract is checked before anything is spent; preserved
 	// values are then the caller's, never asked of a model.
-	if pl.preserve, err = checkContract(pl.doc, entity); err != nil {
+	if batch {
+		pl.contractDoc, pl.preserve = pl.doc, preservePaths(pl.doc)
+	} else if pl.preserve, err = checkContract(pl.doc, entity); err != nil {
 		return nil, err
 	}
 	// Multilingual properties are answered per requested language.
 	pl.doc = enrichment.Localize(pl.doc, req.languages())
-	if err := s.checkPreserved(pl.doc, entity, pl.preserve); err != nil {
+	if batch {
+		pl.checkDoc = pl.doc
+	} else if err := s.checkPreserved(pl.doc, entity, pl.preserve); err != nil {
 		return nil, err
 	}
 	pl.doc = enrichment.WithoutPaths(pl.doc, pl.preserve)
