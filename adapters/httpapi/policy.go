@@ -90,6 +90,8 @@ var routes = map[Route]access.Action{
 	{"POST", "/api/schema/samples/conformance"}:      access.ActCheckSamples,
 	{"POST", "/api/schema/saved/{id}/prompt/stream"}: access.ActEditSchemaAI,
 	{"POST", "/api/schema/saved/{id}/prompt"}:        access.ActEditSchemaAI,
+	// Batch enrichment (issue 11, part BC).
+	{"POST", "/api/batch/start"}: access.ActStartBatch,
 }
 
 // actionOf returns a route's action, and false for a route missing from the

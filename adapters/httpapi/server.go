@@ -127,6 +127,7 @@ func NewServer(cfg Config, svc Services, lg *slog.Logger, ready Readiness) (*Ser
 	s.registerCostRoutes(r)
 	s.registerSettingsRoutes(r)
 	s.registerSampleRoutes(r)
+	s.registerBatchRoutes(r)
 	s.registerDocsRoutes(r)
 	s.router = r
 	return s, nil

@@ -66,6 +66,8 @@ var minimum = map[string]string{
 	// schema (editor); scoping-split is free and stateless (schema read).
 	"POST /api/schema/analyze-sample": "editor", "POST /api/schema/saved/{id}/analyze": "editor",
 	"POST /api/schema/scoping-split": "operator",
+	// Batch enrichment (issue 11, part BC).
+	"POST /api/batch/start": "operator",
 }
 
 var rank = map[string]int{"operator": 1, "editor": 2, "owner": 4}
@@ -239,6 +241,9 @@ func TestAuthorizationMatrix(t *testing.T) {
 		}, 200, true, 0},
 		{"POST", "/api/single/enrich/sync", "/api/single/enrich/sync", func() any {
 			return obj{"entity_data": obj{"name": "Acme"}, "schema_id": schemaID, "models": []string{"sandbox::echo"}}
+		}, 200, true, 0},
+		{"POST", "/api/batch/start", "/api/batch/start", func() any {
+			return obj{"entities": []obj{{"name": "Acme"}, {"name": "Globex"}}, "schema_id": schemaID, "models": []string{"sandbox::echo"}}
 		}, 200, true, 0},
 		{"POST", "/api/schema/sample/generate/stream", "/api/schema/sample/generate/stream", func() any {
 			return obj{"entity_type": "company", "auto_answer": true, "model": "sandbox::echo"}
