@@ -62,7 +62,9 @@ type batchPlan struct {
 	invalid  map[int]*Error
 }
 
-func (s *EnrichmentService) batchMax() int { return cmpInt(s.BatchMaxEntities, DefaultBatchMaxEntities) }
+func (s *EnrichmentService) batchMax() int {
+	return cmpInt(s.BatchMaxEntities, DefaultBatchMaxEntities)
+}
 
 func (s *EnrichmentService) prepareBatch(ctx context.Context, orgID string, req BatchRequest) (*batchPlan, error) {
 	if len(req.EntityData) > 0 && string(req.EntityData) != "null" {
