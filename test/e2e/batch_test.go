@@ -4,10 +4,15 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/matryer/is"
+
+	"github.com/entityenrich/enrich/adapters/llm"
+	"github.com/entityenrich/enrich/test/fakeopenai"
 )
 
 type batchStarted struct {
@@ -268,4 +273,73 @@ func TestBatchRefusals(t *testing.T) {
 			is.Equal(sum["total_entities"], float64(3))
 		})
 	}
+}
+
+// TestBatchResumeSkipsFinishedEntities: a batch whose replica dies is taken
+// over by another; the entities whose entity_completed was durable are not
+// enriched again (no call, no second entity_completed), the one in flight
+// is, and every completed entity's record is stored once.
+func TestBatchResumeSkipsFinishedEntities(t *testing.T) {
+	is := is.New(t)
+	dsn := backends[1].dsn(t)
+	var hang atomic.Bool
+	hang.Store(true)
+	var mu sync.Mutex
+	calls := map[string]int{}
+	fake := fakeopenai.New(t, fakeopenai.WithModels("m"))
+	fake.SetResponder(func(req fakeopenai.ChatRequest) (string, int) {
+		name, _ := req.Entity["name"].(string)
+		mu.Lock()
+		calls[name]++
+		mu.Unlock()
+		for name == "Hang" && hang.Load() {
+			time.Sleep(20 * time.Millisecond) // in flight until the replica dies
+		}
+		return fakeopenai.DefaultAnswer(req), 0
+	})
+	bin := buildEnrichd(t)
+	a := &replica{t: t, bin: bin, addr: freeAddr(t), env: []string{
+		"DATABASE_URL=" + dsn, "ENRICH_JWT_SECRET=" + strings.Repeat("r", 40), "ENRICH_PASSWORD_HASHING=fast",
+		"ENRICH_LOG_LEVEL=error", "ENRICH_LEASE_TTL=2s",
+		"ENRICH_PROVIDER_FAKE_TYPE=openai", "ENRICH_PROVIDER_FAKE_BASE_URL=" + fake.URL(),
+		"ENRICH_PROVIDER_FAKE_API_KEY=k", "ENRICH_PROVIDER_FAKE_MODELS=m",
+	}}
+	a.start()
+	sa := &service{t: t, url: "http://" + a.addr, http: testHTTPClient()}
+	ten := sa.register("batch-resume@example.com")
+	schemaID := sa.createSchema(ten.key, "Company", companySchema)
+	entities := []obj{{"name": "A0"}, {"name": "A1"}, {"name": "Hang"}, {"name": "A3"}, {"name": "A4"}}
+	st := sa.startBatch(ten.key, obj{"entities": entities, "schema_id": schemaID, "model": "fake::m", "strategy": "single_pass"})
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if len(find(sa.eventsSoFar(ten.key, st.JobID), "entity_completed")) == 4 {
+			break
+		}
+		mustf(t, time.Now().Before(deadline), "the quick entities did not complete")
+	}
+	a.kill()
+	hang.Store(false)
+
+	cfg := testConfig(dsn)
+	cfg.Sandbox = false
+	cfg.LeaseTTL = 2 * time.Second
+	cfg.Providers = []llm.ProviderConfig{{Name: "fake", Type: "openai", BaseURL: fake.URL(), APIKey: "k", Models: []string{"m"}}}
+	b := start(t, cfg)
+	evs := b.follow(ten.key, st.JobID, "")
+	oneTerminal(t, evs)
+	is.Equal(last(evs).Name, "completed")
+	is.Equal(len(find(evs, "job_resumed")), 1)
+	is.Equal(len(find(evs, "batch_started")), 1)
+	is.Equal(len(find(evs, "entity_completed")), 5) // four before the takeover, one after
+	is.Equal(len(find(evs, "entity_started")), 5)   // not repeated for the one in flight
+	mu.Lock()
+	for _, n := range []string{"A0", "A1", "A3", "A4"} {
+		is.Equal(calls[n], 1) // finished entities were not enriched again
+	}
+	is.Equal(calls["Hang"], 2) // the one in flight at the kill was
+	mu.Unlock()
+	sum, _ := last(evs).Data["result"].(obj)
+	is.Equal(sum["completed_entities"], float64(5))
+	var recs struct{ Total int }
+	is.Equal(b.call("GET", "/api/records?job_id="+st.JobID, ten.key, nil, &recs), 200)
+	is.Equal(recs.Total, 5) // the four rebuilt from their events, once each, and the fifth
 }
