@@ -343,3 +343,35 @@ func TestBatchResumeSkipsFinishedEntities(t *testing.T) {
 	is.Equal(b.call("GET", "/api/records?job_id="+st.JobID, ten.key, nil, &recs), 200)
 	is.Equal(recs.Total, 5) // the four rebuilt from their events, once each, and the fifth
 }
+
+// TestBatchConcurrencyBound: at most ENRICH_BATCH_CONCURRENCY entities of a
+// batch are in flight at once.
+func TestBatchConcurrencyBound(t *testing.T) {
+	is := is.New(t)
+	var inFlight, peak atomic.Int64
+	fake := fakeopenai.New(t, fakeopenai.WithModels("m"))
+	fake.SetResponder(func(req fakeopenai.ChatRequest) (string, int) {
+		n := inFlight.Add(1)
+		for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+		}
+		time.Sleep(50 * time.Millisecond)
+		inFlight.Add(-1)
+		return fakeopenai.DefaultAnswer(req), 0
+	})
+	cfg := testConfig("")
+	cfg.Sandbox = false
+	cfg.BatchConcurrency = 3
+	cfg.Providers = []llm.ProviderConfig{{Name: "fake", Type: "openai", BaseURL: fake.URL(), APIKey: "k", Models: []string{"m"}}}
+	s := start(t, cfg)
+	ten := s.register("batch-bound@example.com")
+	id := s.createSchema(ten.key, "Company", companySchema)
+	var entities []obj
+	for i := range 12 {
+		entities = append(entities, obj{"name": fmt.Sprintf("E%d", i)})
+	}
+	st := s.startBatch(ten.key, obj{"entities": entities, "schema_id": id, "model": "fake::m", "strategy": "single_pass"})
+	evs := s.follow(ten.key, st.JobID, "")
+	is.Equal(last(evs).Name, "completed")
+	is.Equal(len(find(evs, "entity_completed")), 12)
+	is.Equal(peak.Load(), int64(3)) // one call per entity (single_pass): three entities at a time
+}
