@@ -93,6 +93,31 @@ func TestBatchOutcomes(t *testing.T) {
 			is.Equal(evs[len(evs)-2].Name, "batch_completed")
 			is.Equal(indexOf(evs, "error"), -1) // no entity's failure is an error event (a terminal one for clients)
 
+			// The reference's shapes (WIRE.md §6): the common block on every
+			// event, the batch events' own fields.
+			wireShapes := map[string]shape{
+				"entity_started":           {"entity_index": "number", "entity_label": "string"},
+				"entity_completed":         {"entity_index": "number", "entity_label": "string", "error": "string?", "results": "array", "success": "boolean", "total_cost_usd": "number", "total_processing_time_ms": "number"},
+				"entity_skipped":           {"code": "string", "entity_index": "number", "entity_label": "string"},
+				"batch_completed":          {"stopped_early_reason": "string?"},
+				"classification_started":   {"model": "string", "entity_index": "number?"},
+				"classification_completed": {"classification": "object?", "entity_index": "number?", "error_message": "string?", "model": "string", "success": "boolean"},
+				"model_started":            {"model": "string", "entity_index": "number?"},
+			}
+			for _, e := range evs {
+				conforms(t, e.Name, e.Data, wireEvent)
+				if sh, ok := wireShapes[e.Name]; ok {
+					conforms(t, e.Name, e.Data, sh)
+				}
+			}
+			for _, r := range find(evs, "entity_completed")[0].Data["results"].([]any) {
+				conforms(t, "entity_completed.results[]", r.(obj), shape{"success": "boolean", "result": "object?", "record_id": "string?", "model": "string", "cost_usd": "number?"})
+			}
+			cls, _ := find(evs, "classification_completed")[0].Data["classification"].(obj)
+			conforms(t, "ClassificationContext", cls, shape{"alternative_interpretations": "array", "classification_model": "string",
+				"confidence": "number", "cost_usd": "number?", "entity_description": "string", "expected_type": "string",
+				"input_tokens": "number", "output_tokens": "number", "processing_time_ms": "number", "reasoning": "string", "status": "string"})
+
 			groups := byEntity(evs)
 			is.Equal(len(groups), 51)
 			for i := range 50 {

@@ -60,6 +60,10 @@ func TestClassificationPauseContinue(t *testing.T) {
 			is.Equal(c["classification_model"], "sandbox::echo")
 			is.True(c["reasoning"] != "")
 			is.Equal(completed.Data["classification"], pause.Data["classification"])
+			for _, e := range paused {
+				conforms(t, e.Name, e.Data, wireEvent)
+			}
+			conforms(t, "classification_mismatch_pause", pause.Data, shape{"classification": "object", "timeout_seconds": "number"})
 			var st struct{ Status string }
 
 			is.Equal(s.call("POST", "/api/llm/continue/"+jobID, ten.key, nil, &st), 200)
