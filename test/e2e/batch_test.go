@@ -214,6 +214,9 @@ func TestBatchCancel(t *testing.T) {
 			}
 			st := s.startBatch(ten.key, obj{"entities": entities, "schema_id": id, "models": []string{"sandbox::slow"}})
 			s.waitEvent(ten.key, st.JobID, "entity_completed").Body.Close()
+			var e struct{ Code string }
+			is.Equal(s.call("POST", "/api/llm/continue/"+st.JobID, ten.key, nil, &e), 409) // a batch never pauses
+			is.Equal(e.Code, "job_not_paused")
 			t0 := time.Now()
 			var c struct{ Status string }
 			is.Equal(s.call("POST", "/api/llm/cancel/"+st.JobID, ten.key, nil, &c), 200)
@@ -236,6 +239,8 @@ func TestBatchCancel(t *testing.T) {
 			var recs struct{ Total int }
 			is.Equal(s.call("GET", "/api/records?job_id="+st.JobID, ten.key, nil, &recs), 200)
 			is.Equal(recs.Total, done)
+			is.Equal(s.call("POST", "/api/llm/cancel/"+st.JobID, ten.key, nil, &e), 409) // already cancelled
+			is.Equal(e.Code, "job_not_cancellable")
 		})
 	}
 }

@@ -122,6 +122,18 @@ func TestClassificationPauseCancelAndTimeout(t *testing.T) {
 			c, _ := find(evs, "classification_mismatch_pause")[0].Data["classification"].(obj)
 			is.Equal(c["status"], "unknown")
 
+			// Continued, then cancelled while it runs.
+			jobID = s.startJob(ten.key, classifiedBody(id, "person", obj{"models": []string{"sandbox::slow"}}))
+			s.waitEvent(ten.key, jobID, "classification_mismatch_pause").Body.Close()
+			is.Equal(s.call("POST", "/api/llm/continue/"+jobID, ten.key, nil, &st), 200)
+			s.waitEvent(ten.key, jobID, "model_started").Body.Close()
+			is.Equal(s.call("POST", "/api/llm/cancel/"+jobID, ten.key, nil, &st), 200)
+			is.Equal(st.Status, "cancelled")
+			evs = s.follow(ten.key, jobID, "")
+			consecutive(t, evs)
+			is.Equal(last(evs).Name, "cancelled")
+			is.Equal(indexOf(evs, "model_completed"), -1)
+
 			// Timeout (an ambiguous verdict, a one-second pause).
 			jobID = s.startJob(ten.key, classifiedBody(id, "ambiguous", obj{"pause_timeout_seconds": 1}))
 			t0 := time.Now()
