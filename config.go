@@ -61,10 +61,8 @@ type Config struct {
 	// after a pause); default enrichment.DefaultMaxAttempts (5, the
 	// reference product's).
 	LLMAttempts int `env:"ENRICH_LLM_ATTEMPTS"`
-	// BatchMaxEntities bounds the entities of one batch (POST
-	// /api/batch/start; more is 400 naming entities); BatchConcurrency the
-	// entities of one batch enriched at once.
-	BatchMaxEntities int `env:"ENRICH_BATCH_MAX_ENTITIES" envDefault:"1000"`
+	// BatchConcurrency bounds the entities of one batch enriched at once
+	// (POST /api/batch/start).
 	BatchConcurrency int `env:"ENRICH_BATCH_CONCURRENCY" envDefault:"8"`
 	// LLMConcurrency bounds the calls in flight to one provider from this
 	// process (ENRICH_PROVIDER_<NAME>_CONCURRENCY overrides it per
@@ -92,6 +90,10 @@ type Config struct {
 	AuthCacheTTL time.Duration `env:"ENRICH_AUTH_CACHE_TTL" envDefault:"0s"`
 	// PasswordHashing "fast" lowers argon2id's cost (tests only).
 	PasswordHashing string `env:"ENRICH_PASSWORD_HASHING" envDefault:"standard"`
+
+	// BatchMaxEntities bounds the entities of one batch, and so of a
+	// batch fetched from a URL (0: 1000).
+	BatchMaxEntities int `env:"ENRICH_BATCH_MAX_ENTITIES" envDefault:"1000"`
 
 	// SchemaRestoreWindow is how long a deleted schema can be restored
 	// (0: schema.RestoreWindow, 30 s). Embedders and tests may shorten it.
