@@ -78,7 +78,8 @@ func (s *EnrichmentService) prepareBatch(ctx context.Context, orgID string, req 
 	case n == 0:
 		return nil, Invalid("entities", "entities must hold at least one entity")
 	case n > s.batchMax():
-		return nil, Invalid("entities", "at most %d entities per batch, not %d (split the batch)", s.batchMax(), n)
+		// The code batch/fetch answers past the same limit.
+		return nil, coded(ports.ErrInvalid, "too_many_entities", "entities: at most %d entities per batch, not %d (split the batch)", s.batchMax(), n).(*Error).at("entities")
 	}
 	bp := &batchPlan{req: req, fields: map[int]map[string]any{}, invalid: map[int]*Error{}}
 	for i, raw := range req.Entities {

@@ -265,7 +265,7 @@ func TestBatchRefusals(t *testing.T) {
 				body        obj
 				field, code string
 			}{
-				{"too many", obj{"entities": six, "schema_id": id}, "entities", "invalid_request"},
+				{"too many", obj{"entities": six, "schema_id": id}, "entities", "too_many_entities"},
 				{"none", obj{"entities": []obj{}, "schema_id": id}, "entities", "invalid_request"},
 				{"empty entity", obj{"entities": []any{obj{"name": "a"}, obj{}}, "schema_id": id}, "entities.1", "invalid_request"},
 				{"not an object", obj{"entities": []any{obj{"name": "a"}, "x"}, "schema_id": id}, "entities.1", "invalid_request"},
