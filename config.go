@@ -61,6 +61,9 @@ type Config struct {
 	// after a pause); default enrichment.DefaultMaxAttempts (5, the
 	// reference product's).
 	LLMAttempts int `env:"ENRICH_LLM_ATTEMPTS"`
+	// BatchConcurrency bounds the entities of one batch enriched at once
+	// (POST /api/batch/start).
+	BatchConcurrency int `env:"ENRICH_BATCH_CONCURRENCY" envDefault:"8"`
 	// LLMConcurrency bounds the calls in flight to one provider from this
 	// process (ENRICH_PROVIDER_<NAME>_CONCURRENCY overrides it per
 	// provider); LLMOrgConcurrency one organization's calls to one provider.

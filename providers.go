@@ -185,8 +185,10 @@ func provideJobs(st *Stores, en *app.Engine, s ports.EventStream, clock ports.Cl
 func provideEnrichment(cfg Config, st *Stores, en *app.Engine, s ports.EventStream, js *app.JobService, l ports.LLM, cat ports.ModelCatalog,
 	c ports.SchemaCompiler, kr *app.KeyRing, clock ports.Clock, ids ports.IDs, lg *slog.Logger) *app.EnrichmentService {
 	svc := &app.EnrichmentService{Schemas: st.Schemas, Orgs: st.Orgs, Engine: en, Stream: s, JobSvc: js,
-		LLM: l, Catalog: cat, Compiler: c, Keys: kr, Clock: clock, IDs: ids, Log: lg, MaxAttempts: cfg.LLMAttempts}
+		LLM: l, Catalog: cat, Compiler: c, Keys: kr, Clock: clock, IDs: ids, Log: lg, MaxAttempts: cfg.LLMAttempts,
+		BatchMaxEntities: cfg.BatchMaxEntities, BatchConcurrency: cfg.BatchConcurrency}
 	en.Runners[job.TypeEnrichment] = svc
+	en.Runners[job.TypeBatchEnrichment] = svc.BatchRunner()
 	return svc
 }
 

@@ -48,6 +48,10 @@ type Outcome struct {
 	// Usage is the run's LLM calls, written to the ledger with the job's
 	// end whatever the end (the calls were made and paid for).
 	Usage []usage.Entry
+	// Partial says a run a client cancelled has results worth keeping (a
+	// batch's finished entities): its Records are stored with the
+	// cancellation, and Completed.Result is the cancelled event's result.
+	Partial bool
 }
 
 // Pause ends a run by pausing its job: Event is written (its status
@@ -612,6 +616,9 @@ func (e *Engine) finish(ctx context.Context, r *run, out Outcome) {
 	case errors.As(cause, &cc):
 		apply = func(j *job.Job, now time.Time) error { return j.Cancel(cc.reason, now) }
 		drafts = job.Cancellation(cc.reason)
+		if out.Partial {
+			drafts[0].Data["result"] = out.Completed.Result
+		}
 	case errors.Is(cause, errShutdown) && e.ReleaseAtShutdown:
 		e.handBack(bg, r)
 		return
@@ -657,6 +664,9 @@ func (e *Engine) finish(ctx context.Context, r *run, out Outcome) {
 	paused := out.Pause != nil && out.Failure == nil && cc == nil && !errors.Is(cause, errShutdown)
 	if out.Failure == nil && cc == nil && !errors.Is(cause, errShutdown) && !paused {
 		end.Records = out.Records
+	}
+	if cc != nil && out.Partial {
+		end.Records = out.Records // what finished before the cancel
 	}
 	if err == nil {
 		err = e.retry(bg, func() error { return e.UoW.EndJob(bg, end) })

@@ -364,22 +364,40 @@ func (s *EnrichmentService) arbiterOf(ctx context.Context, orgID string, name *s
 // cannot produce a valid record leaves the job's single-model answer
 // (fusion_completed says why).
 func (s *EnrichmentService) autoFuse(ctx context.Context, w *Work, pl *plan, ok []outcome) *fused {
+	return s.fuseEntity(ctx, w, pl, entityFusion{entity: pl.req.EntityData, fields: pl.entity, pub: w.Publish, prior: w.Prior}, ok)
+}
+
+// entityFusion is the entity whose models' answers are fused: the single
+// enrichment's, or one entity of a batch (index set; prior holds that
+// entity's earlier events only).
+type entityFusion struct {
+	entity json.RawMessage
+	fields map[string]any
+	pub    func(job.Payload)
+	prior  []job.Event
+	index  *int
+}
+
+// fuseEntity fuses one entity's successful models. A fusion that cannot
+// produce a valid record leaves the entity's single-model answer
+// (fusion_completed says why).
+func (s *EnrichmentService) fuseEntity(ctx context.Context, w *Work, pl *plan, ef entityFusion, ok []outcome) *fused {
 	srcs := make([]fuseSource, len(ok))
 	for i, o := range ok {
 		srcs[i] = fuseSource{record: o.record, result: o.raw, info: o.info}
 	}
 	fr := fusionRun{orgID: w.Job.OrgID, jobID: w.Job.ID, recordID: fusionRecordID(w.Job.ID, srcs), doc: pl.doc, validator: pl.whole,
-		primary: pl.req.languages()[0], strategy: pl.choice.Strategy, entity: pl.req.EntityData, schemaID: pl.schema.ID,
-		sources: srcs, arbiter: pl.arbiter, pub: w.Publish, prior: w.Prior}
+		primary: pl.req.languages()[0], strategy: pl.choice.Strategy, entity: ef.entity, schemaID: pl.schema.ID,
+		sources: srcs, arbiter: pl.arbiter, pub: ef.pub, prior: ef.prior, entityIndex: ef.index}
 	f, err := s.fuse(ctx, fr, &pl.usage)
 	if err != nil {
 		s.Log.Warn("auto-fusion failed: the first model's answer stands", "job_id", w.Job.ID, "err", err)
-		w.Publish(job.FusionCompleted{Success: false, ErrorMessage: err.Error()})
+		ef.pub(job.FusionCompleted{Success: false, ErrorMessage: err.Error(), EntityIndex: ef.index})
 		return nil
 	}
 	// The preserved values are the caller's, in the fused record too.
 	if len(pl.preserve) > 0 {
-		f.result.Merged = enrichment.CopyPaths(f.result.Merged, pl.entity, pl.preserve)
+		f.result.Merged = enrichment.CopyPaths(f.result.Merged, ef.fields, pl.preserve)
 		f.record.StructuredOutput, _ = json.Marshal(f.result.Merged)
 	}
 	return f

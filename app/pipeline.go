@@ -134,60 +134,45 @@ func (s *EnrichmentService) run(ctx context.Context, w *Work, pl *plan) Outcome 
 		pub(job.ModelAutoSelected{Model: pl.autoPick.Model.Key.String(), TaskType: "enrichment",
 			Pinned: pl.autoPick.Pinned, Source: pl.autoPick.Source})
 	}
+	// The pre-flight classification (classification_model): a warning
+	// verdict pauses the job until a continue (app/classify.go).
+	cls, pause := s.preflight(ctx, w, pl)
+	if pause != nil {
+		return Outcome{Pause: pause}
+	}
+	if ctx.Err() != nil {
+		return Outcome{} // the Engine reads the cause
+	}
 	if (enrichment.Strategy(pl.req.Strategy) == enrichment.Auto || pl.req.Strategy == "") && !rs.started[job.EventStrategySelected] {
 		pub(job.StrategySelected{Strategy: string(pl.choice.Strategy), Requested: "auto", Reason: pl.choice.Reason, Signals: pl.choice.Signals})
 	}
 
-	outs := make([]outcome, len(pl.models))
-	var wg sync.WaitGroup
-	for i, m := range pl.models {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			outs[i] = s.runModel(ctx, w.Job.ID, pl, m, rs, pub)
-		}()
-	}
-	wg.Wait()
+	eo := s.enrichEntity(ctx, &entityRun{pl: pl, jobID: w.Job.ID, recKey: w.Job.ID, entity: pl.req.EntityData,
+		fields: pl.entity, rs: rs, pub: pub, classification: cls})
 	if ctx.Err() != nil {
 		return Outcome{} // the Engine reads the cause
 	}
-
-	var ok []outcome
-	var failed []string
-	for _, o := range outs {
-		if o.err == nil {
-			ok = append(ok, o)
-		} else {
-			failed = append(failed, o.info.Key.String())
-		}
+	if eo.failure != nil {
+		return Outcome{Failure: eo.failure}
 	}
-	if len(ok) == 0 {
-		return Outcome{Failure: &Failure{outs[0].code, outs[0].err.Error()}}
-	}
-	var total int64
-	var ids []string
-	var records []*enrichment.Record
 	results := map[string]any{}
-	for _, o := range ok {
-		total += o.cost
-		ids = append(ids, o.record.ID)
-		records = append(records, o.record)
+	for _, o := range eo.ok {
 		results[o.info.Key.String()] = o.result
 	}
-	if len(failed) > 0 {
-		sort.Strings(failed)
-		pub(job.SomeModelsFailed{Message: fmt.Sprintf("%d of %d models failed", len(failed), len(outs)), FailedModels: failed})
+	if len(eo.failed) > 0 {
+		pub(job.SomeModelsFailed{Message: fmt.Sprintf("%d of %d models failed", len(eo.failed), len(eo.outs)), FailedModels: eo.failed})
 	}
-	data := job.JobCompleted{Result: ok[0].result, RecordID: ok[0].record.ID, RecordIDs: ids, Cost: total,
-		Several: len(pl.models) > 1, Results: results, FailedModels: failed}
+	data := job.JobCompleted{Result: eo.result, RecordID: eo.recordID, RecordIDs: eo.recordIDs, Cost: eo.cost,
+		Several: len(pl.models) > 1, Results: results, FailedModels: eo.failed}
+	records := eo.records
 	// Auto-fusion: only when every requested model succeeded.
-	if len(failed) == 0 && len(ok) >= 2 {
-		if f := s.autoFuse(ctx, w, pl, ok); f != nil {
+	if len(eo.failed) == 0 && len(eo.ok) >= 2 {
+		if f := s.autoFuse(ctx, w, pl, eo.ok); f != nil {
 			records = append(records, f.record)
 			data.Result, data.RecordID, data.Fused = f.result.Merged, f.record.ID, true
 			data.RecordIDs = append(data.RecordIDs, f.record.ID)
 			data.Fusion, data.Cost = f.result.Summary, data.Cost+f.cost
-			for _, o := range ok {
+			for _, o := range eo.ok {
 				data.SourceModels = append(data.SourceModels, o.info.Key.String())
 			}
 			sort.Strings(data.SourceModels)
@@ -201,11 +186,90 @@ func (s *EnrichmentService) run(ctx context.Context, w *Work, pl *plan) Outcome 
 	return Outcome{Result: res, Records: records, Completed: data}
 }
 
-func (s *EnrichmentService) runModel(ctx context.Context, jobID string, pl *plan, m model.Info, rs resumeState, pub func(job.Payload)) outcome {
+// entityRun is one entity's enrichment within a job: the single
+// enrichment's entity, or one entity of a batch.
+type entityRun struct {
+	pl *plan
+	// jobID is the job's id; recKey derives the entity's record ids (the
+	// job's id for a single enrichment, the job's and the entity's index
+	// for a batch), so that a resumed run cannot store a record twice.
+	jobID, recKey string
+	// index is the entity's index in a batch (0 for a single enrichment).
+	index  int
+	entity json.RawMessage
+	fields map[string]any
+	// rs is what the job's prior events show done for this entity.
+	rs  resumeState
+	pub func(job.Payload)
+	// classification is the pre-flight verdict, prepended to every
+	// enrichment prompt (nil: none).
+	classification *enrichment.Classification
+}
+
+// entityOutcome is one entity's enrichment: every model's outcome and what
+// the entity's run produced.
+type entityOutcome struct {
+	outs []outcome // per model, in request order
+	ok   []outcome
+	// failed are the failed models' keys, sorted.
+	failed    []string
+	records   []*enrichment.Record
+	recordIDs []string
+	// result and recordID are the entity's result: the first successful
+	// model's, in request order.
+	result   map[string]any
+	recordID string
+	cost     int64
+	// failure is set when every model failed.
+	failure *Failure
+}
+
+// enrichEntity runs every model of the plan on one entity, in parallel, and
+// gathers their outcomes. Both the single enrichment and each entity of a
+// batch run it.
+func (s *EnrichmentService) enrichEntity(ctx context.Context, er *entityRun) *entityOutcome {
+	pl := er.pl
+	outs := make([]outcome, len(pl.models))
+	var wg sync.WaitGroup
+	for i, m := range pl.models {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			outs[i] = s.runModel(ctx, er, m)
+		}()
+	}
+	wg.Wait()
+	eo := &entityOutcome{outs: outs}
+	if ctx.Err() != nil {
+		return eo
+	}
+	for _, o := range outs {
+		if o.err == nil {
+			eo.ok = append(eo.ok, o)
+		} else {
+			eo.failed = append(eo.failed, o.info.Key.String())
+		}
+	}
+	if len(eo.ok) == 0 {
+		eo.failure = &Failure{outs[0].code, outs[0].err.Error()}
+		return eo
+	}
+	for _, o := range eo.ok {
+		eo.cost += o.cost
+		eo.recordIDs = append(eo.recordIDs, o.record.ID)
+		eo.records = append(eo.records, o.record)
+	}
+	sort.Strings(eo.failed)
+	eo.result, eo.recordID = eo.ok[0].result, eo.ok[0].record.ID
+	return eo
+}
+
+func (s *EnrichmentService) runModel(ctx context.Context, er *entityRun, m model.Info) outcome {
+	pl, rs, pub := er.pl, er.rs, er.pub
 	key := m.Key.String()
 	start := time.Now()
 	if !rs.models[key] {
-		pub(job.ModelStarted{Model: key, Strategy: string(pl.choice.Strategy), Expertises: len(pl.calls), Sandbox: m.Sandbox})
+		pub(job.ModelStarted{Model: key, EntityIndex: er.index, Strategy: string(pl.choice.Strategy), Expertises: len(pl.calls), Sandbox: m.Sandbox})
 	}
 	type part struct {
 		out      map[string]any
@@ -241,7 +305,7 @@ func (s *EnrichmentService) runModel(ctx context.Context, jobID string, pl *plan
 			defer func() { <-sem }()
 			t0 := time.Now()
 			pub(job.ExpertiseStarted{Model: key, Key: c.domain.Key, Name: c.domain.Name})
-			out, in, outT, code, err := s.callWithRetries(ctx, pl, m, c, pub)
+			out, in, outT, code, err := s.callWithRetries(ctx, er, m, c)
 			cost := m.Price.Cost(in, outT)
 			parts[i] = part{out, in, outT, cost, code, err}
 			mu.Lock()
@@ -283,7 +347,7 @@ func (s *EnrichmentService) runModel(ctx context.Context, jobID string, pl *plan
 		return outcome{info: m, err: ctx.Err(), code: job.CodeInternal}
 	}
 	if o.err == nil {
-		o.result, o.err = s.finish(jobID, pl, m, outs, &o)
+		o.result, o.err = s.finish(er, m, outs, &o)
 		if o.err != nil && o.code == "" {
 			o.code = job.CodeOutputInvalid
 		}
@@ -308,7 +372,8 @@ func (s *EnrichmentService) runModel(ctx context.Context, jobID string, pl *plan
 
 // finish merges one model's parts, validates the whole, and builds the
 // record, which the Engine stores with the job's end.
-func (s *EnrichmentService) finish(jobID string, pl *plan, m model.Info, parts []map[string]any, o *outcome) (map[string]any, error) {
+func (s *EnrichmentService) finish(er *entityRun, m model.Info, parts []map[string]any, o *outcome) (map[string]any, error) {
+	pl := er.pl
 	merged, err := enrichment.Merge(parts)
 	if err != nil {
 		return nil, err
@@ -322,10 +387,10 @@ func (s *EnrichmentService) finish(jobID string, pl *plan, m model.Info, parts [
 		_ = json.Unmarshal(b, &o.raw) // CopyPaths writes into merged
 	}
 	// The caller's preserved values, exactly as sent.
-	merged = enrichment.CopyPaths(merged, pl.entity, pl.preserve)
+	merged = enrichment.CopyPaths(merged, er.fields, pl.preserve)
 	out, _ := json.Marshal(merged)
-	o.record = &enrichment.Record{ID: recordID(jobID, m.Key), OrgID: pl.usage.orgID, Type: enrichment.RecordEnrichment, SchemaID: pl.schema.ID,
-		JobID: jobID, Model: m.Key.String(), Strategy: pl.choice.Strategy, EntityData: pl.req.EntityData, StructuredOutput: out,
+	o.record = &enrichment.Record{ID: recordID(er.recKey, m.Key), OrgID: pl.usage.orgID, Type: enrichment.RecordEnrichment, SchemaID: pl.schema.ID,
+		JobID: er.jobID, Model: m.Key.String(), Strategy: pl.choice.Strategy, EntityData: er.entity, StructuredOutput: out,
 		Cost: o.cost, InputTokens: o.inTokens, OutputTokens: o.outTokens, Sandbox: m.Sandbox, CreatedAt: s.Clock.Now()}
 	return merged, nil
 }
@@ -354,8 +419,10 @@ func (s *EnrichmentService) attempts() int {
 // the problem fed back, and a transport failure after a pause, up to
 // s.attempts() attempts. A failure that another try cannot mend (an unknown
 // or retired model, a prompt too long for it) is not retried.
-func (s *EnrichmentService) callWithRetries(ctx context.Context, pl *plan, m model.Info, c call, pub func(job.Payload)) (map[string]any, int, int, job.ErrorCode, error) {
-	msgs := enrichment.WithLanguages(enrichment.Prompt(pl.schema.Name, pl.req.EntityData, c.domain), pl.req.Languages)
+func (s *EnrichmentService) callWithRetries(ctx context.Context, er *entityRun, m model.Info, c call) (map[string]any, int, int, job.ErrorCode, error) {
+	pl, pub := er.pl, er.pub
+	msgs := enrichment.WithClassification(enrichment.WithLanguages(enrichment.Prompt(pl.schema.Name, er.entity, c.domain), pl.req.Languages),
+		er.classification)
 	max := s.attempts()
 	var in, out int
 	var reason, public string
@@ -423,7 +490,7 @@ func (s *EnrichmentService) generate(ctx context.Context, pl *plan, m model.Info
 		req.Credential = cred
 		t0 := time.Now()
 		resp, err := s.LLM.Generate(ctx, req)
-		s.recordCall(pl, m, cred, resp, err, time.Since(t0))
+		s.recordCall(pl, m, cred, req.Task, resp, err, time.Since(t0))
 		if err == nil || cred == nil || ctx.Err() != nil || switches >= maxKeySwitches {
 			return resp, err
 		}
@@ -444,7 +511,7 @@ func (s *EnrichmentService) generate(ctx context.Context, pl *plan, m model.Info
 }
 
 // recordCall adds one call to the run's ledger entries.
-func (s *EnrichmentService) recordCall(pl *plan, m model.Info, cred *ports.Credential, resp ports.LLMResponse, err error, took time.Duration) {
+func (s *EnrichmentService) recordCall(pl *plan, m model.Info, cred *ports.Credential, task ports.LLMTask, resp ports.LLMResponse, err error, took time.Duration) {
 	if errors.Is(err, ports.ErrUnknownModel) || errors.Is(err, rotation.ErrNoUsableKey) {
 		return // no request left the process
 	}
@@ -452,6 +519,9 @@ func (s *EnrichmentService) recordCall(pl *plan, m model.Info, cred *ports.Crede
 		Cost: m.Price.Cost(resp.InputTokens, resp.OutputTokens), LatencyMS: took.Milliseconds(), Outcome: usage.OK, CreatedAt: s.Clock.Now()}
 	if cred != nil {
 		e.KeySource, e.KeyID = string(cred.Source), cred.KeyID
+	}
+	if task == ports.TaskClassification {
+		e.Task = string(task) // the job's type otherwise (the engine stamps it)
 	}
 	if err != nil {
 		switch {

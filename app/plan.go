@@ -47,6 +47,13 @@ type EnrichmentService struct {
 	// MaxAttempts bounds the tries of one expertise call (default
 	// enrichment.DefaultMaxAttempts).
 	MaxAttempts int
+	// PauseTimeout is how long a classification pause waits for a continue
+	// unless the request says (default DefaultPauseTimeout).
+	PauseTimeout time.Duration
+	// BatchMaxEntities bounds the entities of one batch (default
+	// DefaultBatchMaxEntities); BatchConcurrency the entities of one batch
+	// enriched at once (default DefaultBatchConcurrency).
+	BatchMaxEntities, BatchConcurrency int
 
 	cache validators
 }
@@ -110,6 +117,9 @@ type EnrichRequest struct {
 	ArbitrationModel    *string         `json:"arbitration_model,omitempty"`
 	AttachmentIDs       []string        `json:"attachment_ids,omitempty"`
 	TargetSchema        json.RawMessage `json:"target_schema,omitempty"`
+	// PauseTimeoutSeconds (ours) bounds how long a classification pause
+	// waits for a continue (default DefaultPauseTimeout).
+	PauseTimeoutSeconds *int `json:"pause_timeout_seconds,omitempty"`
 }
 
 // responseSchema reports whether the provider's JSON-schema channel is asked
@@ -148,18 +158,6 @@ func checkLanguages(langs []string) error {
 // then refuses the first one set with 400 not_supported_yet naming it: they
 // are never silently ignored.
 func (s *EnrichmentService) unsupported(req EnrichRequest) error {
-	for _, f := range []struct {
-		field string
-		v     *string
-	}{{"classification_model", req.ClassificationModel}} {
-		if f.v == nil || *f.v == "" {
-			continue
-		}
-		if _, err := s.knownModel(f.field, *f.v); err != nil {
-			return err
-		}
-		return notSupported(f.field, "%s: pre-flight classification is not supported yet; leave it out or null", f.field)
-	}
 	for i, id := range req.AttachmentIDs {
 		if strings.TrimSpace(id) == "" {
 			return Invalid(fmt.Sprintf("attachment_ids.%d", i), "attachment_ids.%d is empty", i)
@@ -204,6 +202,11 @@ type plan struct {
 	// arbiter is the requested arbitration model of the auto-fusion (nil:
 	// rule-based, see app/fusion.go).
 	arbiter *model.Info
+	// classifier is the classification_model (nil: no classification).
+	classifier *model.Info
+	// contractDoc (the schema's contract) and checkDoc (localized, with
+	// the preserved properties) check each entity of a batch.
+	contractDoc, checkDoc map[string]any
 	// keys is the key of each provider the run calls (absent: keyless).
 	keys map[string]*runKey
 	// usage collects the run's LLM calls for the ledger.
@@ -238,14 +241,22 @@ type call struct {
 }
 
 func (s *EnrichmentService) prepare(ctx context.Context, orgID string, req EnrichRequest) (*plan, error) {
+	return s.prepareFor(ctx, orgID, req, false)
+}
+
+// prepareFor plans req; for a batch (no entity_data: each entity is checked
+// against the plan's contract on its own, see app/batch.go) it keeps the
+// documents the entity checks need.
+func (s *EnrichmentService) prepareFor(ctx context.Context, orgID string, req EnrichRequest, batch bool) (*plan, error) {
 	if err := checkEnrichText(req); err != nil {
 		return nil, err
 	}
 	var entity map[string]any
-	if len(req.EntityData) == 0 || json.Unmarshal(req.EntityData, &entity) != nil || entity == nil {
+	if batch {
+		// Each entity is checked by checkEntity.
+	} else if len(req.EntityData) == 0 || json.Unmarshal(req.EntityData, &entity) != nil || entity == nil {
 		return nil, Invalid("entity_data", "entity_data must be a JSON object of the entity's known attributes")
-	}
-	if len(entity) == 0 {
+	} else if len(entity) == 0 {
 		return nil, Invalid("entity_data", "entity_data must carry at least one attribute")
 	}
 	if err := s.unsupported(req); err != nil {
@@ -265,11 +276,18 @@ func (s *EnrichmentService) prepare(ctx context.Context, orgID string, req Enric
 	if err != nil {
 		return nil, err
 	}
+	if err := checkPauseTimeout(req.PauseTimeoutSeconds); err != nil {
+		return nil, err
+	}
+	classifier, err := s.resolveClassifier(ctx, orgID, req.ClassificationModel)
+	if err != nil {
+		return nil, err
+	}
 	sc, err := liveSchema(ctx, s.Schemas, orgID, req.SchemaID)
 	if err != nil {
 		return nil, err
 	}
-	pl := &plan{req: req, schema: sc, models: models, autoPick: pick, entity: entity}
+	pl := &plan{req: req, schema: sc, models: models, autoPick: pick, entity: entity, classifier: classifier}
 	if pl.arbiter, err = s.arbiterOf(ctx, orgID, req.ArbitrationModel); err != nil {
 		return nil, err
 	}
@@ -280,12 +298,16 @@ func (s *EnrichmentService) prepare(ctx context.Context, orgID string, req Enric
 	}
 	// The input contract is checked before anything is spent; preserved
 	// values are then the caller's, never asked of a model.
-	if pl.preserve, err = checkContract(pl.doc, entity); err != nil {
+	if batch {
+		pl.contractDoc, pl.preserve = pl.doc, preservePaths(pl.doc)
+	} else if pl.preserve, err = checkContract(pl.doc, entity); err != nil {
 		return nil, err
 	}
 	// Multilingual properties are answered per requested language.
 	pl.doc = enrichment.Localize(pl.doc, req.languages())
-	if err := s.checkPreserved(pl.doc, entity, pl.preserve); err != nil {
+	if batch {
+		pl.checkDoc = pl.doc
+	} else if err := s.checkPreserved(pl.doc, entity, pl.preserve); err != nil {
 		return nil, err
 	}
 	pl.doc = enrichment.WithoutPaths(pl.doc, pl.preserve)
@@ -311,7 +333,11 @@ func (s *EnrichmentService) prepare(ctx context.Context, orgID string, req Enric
 	}
 	// Last, because a pick records a use: a request refused above must not
 	// move the rotation.
-	if pl.keys, err = s.pickKeys(ctx, orgID, models); err != nil {
+	called := models
+	if classifier != nil {
+		called = append(append([]model.Info(nil), models...), *classifier)
+	}
+	if pl.keys, err = s.pickKeys(ctx, orgID, called); err != nil {
 		return nil, err
 	}
 	return pl, nil

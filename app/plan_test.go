@@ -158,7 +158,7 @@ func TestRetriesAndSafeMessages(t *testing.T) {
 // to come are validated, then refused naming them.
 func TestUnsupportedFieldsAreRefusedByName(t *testing.T) {
 	svc, id := newEnrichment(t, &scriptLLM{answer: `{"name":"Acme"}`})
-	known, unknown := "p::m", "p::nope"
+	unknown := "p::nope"
 	base := func() app.EnrichRequest {
 		return app.EnrichRequest{EntityData: json.RawMessage(`{"name":"Acme"}`), SchemaID: id, Models: []string{"p::m"}}
 	}
@@ -167,7 +167,7 @@ func TestUnsupportedFieldsAreRefusedByName(t *testing.T) {
 		edit        func(*app.EnrichRequest)
 		code, field string
 	}{
-		{"classification model", func(r *app.EnrichRequest) { r.ClassificationModel = &known }, "not_supported_yet", "classification_model"},
+		{"pause timeout", func(r *app.EnrichRequest) { zero := 0; r.PauseTimeoutSeconds = &zero }, "invalid_request", "pause_timeout_seconds"},
 		{"unknown classification model", func(r *app.EnrichRequest) { r.ClassificationModel = &unknown }, "invalid_model", "classification_model"},
 		{"unknown arbitration model", func(r *app.EnrichRequest) { r.ArbitrationModel = &unknown }, "invalid_model", "arbitration_model"},
 		{"attachments", func(r *app.EnrichRequest) { r.AttachmentIDs = []string{"a1"} }, "not_supported_yet", "attachment_ids"},

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/entityenrich/enrich/domain/access"
+	"github.com/entityenrich/enrich/domain/enrichment"
 	"github.com/entityenrich/enrich/domain/job"
 	"github.com/entityenrich/enrich/ports"
 )
@@ -125,6 +126,10 @@ func (s *EnrichmentService) Sync(ctx context.Context, p *access.Principal, req E
 	}
 	var models []ModelResult
 	ev, final, err := awaitEnd(ctx, s.Stream, s.JobSvc, s.Log, p, j, func(ev job.Event) error {
+		if ev.Type == job.EventClassificationMismatchPause {
+			// A blocking run never waits on a pause: 422 with the verdict.
+			return s.refuseClassified(ctx, p, j.ID, ev)
+		}
 		if ev.Type != job.EventModelCompleted {
 			return nil
 		}
@@ -199,6 +204,18 @@ func awaitEnd(ctx context.Context, stream ports.EventStream, jobs *JobService, l
 			return ev, &final, nil
 		}
 	}
+}
+
+// refuseClassified ends a blocking run whose classification warned: a
+// blocking caller cannot answer the pause, so the job is cancelled and the
+// caller gets the classification (422).
+func (s *EnrichmentService) refuseClassified(ctx context.Context, p *access.Principal, id string, ev job.Event) error {
+	ctxMap, _ := ev.Data["classification"].(map[string]any)
+	status, _ := ctxMap["status"].(string)
+	if _, err := s.JobSvc.Cancel(context.WithoutCancel(ctx), p, id, "refused by the pre-flight classification (blocking run)"); err != nil {
+		s.Log.Warn("cancel a blocking run refused by its classification", "job_id", id, "err", err)
+	}
+	return &ClassificationRefused{Status: enrichment.ClassificationStatus(status), Context: ctxMap}
 }
 
 // remarshal reads an event payload (as published, or as decoded from the

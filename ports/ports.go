@@ -292,6 +292,8 @@ const (
 	TaskAmbiguity        LLMTask = "ambiguity_analysis"
 	// TaskArbitration chooses among several models' conflicting values.
 	TaskArbitration LLMTask = "arbitration"
+	// TaskClassification is enrichment's pre-flight classification call.
+	TaskClassification LLMTask = "classification"
 )
 
 // LLMResponse is a model's answer and its token usage.

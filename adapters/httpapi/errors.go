@@ -27,6 +27,9 @@ type errorBody struct {
 	// Paths are the offending paths of the request's data
 	// (input_contract_unsatisfied).
 	Paths []string `json:"paths,omitempty"`
+	// Classification is the pre-flight classification that refused a
+	// blocking run (the reference's ClassificationContext).
+	Classification map[string]any `json:"classification,omitempty"`
 }
 
 // statusClientClosed is the reference product's answer to a blocking run
@@ -81,6 +84,9 @@ var errorTable = []errorRule{
 	{err: job.ErrTransition, status: http.StatusConflict, code: "conflict", detail: "the job's state does not allow this"},
 	{err: ports.ErrCapacity, status: http.StatusServiceUnavailable, code: "capacity", detail: "the server has no capacity for the job, try again shortly"},
 	{err: app.ErrTooManyAttempts, status: http.StatusTooManyRequests, code: "too_many_attempts", detail: "too many failed attempts; try again later"},
+	// A blocking run whose pre-flight classification warned (the job is
+	// cancelled): 422 with the classification; the code says which verdict.
+	{err: app.ErrClassification, status: http.StatusUnprocessableEntity, code: app.CodeClassificationWarning, detail: "the pre-flight classification says the entity may not be what the schema describes; the job was cancelled (stream it to continue past the warning)"},
 	{err: app.ErrSyncTimeout, status: http.StatusGatewayTimeout, code: "timeout", detail: "the job did not finish within timeout_seconds and was cancelled"},
 	// LLM failures that reach a caller without a job (the reference's sync
 	// statuses).
@@ -173,6 +179,10 @@ func (s *Server) Error(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	if errors.Is(err, app.ErrSyncTimeout) {
 		body.Field = "timeout_seconds"
+	}
+	var refused *app.ClassificationRefused
+	if errors.As(err, &refused) {
+		body.Code, body.Classification = refused.Code(), refused.Context
 	}
 	switch {
 	case rule.status >= http.StatusInternalServerError && !errors.Is(err, ports.ErrUnavailable):

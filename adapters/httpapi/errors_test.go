@@ -73,6 +73,7 @@ func TestErrorTableSentinels(t *testing.T) {
 		{ports.ErrConflict, 409, "conflict", ""},
 		{job.ErrTransition, 409, "conflict", ""},
 		{ports.ErrCapacity, 503, "capacity", ""},
+		{app.ErrClassification, 422, "classification_warning", ""},
 		{app.ErrTooManyAttempts, 429, "too_many_attempts", ""},
 		{app.ErrSyncTimeout, 504, "timeout", ""},
 		{ports.ErrRateLimited, 429, "rate_limited", ""},

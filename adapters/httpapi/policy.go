@@ -96,6 +96,8 @@ var routes = map[Route]access.Action{
 	// Fusion of stored records (issue 11, part F).
 	{"POST", "/api/fusion/merge"}:        access.ActFusionMerge,
 	{"POST", "/api/fusion/merge/stream"}: access.ActFusionMerge,
+	// Batch enrichment (issue 11, part BC).
+	{"POST", "/api/batch/start"}: access.ActStartBatch,
 }
 
 // actionOf returns a route's action, and false for a route missing from the

@@ -133,6 +133,7 @@ func NewServer(cfg Config, svc Services, lg *slog.Logger, ready Readiness) (*Ser
 	s.registerSampleRoutes(r)
 	s.registerBatchFetchRoutes(r)
 	s.registerFusionRoutes(r)
+	s.registerBatchRoutes(r)
 	s.registerDocsRoutes(r)
 	s.router = r
 	return s, nil

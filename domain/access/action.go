@@ -85,6 +85,8 @@ const (
 	ActEnrichmentOptions Action = "enrichment.options"
 	// ActEnrich starts an enrichment job (streamed or waited for).
 	ActEnrich Action = "enrichment.start"
+	// ActStartBatch starts a batch enrichment job (operator, like ActEnrich).
+	ActStartBatch Action = "enrichment.batch_start"
 	// ActFollowJob reads a job and its events.
 	ActFollowJob   Action = "jobs.follow"
 	ActCancelJob   Action = "jobs.cancel"
@@ -181,6 +183,7 @@ var rules = map[Action]rule{
 
 	ActEnrichmentOptions: {CatEnrichment, ScopeRead},
 	ActEnrich:            {CatEnrichment, ScopeWrite},
+	ActStartBatch:        {CatEnrichment, ScopeWrite},
 	ActFollowJob:         {CatEnrichment, ScopeRead},
 	ActCancelJob:         {CatEnrichment, ScopeWrite},
 	ActContinueJob:       {CatEnrichment, ScopeWrite},

@@ -30,10 +30,14 @@ type Tracker struct {
 	max       int
 	lastError string
 	status    State
+	// The batch counters (batch jobs only; totalEntities < 0 until known).
+	totalEntities                int
+	doneEntities, failedEntities int
+	skippedEntities              int
 }
 
 // NewTracker starts following a job of type t.
-func NewTracker(t Type) *Tracker { return &Tracker{jobType: t, status: Running} }
+func NewTracker(t Type) *Tracker { return &Tracker{jobType: t, status: Running, totalEntities: -1} }
 
 // SetTotalModels says how many models the job runs.
 func (t *Tracker) SetTotalModels(n int) {
@@ -67,6 +71,16 @@ func (t *Tracker) observe(typ EventType, data map[string]any) {
 		if m != "" {
 			t.current = m
 		}
+	case EventBatchStarted:
+		t.totalEntities = number(data["total_entities"])
+	case EventEntityCompleted:
+		if ok, _ := data["success"].(bool); ok {
+			t.doneEntities++
+		} else {
+			t.failedEntities++
+		}
+	case EventEntitySkipped:
+		t.skippedEntities++
 	case EventModelCompleted:
 		t.completed++
 		t.running = slices.DeleteFunc(t.running, func(r string) bool { return r == m })
@@ -105,8 +119,11 @@ func (t *Tracker) Stamp(d Draft) Draft {
 		"job_type": t.jobType.WireType(), "status": string(t.status), "is_paused": t.status == Paused,
 		"total_models": t.total, "completed_models": t.completed, "running_models": running,
 		"current_model": nullable(t.current), "current_attempt": t.attempt, "max_attempts": t.max,
-		"last_error_summary": nullable(t.lastError), "total_entities": nil, "completed_entities": 0,
-		"failed_entities": 0, "skipped_entities": 0,
+		"last_error_summary": nullable(t.lastError), "total_entities": nil, "completed_entities": t.doneEntities,
+		"failed_entities": t.failedEntities, "skipped_entities": t.skippedEntities,
+	}
+	if t.totalEntities >= 0 {
+		block["total_entities"] = t.totalEntities
 	}
 	out := make(map[string]any, len(d.Data)+len(block))
 	for k, v := range block {

@@ -60,3 +60,24 @@ func TestTrackerStampsCommonBlock(t *testing.T) {
 	is.Equal(d["running_models"], []string{"a::x"})
 	is.Equal(d["after_event"], int64(9))
 }
+
+func TestTrackerCountsEntities(t *testing.T) {
+	is := is.New(t)
+	tr := job.NewTracker(job.TypeBatchEnrichment)
+	d := tr.Stamp(job.NewDraft(job.EntityStarted{Index: 0, Label: "a"}))
+	is.Equal(d.Data["total_entities"], nil) // unknown before batch_started
+	tr.Stamp(job.NewDraft(job.BatchStarted{Total: 4, Selected: 3}))
+	tr.Stamp(job.NewDraft(job.EntityCompleted{Index: 0, Success: true}))
+	tr.Stamp(job.NewDraft(job.EntityCompleted{Index: 1}))
+	// As read back from the log (numbers are float64).
+	again := job.NewTracker(job.TypeBatchEnrichment)
+	again.Observe(job.EventBatchStarted, map[string]any{"total_entities": float64(4)})
+	d = tr.Stamp(job.NewDraft(job.OfEntity(job.EntitySkipped{Index: 2, Code: job.SkipCancelled}, 2)))
+	is.Equal(d.Data["entity_index"], 2)
+	is.Equal(d.Data["job_type"], "batch_enrichment")
+	is.Equal(d.Data["total_entities"], 4)
+	is.Equal(d.Data["completed_entities"], 1)
+	is.Equal(d.Data["failed_entities"], 1)
+	is.Equal(d.Data["skipped_entities"], 1)
+	is.Equal(again.Stamp(job.NewDraft(job.BatchCompleted{})).Data["total_entities"], 4)
+}

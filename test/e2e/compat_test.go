@@ -231,7 +231,6 @@ func runCompat(t *testing.T, s *service) {
 		name, code, field string
 		extra             obj
 	}{
-		{"classification_model", "not_supported_yet", "classification_model", obj{"classification_model": "sandbox::echo"}},
 		{"unknown arbitration model", "invalid_model", "arbitration_model", obj{"arbitration_model": "openai::nope"}},
 		{"attachment_ids", "not_supported_yet", "attachment_ids", obj{"attachment_ids": []string{"3f1c9a56-0000-4000-8000-000000000000"}}},
 		{"target_schema", "not_supported_yet", "target_schema", obj{"target_schema": json.RawMessage(companySchema), "schema_id": nil}},

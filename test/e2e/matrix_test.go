@@ -70,6 +70,8 @@ var minimum = map[string]string{
 	// Records deletion (operator; a hard delete needs the owner, checked
 	// in TestRecordBatchDelete) and batch fetch (enrichment).
 	"POST /api/records/batch-delete": "operator", "POST /api/batch/fetch": "operator",
+	// Batch enrichment (issue 11, part BC).
+	"POST /api/batch/start": "operator",
 }
 
 var rank = map[string]int{"operator": 1, "editor": 2, "owner": 4}
@@ -245,6 +247,9 @@ func TestAuthorizationMatrix(t *testing.T) {
 		}, 200, true, 0},
 		{"POST", "/api/single/enrich/sync", "/api/single/enrich/sync", func() any {
 			return obj{"entity_data": obj{"name": "Acme"}, "schema_id": schemaID, "models": []string{"sandbox::echo"}}
+		}, 200, true, 0},
+		{"POST", "/api/batch/start", "/api/batch/start", func() any {
+			return obj{"entities": []obj{{"name": "Acme"}, {"name": "Globex"}}, "schema_id": schemaID, "models": []string{"sandbox::echo"}}
 		}, 200, true, 0},
 		{"POST", "/api/schema/sample/generate/stream", "/api/schema/sample/generate/stream", func() any {
 			return obj{"entity_type": "company", "auto_answer": true, "model": "sandbox::echo"}

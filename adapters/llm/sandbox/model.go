@@ -120,7 +120,7 @@ func (m *Model) GenerateContent(ctx context.Context, messages []llms.MessageCont
 		text = marshal(task(TaskInput{Prompt: prompt.String(), Schema: schema, Seed: m.name, Retry: retry}))
 	case m.name == "flaky" && !retry:
 		text = `{"oops":`
-	case m.name == "broken":
+	case m.name == "broken" || failRequested(entity):
 		text = marshal(Invalid(orEmptyObject(schema)))
 	case m.name == "contrarian":
 		text = marshal(Contrarian(orEmptyObject(schema), entity))

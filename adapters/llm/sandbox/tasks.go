@@ -20,9 +20,10 @@ type taskFunc func(in TaskInput) any
 // tasks maps a call's task (ports.LLMTask, sent as MetadataTask) to its
 // answer. Enrichment, the empty task, is not here: Generate answers it.
 var tasks = map[string]taskFunc{
-	string(ports.TaskAmbiguity):   ambiguityAnswer,
-	"sample_generation":           samples,
-	"schema_generation":           generateSchema, // schemagen.go
-	"schema_edit":                 editSchema,     // schemagen.go
-	string(ports.TaskArbitration): arbitrate,      // contrarian.go
+	string(ports.TaskAmbiguity):      ambiguityAnswer,
+	"sample_generation":              samples,
+	"schema_generation":              generateSchema, // schemagen.go
+	"schema_edit":                    editSchema,     // schemagen.go
+	string(ports.TaskArbitration):    arbitrate,      // contrarian.go
+	string(ports.TaskClassification): classify,       // classify.go
 }
