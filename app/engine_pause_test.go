@@ -51,12 +51,29 @@ func newPauseJob(n int) *job.Job {
 	return j
 }
 
-// waitState waits until the job is in state st.
+// waitState waits until the job is in state st and its log shows it (a
+// terminal state's event, or a pause event, is the last): the memory unit
+// of work applies the state before the events, and a reader in between
+// sees the one without the other.
 func waitState(t *testing.T, w *engineWorld, id string, st job.State) *job.Job {
 	t.Helper()
+	shown := func() bool {
+		evs, err := w.events.List(context.Background(), id, 0, 0)
+		if err != nil || len(evs) == 0 {
+			return false
+		}
+		last := evs[len(evs)-1]
+		switch {
+		case st.Terminal():
+			return last.Type.Terminal()
+		case st == job.Paused:
+			return last.Data["status"] == string(job.Paused)
+		}
+		return true
+	}
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 		j, err := w.jobs.GetJob(context.Background(), "org", id)
-		if err == nil && j.State == st {
+		if err == nil && j.State == st && shown() {
 			return j
 		}
 		if time.Now().After(deadline) {
