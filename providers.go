@@ -241,9 +241,9 @@ func provideAnalysis(st *Stores, l ports.LLM, cat ports.ModelCatalog, c ports.Sc
 // provideFetch fetches batches from customers' URLs through the SSRF guard;
 // loopback ports are let through only when the configuration names them
 // (tests).
-func provideFetch(cfg Config, clock ports.Clock) *app.FetchService {
+func provideFetch(cfg Config, en *app.EnrichmentService, clock ports.Clock) *app.FetchService {
 	f := urlfetch.New(urlfetch.Config{Guard: netguard.Options{AllowLoopbackPorts: cfg.FetchAllowLoopbackPorts}})
-	return &app.FetchService{Fetcher: f, MaxEntities: cfg.BatchMaxEntities, Clock: clock}
+	return &app.FetchService{Fetcher: f, Batches: en, MaxEntities: cfg.BatchMaxEntities, Clock: clock}
 }
 
 // httpSet builds the HTTP API from an Embedded core.

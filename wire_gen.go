@@ -51,7 +51,7 @@ func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	analysisService := provideAnalysis(stores, llm, registry, compiler, keyRing, clock, iDs, logger)
 	sampleService := provideSamples(engine, enrichmentService, hub, jobService, clock, iDs, logger)
 	schemaGenService := provideSchemaGen(stores, engine, hub, jobService, enrichmentService, schemaService, compiler, clock, iDs, logger)
-	fetchService := provideFetch(cfg, clock)
+	fetchService := provideFetch(cfg, enrichmentService, clock)
 	fusionService := provideFusion(stores, engine, hub, jobService, enrichmentService, clock, iDs, logger)
 	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics)
 	return embedded, func() {
@@ -104,7 +104,7 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	analysisService := provideAnalysis(stores, llm, registry, compiler, keyRing, clock, iDs, logger)
 	sampleService := provideSamples(engine, enrichmentService, hub, jobService, clock, iDs, logger)
 	schemaGenService := provideSchemaGen(stores, engine, hub, jobService, enrichmentService, schemaService, compiler, clock, iDs, logger)
-	fetchService := provideFetch(cfg, clock)
+	fetchService := provideFetch(cfg, enrichmentService, clock)
 	fusionService := provideFusion(stores, engine, hub, jobService, enrichmentService, clock, iDs, logger)
 	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics)
 	return embedded, func() {
@@ -147,7 +147,7 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 	analysisService := provideAnalysis(st, llm, registry, compiler, keyRing, clock, iDs, logger)
 	sampleService := provideSamples(engine, enrichmentService, hub, jobService, clock, iDs, logger)
 	schemaGenService := provideSchemaGen(st, engine, hub, jobService, enrichmentService, schemaService, compiler, clock, iDs, logger)
-	fetchService := provideFetch(cfg, clock)
+	fetchService := provideFetch(cfg, enrichmentService, clock)
 	fusionService := provideFusion(st, engine, hub, jobService, enrichmentService, clock, iDs, logger)
 	embedded := provideEmbedded(st, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics)
 	return embedded, func() {

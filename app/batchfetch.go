@@ -28,6 +28,11 @@ const (
 // (POST /api/batch/fetch).
 type FetchService struct {
 	Fetcher ports.EntityFetcher
+	// Batches starts the batch a fetch asks for (nil: a fetch only returns
+	// the entities).
+	Batches interface {
+		StartBatch(ctx context.Context, p *access.Principal, req BatchRequest) (*BatchStarted, error)
+	}
 	// MaxEntities is the batch limit (ENRICH_BATCH_MAX_ENTITIES; 0:
 	// fetch.DefaultMaxEntities).
 	MaxEntities int
@@ -44,13 +49,13 @@ type FetchAuthInput struct {
 	BasicPassword *string
 }
 
-// FetchInput is a fetch request. Batch, when set, is reserved for starting
-// the batch on the fetched entities in the same call (the body of POST
-// /api/batch/start without entities); it is not supported yet.
+// FetchInput is a fetch request. Batch, when set, starts a batch on the
+// fetched entities in the same call: the body of POST /api/batch/start
+// without entities (the fetched ones are used).
 type FetchInput struct {
 	URL   string
 	Auth  *FetchAuthInput
-	Batch json.RawMessage
+	Batch *BatchRequest
 }
 
 // FetchResult is the fetched entities.
@@ -59,6 +64,8 @@ type FetchResult struct {
 	Total       int
 	FetchTimeMS int64
 	Format      fetch.Format
+	// Batch is the batch started on the entities (nil: none was asked).
+	Batch *BatchStarted
 }
 
 // Fetch checks the request, fetches the URL through the port and parses the
@@ -74,8 +81,18 @@ func (s *FetchService) Fetch(ctx context.Context, p *access.Principal, in FetchI
 	if err != nil {
 		return FetchResult{}, err
 	}
-	if b := strings.TrimSpace(string(in.Batch)); b != "" && b != "null" {
-		return FetchResult{}, notSupported("batch", "starting the batch from batch/fetch is not supported yet; POST the entities to /api/batch/start")
+	if in.Batch != nil {
+		// Checked before the fetch: a caller who may not start the batch
+		// fetches nothing.
+		if s.Batches == nil {
+			return FetchResult{}, notSupported("batch", "starting the batch from batch/fetch is not available here; POST the entities to /api/batch/start")
+		}
+		if err := access.Authorize(p, access.ActStartBatch); err != nil {
+			return FetchResult{}, err
+		}
+		if len(in.Batch.Entities) > 0 {
+			return FetchResult{}, Invalid("batch.entities", "batch.entities: the fetched entities are the batch's; leave entities out")
+		}
 	}
 	max := s.MaxEntities
 	if max <= 0 {
@@ -95,7 +112,15 @@ func (s *FetchService) Fetch(ctx context.Context, p *access.Principal, in FetchI
 	case err != nil:
 		return FetchResult{}, (&Error{Kind: ports.ErrInvalid, Code: CodeFetchUnparseable, Detail: err.Error()}).at("url")
 	}
-	return FetchResult{Entities: entities, Total: len(entities), FetchTimeMS: elapsed.Milliseconds(), Format: format}, nil
+	out := FetchResult{Entities: entities, Total: len(entities), FetchTimeMS: elapsed.Milliseconds(), Format: format}
+	if in.Batch != nil {
+		req := *in.Batch
+		req.Entities = entities
+		if out.Batch, err = s.Batches.StartBatch(ctx, p, req); err != nil {
+			return FetchResult{}, err
+		}
+	}
+	return out, nil
 }
 
 func (s *FetchService) now() time.Time {

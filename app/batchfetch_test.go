@@ -54,7 +54,7 @@ func TestFetchRequestChecks(t *testing.T) {
 		{"header injection", app.FetchInput{URL: u, Auth: &app.FetchAuthInput{Type: "bearer", BearerToken: str("t\nX-Evil: 1")}}, "auth.bearer_token", "invalid_request"},
 		{"basic without user", app.FetchInput{URL: u, Auth: &app.FetchAuthInput{Type: "basic", BasicPassword: str("p")}}, "auth.basic_username", "invalid_request"},
 		{"basic user with colon", app.FetchInput{URL: u, Auth: &app.FetchAuthInput{Type: "basic", BasicUsername: str("a:b")}}, "auth.basic_username", "invalid_request"},
-		{"batch reserved", app.FetchInput{URL: u, Batch: []byte(`{"schema_id":"s"}`)}, "batch", "not_supported_yet"},
+		{"batch without a batch service", app.FetchInput{URL: u, Batch: &app.BatchRequest{}}, "batch", "not_supported_yet"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			is := is.New(t)
@@ -80,7 +80,7 @@ func TestFetchRequestChecks(t *testing.T) {
 		{Type: "basic", BasicUsername: str("u")},
 		{Type: "", BearerToken: str("ignored")},
 	} {
-		res, err := s.Fetch(context.Background(), operatorPrincipal(), app.FetchInput{URL: u, Auth: in, Batch: []byte("null")})
+		res, err := s.Fetch(context.Background(), operatorPrincipal(), app.FetchInput{URL: u, Auth: in})
 		is.NoErr(err)
 		is.Equal(res.Total, 1)
 		is.Equal(res.Format, fetch.JSON)

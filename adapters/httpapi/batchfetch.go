@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 
@@ -37,6 +38,10 @@ type batchFetchResponse struct {
 	Total       int               `json:"total"`
 	FetchTimeMS int64             `json:"fetch_time_ms"`
 	Format      string            `json:"format"`
+	// The batch started on the entities, when the request asked for one.
+	JobID   *string             `json:"job_id,omitempty"`
+	Message string              `json:"message,omitempty"`
+	Invalid []app.InvalidEntity `json:"invalid_entities,omitempty"`
 }
 
 func (s *Server) batchFetch(w http.ResponseWriter, r *http.Request) {
@@ -44,7 +49,18 @@ func (s *Server) batchFetch(w http.ResponseWriter, r *http.Request) {
 	if !s.decode(w, r, &in) {
 		return
 	}
-	q := app.FetchInput{URL: in.URL, Batch: in.Batch}
+	q := app.FetchInput{URL: in.URL}
+	if b := bytes.TrimSpace(in.Batch); len(b) > 0 && string(b) != "null" {
+		// The body of POST /api/batch/start without entities, as strict.
+		var br app.BatchRequest
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&br); err != nil {
+			s.Error(w, r, app.Invalid("batch", "batch must be the body of POST /api/batch/start without entities: %v", err))
+			return
+		}
+		q.Batch = &br
+	}
 	if a := in.Auth; a != nil {
 		q.Auth = &app.FetchAuthInput{Type: a.AuthType, BearerToken: a.BearerToken, APIKeyHeader: a.APIKeyHeader,
 			APIKeyValue: a.APIKeyValue, BasicUsername: a.BasicUsername, BasicPassword: a.BasicPassword}
@@ -54,6 +70,10 @@ func (s *Server) batchFetch(w http.ResponseWriter, r *http.Request) {
 		s.Error(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, batchFetchResponse{Entities: res.Entities, Total: res.Total, FetchTimeMS: res.FetchTimeMS,
-		Format: string(res.Format)})
+	out := batchFetchResponse{Entities: res.Entities, Total: res.Total, FetchTimeMS: res.FetchTimeMS, Format: string(res.Format)}
+	if b := res.Batch; b != nil {
+		out.JobID, out.Invalid = &b.Job.ID, b.Invalid
+		out.Message = "batch enrichment started; follow GET /api/llm/stream/" + b.Job.ID
+	}
+	writeJSON(w, http.StatusOK, out)
 }

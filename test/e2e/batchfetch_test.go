@@ -260,7 +260,8 @@ func testBatchFetch(t *testing.T, dsn string) {
 		{obj{"url": up.URL + "/array", "auth": obj{"auth_type": "api_key", "api_key_value": "a\r\nX-Injected: 1"}}, "invalid_request", "auth.api_key_value"},
 		{obj{"url": up.URL + "/array", "auth": obj{"auth_type": "basic", "basic_username": "a:b"}}, "invalid_request", "auth.basic_username"},
 		{obj{"url": up.URL + "/array", "auth": obj{"token": "x"}}, "invalid_request", "auth.token"},
-		{obj{"url": up.URL + "/array", "batch": obj{"schema_id": "s"}}, "not_supported_yet", "batch"},
+		{obj{"url": up.URL + "/array", "batch": obj{"schema_id": "s", "entities": []obj{{"name": "x"}}}}, "invalid_request", "batch.entities"},
+		{obj{"url": up.URL + "/array", "batch": obj{"schema_id": "s", "nope": 1}}, "invalid_request", "batch"},
 		// The document's.
 		{obj{"url": up.URL + "/many"}, "too_many_entities", "url"},
 		{obj{"url": up.URL + "/garbage"}, "fetch_unparseable", "url"},
@@ -285,6 +286,22 @@ func testBatchFetch(t *testing.T, dsn string) {
 	for _, secret := range []string{fetchBearer, fetchAPIKey, fetchPass} {
 		is.True(!strings.Contains(logs.String(), secret))
 	}
+	// Fetch and start the batch in one call: the fetched entities are the
+	// batch's, followed on the usual stream.
+	schemaID := s.createSchema(home.key, "Company", companySchema)
+	var started struct {
+		JobID   string `json:"job_id"`
+		Total   int    `json:"total"`
+		Message string `json:"message"`
+	}
+	is.Equal(s.call("POST", "/api/batch/fetch", operator, obj{"url": up.URL + "/array",
+		"batch": obj{"schema_id": schemaID, "models": []string{"sandbox::echo"}}}, &started), 200)
+	is.Equal(started.Total, 2)
+	is.True(started.JobID != "" && strings.Contains(started.Message, started.JobID))
+	evs := s.follow(operator, started.JobID, "")
+	is.Equal(last(evs).Name, "completed")
+	is.Equal(len(find(evs, "entity_completed")), 2)
+
 	// The role: operators may fetch; a read-only key may not.
 	ro := s.newKeyScopes(home.key, "owner", []string{"read"})
 	is.Equal(s.call("POST", "/api/batch/fetch", ro, obj{"url": up.URL + "/array"}, nil), 403)
