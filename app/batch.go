@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -168,14 +167,8 @@ func (s *EnrichmentService) StartBatch(ctx context.Context, p *access.Principal,
 	if err != nil {
 		return nil, err
 	}
-	body, _ := json.Marshal(req)
-	now := s.Clock.Now()
-	j := &job.Job{ID: s.IDs.NewID(), OrgID: p.OrgID, Type: job.TypeBatchEnrichment, State: job.Pending,
-		Request: body, CreatedAt: now, UpdatedAt: now, HeartbeatAt: now}
-	if err := s.Engine.Create(ctx, j, bp); err != nil {
-		if errors.Is(err, ports.ErrCapacity) {
-			return nil, coded(ports.ErrCapacity, "capacity", "the server has no capacity for the job, try again shortly")
-		}
+	j, err := s.Engine.Submit(ctx, s.IDs.NewID(), p.OrgID, job.TypeBatchEnrichment, req, bp)
+	if err != nil {
 		return nil, err
 	}
 	out := &BatchStarted{Job: j, Total: len(bp.selected), Invalid: []InvalidEntity{}}

@@ -3,6 +3,7 @@ package app
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -364,6 +365,26 @@ func (e *Engine) release(org string) {
 	}
 	close(e.freed)
 	e.freed = make(chan struct{})
+}
+
+// Submit creates job id of type t for the organization, pending, with its
+// stored request (req as JSON: the source of truth a worker taking the job
+// over reads), and runs it like Create (prepared is the Runner's plan for a
+// run here). No capacity anywhere is 503 capacity.
+func (e *Engine) Submit(ctx context.Context, id, orgID string, t job.Type, req any, prepared any) (*job.Job, error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	now := e.Clock.Now()
+	j := &job.Job{ID: id, OrgID: orgID, Type: t, State: job.Pending, Request: body, CreatedAt: now, UpdatedAt: now, HeartbeatAt: now}
+	if err := e.Create(ctx, j, prepared); err != nil {
+		if errors.Is(err, ports.ErrCapacity) {
+			return nil, coded(ports.ErrCapacity, "capacity", "the server has no capacity for the job, try again shortly")
+		}
+		return nil, err
+	}
+	return j, nil
 }
 
 // Create stores a new job in one commit. With a free worker here (waiting

@@ -207,14 +207,8 @@ func (s *FusionService) Start(ctx context.Context, p *access.Principal, req Merg
 	if err != nil {
 		return nil, err
 	}
-	body, _ := json.Marshal(req)
-	now := s.Clock.Now()
-	j := &job.Job{ID: s.IDs.NewID(), OrgID: p.OrgID, Type: job.TypeFusion, State: job.Pending,
-		Request: body, CreatedAt: now, UpdatedAt: now, HeartbeatAt: now}
-	if err := s.Engine.Create(ctx, j, pl); err != nil {
-		if errors.Is(err, ports.ErrCapacity) {
-			return nil, coded(ports.ErrCapacity, "capacity", "the server has no capacity for the job, try again shortly")
-		}
+	j, err := s.Engine.Submit(ctx, s.IDs.NewID(), p.OrgID, job.TypeFusion, req, pl)
+	if err != nil {
 		return nil, err
 	}
 	return j, nil

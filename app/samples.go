@@ -197,14 +197,8 @@ func (s *SampleService) Start(ctx context.Context, p *access.Principal, req Samp
 		return nil, err
 	}
 	req.Language = &pl.language // resolved: a worker that takes the job over has no header
-	body, _ := json.Marshal(req)
-	now := s.Clock.Now()
-	j := &job.Job{ID: s.IDs.NewID(), OrgID: p.OrgID, Type: job.TypeSampleGeneration, State: job.Pending,
-		Request: body, CreatedAt: now, UpdatedAt: now, HeartbeatAt: now}
-	if err := s.Engine.Create(ctx, j, pl); err != nil {
-		if errors.Is(err, ports.ErrCapacity) {
-			return nil, coded(ports.ErrCapacity, "capacity", "the server has no capacity for the job, try again shortly")
-		}
+	j, err := s.Engine.Submit(ctx, s.IDs.NewID(), p.OrgID, job.TypeSampleGeneration, req, pl)
+	if err != nil {
 		return nil, err
 	}
 	s.Log.Info("sample generation queued", "job_id", j.ID, "org_id", p.OrgID, "samples", pl.count, "model", pl.model.Key.String())

@@ -296,13 +296,8 @@ func (s *SchemaGenService) StartEdit(ctx context.Context, p *access.Principal, r
 }
 
 func (s *SchemaGenService) create(ctx context.Context, p *access.Principal, t job.Type, req any, sp *schemaPlan) (*job.Job, error) {
-	body, _ := json.Marshal(req)
-	now := s.Clock.Now()
-	j := &job.Job{ID: s.IDs.NewID(), OrgID: p.OrgID, Type: t, State: job.Pending, Request: body, CreatedAt: now, UpdatedAt: now, HeartbeatAt: now}
-	if err := s.Engine.Create(ctx, j, sp); err != nil {
-		if errors.Is(err, ports.ErrCapacity) {
-			return nil, coded(ports.ErrCapacity, "capacity", "the server has no capacity for the job, try again shortly")
-		}
+	j, err := s.Engine.Submit(ctx, s.IDs.NewID(), p.OrgID, t, req, sp)
+	if err != nil {
 		return nil, err
 	}
 	s.Log.Info("schema job queued", "job_id", j.ID, "org_id", p.OrgID, "type", t, "model", sp.model.Key.String(), "state", j.State)

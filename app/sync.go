@@ -24,14 +24,8 @@ func (s *EnrichmentService) Start(ctx context.Context, p *access.Principal, req 
 	if err != nil {
 		return nil, err
 	}
-	body, _ := json.Marshal(req)
-	now := s.Clock.Now()
-	j := &job.Job{ID: s.IDs.NewID(), OrgID: p.OrgID, Type: job.TypeEnrichment, State: job.Pending,
-		Request: body, CreatedAt: now, UpdatedAt: now, HeartbeatAt: now}
-	if err := s.Engine.Create(ctx, j, pl); err != nil {
-		if errors.Is(err, ports.ErrCapacity) {
-			return nil, coded(ports.ErrCapacity, "capacity", "the server has no capacity for the job, try again shortly")
-		}
+	j, err := s.Engine.Submit(ctx, s.IDs.NewID(), p.OrgID, job.TypeEnrichment, req, pl)
+	if err != nil {
 		return nil, err
 	}
 	s.Log.Info("enrichment queued", "job_id", j.ID, "org_id", p.OrgID, "schema_id", pl.schema.ID,
