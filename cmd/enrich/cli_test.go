@@ -308,11 +308,29 @@ func TestOutputs(t *testing.T) {
 	is.True(strings.Contains(r.errOut, "failed"))
 	is.True(strings.Contains(r.errOut, "(code model_output_invalid)"))
 
+	// A batch: the summary of every entity, fused over two models; a bad
+	// entities argument is a usage error.
+	var batch struct {
+		Event  string `json:"event"`
+		Result struct {
+			CompletedEntities int      `json:"completed_entities"`
+			RecordIDs         []string `json:"record_ids"`
+		} `json:"result"`
+	}
+	is.NoErr(json.Unmarshal([]byte(u.ok("", "batch", s.schema, "-d", `[{"name":"Acme"},{"name":"Globex"}]`, "-m", "sandbox::echo,sandbox::alt")), &batch))
+	is.Equal(batch.Event, "completed")
+	is.Equal(batch.Result.CompletedEntities, 2)
+	is.Equal(len(batch.Result.RecordIDs), 6) // per entity: two models and their fusion
+	is.Equal(u.run("", "batch", s.schema, "-d", `{"name":"Acme"}`).code, 2)
+	jobID := strings.TrimSpace(u.ok("", "batch", s.schema, "-d", `[{"name":"Acme"}]`, "--follow=false", "-q"))
+	is.True(jobID != "")
+
 	// A revoked key stops working at once.
 	u.ok("", "keys", "revoke", keyID)
 	r = k.run("", "whoami")
 	is.Equal(r.code, 1)
 	is.True(strings.Contains(r.errOut, "HTTP 401"))
+
 }
 
 func TestSession(t *testing.T) {

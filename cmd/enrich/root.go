@@ -214,7 +214,7 @@ the job left running.`,
 
 	root.AddGroup(&cobra.Group{ID: "main", Title: "Enrichment:"}, &cobra.Group{ID: "account", Title: "Account:"},
 		&cobra.Group{ID: "ops", Title: "Operators:"}, &cobra.Group{ID: "shell", Title: "Help and shell completion:"})
-	for _, sub := range []*cobra.Command{c.enrichCmd(), c.schemasCmd(), c.jobsCmd(), c.recordsCmd(), c.optionsCmd()} {
+	for _, sub := range []*cobra.Command{c.enrichCmd(), c.batchCmd(), c.schemasCmd(), c.jobsCmd(), c.recordsCmd(), c.optionsCmd()} {
 		sub.GroupID = "main"
 		root.AddCommand(sub)
 	}
@@ -354,29 +354,32 @@ func (c *cli) show(raw json.RawMessage, id string, table func(*tw)) error {
 // checks that it is one JSON object: a mistake is a usage error that says
 // where.
 func (c *cli) readJSONArg(data, file, what string) (json.RawMessage, error) {
-	var raw []byte
-	src := "-d"
+	raw, src, err := c.readArg(data, file, what, "'{...}'")
+	if err != nil {
+		return nil, err
+	}
+	return checkObject(raw, what, src)
+}
+
+// readArg reads what a -d (inline) or -f (a file, - for standard input)
+// flag gives, and names where it came from.
+func (c *cli) readArg(data, file, what, example string) ([]byte, string, error) {
 	switch {
 	case data != "" && file != "":
-		return nil, usagef("give %s with -d or -f, not both", what)
+		return nil, "", usagef("give %s with -d or -f, not both", what)
 	case data != "":
-		raw = []byte(data)
+		return []byte(data), "-d", nil
 	case file == "-":
 		b, err := io.ReadAll(c.io.in)
-		if err != nil {
-			return nil, err
-		}
-		raw, src = b, "standard input"
+		return b, "standard input", err
 	case file != "":
 		b, err := os.ReadFile(file)
 		if err != nil {
-			return nil, usageError{err}
+			return nil, "", usageError{err}
 		}
-		raw, src = b, file
-	default:
-		return nil, usagef("give %s with -d '{...}' or -f FILE", what)
+		return b, file, nil
 	}
-	return checkObject(raw, what, src)
+	return nil, "", usagef("give %s with -d %s or -f FILE", what, example)
 }
 
 func checkObject(raw []byte, what, src string) (json.RawMessage, error) {
