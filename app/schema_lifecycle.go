@@ -283,12 +283,10 @@ func inUse(id string, uses []string, cascade bool) error {
 	return fmt.Errorf("schema %s is used by %v; delete with cascade=true to unlink it first: %w", id, uses, schema.ErrInUse)
 }
 
-// Delete moves a schema to the trash, restorable for RestoreWindow. A
-// schema in use (linked to a database, later a benchmark) is refused with
-// 409 schema_in_use unless cascade, which unlinks it first. Deleting a
-// schema in the trash changes nothing (its first deletion time stays).
-func (s *SchemaService) Delete(ctx context.Context, p *access.Principal, id string, cascade bool) (*Deletion, error) {
-	if err := access.Authorize(p, access.ActDeleteSchema); err != nil {
+// anySchema authorizes act and reads one of the organization's schemas,
+// live or in the trash (an unknown or foreign id is 404).
+func (s *SchemaService) anySchema(ctx context.Context, p *access.Principal, act access.Action, id string) (*schema.Schema, error) {
+	if err := access.Authorize(p, act); err != nil {
 		return nil, err
 	}
 	if err := checkID(id); err != nil {
@@ -297,7 +295,17 @@ func (s *SchemaService) Delete(ctx context.Context, p *access.Principal, id stri
 	cur, err := s.Schemas.GetSchema(ctx, p.OrgID, id)
 	if errors.Is(err, ports.ErrNotFound) {
 		return nil, schemaNotFound(id)
-	} else if err != nil {
+	}
+	return cur, err
+}
+
+// Delete moves a schema to the trash, restorable for RestoreWindow. A
+// schema in use (linked to a database, later a benchmark) is refused with
+// 409 schema_in_use unless cascade, which unlinks it first. Deleting a
+// schema in the trash changes nothing (its first deletion time stays).
+func (s *SchemaService) Delete(ctx context.Context, p *access.Principal, id string, cascade bool) (*Deletion, error) {
+	cur, err := s.anySchema(ctx, p, access.ActDeleteSchema, id)
+	if err != nil {
 		return nil, err
 	}
 	d := &Deletion{}
@@ -343,16 +351,8 @@ func (s *SchemaService) Delete(ctx context.Context, p *access.Principal, id stri
 // nothing. A restored schema whose name a live schema took meanwhile gets
 // a unique suffix.
 func (s *SchemaService) Restore(ctx context.Context, p *access.Principal, id string) (*schema.Schema, error) {
-	if err := access.Authorize(p, access.ActRestoreSchema); err != nil {
-		return nil, err
-	}
-	if err := checkID(id); err != nil {
-		return nil, err
-	}
-	cur, err := s.Schemas.GetSchema(ctx, p.OrgID, id)
-	if errors.Is(err, ports.ErrNotFound) {
-		return nil, schemaNotFound(id)
-	} else if err != nil {
+	cur, err := s.anySchema(ctx, p, access.ActRestoreSchema, id)
+	if err != nil {
 		return nil, err
 	}
 	if !cur.Deleted() {
@@ -411,16 +411,8 @@ func (s *SchemaService) ListDeleted(ctx context.Context, p *access.Principal) ([
 // same in-use rule as Delete applies. Its records stay (the purge removes
 // them). An unknown id is 404, so a repeated call is 404 too.
 func (s *SchemaService) DeletePermanently(ctx context.Context, p *access.Principal, id string, cascade bool) (*Deletion, error) {
-	if err := access.Authorize(p, access.ActDeleteSchema); err != nil {
-		return nil, err
-	}
-	if err := checkID(id); err != nil {
-		return nil, err
-	}
-	cur, err := s.Schemas.GetSchema(ctx, p.OrgID, id)
-	if errors.Is(err, ports.ErrNotFound) {
-		return nil, schemaNotFound(id)
-	} else if err != nil {
+	cur, err := s.anySchema(ctx, p, access.ActDeleteSchema, id)
+	if err != nil {
 		return nil, err
 	}
 	uses, err := s.uses(ctx, cur)
