@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/entityenrich/enrich/domain/enrichment"
@@ -108,6 +109,12 @@ type Engine struct {
 	// MaxAttempts bounds how many workers may take a job; past it the job
 	// fails with code interrupted.
 	MaxAttempts int
+	// DeferCreate is how long a job whose creator waits for its end
+	// (SubmitAwaited) runs before its row is written (default 50 ms;
+	// negative: at once, like any job). A run that ends sooner writes its
+	// job with its end, in one commit instead of two. Nobody else knows of
+	// such a job before it ends, so nobody misses its row.
+	DeferCreate time.Duration
 	// ReleaseAtShutdown hands running jobs back (lease cleared) at shutdown,
 	// to resume elsewhere; when false (memory storage, which dies with the
 	// process) they fail with code shutdown.
@@ -143,11 +150,32 @@ type run struct {
 	// says it could not be (the run then writes nothing).
 	stored   chan struct{}
 	storeErr error
+	// deferred: the row is stored by whoever takes row first: the
+	// DeferCreate timer (rowCreating) or the run's end (rowEnding), which
+	// stores the job with its end.
+	deferred bool
+	row      atomic.Int32
 
 	pubMu sync.Mutex
 	owned bool        // the event stream is owned: events go to it
 	held  []job.Draft // events published before the stream was owned
 }
+
+// The states of a deferred run's row.
+const (
+	rowWaiting int32 = iota
+	rowCreating
+	rowEnding
+)
+
+// rowStart says how a launched run's job row is stored.
+type rowStart int
+
+const (
+	rowStored   rowStart = iota // stored before the launch
+	rowStoring                  // being stored by the launcher, who tells Engine.stored
+	rowDeferred                 // stored after DeferCreate, or with the job's end
+)
 
 // isStored reports whether the job's row is stored.
 func (r *run) isStored() bool {
@@ -184,6 +212,7 @@ const (
 	DefaultJobAttempts = 5
 	DefaultSweepEvery  = 5 * time.Second
 	DefaultSlotWait    = 250 * time.Millisecond
+	DefaultDeferCreate = 50 * time.Millisecond
 )
 
 // Start begins dispatching and renewing leases; Stop ends it.
@@ -194,6 +223,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.MaxAttempts = cmp.Or(e.MaxAttempts, DefaultJobAttempts)
 	e.SweepEvery = cmp.Or(e.SweepEvery, DefaultSweepEvery)
 	e.SlotWait = cmp.Or(e.SlotWait, DefaultSlotWait)
+	e.DeferCreate = cmp.Or(e.DeferCreate, DefaultDeferCreate)
 	e.mu.Lock()
 	e.running, e.perOrg, e.freed = map[string]*run{}, map[string]int{}, make(chan struct{})
 	e.base, e.stopAll = context.WithCancel(context.WithoutCancel(ctx))
@@ -372,13 +402,25 @@ func (e *Engine) release(org string) {
 // over reads), and runs it like Create (prepared is the Runner's plan for a
 // run here). No capacity anywhere is 503 capacity.
 func (e *Engine) Submit(ctx context.Context, id, orgID string, t job.Type, req any, prepared any) (*job.Job, error) {
+	return e.submit(ctx, id, orgID, t, req, prepared, false)
+}
+
+// SubmitAwaited is Submit for a caller that waits for the job's end (a
+// blocking route) before it tells anyone the job's id: a job that starts
+// here has its row written only after DeferCreate, or with its end when it
+// ends sooner. The caller follows it with Await.
+func (e *Engine) SubmitAwaited(ctx context.Context, id, orgID string, t job.Type, req any, prepared any) (*job.Job, error) {
+	return e.submit(ctx, id, orgID, t, req, prepared, true)
+}
+
+func (e *Engine) submit(ctx context.Context, id, orgID string, t job.Type, req any, prepared any, awaited bool) (*job.Job, error) {
 	body, err := json.Marshal(req)
 	if err != nil {
 		return nil, err
 	}
 	now := e.Clock.Now()
 	j := &job.Job{ID: id, OrgID: orgID, Type: t, State: job.Pending, Request: body, CreatedAt: now, UpdatedAt: now, HeartbeatAt: now}
-	if err := e.Create(ctx, j, prepared); err != nil {
+	if err := e.create(ctx, j, prepared, awaited); err != nil {
 		if errors.Is(err, ports.ErrCapacity) {
 			return nil, coded(ports.ErrCapacity, "capacity", "the server has no capacity for the job, try again shortly")
 		}
@@ -393,6 +435,10 @@ func (e *Engine) Submit(ctx context.Context, id, orgID string, t job.Type, req a
 // otherwise it is queued in that commit and waits, pending, for any
 // replica's worker.
 func (e *Engine) Create(ctx context.Context, j *job.Job, prepared any) error {
+	return e.create(ctx, j, prepared, false)
+}
+
+func (e *Engine) create(ctx context.Context, j *job.Job, prepared any, awaited bool) error {
 	local, err := e.reserveWithin(ctx, j.OrgID)
 	if err != nil {
 		return err
@@ -402,10 +448,15 @@ func (e *Engine) Create(ctx context.Context, j *job.Job, prepared any) error {
 			e.release(j.OrgID)
 			return err
 		}
+		if awaited && e.DeferCreate > 0 {
+			r := e.launch(new(*j), nil, prepared, rowDeferred)
+			time.AfterFunc(e.DeferCreate, func() { e.storeDeferred(r) })
+			return nil
+		}
 		// The run starts now, so that its first calls overlap the commit
 		// (one statement, which commits on its own); it writes nothing,
 		// and its events wait in the run, until the row is stored.
-		r := e.launch(new(*j), nil, prepared, false)
+		r := e.launch(new(*j), nil, prepared, rowStoring)
 		err = e.Jobs.CreateJob(ctx, j)
 		e.stored(r, err)
 		return err
@@ -420,6 +471,66 @@ func (e *Engine) Create(ctx context.Context, j *job.Job, prepared any) error {
 
 // errNotStored ends a run whose job's row could not be stored.
 var errNotStored = errors.New("the job could not be stored")
+
+// storeDeferred writes the row of a deferred run that has not ended after
+// DeferCreate; from then on the run is like any other.
+func (e *Engine) storeDeferred(r *run) {
+	if !r.row.CompareAndSwap(rowWaiting, rowCreating) {
+		return // the run's end stores it
+	}
+	ctx := context.WithoutCancel(e.base) // a shutdown hands the job back: it needs its row
+	e.stored(r, e.retry(ctx, func() error { return e.Jobs.CreateJob(ctx, new(r.job)) }))
+}
+
+// Await returns a context for following job id to its end (ctx's, unless
+// the job is a deferred run here: then it also ends, with a cause wrapping
+// errNotStored, when the job's row cannot be stored, so that the follower
+// does not wait for events that will never be).
+func (e *Engine) Await(ctx context.Context, id string) (context.Context, context.CancelFunc) {
+	e.mu.Lock()
+	r := e.running[id]
+	e.mu.Unlock()
+	if r == nil || !r.deferred {
+		return ctx, func() {}
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	go func() {
+		select {
+		case <-r.stored:
+			if r.storeErr != nil {
+				cancel(fmt.Errorf("%w: %w", errNotStored, r.storeErr))
+			}
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() { cancel(nil) }
+}
+
+// cancelUnstored cancels a deferred run of org's whose row is not stored
+// yet and waits for its end (which stores the job, cancelled); false when
+// there is no such run here, or its row is stored (after waiting for a
+// store in flight): cancel it as any other.
+func (e *Engine) cancelUnstored(ctx context.Context, org, id, reason string) bool {
+	e.mu.Lock()
+	r := e.running[id]
+	e.mu.Unlock()
+	if r == nil || !r.deferred || r.org != org {
+		return false
+	}
+	if r.row.Load() == rowCreating {
+		select {
+		case <-r.stored:
+		case <-ctx.Done():
+		}
+		return false
+	}
+	r.cancel(&cancelCause{reason})
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+	}
+	return true
+}
 
 // stored tells a run started before its job's row was stored how the store
 // went: the run owns its event stream from now on, or it stops.
@@ -438,17 +549,23 @@ func (e *Engine) stored(r *run, err error) {
 func (e *Engine) own(r *run, after int64) {
 	r.pubMu.Lock()
 	defer r.pubMu.Unlock()
-	e.Stream.Own(r.id, r.attempt, after, func(err error) {
+	e.Stream.Own(r.id, r.attempt, after, e.lost(r))
+	for _, d := range r.held {
+		e.Stream.Publish(r.id, d)
+	}
+	r.held, r.owned = nil, true
+}
+
+// lost is told by the stream that the run's events cannot be written here
+// any more.
+func (e *Engine) lost(r *run) func(error) {
+	return func(err error) {
 		if errors.Is(err, ports.ErrFenced) {
 			r.cancel(errLost)
 			return
 		}
 		r.cancel(&storageCause{err})
-	})
-	for _, d := range r.held {
-		e.Stream.Publish(r.id, d)
 	}
-	r.held, r.owned = nil, true
 }
 
 // publish gives the job's stream an event of the run, or keeps it until the
@@ -533,7 +650,7 @@ func (e *Engine) Dispatch(ctx context.Context, q ports.QueuedJob) (ports.Dispatc
 		e.release(q.OrgID)
 		return ports.Dispatch{}, err
 	}
-	e.launch(j, evs, nil, true)
+	e.launch(j, evs, nil, rowStored)
 	return ports.Dispatch{}, nil
 }
 
@@ -553,24 +670,30 @@ func (e *Engine) priorEvents(ctx context.Context, id string) ([]job.Event, error
 
 // launch runs a claimed job in the background. A job whose row is stored
 // owns its event stream at once, before anyone can follow it from here;
-// otherwise the caller tells the run when it is (Engine.stored).
-func (e *Engine) launch(j *job.Job, prior []job.Event, prepared any, stored bool) *run {
+// otherwise the caller tells the run when it is (Engine.stored), or, for a
+// deferred row, the DeferCreate timer or the run's end stores it.
+func (e *Engine) launch(j *job.Job, prior []job.Event, prepared any, row rowStart) *run {
 	ctx, cancel := context.WithCancelCause(e.base)
 	r := &run{id: j.ID, org: j.OrgID, attempt: j.Attempt, job: *j, cancel: cancel, done: make(chan struct{}),
-		stored: make(chan struct{}), tracker: job.NewTracker(j.Type), typ: j.Type}
+		stored: make(chan struct{}), tracker: job.NewTracker(j.Type), typ: j.Type, deferred: row == rowDeferred}
 	for _, ev := range prior {
 		r.tracker.Observe(ev.Type, ev.Data)
 	}
 	e.mu.Lock()
 	e.running[j.ID] = r
 	e.mu.Unlock()
-	if stored {
+	switch row {
+	case rowStored:
 		var after int64
 		if len(prior) > 0 {
 			after = prior[len(prior)-1].Seq
 		}
 		e.own(r, after)
 		close(r.stored)
+	case rowDeferred:
+		// Followers here wait on the stream, not on the log, while the run
+		// keeps its events until the row is stored (own, or its end).
+		e.Stream.Own(r.id, r.attempt, 0, e.lost(r))
 	}
 	e.wg.Add(1)
 	go func() {
@@ -614,12 +737,22 @@ func (e *Engine) execute(ctx context.Context, r *run, j *job.Job, prior []job.Ev
 // finish ends the run: the job's last events, records and state in one
 // commit, under the run's fence.
 func (e *Engine) finish(ctx context.Context, r *run, out Outcome) {
-	<-r.stored
-	if r.storeErr != nil {
-		return // nothing of the job exists
-	}
 	bg := context.WithoutCancel(ctx)
 	cause := context.Cause(ctx)
+	// create: the job's row is not stored, and is stored with its end.
+	create := r.deferred && r.row.CompareAndSwap(rowWaiting, rowEnding)
+	if create && errors.Is(cause, errShutdown) && e.ReleaseAtShutdown {
+		// Handed back to resume elsewhere: the row must exist first.
+		e.stored(r, e.retry(bg, func() error { return e.Jobs.CreateJob(bg, new(r.job)) }))
+		create = false
+	}
+	if !create {
+		<-r.stored
+		if r.storeErr != nil {
+			e.Stream.Sealed(r.id, nil, r.storeErr)
+			return // nothing of the job exists
+		}
+	}
 	var cc *cancelCause
 	var sc *storageCause
 	var apply func(j *job.Job, now time.Time) error
@@ -664,7 +797,18 @@ func (e *Engine) finish(ctx context.Context, r *run, out Outcome) {
 		apply = func(j *job.Job, now time.Time) error { return j.Complete(out.Result, now) }
 		drafts = []job.Draft{job.NewDraft(out.Completed)}
 	}
-	evs := e.Stream.Seal(bg, r.id, r.tracker.StampAll(drafts))
+	var evs []job.Event
+	if create {
+		// Nothing was written before the row: every event goes in the end,
+		// numbered from 1.
+		r.pubMu.Lock()
+		held := r.held
+		r.held, r.owned = nil, true
+		r.pubMu.Unlock()
+		evs = e.Stream.Seal(bg, r.id, append(held, r.tracker.StampAll(drafts)...))
+	} else {
+		evs = e.Stream.Seal(bg, r.id, r.tracker.StampAll(drafts))
+	}
 	if len(evs) == 0 {
 		// The stream dropped the job just now (fenced off, or its events
 		// refused): the run's context learns why at once.
@@ -680,7 +824,7 @@ func (e *Engine) finish(ctx context.Context, r *run, out Outcome) {
 		e.Log.Info("job left to its new holder", "job_id", r.id, "attempt", r.attempt)
 		return
 	}
-	end := ports.JobEnd{Job: new(r.job), From: r.job.State, Events: evs, Usage: withTask(out.Usage, r.typ)}
+	end := ports.JobEnd{Job: new(r.job), From: r.job.State, Create: create, Events: evs, Usage: withTask(out.Usage, r.typ)}
 	err := apply(end.Job, e.Clock.Now())
 	paused := out.Pause != nil && out.Failure == nil && cc == nil && !errors.Is(cause, errShutdown)
 	if out.Failure == nil && cc == nil && !errors.Is(cause, errShutdown) && !paused {
@@ -691,6 +835,10 @@ func (e *Engine) finish(ctx context.Context, r *run, out Outcome) {
 	}
 	if err == nil {
 		err = e.retry(bg, func() error { return e.UoW.EndJob(bg, end) })
+	}
+	if create && !e.storedWithEnd(bg, r, err) {
+		e.Stream.Sealed(r.id, nil, err)
+		return // nothing of the job exists; its follower is told (Await)
 	}
 	e.Stream.Sealed(r.id, evs, err)
 	switch {
@@ -713,6 +861,24 @@ func (e *Engine) finish(ctx context.Context, r *run, out Outcome) {
 		e.Log.Error("job end could not be stored", "job_id", r.id, "err", err)
 		e.failUnstorable(bg, r, err)
 	}
+}
+
+// storedWithEnd settles the row of a run that stored its job with its end
+// (endErr is how that went): when the end was refused, the job is stored
+// as it started, so that it can be failed truthfully. False when the job
+// could not be stored at all.
+func (e *Engine) storedWithEnd(ctx context.Context, r *run, endErr error) bool {
+	if endErr == nil {
+		close(r.stored)
+		return true
+	}
+	err := e.retry(ctx, func() error { return e.Jobs.CreateJob(ctx, new(r.job)) })
+	if err != nil {
+		e.Log.Error("job could not be stored", "job_id", r.id, "err", err, "end_err", endErr)
+		r.storeErr = err
+	}
+	close(r.stored)
+	return err == nil
 }
 
 // withTask names the job's type as the task of the usage entries that name

@@ -46,12 +46,15 @@ func (s *JobService) Cancel(ctx context.Context, p *access.Principal, id, reason
 	if err := access.Authorize(p, access.ActCancelJob); err != nil {
 		return nil, err
 	}
-	if _, err := s.Get(ctx, p, id); err != nil {
-		return nil, err
-	}
 	bg := context.WithoutCancel(ctx)
 	wait, cancel := context.WithTimeout(bg, 10*time.Second) // the run's last commit may be retried in an outage
 	defer cancel()
+	if s.Engine.cancelUnstored(wait, p.OrgID, id, reason) {
+		return s.cancelled(bg, p, id, reason)
+	}
+	if _, err := s.Get(ctx, p, id); err != nil {
+		return nil, err
+	}
 	here := s.Engine.CancelHere(wait, id, reason)
 	if here {
 		// A run that had just paused its job ended before it saw the
@@ -78,7 +81,12 @@ func (s *JobService) Cancel(ctx context.Context, p *access.Principal, id, reason
 			s.Log.Warn("drop the job's queued dispatch", "job_id", id, "err", err)
 		}
 	}
-	j, err := s.Jobs.GetJob(bg, p.OrgID, id)
+	return s.cancelled(bg, p, id, reason)
+}
+
+// cancelled answers a cancel with the job as it ended.
+func (s *JobService) cancelled(ctx context.Context, p *access.Principal, id, reason string) (*job.Job, error) {
+	j, err := s.Jobs.GetJob(ctx, p.OrgID, id)
 	if err != nil {
 		return nil, err
 	}

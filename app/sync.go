@@ -17,6 +17,13 @@ import (
 // Start validates the request and creates the job with its queue entry. It
 // returns the job for the SSE stream.
 func (s *EnrichmentService) Start(ctx context.Context, p *access.Principal, req EnrichRequest) (*job.Job, error) {
+	return s.start(ctx, p, req, s.Engine.Submit)
+}
+
+// submitFunc is Engine.Submit or Engine.SubmitAwaited.
+type submitFunc func(ctx context.Context, id, orgID string, t job.Type, req any, prepared any) (*job.Job, error)
+
+func (s *EnrichmentService) start(ctx context.Context, p *access.Principal, req EnrichRequest, submit submitFunc) (*job.Job, error) {
 	if err := access.Authorize(p, access.ActEnrich); err != nil {
 		return nil, err
 	}
@@ -24,7 +31,7 @@ func (s *EnrichmentService) Start(ctx context.Context, p *access.Principal, req 
 	if err != nil {
 		return nil, err
 	}
-	j, err := s.Engine.Submit(ctx, s.IDs.NewID(), p.OrgID, job.TypeEnrichment, req, pl)
+	j, err := submit(ctx, s.IDs.NewID(), p.OrgID, job.TypeEnrichment, req, pl)
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +121,7 @@ var ErrSyncTimeout = errors.New("the job did not finish in time and was cancelle
 // deadline). A job that fails or is cancelled is a *JobEnded.
 func (s *EnrichmentService) Sync(ctx context.Context, p *access.Principal, req EnrichRequest) (*SyncResult, error) {
 	t0 := time.Now()
-	j, err := s.Start(ctx, p, req)
+	j, err := s.start(ctx, p, req, s.Engine.SubmitAwaited)
 	if err != nil {
 		return nil, err
 	}
@@ -157,9 +164,14 @@ func (s *EnrichmentService) Sync(ctx context.Context, p *access.Principal, req E
 // deadline).
 func awaitEnd(ctx context.Context, stream ports.EventStream, jobs *JobService, log *slog.Logger, p *access.Principal,
 	j *job.Job, seen func(job.Event) error) (job.Event, *job.Job, error) {
+	ctx, stop := jobs.Engine.Await(ctx, j.ID)
+	defer stop()
 	var after int64
 	for {
 		evs, err := stream.Wait(ctx, j.ID, after)
+		if cause := context.Cause(ctx); err != nil && errors.Is(cause, errNotStored) {
+			return job.Event{}, nil, cause
+		}
 		if err != nil {
 			reason := "client went away"
 			if errors.Is(err, context.DeadlineExceeded) {

@@ -39,19 +39,25 @@ type UnitOfWork interface {
 	// none. It is the one unit of work on every job's critical path, so a
 	// store may do it in a single round trip. The end is refused with
 	// ErrFenced, and nothing is written, unless the stored job is still in
-	// state From under end.Job.Attempt. Records and events that the store
-	// cannot hold are ErrInvalid; an existing record id or event seq is
-	// ErrConflict.
+	// state From under end.Job.Attempt. With end.Create the job is not
+	// stored yet and is created as it ends (an existing id is ErrConflict).
+	// Records and events that the store cannot hold are ErrInvalid; an
+	// existing record id or event seq is ErrConflict.
 	EndJob(ctx context.Context, end JobEnd) error
 }
 
 // JobEnd is what a job's holder writes when the job ends.
 type JobEnd struct {
 	// Job is the job as it ends; only its State, ErrorCode, Error, Result
-	// and UpdatedAt are written. Its Attempt is the holder's fence.
+	// and UpdatedAt are written (all of it with Create). Its Attempt is the
+	// holder's fence.
 	Job *job.Job
 	// From is the state the holder left the job in.
-	From    job.State
+	From job.State
+	// Create says the job's row was never stored: a run that ended before
+	// its create was written (Engine.SubmitAwaited) stores the job with its
+	// end, in the same commit.
+	Create  bool
 	Records []*enrichment.Record
 	Events  []job.Event
 	// Usage is the run's LLM calls for the ledger, written whatever the

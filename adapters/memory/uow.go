@@ -366,10 +366,15 @@ func (t txRefresh) RevokeUserTokens(_ context.Context, userID string, at time.Ti
 }
 
 // EndJob stores a job's end as one unit of work: the job, fenced by
-// end.Job.Attempt and end.From, then its records and events.
+// end.Job.Attempt and end.From (created, with end.Create), then its records
+// and events.
 func (w *UnitOfWork) EndJob(ctx context.Context, end ports.JobEnd) error {
 	return w.InTx(ctx, func(ctx context.Context, r ports.Repos) error {
-		if _, err := r.Jobs.UpdateJob(ctx, end.Job.ID, func(j *job.Job) error {
+		if end.Create {
+			if err := r.Jobs.CreateJob(ctx, end.Job); err != nil {
+				return err
+			}
+		} else if _, err := r.Jobs.UpdateJob(ctx, end.Job.ID, func(j *job.Job) error {
 			if j.Attempt != end.Job.Attempt || j.State != end.From {
 				return fmt.Errorf("memory: end job %s attempt %d from %s: %w", j.ID, end.Job.Attempt, end.From, ports.ErrFenced)
 			}

@@ -116,7 +116,8 @@ const errNotHeld = "EJ409"
 
 // EndJob stores a job's end in one round trip and one commit: a fenced
 // UPDATE of the job, counted by enrich_require_held, which raises when the
-// job is not held any more, then the records and the events, sent as one
+// job is not held any more (with end.Create, the job's INSERT instead), then
+// the records and the events, sent as one
 // multi-statement query. PostgreSQL runs such a query as one implicit
 // transaction, so the raise (or any refusal) leaves nothing written. Ends
 // that arrive while another is being written share its successor's query
@@ -125,15 +126,20 @@ func (u *UnitOfWork) EndJob(ctx context.Context, end ports.JobEnd) error {
 	j := end.Job
 	what := fmt.Sprintf("end job %s attempt %d", j.ID, j.Attempt)
 	row := jobToRow(j)
-	cols := []string{"state", "error_code", "error", "result", "updated_at"}
-	if j.State == job.Paused {
-		// A pause releases the lease and sets the pause's deadline.
-		cols = append(cols, "owner", "lease_until", "pause_until")
+	var stmts []string
+	if end.Create {
+		stmts = append(stmts, u.db.NewInsert().Model(row).String())
+	} else {
+		cols := []string{"state", "error_code", "error", "result", "updated_at"}
+		if j.State == job.Paused {
+			// A pause releases the lease and sets the pause's deadline.
+			cols = append(cols, "owner", "lease_until", "pause_until")
+		}
+		upd := u.db.NewUpdate().Model(row).Column(cols...).
+			Where("id = ? AND attempt = ? AND state = ?", j.ID, j.Attempt, string(end.From)).Returning("1")
+		held := u.db.NewSelect().With("j", upd).TableExpr("j").ColumnExpr("enrich_require_held(count(*), ?)", j.ID)
+		stmts = append(stmts, held.String())
 	}
-	upd := u.db.NewUpdate().Model(row).Column(cols...).
-		Where("id = ? AND attempt = ? AND state = ?", j.ID, j.Attempt, string(end.From)).Returning("1")
-	held := u.db.NewSelect().With("j", upd).TableExpr("j").ColumnExpr("enrich_require_held(count(*), ?)", j.ID)
-	stmts := []string{held.String()}
 	if len(end.Records) > 0 {
 		rows := make([]recordRow, len(end.Records))
 		for i, rec := range end.Records {

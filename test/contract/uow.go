@@ -563,6 +563,38 @@ func RunUnitOfWork(t *testing.T, newUoW func(t *testing.T) UnitOfWorkFixture) {
 				is.Equal(storedSeqs(t, ctx, f.Repos, e.job.ID), []int64{1, 2, 3})
 			}
 		}},
+		{"EndJob with Create stores a job never stored, as it ended, with its records and events", func(t *testing.T, f UnitOfWorkFixture) {
+			is := is.New(t)
+			e := newEnding(t, ctx, f.Repos)
+			j := *e.job
+			j.ID = newID("job")
+			j.Attempt = 1
+			e.rec.JobID = j.ID
+			end := ports.JobEnd{Job: &j, From: job.Running, Create: true, Records: []*enrichment.Record{e.rec},
+				Events: events(j.ID, 1, 3)}
+			end.Job.State, end.Job.Result, end.Job.UpdatedAt = job.Completed, json.RawMessage(`{"n": 8}`), at(31)
+			is.NoErr(f.UoW.EndJob(ctx, end))
+			got, err := f.Repos.Jobs.GetJob(ctx, j.OrgID, j.ID)
+			is.NoErr(err)
+			is.Equal(got.State, job.Completed)
+			is.Equal(string(got.Result), `{"n": 8}`)
+			is.Equal(string(got.Request), `{"ask": "it"}`) // the whole job is written
+			is.Equal(got.Attempt, 1)
+			is.True(got.CreatedAt.Equal(e.job.CreatedAt))
+			_, err = f.Repos.Records.GetRecord(ctx, e.rec.OrgID, e.rec.ID)
+			is.NoErr(err)
+			is.Equal(storedSeqs(t, ctx, f.Repos, j.ID), []int64{1, 2, 3})
+
+			// A job that is stored already is a conflict, and nothing of
+			// that end is written.
+			again := e.end(job.Running, 2, 3)
+			again.Create = true
+			again.Records[0] = newRecord(j.OrgID, 22)
+			is.True(errors.Is(f.UoW.EndJob(ctx, again), ports.ErrConflict))
+			_, err = f.Repos.Records.GetRecord(ctx, again.Records[0].OrgID, again.Records[0].ID)
+			is.True(errors.Is(err, ports.ErrNotFound))
+			is.Equal(storedSeqs(t, ctx, f.Repos, e.job.ID), []int64{1})
+		}},
 		{"EndJob with an event that exists is ErrConflict and writes nothing", func(t *testing.T, f UnitOfWorkFixture) {
 			is := is.New(t)
 			e := newEnding(t, ctx, f.Repos)

@@ -1,0 +1,181 @@
+package app_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+
+	"github.com/entityenrich/enrich/app"
+	"github.com/entityenrich/enrich/domain/enrichment"
+	"github.com/entityenrich/enrich/domain/job"
+	"github.com/entityenrich/enrich/ports"
+)
+
+// countedJobs counts the jobs created through the store (not through a
+// unit of work's end) and fails them with err when set.
+type countedJobs struct {
+	ports.JobStore
+	creates atomic.Int32
+	err     error
+}
+
+func (c *countedJobs) CreateJob(ctx context.Context, j *job.Job) error {
+	c.creates.Add(1)
+	if c.err != nil {
+		return c.err
+	}
+	return c.JobStore.CreateJob(ctx, j)
+}
+
+// holdRunner publishes one event, waits for hold or its context, and
+// completes with a record (or, cancelled, ends as its context says).
+type holdRunner struct{ hold chan struct{} }
+
+func (r holdRunner) Run(ctx context.Context, w *app.Work) app.Outcome {
+	w.Publish(job.ModelStarted{Model: "sandbox::echo"})
+	select {
+	case <-r.hold:
+	case <-ctx.Done():
+		return app.Outcome{}
+	}
+	rec := &enrichment.Record{ID: "rec-" + w.Job.ID, OrgID: w.Job.OrgID, Type: enrichment.RecordEnrichment,
+		JobID: w.Job.ID, Model: "sandbox::echo", CreatedAt: time.Now()}
+	return app.Outcome{Result: []byte(`{"ok": true}`), Records: []*enrichment.Record{rec},
+		Completed: job.JobCompleted{RecordID: rec.ID}}
+}
+
+// newDeferWorld is an engine whose runs wait on hold, with DeferCreate d.
+func newDeferWorld(t *testing.T, d time.Duration, storeErr error) (*engineWorld, *countedJobs, *app.JobService, chan struct{}) {
+	t.Helper()
+	hold := make(chan struct{})
+	var counted *countedJobs
+	w := newEngineWorld(t, func(e *app.Engine) {
+		e.DeferCreate = d
+		counted = &countedJobs{JobStore: e.Jobs, err: storeErr}
+		e.Jobs = counted
+		e.Runners[job.TypeEnrichment] = holdRunner{hold: hold}
+	})
+	close(w.jobs.gate)
+	svc := &app.JobService{Jobs: w.jobs, EventLog: w.events, Engine: w.engine, Stream: w.engine.Stream,
+		Clock: w.engine.Clock, Log: w.engine.Log}
+	return w, counted, svc, hold
+}
+
+// follow reads the job's events from the stream up to its terminal one.
+func follow(t *testing.T, ctx context.Context, s ports.EventStream, id string) []job.Event {
+	t.Helper()
+	var out []job.Event
+	for {
+		evs, err := s.Wait(ctx, id, int64(len(out)))
+		if err != nil {
+			t.Fatalf("follow %s after %d events: %v", id, len(out), err)
+		}
+		out = append(out, evs...)
+		if out[len(out)-1].Type.Terminal() {
+			return out
+		}
+	}
+}
+
+// TestAwaitedJobIsStoredWithItsEnd: a job whose creator waits for its end
+// and that ends before DeferCreate is stored once, with its end: nobody sees
+// a row before, the stream still delivers every event in order, and the
+// store's CreateJob is never called.
+func TestAwaitedJobIsStoredWithItsEnd(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	w, counted, _, hold := newDeferWorld(t, time.Minute, nil)
+	j, err := w.engine.SubmitAwaited(ctx, "job-a", "org", job.TypeEnrichment, map[string]any{}, nil)
+	is.NoErr(err)
+	is.Equal(j.State, job.Running) // claimed here
+	waitCtx, stop := w.engine.Await(ctx, j.ID)
+	defer stop()
+	_, err = w.jobs.GetJob(ctx, "org", j.ID)
+	is.True(errors.Is(err, ports.ErrNotFound)) // not stored while it runs
+	close(hold)
+	evs := follow(t, waitCtx, w.engine.Stream, j.ID)
+	is.Equal(evs[len(evs)-1].Type, job.EventCompleted)
+	for i, ev := range evs {
+		is.Equal(ev.Seq, int64(i+1))
+	}
+	got := waitState(t, w, j.ID, job.Completed)
+	is.Equal(got.Attempt, 1)
+	is.Equal(eventTypes(t, w, j.ID), []job.EventType{job.EventModelStarted, job.EventCompleted})
+	_, err = w.records.GetRecord(ctx, "org", "rec-"+j.ID)
+	is.NoErr(err)
+	is.Equal(counted.creates.Load(), int32(0))
+	w.settled(t)
+}
+
+// TestAwaitedJobOutlivingDeferCreateIsStoredThen: a longer run has its row
+// stored after DeferCreate, and ends like any job.
+func TestAwaitedJobOutlivingDeferCreateIsStoredThen(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	w, counted, _, hold := newDeferWorld(t, 20*time.Millisecond, nil)
+	j, err := w.engine.SubmitAwaited(ctx, "job-b", "org", job.TypeEnrichment, map[string]any{}, nil)
+	is.NoErr(err)
+	running := waitState(t, w, j.ID, job.Running)
+	is.Equal(running.Owner, "test")
+	is.Equal(counted.creates.Load(), int32(1))
+	close(hold)
+	evs := follow(t, ctx, w.engine.Stream, j.ID)
+	is.Equal(evs[len(evs)-1].Type, job.EventCompleted)
+	waitState(t, w, j.ID, job.Completed)
+	is.Equal(eventTypes(t, w, j.ID), []job.EventType{job.EventModelStarted, job.EventCompleted})
+	w.settled(t)
+}
+
+// TestAwaitedJobCancelledBeforeItsRow: cancelling a job whose row is not
+// stored yet ends it cancelled, stored with its cancellation; cancelling it
+// again is 409; another organization cannot see it.
+func TestAwaitedJobCancelledBeforeItsRow(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	w, _, svc, _ := newDeferWorld(t, time.Minute, nil)
+	j, err := w.engine.SubmitAwaited(ctx, "job-c", "org", job.TypeEnrichment, map[string]any{}, nil)
+	is.NoErr(err)
+	stranger := *pauseOwner
+	stranger.OrgID = "other"
+	_, err = svc.Cancel(ctx, &stranger, j.ID, "not mine")
+	is.True(errors.Is(err, ports.ErrNotFound))
+
+	got, err := svc.Cancel(ctx, pauseOwner, j.ID, "client went away")
+	is.NoErr(err)
+	is.Equal(got.State, job.Cancelled)
+	is.Equal(eventTypes(t, w, j.ID), []job.EventType{job.EventModelStarted, job.EventCancelled})
+	_, err = svc.Cancel(ctx, pauseOwner, j.ID, "again")
+	var ae *app.Error
+	is.True(errors.As(err, &ae))
+	is.Equal(ae.Code, "job_not_cancellable")
+	w.settled(t)
+}
+
+// TestAwaitedJobThatCannotBeStored: when the row cannot be stored after
+// DeferCreate, the run stops without writing anything and its follower's
+// context ends with the store's error, so that the blocking caller answers
+// at once instead of waiting for events that will never come.
+func TestAwaitedJobThatCannotBeStored(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	storeErr := fmt.Errorf("test: %w", ports.ErrInvalid)
+	w, _, _, _ := newDeferWorld(t, 10*time.Millisecond, storeErr)
+	j, err := w.engine.SubmitAwaited(ctx, "job-d", "org", job.TypeEnrichment, map[string]any{}, nil)
+	is.NoErr(err)
+	waitCtx, stop := w.engine.Await(ctx, j.ID)
+	defer stop()
+	select {
+	case <-waitCtx.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the follower was not told that the job could not be stored")
+	}
+	is.True(errors.Is(context.Cause(waitCtx), storeErr))
+	w.settled(t)
+	_, err = w.jobs.GetJob(ctx, "org", j.ID)
+	is.True(errors.Is(err, ports.ErrNotFound))
+}
