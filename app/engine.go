@@ -694,6 +694,7 @@ func (e *Engine) launch(j *job.Job, prior []job.Event, prepared any, row rowStar
 		// Followers here wait on the stream, not on the log, while the run
 		// keeps its events until the row is stored (own, or its end).
 		e.Stream.Own(r.id, r.attempt, 0, e.lost(r))
+		e.Stream.Private(r.id)
 	}
 	e.wg.Add(1)
 	go func() {

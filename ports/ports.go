@@ -223,6 +223,10 @@ type EventStream interface {
 	// canceller ended this worker's claim, ErrInvalid when the store refuses
 	// the events, ErrUnavailable when writes kept failing too long.
 	Own(jobID string, attempt int, after int64, lost func(err error))
+	// Private says that nobody outside this process can follow an owned
+	// job yet (its row is not stored): its end is not announced to other
+	// instances. Own makes the job public again.
+	Private(jobID string)
 	// Publish queues an event of an owned job. It returns false when the
 	// job is not owned here (any more) or was sealed.
 	Publish(jobID string, d job.Draft) bool

@@ -71,6 +71,7 @@ type stream struct {
 	owned   bool // this process writes the job's events
 	sealed  bool // no more Publish
 	ended   bool // the terminal event is durable
+	private bool // nobody elsewhere can follow the job: its end is not announced
 	next    int64
 	pending []job.Event
 	writing bool
@@ -163,9 +164,18 @@ func (h *Hub) Own(jobID string, attempt int, after int64, lost func(error)) {
 		s = &stream{wake: make(chan struct{})}
 		h.streams[jobID] = s
 	}
-	s.attempt, s.owned, s.sealed, s.ended, s.lost = attempt, true, false, false, lost
+	s.attempt, s.owned, s.sealed, s.ended, s.private, s.lost = attempt, true, false, false, false, lost
 	s.next, s.pending, s.durable, s.first = after+1, nil, nil, after+1
 	h.wakeLocked(jobID, s) // followers waiting on the log follow the stream now
+}
+
+// Private keeps the end of an owned job from being announced.
+func (h *Hub) Private(jobID string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if s := h.streams[jobID]; s != nil && s.owned {
+		s.private = true
+	}
 }
 
 // Publish queues an event of an owned job.
@@ -259,7 +269,9 @@ func (h *Hub) Sealed(jobID string, events []job.Event, err error) {
 	s.durable = append(s.durable, events...)
 	s.owned, s.ended, s.endedAt = false, true, h.clock.Now()
 	h.wakeLocked(jobID, s)
-	h.announce(jobID)
+	if !s.private {
+		h.announce(jobID)
+	}
 }
 
 // Delivered wakes the followers of a job whose events someone else wrote;

@@ -176,3 +176,58 @@ func TestAnnouncesAcrossInstances(t *testing.T) {
 	got = follow(1)
 	is.Equal(got[len(got)-1].Type, job.EventCancelled)
 }
+
+// announcements records what a hub announces.
+type announcements struct {
+	ports.Invalidations
+	ids chan string
+}
+
+func (a *announcements) PublishAll(_ context.Context, _ string, ids []string) error {
+	for _, id := range ids {
+		a.ids <- id
+	}
+	return nil
+}
+
+// TestPrivateJobsAreNotAnnounced: the end of a job marked Private (nobody
+// elsewhere can follow it yet) is delivered here but not announced; owning
+// it again makes it public.
+func TestPrivateJobsAreNotAnnounced(t *testing.T) {
+	is := is.New(t)
+	ctx := t.Context()
+	jobs, events := memory.NewJobStore(), memory.NewEventLog()
+	uow := memory.NewUnitOfWork(memory.NewOrgStore(), memory.NewUserStore(), memory.NewAPIKeyStore(), memory.NewSchemaStore(),
+		memory.NewRecordStore(), jobs, events, memory.NewRefreshTokenStore(), nil)
+	ann := &announcements{ids: make(chan string, 8)}
+	h := eventhub.New(uow, events, system.Clock{}, quiet(), eventhub.Config{Announce: ann})
+	defer h.Close()
+
+	end := func(id string) {
+		t.Helper()
+		evs := h.Seal(ctx, id, job.Cancellation("test"))
+		is.Equal(len(evs), 1)
+		h.Sealed(id, evs, nil)
+		got, err := h.Wait(ctx, id, 0)
+		is.NoErr(err)
+		is.Equal(got[0].Type, job.EventCancelled) // delivered here either way
+	}
+	h.Own("private", 1, 0, func(error) {})
+	h.Private("private")
+	end("private")
+	h.Own("public", 1, 0, func(error) {})
+	h.Private("public")
+	h.Own("public", 1, 0, func(error) {}) // stored now: public again
+	end("public")
+	select {
+	case id := <-ann.ids:
+		is.Equal(id, "public")
+	case <-time.After(5 * time.Second):
+		t.Fatal("the public job's end was not announced")
+	}
+	select {
+	case id := <-ann.ids:
+		t.Fatalf("%s announced too", id)
+	case <-time.After(50 * time.Millisecond):
+	}
+}
