@@ -44,26 +44,35 @@ type batchFetchResponse struct {
 	Invalid []app.InvalidEntity `json:"invalid_entities,omitempty"`
 }
 
-func (s *Server) batchFetch(w http.ResponseWriter, r *http.Request) {
-	var in batchFetchRequest
-	if !s.decode(w, r, &in) {
-		return
-	}
+// input maps the request to the app's; batch, when set, is the body of
+// POST /api/batch/start without entities, decoded as strictly.
+func (in *batchFetchRequest) input() (app.FetchInput, error) {
 	q := app.FetchInput{URL: in.URL}
 	if b := bytes.TrimSpace(in.Batch); len(b) > 0 && string(b) != "null" {
-		// The body of POST /api/batch/start without entities, as strict.
 		var br app.BatchRequest
 		dec := json.NewDecoder(bytes.NewReader(b))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&br); err != nil {
-			s.Error(w, r, app.Invalid("batch", "batch must be the body of POST /api/batch/start without entities: %v", err))
-			return
+			return q, app.Invalid("batch", "batch must be the body of POST /api/batch/start without entities: %v", err)
 		}
 		q.Batch = &br
 	}
 	if a := in.Auth; a != nil {
 		q.Auth = &app.FetchAuthInput{Type: a.AuthType, BearerToken: a.BearerToken, APIKeyHeader: a.APIKeyHeader,
 			APIKeyValue: a.APIKeyValue, BasicUsername: a.BasicUsername, BasicPassword: a.BasicPassword}
+	}
+	return q, nil
+}
+
+func (s *Server) batchFetch(w http.ResponseWriter, r *http.Request) {
+	var in batchFetchRequest
+	if !s.decode(w, r, &in) {
+		return
+	}
+	q, err := in.input()
+	if err != nil {
+		s.Error(w, r, err)
+		return
 	}
 	res, err := s.fetch.Fetch(r.Context(), principal(r), q)
 	if err != nil {

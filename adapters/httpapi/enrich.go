@@ -166,6 +166,12 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 	if err := rc.Flush(); err != nil || ended {
 		return
 	}
+	s.sendEvents(w, r, rc, id, after)
+}
+
+// sendEvents writes job id's events after seq after until its terminal
+// event, the client going away, or a write failing.
+func (s *Server) sendEvents(w http.ResponseWriter, r *http.Request, rc *http.ResponseController, id string, after int64) {
 	ctx := r.Context()
 	var buf []byte
 	for {
@@ -180,29 +186,10 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		_ = rc.SetWriteDeadline(time.Now().Add(s.cfg.SSEWriteTimeout))
-		buf = buf[:0]
-		if len(evs) == 0 {
-			buf = append(buf, ": heartbeat\n\n"...)
-		}
-		end := false
-		for _, ev := range evs {
-			// json.Marshal escapes control characters, so the data never
-			// holds a newline that would start a new SSE field.
-			data, err := ev.MarshalJSON()
-			if err != nil {
-				s.log.ErrorContext(ctx, "encode event", "job_id", id, "seq", ev.Seq, "err", err)
-				return
-			}
-			buf = append(buf, "id: "...)
-			buf = strconv.AppendInt(buf, ev.Seq, 10)
-			buf = append(buf, "\ndata: "...)
-			buf = append(buf, data...)
-			buf = append(buf, "\n\n"...)
-			after = ev.Seq
-			if ev.Type.Terminal() {
-				end = true
-				break
-			}
+		var end bool
+		if buf, after, end, err = appendSSE(buf[:0], evs, after); err != nil {
+			s.log.ErrorContext(ctx, "encode event", "job_id", id, "after", after, "err", err)
+			return
 		}
 		if _, err := w.Write(buf); err != nil {
 			return
@@ -211,6 +198,33 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+}
+
+// appendSSE appends events to buf as SSE messages, up to a terminal one
+// (end), or a heartbeat comment when there are none; after becomes the last
+// seq written.
+func appendSSE(buf []byte, evs []job.Event, after int64) ([]byte, int64, bool, error) {
+	if len(evs) == 0 {
+		return append(buf, ": heartbeat\n\n"...), after, false, nil
+	}
+	for _, ev := range evs {
+		// json.Marshal escapes control characters, so the data never holds
+		// a newline that would start a new SSE field.
+		data, err := ev.MarshalJSON()
+		if err != nil {
+			return buf, after, false, err
+		}
+		buf = append(buf, "id: "...)
+		buf = strconv.AppendInt(buf, ev.Seq, 10)
+		buf = append(buf, "\ndata: "...)
+		buf = append(buf, data...)
+		buf = append(buf, "\n\n"...)
+		after = ev.Seq
+		if ev.Type.Terminal() {
+			return buf, after, true, nil
+		}
+	}
+	return buf, after, false, nil
 }
 
 // lastEventID reads where a stream resumes: the Last-Event-ID header (sent

@@ -99,6 +99,12 @@ func (s *Server) fusionMerge(w http.ResponseWriter, r *http.Request) {
 		s.Error(w, r, err)
 		return
 	}
+	writeJSON(w, http.StatusOK, newFusionResponse(res))
+}
+
+// newFusionResponse maps a blocking merge's fusion_completed payload to the
+// reference's FusionResponse.
+func newFusionResponse(res *app.MergeResult) fusionResponse {
 	var d struct {
 		Merged   map[string]any `json:"merged_result"`
 		Report   map[string]any `json:"conflict_report"`
@@ -133,5 +139,5 @@ func (s *Server) fusionMerge(w http.ResponseWriter, r *http.Request) {
 		meta["method"], meta["arbitration_model"] = d.Summary["method"], d.Summary["arbitration_model"]
 	}
 	out.MergedResult["_arbitration_metadata"] = meta
-	writeJSON(w, http.StatusOK, out)
+	return out
 }
