@@ -76,21 +76,13 @@ func (s *Server) enrichSync(w http.ResponseWriter, r *http.Request) {
 	if !s.decode(w, r, &in) {
 		return
 	}
-	timeout := DefaultSyncTimeout
-	if in.TimeoutSeconds != nil {
-		timeout = time.Duration(*in.TimeoutSeconds) * time.Second // 1..3600, checked by the document
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), timeout)
-	defer cancel()
-	res, err := s.enrich.Sync(ctx, principal(r), in.EnrichRequest)
-	switch {
-	case err != nil && r.Context().Err() != nil:
-		s.log.InfoContext(r.Context(), "sync client went away; job cancelled", "request_id", requestID(r))
-	case err != nil:
-		s.Error(w, r, err)
-	default:
-		writeJSON(w, http.StatusOK, toSyncResult(res, in.IncludePerModelResults))
-	}
+	blocking(s, w, r, in.TimeoutSeconds, func(ctx context.Context) (syncResult, error) {
+		res, err := s.enrich.Sync(ctx, principal(r), in.EnrichRequest)
+		if err != nil {
+			return syncResult{}, err
+		}
+		return toSyncResult(res, in.IncludePerModelResults), nil
+	})
 }
 
 func (s *Server) cancel(w http.ResponseWriter, r *http.Request) {

@@ -88,18 +88,13 @@ func (s *Server) fusionMerge(w http.ResponseWriter, r *http.Request) {
 	if !s.decode(w, r, &in) {
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), DefaultSyncTimeout)
-	defer cancel()
-	res, err := s.fusion.Merge(ctx, principal(r), in)
-	switch {
-	case err != nil && r.Context().Err() != nil:
-		s.log.InfoContext(r.Context(), "merge client went away; job cancelled", "request_id", requestID(r))
-		return
-	case err != nil:
-		s.Error(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, newFusionResponse(res))
+	blocking(s, w, r, nil, func(ctx context.Context) (fusionResponse, error) {
+		res, err := s.fusion.Merge(ctx, principal(r), in)
+		if err != nil {
+			return fusionResponse{}, err
+		}
+		return newFusionResponse(res), nil
+	})
 }
 
 // newFusionResponse maps a blocking merge's fusion_completed payload to the

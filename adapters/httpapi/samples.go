@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/gorilla/mux"
 
@@ -54,19 +53,7 @@ func (s *Server) sampleSync(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	in.AcceptLanguage = acceptLanguage(r)
-	timeout := DefaultSyncTimeout
-	if in.TimeoutSeconds != nil {
-		timeout = time.Duration(*in.TimeoutSeconds) * time.Second // 1..3600, checked by the document
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), timeout)
-	defer cancel()
-	res, err := s.samples.Sync(ctx, principal(r), in.SampleRequest)
-	switch {
-	case err != nil && r.Context().Err() != nil:
-		s.log.InfoContext(r.Context(), "sync client went away; job cancelled", "request_id", requestID(r))
-	case err != nil:
-		s.Error(w, r, err)
-	default:
-		writeJSON(w, http.StatusOK, res)
-	}
+	blocking(s, w, r, in.TimeoutSeconds, func(ctx context.Context) (*app.SampleResult, error) {
+		return s.samples.Sync(ctx, principal(r), in.SampleRequest)
+	})
 }

@@ -31,9 +31,14 @@ func (s *Server) generateStream(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"job_id": j.ID, "message": "schema generation started; follow GET /api/llm/stream/" + j.ID})
 }
 
-// blocking runs fn under the sync timeout and writes its answer; a client
-// that went away gets nothing (its job was cancelled).
-func (s *Server) blocking(w http.ResponseWriter, r *http.Request, timeout time.Duration, fn func(ctx context.Context) (map[string]any, error)) {
+// blocking runs fn under the request's timeout_seconds (secs; nil:
+// DefaultSyncTimeout) and writes its answer; a client that went away gets
+// nothing (its job was cancelled).
+func blocking[T any](s *Server, w http.ResponseWriter, r *http.Request, secs *int, fn func(ctx context.Context) (T, error)) {
+	timeout := DefaultSyncTimeout
+	if secs != nil {
+		timeout = time.Duration(*secs) * time.Second // 1..3600, checked by the document
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), timeout)
 	defer cancel()
 	res, err := fn(ctx)
@@ -55,11 +60,7 @@ func (s *Server) generateSync(w http.ResponseWriter, r *http.Request) {
 	if !s.decode(w, r, &in) {
 		return
 	}
-	timeout := DefaultSyncTimeout
-	if in.TimeoutSeconds != nil {
-		timeout = time.Duration(*in.TimeoutSeconds) * time.Second // 1..3600, checked by the document
-	}
-	s.blocking(w, r, timeout, func(ctx context.Context) (map[string]any, error) {
+	blocking(s, w, r, in.TimeoutSeconds, func(ctx context.Context) (map[string]any, error) {
 		return s.gen.GenerateSync(ctx, principal(r), in.GenerateRequest)
 	})
 }
@@ -106,7 +107,7 @@ func (s *Server) promptSync(w http.ResponseWriter, r *http.Request) {
 	if !s.decode(w, r, &in) {
 		return
 	}
-	s.blocking(w, r, DefaultSyncTimeout, func(ctx context.Context) (map[string]any, error) {
+	blocking(s, w, r, nil, func(ctx context.Context) (map[string]any, error) {
 		return s.gen.EditSync(ctx, principal(r), in.request(r))
 	})
 }
