@@ -145,7 +145,7 @@ func (u *UnitOfWork) EndJob(ctx context.Context, end ports.JobEnd) error {
 		for i, rec := range end.Records {
 			rows[i] = recordToRow(rec)
 		}
-		stmts = append(stmts, u.db.NewInsert().Model(&rows).String())
+		stmts = append(stmts, u.db.NewInsert().Model(&rows).Returning("NULL").String())
 	}
 	if len(end.Usage) > 0 {
 		stmts = append(stmts, u.db.NewInsert().Model(usageRows(end.Usage)).String())
