@@ -192,8 +192,11 @@ type JobCompleted struct {
 
 func (JobCompleted) EventType() EventType { return EventCompleted }
 func (p JobCompleted) Fields() map[string]any {
-	m := map[string]any{"status": string(Completed), "result": p.Result, "record_id": p.RecordID, "record_ids": p.RecordIDs,
+	m := map[string]any{"status": string(Completed), "result": p.Result, "record_id": nil, "record_ids": p.RecordIDs,
 		"cost": p.Cost, "cost_usd": model.USD(p.Cost)}
+	if p.RecordID != "" {
+		m["record_id"] = p.RecordID // a batch has records, but no one record
+	}
 	if p.Several {
 		m["results"], m["failed_models"] = p.Results, p.FailedModels
 		m["is_fused"] = p.Fused

@@ -90,6 +90,8 @@ func TestBatchOutcomes(t *testing.T) {
 			is.Equal(evs[0].Data["total_entities"], float64(50))
 			is.Equal(evs[0].Data["job_type"], "batch_enrichment")
 			is.Equal(last(evs).Name, "completed")
+			v, present := last(evs).Data["record_id"]
+			is.True(present && v == nil) // records, but no one record: null, not ""
 			is.Equal(evs[len(evs)-2].Name, "batch_completed")
 			is.Equal(indexOf(evs, "error"), -1) // no entity's failure is an error event (a terminal one for clients)
 
