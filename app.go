@@ -138,6 +138,8 @@ func (e *Embedded) listen(ctx context.Context) {
 			e.stream.Delivered(id)
 		case "job":
 			e.engine.Lost(id)
+		case "cancel":
+			e.engine.CancelRequested(id)
 		default:
 			e.Access.Forget(kind, id)
 		}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -1064,6 +1065,19 @@ func (e *Engine) Lost(id string) {
 	e.mu.Unlock()
 	if r != nil {
 		r.cancel(errLost)
+	}
+}
+
+// CancelRequested cancels a job running here at another replica's request
+// (JobService.Cancel asks the holder first); the run ends it as cancelled.
+// The request is id, a newline and the reason.
+func (e *Engine) CancelRequested(request string) {
+	id, reason, _ := strings.Cut(request, "\n")
+	e.mu.Lock()
+	r := e.running[id]
+	e.mu.Unlock()
+	if r != nil {
+		r.cancel(&cancelCause{reason})
 	}
 }
 

@@ -52,7 +52,8 @@ func (s *JobService) Cancel(ctx context.Context, p *access.Principal, id, reason
 	if s.Engine.cancelUnstored(wait, p.OrgID, id, reason) {
 		return s.cancelled(bg, p, id, reason)
 	}
-	if _, err := s.Get(ctx, p, id); err != nil {
+	j, err := s.Get(ctx, p, id)
+	if err != nil {
 		return nil, err
 	}
 	here := s.Engine.CancelHere(wait, id, reason)
@@ -62,6 +63,9 @@ func (s *JobService) Cancel(ctx context.Context, p *access.Principal, id, reason
 		if j, err := s.Jobs.GetJob(bg, p.OrgID, id); err == nil && j.State == job.Paused {
 			here = false
 		}
+	}
+	if !here && s.askHolder(wait, j, reason) {
+		return s.cancelled(bg, p, id, reason)
 	}
 	if !here {
 		err := s.Engine.end(bg, id, func(j *job.Job, now time.Time) error { return j.Cancel(reason, now) }, job.Cancellation(reason))
@@ -82,6 +86,39 @@ func (s *JobService) Cancel(ctx context.Context, p *access.Principal, id, reason
 		}
 	}
 	return s.cancelled(bg, p, id, reason)
+}
+
+// HolderCancelWait is how long a cancel waits for the replica holding a
+// running job to end it itself before ending it over that replica's head.
+const HolderCancelWait = 2 * time.Second
+
+// askHolder asks the replica that holds running job j (a live lease) to
+// cancel it itself, so that the run ends it with what it finished (a batch
+// keeps its completed entities' records), and waits up to HolderCancelWait
+// for the job to end. False when there is nobody to ask, or the holder did
+// not end it in time: the caller then fences the job and ends it.
+func (s *JobService) askHolder(ctx context.Context, j *job.Job, reason string) bool {
+	if s.Invalidations == nil || j.State != job.Running || j.Owner == "" || !j.LeaseUntil.After(s.Clock.Now()) {
+		return false
+	}
+	if err := s.Invalidations.Publish(ctx, "cancel", j.ID+"\n"+reason); err != nil {
+		s.Log.Warn("ask the job's replica to cancel it", "job_id", j.ID, "err", err)
+		return false
+	}
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for deadline := time.Now().Add(HolderCancelWait); time.Now().Before(deadline); {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+		}
+		if cur, err := s.Jobs.GetJob(ctx, j.OrgID, j.ID); err == nil && cur.State.Terminal() {
+			return true
+		}
+	}
+	s.Log.Info("the job's replica did not cancel it in time; cancelling it here", "job_id", j.ID, "owner", j.Owner)
+	return false
 }
 
 // cancelled answers a cancel with the job as it ended.

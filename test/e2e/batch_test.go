@@ -12,6 +12,7 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/entityenrich/enrich/adapters/llm"
+	"github.com/entityenrich/enrich/app"
 	"github.com/entityenrich/enrich/test/fakeopenai"
 )
 
@@ -245,6 +246,40 @@ func TestBatchCancel(t *testing.T) {
 			is.Equal(e.Code, "job_not_cancellable")
 		})
 	}
+}
+
+// TestBatchCancelAcrossInstances: a batch running on A and cancelled through
+// B is cancelled by A itself (B asks it), so it keeps the records of the
+// entities it finished, as a cancel on A does.
+func TestBatchCancelAcrossInstances(t *testing.T) {
+	is := is.New(t)
+	dsn := backends[1].dsn(t)
+	a, b := start(t, testConfig(dsn)), start(t, testConfig(dsn))
+	ten := a.register("batch-xcancel@example.com")
+	id := a.createSchema(ten.key, "Company", companySchema)
+	var entities []obj
+	for i := range 24 {
+		entities = append(entities, obj{"name": fmt.Sprintf("Slow %02d", i)})
+	}
+	st := a.startBatch(ten.key, obj{"entities": entities, "schema_id": id, "models": []string{"sandbox::slow"}})
+	a.waitEvent(ten.key, st.JobID, "entity_completed").Body.Close()
+	is.Equal(len(a.srv.RunningJobs()), 1)
+	t0 := time.Now()
+	var c struct{ Status string }
+	is.Equal(b.call("POST", "/api/llm/cancel/"+st.JobID, ten.key, nil, &c), 200)
+	is.Equal(c.Status, "cancelled")
+	is.True(time.Since(t0) < app.HolderCancelWait) // A answered; B did not wait it out
+	evs := b.follow(ten.key, st.JobID, "")
+	consecutive(t, evs)
+	is.Equal(last(evs).Name, "cancelled")
+	is.Equal(len(find(evs, "job_resumed")), 0)
+	sum, _ := last(evs).Data["result"].(obj)
+	done := num(sum["completed_entities"])
+	is.True(done >= 1 && done < 24)
+	is.Equal(len(find(evs, "entity_completed")), done)
+	var recs struct{ Total int }
+	is.Equal(b.call("GET", "/api/records?job_id="+st.JobID, ten.key, nil, &recs), 200)
+	is.Equal(recs.Total, done) // the finished entities' records are kept
 }
 
 // TestBatchRefusals: the entity limit, malformed entities and selections,
