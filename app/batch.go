@@ -276,7 +276,7 @@ func (s *EnrichmentService) priorBatch(bp *batchPlan, jobID string, prior []job.
 				rep.records = append(rep.records, &enrichment.Record{ID: r.RecordID, OrgID: bp.pl.usage.orgID,
 					Type: enrichment.RecordEnrichment, SchemaID: bp.pl.schema.ID, JobID: jobID, Model: r.Model,
 					Strategy: enrichment.Strategy(r.Strategy), EntityData: bp.req.Entities[i], StructuredOutput: out, Cost: r.Cost,
-					InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, Sandbox: r.Sandbox, CreatedAt: s.Clock.Now()})
+					InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, Sandbox: r.Sandbox, CreatedAt: ev.CreatedAt})
 				rep.recordIDs = append(rep.recordIDs, r.RecordID)
 			}
 			if len(rep.recordIDs) > 0 {

@@ -383,6 +383,7 @@ func TestBatchResumeSkipsFinishedEntities(t *testing.T) {
 		}
 		mustf(t, time.Now().Before(deadline), "the quick entities did not complete")
 	}
+	killedAt := time.Now()
 	a.kill()
 	hang.Store(false)
 
@@ -406,9 +407,21 @@ func TestBatchResumeSkipsFinishedEntities(t *testing.T) {
 	mu.Unlock()
 	sum, _ := last(evs).Data["result"].(obj)
 	is.Equal(sum["completed_entities"], float64(5))
-	var recs struct{ Total int }
+	var recs struct {
+		Total   int
+		Records []struct {
+			CreatedAt time.Time `json:"created_at"`
+		}
+	}
 	is.Equal(b.call("GET", "/api/records?job_id="+st.JobID, ten.key, nil, &recs), 200)
 	is.Equal(recs.Total, 5) // the four rebuilt from their events, once each, and the fifth
+	before := 0
+	for _, r := range recs.Records {
+		if r.CreatedAt.Before(killedAt) {
+			before++
+		}
+	}
+	is.Equal(before, 4) // a rebuilt record is dated when its entity completed, not at the takeover
 }
 
 // TestBatchConcurrencyBound: at most ENRICH_BATCH_CONCURRENCY entities of a
