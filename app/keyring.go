@@ -18,7 +18,10 @@ import (
 type KeyRing struct {
 	// Keys is nil when the service keeps no provider keys (then only
 	// keyless providers and environment keys serve).
-	Keys      ports.ProviderKeyStore
+	Keys ports.ProviderKeyStore
+	// Endpoints are the organizations' own providers (nil: none); see
+	// app/orgmodels.go.
+	Endpoints ports.ProviderStore
 	Cipher    ports.Cipher
 	Providers ports.Providers
 	Clients   ports.ClientCache
@@ -40,7 +43,10 @@ const DefaultRest = 5 * time.Second
 // it returns a 400 no_usable_provider_key error naming the provider.
 func (r *KeyRing) Pick(ctx context.Context, orgID, provider, sticky string, exclude []string) (*ports.Credential, error) {
 	info, ok := r.Providers.Provider(provider)
-	if !ok || info.Keyless {
+	if !ok {
+		return r.endpointCredential(ctx, orgID, provider, exclude)
+	}
+	if info.Keyless {
 		return nil, nil
 	}
 	var nu *rotation.NoUsableKeyError
