@@ -194,16 +194,23 @@ func (s *OrgProviderService) forget(id string) {
 	}
 }
 
-// List returns the organization's providers by name.
-func (s *OrgProviderService) List(ctx context.Context, p *access.Principal) ([]*orgprovider.Provider, error) {
+// List returns the organization's providers by name: the enabled ones,
+// or all with inactive.
+func (s *OrgProviderService) List(ctx context.Context, p *access.Principal, inactive bool) ([]*orgprovider.Provider, error) {
 	if err := access.Authorize(p, access.ActListOrgProviders); err != nil {
 		return nil, err
 	}
 	ps, err := s.Store.ListProviders(ctx, p.OrgID)
-	for _, pr := range ps {
-		publicProvider(pr)
+	if err != nil {
+		return nil, err
 	}
-	return ps, err
+	out := ps[:0]
+	for _, pr := range ps {
+		if pr.Enabled || inactive {
+			out = append(out, publicProvider(pr))
+		}
+	}
+	return out, nil
 }
 
 // Get returns one of the organization's providers.

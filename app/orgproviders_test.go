@@ -318,3 +318,33 @@ func TestKeyRingOrgProviders(t *testing.T) {
 	refusal(t, err, ports.ErrInvalid, "no_usable_provider_key", "models")
 	_ = off
 }
+
+func TestOrgProviderList(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	s, _, _ := newOrgProviders(t)
+	for _, in := range []app.NewOrgProvider{
+		{Name: "zeta", BaseURL: "https://z.example.com", APIKey: "sk-org-provider-0001"},
+		{Name: "alpha", BaseURL: "https://a.example.com", Enabled: new(bool)},
+	} {
+		_, err := s.Create(ctx, owner, in)
+		is.NoErr(err)
+	}
+	names := func(inactive bool) []string {
+		ps, err := s.List(ctx, owner, inactive)
+		is.NoErr(err)
+		var out []string
+		for _, p := range ps {
+			is.Equal(p.Sealed, nil)
+			out = append(out, p.Name)
+		}
+		return out
+	}
+	is.Equal(names(false), []string{"zeta"})
+	is.Equal(names(true), []string{"alpha", "zeta"})
+	ps, err := s.List(ctx, otherOwner, true)
+	is.NoErr(err)
+	is.Equal(len(ps), 0)
+	_, err = s.List(ctx, editor, true)
+	is.True(errors.Is(err, access.ErrForbidden))
+}
