@@ -227,6 +227,35 @@ func testOrgProviders(t *testing.T, dsn string) {
 		"models": []string{"mine::llama3"}}, &e), 400)
 	is.Equal(e.Code, "invalid_model")
 
+	// Other tasks take the organization's models too: schema generation,
+	// sample generation, the analysis, classification and arbitration
+	// models. Each reaches the endpoint with its key. (The fake answers
+	// every request with an object derived from the entity, which the
+	// generation and analysis tasks refuse as 502 model_output_invalid:
+	// what matters here is that the model resolved and was called.)
+	for _, tt := range []struct {
+		path string
+		body obj
+	}{
+		{"/api/schema/generate/sync", obj{"entity_samples": []obj{{"name": "Acme"}}, "model": "mine::llama3"}},
+		{"/api/schema/sample/generate/sync", obj{"entity_type": "company", "model": "mine::llama3"}},
+		{"/api/schema/analyze-sample", obj{"sample_json": obj{"size": "large"}, "model": "mine::llama3"}},
+		{"/api/single/enrich/sync", obj{"entity_data": obj{"name": "Acme"}, "schema_id": schemaID, "models": []string{"sandbox::echo"},
+			"classification_model": "mine::llama3"}},
+		{"/api/single/enrich/sync", obj{"entity_data": obj{"name": "Acme"}, "schema_id": schemaID, "models": []string{"sandbox::echo", "sandbox::alt"},
+			"arbitration_model": "mine::llama3"}},
+	} {
+		before := fake.Requests()
+		e = errJSON{}
+		st := call("POST", tt.path, home.key, tt.body, &e)
+		if e.Code == "invalid_model" || fake.Requests() == before {
+			t.Errorf("%s %v: %d %s %s; the endpoint got %d requests", tt.path, tt.body, st, e.Code, e.Detail, fake.Requests()-before)
+		}
+		t.Logf("%s through mine::llama3: %d %s", tt.path, st, e.Code)
+		last, _ := fake.LastRequest()
+		is.Equal(last.Authorization, "Bearer "+orgEndpointKey)
+	}
+
 	// A provider at a loopback server the guard does not let through:
 	// refused, and the server sees nothing.
 	for _, base := range []string{victim.URL + "/v1", "http://localhost:" + strconv.Itoa(int(loopbackPort(t, victim.URL))) + "/v1"} {
