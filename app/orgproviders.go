@@ -170,10 +170,10 @@ func (s *OrgProviderService) seal(key string) (sealed []byte, suffix string, err
 	return sealed, rotation.SuffixOf(key), nil
 }
 
-// public returns p without its sealed key.
+// publicProvider returns p without its sealed key.
 func publicProvider(p *orgprovider.Provider) *orgprovider.Provider {
 	if p != nil {
-		p.Sealed = nil
+		p.Redact()
 	}
 	return p
 }

@@ -348,3 +348,18 @@ func TestOrgProviderList(t *testing.T) {
 	_, err = s.List(ctx, editor, true)
 	is.True(errors.Is(err, access.ErrForbidden))
 }
+
+// TestOrgProviderShortKey: a key of 8 characters or fewer shows no suffix,
+// yet the provider still says it has a key.
+func TestOrgProviderShortKey(t *testing.T) {
+	is := is.New(t)
+	s, _, _ := newOrgProviders(t)
+	p, err := s.Create(context.Background(), owner, app.NewOrgProvider{Name: "short", BaseURL: "https://x.example.com", APIKey: "abc12345"})
+	is.NoErr(err)
+	is.Equal(p.Suffix, "")
+	is.Equal(p.Sealed, nil)
+	is.True(p.HasKey())
+	got, err := s.Get(context.Background(), owner, p.ID)
+	is.NoErr(err)
+	is.True(got.HasKey())
+}

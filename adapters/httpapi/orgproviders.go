@@ -83,7 +83,7 @@ func toOrgModel(p *orgprovider.Provider, m orgprovider.Model) orgModelJSON {
 
 func toOrgProvider(p *orgprovider.Provider) orgProviderJSON {
 	out := orgProviderJSON{ID: p.ID, OrganizationID: p.OrgID, Name: p.Name, Type: p.Type, BaseURL: p.BaseURL,
-		HasAPIKey: p.Suffix != "" || p.HasKey(), IsEnabled: p.Enabled, ModelCount: len(p.Models),
+		HasAPIKey: p.HasKey(), IsEnabled: p.Enabled, ModelCount: len(p.Models),
 		Models: make([]orgModelJSON, len(p.Models)), CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}
 	if p.Suffix != "" {
 		suffix := p.Suffix

@@ -99,6 +99,9 @@ type Provider struct {
 	Models    []Model
 	CreatedAt time.Time
 	UpdatedAt time.Time
+
+	// redacted: the sealed key was dropped from this copy (Redact).
+	redacted bool
 }
 
 var validName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
@@ -238,9 +241,16 @@ func (p *Provider) SetBaseURL(u string) {
 
 // SetKey replaces the key (nil sealed: no key), a new version.
 func (p *Provider) SetKey(sealed []byte, suffix string) {
-	p.Sealed, p.Suffix = sealed, suffix
+	p.Sealed, p.Suffix, p.redacted = sealed, suffix, false
 	p.Version++
 }
 
-// HasKey reports whether calls carry a key.
-func (p *Provider) HasKey() bool { return len(p.Sealed) > 0 }
+// HasKey reports whether the provider has a key (calls carry it).
+func (p *Provider) HasKey() bool { return len(p.Sealed) > 0 || p.redacted }
+
+// Redact drops the sealed key from a copy shown to clients; HasKey still
+// says whether there is one.
+func (p *Provider) Redact() {
+	p.redacted = p.HasKey()
+	p.Sealed = nil
+}

@@ -213,3 +213,27 @@ func TestVersionChanges(t *testing.T) {
 		})
 	}
 }
+
+func TestRedact(t *testing.T) {
+	tests := []struct {
+		name   string
+		sealed []byte
+		key    bool
+	}{
+		{"with a key", []byte("sealed"), true},
+		{"without", nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			p := &orgprovider.Provider{Sealed: tt.sealed}
+			p.Redact()
+			is.Equal(p.Sealed, nil)
+			is.Equal(p.HasKey(), tt.key)
+			p.Redact() // twice: the same
+			is.Equal(p.HasKey(), tt.key)
+			p.SetKey(nil, "")
+			is.True(!p.HasKey())
+		})
+	}
+}
