@@ -207,3 +207,24 @@ func TestEndpointClientPerVersion(t *testing.T) {
 		is.Equal(opened.Load(), tt.opened)
 	}
 }
+
+// TestEndpointRedirectRechecked: an endpoint the guard lets through that
+// redirects its model list to another loopback server is refused at the
+// second hop; that server sees nothing.
+func TestEndpointRedirectRechecked(t *testing.T) {
+	is := is.New(t)
+	var reached atomic.Int64
+	inner := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached.Add(1)
+		_, _ = w.Write([]byte(`{"data":[{"id":"stolen"}]}`))
+	}))
+	defer inner.Close()
+	outer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, inner.URL+"/v1/models", http.StatusFound)
+	}))
+	defer outer.Close()
+	r := loopbackRegistry(t, outer.URL)
+	_, err := r.ListEndpointModels(context.Background(), endpoint("p", 1, outer.URL+"/v1", "sk-org-endpoint-0001"))
+	is.True(errors.Is(err, ports.ErrDestinationRefused))
+	is.Equal(reached.Load(), int64(0))
+}
