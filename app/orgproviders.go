@@ -454,3 +454,48 @@ func (s *OrgProviderService) DiscoverModels(ctx context.Context, p *access.Princ
 	}
 	return Discovery{Provider: publicProvider(pr), Listed: len(names), Imported: added}, nil
 }
+
+// Reencrypt seals every organization provider's key again with the first
+// encryption key (enrich admin reencrypt, with ProviderKeyService's), so
+// that older encryption keys can be dropped. Keys already sealed with the
+// first key are left alone; one that opens with no configured key is
+// counted in failed and left as it is (its provider's id is logged, never
+// the key). The secret is unchanged: no new version.
+func (s *OrgProviderService) Reencrypt(ctx context.Context) (resealed, failed int, err error) {
+	ps, err := s.Store.AllProviders(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	current, _ := s.Cipher.(interface{ Current([]byte) bool })
+	for _, p := range ps {
+		if !p.HasKey() || (current != nil && current.Current(p.Sealed)) {
+			continue
+		}
+		plain, err := s.Cipher.Open(p.Sealed)
+		if err != nil {
+			failed++
+			s.Log.WarnContext(ctx, "organization provider key does not open with any encryption key", "provider_id", p.ID, "err", err)
+			continue
+		}
+		sealed, err := s.Cipher.Seal(plain)
+		clear(plain)
+		if err != nil {
+			return resealed, failed, err
+		}
+		old := p.Sealed
+		_, err = s.Store.UpdateProvider(ctx, p.OrgID, p.ID, func(u *orgprovider.Provider) error {
+			if string(u.Sealed) == string(old) {
+				u.Sealed = sealed
+			}
+			return nil
+		})
+		if errors.Is(err, ports.ErrNotFound) {
+			continue // deleted meanwhile
+		}
+		if err != nil {
+			return resealed, failed, err
+		}
+		resealed++
+	}
+	return resealed, failed, nil
+}

@@ -363,3 +363,42 @@ func TestOrgProviderShortKey(t *testing.T) {
 	is.NoErr(err)
 	is.True(got.HasKey())
 }
+
+// TestOrgProviderReencrypt: keys sealed with an older encryption key are
+// sealed again with the first one; the secret and the version stay.
+func TestOrgProviderReencrypt(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	oldKey, newKey := fernetKey(t), fernetKey(t)
+	s, pb, _ := newOrgProviders(t)
+	s.Cipher = newCipher(t, oldKey)
+	p, err := s.Create(ctx, owner, app.NewOrgProvider{Name: "mine", BaseURL: "https://x.example.com", APIKey: "sk-org-provider-0001"})
+	is.NoErr(err)
+	_, err = s.Create(ctx, owner, app.NewOrgProvider{Name: "keyless", BaseURL: "https://y.example.com"})
+	is.NoErr(err)
+	before, err := s.Store.GetProvider(ctx, "org1", p.ID)
+	is.NoErr(err)
+
+	s.Cipher = newCipher(t, newKey, oldKey)
+	resealed, failed, err := s.Reencrypt(ctx)
+	is.NoErr(err)
+	is.Equal(resealed, 1)
+	is.Equal(failed, 0)
+	after, err := s.Store.GetProvider(ctx, "org1", p.ID)
+	is.NoErr(err)
+	is.True(string(after.Sealed) != string(before.Sealed))
+	is.Equal(after.Version, before.Version)
+
+	s.Cipher = newCipher(t, newKey) // the old key can go
+	resealed, failed, err = s.Reencrypt(ctx)
+	is.NoErr(err)
+	is.Equal(resealed+failed, 0)
+	_, err = s.TestConnection(ctx, owner, p.ID)
+	is.NoErr(err)
+	is.Equal(pb.keys[len(pb.keys)-1], "sk-org-provider-0001")
+
+	s.Cipher = newCipher(t, fernetKey(t)) // a stranger's key opens nothing
+	_, failed, err = s.Reencrypt(ctx)
+	is.NoErr(err)
+	is.Equal(failed, 1)
+}

@@ -19,6 +19,9 @@ type ProviderStore interface {
 	ProviderByName(ctx context.Context, orgID, name string) (*orgprovider.Provider, error)
 	// ListProviders returns the organization's providers by name.
 	ListProviders(ctx context.Context, orgID string) ([]*orgprovider.Provider, error)
+	// AllProviders returns every organization's providers, by id
+	// (operators' maintenance: re-encryption).
+	AllProviders(ctx context.Context) ([]*orgprovider.Provider, error)
 	// UpdateProvider loads the provider, calls fn, and stores the result
 	// atomically; fn's error is returned as is and nothing is written. A
 	// rename to a name the organization already uses is ErrConflict. The

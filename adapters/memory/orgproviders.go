@@ -110,6 +110,18 @@ func (s *ProviderStore) ListProviders(_ context.Context, orgID string) ([]*orgpr
 	return out, nil
 }
 
+// AllProviders returns every provider by id.
+func (s *ProviderStore) AllProviders(_ context.Context) ([]*orgprovider.Provider, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*orgprovider.Provider, 0, len(s.provs))
+	for _, p := range s.provs {
+		out = append(out, cloneProvider(p))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
 // UpdateProvider applies fn to a copy and stores it.
 func (s *ProviderStore) UpdateProvider(_ context.Context, orgID, id string, fn func(*orgprovider.Provider) error) (*orgprovider.Provider, error) {
 	s.mu.Lock()

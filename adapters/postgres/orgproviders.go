@@ -115,6 +115,19 @@ func (s *ProviderStore) ListProviders(ctx context.Context, orgID string) ([]*org
 	return out, nil
 }
 
+// AllProviders returns every provider by id.
+func (s *ProviderStore) AllProviders(ctx context.Context) ([]*orgprovider.Provider, error) {
+	var rows []orgProviderRow
+	if err := s.db.NewSelect().Model(&rows).Order("id").Scan(ctx); err != nil {
+		return nil, fail(err, "list all providers")
+	}
+	out := make([]*orgprovider.Provider, len(rows))
+	for i := range rows {
+		out[i] = rows[i].provider()
+	}
+	return out, nil
+}
+
 // UpdateProvider locks the row, applies fn and writes the result.
 func (s *ProviderStore) UpdateProvider(ctx context.Context, orgID, id string, fn func(*orgprovider.Provider) error) (*orgprovider.Provider, error) {
 	var out *orgprovider.Provider

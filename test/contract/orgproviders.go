@@ -202,6 +202,24 @@ func RunProviderStore(t *testing.T, newStore func(t *testing.T) ports.ProviderSt
 			is.NoErr(err)
 			is.Equal(got.Name, "b")
 		}},
+		{"all providers, of every organization, by id", func(t *testing.T, s ports.ProviderStore) {
+			is := is.New(t)
+			a, b := newOrgProvider(newID("org"), "a", 0), newOrgProvider(newID("org"), "b", 1)
+			is.NoErr(s.CreateProvider(ctx, a))
+			is.NoErr(s.CreateProvider(ctx, b))
+			all, err := s.AllProviders(ctx)
+			is.NoErr(err)
+			seen := map[string]*orgprovider.Provider{}
+			for i, p := range all {
+				if i > 0 {
+					is.True(all[i-1].ID < p.ID)
+				}
+				seen[p.ID] = p
+			}
+			is.True(seen[a.ID] != nil)
+			is.True(seen[b.ID] != nil)
+			checkOrgProvider(t, seen[b.ID], b)
+		}},
 		{"delete", func(t *testing.T, s ports.ProviderStore) {
 			is := is.New(t)
 			p := newOrgProvider(newID("org"), "gone", 0)
