@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -78,7 +79,9 @@ func testOrgProviders(t *testing.T, dsn string) {
 		w.WriteHeader(http.StatusOK)
 	}))
 	defer victim.Close()
+	logs := &syncBuffer{}
 	cfg := testConfig(dsn)
+	cfg.Logger = slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	cfg.OrgProviderAllowLoopbackPorts = []uint16{loopbackPort(t, fake.URL())}
 	s := start(t, cfg)
 	home := s.register("home@example.com")
@@ -285,6 +288,7 @@ func testOrgProviders(t *testing.T, dsn string) {
 			`SELECT count(*) FROM org_providers WHERE position(convert_to($1, 'UTF8') in coalesce(sealed, '')) > 0 OR suffix = $1 OR base_url LIKE '%' || $1 || '%'`,
 			orgEndpointKey).Scan(&n))
 		is.Equal(n, 0)
+		grepDatabase(t, dsn, []string{orgEndpointKey}, "Org home@example.com") // every table, events included
 	}
 
 	// Disabled: out of the options and of enrichment; renamed; deleted.
@@ -308,10 +312,16 @@ func testOrgProviders(t *testing.T, dsn string) {
 	is.Equal(call("GET", "/api/providers/"+mine.ID, home.key, nil, nil), 404)
 	is.Equal(call("DELETE", "/api/providers/"+mine.ID, home.key, nil, nil), 404)
 
-	// The key never showed in a response.
+	// The key never showed in a response, nor in the logs.
 	for _, b := range bodies {
 		if strings.Contains(b, orgEndpointKey) {
 			t.Fatalf("a response shows the key: %s", b)
 		}
+	}
+	if strings.Contains(logs.String(), orgEndpointKey) {
+		t.Error("the logs show the key")
+	}
+	if !strings.Contains(logs.String(), "organization provider created") {
+		t.Error("the service's logs were not captured")
 	}
 }
