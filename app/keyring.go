@@ -18,15 +18,16 @@ import (
 type KeyRing struct {
 	// Keys is nil when the service keeps no provider keys (then only
 	// keyless providers and environment keys serve).
-	Keys ports.ProviderKeyStore
-	// Endpoints are the organizations' own providers (nil: none); see
-	// app/orgmodels.go.
-	Endpoints ports.ProviderStore
+	Keys      ports.ProviderKeyStore
 	Cipher    ports.Cipher
 	Providers ports.Providers
 	Clients   ports.ClientCache
 	Clock     ports.Clock
 	Log       *slog.Logger
+
+	// Endpoints are the organizations' own providers (nil: none); see
+	// app/orgmodels.go.
+	Endpoints ports.ProviderStore
 }
 
 // systemKeyID stands for the environment's key of a provider in exclusion
@@ -38,9 +39,10 @@ const systemKeyID = ""
 const DefaultRest = 5 * time.Second
 
 // Pick returns the credential for orgID's calls to provider: nil for a
-// keyless provider (or one this ring does not know); a stored key by
-// rotation, sticky first; else the provider's environment key. With none
-// it returns a 400 no_usable_provider_key error naming the provider.
+// keyless provider (or one this ring does not know); the endpoint of the
+// organization's own provider of that name (app/orgmodels.go); a stored
+// key by rotation, sticky first; else the provider's environment key. With
+// none it returns a 400 no_usable_provider_key error naming the provider.
 func (r *KeyRing) Pick(ctx context.Context, orgID, provider, sticky string, exclude []string) (*ports.Credential, error) {
 	info, ok := r.Providers.Provider(provider)
 	if !ok {
