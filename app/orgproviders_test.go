@@ -402,3 +402,57 @@ func TestOrgProviderReencrypt(t *testing.T) {
 	is.NoErr(err)
 	is.Equal(failed, 1)
 }
+
+func TestOrgProviderModels(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	s, _, fg := newOrgProviders(t)
+	p, err := s.Create(ctx, owner, app.NewOrgProvider{Name: "mine", BaseURL: "https://x.example.com",
+		Models: []app.NewOrgModel{{Name: "a", InputPrice: usdPrice(1)}, {Name: "b"}}})
+	is.NoErr(err)
+	a, b := p.Models[0], p.Models[1]
+
+	pr, m, err := s.GetModel(ctx, owner, a.ID)
+	is.NoErr(err)
+	is.Equal(pr.ID, p.ID)
+	is.Equal(m.Name, "a")
+	_, _, err = s.GetModel(ctx, otherOwner, a.ID)
+	is.True(errors.Is(err, ports.ErrNotFound))
+	_, _, err = s.GetModel(ctx, editor, a.ID)
+	is.True(errors.Is(err, access.ErrForbidden))
+
+	n := 4096
+	_, m, err = s.UpdateModel(ctx, owner, a.ID, app.OrgModelChange{Name: strPtr("a2"), ContextLength: &n, SetInputPrice: true, SetOutputPrice: true,
+		OutputPrice: usdPrice(2)})
+	is.NoErr(err)
+	is.Equal(m.Name, "a2")
+	is.Equal(m.ContextLength, 4096)
+	is.Equal(m.InputPerMTok, nil) // set to none
+	is.Equal(*m.OutputPerMTok, int64(2_000_000))
+	is.Equal(fg.ids, []string{p.ID})
+	for _, tt := range []struct {
+		name  string
+		ch    app.OrgModelChange
+		kind  error
+		code  string
+		field string
+	}{
+		{"onto another's name", app.OrgModelChange{Name: strPtr("b")}, ports.ErrConflict, app.CodeModelExists, "name"},
+		{"empty name", app.OrgModelChange{Name: strPtr(" ")}, ports.ErrInvalid, "invalid_request", "name"},
+		{"negative price", app.OrgModelChange{SetInputPrice: true, InputPrice: usdPrice(-1)}, ports.ErrInvalid, "invalid_request", "input_price"},
+	} {
+		_, _, err = s.UpdateModel(ctx, owner, a.ID, tt.ch)
+		refusal(t, err, tt.kind, tt.code, tt.field)
+	}
+	_, _, err = s.UpdateModel(ctx, otherOwner, a.ID, app.OrgModelChange{Name: strPtr("x")})
+	is.True(errors.Is(err, ports.ErrNotFound))
+
+	is.True(errors.Is(s.DeleteModel(ctx, otherOwner, b.ID), ports.ErrNotFound))
+	is.NoErr(s.DeleteModel(ctx, owner, b.ID))
+	err = s.DeleteModel(ctx, owner, b.ID)
+	refusal(t, err, ports.ErrNotFound, "not_found", "")
+	got, err := s.Get(ctx, owner, p.ID)
+	is.NoErr(err)
+	is.Equal(len(got.Models), 1)
+	is.Equal(got.Models[0].Name, "a2")
+}

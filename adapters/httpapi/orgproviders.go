@@ -18,6 +18,10 @@ import (
 // /api/providers paths (owners). The key is never returned, only its last 4
 // characters; every request to the endpoint goes through the SSRF guard.
 func (s *Server) registerOrgProviderRoutes(r *mux.Router) {
+	// Before /api/providers/{provider_id}/…: "models" is not a provider id.
+	r.HandleFunc("/api/providers/models/{model_id}", s.getOrgProviderModel).Methods(http.MethodGet)
+	r.HandleFunc("/api/providers/models/{model_id}", s.updateOrgProviderModel).Methods(http.MethodPatch)
+	r.HandleFunc("/api/providers/models/{model_id}", s.deleteOrgProviderModel).Methods(http.MethodDelete)
 	r.HandleFunc("/api/providers", s.listOrgProviders).Methods(http.MethodGet)
 	r.HandleFunc("/api/providers", s.createOrgProvider).Methods(http.MethodPost)
 	r.HandleFunc("/api/providers/{provider_id}", s.getOrgProvider).Methods(http.MethodGet)
@@ -259,4 +263,73 @@ func (s *Server) discoverOrgProviderModels(w http.ResponseWriter, r *http.Reques
 		out.Imported[i] = toOrgModel(d.Provider, m)
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) getOrgProviderModel(w http.ResponseWriter, r *http.Request) {
+	p, m, err := s.orgProviders.GetModel(r.Context(), principal(r), mux.Vars(r)["model_id"])
+	if err != nil {
+		s.Error(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, toOrgModel(p, m))
+}
+
+// price reads an optional price of a PATCH: absent (no change), null (none)
+// or a number.
+func price(field string, raw json.RawMessage) (set bool, v *float64, err error) {
+	if len(raw) == 0 {
+		return false, nil, nil
+	}
+	if bytes.Equal(raw, []byte("null")) {
+		return true, nil, nil
+	}
+	var f float64
+	if json.Unmarshal(raw, &f) != nil {
+		return false, nil, app.Invalid(field, "%s must be a number or null", field)
+	}
+	return true, &f, nil
+}
+
+func (s *Server) updateOrgProviderModel(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		Name          *string         `json:"name"`
+		ContextLength json.RawMessage `json:"context_length"`
+		InputPrice    json.RawMessage `json:"input_price"`
+		OutputPrice   json.RawMessage `json:"output_price"`
+	}
+	if !s.decode(w, r, &in) {
+		return
+	}
+	ch := app.OrgModelChange{Name: in.Name}
+	var err error
+	if ch.SetInputPrice, ch.InputPrice, err = price("input_price", in.InputPrice); err != nil {
+		s.Error(w, r, err)
+		return
+	}
+	if ch.SetOutputPrice, ch.OutputPrice, err = price("output_price", in.OutputPrice); err != nil {
+		s.Error(w, r, err)
+		return
+	}
+	if len(in.ContextLength) > 0 {
+		n := 0 // null: unknown
+		if !bytes.Equal(in.ContextLength, []byte("null")) && json.Unmarshal(in.ContextLength, &n) != nil {
+			s.Error(w, r, app.Invalid("context_length", "context_length must be an integer or null"))
+			return
+		}
+		ch.ContextLength = &n
+	}
+	p, m, err := s.orgProviders.UpdateModel(r.Context(), principal(r), mux.Vars(r)["model_id"], ch)
+	if err != nil {
+		s.Error(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, toOrgModel(p, m))
+}
+
+func (s *Server) deleteOrgProviderModel(w http.ResponseWriter, r *http.Request) {
+	if err := s.orgProviders.DeleteModel(r.Context(), principal(r), mux.Vars(r)["model_id"]); err != nil {
+		s.Error(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
 }

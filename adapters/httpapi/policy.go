@@ -107,6 +107,9 @@ var routes = map[Route]access.Action{
 	{"POST", "/api/providers/{provider_id}/models"}:          access.ActAddOrgProviderModel,
 	{"POST", "/api/providers/{provider_id}/test-connection"}: access.ActTestOrgProvider,
 	{"POST", "/api/providers/{provider_id}/discover-models"}: access.ActDiscoverOrgProviderModels,
+	{"GET", "/api/providers/models/{model_id}"}:              access.ActGetOrgProvider,
+	{"PATCH", "/api/providers/models/{model_id}"}:            access.ActUpdateOrgProvider,
+	{"DELETE", "/api/providers/models/{model_id}"}:           access.ActUpdateOrgProvider,
 }
 
 // actionOf returns a route's action, and false for a route missing from the

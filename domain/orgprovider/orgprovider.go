@@ -192,6 +192,52 @@ func (p *Provider) Model(name string) (Model, bool) {
 	return Model{}, false
 }
 
+// ModelByID returns the provider's model with id.
+func (p *Provider) ModelByID(id string) (Model, bool) {
+	for _, m := range p.Models {
+		if m.ID == id {
+			return m, true
+		}
+	}
+	return Model{}, false
+}
+
+// ErrNoModel is a model id the provider does not list.
+var ErrNoModel = errors.New("no such model")
+
+// ReplaceModel replaces the model with m's id, refusing an invalid model
+// and a name another of the provider's models has (ErrDuplicateModel).
+func (p *Provider) ReplaceModel(m Model) error {
+	i := -1
+	for j, old := range p.Models {
+		switch {
+		case old.ID == m.ID:
+			i = j
+		case old.Name == m.Name:
+			return fmt.Errorf("%w: %s", ErrDuplicateModel, m.Name)
+		}
+	}
+	if i < 0 {
+		return fmt.Errorf("%w: %s", ErrNoModel, m.ID)
+	}
+	if err := CheckModel(m); err != nil {
+		return err
+	}
+	p.Models[i] = m
+	return nil
+}
+
+// RemoveModel removes the model with id (ErrNoModel when there is none).
+func (p *Provider) RemoveModel(id string) error {
+	for i, m := range p.Models {
+		if m.ID == id {
+			p.Models = append(p.Models[:i:i], p.Models[i+1:]...)
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: %s", ErrNoModel, id)
+}
+
 // AddModel adds m, refusing an invalid model, a name the provider already
 // lists (ErrDuplicateModel) and a list past MaxModels (ErrTooManyModels).
 func (p *Provider) AddModel(m Model) error {

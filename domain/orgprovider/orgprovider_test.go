@@ -237,3 +237,43 @@ func TestRedact(t *testing.T) {
 		})
 	}
 }
+
+func TestReplaceAndRemoveModel(t *testing.T) {
+	base := func() *orgprovider.Provider {
+		return &orgprovider.Provider{Models: []orgprovider.Model{{ID: "1", Name: "a"}, {ID: "2", Name: "b"}, {ID: "3", Name: "c"}}}
+	}
+	names := func(p *orgprovider.Provider) string {
+		var out []string
+		for _, m := range p.Models {
+			out = append(out, m.ID+"="+m.Name)
+		}
+		return strings.Join(out, ",")
+	}
+	tests := []struct {
+		name   string
+		change func(p *orgprovider.Provider) error
+		want   error
+		after  string
+	}{
+		{"rename", func(p *orgprovider.Provider) error { return p.ReplaceModel(orgprovider.Model{ID: "2", Name: "z"}) }, nil, "1=a,2=z,3=c"},
+		{"same name, new context", func(p *orgprovider.Provider) error {
+			return p.ReplaceModel(orgprovider.Model{ID: "2", Name: "b", ContextLength: 10})
+		}, nil, "1=a,2=b,3=c"},
+		{"onto another's name", func(p *orgprovider.Provider) error { return p.ReplaceModel(orgprovider.Model{ID: "2", Name: "c"}) }, orgprovider.ErrDuplicateModel, "1=a,2=b,3=c"},
+		{"invalid", func(p *orgprovider.Provider) error { return p.ReplaceModel(orgprovider.Model{ID: "2", Name: "b b"}) }, orgprovider.ErrModelName, "1=a,2=b,3=c"},
+		{"unknown id", func(p *orgprovider.Provider) error { return p.ReplaceModel(orgprovider.Model{ID: "9", Name: "x"}) }, orgprovider.ErrNoModel, "1=a,2=b,3=c"},
+		{"remove the middle", func(p *orgprovider.Provider) error { return p.RemoveModel("2") }, nil, "1=a,3=c"},
+		{"remove the last", func(p *orgprovider.Provider) error { return p.RemoveModel("3") }, nil, "1=a,2=b"},
+		{"remove unknown", func(p *orgprovider.Provider) error { return p.RemoveModel("9") }, orgprovider.ErrNoModel, "1=a,2=b,3=c"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			p := base()
+			is.True(errors.Is(tt.change(p), tt.want))
+			is.Equal(names(p), tt.after)
+			_, ok := p.ModelByID("1")
+			is.True(ok)
+		})
+	}
+}

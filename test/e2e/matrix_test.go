@@ -77,6 +77,8 @@ var minimum = map[string]string{
 	"PATCH /api/providers/{provider_id}": "owner", "DELETE /api/providers/{provider_id}": "owner",
 	"POST /api/providers/{provider_id}/models": "owner", "POST /api/providers/{provider_id}/test-connection": "owner",
 	"POST /api/providers/{provider_id}/discover-models": "owner",
+	"GET /api/providers/models/{model_id}":              "owner", "PATCH /api/providers/models/{model_id}": "owner",
+	"DELETE /api/providers/models/{model_id}": "owner",
 }
 
 var rank = map[string]int{"operator": 1, "editor": 2, "owner": 4}
@@ -184,10 +186,21 @@ func TestAuthorizationMatrix(t *testing.T) {
 		return p.ID
 	}
 	orgProviderID := orgProvider()
+	// A model of that provider (one per call for the deletions).
+	orgModel := func() string {
+		providers++
+		var m struct{ ID string }
+		if st := s.call("POST", "/api/providers/"+orgProviderID+"/models", home.key, obj{"name": fmt.Sprintf("mm%d", providers)}, &m); st != 201 {
+			t.Fatalf("org provider model: %d", st)
+		}
+		return m.ID
+	}
+	orgModelID := orgModel()
 
 	// fresh gives routes that use their object up a new path for every call.
 	fresh := map[string]func() string{
-		"DELETE /api/providers/{provider_id}": func() string { return "/api/providers/" + orgProvider() },
+		"DELETE /api/providers/{provider_id}":     func() string { return "/api/providers/" + orgProvider() },
+		"DELETE /api/providers/models/{model_id}": func() string { return "/api/providers/models/" + orgModel() },
 		"DELETE /api/schema/saved/{id}/permanent": func() string {
 			return "/api/schema/saved/" + s.createSchema(home.key, "Gone", companySchema) + "/permanent"
 		},
@@ -345,6 +358,9 @@ func TestAuthorizationMatrix(t *testing.T) {
 		}, 201, true, 0},
 		{"POST", "/api/providers/{provider_id}/test-connection", "/api/providers/" + orgProviderID + "/test-connection", nil, 200, true, 0},
 		{"POST", "/api/providers/{provider_id}/discover-models", "/api/providers/" + orgProviderID + "/discover-models", nil, 200, true, 0},
+		{"GET", "/api/providers/models/{model_id}", "/api/providers/models/" + orgModelID, nil, 200, true, 0},
+		{"PATCH", "/api/providers/models/{model_id}", "/api/providers/models/" + orgModelID, func() any { return obj{"input_price": 0.25} }, 200, true, 0},
+		{"DELETE", "/api/providers/models/{model_id}", "", nil, 204, true, 0}, // a fresh model per call (fresh)
 	}
 
 	// The matrix covers exactly the routes the server has.

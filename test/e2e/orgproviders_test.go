@@ -164,6 +164,7 @@ func testOrgProviders(t *testing.T, dsn string) {
 	is.Equal(call("POST", "/api/providers/"+mine.ID+"/discover-models", home.key, nil, &d), 200)
 	is.Equal(d.ImportedCount, 0)
 	var m struct {
+		ID       string   `json:"id"`
 		ModelKey string   `json:"model_key"`
 		Input    *float64 `json:"input_price"`
 		Source   string   `json:"source"`
@@ -176,6 +177,23 @@ func testOrgProviders(t *testing.T, dsn string) {
 	is.Equal(e.Code, "model_exists")
 	is.Equal(call("POST", "/api/providers/"+mine.ID+"/models", home.key, obj{"name": "bad\nname"}, &e), 400)
 	is.Equal(e.Field, "name")
+
+	// One model: read, renamed (its price cleared), refused onto another's
+	// name, invisible to another organization, removed.
+	is.Equal(call("GET", "/api/providers/models/"+m.ID, home.key, nil, &m), 200)
+	is.Equal(m.ModelKey, "mine::extra")
+	is.Equal(call("PATCH", "/api/providers/models/"+m.ID, home.key, obj{"name": "extra2", "input_price": nil}, &m), 200)
+	is.Equal(m.ModelKey, "mine::extra2")
+	is.Equal(m.Input, nil)
+	is.Equal(call("PATCH", "/api/providers/models/"+m.ID, home.key, obj{"name": "llama3"}, &e), 409)
+	is.Equal(e.Code, "model_exists")
+	is.Equal(call("PATCH", "/api/providers/models/"+m.ID, home.key, obj{"input_price": -1}, &e), 400)
+	is.Equal(e.Field, "input_price")
+	is.Equal(call("GET", "/api/providers/models/"+m.ID, other.key, nil, nil), 404)
+	is.Equal(call("DELETE", "/api/providers/models/"+m.ID, other.key, nil, nil), 404)
+	is.Equal(call("DELETE", "/api/providers/models/"+m.ID, home.key, nil, nil), 204)
+	is.Equal(call("GET", "/api/providers/models/"+m.ID, home.key, nil, nil), 404)
+	is.Equal(call("POST", "/api/providers/"+mine.ID+"/models", home.key, obj{"name": "extra", "input_price": 0.5}, &m), 201) // back, for the options below
 
 	// The connection test makes a real call with the key.
 	var c struct {
