@@ -40,6 +40,9 @@ type Stores struct {
 	RefreshTokens ports.RefreshTokenStore
 	// ProviderKeys keeps LLM provider keys (nil: kept in memory).
 	ProviderKeys ports.ProviderKeyStore
+	// OrgProviders keeps organizations' own providers (nil: kept in
+	// memory).
+	OrgProviders ports.ProviderStore
 	// Usage is the LLM call ledger, written by UoW (Repos.Usage); this
 	// handle reads it (nil: none kept).
 	Usage ports.UsageLedger
@@ -74,6 +77,8 @@ type Embedded struct {
 	Samples *app.SampleService
 	// Fetch fetches a batch's entities from a URL (SSRF-safe).
 	Fetch *app.FetchService
+	// OrgProviders manages organizations' own OpenAI-compatible providers.
+	OrgProviders *app.OrgProviderService
 
 	Stores *Stores
 	Log    *slog.Logger

@@ -103,6 +103,11 @@ type Config struct {
 	// on this machine only: every other loopback, private, link-local or
 	// metadata address stays refused. Empty (the default): none.
 	FetchAllowLoopbackPorts []uint16 `env:"ENRICH_FETCH_ALLOW_LOOPBACK_PORTS" envSeparator:","`
+	// OrgProviderAllowLoopbackPorts lets organizations' own providers
+	// (/api/providers) reach loopback addresses on these ports
+	// (comma-separated), like FetchAllowLoopbackPorts: for tests of a
+	// server on this machine only. Empty (the default): none.
+	OrgProviderAllowLoopbackPorts []uint16 `env:"ENRICH_ORG_PROVIDER_ALLOW_LOOPBACK_PORTS" envSeparator:","`
 
 	// SchemaRestoreWindow is how long a deleted schema can be restored
 	// (0: schema.RestoreWindow, 30 s). Embedders and tests may shorten it.

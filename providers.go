@@ -44,11 +44,14 @@ var coreSet = wire.NewSet(
 	wire.Bind(new(ports.Providers), new(*llm.Registry)),
 	wire.Bind(new(ports.KeyTester), new(*llm.Registry)),
 	wire.Bind(new(ports.ClientCache), new(*llm.Registry)),
+	wire.Bind(new(ports.ProviderProbe), new(*llm.Registry)),
 	provideCipher,
 	wire.Bind(new(ports.Cipher), new(*crypto.Fernet)),
 	provideProviderKeyStore,
 	provideKeyRing,
 	provideProviderKeys,
+	provideOrgProviderStore,
+	provideOrgProviders,
 	providePasswords,
 	wire.Bind(new(ports.Passwords), new(*crypto.Passwords)),
 	provideStream,
@@ -83,7 +86,8 @@ func provideRegistry(cfg Config) (*llm.Registry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ENRICH_MODEL_CATALOG %s: %w", cfg.ModelCatalog, err)
 	}
-	return llm.NewRegistry(llm.Config{Providers: cfg.Providers, Catalog: cat, Sandbox: cfg.Sandbox, SandboxLatency: cfg.SandboxLatency})
+	return llm.NewRegistry(llm.Config{Providers: cfg.Providers, Catalog: cat, Sandbox: cfg.Sandbox, SandboxLatency: cfg.SandboxLatency,
+		GuardedHTTPClient: llm.GuardedHTTPClientFor(netguard.Options{AllowLoopbackPorts: cfg.OrgProviderAllowLoopbackPorts})})
 }
 
 // provideLLM is the provider registry with the call metrics around it,
@@ -115,8 +119,9 @@ func provideProviderKeyStore(st *Stores) ports.ProviderKeyStore {
 	return st.ProviderKeys
 }
 
-func provideKeyRing(ks ports.ProviderKeyStore, c ports.Cipher, p ports.Providers, cc ports.ClientCache, clock ports.Clock, lg *slog.Logger) *app.KeyRing {
-	return &app.KeyRing{Keys: ks, Cipher: c, Providers: p, Clients: cc, Clock: clock, Log: lg}
+func provideKeyRing(ks ports.ProviderKeyStore, c ports.Cipher, p ports.Providers, cc ports.ClientCache, clock ports.Clock, lg *slog.Logger,
+	ops ports.ProviderStore) *app.KeyRing {
+	return &app.KeyRing{Keys: ks, Cipher: c, Providers: p, Clients: cc, Clock: clock, Log: lg, Endpoints: ops}
 }
 
 func provideProviderKeys(st *Stores, ks ports.ProviderKeyStore, c ports.Cipher, p ports.Providers, t ports.KeyTester,
@@ -226,10 +231,10 @@ func provideSamples(en *app.Engine, enr *app.EnrichmentService, s ports.EventStr
 func provideEmbedded(st *Stores, a *app.AccessService, sc *app.SchemaService, rc *app.RecordService, en *app.EnrichmentService,
 	js *app.JobService, pk *app.ProviderKeyService, cs *app.CostService, an *app.AnalysisService, smp *app.SampleService,
 	sg *app.SchemaGenService, fs *app.FetchService, fu *app.FusionService, h *eventhub.Hub, eng *app.Engine, lg *slog.Logger,
-	m *metrics.Metrics) *Embedded {
+	m *metrics.Metrics, op *app.OrgProviderService) *Embedded {
 	m.WatchRunning(func() int { return len(eng.Running()) })
 	return &Embedded{Access: a, Schemas: sc, Records: rc, Enrichment: en, Jobs: js, ProviderKeys: pk, Costs: cs, Analysis: an,
-		Samples: smp, SchemaGen: sg, Fetch: fs, Fusion: fu, Stores: st, Log: lg, Metrics: m, stream: h, engine: eng}
+		Samples: smp, SchemaGen: sg, Fetch: fs, Fusion: fu, Stores: st, Log: lg, Metrics: m, stream: h, engine: eng, OrgProviders: op}
 }
 
 func provideAnalysis(st *Stores, l ports.LLM, cat ports.ModelCatalog, c ports.SchemaCompiler, kr *app.KeyRing,
@@ -259,7 +264,7 @@ var httpSet = wire.NewSet(
 func provideServices(e *Embedded) httpapi.Services {
 	return httpapi.Services{Access: e.Access, Schemas: e.Schemas, Records: e.Records, Enrichment: e.Enrichment, Jobs: e.Jobs,
 		ProviderKeys: e.ProviderKeys, Costs: e.Costs, Analysis: e.Analysis, Samples: e.Samples,
-		SchemaGen: e.SchemaGen, Fetch: e.Fetch, Fusion: e.Fusion}
+		SchemaGen: e.SchemaGen, Fetch: e.Fetch, Fusion: e.Fusion, OrgProviders: e.OrgProviders}
 }
 
 func provideHTTPConfig(e *Embedded) httpapi.Config {
@@ -271,3 +276,19 @@ func provideHTTPConfig(e *Embedded) httpapi.Config {
 }
 
 func provideReadiness(e *Embedded) httpapi.Readiness { return e.Stores.Ready }
+
+// provideOrgProviderStore is the stores' store of organizations' own
+// providers; caller-supplied stores without one get a memory store.
+func provideOrgProviderStore(st *Stores) ports.ProviderStore {
+	if st.OrgProviders == nil {
+		st.OrgProviders = memory.NewProviderStore()
+	}
+	return st.OrgProviders
+}
+
+// provideOrgProviders manages organizations' own providers; their
+// endpoints are reached through the registry's SSRF-guarded client.
+func provideOrgProviders(ps ports.ProviderStore, c ports.Cipher, p ports.Providers, probe ports.ProviderProbe, cc ports.ClientCache,
+	clock ports.Clock, ids ports.IDs, lg *slog.Logger) *app.OrgProviderService {
+	return &app.OrgProviderService{Store: ps, Cipher: c, Providers: p, Probe: probe, Clients: cc, Clock: clock, IDs: ids, Log: lg}
+}

@@ -44,7 +44,8 @@ func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
-	keyRing := provideKeyRing(providerKeyStore, fernet, registry, registry, clock, logger)
+	providerStore := provideOrgProviderStore(stores)
+	keyRing := provideKeyRing(providerKeyStore, fernet, registry, registry, clock, logger, providerStore)
 	enrichmentService := provideEnrichment(cfg, stores, engine, hub, jobService, llm, registry, compiler, keyRing, clock, iDs, logger)
 	providerKeyService := provideProviderKeys(stores, providerKeyStore, fernet, registry, registry, registry, clock, iDs, logger)
 	costService := provideCosts(stores, clock)
@@ -53,7 +54,8 @@ func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	schemaGenService := provideSchemaGen(stores, engine, hub, jobService, enrichmentService, schemaService, compiler, clock, iDs, logger)
 	fetchService := provideFetch(cfg, enrichmentService, clock)
 	fusionService := provideFusion(stores, engine, hub, jobService, enrichmentService, clock, iDs, logger)
-	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics)
+	orgProviderService := provideOrgProviders(providerStore, fernet, registry, registry, registry, clock, iDs, logger)
+	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService)
 	return embedded, func() {
 		cleanup()
 	}, nil
@@ -97,7 +99,8 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
-	keyRing := provideKeyRing(providerKeyStore, fernet, registry, registry, clock, logger)
+	providerStore := provideOrgProviderStore(stores)
+	keyRing := provideKeyRing(providerKeyStore, fernet, registry, registry, clock, logger, providerStore)
 	enrichmentService := provideEnrichment(cfg, stores, engine, hub, jobService, llm, registry, compiler, keyRing, clock, iDs, logger)
 	providerKeyService := provideProviderKeys(stores, providerKeyStore, fernet, registry, registry, registry, clock, iDs, logger)
 	costService := provideCosts(stores, clock)
@@ -106,7 +109,8 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	schemaGenService := provideSchemaGen(stores, engine, hub, jobService, enrichmentService, schemaService, compiler, clock, iDs, logger)
 	fetchService := provideFetch(cfg, enrichmentService, clock)
 	fusionService := provideFusion(stores, engine, hub, jobService, enrichmentService, clock, iDs, logger)
-	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics)
+	orgProviderService := provideOrgProviders(providerStore, fernet, registry, registry, registry, clock, iDs, logger)
+	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService)
 	return embedded, func() {
 		cleanup2()
 		cleanup()
@@ -140,7 +144,8 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 		cleanup()
 		return nil, nil, err
 	}
-	keyRing := provideKeyRing(providerKeyStore, fernet, registry, registry, clock, logger)
+	providerStore := provideOrgProviderStore(st)
+	keyRing := provideKeyRing(providerKeyStore, fernet, registry, registry, clock, logger, providerStore)
 	enrichmentService := provideEnrichment(cfg, st, engine, hub, jobService, llm, registry, compiler, keyRing, clock, iDs, logger)
 	providerKeyService := provideProviderKeys(st, providerKeyStore, fernet, registry, registry, registry, clock, iDs, logger)
 	costService := provideCosts(st, clock)
@@ -149,7 +154,8 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 	schemaGenService := provideSchemaGen(st, engine, hub, jobService, enrichmentService, schemaService, compiler, clock, iDs, logger)
 	fetchService := provideFetch(cfg, enrichmentService, clock)
 	fusionService := provideFusion(st, engine, hub, jobService, enrichmentService, clock, iDs, logger)
-	embedded := provideEmbedded(st, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics)
+	orgProviderService := provideOrgProviders(providerStore, fernet, registry, registry, registry, clock, iDs, logger)
+	embedded := provideEmbedded(st, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService)
 	return embedded, func() {
 		cleanup()
 	}, nil

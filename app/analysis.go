@@ -238,6 +238,15 @@ func (s *AnalysisService) pickModel(ctx context.Context, orgID, k string) (model
 		return model.Info{}, coded(ports.ErrInvalid, "invalid_model", "model: %v", err).(*Error).at("model")
 	}
 	m, err := s.Catalog.Model(key)
+	if err != nil && s.Keys != nil {
+		// Not the server's: perhaps one of the organization's own providers.
+		var oerr error
+		if m, oerr = s.Keys.OrgModel(ctx, orgID, key); oerr == nil {
+			err = nil
+		} else if !errors.Is(oerr, ports.ErrUnknownModel) {
+			return model.Info{}, oerr
+		}
+	}
 	if err != nil {
 		return model.Info{}, coded(ports.ErrInvalid, "invalid_model", "model: unknown model %q; GET /api/enrichment/options lists them", k).(*Error).at("model")
 	}

@@ -66,7 +66,7 @@ func (s *EnrichmentService) resolveClassifier(ctx context.Context, orgID string,
 		}
 		return &p.Model, nil
 	}
-	m, err := s.knownModel("classification_model", *v)
+	m, err := s.knownModelFor(ctx, orgID, "classification_model", *v)
 	if err != nil {
 		return nil, err
 	}

@@ -353,7 +353,7 @@ func (s *EnrichmentService) arbiterOf(ctx context.Context, orgID string, name *s
 		}
 		return &p.Model, nil
 	}
-	m, err := s.knownModel("arbitration_model", *name)
+	m, err := s.knownModelFor(ctx, orgID, "arbitration_model", *name)
 	if err != nil {
 		return nil, err
 	}

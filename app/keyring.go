@@ -24,6 +24,10 @@ type KeyRing struct {
 	Clients   ports.ClientCache
 	Clock     ports.Clock
 	Log       *slog.Logger
+
+	// Endpoints are the organizations' own providers (nil: none); see
+	// app/orgmodels.go.
+	Endpoints ports.ProviderStore
 }
 
 // systemKeyID stands for the environment's key of a provider in exclusion
@@ -35,12 +39,16 @@ const systemKeyID = ""
 const DefaultRest = 5 * time.Second
 
 // Pick returns the credential for orgID's calls to provider: nil for a
-// keyless provider (or one this ring does not know); a stored key by
-// rotation, sticky first; else the provider's environment key. With none
-// it returns a 400 no_usable_provider_key error naming the provider.
+// keyless provider (or one this ring does not know); the endpoint of the
+// organization's own provider of that name (app/orgmodels.go); a stored
+// key by rotation, sticky first; else the provider's environment key. With
+// none it returns a 400 no_usable_provider_key error naming the provider.
 func (r *KeyRing) Pick(ctx context.Context, orgID, provider, sticky string, exclude []string) (*ports.Credential, error) {
 	info, ok := r.Providers.Provider(provider)
-	if !ok || info.Keyless {
+	if !ok {
+		return r.endpointCredential(ctx, orgID, provider, exclude)
+	}
+	if info.Keyless {
 		return nil, nil
 	}
 	var nu *rotation.NoUsableKeyError

@@ -61,6 +61,16 @@ func (s *EnrichmentService) Options(ctx context.Context, p *access.Principal) (O
 	for _, m := range modelsel.Available(ms, usable) {
 		o.Available[m.Key.String()] = true
 	}
+	// The organization's own providers' models are listed and available;
+	// automatic selection keeps to the catalog's.
+	own, err := s.orgModels(ctx, p.OrgID)
+	if err != nil {
+		return Options{}, err
+	}
+	for _, m := range own {
+		o.Available[m.Key.String()] = true
+	}
+	o.Models = append(ms[:len(ms):len(ms)], own...)
 	for _, task := range modelsel.Tasks() {
 		if p, err := modelsel.SelectAvailable(ms, usable, pinned[task], modelsel.Needs{}); err == nil {
 			o.Defaults[task] = p

@@ -389,7 +389,7 @@ func (s *EnrichmentService) resolveModels(ctx context.Context, orgID string, req
 		if k == model.Auto {
 			continue
 		}
-		m, err := s.knownModel(field, k)
+		m, err := s.knownModelFor(ctx, orgID, field, k)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -170,7 +170,7 @@ func (s *SampleService) prepare(ctx context.Context, orgID string, req SampleReq
 			return nil, err
 		}
 		pl.autoPick, pl.model = &p, p.Model
-	} else if pl.model, err = s.Enrich.knownModel("model", req.Model); err != nil {
+	} else if pl.model, err = s.Enrich.knownModelFor(ctx, orgID, "model", req.Model); err != nil {
 		return nil, err
 	}
 	pl.instances = sample.Instances(et, req.TypicalObjects, pl.count)

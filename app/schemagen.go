@@ -183,7 +183,7 @@ func (s *SchemaGenService) pickModel(ctx context.Context, orgID, k string) (mode
 		}
 		return p.Model, &p, nil
 	}
-	m, err := s.Enrich.knownModel("model", k)
+	m, err := s.Enrich.knownModelFor(ctx, orgID, "model", k)
 	return m, nil, err
 }
 

@@ -74,6 +74,10 @@ type Credential struct {
 	Version int
 	Source  rotation.Source
 	Open    func() (Secret, error)
+	// Endpoint, when set, is the organization's own provider the call goes
+	// to (the model is not the registry's; see ProviderStore). Open is
+	// then the endpoint's key, and KeyID names the provider.
+	Endpoint *Endpoint
 }
 
 // ProviderInfo says how a configured provider is reached.

@@ -98,6 +98,18 @@ var routes = map[Route]access.Action{
 	{"POST", "/api/fusion/merge/stream"}: access.ActFusionMerge,
 	// Batch enrichment (issue 11, part BC).
 	{"POST", "/api/batch/start"}: access.ActStartBatch,
+	// An organization's own providers (issue 8): owners, like provider keys.
+	{"GET", "/api/providers"}:                                access.ActListOrgProviders,
+	{"POST", "/api/providers"}:                               access.ActCreateOrgProvider,
+	{"GET", "/api/providers/{provider_id}"}:                  access.ActGetOrgProvider,
+	{"PATCH", "/api/providers/{provider_id}"}:                access.ActUpdateOrgProvider,
+	{"DELETE", "/api/providers/{provider_id}"}:               access.ActDeleteOrgProvider,
+	{"POST", "/api/providers/{provider_id}/models"}:          access.ActAddOrgProviderModel,
+	{"POST", "/api/providers/{provider_id}/test-connection"}: access.ActTestOrgProvider,
+	{"POST", "/api/providers/{provider_id}/discover-models"}: access.ActDiscoverOrgProviderModels,
+	{"GET", "/api/providers/models/{model_id}"}:              access.ActGetOrgProvider,
+	{"PATCH", "/api/providers/models/{model_id}"}:            access.ActUpdateOrgProvider,
+	{"DELETE", "/api/providers/models/{model_id}"}:           access.ActUpdateOrgProvider,
 }
 
 // actionOf returns a route's action, and false for a route missing from the

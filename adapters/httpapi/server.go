@@ -57,6 +57,9 @@ type Server struct {
 	// analysis runs the ambiguity analyses and the scoping split.
 	analysis *app.AnalysisService
 
+	// orgProviders are the organizations' own providers (/api/providers).
+	orgProviders *app.OrgProviderService
+
 	spec     *openapi3.T
 	specJSON []byte
 	router   *mux.Router
@@ -71,6 +74,7 @@ type Services struct {
 	Enrichment   *app.EnrichmentService
 	Jobs         *app.JobService
 	ProviderKeys *app.ProviderKeyService
+	OrgProviders *app.OrgProviderService
 	Costs        *app.CostService
 	Analysis     *app.AnalysisService
 	Samples      *app.SampleService
@@ -93,6 +97,7 @@ func NewServer(cfg Config, svc Services, lg *slog.Logger, ready Readiness) (*Ser
 	s := &Server{cfg: cfg, access: svc.Access, schemas: svc.Schemas, records: svc.Records, enrich: svc.Enrichment, jobs: svc.Jobs,
 		keys: svc.ProviderKeys, costs: svc.Costs, analysis: svc.Analysis, samples: svc.Samples, gen: svc.SchemaGen, log: lg,
 		ready: ready, fetch: svc.Fetch, fusion: svc.Fusion}
+	s.orgProviders = svc.OrgProviders
 	var err error
 	if s.spec, err = LoadSpec(); err != nil {
 		return nil, err
@@ -128,6 +133,7 @@ func NewServer(cfg Config, svc Services, lg *slog.Logger, ready Readiness) (*Ser
 	s.registerEnrichmentRoutes(r)
 	s.registerJobRoutes(r)
 	s.registerProviderKeyRoutes(r)
+	s.registerOrgProviderRoutes(r)
 	s.registerCostRoutes(r)
 	s.registerSettingsRoutes(r)
 	s.registerSampleRoutes(r)

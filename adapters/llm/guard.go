@@ -1,18 +1,19 @@
 package llm
 
 import (
-	"errors"
+	"fmt"
 	"net/http"
 
 	"code.dny.dev/ssrf"
 
 	"github.com/entityenrich/enrich/adapters/netguard"
+	"github.com/entityenrich/enrich/ports"
 )
 
 // ErrForbiddenDestination means a customer-supplied provider URL led to an
 // address the SSRF guard refuses (loopback, private, link-local, metadata,
-// or a port other than 80 and 443).
-var ErrForbiddenDestination = errors.New("provider address refused: customer endpoints must be public and on port 80 or 443")
+// or a port other than 80 and 443). It is a ports.ErrDestinationRefused.
+var ErrForbiddenDestination = fmt.Errorf("provider address refused: customer endpoints must be public and on port 80 or 443: %w", ports.ErrDestinationRefused)
 
 // maxRedirects bounds the redirects a guarded client follows.
 const maxRedirects = 5

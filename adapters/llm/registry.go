@@ -444,11 +444,7 @@ func (r *Registry) entry(k model.Key) (*entry, error) {
 // the text as the model wrote it, valid or not: validation and retries
 // belong to the caller.
 func (r *Registry) Generate(ctx context.Context, req ports.LLMRequest) (ports.LLMResponse, error) {
-	e, err := r.entry(req.Model)
-	if err != nil {
-		return ports.LLMResponse{}, err
-	}
-	client, err := r.client(e, req.Credential)
+	e, client, err := r.resolve(req)
 	if err != nil {
 		return ports.LLMResponse{}, err
 	}

@@ -78,6 +78,12 @@ func (c *cli) reencrypt(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("reencrypt: %w", err)
 	}
+	// Organizations' own providers' keys too (counted with the others).
+	pr, pf, err := e.OrgProviders.Reencrypt(ctx)
+	if err != nil {
+		return fmt.Errorf("reencrypt: %w", err)
+	}
+	resealed, failed = resealed+pr, failed+pf
 	if _, err := fmt.Fprintf(c.io.out, "resealed=%d failed=%d\n", resealed, failed); err != nil {
 		return err
 	}

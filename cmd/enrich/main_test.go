@@ -63,6 +63,13 @@ func TestAdminReencrypt(t *testing.T) {
 	admin := &access.Principal{OrgID: "ops", Role: access.Operator, Scopes: access.DefaultScopes(), SysAdmin: true}
 	_, err = e.ProviderKeys.Create(ctx, admin, app.GlobalKeys, app.NewProviderKey{Provider: "paid", APIKey: "sk-reencrypt-me-1234"})
 	is.NoErr(err)
+	// An organization's own provider's key is re-sealed too; a provider
+	// without a key has nothing to re-seal.
+	owner := &access.Principal{OrgID: "org-reencrypt", Role: access.Owner, Scopes: access.DefaultScopes()}
+	_, err = e.OrgProviders.Create(ctx, owner, app.NewOrgProvider{Name: "own", BaseURL: "https://llm.example.com/v1", APIKey: "sk-reencrypt-me-5678"})
+	is.NoErr(err)
+	_, err = e.OrgProviders.Create(ctx, owner, app.NewOrgProvider{Name: "keyless", BaseURL: "https://llm.example.com/v1"})
+	is.NoErr(err)
 	is.NoErr(e.Close())
 
 	t.Setenv("DATABASE_URL", dsn)
@@ -78,13 +85,13 @@ func TestAdminReencrypt(t *testing.T) {
 	}
 	code, out := run(newKey + "," + oldKey)
 	is.Equal(code, 0)
-	is.Equal(out, "resealed=1 failed=0\n")
+	is.Equal(out, "resealed=2 failed=0\n")
 	code, out = run(newKey) // the old key is gone: nothing left to reseal, nothing unreadable
 	is.Equal(code, 0)
 	is.Equal(out, "resealed=0 failed=0\n")
 	code, out = run(newFernetKey(t)) // a stranger's key opens nothing
 	is.Equal(code, 1)
-	is.Equal(out, "resealed=0 failed=1\n")
+	is.Equal(out, "resealed=0 failed=2\n")
 }
 
 func newFernetKey(t *testing.T) string {

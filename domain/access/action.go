@@ -101,6 +101,17 @@ const (
 	ActEnableProviderKey Action = "provider_keys.enable"
 	ActTestProviderKey   Action = "provider_keys.test"
 
+	// An organization's own providers (its OpenAI-compatible endpoints
+	// and their models) carry provider keys: owners only, like them.
+	ActListOrgProviders          Action = "org_providers.list"
+	ActGetOrgProvider            Action = "org_providers.get"
+	ActCreateOrgProvider         Action = "org_providers.create"
+	ActUpdateOrgProvider         Action = "org_providers.update"
+	ActDeleteOrgProvider         Action = "org_providers.delete"
+	ActAddOrgProviderModel       Action = "org_providers.add_model"
+	ActTestOrgProvider           Action = "org_providers.test"
+	ActDiscoverOrgProviderModels Action = "org_providers.discover_models"
+
 	// Global keys are for system administrators only (SPEC rule 6).
 	ActListGlobalKeys    Action = "global_keys.list"
 	ActCreateGlobalKey   Action = "global_keys.create"
@@ -194,6 +205,15 @@ var rules = map[Action]rule{
 	ActDeleteProviderKey: {CatAPIKeys, ScopeWrite},
 	ActEnableProviderKey: {CatAPIKeys, ScopeWrite},
 	ActTestProviderKey:   {CatAPIKeys, ScopeWrite},
+
+	ActListOrgProviders:          {CatAPIKeys, ScopeRead},
+	ActGetOrgProvider:            {CatAPIKeys, ScopeRead},
+	ActCreateOrgProvider:         {CatAPIKeys, ScopeWrite},
+	ActUpdateOrgProvider:         {CatAPIKeys, ScopeWrite},
+	ActDeleteOrgProvider:         {CatAPIKeys, ScopeWrite},
+	ActAddOrgProviderModel:       {CatAPIKeys, ScopeWrite},
+	ActTestOrgProvider:           {CatAPIKeys, ScopeWrite},
+	ActDiscoverOrgProviderModels: {CatAPIKeys, ScopeWrite},
 
 	ActListGlobalKeys:    {CatSysAdmin, ScopeRead},
 	ActCreateGlobalKey:   {CatSysAdmin, ScopeWrite},

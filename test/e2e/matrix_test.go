@@ -72,6 +72,13 @@ var minimum = map[string]string{
 	"POST /api/records/batch-delete": "operator", "POST /api/batch/fetch": "operator",
 	// Batch enrichment (issue 11, part BC).
 	"POST /api/batch/start": "operator",
+	// An organization's own providers (issue 8): owners, like provider keys.
+	"GET /api/providers": "owner", "POST /api/providers": "owner", "GET /api/providers/{provider_id}": "owner",
+	"PATCH /api/providers/{provider_id}": "owner", "DELETE /api/providers/{provider_id}": "owner",
+	"POST /api/providers/{provider_id}/models": "owner", "POST /api/providers/{provider_id}/test-connection": "owner",
+	"POST /api/providers/{provider_id}/discover-models": "owner",
+	"GET /api/providers/models/{model_id}":              "owner", "PATCH /api/providers/models/{model_id}": "owner",
+	"DELETE /api/providers/models/{model_id}": "owner",
 }
 
 var rank = map[string]int{"operator": 1, "editor": 2, "owner": 4}
@@ -83,6 +90,9 @@ func TestAuthorizationMatrix(t *testing.T) {
 	fake := fakeopenai.New(t, fakeopenai.WithAPIKey("sk-matrix-valid-key"))
 	cfg := testConfig("")
 	cfg.Providers = []llm.ProviderConfig{{Name: "paid", Type: "openai", BaseURL: fake.URL(), Models: []string{"m"}}}
+	// The organization's own provider of the matrix points at the same fake,
+	// whose loopback port the test lets through the SSRF guard.
+	cfg.OrgProviderAllowLoopbackPorts = []uint16{loopbackPort(t, fake.URL())}
 	s := start(t, cfg)
 	ctx := context.Background()
 	home := s.register("home@example.com")
@@ -164,8 +174,33 @@ func TestAuthorizationMatrix(t *testing.T) {
 	if _, err := s.srv.Schemas.Link(ctx, &access.Principal{OrgID: home.orgID, Role: access.Owner, Scopes: access.DefaultScopes()}, publishID); err != nil {
 		t.Fatal(err)
 	}
+	// An organization provider of the home organization, on the fake.
+	providers := 0
+	orgProvider := func() string {
+		providers++
+		var p struct{ ID string }
+		if st := s.call("POST", "/api/providers", home.key, obj{"name": fmt.Sprintf("own%d", providers), "base_url": fake.URL(),
+			"api_key": "sk-matrix-valid-key", "models": []obj{{"name": "m"}}}, &p); st != 201 {
+			t.Fatalf("org provider: %d", st)
+		}
+		return p.ID
+	}
+	orgProviderID := orgProvider()
+	// A model of that provider (one per call for the deletions).
+	orgModel := func() string {
+		providers++
+		var m struct{ ID string }
+		if st := s.call("POST", "/api/providers/"+orgProviderID+"/models", home.key, obj{"name": fmt.Sprintf("mm%d", providers)}, &m); st != 201 {
+			t.Fatalf("org provider model: %d", st)
+		}
+		return m.ID
+	}
+	orgModelID := orgModel()
+
 	// fresh gives routes that use their object up a new path for every call.
 	fresh := map[string]func() string{
+		"DELETE /api/providers/{provider_id}":     func() string { return "/api/providers/" + orgProvider() },
+		"DELETE /api/providers/models/{model_id}": func() string { return "/api/providers/models/" + orgModel() },
 		"DELETE /api/schema/saved/{id}/permanent": func() string {
 			return "/api/schema/saved/" + s.createSchema(home.key, "Gone", companySchema) + "/permanent"
 		},
@@ -308,6 +343,24 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"POST", "/api/records/batch-delete", "/api/records/batch-delete", func() any { return obj{"ids": []string{"no-such-record"}} }, 200, false, 0},
 		// A loopback URL is refused (400) before anything is sent.
 		{"POST", "/api/batch/fetch", "/api/batch/fetch", func() any { return obj{"url": "http://127.0.0.1:9/"} }, 400, false, 0},
+		// An organization's own providers.
+		{"GET", "/api/providers", "/api/providers", nil, 200, false, 0},
+		{"POST", "/api/providers", "/api/providers", func() any {
+			n++
+			return obj{"name": fmt.Sprintf("matrix%d", n), "base_url": "https://llm.example.com/v1"}
+		}, 201, false, 0},
+		{"GET", "/api/providers/{provider_id}", "/api/providers/" + orgProviderID, nil, 200, true, 0},
+		{"PATCH", "/api/providers/{provider_id}", "/api/providers/" + orgProviderID, func() any { return obj{"is_enabled": true} }, 200, true, 0},
+		{"DELETE", "/api/providers/{provider_id}", "", nil, 204, true, 0}, // a fresh provider per call (fresh)
+		{"POST", "/api/providers/{provider_id}/models", "/api/providers/" + orgProviderID + "/models", func() any {
+			n++
+			return obj{"name": fmt.Sprintf("model%d", n)}
+		}, 201, true, 0},
+		{"POST", "/api/providers/{provider_id}/test-connection", "/api/providers/" + orgProviderID + "/test-connection", nil, 200, true, 0},
+		{"POST", "/api/providers/{provider_id}/discover-models", "/api/providers/" + orgProviderID + "/discover-models", nil, 200, true, 0},
+		{"GET", "/api/providers/models/{model_id}", "/api/providers/models/" + orgModelID, nil, 200, true, 0},
+		{"PATCH", "/api/providers/models/{model_id}", "/api/providers/models/" + orgModelID, func() any { return obj{"input_price": 0.25} }, 200, true, 0},
+		{"DELETE", "/api/providers/models/{model_id}", "", nil, 204, true, 0}, // a fresh model per call (fresh)
 	}
 
 	// The matrix covers exactly the routes the server has.

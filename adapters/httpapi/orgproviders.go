@@ -1,0 +1,335 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/gorilla/mux"
+
+	"github.com/entityenrich/enrich/app"
+	"github.com/entityenrich/enrich/domain/model"
+	"github.com/entityenrich/enrich/domain/orgprovider"
+)
+
+// An organization's own OpenAI-compatible providers, on the reference's
+// /api/providers paths (owners). The key is never returned, only its last 4
+// characters; every request to the endpoint goes through the SSRF guard.
+func (s *Server) registerOrgProviderRoutes(r *mux.Router) {
+	// Before /api/providers/{provider_id}/…: "models" is not a provider id.
+	r.HandleFunc("/api/providers/models/{model_id}", s.getOrgProviderModel).Methods(http.MethodGet)
+	r.HandleFunc("/api/providers/models/{model_id}", s.updateOrgProviderModel).Methods(http.MethodPatch)
+	r.HandleFunc("/api/providers/models/{model_id}", s.deleteOrgProviderModel).Methods(http.MethodDelete)
+	r.HandleFunc("/api/providers", s.listOrgProviders).Methods(http.MethodGet)
+	r.HandleFunc("/api/providers", s.createOrgProvider).Methods(http.MethodPost)
+	r.HandleFunc("/api/providers/{provider_id}", s.getOrgProvider).Methods(http.MethodGet)
+	r.HandleFunc("/api/providers/{provider_id}", s.updateOrgProvider).Methods(http.MethodPatch)
+	r.HandleFunc("/api/providers/{provider_id}", s.deleteOrgProvider).Methods(http.MethodDelete)
+	r.HandleFunc("/api/providers/{provider_id}/models", s.addOrgProviderModel).Methods(http.MethodPost)
+	r.HandleFunc("/api/providers/{provider_id}/test-connection", s.testOrgProvider).Methods(http.MethodPost)
+	r.HandleFunc("/api/providers/{provider_id}/discover-models", s.discoverOrgProviderModels).Methods(http.MethodPost)
+}
+
+// orgProviderJSON is ProviderResponse.
+type orgProviderJSON struct {
+	ID             string         `json:"id"`
+	OrganizationID string         `json:"organization_id"`
+	Name           string         `json:"name"`
+	Type           string         `json:"type"`
+	BaseURL        string         `json:"base_url"`
+	HasAPIKey      bool           `json:"has_api_key"`
+	KeySuffix      *string        `json:"key_suffix"`
+	IsEnabled      bool           `json:"is_enabled"`
+	ModelCount     int            `json:"model_count"`
+	Models         []orgModelJSON `json:"models"`
+	CreatedAt      time.Time      `json:"created_at"`
+	UpdatedAt      time.Time      `json:"updated_at"`
+}
+
+// orgModelJSON is ModelResponse: prices in USD per million tokens.
+type orgModelJSON struct {
+	ID            string    `json:"id"`
+	ProviderID    string    `json:"provider_id"`
+	ProviderName  string    `json:"provider_name"`
+	Name          string    `json:"name"`
+	ModelKey      string    `json:"model_key"`
+	ContextLength *int      `json:"context_length"`
+	InputPrice    *float64  `json:"input_price"`
+	OutputPrice   *float64  `json:"output_price"`
+	Source        string    `json:"source"`
+	IsEnabled     bool      `json:"is_enabled"`
+	CreatedAt     time.Time `json:"created_at"`
+}
+
+func usdPerMTok(micro *int64) *float64 {
+	if micro == nil {
+		return nil
+	}
+	v := model.USD(*micro)
+	return &v
+}
+
+func toOrgModel(p *orgprovider.Provider, m orgprovider.Model) orgModelJSON {
+	out := orgModelJSON{ID: m.ID, ProviderID: p.ID, ProviderName: p.Name, Name: m.Name,
+		ModelKey: model.Key{Provider: p.Name, Model: m.Name}.String(), InputPrice: usdPerMTok(m.InputPerMTok),
+		OutputPrice: usdPerMTok(m.OutputPerMTok), Source: "manual", IsEnabled: p.Enabled, CreatedAt: m.CreatedAt}
+	if m.ContextLength > 0 {
+		n := m.ContextLength
+		out.ContextLength = &n
+	}
+	if m.Discovered {
+		out.Source = "discovered"
+	}
+	return out
+}
+
+func toOrgProvider(p *orgprovider.Provider) orgProviderJSON {
+	out := orgProviderJSON{ID: p.ID, OrganizationID: p.OrgID, Name: p.Name, Type: p.Type, BaseURL: p.BaseURL,
+		HasAPIKey: p.HasKey(), IsEnabled: p.Enabled, ModelCount: len(p.Models),
+		Models: make([]orgModelJSON, len(p.Models)), CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}
+	if p.Suffix != "" {
+		suffix := p.Suffix
+		out.KeySuffix = &suffix
+	}
+	for i, m := range p.Models {
+		out.Models[i] = toOrgModel(p, m)
+	}
+	return out
+}
+
+// orgModelIn is ModelCreate.
+type orgModelIn struct {
+	Name          string   `json:"name"`
+	ContextLength *int     `json:"context_length"`
+	InputPrice    *float64 `json:"input_price"`
+	OutputPrice   *float64 `json:"output_price"`
+}
+
+func (m orgModelIn) app() app.NewOrgModel {
+	return app.NewOrgModel{Name: m.Name, ContextLength: m.ContextLength, InputPrice: m.InputPrice, OutputPrice: m.OutputPrice}
+}
+
+func (s *Server) listOrgProviders(w http.ResponseWriter, r *http.Request) {
+	inactive := false
+	if raw := r.URL.Query().Get("include_inactive"); raw != "" {
+		b, err := strconv.ParseBool(raw)
+		if err != nil {
+			s.Error(w, r, app.Invalid("include_inactive", "include_inactive must be true or false"))
+			return
+		}
+		inactive = b
+	}
+	ps, err := s.orgProviders.List(r.Context(), principal(r), inactive)
+	if err != nil {
+		s.Error(w, r, err)
+		return
+	}
+	out := make([]orgProviderJSON, len(ps))
+	for i, p := range ps {
+		out[i] = toOrgProvider(p)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) createOrgProvider(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		Name      string       `json:"name"`
+		Type      string       `json:"type"`
+		BaseURL   string       `json:"base_url"`
+		APIKey    *string      `json:"api_key"`
+		IsEnabled *bool        `json:"is_enabled"`
+		Models    []orgModelIn `json:"models"`
+	}
+	if !s.decode(w, r, &in) {
+		return
+	}
+	np := app.NewOrgProvider{Name: in.Name, Type: in.Type, BaseURL: in.BaseURL, Enabled: in.IsEnabled}
+	if in.APIKey != nil {
+		np.APIKey = *in.APIKey
+	}
+	for _, m := range in.Models {
+		np.Models = append(np.Models, m.app())
+	}
+	p, err := s.orgProviders.Create(r.Context(), principal(r), np)
+	if err != nil {
+		s.Error(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, toOrgProvider(p))
+}
+
+func (s *Server) getOrgProvider(w http.ResponseWriter, r *http.Request) {
+	p, err := s.orgProviders.Get(r.Context(), principal(r), mux.Vars(r)["provider_id"])
+	if err != nil {
+		s.Error(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, toOrgProvider(p))
+}
+
+func (s *Server) updateOrgProvider(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		Name      *string         `json:"name"`
+		BaseURL   *string         `json:"base_url"`
+		APIKey    json.RawMessage `json:"api_key"`
+		IsEnabled *bool           `json:"is_enabled"`
+	}
+	if !s.decode(w, r, &in) {
+		return
+	}
+	ch := app.OrgProviderChange{Name: in.Name, BaseURL: in.BaseURL, Enabled: in.IsEnabled}
+	if len(in.APIKey) > 0 {
+		// A string replaces the key; null (or "") removes it.
+		ch.SetKey = true
+		if !bytes.Equal(in.APIKey, []byte("null")) {
+			if err := json.Unmarshal(in.APIKey, &ch.APIKey); err != nil {
+				s.Error(w, r, app.Invalid("api_key", "api_key must be a string or null"))
+				return
+			}
+		}
+	}
+	p, err := s.orgProviders.Update(r.Context(), principal(r), mux.Vars(r)["provider_id"], ch)
+	if err != nil {
+		s.Error(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, toOrgProvider(p))
+}
+
+func (s *Server) deleteOrgProvider(w http.ResponseWriter, r *http.Request) {
+	if err := s.orgProviders.Delete(r.Context(), principal(r), mux.Vars(r)["provider_id"]); err != nil {
+		s.Error(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) addOrgProviderModel(w http.ResponseWriter, r *http.Request) {
+	var in orgModelIn
+	if !s.decode(w, r, &in) {
+		return
+	}
+	p, m, err := s.orgProviders.AddModel(r.Context(), principal(r), mux.Vars(r)["provider_id"], in.app())
+	if err != nil {
+		s.Error(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, toOrgModel(p, m))
+}
+
+// connectionJSON is TestConnectionResponse.
+type connectionJSON struct {
+	ProviderID string  `json:"provider_id"`
+	Success    bool    `json:"success"`
+	Message    string  `json:"message"`
+	Model      *string `json:"model"`
+	LatencyMS  int64   `json:"latency_ms"`
+}
+
+func (s *Server) testOrgProvider(w http.ResponseWriter, r *http.Request) {
+	id := mux.Vars(r)["provider_id"]
+	c, err := s.orgProviders.TestConnection(r.Context(), principal(r), id)
+	if err != nil {
+		s.Error(w, r, err)
+		return
+	}
+	out := connectionJSON{ProviderID: id, Success: c.Success, Message: c.Message, LatencyMS: c.Latency.Milliseconds()}
+	if c.Model != "" {
+		out.Model = &c.Model
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// discoveryJSON is DiscoverModelsResponse.
+type discoveryJSON struct {
+	ProviderID      string          `json:"provider_id"`
+	DiscoveredCount int             `json:"discovered_count"`
+	ImportedCount   int             `json:"imported_count"`
+	Imported        []orgModelJSON  `json:"imported"`
+	Provider        orgProviderJSON `json:"provider"`
+}
+
+func (s *Server) discoverOrgProviderModels(w http.ResponseWriter, r *http.Request) {
+	d, err := s.orgProviders.DiscoverModels(r.Context(), principal(r), mux.Vars(r)["provider_id"])
+	if err != nil {
+		s.Error(w, r, err)
+		return
+	}
+	out := discoveryJSON{ProviderID: d.Provider.ID, DiscoveredCount: d.Listed, ImportedCount: len(d.Imported),
+		Imported: make([]orgModelJSON, len(d.Imported)), Provider: toOrgProvider(d.Provider)}
+	for i, m := range d.Imported {
+		out.Imported[i] = toOrgModel(d.Provider, m)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) getOrgProviderModel(w http.ResponseWriter, r *http.Request) {
+	p, m, err := s.orgProviders.GetModel(r.Context(), principal(r), mux.Vars(r)["model_id"])
+	if err != nil {
+		s.Error(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, toOrgModel(p, m))
+}
+
+// price reads an optional price of a PATCH: absent (no change), null (none)
+// or a number.
+func price(field string, raw json.RawMessage) (set bool, v *float64, err error) {
+	if len(raw) == 0 {
+		return false, nil, nil
+	}
+	if bytes.Equal(raw, []byte("null")) {
+		return true, nil, nil
+	}
+	var f float64
+	if json.Unmarshal(raw, &f) != nil {
+		return false, nil, app.Invalid(field, "%s must be a number or null", field)
+	}
+	return true, &f, nil
+}
+
+func (s *Server) updateOrgProviderModel(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		Name          *string         `json:"name"`
+		ContextLength json.RawMessage `json:"context_length"`
+		InputPrice    json.RawMessage `json:"input_price"`
+		OutputPrice   json.RawMessage `json:"output_price"`
+	}
+	if !s.decode(w, r, &in) {
+		return
+	}
+	ch := app.OrgModelChange{Name: in.Name}
+	var err error
+	if ch.SetInputPrice, ch.InputPrice, err = price("input_price", in.InputPrice); err != nil {
+		s.Error(w, r, err)
+		return
+	}
+	if ch.SetOutputPrice, ch.OutputPrice, err = price("output_price", in.OutputPrice); err != nil {
+		s.Error(w, r, err)
+		return
+	}
+	if len(in.ContextLength) > 0 {
+		n := 0 // null: unknown
+		if !bytes.Equal(in.ContextLength, []byte("null")) && json.Unmarshal(in.ContextLength, &n) != nil {
+			s.Error(w, r, app.Invalid("context_length", "context_length must be an integer or null"))
+			return
+		}
+		ch.ContextLength = &n
+	}
+	p, m, err := s.orgProviders.UpdateModel(r.Context(), principal(r), mux.Vars(r)["model_id"], ch)
+	if err != nil {
+		s.Error(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, toOrgModel(p, m))
+}
+
+func (s *Server) deleteOrgProviderModel(w http.ResponseWriter, r *http.Request) {
+	if err := s.orgProviders.DeleteModel(r.Context(), principal(r), mux.Vars(r)["model_id"]); err != nil {
+		s.Error(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
