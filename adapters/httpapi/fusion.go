@@ -7,38 +7,30 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/entityenrich/enrich/adapters/httpapi/api"
 	"github.com/entityenrich/enrich/app"
 	"github.com/entityenrich/enrich/domain/enrichment"
-	"github.com/entityenrich/enrich/domain/fusion"
 	"github.com/entityenrich/enrich/domain/model"
 )
 
-// fusionFields are a fused record's fields: the reference's fusion_sources,
-// fusion_method and fusion_arbitration_model, and ours: the fusion
-// summary, the per-field provenance and the conflict report.
-type fusionFields struct {
-	FusionSources          []enrichment.FusionSource    `json:"fusion_sources"`
-	FusionMethod           string                       `json:"fusion_method"`
-	FusionArbitrationModel *string                      `json:"fusion_arbitration_model"`
-	Fusion                 fusion.Summary               `json:"fusion"`
-	Provenance             map[string]fusion.Provenance `json:"provenance"`
-	ConflictReport         fusion.Report                `json:"conflict_report"`
-}
-
-func toFusionFields(rc *enrichment.Record) *fusionFields {
-	if rc.Fusion == nil {
-		return nil
-	}
+// setFusionFields adds a fused record's fields: the reference's
+// fusion_sources, fusion_method and fusion_arbitration_model, and ours: the
+// fusion summary, the per-field provenance and the conflict report. Other
+// records leave them out.
+func setFusionFields(out *api.RecordSummary, rc *enrichment.Record) {
 	f := rc.Fusion
-	out := &fusionFields{FusionSources: f.Sources, FusionMethod: f.Summary.Method, Fusion: f.Summary, Provenance: f.Provenance,
-		ConflictReport: f.Report}
-	if out.FusionSources == nil {
-		out.FusionSources = []enrichment.FusionSource{}
+	if f == nil {
+		return
 	}
-	if f.Summary.ArbitrationModel != "" {
-		out.FusionArbitrationModel = &f.Summary.ArbitrationModel
+	sources := make([]api.FusionSource, 0, len(f.Sources))
+	for _, src := range f.Sources {
+		sources = append(sources, api.FusionSource{RecordId: src.RecordID, ModelName: src.ModelName})
 	}
-	return out
+	// A typed nil in the interface is written as null: the arbiter is
+	// present on every fused record.
+	arbiter := nilIfEmpty(f.Summary.ArbitrationModel)
+	out.FusionSources, out.FusionMethod, out.FusionArbitrationModel = &sources, &f.Summary.Method, arbiter
+	out.Fusion, out.Provenance, out.ConflictReport = f.Summary, f.Provenance, f.Report
 }
 
 func (s *Server) registerFusionRoutes(r *mux.Router) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/entityenrich/enrich/adapters/httpapi/api"
 	"github.com/entityenrich/enrich/app"
 	"github.com/entityenrich/enrich/domain/enrichment"
 	"github.com/entityenrich/enrich/domain/model"
@@ -182,59 +183,35 @@ func (s *Server) getSchema(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, toSchema(sc, true))
 }
 
-// recordJSON is a record: our fields and the reference's RecordSummary and
-// RecordDetail fields that the stored data supports. Every stored record is
-// a successful model's; entity ids do not exist yet (entity_id is null).
-type recordJSON struct {
-	ID                string  `json:"id"`
-	Type              string  `json:"type"`
-	SchemaID          string  `json:"schema_id"`
-	SavedSchemaID     *string `json:"saved_schema_id"`
-	JobID             string  `json:"job_id"`
-	Model             string  `json:"model"`
-	ModelCompositeKey string  `json:"model_composite_key"`
-	ModelName         string  `json:"model_name"`
-	Strategy          string  `json:"strategy"`
-	StrategyRequested *string `json:"strategy_requested"`
-	usageJSON
-	Success    bool       `json:"success"`
-	Cancelled  bool       `json:"cancelled"`
-	IsDeleted  bool       `json:"is_deleted"`
-	DeletedAt  *time.Time `json:"deleted_at"`
-	EntityID   *string    `json:"entity_id"`
-	EntityName *string    `json:"entity_name"`
-	Sandbox    bool       `json:"sandbox"`
-	CreatedAt  time.Time  `json:"created_at"`
-	// Fused records only (fusion.go).
-	*fusionFields
-}
-
-// recordDetailJSON is a full record.
-type recordDetailJSON struct {
-	recordJSON
-	EntityData       json.RawMessage `json:"entity_data"`
-	EntityInputData  json.RawMessage `json:"entity_input_data"`
-	StructuredOutput json.RawMessage `json:"structured_output"`
-	ValidationErrors []string        `json:"validation_errors"`
-}
-
-func toRecordDetail(rc *enrichment.Record) recordDetailJSON {
-	return recordDetailJSON{recordJSON: toRecord(rc), EntityData: rc.EntityData, EntityInputData: rc.EntityData,
+func toRecordDetail(rc *enrichment.Record) api.Record {
+	return api.Record{RecordSummary: toRecordSummary(rc), EntityData: rc.EntityData, EntityInputData: rc.EntityData,
 		StructuredOutput: rc.StructuredOutput, ValidationErrors: []string{}}
 }
 
-func toRecord(rc *enrichment.Record) recordJSON {
-	out := recordJSON{ID: rc.ID, Type: string(rc.Type), SchemaID: rc.SchemaID, JobID: rc.JobID, Model: rc.Model,
-		ModelCompositeKey: rc.Model, ModelName: rc.Model, Strategy: string(rc.Strategy),
-		usageJSON: usage(rc.Cost, rc.InputTokens, rc.OutputTokens), Success: true,
-		Sandbox: rc.Sandbox, CreatedAt: rc.CreatedAt, IsDeleted: rc.DeletedAt != nil, DeletedAt: rc.DeletedAt,
-		fusionFields: toFusionFields(rc)}
+func toRecordList(res page.Result[*enrichment.Record], pr page.Request) api.RecordList {
+	out := api.RecordList{Records: make([]api.RecordSummary, 0, len(res.Items)), NextCursor: nextCursor(res.Next),
+		Page: pageNumber(pr), PageSize: pr.Size, Total: res.Total, TotalPages: page.Pages(res.Total, pr.Size)}
+	for _, rc := range res.Items {
+		out.Records = append(out.Records, toRecordSummary(rc))
+	}
+	return out
+}
+
+// toRecordSummary maps a record to our fields and the reference's
+// RecordSummary fields that the stored data supports. Every stored record is
+// a successful model's; entity ids do not exist yet (entity_id is null).
+func toRecordSummary(rc *enrichment.Record) api.RecordSummary {
+	out := api.RecordSummary{Id: rc.ID, Type: api.RecordSummaryType(rc.Type), SchemaId: rc.SchemaID, JobId: rc.JobID,
+		Model: rc.Model, ModelCompositeKey: rc.Model, ModelName: rc.Model, Strategy: string(rc.Strategy),
+		Cost: int(rc.Cost), CostUsd: model.USD(rc.Cost), InputTokens: rc.InputTokens, OutputTokens: rc.OutputTokens,
+		Success: true, Sandbox: rc.Sandbox, CreatedAt: rc.CreatedAt, IsDeleted: rc.DeletedAt != nil, DeletedAt: rc.DeletedAt}
 	if rc.SchemaID != "" {
-		out.SavedSchemaID = &rc.SchemaID
+		out.SavedSchemaId = &rc.SchemaID
 	}
 	if k, err := model.ParseKey(rc.Model); err == nil {
 		out.ModelName = k.Model
 	}
+	setFusionFields(&out, rc)
 	return out
 }
 
@@ -254,12 +231,7 @@ func (s *Server) listRecords(w http.ResponseWriter, r *http.Request) {
 		s.Error(w, r, err)
 		return
 	}
-	out := make([]recordJSON, 0, len(res.Items))
-	for _, rc := range res.Items {
-		out = append(out, toRecord(rc))
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"records": out, "next_cursor": nextCursor(res.Next), "page": pageNumber(pr),
-		"page_size": pr.Size, "total": res.Total, "total_pages": page.Pages(res.Total, pr.Size)})
+	writeJSON(w, http.StatusOK, toRecordList(res, pr))
 }
 
 // recordQuery reads the listing's filters: type, schema_id (or the

@@ -4,6 +4,7 @@
 package api
 
 import (
+	"encoding/json"
 	"time"
 )
 
@@ -583,36 +584,6 @@ func (e PublishPreviewPublishState) Valid() bool {
 	case PublishPreviewPublishStateInSync:
 		return true
 	case PublishPreviewPublishStateUnpublished:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for RecordType.
-const (
-	RecordTypeAmbiguityAnalysis RecordType = "ambiguity_analysis"
-	RecordTypeEnrichment        RecordType = "enrichment"
-	RecordTypeFusion            RecordType = "fusion"
-	RecordTypePlayground        RecordType = "playground"
-	RecordTypeSchemaEdit        RecordType = "schema_edit"
-	RecordTypeSchemaGeneration  RecordType = "schema_generation"
-)
-
-// Valid indicates whether the value is a known member of the RecordType enum.
-func (e RecordType) Valid() bool {
-	switch e {
-	case RecordTypeAmbiguityAnalysis:
-		return true
-	case RecordTypeEnrichment:
-		return true
-	case RecordTypeFusion:
-		return true
-	case RecordTypePlayground:
-		return true
-	case RecordTypeSchemaEdit:
-		return true
-	case RecordTypeSchemaGeneration:
 		return true
 	default:
 		return false
@@ -1628,6 +1599,12 @@ type FusionResponse struct {
 // FusionResponseArbitrationKeySource defines model for FusionResponse.ArbitrationKeySource.
 type FusionResponseArbitrationKeySource string
 
+// FusionSource One record a fused record merges.
+type FusionSource struct {
+	ModelName string `json:"model_name"`
+	RecordId  string `json:"record_id"`
+}
+
 // FusionSummary defines model for FusionSummary.
 type FusionSummary struct {
 	AgreedFields int `json:"agreed_fields"`
@@ -2082,58 +2059,19 @@ type QuestionAnswer struct {
 
 // Record A full record (the reference's RecordDetail fields the stored data supports).
 type Record struct {
-	Cancelled bool `json:"cancelled"`
-
-	// Cost Cost in micro-credits.
-	Cost int `json:"cost"`
-
-	// CostUsd The same in US dollars.
-	CostUsd   float64   `json:"cost_usd"`
-	CreatedAt time.Time `json:"created_at"`
-
-	// DeletedAt When the record was soft-deleted (listed only with include_deleted).
-	DeletedAt *time.Time `json:"deleted_at"`
-
+	// Embedded struct due to allOf(#/components/schemas/RecordSummary)
+	RecordSummary `yaml:",inline"`
+	// Embedded fields due to inline allOf schema
 	// EntityData The entity's attributes as sent.
-	EntityData map[string]interface{} `json:"entity_data"`
-
-	// EntityId Entities do not exist yet.
-	EntityId any `json:"entity_id"`
+	EntityData json.RawMessage `json:"entity_data"`
 
 	// EntityInputData The same (the reference's name).
-	EntityInputData map[string]interface{} `json:"entity_input_data"`
-	EntityName      any                    `json:"entity_name"`
-	Id              string                 `json:"id"`
-	InputTokens     int                    `json:"input_tokens"`
-	IsDeleted       bool                   `json:"is_deleted"`
-	JobId           string                 `json:"job_id"`
-
-	// Model Composite model key.
-	Model string `json:"model"`
-
-	// ModelCompositeKey The same (the reference's name).
-	ModelCompositeKey string `json:"model_composite_key"`
-	ModelName         string `json:"model_name"`
-	OutputTokens      int    `json:"output_tokens"`
-
-	// Sandbox Made by a sandbox model.
-	Sandbox       bool    `json:"sandbox"`
-	SavedSchemaId *string `json:"saved_schema_id"`
-	SchemaId      string  `json:"schema_id"`
-
-	// Strategy The strategy that ran (auto resolved).
-	Strategy          string `json:"strategy"`
-	StrategyRequested any    `json:"strategy_requested"`
+	EntityInputData json.RawMessage `json:"entity_input_data"`
 
 	// StructuredOutput The enrichment result, valid against the schema.
-	StructuredOutput map[string]interface{} `json:"structured_output"`
-	Success          bool                   `json:"success"`
-	Type             RecordType             `json:"type"`
-	ValidationErrors []string               `json:"validation_errors"`
+	StructuredOutput json.RawMessage `json:"structured_output"`
+	ValidationErrors []string        `json:"validation_errors"`
 }
-
-// RecordType defines model for Record.Type.
-type RecordType string
 
 // RecordList defines model for RecordList.
 type RecordList struct {
@@ -2155,6 +2093,9 @@ type RecordList struct {
 type RecordSummary struct {
 	Cancelled bool `json:"cancelled"`
 
+	// ConflictReport Fused records only; as ConflictReport.
+	ConflictReport any `json:"conflict_report,omitempty"`
+
 	// Cost Cost in micro-credits.
 	Cost int `json:"cost"`
 
@@ -2166,12 +2107,24 @@ type RecordSummary struct {
 	DeletedAt *time.Time `json:"deleted_at"`
 
 	// EntityId Entities do not exist yet.
-	EntityId    any    `json:"entity_id"`
-	EntityName  any    `json:"entity_name"`
-	Id          string `json:"id"`
-	InputTokens int    `json:"input_tokens"`
-	IsDeleted   bool   `json:"is_deleted"`
-	JobId       string `json:"job_id"`
+	EntityId   any `json:"entity_id"`
+	EntityName any `json:"entity_name"`
+
+	// Fusion Fused records only; as FusionSummary.
+	Fusion any `json:"fusion,omitempty"`
+
+	// FusionArbitrationModel Fused records only (the reference's name); null without an arbiter.
+	FusionArbitrationModel any `json:"fusion_arbitration_model,omitempty"`
+
+	// FusionMethod Fused records only (the reference's name): `fusion.method`.
+	FusionMethod *string `json:"fusion_method,omitempty"`
+
+	// FusionSources Fused records only (the reference's name); the merged records, in merge order.
+	FusionSources *[]FusionSource `json:"fusion_sources,omitempty"`
+	Id            string          `json:"id"`
+	InputTokens   int             `json:"input_tokens"`
+	IsDeleted     bool            `json:"is_deleted"`
+	JobId         string          `json:"job_id"`
 
 	// Model Composite model key.
 	Model string `json:"model"`
@@ -2180,6 +2133,9 @@ type RecordSummary struct {
 	ModelCompositeKey string `json:"model_composite_key"`
 	ModelName         string `json:"model_name"`
 	OutputTokens      int    `json:"output_tokens"`
+
+	// Provenance Fused records only; field path -> {models, arbitrated}.
+	Provenance any `json:"provenance,omitempty"`
 
 	// Sandbox Made by a sandbox model.
 	Sandbox       bool    `json:"sandbox"`
