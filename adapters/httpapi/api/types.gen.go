@@ -1308,7 +1308,7 @@ type CreateProviderKeyRequest struct {
 	Provider *string `json:"provider,omitempty"`
 
 	// ProviderId The reference's spelling: a provider's name is accepted; a numeric provider id is refused with 400 (this service has no providers table).
-	ProviderId *any `json:"provider_id,omitempty"`
+	ProviderId json.RawMessage `json:"provider_id,omitempty"`
 }
 
 // CreateSchemaRequest defines model for CreateSchemaRequest.
@@ -1768,7 +1768,7 @@ type KeyHealthCheck struct {
 	// (health `invalid`), expired, or resting after a rate limit.
 	Key      ProviderKey `json:"key"`
 	KeyId    string      `json:"key_id"`
-	Message  *string     `json:"message,omitempty"`
+	Message  *string     `json:"message"`
 	Name     string      `json:"name"`
 	Provider string      `json:"provider"`
 
@@ -1926,8 +1926,8 @@ type PerformanceStats struct {
 // (health `invalid`), expired, or resting after a rate limit.
 type ProviderKey struct {
 	CreatedAt      time.Time                  `json:"created_at"`
-	DisabledReason *ProviderKeyDisabledReason `json:"disabled_reason,omitempty"`
-	ExpiresAt      *time.Time                 `json:"expires_at,omitempty"`
+	DisabledReason *ProviderKeyDisabledReason `json:"disabled_reason"`
+	ExpiresAt      *time.Time                 `json:"expires_at"`
 
 	// ExpiresSoon Expires within 7 days.
 	ExpiresSoon       bool                         `json:"expires_soon"`
@@ -1938,17 +1938,17 @@ type ProviderKey struct {
 	IsEnabled bool `json:"is_enabled"`
 
 	// KeySuffix The last 4 characters of the secret (null for a secret of 8 characters or fewer).
-	KeySuffix         *string    `json:"key_suffix,omitempty"`
-	LastHealthCheckAt *time.Time `json:"last_health_check_at,omitempty"`
-	LastUsedAt        *time.Time `json:"last_used_at,omitempty"`
+	KeySuffix         *string    `json:"key_suffix"`
+	LastHealthCheckAt *time.Time `json:"last_health_check_at"`
+	LastUsedAt        *time.Time `json:"last_used_at"`
 	Name              string     `json:"name"`
 
 	// OrganizationId Null for a global key.
-	OrganizationId *string `json:"organization_id,omitempty"`
+	OrganizationId *string `json:"organization_id"`
 	Provider       string  `json:"provider"`
 
 	// RateLimitedUntil The key rests until then after a rate limit.
-	RateLimitedUntil *time.Time        `json:"rate_limited_until,omitempty"`
+	RateLimitedUntil *time.Time        `json:"rate_limited_until"`
 	Source           ProviderKeySource `json:"source"`
 
 	// TotalCostUsd What the key's calls cost, in US dollars (the usage ledger; for a global key, every organization's calls).
@@ -2606,10 +2606,10 @@ type UpdateProviderKeyRequest struct {
 	// ApiKey A new secret; the key becomes unchecked and returns to rotation.
 	ApiKey *string `json:"api_key,omitempty"`
 
-	// ExpiresAt A new expiry, or null for none.
-	ExpiresAt *time.Time `json:"expires_at,omitempty"`
-	IsEnabled *bool      `json:"is_enabled,omitempty"`
-	Name      *string    `json:"name,omitempty"`
+	// ExpiresAt A new expiry, or null for none (absent: unchanged).
+	ExpiresAt json.RawMessage `json:"expires_at,omitempty"`
+	IsEnabled *bool           `json:"is_enabled,omitempty"`
+	Name      *string         `json:"name,omitempty"`
 }
 
 // UpdateSchemaRequest defines model for UpdateSchemaRequest.
