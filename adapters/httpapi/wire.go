@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"github.com/entityenrich/enrich/adapters/httpapi/api"
 	"github.com/entityenrich/enrich/app"
 	"github.com/entityenrich/enrich/domain/model"
 	"github.com/entityenrich/enrich/domain/modelsel"
@@ -91,98 +92,62 @@ func toModelResult(m app.ModelResult) modelResult {
 	return out
 }
 
-// optionsJSON is GET /api/enrichment/options in the reference's shape
+// toOptions maps GET /api/enrichment/options to the reference's shape
 // (EnrichmentOptionsResponse), plus strategy_names (the strategies as plain
 // names, our earlier form).
-type optionsJSON struct {
-	Models                 []modelJSON            `json:"models"`
-	Languages              map[string]string      `json:"languages"`
-	Strategies             []strategyJSON         `json:"strategies"`
-	StrategyNames          []string               `json:"strategy_names"`
-	DefaultModels          map[string]defaultJSON `json:"default_models"`
-	DefaultModelsWebSearch map[string]defaultJSON `json:"default_models_web_search"`
-	OrganizationName       string                 `json:"organization_name"`
-	APIKeyName             *string                `json:"api_key_name"`
-	APIKeyRole             *string                `json:"api_key_role"`
-	ProfileLimits          map[string]any         `json:"profile_limits"`
-	TotalCompanies         int                    `json:"total_companies"`
-}
-
-type strategyJSON struct {
-	Name        string `json:"name"`
-	Description string `json:"description"`
-}
-
-// modelJSON is one model (the reference's LLMModel). Prices are USD per
-// million tokens (the reference's unit), and micro-credits per million
-// tokens beside them; capability flags are true or absent, never false, as
-// the reference writes them.
-type modelJSON struct {
-	Key                            string  `json:"key"`
-	Provider                       string  `json:"provider"`
-	Model                          string  `json:"model"`
-	DisplayName                    string  `json:"display_name"`
-	InputPrice                     float64 `json:"input_price"`
-	OutputPrice                    float64 `json:"output_price"`
-	InputPriceMicroCredits         int64   `json:"input_price_micro_credits"`
-	OutputPriceMicroCredits        int64   `json:"output_price_micro_credits"`
-	IsAvailable                    bool    `json:"is_available"`
-	Sandbox                        bool    `json:"sandbox,omitempty"`
-	ContextLength                  int     `json:"context_length,omitempty"`
-	SupportsWebSearch              bool    `json:"supports_web_search,omitempty"`
-	SupportsVision                 bool    `json:"supports_vision,omitempty"`
-	SupportsPDFInput               bool    `json:"supports_pdf_input,omitempty"`
-	SupportsResponseSchema         bool    `json:"supports_response_schema,omitempty"`
-	SupportsStrictStructuredOutput bool    `json:"supports_strict_structured_output,omitempty"`
-	SupportsReasoning              bool    `json:"supports_reasoning,omitempty"`
-	SupportsToolCalls              bool    `json:"supports_tool_calls,omitempty"`
-	SupportsAudioInput             bool    `json:"supports_audio_input,omitempty"`
-	SupportsVideoInput             bool    `json:"supports_video_input,omitempty"`
-}
-
-// defaultJSON is the reference's DefaultModelSelection; selected_by says
-// why (pinned, configured, sandbox) while nothing is benchmarked (source
-// and overall are then null).
-type defaultJSON struct {
-	Key           string   `json:"key"`
-	DisplayName   string   `json:"display_name"`
-	Overall       *float64 `json:"overall"`
-	Pinned        bool     `json:"pinned"`
-	Source        *string  `json:"source"`
-	ScenarioCount int      `json:"scenario_count"`
-	ScenarioNames []string `json:"scenario_names"`
-	SelectedBy    string   `json:"selected_by"`
-}
-
-func toOptions(o app.Options, c app.Caller) optionsJSON {
-	out := optionsJSON{Models: make([]modelJSON, 0, len(o.Models)), Languages: o.Languages,
+func toOptions(o app.Options, c app.Caller) api.EnrichmentOptions {
+	out := api.EnrichmentOptions{Models: make([]api.ModelOption, 0, len(o.Models)), Languages: o.Languages,
 		DefaultModels: toDefaults(o.Defaults), DefaultModelsWebSearch: toDefaults(o.DefaultsWebSearch),
 		OrganizationName: c.OrgName, StrategyNames: []string{}}
 	if c.KeyName != "" {
-		out.APIKeyName, out.APIKeyRole = &c.KeyName, &c.KeyRole
+		out.ApiKeyName, out.ApiKeyRole = &c.KeyName, &c.KeyRole
 	}
 	for _, st := range o.Strategies {
-		out.Strategies = append(out.Strategies, strategyJSON{string(st), st.Describe()})
+		out.Strategies = append(out.Strategies, api.Strategy{Name: api.StrategyName(st), Description: st.Describe()})
 		out.StrategyNames = append(out.StrategyNames, string(st))
 	}
 	for _, m := range o.Models {
-		out.Models = append(out.Models, modelJSON{Key: m.Key.String(), Provider: m.Key.Provider, Model: m.Key.Model,
-			DisplayName: m.DisplayName, InputPrice: model.USD(m.Price.InputPerMTok), OutputPrice: model.USD(m.Price.OutputPerMTok),
-			InputPriceMicroCredits: m.Price.InputPerMTok, OutputPriceMicroCredits: m.Price.OutputPerMTok,
-			IsAvailable: o.Available[m.Key.String()], Sandbox: m.Sandbox, ContextLength: m.ContextLength,
-			SupportsWebSearch: m.WebSearch, SupportsVision: m.Vision, SupportsPDFInput: m.PDFInput,
-			SupportsResponseSchema: m.ResponseSchema, SupportsStrictStructuredOutput: m.StrictOutput,
-			SupportsReasoning: m.Reasoning, SupportsToolCalls: m.ToolCalls, SupportsAudioInput: m.AudioInput,
-			SupportsVideoInput: m.VideoInput})
+		out.Models = append(out.Models, toModelOption(m, o.Available[m.Key.String()]))
 	}
 	return out
 }
 
-func toDefaults(picks map[string]modelsel.Pick) map[string]defaultJSON {
-	out := make(map[string]defaultJSON, len(picks))
+// toModelOption is one model (the reference's LLMModel). Prices are USD per
+// million tokens (the reference's unit), and micro-credits per million
+// tokens beside them; capability flags are true or absent, never false, as
+// the reference writes them.
+func toModelOption(m model.Info, available bool) api.ModelOption {
+	out := api.ModelOption{Key: m.Key.String(), Provider: m.Key.Provider, Model: m.Key.Model, DisplayName: m.DisplayName,
+		InputPrice: model.USD(m.Price.InputPerMTok), OutputPrice: model.USD(m.Price.OutputPerMTok),
+		InputPriceMicroCredits: int(m.Price.InputPerMTok), OutputPriceMicroCredits: int(m.Price.OutputPerMTok),
+		IsAvailable: available, Sandbox: trueOrAbsent(m.Sandbox), SupportsWebSearch: trueOrAbsent(m.WebSearch),
+		SupportsVision: trueOrAbsent(m.Vision), SupportsPdfInput: trueOrAbsent(m.PDFInput),
+		SupportsResponseSchema: trueOrAbsent(m.ResponseSchema), SupportsStrictStructuredOutput: trueOrAbsent(m.StrictOutput),
+		SupportsReasoning: trueOrAbsent(m.Reasoning), SupportsToolCalls: trueOrAbsent(m.ToolCalls),
+		SupportsAudioInput: trueOrAbsent(m.AudioInput), SupportsVideoInput: trueOrAbsent(m.VideoInput)}
+	if m.ContextLength != 0 {
+		out.ContextLength = &m.ContextLength
+	}
+	return out
+}
+
+// trueOrAbsent is a capability flag as the reference writes it: true, or
+// left out.
+func trueOrAbsent(b bool) *bool {
+	if !b {
+		return nil
+	}
+	return &b
+}
+
+// toDefaults maps the reference's DefaultModelSelection by task; selected_by
+// says why (pinned, configured, sandbox) while nothing is benchmarked
+// (source and overall are then null).
+func toDefaults(picks map[string]modelsel.Pick) map[string]api.DefaultModel {
+	out := make(map[string]api.DefaultModel, len(picks))
 	for task, p := range picks {
-		out[task] = defaultJSON{Key: p.Model.Key.String(), DisplayName: app.DisplayName(p.Model), Pinned: p.Pinned,
-			ScenarioNames: []string{}, SelectedBy: p.Source}
+		out[task] = api.DefaultModel{Key: p.Model.Key.String(), DisplayName: app.DisplayName(p.Model), Pinned: p.Pinned,
+			ScenarioNames: []string{}, SelectedBy: api.DefaultModelSelectedBy(p.Source)}
 	}
 	return out
 }

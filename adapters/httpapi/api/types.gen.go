@@ -6,6 +6,8 @@ package api
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/oapi-codegen/nullable"
 )
 
 // Defines values for APIKeyRole.
@@ -1819,12 +1821,12 @@ type ModelDefaults struct {
 	SchemaGeneration *string `json:"schema_generation"`
 }
 
-// ModelDefaultsChange defines model for ModelDefaultsChange.
+// ModelDefaultsChange A task left out keeps its default (absent, null and a key are three different changes).
 type ModelDefaultsChange struct {
 	// Enrichment A catalog model's composite key, or null to unpin.
-	Enrichment       *string `json:"enrichment,omitempty"`
-	SampleGeneration *string `json:"sample_generation,omitempty"`
-	SchemaGeneration *string `json:"schema_generation,omitempty"`
+	Enrichment       nullable.Nullable[string] `json:"enrichment,omitempty"`
+	SampleGeneration nullable.Nullable[string] `json:"sample_generation,omitempty"`
+	SchemaGeneration nullable.Nullable[string] `json:"schema_generation,omitempty"`
 }
 
 // ModelOption One model (the reference's LLMModel). Capability flags are true or
