@@ -1013,7 +1013,7 @@ type AmbiguityCheckResponse struct {
 	RecordId *string `json:"record_id"`
 
 	// Schema The updated schema document (saved-schema route).
-	Schema *map[string]interface{} `json:"schema"`
+	Schema *json.RawMessage `json:"schema"`
 
 	// SchemaId The saved schema (saved-schema route).
 	SchemaId *string `json:"schema_id"`
@@ -1058,7 +1058,7 @@ type AnalyzeSampleRequest struct {
 	ProtectedFields *[]string `json:"protected_fields,omitempty"`
 
 	// SampleJson The sample object to analyze (never changed).
-	SampleJson map[string]interface{} `json:"sample_json"`
+	SampleJson json.RawMessage `json:"sample_json"`
 }
 
 // BatchDeleteRequest The reference's BatchDeleteRequest; `record_ids` is accepted as another spelling of `ids`.
@@ -2336,9 +2336,9 @@ type Scope string
 
 // ScopingSplitRequest defines model for ScopingSplitRequest.
 type ScopingSplitRequest struct {
-	EntityFields  []string                  `json:"entity_fields"`
-	EntityName    string                    `json:"entity_name"`
-	EntitySamples *[]map[string]interface{} `json:"entity_samples,omitempty"`
+	EntityFields  []string          `json:"entity_fields"`
+	EntityName    string            `json:"entity_name"`
+	EntitySamples []json.RawMessage `json:"entity_samples,omitempty"`
 
 	// Fields The site's fields as the finding saw them (optional).
 	Fields *[]string `json:"fields,omitempty"`
@@ -2347,16 +2347,16 @@ type ScopingSplitRequest struct {
 	Path string `json:"path"`
 
 	// Schema A schema document to split the same way.
-	Schema *map[string]interface{} `json:"schema,omitempty"`
+	Schema json.RawMessage `json:"schema,omitempty"`
 
 	// SchemaContent The same as `schema` (the reference's name).
-	SchemaContent *map[string]interface{} `json:"schema_content,omitempty"`
+	SchemaContent json.RawMessage `json:"schema_content,omitempty"`
 }
 
 // ScopingSplitResponse defines model for ScopingSplitResponse.
 type ScopingSplitResponse struct {
-	Applied       bool                     `json:"applied"`
-	EntitySamples []map[string]interface{} `json:"entity_samples"`
+	Applied       bool  `json:"applied"`
+	EntitySamples []any `json:"entity_samples"`
 
 	// Paths New dotted paths of the moved fields.
 	Paths []string `json:"paths"`
@@ -2365,7 +2365,7 @@ type ScopingSplitResponse struct {
 	Reason *string `json:"reason"`
 
 	// Schema The split schema document, when one was sent.
-	Schema *map[string]interface{} `json:"schema"`
+	Schema *json.RawMessage `json:"schema"`
 }
 
 // Session defines model for Session.
