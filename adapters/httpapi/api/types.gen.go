@@ -1360,7 +1360,7 @@ type CreatedAPIKey struct {
 	KeyPrefix string `json:"key_prefix"`
 
 	// LastUsedAt Always null for a key just made.
-	LastUsedAt any    `json:"last_used_at,omitempty"`
+	LastUsedAt any    `json:"last_used_at"`
 	Legacy     bool   `json:"legacy"`
 	Name       string `json:"name"`
 
