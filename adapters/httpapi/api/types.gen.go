@@ -1255,20 +1255,20 @@ type CostStatsRow struct {
 // CostSummary defines model for CostSummary.
 type CostSummary struct {
 	// AvgCostPerProperty Not computed: always null.
-	AvgCostPerProperty *float64 `json:"avg_cost_per_property,omitempty"`
+	AvgCostPerProperty *float64 `json:"avg_cost_per_property"`
 
 	// AvgCostPerRequest US dollars.
 	AvgCostPerRequest  float64 `json:"avg_cost_per_request"`
-	MostExpensiveModel *string `json:"most_expensive_model,omitempty"`
-	MostUsedModel      *string `json:"most_used_model,omitempty"`
+	MostExpensiveModel *string `json:"most_expensive_model"`
+	MostUsedModel      *string `json:"most_used_model"`
 
 	// TotalCost US dollars.
 	TotalCost float64 `json:"total_cost"`
 
 	// TotalCostMicro The same in micro-credits (one credit is one US dollar).
-	TotalCostMicro    *int `json:"total_cost_micro,omitempty"`
-	TotalInputTokens  int  `json:"total_input_tokens"`
-	TotalOutputTokens int  `json:"total_output_tokens"`
+	TotalCostMicro    int `json:"total_cost_micro"`
+	TotalInputTokens  int `json:"total_input_tokens"`
+	TotalOutputTokens int `json:"total_output_tokens"`
 
 	// TotalRequests LLM calls, failed ones included.
 	TotalRequests int `json:"total_requests"`
