@@ -39,11 +39,11 @@ func (s *Server) registerFusionRoutes(r *mux.Router) {
 }
 
 func (s *Server) fusionMergeStream(w http.ResponseWriter, r *http.Request) {
-	var in app.MergeRequest
+	var in api.FusionRequest
 	if !s.decode(w, r, &in) {
 		return
 	}
-	j, err := s.fusion.Start(r.Context(), principal(r), in)
+	j, err := s.fusion.Start(r.Context(), principal(r), toMergeRequest(in))
 	if err != nil {
 		s.Error(w, r, err)
 		return
@@ -51,38 +51,14 @@ func (s *Server) fusionMergeStream(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"job_id": j.ID, "message": "fusion started; follow GET /api/llm/stream/" + j.ID})
 }
 
-// fusionResponse is the reference's FusionResponse, plus the job, the
-// fusion summary and the provenance. merged_result carries the reference's
-// _arbitration_metadata {method, arbitration_model}; the stored record does
-// not.
-type fusionResponse struct {
-	JobID                string         `json:"job_id"`
-	Success              bool           `json:"success"`
-	ErrorMessage         *string        `json:"error_message"`
-	ProcessingMS         int64          `json:"processing_time_ms"`
-	MergedResult         map[string]any `json:"merged_result"`
-	ConflictReport       map[string]any `json:"conflict_report"`
-	RecordID             string         `json:"record_id"`
-	ArbitrationModelUsed *string        `json:"arbitration_model_used"`
-	ArbitrationKeySource *string        `json:"arbitration_key_source"`
-	Cost                 int64          `json:"cost"`
-	CostUSD              *float64       `json:"cost_usd"`
-	InputTokens          *int           `json:"input_tokens"`
-	OutputTokens         *int           `json:"output_tokens"`
-	Database             any            `json:"database"`
-	Fusion               map[string]any `json:"fusion"`
-	Provenance           any            `json:"provenance"`
-	ValidationWarnings   []string       `json:"validation_warnings"`
-}
-
 func (s *Server) fusionMerge(w http.ResponseWriter, r *http.Request) {
-	var in app.MergeRequest
+	var in api.FusionRequest
 	if !s.decode(w, r, &in) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), DefaultSyncTimeout)
 	defer cancel()
-	res, err := s.fusion.Merge(ctx, principal(r), in)
+	res, err := s.fusion.Merge(ctx, principal(r), toMergeRequest(in))
 	switch {
 	case err != nil && r.Context().Err() != nil:
 		s.log.InfoContext(r.Context(), "merge client went away; job cancelled", "request_id", requestID(r))
@@ -91,6 +67,19 @@ func (s *Server) fusionMerge(w http.ResponseWriter, r *http.Request) {
 		s.Error(w, r, err)
 		return
 	}
+	writeJSON(w, http.StatusOK, toFusionResponse(res))
+}
+
+func toMergeRequest(in api.FusionRequest) app.MergeRequest {
+	return app.MergeRequest{ResultIDs: in.ResultIds, ArbitrationModel: in.ArbitrationModel,
+		AttachmentIDs: deref(in.AttachmentIds), DatabaseSync: in.DatabaseSync}
+}
+
+// toFusionResponse maps the fusion_completed event's data to the
+// reference's FusionResponse, plus the job, the fusion summary and the
+// provenance. merged_result carries the reference's _arbitration_metadata
+// {method, arbitration_model}; the stored record does not.
+func toFusionResponse(res *app.MergeResult) api.FusionResponse {
 	var d struct {
 		Merged   map[string]any `json:"merged_result"`
 		Report   map[string]any `json:"conflict_report"`
@@ -107,15 +96,16 @@ func (s *Server) fusionMerge(w http.ResponseWriter, r *http.Request) {
 	}
 	b, _ := json.Marshal(res.Data)
 	_ = json.Unmarshal(b, &d)
-	out := fusionResponse{JobID: res.JobID, Success: true, ProcessingMS: d.MS, MergedResult: d.Merged, ConflictReport: d.Report, RecordID: d.RecordID,
-		ArbitrationModelUsed: d.Arbiter, ArbitrationKeySource: d.KeySrc, Cost: d.Cost, Fusion: d.Summary, Provenance: d.Prov,
-		ValidationWarnings: d.Warnings}
+	out := api.FusionResponse{JobId: res.JobID, Success: true, ProcessingTimeMs: int(d.MS), MergedResult: d.Merged,
+		ConflictReport: d.Report, RecordId: d.RecordID, ArbitrationModelUsed: d.Arbiter,
+		ArbitrationKeySource: (*api.FusionResponseArbitrationKeySource)(d.KeySrc), Cost: int(d.Cost), Fusion: d.Summary,
+		Provenance: d.Prov, ValidationWarnings: d.Warnings}
 	if out.ValidationWarnings == nil {
 		out.ValidationWarnings = []string{}
 	}
 	if d.Arbiter != nil {
 		usd := model.USD(d.Cost)
-		out.CostUSD, out.InputTokens, out.OutputTokens = &usd, &d.In, &d.Out
+		out.CostUsd, out.InputTokens, out.OutputTokens = &usd, &d.In, &d.Out
 	}
 	if out.MergedResult == nil {
 		out.MergedResult = map[string]any{}
@@ -125,5 +115,5 @@ func (s *Server) fusionMerge(w http.ResponseWriter, r *http.Request) {
 		meta["method"], meta["arbitration_model"] = d.Summary["method"], d.Summary["arbitration_model"]
 	}
 	out.MergedResult["_arbitration_metadata"] = meta
-	writeJSON(w, http.StatusOK, out)
+	return out
 }

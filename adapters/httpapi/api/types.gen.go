@@ -1568,27 +1568,24 @@ type FusionRequest struct {
 type FusionResponse struct {
 	ArbitrationKeySource *FusionResponseArbitrationKeySource `json:"arbitration_key_source"`
 	ArbitrationModelUsed *string                             `json:"arbitration_model_used"`
-	ConflictReport       ConflictReport                      `json:"conflict_report"`
+	ConflictReport       any                                 `json:"conflict_report"`
 
 	// Cost The arbiter's cost in micro-credits (0 for rule-based).
-	Cost         int           `json:"cost"`
-	CostUsd      *float64      `json:"cost_usd"`
-	Database     any           `json:"database"`
-	ErrorMessage any           `json:"error_message"`
-	Fusion       FusionSummary `json:"fusion"`
-	InputTokens  *int          `json:"input_tokens"`
-	JobId        string        `json:"job_id"`
+	Cost         int      `json:"cost"`
+	CostUsd      *float64 `json:"cost_usd"`
+	Database     any      `json:"database"`
+	ErrorMessage any      `json:"error_message"`
+	Fusion       any      `json:"fusion"`
+	InputTokens  *int     `json:"input_tokens"`
+	JobId        string   `json:"job_id"`
 
 	// MergedResult The fused output, with `_arbitration_metadata` {method, arbitration_model} (not stored on the record).
-	MergedResult     map[string]interface{} `json:"merged_result"`
-	OutputTokens     *int                   `json:"output_tokens"`
-	ProcessingTimeMs int                    `json:"processing_time_ms"`
+	MergedResult     map[string]any `json:"merged_result"`
+	OutputTokens     *int           `json:"output_tokens"`
+	ProcessingTimeMs int            `json:"processing_time_ms"`
 
 	// Provenance Field path -> {models (whose value was chosen), arbitrated}.
-	Provenance map[string]struct {
-		Arbitrated bool     `json:"arbitrated"`
-		Models     []string `json:"models"`
-	} `json:"provenance"`
+	Provenance any `json:"provenance"`
 
 	// RecordId The new fusion record.
 	RecordId string `json:"record_id"`
