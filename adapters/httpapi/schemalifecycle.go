@@ -66,7 +66,7 @@ func (s *Server) updateSchema(w http.ResponseWriter, r *http.Request) {
 		s.Error(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, toSchema(sc, true))
+	writeJSON(w, http.StatusOK, toSchema(sc))
 }
 
 // deletionJSON answers a delete: the reference's body is untyped.
@@ -128,7 +128,7 @@ func (s *Server) restoreSchema(w http.ResponseWriter, r *http.Request) {
 		s.Error(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, toSchema(sc, true))
+	writeJSON(w, http.StatusOK, toSchema(sc))
 }
 
 // trashedJSON is the reference's DeletedSchemaItem plus when restoring
@@ -171,7 +171,7 @@ func (s *Server) duplicateSchema(w http.ResponseWriter, r *http.Request) {
 		s.Error(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, toSchema(sc, true))
+	writeJSON(w, http.StatusCreated, toSchema(sc))
 }
 
 // diffJSON is the reference's SchemaPublishDiff plus the property lists.
@@ -258,7 +258,7 @@ func (s *Server) publishSchema(w http.ResponseWriter, r *http.Request) {
 	}
 	// delta_ids: no database registration exists yet, so no migration is
 	// queued.
-	writeJSON(w, http.StatusOK, map[string]any{"published": true, "diff": toDiff(diff), "saved_schema": toSchema(sc, true),
+	writeJSON(w, http.StatusOK, map[string]any{"published": true, "diff": toDiff(diff), "saved_schema": toSchema(sc),
 		"delta_ids": []int64{}})
 }
 

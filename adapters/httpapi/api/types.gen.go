@@ -1320,13 +1320,13 @@ type CreateSchemaRequest struct {
 	Description           *string `json:"description,omitempty"`
 
 	// EntitySamples Not supported yet; anything but null is 400 `not_supported_yet`.
-	EntitySamples *[]map[string]interface{} `json:"entity_samples,omitempty"`
+	EntitySamples json.RawMessage `json:"entity_samples,omitempty"`
 
 	// FormValues Not supported yet; anything but null is 400 `not_supported_yet`.
-	FormValues *map[string]interface{} `json:"form_values,omitempty"`
+	FormValues json.RawMessage `json:"form_values,omitempty"`
 
 	// GenerationParams Not supported yet; anything but null is 400 `not_supported_yet`.
-	GenerationParams *map[string]interface{} `json:"generation_params,omitempty"`
+	GenerationParams json.RawMessage `json:"generation_params,omitempty"`
 
 	// IsPinned Pinned schemas are listed first.
 	IsPinned *bool `json:"is_pinned,omitempty"`
@@ -1338,10 +1338,10 @@ type CreateSchemaRequest struct {
 	// Schema A JSON Schema (2020-12) document describing the structured output:
 	// a top-level object with at least one property. Required unless
 	// `schema_content` is sent.
-	Schema *map[string]interface{} `json:"schema,omitempty"`
+	Schema json.RawMessage `json:"schema,omitempty"`
 
 	// SchemaContent The same document under the reference's name; send either (both only when equal).
-	SchemaContent *map[string]interface{} `json:"schema_content,omitempty"`
+	SchemaContent json.RawMessage `json:"schema_content,omitempty"`
 
 	// Tags Free labels (trimmed, non-empty, at most 50 characters each; repeats dropped).
 	Tags *[]string `json:"tags,omitempty"`
@@ -2229,15 +2229,15 @@ type Schema struct {
 	PublishedAt   *time.Time         `json:"published_at"`
 
 	// PublishedContent The published contract enrichment runs against (null until the first publish).
-	PublishedContent *map[string]interface{} `json:"published_content"`
+	PublishedContent json.RawMessage `json:"published_content"`
 
 	// Schema The JSON Schema document.
-	Schema map[string]interface{} `json:"schema"`
+	Schema json.RawMessage `json:"schema"`
 
 	// SchemaContent The same document (the reference's name).
-	SchemaContent map[string]interface{} `json:"schema_content"`
-	Tags          []string               `json:"tags"`
-	UpdatedAt     time.Time              `json:"updated_at"`
+	SchemaContent json.RawMessage `json:"schema_content"`
+	Tags          []string        `json:"tags"`
+	UpdatedAt     time.Time       `json:"updated_at"`
 }
 
 // SchemaPublishState defines model for Schema.PublishState.
