@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"bytes"
-	"encoding/json"
 	"io"
 	"net/http"
 	"strconv"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/entityenrich/enrich/adapters/httpapi/api"
 	"github.com/entityenrich/enrich/app"
 	"github.com/entityenrich/enrich/domain/schema"
 )
@@ -43,25 +43,11 @@ func boolQuery(r *http.Request, name string) (bool, error) {
 }
 
 func (s *Server) updateSchema(w http.ResponseWriter, r *http.Request) {
-	var in struct {
-		Name                  *string         `json:"name"`
-		Description           *string         `json:"description"`
-		Tags                  *[]string       `json:"tags"`
-		IsPinned              *bool           `json:"is_pinned"`
-		Schema                json.RawMessage `json:"schema"`
-		SchemaContent         json.RawMessage `json:"schema_content"`
-		KeyLanguage           *string         `json:"key_language"`
-		EntitySamples         json.RawMessage `json:"entity_samples"`
-		FormValues            json.RawMessage `json:"form_values"`
-		AmbiguityCheckEnabled *bool           `json:"ambiguity_check_enabled"`
-	}
+	var in api.UpdateSchemaRequest
 	if !s.decode(w, r, &in) {
 		return
 	}
-	sc, err := s.schemas.Update(r.Context(), principal(r), mux.Vars(r)["id"], app.SchemaUpdate{Name: in.Name,
-		Description: in.Description, Tags: in.Tags, IsPinned: in.IsPinned, Schema: in.Schema, SchemaContent: in.SchemaContent,
-		KeyLanguage: in.KeyLanguage, EntitySamples: in.EntitySamples, FormValues: in.FormValues,
-		AmbiguityCheckEnabled: in.AmbiguityCheckEnabled})
+	sc, err := s.schemas.Update(r.Context(), principal(r), mux.Vars(r)["id"], toSchemaUpdate(in))
 	if err != nil {
 		s.Error(w, r, err)
 		return
@@ -69,17 +55,10 @@ func (s *Server) updateSchema(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, toSchema(sc))
 }
 
-// deletionJSON answers a delete: the reference's body is untyped.
-type deletionJSON struct {
-	ID              string     `json:"id"`
-	Name            string     `json:"name"`
-	Deleted         bool       `json:"deleted"`
-	Permanent       bool       `json:"permanent"`
-	DeletedAt       *time.Time `json:"deleted_at"`
-	RestorableUntil *time.Time `json:"restorable_until"`
-	// Unlinked lists the uses cascade ended.
-	Unlinked []string `json:"unlinked"`
-	Message  string   `json:"message"`
+func toSchemaUpdate(in api.UpdateSchemaRequest) app.SchemaUpdate {
+	return app.SchemaUpdate{Name: in.Name, Description: in.Description, Tags: in.Tags, IsPinned: in.IsPinned,
+		Schema: in.Schema, SchemaContent: in.SchemaContent, KeyLanguage: in.KeyLanguage, EntitySamples: in.EntitySamples,
+		FormValues: in.FormValues, AmbiguityCheckEnabled: in.AmbiguityCheckEnabled}
 }
 
 func (s *Server) deleteSchema(w http.ResponseWriter, r *http.Request) {
@@ -94,7 +73,7 @@ func (s *Server) deleteSchema(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	until := d.RestorableUntil
-	out := deletionJSON{ID: d.Schema.ID, Name: d.Schema.Name, Deleted: true, DeletedAt: d.Schema.DeletedAt,
+	out := api.SchemaDeletion{Id: d.Schema.ID, Name: d.Schema.Name, Deleted: true, DeletedAt: d.Schema.DeletedAt,
 		RestorableUntil: &until, Unlinked: orEmpty(d.Released),
 		Message: "schema moved to the trash; POST .../restore brings it back until restorable_until"}
 	writeJSON(w, http.StatusOK, out)
@@ -111,7 +90,7 @@ func (s *Server) deleteSchemaPermanently(w http.ResponseWriter, r *http.Request)
 		s.Error(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, deletionJSON{ID: d.Schema.ID, Name: d.Schema.Name, Deleted: true, Permanent: true,
+	writeJSON(w, http.StatusOK, api.SchemaDeletion{Id: d.Schema.ID, Name: d.Schema.Name, Deleted: true, Permanent: true,
 		DeletedAt: d.Schema.DeletedAt, Unlinked: orEmpty(d.Released), Message: "schema deleted permanently; its records stay"})
 }
 
@@ -298,5 +277,5 @@ func (s *Server) purgeSchemaData(w http.ResponseWriter, r *http.Request) {
 		s.Error(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"records_deleted": p.RecordsDeleted, "entities_deleted": p.EntitiesDeleted})
+	writeJSON(w, http.StatusOK, api.PurgeResult{RecordsDeleted: p.RecordsDeleted, EntitiesDeleted: p.EntitiesDeleted})
 }

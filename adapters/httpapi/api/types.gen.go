@@ -2618,21 +2618,21 @@ type UpdateSchemaRequest struct {
 	Description           *string `json:"description,omitempty"`
 
 	// EntitySamples Not supported yet; anything but null is 400 `not_supported_yet`.
-	EntitySamples *[]map[string]interface{} `json:"entity_samples,omitempty"`
+	EntitySamples json.RawMessage `json:"entity_samples,omitempty"`
 
 	// FormValues Not supported yet; anything but null is 400 `not_supported_yet`.
-	FormValues *map[string]interface{} `json:"form_values,omitempty"`
-	IsPinned   *bool                   `json:"is_pinned,omitempty"`
+	FormValues json.RawMessage `json:"form_values,omitempty"`
+	IsPinned   *bool           `json:"is_pinned,omitempty"`
 
 	// KeyLanguage Presets the language of multilingual database keys (ISO 639-1; empty clears it) until a publish locks one.
 	KeyLanguage *string `json:"key_language,omitempty"`
 	Name        *string `json:"name,omitempty"`
 
 	// Schema Replaces the working copy (a JSON Schema 2020-12 document, as on create).
-	Schema *map[string]interface{} `json:"schema,omitempty"`
+	Schema json.RawMessage `json:"schema,omitempty"`
 
 	// SchemaContent The same under the reference's name; send either (both only when equal).
-	SchemaContent *map[string]interface{} `json:"schema_content,omitempty"`
+	SchemaContent json.RawMessage `json:"schema_content,omitempty"`
 
 	// Tags Replaces the tags (an empty list clears them).
 	Tags *[]string `json:"tags,omitempty"`
