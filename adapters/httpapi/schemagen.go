@@ -7,6 +7,7 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/entityenrich/enrich/adapters/httpapi/api"
 	"github.com/entityenrich/enrich/app"
 )
 
@@ -65,11 +66,12 @@ func (s *Server) generateSync(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) sampleConformance(w http.ResponseWriter, r *http.Request) {
-	var in app.SampleSetRequest
+	var in api.SampleSetRequest
 	if !s.decode(w, r, &in) {
 		return
 	}
-	c, err := s.gen.CheckSamples(r.Context(), principal(r), in)
+	c, err := s.gen.CheckSamples(r.Context(), principal(r), app.SampleSetRequest{EntitySamples: in.EntitySamples,
+		SampleCommonalityThreshold: in.SampleCommonalityThreshold, StrictFieldConformance: in.StrictFieldConformance})
 	if err != nil {
 		s.Error(w, r, err)
 		return

@@ -2204,9 +2204,9 @@ type SampleResult struct {
 // SampleSetRequest defines model for SampleSetRequest.
 type SampleSetRequest struct {
 	// EntitySamples The samples, as for generation.
-	EntitySamples              any      `json:"entity_samples"`
-	SampleCommonalityThreshold *float64 `json:"sample_commonality_threshold,omitempty"`
-	StrictFieldConformance     *bool    `json:"strict_field_conformance,omitempty"`
+	EntitySamples              json.RawMessage `json:"entity_samples"`
+	SampleCommonalityThreshold *float64        `json:"sample_commonality_threshold,omitempty"`
+	StrictFieldConformance     *bool           `json:"strict_field_conformance,omitempty"`
 }
 
 // Schema defines model for Schema.
