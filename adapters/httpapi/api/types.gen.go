@@ -1093,19 +1093,7 @@ type BatchDeleteResponse struct {
 // BatchFetchRequest defines model for BatchFetchRequest.
 type BatchFetchRequest struct {
 	// Auth The reference's AuthConfig. Secrets are sent only to the URL's host and never logged or returned.
-	Auth *struct {
-		// ApiKeyHeader api_key: the header's name (default X-API-Key).
-		ApiKeyHeader *string `json:"api_key_header,omitempty"`
-
-		// ApiKeyValue api_key: the header's value.
-		ApiKeyValue   *string                        `json:"api_key_value,omitempty"`
-		AuthType      *BatchFetchRequestAuthAuthType `json:"auth_type,omitempty"`
-		BasicPassword *string                        `json:"basic_password,omitempty"`
-		BasicUsername *string                        `json:"basic_username,omitempty"`
-
-		// BearerToken bearer: sent as Authorization: Bearer <token>.
-		BearerToken *string `json:"bearer_token,omitempty"`
-	} `json:"auth,omitempty"`
+	Auth *BatchFetchRequest_Auth `json:"auth,omitempty"`
 
 	// Batch The body of POST /api/batch/start without `entities`: starts the batch on the fetched
 	// entities in the same call (the answer then carries `job_id`, `message` and `invalid_entities`).
@@ -1117,6 +1105,21 @@ type BatchFetchRequest struct {
 
 // BatchFetchRequestAuthAuthType defines model for BatchFetchRequest.Auth.AuthType.
 type BatchFetchRequestAuthAuthType string
+
+// BatchFetchRequest_Auth The reference's AuthConfig. Secrets are sent only to the URL's host and never logged or returned.
+type BatchFetchRequest_Auth struct {
+	// ApiKeyHeader api_key: the header's name (default X-API-Key).
+	ApiKeyHeader *string `json:"api_key_header,omitempty"`
+
+	// ApiKeyValue api_key: the header's value.
+	ApiKeyValue   *string                        `json:"api_key_value,omitempty"`
+	AuthType      *BatchFetchRequestAuthAuthType `json:"auth_type,omitempty"`
+	BasicPassword *string                        `json:"basic_password,omitempty"`
+	BasicUsername *string                        `json:"basic_username,omitempty"`
+
+	// BearerToken bearer: sent as Authorization: Bearer <token>.
+	BearerToken *string `json:"bearer_token,omitempty"`
+}
 
 // BatchFetchResponse defines model for BatchFetchResponse.
 type BatchFetchResponse struct {
@@ -1177,45 +1180,27 @@ type BatchRequestStrategy string
 // BatchStarted defines model for BatchStarted.
 type BatchStarted struct {
 	// InvalidEntities Selected entities the schema's input contract refuses; they are skipped.
-	InvalidEntities []struct {
-		Detail string   `json:"detail"`
-		Index  int      `json:"index"`
-		Paths  []string `json:"paths"`
-	} `json:"invalid_entities"`
-	JobId   string `json:"job_id"`
-	Message string `json:"message"`
+	InvalidEntities []BatchStarted_InvalidEntities `json:"invalid_entities"`
+	JobId           string                         `json:"job_id"`
+	Message         string                         `json:"message"`
 
 	// Total The number of entities selected.
 	Total int `json:"total"`
 }
 
+// BatchStarted_InvalidEntities defines model for BatchStarted.InvalidEntities.
+type BatchStarted_InvalidEntities struct {
+	Detail string   `json:"detail"`
+	Index  int      `json:"index"`
+	Paths  []string `json:"paths"`
+}
+
 // ConflictReport defines model for ConflictReport.
 type ConflictReport struct {
-	AgreedFields     int `json:"agreed_fields"`
-	ConflictedFields int `json:"conflicted_fields"`
-	Conflicts        []struct {
-		FieldType ConflictReportConflictsFieldType `json:"field_type"`
-
-		// NeedsArbitration False for translation-only variance.
-		NeedsArbitration bool `json:"needs_arbitration"`
-
-		// Path Keys joined by dots.
-		Path string `json:"path"`
-
-		// ResolvedValue The value the rules chose.
-		ResolvedValue   interface{} `json:"resolved_value,omitempty"`
-		TranslationOnly bool        `json:"translation_only"`
-
-		// ValueType A scalar's kind (ours).
-		ValueType *ConflictReportConflictsValueType `json:"value_type,omitempty"`
-
-		// ValuesByModel Every model's value (null when it gave none).
-		ValuesByModel map[string]interface{} `json:"values_by_model"`
-
-		// Wild Numbers whose largest is more than 10 times the smallest (escalated to an arbiter).
-		Wild *bool `json:"wild,omitempty"`
-	} `json:"conflicts"`
-	TotalFields int `json:"total_fields"`
+	AgreedFields     int                        `json:"agreed_fields"`
+	ConflictedFields int                        `json:"conflicted_fields"`
+	Conflicts        []ConflictReport_Conflicts `json:"conflicts"`
+	TotalFields      int                        `json:"total_fields"`
 }
 
 // ConflictReportConflictsFieldType defines model for ConflictReport.Conflicts.FieldType.
@@ -1223,6 +1208,30 @@ type ConflictReportConflictsFieldType string
 
 // ConflictReportConflictsValueType A scalar's kind (ours).
 type ConflictReportConflictsValueType string
+
+// ConflictReport_Conflicts defines model for ConflictReport.Conflicts.
+type ConflictReport_Conflicts struct {
+	FieldType ConflictReportConflictsFieldType `json:"field_type"`
+
+	// NeedsArbitration False for translation-only variance.
+	NeedsArbitration bool `json:"needs_arbitration"`
+
+	// Path Keys joined by dots.
+	Path string `json:"path"`
+
+	// ResolvedValue The value the rules chose.
+	ResolvedValue   interface{} `json:"resolved_value,omitempty"`
+	TranslationOnly bool        `json:"translation_only"`
+
+	// ValueType A scalar's kind (ours).
+	ValueType *ConflictReportConflictsValueType `json:"value_type,omitempty"`
+
+	// ValuesByModel Every model's value (null when it gave none).
+	ValuesByModel map[string]interface{} `json:"values_by_model"`
+
+	// Wild Numbers whose largest is more than 10 times the smallest (escalated to an arbiter).
+	Wild *bool `json:"wild,omitempty"`
+}
 
 // ContinueJobRequest defines model for ContinueJobRequest.
 type ContinueJobRequest struct {
@@ -1404,19 +1413,22 @@ type DefaultModelSource string
 // DeletedSchemaList defines model for DeletedSchemaList.
 type DeletedSchemaList struct {
 	// RetentionDays Always null; the trash keeps schemas until they are deleted permanently.
-	RetentionDays any `json:"retention_days"`
-	Schemas       []struct {
-		DeletedAt         time.Time `json:"deleted_at"`
-		HasBenchmark      bool      `json:"has_benchmark"`
-		HasLinkedDatabase bool      `json:"has_linked_database"`
-		Id                string    `json:"id"`
-		Name              string    `json:"name"`
+	RetentionDays any                         `json:"retention_days"`
+	Schemas       []DeletedSchemaList_Schemas `json:"schemas"`
+	Total         int                         `json:"total"`
+}
 
-		// Restorable Whether the restore window is still open.
-		Restorable      bool      `json:"restorable"`
-		RestorableUntil time.Time `json:"restorable_until"`
-	} `json:"schemas"`
-	Total int `json:"total"`
+// DeletedSchemaList_Schemas defines model for DeletedSchemaList.Schemas.
+type DeletedSchemaList_Schemas struct {
+	DeletedAt         time.Time `json:"deleted_at"`
+	HasBenchmark      bool      `json:"has_benchmark"`
+	HasLinkedDatabase bool      `json:"has_linked_database"`
+	Id                string    `json:"id"`
+	Name              string    `json:"name"`
+
+	// Restorable Whether the restore window is still open.
+	Restorable      bool      `json:"restorable"`
+	RestorableUntil time.Time `json:"restorable_until"`
 }
 
 // EnrichRequest defines model for EnrichRequest.
@@ -1969,33 +1981,34 @@ type ProviderKeySource string
 // PublishDiff defines model for PublishDiff.
 type PublishDiff struct {
 	// AddedProperties Dotted paths ($defs.Type.path outside the root entity).
-	AddedProperties []string `json:"added_properties"`
-	AddedTypes      []string `json:"added_types"`
-	Changed         []struct {
-		AddedColumns       *[]string `json:"added_columns,omitempty"`
-		AddedIndexes       *[]string `json:"added_indexes,omitempty"`
-		AddedRelationships *[]string `json:"added_relationships,omitempty"`
-		AddedTables        *[]string `json:"added_tables,omitempty"`
-		EntityType         string    `json:"entity_type"`
-		RemovedIndexes     *[]string `json:"removed_indexes,omitempty"`
-	} `json:"changed"`
-	ChangedProperties []struct {
-		EntityType string   `json:"entity_type"`
-		Keywords   []string `json:"keywords"`
-		Path       string   `json:"path"`
-	} `json:"changed_properties"`
-	Classification    PublishDiffClassification `json:"classification"`
-	RemovedColumns    map[string][]string       `json:"removed_columns"`
-	RemovedProperties []string                  `json:"removed_properties"`
+	AddedProperties   []string                        `json:"added_properties"`
+	AddedTypes        []string                        `json:"added_types"`
+	Changed           []PublishDiff_Changed           `json:"changed"`
+	ChangedProperties []PublishDiff_ChangedProperties `json:"changed_properties"`
+	Classification    PublishDiffClassification       `json:"classification"`
+	RemovedColumns    map[string][]string             `json:"removed_columns"`
+	RemovedProperties []string                        `json:"removed_properties"`
 
 	// RemovedTypes Entity types ($defs) no longer in the working copy.
-	RemovedTypes []string `json:"removed_types"`
-	Transforms   []struct {
-		Detail     string                    `json:"detail"`
-		EntityType string                    `json:"entity_type"`
-		Kind       PublishDiffTransformsKind `json:"kind"`
-		Path       string                    `json:"path"`
-	} `json:"transforms"`
+	RemovedTypes []string                 `json:"removed_types"`
+	Transforms   []PublishDiff_Transforms `json:"transforms"`
+}
+
+// PublishDiff_Changed defines model for PublishDiff.Changed.
+type PublishDiff_Changed struct {
+	AddedColumns       *[]string `json:"added_columns,omitempty"`
+	AddedIndexes       *[]string `json:"added_indexes,omitempty"`
+	AddedRelationships *[]string `json:"added_relationships,omitempty"`
+	AddedTables        *[]string `json:"added_tables,omitempty"`
+	EntityType         string    `json:"entity_type"`
+	RemovedIndexes     *[]string `json:"removed_indexes,omitempty"`
+}
+
+// PublishDiff_ChangedProperties defines model for PublishDiff.ChangedProperties.
+type PublishDiff_ChangedProperties struct {
+	EntityType string   `json:"entity_type"`
+	Keywords   []string `json:"keywords"`
+	Path       string   `json:"path"`
 }
 
 // PublishDiffClassification defines model for PublishDiff.Classification.
@@ -2004,23 +2017,31 @@ type PublishDiffClassification string
 // PublishDiffTransformsKind defines model for PublishDiff.Transforms.Kind.
 type PublishDiffTransformsKind string
 
+// PublishDiff_Transforms defines model for PublishDiff.Transforms.
+type PublishDiff_Transforms struct {
+	Detail     string                    `json:"detail"`
+	EntityType string                    `json:"entity_type"`
+	Kind       PublishDiffTransformsKind `json:"kind"`
+	Path       string                    `json:"path"`
+}
+
 // PublishPreview defines model for PublishPreview.
 type PublishPreview struct {
-	AdoptedKeyLanguage *string `json:"adopted_key_language,omitempty"`
+	AdoptedKeyLanguage *string `json:"adopted_key_language"`
 
 	// BlockerCodes The 409 code each blocker would answer with.
 	BlockerCodes []string    `json:"blocker_codes"`
 	CanPublish   bool        `json:"can_publish"`
-	Databases    *[]string   `json:"databases,omitempty"`
+	Databases    []string    `json:"databases"`
 	Diff         PublishDiff `json:"diff"`
 
 	// Errors What blocks a publish without options, in words.
 	Errors               []string                   `json:"errors"`
-	KeyLanguage          *string                    `json:"key_language,omitempty"`
+	KeyLanguage          *string                    `json:"key_language"`
 	PublishState         PublishPreviewPublishState `json:"publish_state"`
 	RequiresConfirm      bool                       `json:"requires_confirm"`
 	RequiresKeyLanguage  bool                       `json:"requires_key_language"`
-	SuggestedKeyLanguage *string                    `json:"suggested_key_language,omitempty"`
+	SuggestedKeyLanguage *string                    `json:"suggested_key_language"`
 }
 
 // PublishPreviewPublishState defines model for PublishPreview.PublishState.
@@ -2170,20 +2191,23 @@ type Role string
 
 // SampleConformance The reference's SampleConformanceResponse.
 type SampleConformance struct {
-	CommonalityErrors []string `json:"commonality_errors"`
-	Errors            []string `json:"errors"`
-	Ok                bool     `json:"ok"`
-	Sites             []struct {
-		AlwaysPresent []string `json:"always_present"`
-		ArrayItem     bool     `json:"array_item"`
-		Drifting      []string `json:"drifting"`
-		Fatal         bool     `json:"fatal"`
-		Observations  int      `json:"observations"`
+	CommonalityErrors []string                  `json:"commonality_errors"`
+	Errors            []string                  `json:"errors"`
+	Ok                bool                      `json:"ok"`
+	Sites             []SampleConformance_Sites `json:"sites"`
+}
 
-		// Path "" for the root, dotted for nested objects, `[]` for array items.
-		Path   string     `json:"path"`
-		Shapes [][]string `json:"shapes"`
-	} `json:"sites"`
+// SampleConformance_Sites defines model for SampleConformance.Sites.
+type SampleConformance_Sites struct {
+	AlwaysPresent []string `json:"always_present"`
+	ArrayItem     bool     `json:"array_item"`
+	Drifting      []string `json:"drifting"`
+	Fatal         bool     `json:"fatal"`
+	Observations  int      `json:"observations"`
+
+	// Path "" for the root, dotted for nested objects, `[]` for array items.
+	Path   string     `json:"path"`
+	Shapes [][]string `json:"shapes"`
 }
 
 // SampleResult defines model for SampleResult.
@@ -2550,14 +2574,11 @@ type SyncResult struct {
 	Cost int `json:"cost"`
 
 	// CostUsd The same in US dollars (one credit is one dollar).
-	CostUsd      float64 `json:"cost_usd"`
-	Database     any     `json:"database"`
-	FailedModels []struct {
-		ErrorMessage string `json:"error_message"`
-		Model        string `json:"model"`
-	} `json:"failed_models"`
-	Fusion      *FusionSummary `json:"fusion"`
-	InputTokens int            `json:"input_tokens"`
+	CostUsd      float64                   `json:"cost_usd"`
+	Database     any                       `json:"database"`
+	FailedModels []SyncResult_FailedModels `json:"failed_models"`
+	Fusion       *FusionSummary            `json:"fusion"`
+	InputTokens  int                       `json:"input_tokens"`
 
 	// IsFused True when every requested model (two or more) succeeded and `result`
 	// and `record_id` are the fused record's.
@@ -2584,6 +2605,12 @@ type SyncResult struct {
 	SourceModels *[]string `json:"source_models"`
 	Status       JobState  `json:"status"`
 	Success      bool      `json:"success"`
+}
+
+// SyncResult_FailedModels defines model for SyncResult.FailedModels.
+type SyncResult_FailedModels struct {
+	ErrorMessage string `json:"error_message"`
+	Model        string `json:"model"`
 }
 
 // Unready defines model for Unready.
@@ -2986,6 +3013,11 @@ type DuplicateSchemaParams struct {
 type DeleteSchemaPermanentlyParams struct {
 	// Cascade Delete a schema in use too, unlinking it first.
 	Cascade *Cascade `form:"cascade,omitempty" json:"cascade,omitempty"`
+}
+
+// ListUsers200JSONResponseBody defines parameters for ListUsers.
+type ListUsers200JSONResponseBody struct {
+	Users []User `json:"users"`
 }
 
 // CreateAPIKeyJSONRequestBody defines body for CreateAPIKey for application/json ContentType.
