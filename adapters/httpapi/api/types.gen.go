@@ -1678,7 +1678,7 @@ type GenerateSchemaRequest struct {
 	// EntitySamples One or more sample objects of the same entity type (at most 50), or one
 	// bare object. A value given as a language map (`{"en": …, "fr": …}`) is
 	// collapsed and its property made multilingual.
-	EntitySamples any `json:"entity_samples"`
+	EntitySamples json.RawMessage `json:"entity_samples"`
 
 	// GenerateSemanticIds Ask for a `semantic_id` property on every object with identifying properties.
 	GenerateSemanticIds *bool `json:"generate_semantic_ids,omitempty"`
@@ -1693,7 +1693,7 @@ type GenerateSchemaRequest struct {
 	SampleCommonalityThreshold *float64 `json:"sample_commonality_threshold,omitempty"`
 
 	// SampleInputs The guided-form inputs that produced the samples; kept with the job's request.
-	SampleInputs *map[string]interface{} `json:"sample_inputs,omitempty"`
+	SampleInputs json.RawMessage `json:"sample_inputs,omitempty"`
 
 	// SaveSchema Save the result as a schema of the organization (a schema with the same content is reused).
 	SaveSchema *bool `json:"save_schema,omitempty"`
@@ -2539,7 +2539,7 @@ type SyncGenerateSchemaRequest struct {
 	// EntitySamples One or more sample objects of the same entity type (at most 50), or one
 	// bare object. A value given as a language map (`{"en": …, "fr": …}`) is
 	// collapsed and its property made multilingual.
-	EntitySamples any `json:"entity_samples"`
+	EntitySamples json.RawMessage `json:"entity_samples"`
 
 	// GenerateSemanticIds Ask for a `semantic_id` property on every object with identifying properties.
 	GenerateSemanticIds *bool `json:"generate_semantic_ids,omitempty"`
@@ -2554,7 +2554,7 @@ type SyncGenerateSchemaRequest struct {
 	SampleCommonalityThreshold *float64 `json:"sample_commonality_threshold,omitempty"`
 
 	// SampleInputs The guided-form inputs that produced the samples; kept with the job's request.
-	SampleInputs *map[string]interface{} `json:"sample_inputs,omitempty"`
+	SampleInputs json.RawMessage `json:"sample_inputs,omitempty"`
 
 	// SaveSchema Save the result as a schema of the organization (a schema with the same content is reused).
 	SaveSchema *bool `json:"save_schema,omitempty"`
