@@ -8,6 +8,7 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/entityenrich/enrich/adapters/httpapi/api"
 	"github.com/entityenrich/enrich/app"
 )
 
@@ -27,12 +28,11 @@ func acceptLanguage(r *http.Request) string {
 }
 
 func (s *Server) sampleStream(w http.ResponseWriter, r *http.Request) {
-	var in app.SampleRequest
+	var in api.GenerateSampleRequest
 	if !s.decode(w, r, &in) {
 		return
 	}
-	in.AcceptLanguage = acceptLanguage(r)
-	j, err := s.samples.Start(r.Context(), principal(r), in)
+	j, err := s.samples.Start(r.Context(), principal(r), toSampleRequest(in, r))
 	if err != nil {
 		s.Error(w, r, err)
 		return
@@ -41,11 +41,26 @@ func (s *Server) sampleStream(w http.ResponseWriter, r *http.Request) {
 		"message": "sample generation started; follow GET /api/llm/stream/" + j.ID})
 }
 
-// sampleSyncRequest is the blocking variant's body: the sample request and
-// timeout_seconds.
+// sampleSyncRequest is the blocking variant's body (the document's
+// SyncGenerateSampleRequest): the sample request and timeout_seconds.
 type sampleSyncRequest struct {
-	app.SampleRequest
+	api.GenerateSampleRequest
 	TimeoutSeconds *int `json:"timeout_seconds"`
+}
+
+// toSampleRequest maps the reference's sample request; the language
+// defaults to the request's Accept-Language.
+func toSampleRequest(in api.GenerateSampleRequest, r *http.Request) app.SampleRequest {
+	return app.SampleRequest{EntityType: in.EntityType, Fields: deref(in.Fields), ExtraInstructions: in.ExtraInstructions,
+		SampleCount: in.SampleCount, TypicalObjects: deref(in.TypicalObjects), NamingConvention: string(deref(in.NamingConvention)),
+		Language: in.Language, EnableWebSearch: deref(in.EnableWebSearch), AutoAnswer: in.AutoAnswer, Model: deref(in.Model),
+		AttachmentIDs: deref(in.AttachmentIds), PauseTimeoutSeconds: in.PauseTimeoutSeconds, AcceptLanguage: acceptLanguage(r)}
+}
+
+func toSampleResult(res *app.SampleResult) api.SampleResult {
+	return api.SampleResult{JobId: res.JobID, Success: res.Success, Model: res.Model, Samples: res.Samples,
+		SamplesRequested: res.Requested, SamplesNote: res.Note, InputTokens: res.InputTokens, OutputTokens: res.OutputTokens,
+		Cost: int(res.Cost), CostUsd: res.CostUSD, ProcessingTimeMs: int(res.ProcessingMS)}
 }
 
 func (s *Server) sampleSync(w http.ResponseWriter, r *http.Request) {
@@ -53,20 +68,19 @@ func (s *Server) sampleSync(w http.ResponseWriter, r *http.Request) {
 	if !s.decode(w, r, &in) {
 		return
 	}
-	in.AcceptLanguage = acceptLanguage(r)
 	timeout := DefaultSyncTimeout
 	if in.TimeoutSeconds != nil {
 		timeout = time.Duration(*in.TimeoutSeconds) * time.Second // 1..3600, checked by the document
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), timeout)
 	defer cancel()
-	res, err := s.samples.Sync(ctx, principal(r), in.SampleRequest)
+	res, err := s.samples.Sync(ctx, principal(r), toSampleRequest(in.GenerateSampleRequest, r))
 	switch {
 	case err != nil && r.Context().Err() != nil:
 		s.log.InfoContext(r.Context(), "sync client went away; job cancelled", "request_id", requestID(r))
 	case err != nil:
 		s.Error(w, r, err)
 	default:
-		writeJSON(w, http.StatusOK, res)
+		writeJSON(w, http.StatusOK, toSampleResult(res))
 	}
 }

@@ -2212,17 +2212,17 @@ type SampleConformance_Sites struct {
 
 // SampleResult defines model for SampleResult.
 type SampleResult struct {
-	Cost             *int                      `json:"cost,omitempty"`
-	CostUsd          *float64                  `json:"cost_usd,omitempty"`
-	InputTokens      *int                      `json:"input_tokens,omitempty"`
-	JobId            *string                   `json:"job_id,omitempty"`
-	Model            *string                   `json:"model,omitempty"`
-	OutputTokens     *int                      `json:"output_tokens,omitempty"`
-	ProcessingTimeMs *int                      `json:"processing_time_ms,omitempty"`
-	Samples          *[]map[string]interface{} `json:"samples,omitempty"`
-	SamplesNote      *string                   `json:"samples_note,omitempty"`
-	SamplesRequested *int                      `json:"samples_requested,omitempty"`
-	Success          *bool                     `json:"success,omitempty"`
+	Cost             int                      `json:"cost"`
+	CostUsd          float64                  `json:"cost_usd"`
+	InputTokens      int                      `json:"input_tokens"`
+	JobId            string                   `json:"job_id"`
+	Model            string                   `json:"model"`
+	OutputTokens     int                      `json:"output_tokens"`
+	ProcessingTimeMs int                      `json:"processing_time_ms"`
+	Samples          []map[string]interface{} `json:"samples"`
+	SamplesNote      string                   `json:"samples_note"`
+	SamplesRequested int                      `json:"samples_requested"`
+	Success          bool                     `json:"success"`
 }
 
 // SampleSetRequest defines model for SampleSetRequest.
