@@ -5,6 +5,7 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/entityenrich/enrich/adapters/httpapi/api"
 	"github.com/entityenrich/enrich/app"
 )
 
@@ -25,6 +26,22 @@ func (s *Server) batchStart(w http.ResponseWriter, r *http.Request) {
 		s.Error(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"job_id": b.Job.ID, "total": b.Total, "invalid_entities": b.Invalid,
-		"message": "batch enrichment started; follow GET /api/llm/stream/" + b.Job.ID})
+	writeJSON(w, http.StatusOK, batchStarted(b))
+}
+
+func batchStarted(b *app.BatchStarted) api.BatchStarted {
+	return api.BatchStarted{JobId: b.Job.ID, Total: b.Total, InvalidEntities: toInvalidEntities(b.Invalid),
+		Message: jobStarted(b.Job, "batch enrichment").Message}
+}
+
+// toInvalidEntities keeps nil nil (written as null).
+func toInvalidEntities(es []app.InvalidEntity) []api.InvalidEntity {
+	if es == nil {
+		return nil
+	}
+	out := make([]api.InvalidEntity, 0, len(es))
+	for _, e := range es {
+		out = append(out, api.InvalidEntity{Index: e.Index, Detail: e.Detail, Paths: e.Paths})
+	}
+	return out
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/entityenrich/enrich/adapters/httpapi/api"
 	"github.com/entityenrich/enrich/app"
 	"github.com/entityenrich/enrich/domain/job"
 )
@@ -52,7 +53,7 @@ func (s *Server) enrichStream(w http.ResponseWriter, r *http.Request) {
 		s.Error(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"job_id": j.ID, "message": "enrichment started; follow GET /api/llm/stream/" + j.ID})
+	writeJSON(w, http.StatusOK, jobStarted(j, "enrichment"))
 }
 
 // syncRequest is the blocking variant's body: the enrich request and the
@@ -99,7 +100,17 @@ func (s *Server) cancel(w http.ResponseWriter, r *http.Request) {
 		s.Error(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"job_id": j.ID, "status": j.State})
+	writeJSON(w, http.StatusOK, toJobStatus(j))
+}
+
+// jobStarted answers a job started in the background: its id and where to
+// follow it.
+func jobStarted(j *job.Job, what string) api.JobStarted {
+	return api.JobStarted{JobId: j.ID, Message: what + " started; follow GET /api/llm/stream/" + j.ID}
+}
+
+func toJobStatus(j *job.Job) api.JobStatus {
+	return api.JobStatus{JobId: j.ID, Status: api.JobState(j.State)}
 }
 
 // continueRequest is the optional body of POST /api/llm/continue/{job_id}
@@ -131,7 +142,7 @@ func (s *Server) resume(w http.ResponseWriter, r *http.Request) {
 		s.Error(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"job_id": j.ID, "status": j.State})
+	writeJSON(w, http.StatusOK, toJobStatus(j))
 }
 
 // stream writes a job's events as SSE: `id: <seq>` and `data: <json>` per

@@ -48,7 +48,7 @@ func (s *Server) fusionMergeStream(w http.ResponseWriter, r *http.Request) {
 		s.Error(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"job_id": j.ID, "message": "fusion started; follow GET /api/llm/stream/" + j.ID})
+	writeJSON(w, http.StatusOK, jobStarted(j, "fusion"))
 }
 
 func (s *Server) fusionMerge(w http.ResponseWriter, r *http.Request) {

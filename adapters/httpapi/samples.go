@@ -37,8 +37,7 @@ func (s *Server) sampleStream(w http.ResponseWriter, r *http.Request) {
 		s.Error(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"job_id": j.ID,
-		"message": "sample generation started; follow GET /api/llm/stream/" + j.ID})
+	writeJSON(w, http.StatusOK, jobStarted(j, "sample generation"))
 }
 
 // sampleSyncRequest is the blocking variant's body (the document's

@@ -30,7 +30,7 @@ func (s *Server) generateStream(w http.ResponseWriter, r *http.Request) {
 		s.Error(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"job_id": j.ID, "message": "schema generation started; follow GET /api/llm/stream/" + j.ID})
+	writeJSON(w, http.StatusOK, jobStarted(j, "schema generation"))
 }
 
 // blocking runs fn under the sync timeout and writes its answer; a client
@@ -121,7 +121,7 @@ func (s *Server) promptStream(w http.ResponseWriter, r *http.Request) {
 		s.Error(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"job_id": j.ID, "message": "schema edit started; follow GET /api/llm/stream/" + j.ID})
+	writeJSON(w, http.StatusOK, jobStarted(j, "schema edit"))
 }
 
 func (s *Server) promptSync(w http.ResponseWriter, r *http.Request) {

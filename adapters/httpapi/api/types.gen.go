@@ -1097,7 +1097,7 @@ type BatchFetchRequest struct {
 
 	// Batch The body of POST /api/batch/start without `entities`: starts the batch on the fetched
 	// entities in the same call (the answer then carries `job_id`, `message` and `invalid_entities`).
-	Batch *map[string]interface{} `json:"batch,omitempty"`
+	Batch json.RawMessage `json:"batch,omitempty"`
 
 	// Url An http or https URL (at most 2048 characters, no user:password part).
 	Url string `json:"url"`
@@ -1123,14 +1123,14 @@ type BatchFetchRequest_Auth struct {
 
 // BatchFetchResponse defines model for BatchFetchResponse.
 type BatchFetchResponse struct {
-	Entities    []map[string]interface{} `json:"entities"`
-	FetchTimeMs int                      `json:"fetch_time_ms"`
+	Entities    []json.RawMessage `json:"entities"`
+	FetchTimeMs int               `json:"fetch_time_ms"`
 
 	// Format How the document was read.
 	Format BatchFetchResponseFormat `json:"format"`
 
 	// InvalidEntities Entities the schema's input contract refuses (skipped by the batch).
-	InvalidEntities *[]map[string]interface{} `json:"invalid_entities,omitempty"`
+	InvalidEntities *[]InvalidEntity `json:"invalid_entities,omitempty"`
 
 	// JobId The batch started on the entities (when `batch` was sent).
 	JobId   *string `json:"job_id,omitempty"`
@@ -1180,19 +1180,12 @@ type BatchRequestStrategy string
 // BatchStarted defines model for BatchStarted.
 type BatchStarted struct {
 	// InvalidEntities Selected entities the schema's input contract refuses; they are skipped.
-	InvalidEntities []BatchStarted_InvalidEntities `json:"invalid_entities"`
-	JobId           string                         `json:"job_id"`
-	Message         string                         `json:"message"`
+	InvalidEntities []InvalidEntity `json:"invalid_entities"`
+	JobId           string          `json:"job_id"`
+	Message         string          `json:"message"`
 
 	// Total The number of entities selected.
 	Total int `json:"total"`
-}
-
-// BatchStarted_InvalidEntities defines model for BatchStarted.InvalidEntities.
-type BatchStarted_InvalidEntities struct {
-	Detail string   `json:"detail"`
-	Index  int      `json:"index"`
-	Paths  []string `json:"paths"`
 }
 
 // ConflictReport defines model for ConflictReport.
@@ -1751,6 +1744,13 @@ type IdentityScopingFinding struct {
 	PairFields          []string `json:"pair_fields"`
 	Path                string   `json:"path"`
 	SuggestedEntityName *string  `json:"suggested_entity_name,omitempty"`
+}
+
+// InvalidEntity An entity of a batch that its schema's input contract refuses.
+type InvalidEntity struct {
+	Detail string   `json:"detail"`
+	Index  int      `json:"index"`
+	Paths  []string `json:"paths"`
 }
 
 // JobStarted defines model for JobStarted.
