@@ -113,14 +113,21 @@ func toJobStatus(j *job.Job) api.JobStatus {
 	return api.JobStatus{JobId: j.ID, Status: api.JobState(j.State)}
 }
 
-// continueRequest is the optional body of POST /api/llm/continue/{job_id}
-// (the reference's ContinueJobRequest).
-type continueRequest struct {
-	Answers job.Answers `json:"answers"`
+// toAnswers maps the optional body of POST /api/llm/continue/{job_id} (the
+// reference's ContinueJobRequest); no answers stay nil.
+func toAnswers(in api.ContinueJobRequest) job.Answers {
+	if in.Answers == nil {
+		return nil
+	}
+	out := make(job.Answers, len(*in.Answers))
+	for id, a := range *in.Answers {
+		out[id] = job.Answer{OptionIDs: deref(a.OptionIds), Text: deref(a.Text)}
+	}
+	return out
 }
 
 func (s *Server) resume(w http.ResponseWriter, r *http.Request) {
-	var in continueRequest
+	var in api.ContinueJobRequest
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		var mbe *http.MaxBytesError
@@ -137,7 +144,7 @@ func (s *Server) resume(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	j, err := s.jobs.Continue(r.Context(), principal(r), mux.Vars(r)["job_id"], in.Answers)
+	j, err := s.jobs.Continue(r.Context(), principal(r), mux.Vars(r)["job_id"], toAnswers(in))
 	if err != nil {
 		s.Error(w, r, err)
 		return
