@@ -109,11 +109,11 @@ func (s *Server) listMembers(w http.ResponseWriter, r *http.Request) {
 		s.Error(w, r, err)
 		return
 	}
-	out := make([]*api.User, 0, len(us))
+	out := api.UserList{Users: make([]api.User, 0, len(us))}
 	for _, u := range us {
-		out = append(out, toUser(u))
+		out.Users = append(out.Users, *toUser(u))
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"users": out})
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) addMember(w http.ResponseWriter, r *http.Request) {

@@ -2688,6 +2688,11 @@ type User struct {
 // UserStatus defines model for User.Status.
 type UserStatus string
 
+// UserList defines model for UserList.
+type UserList struct {
+	Users []User `json:"users"`
+}
+
 // AcceptLanguage defines model for AcceptLanguage.
 type AcceptLanguage = string
 
@@ -3013,11 +3018,6 @@ type DuplicateSchemaParams struct {
 type DeleteSchemaPermanentlyParams struct {
 	// Cascade Delete a schema in use too, unlinking it first.
 	Cascade *Cascade `form:"cascade,omitempty" json:"cascade,omitempty"`
-}
-
-// ListUsers200JSONResponseBody defines parameters for ListUsers.
-type ListUsers200JSONResponseBody struct {
-	Users []User `json:"users"`
 }
 
 // CreateAPIKeyJSONRequestBody defines body for CreateAPIKey for application/json ContentType.
