@@ -75,25 +75,29 @@ func toMergeRequest(in api.FusionRequest) app.MergeRequest {
 		AttachmentIDs: deref(in.AttachmentIds), DatabaseSync: in.DatabaseSync}
 }
 
+// fusionCompleted reads the fusion_completed event's data (a map built by
+// the app).
+type fusionCompleted struct {
+	Merged   map[string]any `json:"merged_result"`
+	Report   map[string]any `json:"conflict_report"`
+	Summary  map[string]any `json:"fusion"`
+	Prov     any            `json:"provenance"`
+	RecordID string         `json:"record_id"`
+	Arbiter  *string        `json:"arbitration_model_used"`
+	KeySrc   *string        `json:"arbitration_key_source"`
+	Cost     int64          `json:"cost"`
+	In       int            `json:"input_tokens"`
+	Out      int            `json:"output_tokens"`
+	Warnings []string       `json:"validation_warnings"`
+	MS       int64          `json:"processing_time_ms"`
+}
+
 // toFusionResponse maps the fusion_completed event's data to the
 // reference's FusionResponse, plus the job, the fusion summary and the
 // provenance. merged_result carries the reference's _arbitration_metadata
 // {method, arbitration_model}; the stored record does not.
 func toFusionResponse(res *app.MergeResult) api.FusionResponse {
-	var d struct {
-		Merged   map[string]any `json:"merged_result"`
-		Report   map[string]any `json:"conflict_report"`
-		Summary  map[string]any `json:"fusion"`
-		Prov     any            `json:"provenance"`
-		RecordID string         `json:"record_id"`
-		Arbiter  *string        `json:"arbitration_model_used"`
-		KeySrc   *string        `json:"arbitration_key_source"`
-		Cost     int64          `json:"cost"`
-		In       int            `json:"input_tokens"`
-		Out      int            `json:"output_tokens"`
-		Warnings []string       `json:"validation_warnings"`
-		MS       int64          `json:"processing_time_ms"`
-	}
+	var d fusionCompleted
 	b, _ := json.Marshal(res.Data)
 	_ = json.Unmarshal(b, &d)
 	out := api.FusionResponse{JobId: res.JobID, Success: true, ProcessingTimeMs: int(d.MS), MergedResult: d.Merged,
