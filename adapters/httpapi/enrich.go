@@ -44,11 +44,11 @@ func (s *Server) options(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) enrichStream(w http.ResponseWriter, r *http.Request) {
-	var in app.EnrichRequest
+	var in api.EnrichRequest
 	if !s.decode(w, r, &in) {
 		return
 	}
-	j, err := s.enrich.Start(r.Context(), principal(r), in)
+	j, err := s.enrich.Start(r.Context(), principal(r), toEnrichRequest(in))
 	if err != nil {
 		s.Error(w, r, err)
 		return
@@ -56,13 +56,25 @@ func (s *Server) enrichStream(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, jobStarted(j, "enrichment"))
 }
 
-// syncRequest is the blocking variant's body: the enrich request and the
-// reference's sync-only fields.
+// syncRequest is the blocking variant's body (the document's
+// SyncEnrichRequest): the enrich request and the reference's sync-only
+// fields.
 type syncRequest struct {
-	app.EnrichRequest
+	api.EnrichRequest
 	TimeoutSeconds         *int `json:"timeout_seconds"`
 	IncludePerModelResults bool `json:"include_per_model_results"`
 	IncludeProfileLimits   bool `json:"include_profile_limits"`
+}
+
+// toEnrichRequest maps the reference's enrich request to the app's (also
+// the job's stored request).
+func toEnrichRequest(in api.EnrichRequest) app.EnrichRequest {
+	return app.EnrichRequest{EntityData: in.EntityData, SchemaID: deref(in.SchemaId), Models: deref(in.Models),
+		Model: deref(in.Model), Strategy: string(deref(in.Strategy)), EnableWebSearch: deref(in.EnableWebSearch),
+		Languages: deref(in.Languages), EnableResponseSchema: in.EnableResponseSchema,
+		EnableStrictStructuredOutput: deref(in.EnableStrictStructuredOutput), DatabaseSync: in.DatabaseSync,
+		ClassificationModel: in.ClassificationModel, ArbitrationModel: in.ArbitrationModel,
+		AttachmentIDs: deref(in.AttachmentIds), TargetSchema: in.TargetSchema, PauseTimeoutSeconds: in.PauseTimeoutSeconds}
 }
 
 // DefaultSyncTimeout is the blocking variant's default timeout_seconds,
@@ -83,7 +95,7 @@ func (s *Server) enrichSync(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), timeout)
 	defer cancel()
-	res, err := s.enrich.Sync(ctx, principal(r), in.EnrichRequest)
+	res, err := s.enrich.Sync(ctx, principal(r), toEnrichRequest(in.EnrichRequest))
 	switch {
 	case err != nil && r.Context().Err() != nil:
 		s.log.InfoContext(r.Context(), "sync client went away; job cancelled", "request_id", requestID(r))

@@ -1458,7 +1458,7 @@ type EnrichRequest struct {
 	EnableWebSearch              *bool `json:"enable_web_search,omitempty"`
 
 	// EntityData The entity's known attributes (free-form).
-	EntityData map[string]interface{} `json:"entity_data"`
+	EntityData json.RawMessage `json:"entity_data"`
 
 	// Languages ISO 639-1 output languages, the first primary (default `["en"]`);
 	// GET /api/enrichment/options lists the codes. A schema property
@@ -1485,7 +1485,7 @@ type EnrichRequest struct {
 
 	// TargetSchema An inline schema instead of `schema_id`. Not supported yet: refused
 	// with 400 `not_supported_yet`.
-	TargetSchema *map[string]interface{} `json:"target_schema,omitempty"`
+	TargetSchema json.RawMessage `json:"target_schema,omitempty"`
 }
 
 // EnrichRequestStrategy defines model for EnrichRequest.Strategy.
@@ -2448,7 +2448,7 @@ type SyncEnrichRequest struct {
 	EnableWebSearch              *bool `json:"enable_web_search,omitempty"`
 
 	// EntityData The entity's known attributes (free-form).
-	EntityData map[string]interface{} `json:"entity_data"`
+	EntityData json.RawMessage `json:"entity_data"`
 
 	// IncludePerModelResults Also answer every model's own result (`per_model_results`).
 	IncludePerModelResults *bool `json:"include_per_model_results,omitempty"`
@@ -2481,7 +2481,7 @@ type SyncEnrichRequest struct {
 
 	// TargetSchema An inline schema instead of `schema_id`. Not supported yet: refused
 	// with 400 `not_supported_yet`.
-	TargetSchema *map[string]interface{} `json:"target_schema,omitempty"`
+	TargetSchema json.RawMessage `json:"target_schema,omitempty"`
 
 	// TimeoutSeconds Past it the job is cancelled and the answer is 504.
 	TimeoutSeconds *int `json:"timeout_seconds,omitempty"`
