@@ -7,85 +7,49 @@ import (
 	"github.com/entityenrich/enrich/domain/modelsel"
 )
 
-// syncResult is the blocking variant's answer: the reference's
+// toSyncResult builds the blocking variant's answer: the reference's
 // SingleEnrichmentSyncResponse plus our status, record_ids and cost (in
-// micro-credits). Nullable fields are always present.
-type syncResult struct {
-	JobID     string         `json:"job_id"`
-	Status    string         `json:"status"`
-	Success   bool           `json:"success"`
-	IsFused   bool           `json:"is_fused"`
-	Model     *string        `json:"model"`
-	Result    map[string]any `json:"result"`
-	RecordID  string         `json:"record_id"`
-	RecordIDs []string       `json:"record_ids"`
-	usageJSON
-	ProcessingMS    int64          `json:"processing_time_ms"`
-	FailedModels    []failedModel  `json:"failed_models"`
-	SourceModels    []string       `json:"source_models"`
-	Fusion          any            `json:"fusion"`
-	Database        any            `json:"database"`
-	PerModelResults []modelResult  `json:"per_model_results"`
-	ProfileLimits   map[string]any `json:"profile_limits"`
-}
-
-type failedModel struct {
-	Model        string `json:"model"`
-	ErrorMessage string `json:"error_message"`
-}
-
-// modelResult is the reference's SingleEnrichmentResponse.
-type modelResult struct {
-	Model          string         `json:"model"`
-	Success        bool           `json:"success"`
-	PartialSuccess bool           `json:"partial_success"`
-	Cancelled      bool           `json:"cancelled"`
-	Result         map[string]any `json:"result"`
-	RecordID       *string        `json:"record_id"`
-	usageJSON
-	ProcessingMS int64   `json:"processing_time_ms"`
-	ErrorCode    *string `json:"error_code"`
-	ErrorMessage *string `json:"error_message"`
-	Database     any     `json:"database"`
-}
-
-// toSyncResult builds the answer; profile_limits is null (unrestricted:
-// there are no plans yet) whether include_profile_limits asked for it or not.
-func toSyncResult(res *app.SyncResult, perModel bool) syncResult {
-	out := syncResult{JobID: res.Job.ID, Status: string(res.Job.State), Success: true, Result: res.Result,
-		RecordID: res.RecordID, RecordIDs: res.RecordIDs, ProcessingMS: res.ProcessingMS, FailedModels: []failedModel{}}
+// micro-credits); nullable fields are always present. profile_limits is
+// null (unrestricted: there are no plans yet) whether
+// include_profile_limits asked for it or not.
+func toSyncResult(res *app.SyncResult, perModel bool) api.SyncResult {
+	out := api.SyncResult{JobId: res.Job.ID, Status: api.JobState(res.Job.State), Success: true, Result: res.Result,
+		RecordId: res.RecordID, RecordIds: res.RecordIDs, ProcessingTimeMs: int(res.ProcessingMS),
+		FailedModels: []api.SyncResult_FailedModels{}}
 	var in, outT int
-	var first *string
+	var perModels []api.ModelResult
 	for _, m := range res.Models {
 		in += m.InputTokens
 		outT += m.OutputTokens
-		if m.Success && first == nil {
-			first = &m.Model
+		if m.Success && out.Model == nil {
+			out.Model = &m.Model
 		}
 		if !m.Success {
-			out.FailedModels = append(out.FailedModels, failedModel{Model: m.Model, ErrorMessage: m.ErrorMessage})
+			out.FailedModels = append(out.FailedModels, api.SyncResult_FailedModels{Model: m.Model, ErrorMessage: m.ErrorMessage})
 		}
 		if perModel {
-			out.PerModelResults = append(out.PerModelResults, toModelResult(m))
+			perModels = append(perModels, toModelResult(m))
 		}
 	}
-	out.Model, out.usageJSON = first, usage(res.Cost, in, outT)
+	out.Cost, out.CostUsd, out.InputTokens, out.OutputTokens = int(res.Cost), model.USD(res.Cost), in, outT
 	if res.IsFused {
 		// The fused result is no one model's.
-		out.IsFused, out.Model, out.Fusion, out.SourceModels = true, nil, res.Fusion, res.SourceModels
+		out.IsFused, out.Model, out.Fusion, out.SourceModels = true, nil, res.Fusion, &res.SourceModels
 	}
-	if perModel && out.PerModelResults == nil {
-		out.PerModelResults = []modelResult{}
+	if perModel {
+		if perModels == nil {
+			perModels = []api.ModelResult{}
+		}
+		out.PerModelResults = &perModels
 	}
 	return out
 }
 
-func toModelResult(m app.ModelResult) modelResult {
-	out := modelResult{Model: m.Model, Success: m.Success, Result: m.Result, usageJSON: usage(m.Cost, m.InputTokens, m.OutputTokens),
-		ProcessingMS: m.ProcessingMS}
-	if m.RecordID != "" {
-		out.RecordID = &m.RecordID
-	}
+// toModelResult maps the reference's SingleEnrichmentResponse.
+func toModelResult(m app.ModelResult) api.ModelResult {
+	out := api.ModelResult{Model: m.Model, Success: m.Success, Result: &m.Result, Cost: int(m.Cost), CostUsd: model.USD(m.Cost),
+		InputTokens: m.InputTokens, OutputTokens: m.OutputTokens, ProcessingTimeMs: int(m.ProcessingMS),
+		RecordId: nilIfEmpty(m.RecordID)}
 	if !m.Success {
 		out.ErrorCode, out.ErrorMessage = &m.ErrorCode, &m.ErrorMessage
 	}
@@ -150,16 +114,4 @@ func toDefaults(picks map[string]modelsel.Pick) map[string]api.DefaultModel {
 			ScenarioNames: []string{}, SelectedBy: api.DefaultModelSelectedBy(p.Source)}
 	}
 	return out
-}
-
-// usageJSON is what a run cost: micro-credits and US dollars, and tokens.
-type usageJSON struct {
-	Cost         int64   `json:"cost"`
-	CostUSD      float64 `json:"cost_usd"`
-	InputTokens  int     `json:"input_tokens"`
-	OutputTokens int     `json:"output_tokens"`
-}
-
-func usage(cost int64, in, out int) usageJSON {
-	return usageJSON{Cost: cost, CostUSD: model.USD(cost), InputTokens: in, OutputTokens: out}
 }

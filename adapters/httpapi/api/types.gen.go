@@ -2577,7 +2577,7 @@ type SyncResult struct {
 	CostUsd      float64                   `json:"cost_usd"`
 	Database     any                       `json:"database"`
 	FailedModels []SyncResult_FailedModels `json:"failed_models"`
-	Fusion       *FusionSummary            `json:"fusion"`
+	Fusion       any                       `json:"fusion"`
 	InputTokens  int                       `json:"input_tokens"`
 
 	// IsFused True when every requested model (two or more) succeeded and `result`
