@@ -1156,22 +1156,22 @@ type BatchRequest struct {
 	EnableWebSearch              *bool   `json:"enable_web_search,omitempty"`
 
 	// Entities The entities (objects of known attributes); at most ENRICH_BATCH_MAX_ENTITIES (default 1000), more is 400 `too_many_entities` naming `entities`.
-	Entities []map[string]interface{} `json:"entities"`
+	Entities []json.RawMessage `json:"entities"`
 
 	// EntityData Refused: a batch takes `entities`.
-	EntityData interface{} `json:"entity_data,omitempty"`
-	Languages  *[]string   `json:"languages,omitempty"`
-	Model      *string     `json:"model,omitempty"`
-	Models     *[]string   `json:"models,omitempty"`
+	EntityData json.RawMessage `json:"entity_data,omitempty"`
+	Languages  *[]string       `json:"languages,omitempty"`
+	Model      *string         `json:"model,omitempty"`
+	Models     *[]string       `json:"models,omitempty"`
 
 	// PauseTimeoutSeconds Refused: a batch never pauses.
-	PauseTimeoutSeconds interface{} `json:"pause_timeout_seconds,omitempty"`
-	SchemaId            *string     `json:"schema_id"`
+	PauseTimeoutSeconds *int    `json:"pause_timeout_seconds,omitempty"`
+	SchemaId            *string `json:"schema_id"`
 
 	// SelectedIndices Enrich only the entities at these indices (unique, in range).
-	SelectedIndices *[]int                  `json:"selected_indices,omitempty"`
-	Strategy        *BatchRequestStrategy   `json:"strategy,omitempty"`
-	TargetSchema    *map[string]interface{} `json:"target_schema,omitempty"`
+	SelectedIndices *[]int                `json:"selected_indices,omitempty"`
+	Strategy        *BatchRequestStrategy `json:"strategy,omitempty"`
+	TargetSchema    json.RawMessage       `json:"target_schema,omitempty"`
 }
 
 // BatchRequestStrategy defines model for BatchRequest.Strategy.
