@@ -40,7 +40,7 @@ verify: ## gofmt, vet, wire diff, generated HTTP types diff, dependency rule
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1)
 	$(GO) vet $(PKGS)
 	$(GO) tool wire diff . || (echo "wire_gen.go is stale: make generate"; exit 1)
-	@cd adapters/httpapi/api && $(GO) tool oapi-codegen -config cfg.yaml ../openapi.yaml | diff -u types.gen.go - \
+	@set -o pipefail; cd adapters/httpapi/api && $(GO) tool oapi-codegen -config cfg.yaml ../openapi.yaml | diff -u types.gen.go - \
 		|| (echo "adapters/httpapi/api/types.gen.go is stale: make generate"; exit 1)
 	$(GO) test -count=1 -run TestDependencyRule .
 
