@@ -32,13 +32,16 @@ bench: test-deps ## benchmarks (overhead per job and call, allocations, SSE firs
 	$(GO) test -run '^$$' -bench . -benchtime 2000x -benchmem ./test/bench/ && \
 	ENRICH_LOAD=1 $(GO) test -count=1 -run '^(TestLoad|TestBatchLoad)$$' -v -timeout 15m ./test/load/
 
-generate: ## regenerate wire_gen.go
+generate: ## regenerate wire_gen.go and the HTTP types (adapters/httpapi/api/types.gen.go)
 	$(GO) tool wire gen .
+	$(GO) generate ./adapters/httpapi/api
 
-verify: ## gofmt, vet, wire diff, dependency rule
+verify: ## gofmt, vet, wire diff, generated HTTP types diff, dependency rule
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1)
 	$(GO) vet $(PKGS)
 	$(GO) tool wire diff . || (echo "wire_gen.go is stale: make generate"; exit 1)
+	@set -o pipefail; cd adapters/httpapi/api && $(GO) tool oapi-codegen -config cfg.yaml ../openapi.yaml | diff -u types.gen.go - \
+		|| (echo "adapters/httpapi/api/types.gen.go is stale: make generate"; exit 1)
 	$(GO) test -count=1 -run TestDependencyRule .
 
 .PHONY: help run build migrate test-deps test bench generate verify

@@ -76,14 +76,26 @@ type Session struct {
 	ExpiresIn    time.Duration
 }
 
-// MinPasswordLen is the shortest password accepted.
-const MinPasswordLen = 8
+// Limits of account and access-key fields. openapi.yaml writes the same
+// numbers; adapters/httpapi's TestLimitsAgreeWithGo checks them against these.
+const (
+	// MinPasswordLen is the shortest password accepted.
+	MinPasswordLen = 8
+	// MaxEmailLen is the longest email address (RFC 5321's path limit).
+	MaxEmailLen = 320
+	// MaxOrgNameLen bounds an organization's name.
+	MaxOrgNameLen = 200
+	// MaxKeyNameLen bounds an access key's name.
+	MaxKeyNameLen = 200
+	// MaxKeyExpiryDays bounds an access key's expires_in_days.
+	MaxKeyExpiryDays = 3650
+)
 
 // checkCredentials validates a new account's email and password and returns
 // the email normalised (trimmed, lower case).
 func checkCredentials(email, password string) (string, error) {
 	email = strings.ToLower(strings.TrimSpace(email))
-	if a, err := mail.ParseAddress(email); err != nil || a.Address != email || len(email) > 320 {
+	if a, err := mail.ParseAddress(email); err != nil || a.Address != email || len(email) > MaxEmailLen {
 		return "", Invalid("email", "email is not a valid address")
 	}
 	if len(password) < MinPasswordLen {
@@ -101,8 +113,8 @@ func (s *AccessService) Register(ctx context.Context, email, password, orgName s
 		return nil, err
 	}
 	orgName = strings.TrimSpace(orgName)
-	if orgName == "" || len(orgName) > 200 {
-		return nil, Invalid("organization", "organization must be 1 to 200 characters")
+	if orgName == "" || len(orgName) > MaxOrgNameLen {
+		return nil, Invalid("organization", "organization must be 1 to %d characters", MaxOrgNameLen)
 	}
 	// Checked before hashing, which is slow on purpose; the unique email
 	// index still decides a race.
@@ -359,8 +371,8 @@ func (s *AccessService) CreateKey(ctx context.Context, p *access.Principal, in N
 		return nil, "", err
 	}
 	name := strings.TrimSpace(in.Name)
-	if name == "" || len(name) > 200 {
-		return nil, "", Invalid("name", "name must be 1 to 200 characters")
+	if name == "" || len(name) > MaxKeyNameLen {
+		return nil, "", Invalid("name", "name must be 1 to %d characters", MaxKeyNameLen)
 	}
 	scopes, err := access.ParseScopes(in.Scopes)
 	if err != nil {
@@ -372,8 +384,8 @@ func (s *AccessService) CreateKey(ctx context.Context, p *access.Principal, in N
 		if exp != nil {
 			return nil, "", Invalid("expires_in_days", "give expires_at or expires_in_days, not both")
 		}
-		if *in.ExpiresInDays < 1 || *in.ExpiresInDays > 3650 {
-			return nil, "", Invalid("expires_in_days", "expires_in_days must be between 1 and 3650")
+		if *in.ExpiresInDays < 1 || *in.ExpiresInDays > MaxKeyExpiryDays {
+			return nil, "", Invalid("expires_in_days", "expires_in_days must be between 1 and %d", MaxKeyExpiryDays)
 		}
 		t := now.Add(time.Duration(*in.ExpiresInDays) * 24 * time.Hour)
 		exp = &t

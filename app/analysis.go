@@ -78,11 +78,11 @@ type AnalysisResult struct {
 	UpToDate bool
 }
 
-// AnalyzeSampleInput is the body of POST /api/schema/analyze-sample.
+// AnalyzeSampleInput is what POST /api/schema/analyze-sample asks.
 type AnalyzeSampleInput struct {
-	SampleJSON      json.RawMessage `json:"sample_json"`
-	ProtectedFields []string        `json:"protected_fields"`
-	Model           string          `json:"model"`
+	SampleJSON      json.RawMessage
+	ProtectedFields []string
+	Model           string
 }
 
 // AnalyzeSample judges the property names of one sample object. The
@@ -424,17 +424,17 @@ func (s *AnalysisService) store(ctx context.Context, rec *enrichment.Record, cal
 	})
 }
 
-// ScopingSplitInput is the body of POST /api/schema/scoping-split: the
-// reference's ScopingSplitRequest, plus an optional schema document (schema
-// or schema_content) to split the same way.
+// ScopingSplitInput is what POST /api/schema/scoping-split asks: the
+// reference's ScopingSplitRequest, plus an optional schema document (Schema,
+// or SchemaContent, the reference's name) to split the same way.
 type ScopingSplitInput struct {
-	EntityFields  []string          `json:"entity_fields"`
-	EntityName    string            `json:"entity_name"`
-	EntitySamples []json.RawMessage `json:"entity_samples"`
-	Fields        []string          `json:"fields"`
-	Path          string            `json:"path"`
-	Schema        json.RawMessage   `json:"schema"`
-	SchemaContent json.RawMessage   `json:"schema_content"`
+	EntityFields  []string
+	EntityName    string
+	EntitySamples []json.RawMessage
+	Fields        []string
+	Path          string
+	Schema        json.RawMessage
+	SchemaContent json.RawMessage
 }
 
 // ScopingSplit applies an identity-scoping split to samples (and a schema

@@ -48,9 +48,9 @@ type BatchStarted struct {
 // InvalidEntity is an entity of a batch that its schema's input contract
 // refuses.
 type InvalidEntity struct {
-	Index  int      `json:"index"`
-	Detail string   `json:"detail"`
-	Paths  []string `json:"paths"`
+	Index  int
+	Detail string
+	Paths  []string
 }
 
 // batchPlan is a validated batch.

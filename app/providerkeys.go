@@ -85,10 +85,11 @@ type KeyCheck struct {
 	CheckedAt time.Time
 }
 
-// Limits of provider-key fields.
+// Limits of provider-key fields (openapi.yaml writes the same; checked by
+// adapters/httpapi's TestLimitsAgreeWithGo).
 const (
-	maxProviderKeyName   = 100
-	maxProviderKeySecret = 4096
+	MaxProviderKeyName   = 100
+	MaxProviderKeySecret = 4096
 )
 
 func (s *ProviderKeyService) authorize(p *access.Principal, scope KeyScope, op string) (orgID string, err error) {
@@ -154,8 +155,8 @@ func checkSecret(secret string) error {
 	if secret == "" {
 		return Invalid("api_key", "api_key is required")
 	}
-	if len(secret) > maxProviderKeySecret {
-		return Invalid("api_key", "api_key must be at most %d characters", maxProviderKeySecret)
+	if len(secret) > MaxProviderKeySecret {
+		return Invalid("api_key", "api_key must be at most %d characters", MaxProviderKeySecret)
 	}
 	for _, r := range secret {
 		if unicode.IsSpace(r) || unicode.IsControl(r) {
@@ -167,8 +168,8 @@ func checkSecret(secret string) error {
 
 func checkKeyName(name string) (string, error) {
 	name = strings.TrimSpace(name)
-	if len([]rune(name)) > maxProviderKeyName {
-		return "", Invalid("name", "name must be at most %d characters", maxProviderKeyName)
+	if len([]rune(name)) > MaxProviderKeyName {
+		return "", Invalid("name", "name must be at most %d characters", MaxProviderKeyName)
 	}
 	return name, nil
 }

@@ -82,11 +82,11 @@ type GenerateRequest struct {
 	SampleInputs json.RawMessage `json:"sample_inputs,omitempty"`
 }
 
-// SampleSetRequest is the body of POST /api/schema/samples/conformance.
+// SampleSetRequest is what POST /api/schema/samples/conformance asks.
 type SampleSetRequest struct {
-	EntitySamples              json.RawMessage `json:"entity_samples"`
-	SampleCommonalityThreshold *float64        `json:"sample_commonality_threshold,omitempty"`
-	StrictFieldConformance     *bool           `json:"strict_field_conformance,omitempty"`
+	EntitySamples              json.RawMessage
+	SampleCommonalityThreshold *float64
+	StrictFieldConformance     *bool
 }
 
 // EditRequest is the body of POST /api/schema/saved/{id}/prompt[/stream]

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/entityenrich/enrich/adapters/httpapi/api"
 	"github.com/entityenrich/enrich/app"
 	"github.com/entityenrich/enrich/domain/ambiguity"
 )
@@ -17,42 +18,51 @@ func (s *Server) registerAnalysisRoutes(r *mux.Router) {
 	r.HandleFunc("/api/schema/scoping-split", s.scopingSplit).Methods(http.MethodPost)
 }
 
-// ambiguityJSON is the reference's AmbiguityCheckResponse, plus the model
+// toAmbiguity maps the reference's AmbiguityCheckResponse, plus the model
 // that ran and whether a saved schema was up to date.
-type ambiguityJSON struct {
-	AnalyzedCount   int                        `json:"analyzed_count"`
-	Findings        []ambiguity.Finding        `json:"findings"`
-	IdentityScoping []ambiguity.ScopingFinding `json:"identity_scoping"`
-	Summary         map[string]int             `json:"summary"`
-	RecordID        *string                    `json:"record_id"`
-	SchemaID        *string                    `json:"schema_id"`
-	Schema          json.RawMessage            `json:"schema"`
-	Model           *string                    `json:"model"`
-	UpToDate        bool                       `json:"up_to_date"`
+func toAmbiguity(res *app.AnalysisResult) api.AmbiguityCheckResponse {
+	out := api.AmbiguityCheckResponse{AnalyzedCount: res.AnalyzedCount, Findings: toFindings(res.Findings),
+		IdentityScoping: toScopingFindings(res.IdentityScoping), Summary: res.Summary, UpToDate: res.UpToDate,
+		RecordId: nilIfEmpty(res.RecordID), Model: nilIfEmpty(res.Model)}
+	if res.Schema != nil {
+		out.SchemaId, out.Schema = &res.Schema.ID, &res.Schema.Content
+	}
+	return out
 }
 
-func toAmbiguity(res *app.AnalysisResult) ambiguityJSON {
-	out := ambiguityJSON{AnalyzedCount: res.AnalyzedCount, Findings: res.Findings, IdentityScoping: res.IdentityScoping,
-		Summary: res.Summary, Schema: json.RawMessage("null"), UpToDate: res.UpToDate}
-	if res.RecordID != "" {
-		out.RecordID = &res.RecordID
+// toFindings keeps a nil list nil (written as null) and an empty one empty.
+func toFindings(fs []ambiguity.Finding) []api.AmbiguityFinding {
+	if fs == nil {
+		return nil
 	}
-	if res.Model != "" {
-		out.Model = &res.Model
+	out := make([]api.AmbiguityFinding, 0, len(fs))
+	for _, f := range fs {
+		out = append(out, api.AmbiguityFinding{Path: f.Path, Kind: api.AmbiguityFindingKind(f.Kind),
+			Level: api.AmbiguityFindingLevel(f.Level), Interpretations: f.Interpretations, Note: f.Note,
+			SuggestedNames: f.SuggestedNames, SuggestedDescription: nilIfEmpty(f.SuggestedDescription)})
 	}
-	if res.Schema != nil {
-		out.SchemaID = &res.Schema.ID
-		out.Schema = res.Schema.Content
+	return out
+}
+
+func toScopingFindings(fs []ambiguity.ScopingFinding) []api.IdentityScopingFinding {
+	if fs == nil {
+		return nil
+	}
+	out := make([]api.IdentityScopingFinding, 0, len(fs))
+	for _, f := range fs {
+		out = append(out, api.IdentityScopingFinding{Path: f.Path, Mixed: f.Mixed, EntityFields: f.EntityFields,
+			PairFields: f.PairFields, SuggestedEntityName: nilIfEmpty(f.SuggestedEntityName), Note: f.Note})
 	}
 	return out
 }
 
 func (s *Server) analyzeSample(w http.ResponseWriter, r *http.Request) {
-	var in app.AnalyzeSampleInput
+	var in api.AnalyzeSampleRequest
 	if !s.decode(w, r, &in) {
 		return
 	}
-	res, err := s.analysis.AnalyzeSample(r.Context(), principal(r), in)
+	res, err := s.analysis.AnalyzeSample(r.Context(), principal(r), app.AnalyzeSampleInput{SampleJSON: in.SampleJson,
+		ProtectedFields: deref(in.ProtectedFields), Model: deref(in.Model)})
 	if err != nil {
 		s.Error(w, r, err)
 		return
@@ -79,35 +89,35 @@ func (s *Server) analyzeSchema(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, toAmbiguity(res))
 }
 
-// splitJSON is the reference's ScopingSplitResponse, plus the split schema
-// when one was sent.
-type splitJSON struct {
-	Applied       bool            `json:"applied"`
-	EntitySamples []any           `json:"entity_samples"`
-	Paths         []string        `json:"paths"`
-	Reason        *string         `json:"reason"`
-	Schema        json.RawMessage `json:"schema"`
-}
-
 func (s *Server) scopingSplit(w http.ResponseWriter, r *http.Request) {
-	var in app.ScopingSplitInput
+	var in api.ScopingSplitRequest
 	if !s.decode(w, r, &in) {
 		return
 	}
-	res, err := s.analysis.ScopingSplit(r.Context(), principal(r), in)
+	res, err := s.analysis.ScopingSplit(r.Context(), principal(r), toScopingSplitInput(in))
 	if err != nil {
 		s.Error(w, r, err)
 		return
 	}
-	out := splitJSON{Applied: res.Applied, EntitySamples: res.Samples, Paths: res.Paths, Schema: json.RawMessage("null")}
+	writeJSON(w, http.StatusOK, toScopingSplit(res))
+}
+
+func toScopingSplitInput(in api.ScopingSplitRequest) app.ScopingSplitInput {
+	return app.ScopingSplitInput{EntityFields: in.EntityFields, EntityName: in.EntityName, EntitySamples: in.EntitySamples,
+		Fields: deref(in.Fields), Path: in.Path, Schema: in.Schema, SchemaContent: in.SchemaContent}
+}
+
+// toScopingSplit maps the reference's ScopingSplitResponse, plus the split
+// schema when one was sent.
+func toScopingSplit(res ambiguity.SplitResult) api.ScopingSplitResponse {
+	out := api.ScopingSplitResponse{Applied: res.Applied, EntitySamples: res.Samples, Paths: res.Paths,
+		Reason: nilIfEmpty(res.Reason)}
 	if out.EntitySamples == nil {
 		out.EntitySamples = []any{}
 	}
-	if res.Reason != "" {
-		out.Reason = &res.Reason
-	}
 	if res.Schema != nil {
-		out.Schema, _ = json.Marshal(res.Schema)
+		raw, _ := json.Marshal(res.Schema)
+		out.Schema = (*json.RawMessage)(&raw)
 	}
-	writeJSON(w, http.StatusOK, out)
+	return out
 }

@@ -1,13 +1,13 @@
 package httpapi
 
 import (
-	"encoding/json"
 	"net"
 	"net/http"
 	"time"
 
 	"github.com/gorilla/mux"
 
+	"github.com/entityenrich/enrich/adapters/httpapi/api"
 	"github.com/entityenrich/enrich/app"
 	"github.com/entityenrich/enrich/domain/access"
 )
@@ -27,48 +27,24 @@ func (s *Server) registerAuthRoutes(r *mux.Router) {
 	r.HandleFunc("/api/auth/api-keys/{id}", s.revokeKey).Methods(http.MethodDelete)
 }
 
-type userJSON struct {
-	ID        string    `json:"id"`
-	Email     string    `json:"email"`
-	Role      string    `json:"role"`
-	OrgID     string    `json:"organization_id"`
-	Status    string    `json:"status"`
-	SysAdmin  bool      `json:"is_sysadmin"`
-	CreatedAt time.Time `json:"created_at"`
-}
-
-type orgJSON struct {
-	ID   string `json:"id"`
-	Name string `json:"name"`
-}
-
-func toUser(u *access.User) *userJSON {
+func toUser(u *access.User) *api.User {
 	if u == nil {
 		return nil
 	}
-	return &userJSON{ID: u.ID, Email: u.Email, Role: string(u.Role), OrgID: u.OrgID, Status: string(u.Status), SysAdmin: u.SysAdmin, CreatedAt: u.CreatedAt}
+	return &api.User{Id: u.ID, Email: u.Email, Role: api.Role(u.Role), OrganizationId: u.OrgID,
+		Status: api.UserStatus(u.Status), IsSysadmin: u.SysAdmin, CreatedAt: u.CreatedAt}
 }
 
-type sessionJSON struct {
-	User         *userJSON `json:"user"`
-	Organization orgJSON   `json:"organization"`
-	AccessToken  string    `json:"access_token"`
-	TokenType    string    `json:"token_type"`
-	ExpiresIn    int64     `json:"expires_in"`
-	RefreshToken string    `json:"refresh_token"`
-}
+func toOrg(o *access.Organization) api.Organization { return api.Organization{Id: o.ID, Name: o.Name} }
 
-func toSession(ss *app.Session) sessionJSON {
-	return sessionJSON{User: toUser(ss.User), Organization: orgJSON{ss.Org.ID, ss.Org.Name}, AccessToken: ss.AccessToken,
-		TokenType: "bearer", ExpiresIn: int64(ss.ExpiresIn / time.Second), RefreshToken: ss.RefreshToken}
+// toSession maps a session; a session always has its user.
+func toSession(ss *app.Session) api.Session {
+	return api.Session{User: *toUser(ss.User), Organization: toOrg(ss.Org), AccessToken: ss.AccessToken,
+		TokenType: api.SessionTokenTypeBearer, ExpiresIn: int(ss.ExpiresIn / time.Second), RefreshToken: ss.RefreshToken}
 }
 
 func (s *Server) register(w http.ResponseWriter, r *http.Request) {
-	var in struct {
-		Email        string `json:"email"`
-		Password     string `json:"password"`
-		Organization string `json:"organization"`
-	}
+	var in api.RegisterRequest
 	if !s.decode(w, r, &in) {
 		return
 	}
@@ -81,10 +57,7 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) login(w http.ResponseWriter, r *http.Request) {
-	var in struct {
-		Email    string `json:"email"`
-		Password string `json:"password"`
-	}
+	var in api.LoginRequest
 	if !s.decode(w, r, &in) {
 		return
 	}
@@ -97,9 +70,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) refresh(w http.ResponseWriter, r *http.Request) {
-	var in struct {
-		RefreshToken string `json:"refresh_token"`
-	}
+	var in api.RefreshRequest
 	if !s.decode(w, r, &in) {
 		return
 	}
@@ -112,9 +83,7 @@ func (s *Server) refresh(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
-	var in struct {
-		RefreshToken string `json:"refresh_token"`
-	}
+	var in api.RefreshRequest
 	if !s.decode(w, r, &in) {
 		return
 	}
@@ -140,19 +109,15 @@ func (s *Server) listMembers(w http.ResponseWriter, r *http.Request) {
 		s.Error(w, r, err)
 		return
 	}
-	out := make([]*userJSON, 0, len(us))
+	out := api.UserList{Users: make([]api.User, 0, len(us))}
 	for _, u := range us {
-		out = append(out, toUser(u))
+		out.Users = append(out.Users, *toUser(u))
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"users": out})
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) addMember(w http.ResponseWriter, r *http.Request) {
-	var in struct {
-		Email    string `json:"email"`
-		Password string `json:"password"`
-		Role     string `json:"role"`
-	}
+	var in api.NewUserRequest
 	if !s.decode(w, r, &in) {
 		return
 	}
@@ -165,23 +130,11 @@ func (s *Server) addMember(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) updateMember(w http.ResponseWriter, r *http.Request) {
-	var in struct {
-		Role   *string `json:"role"`
-		Status *string `json:"status"`
-	}
+	var in api.UpdateUserRequest
 	if !s.decode(w, r, &in) {
 		return
 	}
-	var c access.MemberChange
-	if in.Role != nil {
-		role := access.Role(*in.Role)
-		c.Role = &role
-	}
-	if in.Status != nil {
-		st := access.UserStatus(*in.Status)
-		c.Status = &st
-	}
-	u, err := s.access.UpdateMember(r.Context(), principal(r), mux.Vars(r)["id"], c)
+	u, err := s.access.UpdateMember(r.Context(), principal(r), mux.Vars(r)["id"], toMemberChange(in))
 	if err != nil {
 		s.Error(w, r, err)
 		return
@@ -196,87 +149,87 @@ func (s *Server) me(w http.ResponseWriter, r *http.Request) {
 		s.Error(w, r, err)
 		return
 	}
-	kind := "user"
-	var keyID *string
+	out := api.Me{Kind: api.MeKindUser, User: toUser(u), Organization: toOrg(org), Role: api.Role(p.Role),
+		Scopes: toScopes(p.Scopes), IsSysadmin: p.SysAdmin, KeyId: nilIfEmpty(p.KeyID), KeyExpiresAt: p.ExpiresAt}
 	if p.KeyID != "" {
-		kind, keyID = "api_key", &p.KeyID
+		out.Kind = api.MeKindApiKey
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"kind": kind, "user": toUser(u), "organization": orgJSON{org.ID, org.Name},
-		"role": p.Role, "scopes": p.Scopes, "is_sysadmin": p.SysAdmin, "key_id": keyID, "key_expires_at": p.ExpiresAt})
+	writeJSON(w, http.StatusOK, out)
 }
 
-type keyJSON struct {
-	ID         string     `json:"id"`
-	Key        string     `json:"key,omitempty"`
-	Prefix     string     `json:"prefix"`
-	KeyPrefix  string     `json:"key_prefix"`
-	Name       string     `json:"name"`
-	Role       *string    `json:"role"`
-	Scopes     []string   `json:"scopes"`
-	Legacy     bool       `json:"legacy"`
-	ExpiresAt  *time.Time `json:"expires_at"`
-	CreatedAt  time.Time  `json:"created_at"`
-	LastUsedAt *time.Time `json:"last_used_at"`
-}
-
-// keyStateJSON is a key as listed or changed: with its use and state, every
-// nullable field present.
-type keyStateJSON struct {
-	keyJSON
-	UseCount     int64      `json:"use_count"`
-	ExpiringSoon bool       `json:"expiring_soon"`
-	IsActive     bool       `json:"is_active"`
-	RevokedAt    *time.Time `json:"revoked_at"`
-}
-
-func toKeyState(k *access.APIKey, now time.Time) keyStateJSON {
-	return keyStateJSON{keyJSON: toKey(k), UseCount: k.UseCount, ExpiringSoon: k.ExpiringSoon(now),
-		IsActive: k.Usable(now) == nil, RevokedAt: k.RevokedAt}
-}
-
-func toKey(k *access.APIKey) keyJSON {
-	out := keyJSON{ID: k.ID, Prefix: k.Prefix, KeyPrefix: k.Prefix, Name: k.Name, Legacy: k.Legacy, ExpiresAt: k.ExpiresAt,
-		CreatedAt: k.CreatedAt, LastUsedAt: k.LastUsedAt}
-	if !k.Legacy {
-		role := string(k.Role)
-		out.Role = &role
+func toMemberChange(in api.UpdateUserRequest) access.MemberChange {
+	var c access.MemberChange
+	if in.Role != nil {
+		role := access.Role(*in.Role)
+		c.Role = &role
 	}
-	for _, sc := range k.Scopes {
-		out.Scopes = append(out.Scopes, string(sc))
+	if in.Status != nil {
+		st := access.UserStatus(*in.Status)
+		c.Status = &st
+	}
+	return c
+}
+
+// toScopes keeps nil nil (written as null).
+func toScopes(scs []access.Scope) []api.Scope {
+	var out []api.Scope
+	for _, sc := range scs {
+		out = append(out, api.Scope(sc))
 	}
 	return out
 }
 
-func (s *Server) createKey(w http.ResponseWriter, r *http.Request) {
-	var in struct {
-		Name          string          `json:"name"`
-		Role          json.RawMessage `json:"role"`
-		Scopes        []string        `json:"scopes"`
-		ExpiresAt     *time.Time      `json:"expires_at"`
-		ExpiresInDays *int            `json:"expires_in_days"`
+// toKeyState maps a key as listed or changed: with its use and state, every
+// nullable field present.
+func toKeyState(k *access.APIKey, now time.Time) api.APIKey {
+	out := api.APIKey{Id: k.ID, Prefix: k.Prefix, KeyPrefix: k.Prefix, Name: k.Name, Legacy: k.Legacy,
+		Scopes: toScopes(k.Scopes), ExpiresAt: k.ExpiresAt, CreatedAt: k.CreatedAt, LastUsedAt: k.LastUsedAt,
+		UseCount: int(k.UseCount), ExpiringSoon: k.ExpiringSoon(now), IsActive: k.Usable(now) == nil, RevokedAt: k.RevokedAt}
+	if !k.Legacy {
+		role := api.APIKeyRole(k.Role)
+		out.Role = &role
 	}
+	return out
+}
+
+// toCreatedKey maps a new key with its only clear copy.
+func toCreatedKey(k *access.APIKey, clear string) api.CreatedAPIKey {
+	out := api.CreatedAPIKey{Id: k.ID, Key: clear, Prefix: k.Prefix, KeyPrefix: k.Prefix, Name: k.Name, Legacy: k.Legacy,
+		Scopes: toScopes(k.Scopes), ExpiresAt: k.ExpiresAt, CreatedAt: k.CreatedAt, LastUsedAt: k.LastUsedAt}
+	if !k.Legacy {
+		role := api.CreatedAPIKeyRole(k.Role)
+		out.Role = &role
+	}
+	return out
+}
+
+func toNewKeyInput(in api.CreateAPIKeyRequest) app.NewKeyInput {
+	ni := app.NewKeyInput{Name: in.Name, ExpiresAt: in.ExpiresAt, ExpiresInDays: in.ExpiresInDays}
+	if in.Scopes != nil {
+		ni.Scopes = []string{}
+		for _, sc := range *in.Scopes {
+			ni.Scopes = append(ni.Scopes, string(sc))
+		}
+	}
+	if in.Role != nil {
+		role := access.Role(*in.Role)
+		ni.Role = &role
+	}
+	return ni
+}
+
+func (s *Server) createKey(w http.ResponseWriter, r *http.Request) {
+	var in api.CreateAPIKeyRequest
 	if !s.decode(w, r, &in) {
 		return
 	}
-	ni := app.NewKeyInput{Name: in.Name, Scopes: in.Scopes, ExpiresAt: in.ExpiresAt, ExpiresInDays: in.ExpiresInDays}
-	if len(in.Role) > 0 && string(in.Role) != "null" {
-		var role string
-		if err := json.Unmarshal(in.Role, &role); err != nil {
-			s.Error(w, r, app.Invalid("role", "role must be owner, editor, operator or null"))
-			return
-		}
-		rr := access.Role(role)
-		ni.Role = &rr
-	}
-	k, clear, err := s.access.CreateKey(r.Context(), principal(r), ni)
+	k, clear, err := s.access.CreateKey(r.Context(), principal(r), toNewKeyInput(in))
 	if err != nil {
 		s.Error(w, r, err)
 		return
 	}
-	out := toKey(k)
-	out.Key = clear
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusCreated, out)
+	writeJSON(w, http.StatusCreated, toCreatedKey(k, clear))
 }
 
 func (s *Server) listKeys(w http.ResponseWriter, r *http.Request) {
@@ -286,17 +239,15 @@ func (s *Server) listKeys(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := time.Now()
-	out := make([]keyStateJSON, 0, len(ks))
+	out := make([]api.APIKey, 0, len(ks))
 	for _, k := range ks {
 		out = append(out, toKeyState(k, now))
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"api_keys": out})
+	writeJSON(w, http.StatusOK, api.APIKeyList{ApiKeys: out})
 }
 
 func (s *Server) updateKey(w http.ResponseWriter, r *http.Request) {
-	var in struct {
-		Role string `json:"role"`
-	}
+	var in api.UpdateAPIKeyRequest
 	if !s.decode(w, r, &in) {
 		return
 	}

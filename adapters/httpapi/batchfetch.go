@@ -7,6 +7,7 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/entityenrich/enrich/adapters/httpapi/api"
 	"github.com/entityenrich/enrich/app"
 )
 
@@ -14,40 +15,11 @@ func (s *Server) registerBatchFetchRoutes(r *mux.Router) {
 	r.HandleFunc("/api/batch/fetch", s.batchFetch).Methods(http.MethodPost)
 }
 
-// batchFetchRequest is the reference's BatchFetchRequest, plus batch
-// (reserved: the batch start's body without entities).
-type batchFetchRequest struct {
-	URL   string           `json:"url"`
-	Auth  *fetchAuthConfig `json:"auth"`
-	Batch json.RawMessage  `json:"batch"`
-}
-
-// fetchAuthConfig is the reference's AuthConfig.
-type fetchAuthConfig struct {
-	AuthType      string  `json:"auth_type"`
-	BearerToken   *string `json:"bearer_token"`
-	APIKeyHeader  *string `json:"api_key_header"`
-	APIKeyValue   *string `json:"api_key_value"`
-	BasicUsername *string `json:"basic_username"`
-	BasicPassword *string `json:"basic_password"`
-}
-
-// batchFetchResponse is the reference's BatchFetchResponse plus format.
-type batchFetchResponse struct {
-	Entities    []json.RawMessage `json:"entities"`
-	Total       int               `json:"total"`
-	FetchTimeMS int64             `json:"fetch_time_ms"`
-	Format      string            `json:"format"`
-	// The batch started on the entities, when the request asked for one.
-	JobID   *string             `json:"job_id,omitempty"`
-	Message string              `json:"message,omitempty"`
-	Invalid []app.InvalidEntity `json:"invalid_entities,omitempty"`
-}
-
-// input maps the request to the app's; batch, when set, is the body of
-// POST /api/batch/start without entities, decoded as strictly.
-func (in *batchFetchRequest) input() (app.FetchInput, error) {
-	q := app.FetchInput{URL: in.URL}
+// toFetchInput maps the reference's BatchFetchRequest (its AuthConfig
+// included); batch, the batch start's body without entities, is read as
+// strictly as POST /api/batch/start reads it.
+func toFetchInput(in api.BatchFetchRequest) (app.FetchInput, error) {
+	q := app.FetchInput{URL: in.Url}
 	if b := bytes.TrimSpace(in.Batch); len(b) > 0 && string(b) != "null" {
 		var br app.BatchRequest
 		dec := json.NewDecoder(bytes.NewReader(b))
@@ -58,18 +30,34 @@ func (in *batchFetchRequest) input() (app.FetchInput, error) {
 		q.Batch = &br
 	}
 	if a := in.Auth; a != nil {
-		q.Auth = &app.FetchAuthInput{Type: a.AuthType, BearerToken: a.BearerToken, APIKeyHeader: a.APIKeyHeader,
-			APIKeyValue: a.APIKeyValue, BasicUsername: a.BasicUsername, BasicPassword: a.BasicPassword}
+		q.Auth = &app.FetchAuthInput{Type: string(deref(a.AuthType)), BearerToken: a.BearerToken, APIKeyHeader: a.ApiKeyHeader,
+			APIKeyValue: a.ApiKeyValue, BasicUsername: a.BasicUsername, BasicPassword: a.BasicPassword}
 	}
 	return q, nil
 }
 
+// toFetchResponse maps the reference's BatchFetchResponse plus format, and
+// the batch started on the entities when the request asked for one.
+func toFetchResponse(res app.FetchResult) api.BatchFetchResponse {
+	out := api.BatchFetchResponse{Entities: res.Entities, Total: res.Total, FetchTimeMs: int(res.FetchTimeMS),
+		Format: api.BatchFetchResponseFormat(res.Format)}
+	if b := res.Batch; b != nil {
+		msg := batchStarted(b).Message
+		out.JobId, out.Message = &b.Job.ID, &msg
+		if len(b.Invalid) > 0 {
+			inv := toInvalidEntities(b.Invalid)
+			out.InvalidEntities = &inv
+		}
+	}
+	return out
+}
+
 func (s *Server) batchFetch(w http.ResponseWriter, r *http.Request) {
-	var in batchFetchRequest
+	var in api.BatchFetchRequest
 	if !s.decode(w, r, &in) {
 		return
 	}
-	q, err := in.input()
+	q, err := toFetchInput(in)
 	if err != nil {
 		s.Error(w, r, err)
 		return
@@ -79,10 +67,5 @@ func (s *Server) batchFetch(w http.ResponseWriter, r *http.Request) {
 		s.Error(w, r, err)
 		return
 	}
-	out := batchFetchResponse{Entities: res.Entities, Total: res.Total, FetchTimeMS: res.FetchTimeMS, Format: string(res.Format)}
-	if b := res.Batch; b != nil {
-		out.JobID, out.Invalid = &b.Job.ID, b.Invalid
-		out.Message = "batch enrichment started; follow GET /api/llm/stream/" + b.Job.ID
-	}
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, toFetchResponse(res))
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/entityenrich/enrich/adapters/httpapi/api"
 	"github.com/entityenrich/enrich/app"
 	ledger "github.com/entityenrich/enrich/domain/usage"
 )
@@ -60,66 +61,30 @@ func parseDate(s string) (time.Time, error) {
 	return time.Parse(time.RFC3339Nano, s)
 }
 
-// costSummaryJSON is the reference's CostSummary.
-type costSummaryJSON struct {
-	TotalCost          float64  `json:"total_cost"`
-	TotalCostMicro     int64    `json:"total_cost_micro"`
-	TotalRequests      int64    `json:"total_requests"`
-	TotalInputTokens   int64    `json:"total_input_tokens"`
-	TotalOutputTokens  int64    `json:"total_output_tokens"`
-	AvgCostPerRequest  float64  `json:"avg_cost_per_request"`
-	AvgCostPerProperty *float64 `json:"avg_cost_per_property"`
-	MostExpensiveModel *string  `json:"most_expensive_model"`
-	MostUsedModel      *string  `json:"most_used_model"`
+// toCostSummary maps the reference's CostSummary.
+func toCostSummary(c app.CostSummary) api.CostSummary {
+	return api.CostSummary{TotalCost: c.Total.CostUSD(), TotalCostMicro: int(c.Total.Cost), TotalRequests: int(c.Total.Requests),
+		TotalInputTokens: int(c.Total.InputTokens), TotalOutputTokens: int(c.Total.OutputTokens),
+		AvgCostPerRequest: c.Total.AvgCostUSD(), MostExpensiveModel: nilIfEmpty(c.MostExpensive), MostUsedModel: nilIfEmpty(c.MostUsed)}
 }
 
-func toCostSummary(c app.CostSummary) costSummaryJSON {
-	orNil := func(s string) *string {
-		if s == "" {
-			return nil
-		}
-		return &s
-	}
-	return costSummaryJSON{TotalCost: c.Total.CostUSD(), TotalCostMicro: c.Total.Cost, TotalRequests: c.Total.Requests,
-		TotalInputTokens: c.Total.InputTokens, TotalOutputTokens: c.Total.OutputTokens,
-		AvgCostPerRequest: c.Total.AvgCostUSD(), MostExpensiveModel: orNil(c.MostExpensive), MostUsedModel: orNil(c.MostUsed)}
-}
-
-// costStatsRowJSON is the reference's CostStatsRow; period is the first day
-// of the day, ISO week or month.
-type costStatsRowJSON struct {
-	Period            string  `json:"period"`
-	TotalCost         float64 `json:"total_cost"`
-	TotalRequests     int64   `json:"total_requests"`
-	TotalInputTokens  int64   `json:"total_input_tokens"`
-	TotalOutputTokens int64   `json:"total_output_tokens"`
-	AvgCostPerRequest float64 `json:"avg_cost_per_request"`
-}
-
-func toCostStats(ts []ledger.Total) []costStatsRowJSON {
-	out := make([]costStatsRowJSON, 0, len(ts))
+// toCostStats maps the reference's CostStatsRow; period is the first day of
+// the day, ISO week or month.
+func toCostStats(ts []ledger.Total) []api.CostStatsRow {
+	out := make([]api.CostStatsRow, 0, len(ts))
 	for _, t := range ts {
-		out = append(out, costStatsRowJSON{Period: t.Key, TotalCost: t.CostUSD(), TotalRequests: t.Requests,
-			TotalInputTokens: t.InputTokens, TotalOutputTokens: t.OutputTokens, AvgCostPerRequest: t.AvgCostUSD()})
+		out = append(out, api.CostStatsRow{Period: t.Key, TotalCost: t.CostUSD(), TotalRequests: int(t.Requests),
+			TotalInputTokens: int(t.InputTokens), TotalOutputTokens: int(t.OutputTokens), AvgCostPerRequest: t.AvgCostUSD()})
 	}
 	return out
 }
 
-// modelCostRowJSON is the reference's ModelCostRow.
-type modelCostRowJSON struct {
-	CompositeKey      string  `json:"composite_key"`
-	ModelName         string  `json:"model_name"`
-	TotalCost         float64 `json:"total_cost"`
-	TotalRequests     int64   `json:"total_requests"`
-	TotalInputTokens  int64   `json:"total_input_tokens"`
-	TotalOutputTokens int64   `json:"total_output_tokens"`
-}
-
-func toModelCosts(ts []ledger.Total) []modelCostRowJSON {
-	out := make([]modelCostRowJSON, 0, len(ts))
+// toModelCosts maps the reference's ModelCostRow.
+func toModelCosts(ts []ledger.Total) []api.ModelCostRow {
+	out := make([]api.ModelCostRow, 0, len(ts))
 	for _, t := range ts {
-		out = append(out, modelCostRowJSON{CompositeKey: t.Key, ModelName: modelName(t.Key), TotalCost: t.CostUSD(),
-			TotalRequests: t.Requests, TotalInputTokens: t.InputTokens, TotalOutputTokens: t.OutputTokens})
+		out = append(out, api.ModelCostRow{CompositeKey: t.Key, ModelName: modelName(t.Key), TotalCost: t.CostUSD(),
+			TotalRequests: int(t.Requests), TotalInputTokens: int(t.InputTokens), TotalOutputTokens: int(t.OutputTokens)})
 	}
 	return out
 }
@@ -187,41 +152,31 @@ func (s *Server) costPreset(w http.ResponseWriter, r *http.Request) {
 		s.Error(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"preset": c.Preset, "start_date": c.Start, "end_date": c.End,
-		"summary": toCostSummary(c.Summary), "daily": toCostStats(c.Daily), "by_model": toModelCosts(c.Models)})
+	writeJSON(w, http.StatusOK, api.CostPresetResponse{Preset: c.Preset, StartDate: c.Start, EndDate: c.End,
+		Summary: toCostSummary(c.Summary), Daily: toCostStats(c.Daily), ByModel: toModelCosts(c.Models)})
 }
 
-// modelPerformanceJSON is one model's calls: how many, how many failed, and
-// how long they took on average.
-type modelPerformanceJSON struct {
-	CompositeKey     string  `json:"composite_key"`
-	ModelName        string  `json:"model_name"`
-	TotalRequests    int64   `json:"total_requests"`
-	FailedRequests   int64   `json:"failed_requests"`
-	SuccessRate      float64 `json:"success_rate"`
-	AvgProcessingMS  float64 `json:"avg_processing_time_ms"`
-	TotalCost        float64 `json:"total_cost"`
-	AvgCostPerResult float64 `json:"avg_cost_per_request"`
-}
-
-func toPerformance(key string, t ledger.Total) modelPerformanceJSON {
+// toPerformance maps one model's calls: how many, how many failed, and how
+// long they took on average.
+func toPerformance(key string, t ledger.Total) api.ModelPerformance {
 	rate := 0.0
 	if t.Requests > 0 {
 		rate = float64(t.Requests-t.Failed) / float64(t.Requests)
 	}
-	return modelPerformanceJSON{CompositeKey: key, ModelName: modelName(key), TotalRequests: t.Requests, FailedRequests: t.Failed,
-		SuccessRate: rate, AvgProcessingMS: t.AvgLatencyMS(), TotalCost: t.CostUSD(), AvgCostPerResult: t.AvgCostUSD()}
+	return api.ModelPerformance{CompositeKey: key, ModelName: modelName(key), TotalRequests: int(t.Requests),
+		FailedRequests: int(t.Failed), SuccessRate: rate, AvgProcessingTimeMs: t.AvgLatencyMS(), TotalCost: t.CostUSD(),
+		AvgCostPerRequest: t.AvgCostUSD()}
 }
 
 func writePerformance(w http.ResponseWriter, p app.Performance) {
-	models := make([]modelPerformanceJSON, 0, len(p.Models))
+	models := make([]api.ModelPerformance, 0, len(p.Models))
 	for _, m := range p.Models {
 		models = append(models, toPerformance(m.Key, m))
 	}
 	total := toPerformance("", p.Total)
-	writeJSON(w, http.StatusOK, map[string]any{"total_requests": total.TotalRequests, "failed_requests": total.FailedRequests,
-		"success_rate": total.SuccessRate, "avg_processing_time_ms": total.AvgProcessingMS, "total_cost": total.TotalCost,
-		"by_model": models})
+	writeJSON(w, http.StatusOK, api.PerformanceStats{TotalRequests: total.TotalRequests, FailedRequests: total.FailedRequests,
+		SuccessRate: total.SuccessRate, AvgProcessingTimeMs: total.AvgProcessingTimeMs, TotalCost: total.TotalCost,
+		ByModel: models})
 }
 
 func (s *Server) costPerformance(w http.ResponseWriter, r *http.Request) {

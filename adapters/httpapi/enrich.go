@@ -12,6 +12,7 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/entityenrich/enrich/adapters/httpapi/api"
 	"github.com/entityenrich/enrich/app"
 	"github.com/entityenrich/enrich/domain/job"
 )
@@ -43,25 +44,37 @@ func (s *Server) options(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) enrichStream(w http.ResponseWriter, r *http.Request) {
-	var in app.EnrichRequest
+	var in api.EnrichRequest
 	if !s.decode(w, r, &in) {
 		return
 	}
-	j, err := s.enrich.Start(r.Context(), principal(r), in)
+	j, err := s.enrich.Start(r.Context(), principal(r), toEnrichRequest(in))
 	if err != nil {
 		s.Error(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"job_id": j.ID, "message": "enrichment started; follow GET /api/llm/stream/" + j.ID})
+	writeJSON(w, http.StatusOK, jobStarted(j, "enrichment"))
 }
 
-// syncRequest is the blocking variant's body: the enrich request and the
-// reference's sync-only fields.
+// syncRequest is the blocking variant's body (the document's
+// SyncEnrichRequest): the enrich request and the reference's sync-only
+// fields.
 type syncRequest struct {
-	app.EnrichRequest
+	api.EnrichRequest
 	TimeoutSeconds         *int `json:"timeout_seconds"`
 	IncludePerModelResults bool `json:"include_per_model_results"`
 	IncludeProfileLimits   bool `json:"include_profile_limits"`
+}
+
+// toEnrichRequest maps the reference's enrich request to the app's (also
+// the job's stored request).
+func toEnrichRequest(in api.EnrichRequest) app.EnrichRequest {
+	return app.EnrichRequest{EntityData: in.EntityData, SchemaID: deref(in.SchemaId), Models: deref(in.Models),
+		Model: deref(in.Model), Strategy: string(deref(in.Strategy)), EnableWebSearch: deref(in.EnableWebSearch),
+		Languages: deref(in.Languages), EnableResponseSchema: in.EnableResponseSchema,
+		EnableStrictStructuredOutput: deref(in.EnableStrictStructuredOutput), DatabaseSync: in.DatabaseSync,
+		ClassificationModel: in.ClassificationModel, ArbitrationModel: in.ArbitrationModel,
+		AttachmentIDs: deref(in.AttachmentIds), TargetSchema: in.TargetSchema, PauseTimeoutSeconds: in.PauseTimeoutSeconds}
 }
 
 // DefaultSyncTimeout is the blocking variant's default timeout_seconds,
@@ -76,10 +89,10 @@ func (s *Server) enrichSync(w http.ResponseWriter, r *http.Request) {
 	if !s.decode(w, r, &in) {
 		return
 	}
-	blocking(s, w, r, in.TimeoutSeconds, func(ctx context.Context) (syncResult, error) {
-		res, err := s.enrich.Sync(ctx, principal(r), in.EnrichRequest)
+	blocking(s, w, r, in.TimeoutSeconds, func(ctx context.Context) (api.SyncResult, error) {
+		res, err := s.enrich.Sync(ctx, principal(r), toEnrichRequest(in.EnrichRequest))
 		if err != nil {
-			return syncResult{}, err
+			return api.SyncResult{}, err
 		}
 		return toSyncResult(res, in.IncludePerModelResults), nil
 	})
@@ -91,17 +104,34 @@ func (s *Server) cancel(w http.ResponseWriter, r *http.Request) {
 		s.Error(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"job_id": j.ID, "status": j.State})
+	writeJSON(w, http.StatusOK, toJobStatus(j))
 }
 
-// continueRequest is the optional body of POST /api/llm/continue/{job_id}
-// (the reference's ContinueJobRequest).
-type continueRequest struct {
-	Answers job.Answers `json:"answers"`
+// jobStarted answers a job started in the background: its id and where to
+// follow it.
+func jobStarted(j *job.Job, what string) api.JobStarted {
+	return api.JobStarted{JobId: j.ID, Message: what + " started; follow GET /api/llm/stream/" + j.ID}
+}
+
+func toJobStatus(j *job.Job) api.JobStatus {
+	return api.JobStatus{JobId: j.ID, Status: api.JobState(j.State)}
+}
+
+// toAnswers maps the optional body of POST /api/llm/continue/{job_id} (the
+// reference's ContinueJobRequest); no answers stay nil.
+func toAnswers(in api.ContinueJobRequest) job.Answers {
+	if in.Answers == nil {
+		return nil
+	}
+	out := make(job.Answers, len(*in.Answers))
+	for id, a := range *in.Answers {
+		out[id] = job.Answer{OptionIDs: deref(a.OptionIds), Text: deref(a.Text)}
+	}
+	return out
 }
 
 func (s *Server) resume(w http.ResponseWriter, r *http.Request) {
-	var in continueRequest
+	var in api.ContinueJobRequest
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		var mbe *http.MaxBytesError
@@ -118,12 +148,12 @@ func (s *Server) resume(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	j, err := s.jobs.Continue(r.Context(), principal(r), mux.Vars(r)["job_id"], in.Answers)
+	j, err := s.jobs.Continue(r.Context(), principal(r), mux.Vars(r)["job_id"], toAnswers(in))
 	if err != nil {
 		s.Error(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"job_id": j.ID, "status": j.State})
+	writeJSON(w, http.StatusOK, toJobStatus(j))
 }
 
 // stream writes a job's events as SSE: `id: <seq>` and `data: <json>` per

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/entityenrich/enrich/adapters/httpapi/api"
 	"github.com/entityenrich/enrich/app"
 	"github.com/entityenrich/enrich/domain/model"
 	"github.com/entityenrich/enrich/domain/rotation"
@@ -35,43 +36,16 @@ func (s *Server) registerProviderKeyRoutes(r *mux.Router) {
 	}
 }
 
-// providerKeyJSON is the reference's ProviderKeyResponse.
-type providerKeyJSON struct {
-	ID                string     `json:"id"`
-	OrganizationID    *string    `json:"organization_id"`
-	Provider          string     `json:"provider"`
-	Name              string     `json:"name"`
-	KeySuffix         *string    `json:"key_suffix"`
-	Source            string     `json:"source"`
-	IsEnabled         bool       `json:"is_enabled"`
-	DisabledReason    *string    `json:"disabled_reason"`
-	HealthCheckStatus string     `json:"health_check_status"`
-	LastHealthCheckAt *time.Time `json:"last_health_check_at"`
-	ExpiresAt         *time.Time `json:"expires_at"`
-	ExpiresSoon       bool       `json:"expires_soon"`
-	RateLimitedUntil  *time.Time `json:"rate_limited_until"`
-	LastUsedAt        *time.Time `json:"last_used_at"`
-	TotalRequests     int64      `json:"total_requests"`
-	TotalCostUSD      float64    `json:"total_cost_usd"`
-	CreatedAt         time.Time  `json:"created_at"`
-}
-
-func toProviderKey(k *rotation.Key, now time.Time) providerKeyJSON {
-	out := providerKeyJSON{ID: k.ID, Provider: k.Provider, Name: k.Name, Source: string(k.Source()),
-		HealthCheckStatus: string(k.Health), LastHealthCheckAt: k.CheckedAt, ExpiresAt: k.ExpiresAt, ExpiresSoon: k.ExpiresSoon(now),
-		LastUsedAt: k.LastUsedAt, TotalRequests: k.Uses, TotalCostUSD: model.USD(k.Spent), CreatedAt: k.CreatedAt}
-	if k.OrgID != "" {
-		org := k.OrgID
-		out.OrganizationID = &org
-	}
-	if k.Suffix != "" {
-		suffix := k.Suffix
-		out.KeySuffix = &suffix
-	}
+// toProviderKey maps a key to the reference's ProviderKeyResponse.
+func toProviderKey(k *rotation.Key, now time.Time) api.ProviderKey {
+	out := api.ProviderKey{Id: k.ID, Provider: k.Provider, Name: k.Name, Source: api.ProviderKeySource(k.Source()),
+		HealthCheckStatus: api.ProviderKeyHealthCheckStatus(k.Health), LastHealthCheckAt: k.CheckedAt, ExpiresAt: k.ExpiresAt,
+		ExpiresSoon: k.ExpiresSoon(now), LastUsedAt: k.LastUsedAt, TotalRequests: int(k.Uses), TotalCostUsd: model.USD(k.Spent),
+		CreatedAt: k.CreatedAt, OrganizationId: nilIfEmpty(k.OrgID), KeySuffix: nilIfEmpty(k.Suffix)}
 	reason := k.Out(now)
 	out.IsEnabled = reason == "" || reason == rotation.RateLimited
 	if reason != "" && reason != rotation.RateLimited {
-		r := string(reason)
+		r := api.ProviderKeyDisabledReason(reason)
 		out.DisabledReason = &r
 	}
 	if reason == rotation.RateLimited {
@@ -80,26 +54,42 @@ func toProviderKey(k *rotation.Key, now time.Time) providerKeyJSON {
 	return out
 }
 
-// keyCheckJSON is the reference's KeyHealthCheckResponse.
-type keyCheckJSON struct {
-	KeyID     string          `json:"key_id"`
-	Provider  string          `json:"provider"`
-	Name      string          `json:"name"`
-	Status    string          `json:"status"`
-	IsValid   bool            `json:"is_valid"`
-	Message   *string         `json:"message"`
-	CheckedAt time.Time       `json:"checked_at"`
-	Key       providerKeyJSON `json:"key"`
+// toKeyCheck maps a health check to the reference's KeyHealthCheckResponse.
+func toKeyCheck(c app.KeyCheck, now time.Time) api.KeyHealthCheck {
+	return api.KeyHealthCheck{KeyId: c.Key.ID, Provider: c.Key.Provider, Name: c.Key.Name,
+		Status: api.KeyHealthCheckStatus(c.Status), IsValid: c.Status == "valid", Message: nilIfEmpty(c.Message),
+		CheckedAt: c.CheckedAt, Key: toProviderKey(c.Key, now)}
 }
 
-func toKeyCheck(c app.KeyCheck, now time.Time) keyCheckJSON {
-	out := keyCheckJSON{KeyID: c.Key.ID, Provider: c.Key.Provider, Name: c.Key.Name, Status: c.Status, IsValid: c.Status == "valid",
-		CheckedAt: c.CheckedAt, Key: toProviderKey(c.Key, now)}
-	if c.Message != "" {
-		m := c.Message
-		out.Message = &m
+func toNewProviderKey(in api.CreateProviderKeyRequest) app.NewProviderKey {
+	return app.NewProviderKey{Provider: deref(in.Provider), ProviderID: in.ProviderId, APIKey: in.ApiKey,
+		Name: deref(in.Name), ExpiresAt: in.ExpiresAt}
+}
+
+// toProviderKeyChange maps an update; expires_at is absent (unchanged),
+// null (no expiry) or a date-time.
+func toProviderKeyChange(in api.UpdateProviderKeyRequest) (app.ProviderKeyChange, error) {
+	ch := app.ProviderKeyChange{Name: in.Name, APIKey: in.ApiKey, Enabled: in.IsEnabled}
+	if len(in.ExpiresAt) > 0 {
+		ch.SetExpiry = true
+		if !bytes.Equal(in.ExpiresAt, []byte("null")) {
+			var t time.Time
+			if err := json.Unmarshal(in.ExpiresAt, &t); err != nil {
+				return ch, app.Invalid("expires_at", "expires_at must be an RFC 3339 date-time or null")
+			}
+			ch.ExpiresAt = &t
+		}
 	}
-	return out
+	return ch, nil
+}
+
+// deref is a pointer's value, or the zero value for nil.
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
 }
 
 func (s *Server) listProviderKeys(w http.ResponseWriter, r *http.Request, scope app.KeyScope) {
@@ -109,7 +99,7 @@ func (s *Server) listProviderKeys(w http.ResponseWriter, r *http.Request, scope 
 		return
 	}
 	now := time.Now()
-	out := make([]providerKeyJSON, len(ks))
+	out := make([]api.ProviderKey, len(ks))
 	for i, k := range ks {
 		out[i] = toProviderKey(k, now)
 	}
@@ -117,18 +107,11 @@ func (s *Server) listProviderKeys(w http.ResponseWriter, r *http.Request, scope 
 }
 
 func (s *Server) createProviderKey(w http.ResponseWriter, r *http.Request, scope app.KeyScope) {
-	var in struct {
-		Provider   string          `json:"provider"`
-		ProviderID json.RawMessage `json:"provider_id"`
-		APIKey     string          `json:"api_key"`
-		Name       string          `json:"name"`
-		ExpiresAt  *time.Time      `json:"expires_at"`
-	}
+	var in api.CreateProviderKeyRequest
 	if !s.decode(w, r, &in) {
 		return
 	}
-	k, err := s.keys.Create(r.Context(), principal(r), scope, app.NewProviderKey{Provider: in.Provider, ProviderID: in.ProviderID,
-		APIKey: in.APIKey, Name: in.Name, ExpiresAt: in.ExpiresAt})
+	k, err := s.keys.Create(r.Context(), principal(r), scope, toNewProviderKey(in))
 	if err != nil {
 		s.Error(w, r, err)
 		return
@@ -137,26 +120,14 @@ func (s *Server) createProviderKey(w http.ResponseWriter, r *http.Request, scope
 }
 
 func (s *Server) updateProviderKey(w http.ResponseWriter, r *http.Request, scope app.KeyScope) {
-	var in struct {
-		Name      *string         `json:"name"`
-		APIKey    *string         `json:"api_key"`
-		IsEnabled *bool           `json:"is_enabled"`
-		ExpiresAt json.RawMessage `json:"expires_at"`
-	}
+	var in api.UpdateProviderKeyRequest
 	if !s.decode(w, r, &in) {
 		return
 	}
-	ch := app.ProviderKeyChange{Name: in.Name, APIKey: in.APIKey, Enabled: in.IsEnabled}
-	if len(in.ExpiresAt) > 0 {
-		ch.SetExpiry = true
-		if !bytes.Equal(in.ExpiresAt, []byte("null")) {
-			var t time.Time
-			if err := json.Unmarshal(in.ExpiresAt, &t); err != nil {
-				s.Error(w, r, app.Invalid("expires_at", "expires_at must be an RFC 3339 date-time or null"))
-				return
-			}
-			ch.ExpiresAt = &t
-		}
+	ch, err := toProviderKeyChange(in)
+	if err != nil {
+		s.Error(w, r, err)
+		return
 	}
 	k, err := s.keys.Update(r.Context(), principal(r), scope, mux.Vars(r)["key_id"], ch)
 	if err != nil {
@@ -199,7 +170,7 @@ func (s *Server) testAllGlobalKeys(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := time.Now()
-	out := make([]keyCheckJSON, len(cs))
+	out := make([]api.KeyHealthCheck, len(cs))
 	for i, c := range cs {
 		out[i] = toKeyCheck(c, now)
 	}

@@ -6,56 +6,51 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/entityenrich/enrich/adapters/httpapi/api"
 	"github.com/entityenrich/enrich/app"
 )
 
-// batchDeleteRequest is the reference's BatchDeleteRequest; record_ids is
-// accepted as another spelling of ids.
-type batchDeleteRequest struct {
-	IDs        []string `json:"ids"`
-	RecordIDs  []string `json:"record_ids"`
-	HardDelete bool     `json:"hard_delete"`
+// batchDeleteIDs reads the reference's BatchDeleteRequest: record_ids is
+// another spelling of ids; the field named is the one sent.
+func batchDeleteIDs(in api.BatchDeleteRequest) (field string, ids []string, err error) {
+	switch ids, recordIDs := deref(in.Ids), deref(in.RecordIds); {
+	case ids != nil && recordIDs != nil:
+		return "", nil, app.Invalid("record_ids", "send ids or record_ids, not both")
+	case ids == nil && recordIDs != nil:
+		return "record_ids", recordIDs, nil
+	default:
+		return "ids", ids, nil
+	}
 }
 
-// batchDeleteResponse answers a batch delete (the reference leaves it
-// untyped).
-type batchDeleteResponse struct {
-	DeletedCount        int      `json:"deleted_count"`
-	DeletedIDs          []string `json:"deleted_ids"`
-	AlreadyDeletedCount int      `json:"already_deleted_count"`
-	AlreadyDeletedIDs   []string `json:"already_deleted_ids"`
-	NotFoundCount       int      `json:"not_found_count"`
-	NotFoundIDs         []string `json:"not_found_ids"`
-	HardDelete          bool     `json:"hard_delete"`
-	Message             string   `json:"message"`
-}
-
-func (s *Server) batchDeleteRecords(w http.ResponseWriter, r *http.Request) {
-	var in batchDeleteRequest
-	if !s.decode(w, r, &in) {
-		return
-	}
-	field, ids := "ids", in.IDs
-	switch {
-	case in.IDs == nil && in.RecordIDs != nil:
-		field, ids = "record_ids", in.RecordIDs
-	case in.IDs != nil && in.RecordIDs != nil:
-		s.Error(w, r, app.Invalid("record_ids", "send ids or record_ids, not both"))
-		return
-	}
-	d, err := s.records.BatchDelete(r.Context(), principal(r), field, ids, in.HardDelete)
-	if err != nil {
-		s.Error(w, r, err)
-		return
-	}
+// toBatchDelete answers a batch delete (the reference leaves it untyped).
+func toBatchDelete(d app.RecordDeletion) api.BatchDeleteResponse {
 	how := "soft-deleted"
 	if d.Hard {
 		how = "deleted permanently"
 	}
-	writeJSON(w, http.StatusOK, batchDeleteResponse{DeletedCount: len(d.Deleted), DeletedIDs: d.Deleted,
-		AlreadyDeletedCount: len(d.AlreadyDeleted), AlreadyDeletedIDs: d.AlreadyDeleted,
-		NotFoundCount: len(d.NotFound), NotFoundIDs: d.NotFound, HardDelete: d.Hard,
-		Message: plural(len(d.Deleted), "record") + " " + how})
+	return api.BatchDeleteResponse{DeletedCount: len(d.Deleted), DeletedIds: d.Deleted,
+		AlreadyDeletedCount: len(d.AlreadyDeleted), AlreadyDeletedIds: d.AlreadyDeleted,
+		NotFoundCount: len(d.NotFound), NotFoundIds: d.NotFound, HardDelete: d.Hard,
+		Message: plural(len(d.Deleted), "record") + " " + how}
+}
+
+func (s *Server) batchDeleteRecords(w http.ResponseWriter, r *http.Request) {
+	var in api.BatchDeleteRequest
+	if !s.decode(w, r, &in) {
+		return
+	}
+	field, ids, err := batchDeleteIDs(in)
+	if err != nil {
+		s.Error(w, r, err)
+		return
+	}
+	d, err := s.records.BatchDelete(r.Context(), principal(r), field, ids, deref(in.HardDelete))
+	if err != nil {
+		s.Error(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, toBatchDelete(d))
 }
 
 func plural(n int, what string) string {

@@ -2,13 +2,12 @@ package httpapi
 
 import (
 	"cmp"
-	"encoding/json"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/gorilla/mux"
 
+	"github.com/entityenrich/enrich/adapters/httpapi/api"
 	"github.com/entityenrich/enrich/app"
 	"github.com/entityenrich/enrich/domain/enrichment"
 	"github.com/entityenrich/enrich/domain/model"
@@ -79,51 +78,36 @@ func pageNumber(pr page.Request) *int {
 	return &n
 }
 
-// schemaJSON is a saved schema: ours (schema, description, linked) and the
-// reference's (schema_content, tags, is_pinned, publish_state, the published
-// contract and the key-language lock).
-type schemaJSON struct {
-	ID            string          `json:"id"`
-	Name          string          `json:"name"`
-	Description   string          `json:"description"`
-	Schema        json.RawMessage `json:"schema,omitempty"`
-	SchemaContent json.RawMessage `json:"schema_content,omitempty"`
-	Linked        bool            `json:"linked"`
-	PropertyCount int             `json:"property_count"`
-	Tags          []string        `json:"tags"`
-	IsPinned      bool            `json:"is_pinned"`
-	PublishState  string          `json:"publish_state"`
-	ContentHash   string          `json:"content_hash"`
-	CreatedAt     time.Time       `json:"created_at"`
-	UpdatedAt     time.Time       `json:"updated_at"`
-	// InputContract is what an enrichment request must supply (full
-	// answers only).
-	InputContract *schema.Contract `json:"input_contract,omitempty"`
-	// Only on the full schema: the published contract (null until the
-	// first publish), when and with which key-language lock.
-	PublishedContent *json.RawMessage `json:"published_content,omitempty"`
-	PublishedAt      **time.Time      `json:"published_at,omitempty"`
-	KeyLanguage      **string         `json:"key_language,omitempty"`
+// toSchemaSummary maps a listed saved schema: ours (description, linked)
+// and the reference's (tags, is_pinned, publish_state, property_count).
+func toSchemaSummary(sc *schema.Schema) api.SchemaSummary {
+	return api.SchemaSummary{Id: sc.ID, Name: sc.Name, Description: sc.Description, Linked: sc.Linked,
+		PropertyCount: sc.PropertyCount(), Tags: orEmpty(sc.Tags), IsPinned: sc.IsPinned,
+		PublishState: api.SchemaSummaryPublishState(sc.PublishState()), ContentHash: sc.ContentHash,
+		CreatedAt: sc.CreatedAt, UpdatedAt: sc.UpdatedAt}
 }
 
-func toSchema(sc *schema.Schema, full bool) schemaJSON {
-	out := schemaJSON{ID: sc.ID, Name: sc.Name, Description: sc.Description, Linked: sc.Linked,
+// toSchema maps a full saved schema: the summary's fields, the document as
+// schema and as schema_content (the reference's name), the input contract
+// of what enrichment runs on (the published contract of a published linked
+// schema), and the published contract (null until the first publish), when
+// and with which key-language lock.
+func toSchema(sc *schema.Schema) api.Schema {
+	c := schema.ContractOfJSON(sc.Contract())
+	return api.Schema{Id: sc.ID, Name: sc.Name, Description: sc.Description, Linked: sc.Linked,
 		PropertyCount: sc.PropertyCount(), Tags: orEmpty(sc.Tags), IsPinned: sc.IsPinned,
-		PublishState: string(sc.PublishState()), ContentHash: sc.ContentHash, CreatedAt: sc.CreatedAt, UpdatedAt: sc.UpdatedAt}
-	if full {
-		out.Schema, out.SchemaContent = sc.Content, sc.Content
-		// The input contract of what enrichment runs on (the published
-		// contract of a published linked schema).
-		c := schema.ContractOfJSON(sc.Contract())
-		out.InputContract = &c
-		pc := json.RawMessage("null")
-		if sc.PublishedContent != nil {
-			pc = sc.PublishedContent
-		}
-		kl := nilIfEmpty(sc.KeyLanguage)
-		out.PublishedContent, out.PublishedAt, out.KeyLanguage = &pc, &sc.PublishedAt, &kl
-	}
-	return out
+		PublishState: api.SchemaPublishState(sc.PublishState()), ContentHash: sc.ContentHash,
+		CreatedAt: sc.CreatedAt, UpdatedAt: sc.UpdatedAt, Schema: sc.Content, SchemaContent: sc.Content,
+		InputContract: &api.EnrichmentInputContract{IdentifyingKeys: c.IdentifyingKeys, Preserve: c.Preserve,
+			ArrayItemKeys: c.ArrayItemKeys},
+		PublishedContent: sc.PublishedContent, PublishedAt: sc.PublishedAt, KeyLanguage: nilIfEmpty(sc.KeyLanguage)}
+}
+
+func toNewSchema(in api.CreateSchemaRequest) app.NewSchemaInput {
+	return app.NewSchemaInput{Name: in.Name, Description: deref(in.Description), Schema: in.Schema,
+		SchemaContent: in.SchemaContent, Linked: deref(in.Linked), Tags: deref(in.Tags), IsPinned: deref(in.IsPinned),
+		EntitySamples: in.EntitySamples, FormValues: in.FormValues, GenerationParams: in.GenerationParams,
+		AmbiguityCheckEnabled: in.AmbiguityCheckEnabled}
 }
 
 func (s *Server) listSchemas(w http.ResponseWriter, r *http.Request) {
@@ -137,40 +121,25 @@ func (s *Server) listSchemas(w http.ResponseWriter, r *http.Request) {
 		s.Error(w, r, err)
 		return
 	}
-	out := make([]schemaJSON, 0, len(res.Items))
+	out := api.SchemaList{Schemas: make([]api.SchemaSummary, 0, len(res.Items)), NextCursor: nextCursor(res.Next),
+		Total: res.Total}
 	for _, sc := range res.Items {
-		out = append(out, toSchema(sc, false))
+		out.Schemas = append(out.Schemas, toSchemaSummary(sc))
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"schemas": out, "next_cursor": nextCursor(res.Next), "total": res.Total})
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) createSchema(w http.ResponseWriter, r *http.Request) {
-	var in struct {
-		Name          string          `json:"name"`
-		Description   string          `json:"description"`
-		Schema        json.RawMessage `json:"schema"`
-		SchemaContent json.RawMessage `json:"schema_content"`
-		Linked        bool            `json:"linked"`
-		Tags          []string        `json:"tags"`
-		IsPinned      bool            `json:"is_pinned"`
-		// The reference's generation metadata (see app.NewSchemaInput).
-		EntitySamples         json.RawMessage `json:"entity_samples"`
-		FormValues            json.RawMessage `json:"form_values"`
-		GenerationParams      json.RawMessage `json:"generation_params"`
-		AmbiguityCheckEnabled *bool           `json:"ambiguity_check_enabled"`
-	}
+	var in api.CreateSchemaRequest
 	if !s.decode(w, r, &in) {
 		return
 	}
-	sc, err := s.schemas.Create(r.Context(), principal(r), app.NewSchemaInput{Name: in.Name, Description: in.Description,
-		Schema: in.Schema, SchemaContent: in.SchemaContent, Linked: in.Linked, Tags: in.Tags, IsPinned: in.IsPinned,
-		EntitySamples: in.EntitySamples, FormValues: in.FormValues, GenerationParams: in.GenerationParams,
-		AmbiguityCheckEnabled: in.AmbiguityCheckEnabled})
+	sc, err := s.schemas.Create(r.Context(), principal(r), toNewSchema(in))
 	if err != nil {
 		s.Error(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, toSchema(sc, true))
+	writeJSON(w, http.StatusCreated, toSchema(sc))
 }
 
 func (s *Server) getSchema(w http.ResponseWriter, r *http.Request) {
@@ -179,62 +148,38 @@ func (s *Server) getSchema(w http.ResponseWriter, r *http.Request) {
 		s.Error(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, toSchema(sc, true))
+	writeJSON(w, http.StatusOK, toSchema(sc))
 }
 
-// recordJSON is a record: our fields and the reference's RecordSummary and
-// RecordDetail fields that the stored data supports. Every stored record is
-// a successful model's; entity ids do not exist yet (entity_id is null).
-type recordJSON struct {
-	ID                string  `json:"id"`
-	Type              string  `json:"type"`
-	SchemaID          string  `json:"schema_id"`
-	SavedSchemaID     *string `json:"saved_schema_id"`
-	JobID             string  `json:"job_id"`
-	Model             string  `json:"model"`
-	ModelCompositeKey string  `json:"model_composite_key"`
-	ModelName         string  `json:"model_name"`
-	Strategy          string  `json:"strategy"`
-	StrategyRequested *string `json:"strategy_requested"`
-	usageJSON
-	Success    bool       `json:"success"`
-	Cancelled  bool       `json:"cancelled"`
-	IsDeleted  bool       `json:"is_deleted"`
-	DeletedAt  *time.Time `json:"deleted_at"`
-	EntityID   *string    `json:"entity_id"`
-	EntityName *string    `json:"entity_name"`
-	Sandbox    bool       `json:"sandbox"`
-	CreatedAt  time.Time  `json:"created_at"`
-	// Fused records only (fusion.go).
-	*fusionFields
-}
-
-// recordDetailJSON is a full record.
-type recordDetailJSON struct {
-	recordJSON
-	EntityData       json.RawMessage `json:"entity_data"`
-	EntityInputData  json.RawMessage `json:"entity_input_data"`
-	StructuredOutput json.RawMessage `json:"structured_output"`
-	ValidationErrors []string        `json:"validation_errors"`
-}
-
-func toRecordDetail(rc *enrichment.Record) recordDetailJSON {
-	return recordDetailJSON{recordJSON: toRecord(rc), EntityData: rc.EntityData, EntityInputData: rc.EntityData,
+func toRecordDetail(rc *enrichment.Record) api.Record {
+	return api.Record{RecordSummary: toRecordSummary(rc), EntityData: rc.EntityData, EntityInputData: rc.EntityData,
 		StructuredOutput: rc.StructuredOutput, ValidationErrors: []string{}}
 }
 
-func toRecord(rc *enrichment.Record) recordJSON {
-	out := recordJSON{ID: rc.ID, Type: string(rc.Type), SchemaID: rc.SchemaID, JobID: rc.JobID, Model: rc.Model,
-		ModelCompositeKey: rc.Model, ModelName: rc.Model, Strategy: string(rc.Strategy),
-		usageJSON: usage(rc.Cost, rc.InputTokens, rc.OutputTokens), Success: true,
-		Sandbox: rc.Sandbox, CreatedAt: rc.CreatedAt, IsDeleted: rc.DeletedAt != nil, DeletedAt: rc.DeletedAt,
-		fusionFields: toFusionFields(rc)}
+func toRecordList(res page.Result[*enrichment.Record], pr page.Request) api.RecordList {
+	out := api.RecordList{Records: make([]api.RecordSummary, 0, len(res.Items)), NextCursor: nextCursor(res.Next),
+		Page: pageNumber(pr), PageSize: pr.Size, Total: res.Total, TotalPages: page.Pages(res.Total, pr.Size)}
+	for _, rc := range res.Items {
+		out.Records = append(out.Records, toRecordSummary(rc))
+	}
+	return out
+}
+
+// toRecordSummary maps a record to our fields and the reference's
+// RecordSummary fields that the stored data supports. Every stored record is
+// a successful model's; entity ids do not exist yet (entity_id is null).
+func toRecordSummary(rc *enrichment.Record) api.RecordSummary {
+	out := api.RecordSummary{Id: rc.ID, Type: api.RecordSummaryType(rc.Type), SchemaId: rc.SchemaID, JobId: rc.JobID,
+		Model: rc.Model, ModelCompositeKey: rc.Model, ModelName: rc.Model, Strategy: string(rc.Strategy),
+		Cost: int(rc.Cost), CostUsd: model.USD(rc.Cost), InputTokens: rc.InputTokens, OutputTokens: rc.OutputTokens,
+		Success: true, Sandbox: rc.Sandbox, CreatedAt: rc.CreatedAt, IsDeleted: rc.DeletedAt != nil, DeletedAt: rc.DeletedAt}
 	if rc.SchemaID != "" {
-		out.SavedSchemaID = &rc.SchemaID
+		out.SavedSchemaId = &rc.SchemaID
 	}
 	if k, err := model.ParseKey(rc.Model); err == nil {
 		out.ModelName = k.Model
 	}
+	setFusionFields(&out, rc)
 	return out
 }
 
@@ -254,12 +199,7 @@ func (s *Server) listRecords(w http.ResponseWriter, r *http.Request) {
 		s.Error(w, r, err)
 		return
 	}
-	out := make([]recordJSON, 0, len(res.Items))
-	for _, rc := range res.Items {
-		out = append(out, toRecord(rc))
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"records": out, "next_cursor": nextCursor(res.Next), "page": pageNumber(pr),
-		"page_size": pr.Size, "total": res.Total, "total_pages": page.Pages(res.Total, pr.Size)})
+	writeJSON(w, http.StatusOK, toRecordList(res, pr))
 }
 
 // recordQuery reads the listing's filters: type, schema_id (or the

@@ -7,7 +7,9 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/entityenrich/enrich/adapters/httpapi/api"
 	"github.com/entityenrich/enrich/app"
+	"github.com/entityenrich/enrich/domain/schema"
 )
 
 func (s *Server) registerSchemaGenRoutes(r *mux.Router) {
@@ -19,16 +21,16 @@ func (s *Server) registerSchemaGenRoutes(r *mux.Router) {
 }
 
 func (s *Server) generateStream(w http.ResponseWriter, r *http.Request) {
-	var in app.GenerateRequest
+	var in api.GenerateSchemaRequest
 	if !s.decode(w, r, &in) {
 		return
 	}
-	j, err := s.gen.StartGeneration(r.Context(), principal(r), in)
+	j, err := s.gen.StartGeneration(r.Context(), principal(r), toGenerateRequest(in))
 	if err != nil {
 		s.Error(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"job_id": j.ID, "message": "schema generation started; follow GET /api/llm/stream/" + j.ID})
+	writeJSON(w, http.StatusOK, jobStarted(j, "schema generation"))
 }
 
 // blocking runs fn under the request's timeout_seconds (secs; nil:
@@ -53,61 +55,82 @@ func blocking[T any](s *Server, w http.ResponseWriter, r *http.Request, secs *in
 }
 
 func (s *Server) generateSync(w http.ResponseWriter, r *http.Request) {
+	// The document's SyncGenerateSchemaRequest: the stream route's body and
+	// timeout_seconds.
 	var in struct {
-		app.GenerateRequest
+		api.GenerateSchemaRequest
 		TimeoutSeconds *int `json:"timeout_seconds"`
 	}
 	if !s.decode(w, r, &in) {
 		return
 	}
 	blocking(s, w, r, in.TimeoutSeconds, func(ctx context.Context) (map[string]any, error) {
-		return s.gen.GenerateSync(ctx, principal(r), in.GenerateRequest)
+		return s.gen.GenerateSync(ctx, principal(r), toGenerateRequest(in.GenerateSchemaRequest))
 	})
 }
 
 func (s *Server) sampleConformance(w http.ResponseWriter, r *http.Request) {
-	var in app.SampleSetRequest
+	var in api.SampleSetRequest
 	if !s.decode(w, r, &in) {
 		return
 	}
-	c, err := s.gen.CheckSamples(r.Context(), principal(r), in)
+	c, err := s.gen.CheckSamples(r.Context(), principal(r), app.SampleSetRequest{EntitySamples: in.EntitySamples,
+		SampleCommonalityThreshold: in.SampleCommonalityThreshold, StrictFieldConformance: in.StrictFieldConformance})
 	if err != nil {
 		s.Error(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, c)
+	writeJSON(w, http.StatusOK, toConformance(c))
 }
 
-// promptBody is the reference's SchemaPromptRequest.
-type promptBody struct {
-	Prompt        string   `json:"prompt"`
-	Model         string   `json:"model"`
-	AttachmentIDs []string `json:"attachment_ids"`
+// toConformance maps the reference's SampleConformanceResponse; nil lists
+// stay null, as the domain writes them.
+func toConformance(c schema.Conformance) api.SampleConformance {
+	out := api.SampleConformance{Ok: c.OK, CommonalityErrors: c.CommonalityErrors, Errors: c.Errors}
+	if c.Sites != nil {
+		out.Sites = make([]api.SampleConformance_Sites, 0, len(c.Sites))
+	}
+	for _, st := range c.Sites {
+		out.Sites = append(out.Sites, api.SampleConformance_Sites{Path: st.Path, ArrayItem: st.ArrayItem,
+			Observations: st.Observations, AlwaysPresent: st.AlwaysPresent, Drifting: st.Drifting, Shapes: st.Shapes,
+			Fatal: st.Fatal})
+	}
+	return out
 }
 
-func (in promptBody) request(r *http.Request) app.EditRequest {
-	return app.EditRequest{SchemaID: mux.Vars(r)["id"], Prompt: in.Prompt, Model: in.Model, AttachmentIDs: in.AttachmentIDs}
+func toGenerateRequest(in api.GenerateSchemaRequest) app.GenerateRequest {
+	return app.GenerateRequest{EntitySamples: in.EntitySamples, Model: deref(in.Model), Language: in.Language,
+		SampleCommonalityThreshold: in.SampleCommonalityThreshold, StrictFieldConformance: in.StrictFieldConformance,
+		SaveSchema: in.SaveSchema, GenerateSemanticIDs: deref(in.GenerateSemanticIds), AttachmentIDs: deref(in.AttachmentIds),
+		SampleInputs: in.SampleInputs}
+}
+
+// toEditRequest maps the reference's SchemaPromptRequest on the schema the
+// path names.
+func toEditRequest(in api.SchemaPromptRequest, r *http.Request) app.EditRequest {
+	return app.EditRequest{SchemaID: mux.Vars(r)["id"], Prompt: in.Prompt, Model: deref(in.Model),
+		AttachmentIDs: deref(in.AttachmentIds)}
 }
 
 func (s *Server) promptStream(w http.ResponseWriter, r *http.Request) {
-	var in promptBody
+	var in api.SchemaPromptRequest
 	if !s.decode(w, r, &in) {
 		return
 	}
-	j, err := s.gen.StartEdit(r.Context(), principal(r), in.request(r))
+	j, err := s.gen.StartEdit(r.Context(), principal(r), toEditRequest(in, r))
 	if err != nil {
 		s.Error(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"job_id": j.ID, "message": "schema edit started; follow GET /api/llm/stream/" + j.ID})
+	writeJSON(w, http.StatusOK, jobStarted(j, "schema edit"))
 }
 
 func (s *Server) promptSync(w http.ResponseWriter, r *http.Request) {
-	var in promptBody
+	var in api.SchemaPromptRequest
 	if !s.decode(w, r, &in) {
 		return
 	}
 	blocking(s, w, r, nil, func(ctx context.Context) (map[string]any, error) {
-		return s.gen.EditSync(ctx, principal(r), in.request(r))
+		return s.gen.EditSync(ctx, principal(r), toEditRequest(in, r))
 	})
 }

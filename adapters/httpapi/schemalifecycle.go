@@ -2,14 +2,13 @@ package httpapi
 
 import (
 	"bytes"
-	"encoding/json"
 	"io"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/gorilla/mux"
 
+	"github.com/entityenrich/enrich/adapters/httpapi/api"
 	"github.com/entityenrich/enrich/app"
 	"github.com/entityenrich/enrich/domain/schema"
 )
@@ -43,43 +42,22 @@ func boolQuery(r *http.Request, name string) (bool, error) {
 }
 
 func (s *Server) updateSchema(w http.ResponseWriter, r *http.Request) {
-	var in struct {
-		Name                  *string         `json:"name"`
-		Description           *string         `json:"description"`
-		Tags                  *[]string       `json:"tags"`
-		IsPinned              *bool           `json:"is_pinned"`
-		Schema                json.RawMessage `json:"schema"`
-		SchemaContent         json.RawMessage `json:"schema_content"`
-		KeyLanguage           *string         `json:"key_language"`
-		EntitySamples         json.RawMessage `json:"entity_samples"`
-		FormValues            json.RawMessage `json:"form_values"`
-		AmbiguityCheckEnabled *bool           `json:"ambiguity_check_enabled"`
-	}
+	var in api.UpdateSchemaRequest
 	if !s.decode(w, r, &in) {
 		return
 	}
-	sc, err := s.schemas.Update(r.Context(), principal(r), mux.Vars(r)["id"], app.SchemaUpdate{Name: in.Name,
-		Description: in.Description, Tags: in.Tags, IsPinned: in.IsPinned, Schema: in.Schema, SchemaContent: in.SchemaContent,
-		KeyLanguage: in.KeyLanguage, EntitySamples: in.EntitySamples, FormValues: in.FormValues,
-		AmbiguityCheckEnabled: in.AmbiguityCheckEnabled})
+	sc, err := s.schemas.Update(r.Context(), principal(r), mux.Vars(r)["id"], toSchemaUpdate(in))
 	if err != nil {
 		s.Error(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, toSchema(sc, true))
+	writeJSON(w, http.StatusOK, toSchema(sc))
 }
 
-// deletionJSON answers a delete: the reference's body is untyped.
-type deletionJSON struct {
-	ID              string     `json:"id"`
-	Name            string     `json:"name"`
-	Deleted         bool       `json:"deleted"`
-	Permanent       bool       `json:"permanent"`
-	DeletedAt       *time.Time `json:"deleted_at"`
-	RestorableUntil *time.Time `json:"restorable_until"`
-	// Unlinked lists the uses cascade ended.
-	Unlinked []string `json:"unlinked"`
-	Message  string   `json:"message"`
+func toSchemaUpdate(in api.UpdateSchemaRequest) app.SchemaUpdate {
+	return app.SchemaUpdate{Name: in.Name, Description: in.Description, Tags: in.Tags, IsPinned: in.IsPinned,
+		Schema: in.Schema, SchemaContent: in.SchemaContent, KeyLanguage: in.KeyLanguage, EntitySamples: in.EntitySamples,
+		FormValues: in.FormValues, AmbiguityCheckEnabled: in.AmbiguityCheckEnabled}
 }
 
 func (s *Server) deleteSchema(w http.ResponseWriter, r *http.Request) {
@@ -94,7 +72,7 @@ func (s *Server) deleteSchema(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	until := d.RestorableUntil
-	out := deletionJSON{ID: d.Schema.ID, Name: d.Schema.Name, Deleted: true, DeletedAt: d.Schema.DeletedAt,
+	out := api.SchemaDeletion{Id: d.Schema.ID, Name: d.Schema.Name, Deleted: true, DeletedAt: d.Schema.DeletedAt,
 		RestorableUntil: &until, Unlinked: orEmpty(d.Released),
 		Message: "schema moved to the trash; POST .../restore brings it back until restorable_until"}
 	writeJSON(w, http.StatusOK, out)
@@ -111,7 +89,7 @@ func (s *Server) deleteSchemaPermanently(w http.ResponseWriter, r *http.Request)
 		s.Error(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, deletionJSON{ID: d.Schema.ID, Name: d.Schema.Name, Deleted: true, Permanent: true,
+	writeJSON(w, http.StatusOK, api.SchemaDeletion{Id: d.Schema.ID, Name: d.Schema.Name, Deleted: true, Permanent: true,
 		DeletedAt: d.Schema.DeletedAt, Unlinked: orEmpty(d.Released), Message: "schema deleted permanently; its records stay"})
 }
 
@@ -128,19 +106,7 @@ func (s *Server) restoreSchema(w http.ResponseWriter, r *http.Request) {
 		s.Error(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, toSchema(sc, true))
-}
-
-// trashedJSON is the reference's DeletedSchemaItem plus when restoring
-// stops being possible.
-type trashedJSON struct {
-	ID                string    `json:"id"`
-	Name              string    `json:"name"`
-	DeletedAt         time.Time `json:"deleted_at"`
-	HasBenchmark      bool      `json:"has_benchmark"`
-	HasLinkedDatabase bool      `json:"has_linked_database"`
-	RestorableUntil   time.Time `json:"restorable_until"`
-	Restorable        bool      `json:"restorable"`
+	writeJSON(w, http.StatusOK, toSchema(sc))
 }
 
 func (s *Server) listDeletedSchemas(w http.ResponseWriter, r *http.Request) {
@@ -149,14 +115,17 @@ func (s *Server) listDeletedSchemas(w http.ResponseWriter, r *http.Request) {
 		s.Error(w, r, err)
 		return
 	}
-	out := make([]trashedJSON, 0, len(ts))
+	// The reference's DeletedSchemaItem plus when restoring stops being
+	// possible; retention_days is null: the trash keeps schemas until they
+	// are deleted permanently.
+	out := api.DeletedSchemaList{Schemas: make([]api.DeletedSchemaList_Schemas, 0, len(ts))}
 	for _, t := range ts {
-		out = append(out, trashedJSON{ID: t.Schema.ID, Name: t.Schema.Name, DeletedAt: *t.Schema.DeletedAt,
-			HasLinkedDatabase: t.Schema.Linked, RestorableUntil: t.RestorableUntil, Restorable: t.Restorable})
+		out.Schemas = append(out.Schemas, api.DeletedSchemaList_Schemas{Id: t.Schema.ID, Name: t.Schema.Name,
+			DeletedAt: *t.Schema.DeletedAt, HasLinkedDatabase: t.Schema.Linked, RestorableUntil: t.RestorableUntil,
+			Restorable: t.Restorable})
 	}
-	// retention_days is null: the trash keeps schemas until they are
-	// deleted permanently.
-	writeJSON(w, http.StatusOK, map[string]any{"schemas": out, "total": len(out), "retention_days": nil})
+	out.Total = len(out.Schemas)
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) duplicateSchema(w http.ResponseWriter, r *http.Request) {
@@ -171,70 +140,37 @@ func (s *Server) duplicateSchema(w http.ResponseWriter, r *http.Request) {
 		s.Error(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, toSchema(sc, true))
+	writeJSON(w, http.StatusCreated, toSchema(sc))
 }
 
-// diffJSON is the reference's SchemaPublishDiff plus the property lists.
-type diffJSON struct {
-	Classification    string               `json:"classification"`
-	AddedTypes        []string             `json:"added_types"`
-	RemovedTypes      []string             `json:"removed_types"`
-	Changed           []tableChangeJSON    `json:"changed"`
-	RemovedColumns    map[string][]string  `json:"removed_columns"`
-	Transforms        []transformJSON      `json:"transforms"`
-	AddedProperties   []string             `json:"added_properties"`
-	RemovedProperties []string             `json:"removed_properties"`
-	ChangedProperties []propertyChangeJSON `json:"changed_properties"`
-}
-
-type tableChangeJSON struct {
-	EntityType         string   `json:"entity_type"`
-	AddedColumns       []string `json:"added_columns"`
-	AddedRelationships []string `json:"added_relationships"`
-	AddedTables        []string `json:"added_tables"`
-	AddedIndexes       []string `json:"added_indexes"`
-	RemovedIndexes     []string `json:"removed_indexes"`
-}
-
-type transformJSON struct {
-	Kind       string `json:"kind"`
-	EntityType string `json:"entity_type"`
-	Path       string `json:"path"`
-	Detail     string `json:"detail"`
-}
-
-type propertyChangeJSON struct {
-	EntityType string   `json:"entity_type"`
-	Path       string   `json:"path"`
-	Keywords   []string `json:"keywords"`
-}
-
-func toDiff(d schema.Diff) diffJSON {
-	out := diffJSON{Classification: string(d.Classification), AddedTypes: orEmpty(d.AddedTypes),
-		RemovedTypes: orEmpty(d.RemovedTypes), Changed: []tableChangeJSON{}, RemovedColumns: d.RemovedColumns,
-		Transforms: []transformJSON{}, AddedProperties: orEmpty(d.AddedProperties),
-		RemovedProperties: orEmpty(d.RemovedProperties), ChangedProperties: []propertyChangeJSON{}}
+// toDiff maps the reference's SchemaPublishDiff plus the property lists;
+// every list is present, empty when nothing changed.
+func toDiff(d schema.Diff) api.PublishDiff {
+	out := api.PublishDiff{Classification: api.PublishDiffClassification(d.Classification), AddedTypes: orEmpty(d.AddedTypes),
+		RemovedTypes: orEmpty(d.RemovedTypes), Changed: []api.PublishDiff_Changed{}, RemovedColumns: d.RemovedColumns,
+		Transforms: []api.PublishDiff_Transforms{}, AddedProperties: orEmpty(d.AddedProperties),
+		RemovedProperties: orEmpty(d.RemovedProperties), ChangedProperties: []api.PublishDiff_ChangedProperties{}}
 	if out.RemovedColumns == nil {
 		out.RemovedColumns = map[string][]string{}
 	}
 	for _, c := range d.Changed {
-		out.Changed = append(out.Changed, tableChangeJSON{EntityType: c.EntityType, AddedColumns: orEmpty(c.AddedColumns),
-			AddedRelationships: orEmpty(c.AddedRelationships), AddedTables: []string{}, AddedIndexes: []string{}, RemovedIndexes: []string{}})
+		cols, rels, none := orEmpty(c.AddedColumns), orEmpty(c.AddedRelationships), []string{}
+		out.Changed = append(out.Changed, api.PublishDiff_Changed{EntityType: c.EntityType, AddedColumns: &cols,
+			AddedRelationships: &rels, AddedTables: &none, AddedIndexes: &none, RemovedIndexes: &none})
 	}
 	for _, t := range d.Transforms {
-		out.Transforms = append(out.Transforms, transformJSON{Kind: string(t.Kind), EntityType: t.EntityType, Path: t.Path, Detail: t.Detail})
+		out.Transforms = append(out.Transforms, api.PublishDiff_Transforms{Kind: api.PublishDiffTransformsKind(t.Kind),
+			EntityType: t.EntityType, Path: t.Path, Detail: t.Detail})
 	}
 	for _, c := range d.ChangedProperties {
-		out.ChangedProperties = append(out.ChangedProperties, propertyChangeJSON{EntityType: c.EntityType, Path: c.Path, Keywords: c.Keywords})
+		out.ChangedProperties = append(out.ChangedProperties, api.PublishDiff_ChangedProperties{EntityType: c.EntityType,
+			Path: c.Path, Keywords: c.Keywords})
 	}
 	return out
 }
 
 func (s *Server) publishSchema(w http.ResponseWriter, r *http.Request) {
-	var in struct {
-		ConfirmTransforms bool    `json:"confirm_transforms"`
-		KeyLanguage       *string `json:"key_language"`
-	}
+	var in api.PublishRequest
 	// The body is optional: none is an additive publish.
 	raw, err := io.ReadAll(r.Body)
 	if err != nil {
@@ -247,10 +183,7 @@ func (s *Server) publishSchema(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	pin := app.PublishInput{ConfirmTransforms: in.ConfirmTransforms}
-	if in.KeyLanguage != nil {
-		pin.KeyLanguage = *in.KeyLanguage
-	}
+	pin := app.PublishInput{ConfirmTransforms: deref(in.ConfirmTransforms), KeyLanguage: deref(in.KeyLanguage)}
 	sc, diff, err := s.schemas.Publish(r.Context(), principal(r), mux.Vars(r)["id"], pin)
 	if err != nil {
 		s.Error(w, r, err)
@@ -258,8 +191,8 @@ func (s *Server) publishSchema(w http.ResponseWriter, r *http.Request) {
 	}
 	// delta_ids: no database registration exists yet, so no migration is
 	// queued.
-	writeJSON(w, http.StatusOK, map[string]any{"published": true, "diff": toDiff(diff), "saved_schema": toSchema(sc, true),
-		"delta_ids": []int64{}})
+	writeJSON(w, http.StatusOK, api.PublishResult{Published: true, Diff: toDiff(diff), SavedSchema: toSchema(sc),
+		DeltaIds: []int{}})
 }
 
 func (s *Server) validatePublish(w http.ResponseWriter, r *http.Request) {
@@ -268,21 +201,23 @@ func (s *Server) validatePublish(w http.ResponseWriter, r *http.Request) {
 		s.Error(w, r, err)
 		return
 	}
-	errs := make([]string, 0, len(p.Blockers))
-	codes := make([]string, 0, len(p.Blockers))
+	writeJSON(w, http.StatusOK, toPublishPreview(sc, p))
+}
+
+// toPublishPreview maps what a publish would do; no key language is
+// suggested or adopted, and no database is registered, yet.
+func toPublishPreview(sc *schema.Schema, p schema.Preview) api.PublishPreview {
+	out := api.PublishPreview{CanPublish: p.CanPublish(), Diff: toDiff(p.Diff), Errors: make([]string, 0, len(p.Blockers)),
+		BlockerCodes: make([]string, 0, len(p.Blockers)), PublishState: api.PublishPreviewPublishState(p.State),
+		RequiresConfirm: p.RequiresConfirm, RequiresKeyLanguage: p.RequiresKeyLanguage,
+		KeyLanguage: nilIfEmpty(sc.KeyLanguage), Databases: []string{}}
 	for _, b := range p.Blockers {
-		errs = append(errs, b.Error())
+		out.Errors = append(out.Errors, b.Error())
 		if e, ok := app.AsError(app.LifecycleError(b)); ok {
-			codes = append(codes, e.Code)
+			out.BlockerCodes = append(out.BlockerCodes, e.Code)
 		}
 	}
-	var suggested *string
-	writeJSON(w, http.StatusOK, map[string]any{
-		"can_publish": p.CanPublish(), "diff": toDiff(p.Diff), "errors": errs, "blocker_codes": codes,
-		"publish_state": string(p.State), "requires_confirm": p.RequiresConfirm,
-		"requires_key_language": p.RequiresKeyLanguage, "suggested_key_language": suggested,
-		"key_language": nilIfEmpty(sc.KeyLanguage), "adopted_key_language": nil, "databases": []string{},
-	})
+	return out
 }
 
 func nilIfEmpty(s string) *string {
@@ -298,5 +233,5 @@ func (s *Server) purgeSchemaData(w http.ResponseWriter, r *http.Request) {
 		s.Error(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"records_deleted": p.RecordsDeleted, "entities_deleted": p.EntitiesDeleted})
+	writeJSON(w, http.StatusOK, api.PurgeResult{RecordsDeleted: p.RecordsDeleted, EntitiesDeleted: p.EntitiesDeleted})
 }

@@ -4,7 +4,9 @@ import (
 	"net/http"
 
 	"github.com/gorilla/mux"
+	"github.com/oapi-codegen/nullable"
 
+	"github.com/entityenrich/enrich/adapters/httpapi/api"
 	"github.com/entityenrich/enrich/domain/modelsel"
 )
 
@@ -15,13 +17,30 @@ func (s *Server) registerSettingsRoutes(r *mux.Router) {
 	r.HandleFunc("/api/organization/model-defaults", s.setModelDefaults).Methods(http.MethodPut, http.MethodPatch)
 }
 
-// modelDefaultsJSON names every task, null where nothing is pinned.
-func modelDefaultsJSON(d map[string]string) map[string]*string {
-	out := make(map[string]*string, len(modelsel.Tasks()))
-	for _, t := range modelsel.Tasks() {
-		out[t] = nil
-		if k, ok := d[t]; ok {
-			out[t] = &k
+// toModelDefaults names every task, null where nothing is pinned.
+func toModelDefaults(d map[string]string) api.ModelDefaults {
+	pinned := func(task string) *string {
+		if k, ok := d[task]; ok {
+			return &k
+		}
+		return nil
+	}
+	return api.ModelDefaults{Enrichment: pinned(modelsel.TaskEnrichment),
+		SchemaGeneration: pinned(modelsel.TaskSchemaGeneration), SampleGeneration: pinned(modelsel.TaskSampleGeneration)}
+}
+
+// toModelDefaultsChange maps the tasks the body names to a key (pin) or nil
+// (unpin); tasks it leaves out are not in the change.
+func toModelDefaultsChange(in api.ModelDefaultsChange) map[string]*string {
+	out := map[string]*string{}
+	for task, v := range map[string]nullable.Nullable[string]{modelsel.TaskEnrichment: in.Enrichment,
+		modelsel.TaskSchemaGeneration: in.SchemaGeneration, modelsel.TaskSampleGeneration: in.SampleGeneration} {
+		switch {
+		case v.IsNull():
+			out[task] = nil
+		case v.IsSpecified():
+			k := v.MustGet()
+			out[task] = &k
 		}
 	}
 	return out
@@ -33,20 +52,20 @@ func (s *Server) getModelDefaults(w http.ResponseWriter, r *http.Request) {
 		s.Error(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, modelDefaultsJSON(d))
+	writeJSON(w, http.StatusOK, toModelDefaults(d))
 }
 
 // setModelDefaults pins the tasks the body names (a composite key) or
 // unpins them (null); tasks it leaves out keep their default.
 func (s *Server) setModelDefaults(w http.ResponseWriter, r *http.Request) {
-	var in map[string]*string
+	var in api.ModelDefaultsChange
 	if !s.decode(w, r, &in) {
 		return
 	}
-	d, err := s.enrich.SetModelDefaults(r.Context(), principal(r), in)
+	d, err := s.enrich.SetModelDefaults(r.Context(), principal(r), toModelDefaultsChange(in))
 	if err != nil {
 		s.Error(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, modelDefaultsJSON(d))
+	writeJSON(w, http.StatusOK, toModelDefaults(d))
 }
