@@ -1,0 +1,181 @@
+package load_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"text/tabwriter"
+	"time"
+
+	"github.com/entityenrich/enrich"
+	"github.com/entityenrich/enrich/adapters/llm"
+	"github.com/entityenrich/enrich/test/fakeopenai"
+)
+
+// TestProviderPathLoad measures what the service adds to one LLM call (issue
+// 8): in one run, on memory storage, at 1 and 16 clients,
+//   - direct: the chat completion the service sends, posted straight to the
+//     fake OpenAI-compatible server;
+//   - proxy: the same through a bare reverse proxy (net/http/httputil);
+//   - enrich/sync with the fake's model: the whole service, through the
+//     OpenAI-compatible client (langchaingo);
+//   - enrich/sync with sandbox::echo: the same service without the provider
+//     client (no HTTP call), which isolates that path's cost.
+//
+// Goals: at 1 client, enrich/sync adds at most 0.5 ms to the direct call;
+// at 16 clients it reaches at least 50% of the bare proxy's rate.
+func TestProviderPathLoad(t *testing.T) {
+	if os.Getenv(envLoad) != "1" {
+		t.Skipf("load test: set %s=1 to run it (make bench does)", envLoad)
+	}
+	set := settings{
+		warmup:   durationEnv(t, envWarmup, time.Second),
+		duration: durationEnv(t, envDuration, 5*time.Second),
+		timeout:  durationEnv(t, envTimeout, 10*time.Second),
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	var lastBody atomic.Value // the last chat completion the service sent
+	fake := fakeopenai.New(t, fakeopenai.WithModels(modelName), fakeopenai.WithAPIKey(fakeKey))
+	fake.SetResponder(func(req fakeopenai.ChatRequest) (string, int) {
+		lastBody.Store(req.Body)
+		return fakeopenai.DefaultAnswer(req), 0
+	})
+
+	cfg := enrich.Config{
+		JWTSecret:       strings.Repeat("l", 40),
+		PasswordHashing: "fast",
+		ShutdownGrace:   2 * time.Second,
+		Sandbox:         true,
+		Logger:          slog.New(slog.DiscardHandler),
+		Providers: []llm.ProviderConfig{{Name: providerName, Type: llm.TypeOpenAI, BaseURL: fake.URL(), APIKey: fakeKey,
+			Models: []string{modelName}}},
+	}
+	srv, err := enrich.NewServer(ctx, cfg)
+	if err != nil {
+		t.Fatalf("the server could not start: %v", err)
+	}
+	svcURL := serve(t, ctx, func(ln net.Listener) error { return srv.Serve(ctx, ln) })
+
+	target, _ := url.Parse(strings.TrimSuffix(fake.URL(), "/v1"))
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.Transport = &http.Transport{MaxIdleConns: 64, MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second}
+	proxyURL := serve(t, ctx, func(ln net.Listener) error {
+		s := &http.Server{Handler: proxy, ReadHeaderTimeout: 5 * time.Second}
+		go func() { <-ctx.Done(); _ = s.Close() }()
+		return s.Serve(ln)
+	})
+
+	c := newClient(syncHigh, set.timeout)
+	c.base = svcURL
+	ten, err := c.setup(ctx)
+	if err != nil {
+		t.Fatalf("setup through the API: %v", err)
+	}
+	body, _ := lastBody.Load().([]byte)
+	if len(body) == 0 {
+		t.Fatal("the service's chat completion was not captured")
+	}
+	fake.SetResponder(nil)
+
+	var n atomic.Int64
+	syncWith := func(model string) func(context.Context) error {
+		return func(ctx context.Context) error {
+			b := fmt.Sprintf(`{"entity_data": {"name": "Acme %d", "industry": "Anvils"}, "schema_id": %q, "model": %q, "strategy": "single_pass"}`,
+				n.Add(1), ten.schemaID, model)
+			return c.do(ctx, http.MethodPost, syncPath, ten.key, []byte(b), nil)
+		}
+	}
+	chat := func(base string) func(context.Context) error {
+		d := newClient(syncHigh, set.timeout)
+		d.base = base
+		return func(ctx context.Context) error {
+			return d.do(ctx, http.MethodPost, "/v1/chat/completions", "Bearer "+fakeKey, body, nil)
+		}
+	}
+	fakeBase := strings.TrimSuffix(fake.URL(), "/v1")
+	rows := []struct {
+		name string
+		req  func(context.Context) error
+	}{
+		{"direct: POST /v1/chat/completions to the fake", chat(fakeBase)},
+		{"proxy: the same through httputil.ReverseProxy", chat(proxyURL)},
+		{"enrich/sync, " + providerName + "::" + modelName + " (OpenAI-compatible client)", syncWith(providerName + "::" + modelName)},
+		{"enrich/sync, sandbox::echo (no provider client)", syncWith("sandbox::echo")},
+	}
+	res := map[string]map[int]*scenario{}
+	for _, conc := range []int{syncLow, syncHigh} {
+		for _, r := range rows {
+			if res[r.name] == nil {
+				res[r.name] = map[int]*scenario{}
+			}
+			res[r.name][conc] = c.run(ctx, set, "memory", r.name, conc, r.req)
+		}
+	}
+
+	w := os.Stdout
+	fmt.Fprintf(w, "\n=== provider path (issue 8): memory storage, fake answering at once, %s warm-up, %s measured; the chat body is the service's own (%d bytes)\n",
+		set.warmup, set.duration, len(body))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "request\tclients\treq/s\tp50 ms\tp99 ms\tok\terrors")
+	for _, conc := range []int{syncLow, syncHigh} {
+		for _, r := range rows {
+			sc := res[r.name][conc]
+			fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.2f\t%.2f\t%d\t%d\n", r.name, conc, sc.rps, ms(sc.p50), ms(sc.p99), sc.ok, sc.errs+sc.timeouts)
+		}
+	}
+	_ = tw.Flush()
+	direct, svc, sandbox := res[rows[0].name], res[rows[2].name], res[rows[3].name]
+	added := ms(svc[syncLow].p50) - ms(direct[syncLow].p50)
+	fmt.Fprintf(w, "  1 client: enrich/sync adds %.2f ms to the direct call (goal <= 0.5 ms): %s; the provider client path adds %.2f ms to the sandbox's sync\n",
+		added, verdict(added <= 0.5), ms(svc[syncLow].p50)-ms(sandbox[syncLow].p50))
+	ratio := 0.0
+	if p := res[rows[1].name][syncHigh].rps; p > 0 {
+		ratio = svc[syncHigh].rps / p
+	}
+	fmt.Fprintf(w, "  16 clients: enrich/sync at %.0f req/s is %.1f%% of the bare proxy's %.0f (goal >= 50%%): %s\n\n",
+		svc[syncHigh].rps, 100*ratio, res[rows[1].name][syncHigh].rps, verdict(ratio >= 0.5))
+	for _, r := range rows {
+		for _, conc := range []int{syncLow, syncHigh} {
+			if sc := res[r.name][conc]; sc.ok == 0 {
+				t.Errorf("%s at %d clients: no request succeeded (%d errors, %d timeouts)", r.name, conc, sc.errs, sc.timeouts)
+			}
+		}
+	}
+}
+
+// serve runs fn on a new loopback listener until ctx ends and returns its
+// base URL.
+func serve(t *testing.T, ctx context.Context, fn func(net.Listener) error) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("listen: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- fn(ln) }()
+	t.Cleanup(func() {
+		<-ctx.Done()
+		if err := <-done; err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
+			t.Logf("serve: %v", err)
+		}
+	})
+	return "http://" + ln.Addr().String()
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "PASS"
+	}
+	return "FAIL"
+}
