@@ -151,6 +151,7 @@ func NewRegistry(cfg Config) (*Registry, error) {
 	if r.guarded == nil {
 		r.guarded = GuardedHTTPClient()
 	}
+	r.hc, r.guarded = withResponseFormat(r.hc), withResponseFormat(r.guarded)
 	for _, p := range cfg.Providers {
 		if err := p.validate(); err != nil {
 			return nil, err
@@ -452,7 +453,7 @@ func (r *Registry) Generate(ctx context.Context, req ports.LLMRequest) (ports.LL
 	if err != nil {
 		return ports.LLMResponse{}, fmt.Errorf("llm: %s: %w", req.Model, err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	ctx, cancel := context.WithTimeout(withFormat(ctx, responseFormat(e, req)), r.timeout)
 	defer cancel()
 	opts := append([]llms.CallOption{llms.WithJSONMode()}, e.opts...)
 	if e.fixed != nil {
