@@ -44,36 +44,6 @@ const DefaultRest = 5 * time.Second
 // key by rotation, sticky first; else the provider's environment key. With
 // none it returns a 400 no_usable_provider_key error naming the provider.
 func (r *KeyRing) Pick(ctx context.Context, orgID, provider, sticky string, exclude []string) (*ports.Credential, error) {
-	return r.pick(ctx, orgID, provider, sticky, exclude, true)
-}
-
-// PickKnown is Pick for a caller that read beforehand whether the provider
-// has stored keys (StoredKeys): without any, the store is not asked.
-func (r *KeyRing) PickKnown(ctx context.Context, orgID, provider string, stored bool) (*ports.Credential, error) {
-	return r.pick(ctx, orgID, provider, "", nil, stored)
-}
-
-// StoredKeys starts reading which of providers have stored keys for orgID
-// (the organization's or global ones) and returns a function that waits
-// for the answer: nil when there is nothing to read, or the read failed
-// (the caller then picks as usual). The read has no effect, so it may run
-// beside the reads that validate a request, before a pick that must not.
-func (r *KeyRing) StoredKeys(ctx context.Context, orgID string, providers []string) func() map[string]bool {
-	if r.Keys == nil || len(providers) == 0 {
-		return func() map[string]bool { return nil }
-	}
-	done := make(chan map[string]bool, 1)
-	go func() {
-		got, err := r.Keys.ProvidersWithKeys(ctx, orgID, providers)
-		if err != nil {
-			got = nil
-		}
-		done <- got
-	}()
-	return func() map[string]bool { return <-done }
-}
-
-func (r *KeyRing) pick(ctx context.Context, orgID, provider, sticky string, exclude []string, stored bool) (*ports.Credential, error) {
 	info, ok := r.Providers.Provider(provider)
 	if !ok {
 		return r.endpointCredential(ctx, orgID, provider, exclude)
@@ -82,7 +52,7 @@ func (r *KeyRing) pick(ctx context.Context, orgID, provider, sticky string, excl
 		return nil, nil
 	}
 	var nu *rotation.NoUsableKeyError
-	if r.Keys != nil && stored {
+	if r.Keys != nil {
 		p, err := r.Keys.PickProviderKey(ctx, orgID, rotation.Request{Provider: provider, Now: r.Clock.Now(), Sticky: sticky, Exclude: exclude})
 		if err == nil {
 			return credential(r.Cipher, p.Key), nil

@@ -283,13 +283,6 @@ func (s *EnrichmentService) prepareFor(ctx context.Context, orgID string, req En
 	if err != nil {
 		return nil, err
 	}
-	called := models
-	if classifier != nil {
-		called = append(append([]model.Info(nil), models...), *classifier)
-	}
-	// Which providers have stored keys is read beside the schema: those
-	// without any need no pick below (one round trip fewer on the hot path).
-	stored := s.storedKeys(ctx, orgID, called)
 	sc, err := liveSchema(ctx, s.Schemas, orgID, req.SchemaID)
 	if err != nil {
 		return nil, err
@@ -340,35 +333,20 @@ func (s *EnrichmentService) prepareFor(ctx context.Context, orgID string, req En
 	}
 	// Last, because a pick records a use: a request refused above must not
 	// move the rotation.
-	if pl.keys, err = s.pickKeysKnown(ctx, orgID, called, stored()); err != nil {
+	called := models
+	if classifier != nil {
+		called = append(append([]model.Info(nil), models...), *classifier)
+	}
+	if pl.keys, err = s.pickKeys(ctx, orgID, called); err != nil {
 		return nil, err
 	}
 	return pl, nil
-}
-
-// storedKeys starts reading which providers of models have stored keys
-// (KeyRing.StoredKeys).
-func (s *EnrichmentService) storedKeys(ctx context.Context, orgID string, models []model.Info) func() map[string]bool {
-	if s.Keys == nil {
-		return func() map[string]bool { return nil }
-	}
-	providers := make([]string, 0, len(models))
-	for _, m := range models {
-		providers = append(providers, m.Key.Provider)
-	}
-	return s.Keys.StoredKeys(ctx, orgID, providers)
 }
 
 // pickKeys chooses the key of every provider the run calls, so that a run
 // with no usable key is refused before it starts; the run then sticks to
 // these keys while they work.
 func (s *EnrichmentService) pickKeys(ctx context.Context, orgID string, models []model.Info) (map[string]*runKey, error) {
-	return s.pickKeysKnown(ctx, orgID, models, nil)
-}
-
-// pickKeysKnown is pickKeys knowing which providers have stored keys
-// (stored; nil: not known, the store is asked for each).
-func (s *EnrichmentService) pickKeysKnown(ctx context.Context, orgID string, models []model.Info, stored map[string]bool) (map[string]*runKey, error) {
 	if s.Keys == nil {
 		return nil, nil
 	}
@@ -378,7 +356,7 @@ func (s *EnrichmentService) pickKeysKnown(ctx context.Context, orgID string, mod
 		if _, done := keys[p]; done {
 			continue
 		}
-		c, err := s.Keys.PickKnown(ctx, orgID, p, stored == nil || stored[p])
+		c, err := s.Keys.Pick(ctx, orgID, p, "", nil)
 		if err != nil {
 			return nil, err
 		}

@@ -32,10 +32,6 @@ type ProviderKeyStore interface {
 	// (or is another organization's) is not an error: deleting is
 	// idempotent and says nothing about other tenants.
 	DeleteProviderKey(ctx context.Context, orgID, id string) error
-	// ProvidersWithKeys returns which of providers have a stored key, the
-	// organization's or a global one, usable or not (a read with no
-	// effect: the providers without one need no pick).
-	ProvidersWithKeys(ctx context.Context, orgID string, providers []string) (map[string]bool, error)
 	// PickProviderKey chooses a key for orgID by rotation.Ranked among the
 	// organization's and the global keys of req.Provider, and records its
 	// use (LastUsedAt = req.Now, Uses + 1), atomically: concurrent picks

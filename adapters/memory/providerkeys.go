@@ -90,30 +90,6 @@ func (s *ProviderKeyStore) ListProviderKeys(_ context.Context, orgID string) ([]
 	return out, nil
 }
 
-// ProvidersWithKeys returns which of providers have a stored key of orgID's
-// or a global one.
-func (s *ProviderKeyStore) ProvidersWithKeys(_ context.Context, orgID string, providers []string) (map[string]bool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make(map[string]bool, len(providers))
-	for _, p := range providers {
-		out[p] = false
-	}
-	for _, owner := range []string{orgID, ""} {
-		for _, k := range s.list(owner) {
-			if _, asked := out[k.Provider]; asked {
-				out[k.Provider] = true
-			}
-		}
-	}
-	for p, have := range out {
-		if !have {
-			delete(out, p)
-		}
-	}
-	return out, nil
-}
-
 // AllProviderKeys returns every key by id.
 func (s *ProviderKeyStore) AllProviderKeys(_ context.Context) ([]*rotation.Key, error) {
 	s.mu.Lock()

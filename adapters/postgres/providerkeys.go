@@ -103,25 +103,6 @@ func (s *ProviderKeyStore) ListProviderKeys(ctx context.Context, orgID string) (
 	return out, nil
 }
 
-// ProvidersWithKeys returns which of providers have a stored key of orgID's
-// or a global one, in one statement.
-func (s *ProviderKeyStore) ProvidersWithKeys(ctx context.Context, orgID string, providers []string) (map[string]bool, error) {
-	out := make(map[string]bool, len(providers))
-	if len(providers) == 0 {
-		return out, nil
-	}
-	var have []string
-	if err := s.db.NewSelect().Model((*providerKeyRow)(nil)).Distinct().Column("provider").
-		Where("provider IN (?)", bun.In(providers)).Where("(org_id = ? OR org_id IS NULL)", orgID).
-		Scan(ctx, &have); err != nil {
-		return nil, fail(err, "find providers with keys")
-	}
-	for _, p := range have {
-		out[p] = true
-	}
-	return out, nil
-}
-
 // AllProviderKeys returns every key by id.
 func (s *ProviderKeyStore) AllProviderKeys(ctx context.Context) ([]*rotation.Key, error) {
 	var rows []providerKeyRow

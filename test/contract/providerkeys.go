@@ -252,22 +252,6 @@ func RunProviderKeyStore(t *testing.T, newStore func(t *testing.T) ports.Provide
 			_, err = s.PickProviderKey(ctx, org, rotation.Request{Provider: newID("p"), Now: at(12)})
 			is.True(errors.Is(err, rotation.ErrNoUsableKey))
 		}},
-		{"providers with keys: the organization's or global ones, disabled too, not another organization's", func(t *testing.T, s ports.ProviderKeyStore) {
-			is := is.New(t)
-			org, other := newID("org"), newID("org")
-			own, global, theirs, none := newID("p"), newID("p"), newID("p"), newID("p")
-			off := newProviderKey(org, own, 0)
-			off.Enabled = false
-			for _, k := range []*rotation.Key{off, newProviderKey("", global, 1), newProviderKey(other, theirs, 2)} {
-				is.NoErr(s.CreateProviderKey(ctx, k))
-			}
-			got, err := s.ProvidersWithKeys(ctx, org, []string{own, global, theirs, none})
-			is.NoErr(err)
-			is.Equal(got, map[string]bool{own: true, global: true})
-			got, err = s.ProvidersWithKeys(ctx, org, nil)
-			is.NoErr(err)
-			is.Equal(len(got), 0)
-		}},
 		{"pick keeps the sticky key", func(t *testing.T, s ports.ProviderKeyStore) {
 			is := is.New(t)
 			org, p := newID("org"), newID("p")
