@@ -469,21 +469,21 @@ func (s *OrgProviderService) Reencrypt(ctx context.Context) (resealed, failed in
 	if err != nil {
 		return 0, 0, err
 	}
-	current, _ := s.Cipher.(interface{ Current([]byte) bool })
 	for _, p := range ps {
-		if !p.HasKey() || (current != nil && current.Current(p.Sealed)) {
+		if !p.HasKey() {
 			continue
 		}
-		plain, err := s.Cipher.Open(p.Sealed)
-		if err != nil {
+		sealed, err := reseal(s.Cipher, p.Sealed)
+		if errors.Is(err, errUnopenable) {
 			failed++
 			s.Log.WarnContext(ctx, "organization provider key does not open with any encryption key", "provider_id", p.ID, "err", err)
 			continue
 		}
-		sealed, err := s.Cipher.Seal(plain)
-		clear(plain)
 		if err != nil {
 			return resealed, failed, err
+		}
+		if sealed == nil {
+			continue // sealed under the first key already
 		}
 		old := p.Sealed
 		_, err = s.Store.UpdateProvider(ctx, p.OrgID, p.ID, func(u *orgprovider.Provider) error {

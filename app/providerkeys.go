@@ -445,21 +445,18 @@ func (s *ProviderKeyService) Reencrypt(ctx context.Context) (resealed, failed in
 	if err != nil {
 		return 0, 0, err
 	}
-	current, _ := s.Cipher.(interface{ Current([]byte) bool })
 	for _, k := range ks {
-		if current != nil && current.Current(k.Sealed) {
-			continue
-		}
-		plain, err := s.Cipher.Open(k.Sealed)
-		if err != nil {
+		sealed, err := reseal(s.Cipher, k.Sealed)
+		if errors.Is(err, errUnopenable) {
 			failed++
 			s.Log.WarnContext(ctx, "provider key does not open with any encryption key", "key_id", k.ID, "err", err)
 			continue
 		}
-		sealed, err := s.Cipher.Seal(plain)
-		clear(plain)
 		if err != nil {
 			return resealed, failed, err
+		}
+		if sealed == nil {
+			continue // sealed under the first key already
 		}
 		old := k.Sealed
 		_, err = s.Keys.UpdateProviderKey(ctx, k.OrgID, k.ID, func(u *rotation.Key) error {
@@ -478,4 +475,22 @@ func (s *ProviderKeyService) Reencrypt(ctx context.Context) (resealed, failed in
 		resealed++
 	}
 	return resealed, failed, nil
+}
+
+// errUnopenable: no encryption key opens a sealed secret.
+var errUnopenable = errors.New("no encryption key opens the secret")
+
+// reseal returns sealed re-sealed under the cipher's first key, or nil when
+// it is sealed under it already (a cipher that can tell); errUnopenable
+// when no key opens it. The plaintext is cleared.
+func reseal(c ports.Cipher, sealed []byte) ([]byte, error) {
+	if cur, ok := c.(interface{ Current([]byte) bool }); ok && cur.Current(sealed) {
+		return nil, nil
+	}
+	plain, err := c.Open(sealed)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errUnopenable, err)
+	}
+	defer clear(plain)
+	return c.Seal(plain)
 }
