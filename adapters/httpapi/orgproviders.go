@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/gorilla/mux"
 
+	"github.com/entityenrich/enrich/adapters/httpapi/api"
 	"github.com/entityenrich/enrich/app"
 	"github.com/entityenrich/enrich/domain/model"
 	"github.com/entityenrich/enrich/domain/orgprovider"
@@ -32,37 +32,6 @@ func (s *Server) registerOrgProviderRoutes(r *mux.Router) {
 	r.HandleFunc("/api/providers/{provider_id}/discover-models", s.discoverOrgProviderModels).Methods(http.MethodPost)
 }
 
-// orgProviderJSON is ProviderResponse.
-type orgProviderJSON struct {
-	ID             string         `json:"id"`
-	OrganizationID string         `json:"organization_id"`
-	Name           string         `json:"name"`
-	Type           string         `json:"type"`
-	BaseURL        string         `json:"base_url"`
-	HasAPIKey      bool           `json:"has_api_key"`
-	KeySuffix      *string        `json:"key_suffix"`
-	IsEnabled      bool           `json:"is_enabled"`
-	ModelCount     int            `json:"model_count"`
-	Models         []orgModelJSON `json:"models"`
-	CreatedAt      time.Time      `json:"created_at"`
-	UpdatedAt      time.Time      `json:"updated_at"`
-}
-
-// orgModelJSON is ModelResponse: prices in USD per million tokens.
-type orgModelJSON struct {
-	ID            string    `json:"id"`
-	ProviderID    string    `json:"provider_id"`
-	ProviderName  string    `json:"provider_name"`
-	Name          string    `json:"name"`
-	ModelKey      string    `json:"model_key"`
-	ContextLength *int      `json:"context_length"`
-	InputPrice    *float64  `json:"input_price"`
-	OutputPrice   *float64  `json:"output_price"`
-	Source        string    `json:"source"`
-	IsEnabled     bool      `json:"is_enabled"`
-	CreatedAt     time.Time `json:"created_at"`
-}
-
 func usdPerMTok(micro *int64) *float64 {
 	if micro == nil {
 		return nil
@@ -71,8 +40,10 @@ func usdPerMTok(micro *int64) *float64 {
 	return &v
 }
 
-func toOrgModel(p *orgprovider.Provider, m orgprovider.Model) orgModelJSON {
-	out := orgModelJSON{ID: m.ID, ProviderID: p.ID, ProviderName: p.Name, Name: m.Name,
+// toOrgModel is the document's ModelResponse: prices in USD per million
+// tokens.
+func toOrgModel(p *orgprovider.Provider, m orgprovider.Model) api.ModelResponse {
+	out := api.ModelResponse{Id: m.ID, ProviderId: p.ID, ProviderName: p.Name, Name: m.Name,
 		ModelKey: model.Key{Provider: p.Name, Model: m.Name}.String(), InputPrice: usdPerMTok(m.InputPerMTok),
 		OutputPrice: usdPerMTok(m.OutputPerMTok), Source: "manual", IsEnabled: p.Enabled, CreatedAt: m.CreatedAt}
 	if m.ContextLength > 0 {
@@ -85,10 +56,11 @@ func toOrgModel(p *orgprovider.Provider, m orgprovider.Model) orgModelJSON {
 	return out
 }
 
-func toOrgProvider(p *orgprovider.Provider) orgProviderJSON {
-	out := orgProviderJSON{ID: p.ID, OrganizationID: p.OrgID, Name: p.Name, Type: p.Type, BaseURL: p.BaseURL,
-		HasAPIKey: p.HasKey(), IsEnabled: p.Enabled, ModelCount: len(p.Models),
-		Models: make([]orgModelJSON, len(p.Models)), CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}
+// toOrgProvider is the document's ProviderResponse (never the key).
+func toOrgProvider(p *orgprovider.Provider) api.ProviderResponse {
+	out := api.ProviderResponse{Id: p.ID, OrganizationId: p.OrgID, Name: p.Name, Type: api.ProviderResponseType(p.Type),
+		BaseUrl: p.BaseURL, HasApiKey: p.HasKey(), IsEnabled: p.Enabled, ModelCount: len(p.Models),
+		Models: make([]api.ModelResponse, len(p.Models)), CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}
 	if p.Suffix != "" {
 		suffix := p.Suffix
 		out.KeySuffix = &suffix
@@ -99,15 +71,8 @@ func toOrgProvider(p *orgprovider.Provider) orgProviderJSON {
 	return out
 }
 
-// orgModelIn is ModelCreate.
-type orgModelIn struct {
-	Name          string   `json:"name"`
-	ContextLength *int     `json:"context_length"`
-	InputPrice    *float64 `json:"input_price"`
-	OutputPrice   *float64 `json:"output_price"`
-}
-
-func (m orgModelIn) app() app.NewOrgModel {
+// toNewOrgModel maps the document's ModelCreate.
+func toNewOrgModel(m api.ModelCreate) app.NewOrgModel {
 	return app.NewOrgModel{Name: m.Name, ContextLength: m.ContextLength, InputPrice: m.InputPrice, OutputPrice: m.OutputPrice}
 }
 
@@ -126,7 +91,7 @@ func (s *Server) listOrgProviders(w http.ResponseWriter, r *http.Request) {
 		s.Error(w, r, err)
 		return
 	}
-	out := make([]orgProviderJSON, len(ps))
+	out := make([]api.ProviderResponse, len(ps))
 	for i, p := range ps {
 		out[i] = toOrgProvider(p)
 	}
@@ -135,12 +100,12 @@ func (s *Server) listOrgProviders(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) createOrgProvider(w http.ResponseWriter, r *http.Request) {
 	var in struct {
-		Name      string       `json:"name"`
-		Type      string       `json:"type"`
-		BaseURL   string       `json:"base_url"`
-		APIKey    *string      `json:"api_key"`
-		IsEnabled *bool        `json:"is_enabled"`
-		Models    []orgModelIn `json:"models"`
+		Name      string            `json:"name"`
+		Type      string            `json:"type"`
+		BaseURL   string            `json:"base_url"`
+		APIKey    *string           `json:"api_key"`
+		IsEnabled *bool             `json:"is_enabled"`
+		Models    []api.ModelCreate `json:"models"`
 	}
 	if !s.decode(w, r, &in) {
 		return
@@ -150,7 +115,7 @@ func (s *Server) createOrgProvider(w http.ResponseWriter, r *http.Request) {
 		np.APIKey = *in.APIKey
 	}
 	for _, m := range in.Models {
-		np.Models = append(np.Models, m.app())
+		np.Models = append(np.Models, toNewOrgModel(m))
 	}
 	p, err := s.orgProviders.Create(r.Context(), principal(r), np)
 	if err != nil {
@@ -207,25 +172,16 @@ func (s *Server) deleteOrgProvider(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) addOrgProviderModel(w http.ResponseWriter, r *http.Request) {
-	var in orgModelIn
+	var in api.ModelCreate
 	if !s.decode(w, r, &in) {
 		return
 	}
-	p, m, err := s.orgProviders.AddModel(r.Context(), principal(r), mux.Vars(r)["provider_id"], in.app())
+	p, m, err := s.orgProviders.AddModel(r.Context(), principal(r), mux.Vars(r)["provider_id"], toNewOrgModel(in))
 	if err != nil {
 		s.Error(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusCreated, toOrgModel(p, m))
-}
-
-// connectionJSON is TestConnectionResponse.
-type connectionJSON struct {
-	ProviderID string  `json:"provider_id"`
-	Success    bool    `json:"success"`
-	Message    string  `json:"message"`
-	Model      *string `json:"model"`
-	LatencyMS  int64   `json:"latency_ms"`
 }
 
 func (s *Server) testOrgProvider(w http.ResponseWriter, r *http.Request) {
@@ -235,20 +191,11 @@ func (s *Server) testOrgProvider(w http.ResponseWriter, r *http.Request) {
 		s.Error(w, r, err)
 		return
 	}
-	out := connectionJSON{ProviderID: id, Success: c.Success, Message: c.Message, LatencyMS: c.Latency.Milliseconds()}
+	out := api.TestConnectionResponse{ProviderId: id, Success: c.Success, Message: c.Message, LatencyMs: int(c.Latency.Milliseconds())}
 	if c.Model != "" {
 		out.Model = &c.Model
 	}
 	writeJSON(w, http.StatusOK, out)
-}
-
-// discoveryJSON is DiscoverModelsResponse.
-type discoveryJSON struct {
-	ProviderID      string          `json:"provider_id"`
-	DiscoveredCount int             `json:"discovered_count"`
-	ImportedCount   int             `json:"imported_count"`
-	Imported        []orgModelJSON  `json:"imported"`
-	Provider        orgProviderJSON `json:"provider"`
 }
 
 func (s *Server) discoverOrgProviderModels(w http.ResponseWriter, r *http.Request) {
@@ -257,8 +204,8 @@ func (s *Server) discoverOrgProviderModels(w http.ResponseWriter, r *http.Reques
 		s.Error(w, r, err)
 		return
 	}
-	out := discoveryJSON{ProviderID: d.Provider.ID, DiscoveredCount: d.Listed, ImportedCount: len(d.Imported),
-		Imported: make([]orgModelJSON, len(d.Imported)), Provider: toOrgProvider(d.Provider)}
+	out := api.DiscoverModelsResponse{ProviderId: d.Provider.ID, DiscoveredCount: d.Listed, ImportedCount: len(d.Imported),
+		Imported: make([]api.ModelResponse, len(d.Imported)), Provider: toOrgProvider(d.Provider)}
 	for i, m := range d.Imported {
 		out.Imported[i] = toOrgModel(d.Provider, m)
 	}
