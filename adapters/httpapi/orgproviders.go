@@ -46,6 +46,8 @@ func toOrgModel(p *orgprovider.Provider, m orgprovider.Model) api.ModelResponse 
 	out := api.ModelResponse{Id: m.ID, ProviderId: p.ID, ProviderName: p.Name, Name: m.Name,
 		ModelKey: model.Key{Provider: p.Name, Model: m.Name}.String(), InputPrice: usdPerMTok(m.InputPerMTok),
 		OutputPrice: usdPerMTok(m.OutputPerMTok), Source: "manual", IsEnabled: p.Enabled, CreatedAt: m.CreatedAt}
+	// No commission is added to what an organization pays: billed is declared.
+	out.InputPriceBilled, out.OutputPriceBilled = out.InputPrice, out.OutputPrice
 	if m.ContextLength > 0 {
 		n := m.ContextLength
 		out.ContextLength = &n

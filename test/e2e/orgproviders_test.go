@@ -167,11 +167,13 @@ func testOrgProviders(t *testing.T, dsn string) {
 		ID       string   `json:"id"`
 		ModelKey string   `json:"model_key"`
 		Input    *float64 `json:"input_price"`
+		Billed   *float64 `json:"input_price_billed"`
 		Source   string   `json:"source"`
 	}
 	is.Equal(call("POST", "/api/providers/"+mine.ID+"/models", home.key, obj{"name": "extra", "input_price": 0.5, "context_length": 32000}, &m), 201)
 	is.Equal(m.ModelKey, "mine::extra")
 	is.Equal(*m.Input, 0.5)
+	is.Equal(*m.Billed, 0.5) // the reference's billed price: no commission here
 	is.Equal(m.Source, "manual")
 	is.Equal(call("POST", "/api/providers/"+mine.ID+"/models", home.key, obj{"name": "extra"}, &e), 409)
 	is.Equal(e.Code, "model_exists")

@@ -1966,6 +1966,9 @@ type ModelResponse struct {
 	// InputPrice USD per million input tokens; null when not declared (calls then cost nothing in the ledger).
 	InputPrice *float64 `json:"input_price"`
 
+	// InputPriceBilled The reference's billed price (USD per million input tokens, as /api/enrichment/options shows it). No commission is added here, so it equals input_price.
+	InputPriceBilled *float64 `json:"input_price_billed"`
+
 	// IsEnabled The provider's switch.
 	IsEnabled bool `json:"is_enabled"`
 
@@ -1974,10 +1977,13 @@ type ModelResponse struct {
 	Name     string `json:"name"`
 
 	// OutputPrice USD per million output tokens.
-	OutputPrice  *float64            `json:"output_price"`
-	ProviderId   string              `json:"provider_id"`
-	ProviderName string              `json:"provider_name"`
-	Source       ModelResponseSource `json:"source"`
+	OutputPrice *float64 `json:"output_price"`
+
+	// OutputPriceBilled USD per million output tokens as billed; equals output_price.
+	OutputPriceBilled *float64            `json:"output_price_billed"`
+	ProviderId        string              `json:"provider_id"`
+	ProviderName      string              `json:"provider_name"`
+	Source            ModelResponseSource `json:"source"`
 }
 
 // ModelResponseSource defines model for ModelResponse.Source.
