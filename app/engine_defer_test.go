@@ -179,3 +179,59 @@ func TestAwaitedJobThatCannotBeStored(t *testing.T) {
 	_, err = w.jobs.GetJob(ctx, "org", j.ID)
 	is.True(errors.Is(err, ports.ErrNotFound))
 }
+
+// refusingEnds refuses the ends that create their job (as a store refuses
+// data it cannot hold), and passes the rest through.
+type refusingEnds struct{ ports.UnitOfWork }
+
+func (u refusingEnds) EndJob(ctx context.Context, end ports.JobEnd) error {
+	if end.Create {
+		return fmt.Errorf("test: %w", ports.ErrInvalid)
+	}
+	return u.UnitOfWork.EndJob(ctx, end)
+}
+
+// TestAwaitedJobWhoseEndIsRefused: when the end that would create the job
+// is refused, the job is stored as it started and then failed with
+// storage_error, and its follower sees that failure end the stream.
+func TestAwaitedJobWhoseEndIsRefused(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	w, counted, _, hold := newDeferWorld(t, time.Minute, nil)
+	w.engine.UoW = refusingEnds{w.engine.UoW}
+	j, err := w.engine.SubmitAwaited(ctx, "job-e", "org", job.TypeEnrichment, map[string]any{}, nil)
+	is.NoErr(err)
+	waitCtx, stop := w.engine.Await(ctx, j.ID)
+	defer stop()
+	close(hold)
+	evs := follow(t, waitCtx, w.engine.Stream, j.ID)
+	last := evs[len(evs)-1]
+	is.Equal(last.Type, job.EventFailed)
+	is.Equal(last.Data["error_code"], string(job.CodeStorage))
+	got := waitState(t, w, j.ID, job.Failed)
+	is.Equal(got.ErrorCode, job.CodeStorage)
+	is.Equal(counted.creates.Load(), int32(1)) // stored as it started, once
+	_, err = w.records.GetRecord(ctx, "org", "rec-"+j.ID)
+	is.True(errors.Is(err, ports.ErrNotFound)) // nothing of the refused end
+	w.settled(t)
+}
+
+// TestAwaitedJobAtShutdownIsHandedBack: a deferred run stopped by a
+// shutdown that hands jobs back gets its row first, then is handed back
+// (lease cleared) to resume elsewhere.
+func TestAwaitedJobAtShutdownIsHandedBack(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	w, counted, _, _ := newDeferWorld(t, time.Minute, nil)
+	w.engine.ReleaseAtShutdown = true
+	j, err := w.engine.SubmitAwaited(ctx, "job-f", "org", job.TypeEnrichment, map[string]any{}, nil)
+	is.NoErr(err)
+	expired, cancel := context.WithCancel(ctx)
+	cancel() // no grace: the run is stopped at once
+	_ = w.engine.Stop(expired)
+	got, err := w.jobs.GetJob(ctx, "org", j.ID)
+	is.NoErr(err)
+	is.Equal(got.State, job.Running) // not ended: another worker resumes it
+	is.True(!got.LeaseUntil.After(time.Now()))
+	is.Equal(counted.creates.Load(), int32(1))
+}
