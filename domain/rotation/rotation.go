@@ -247,14 +247,64 @@ type Pick struct {
 }
 
 // Choose picks the key for req among the organization's keys (org) and the
-// global keys (global): the first of Ranked. It returns a *NoUsableKeyError
-// when nothing is usable.
+// global keys (global): the first of Ranked, found in one pass without
+// building the ranking (stores call it on every pick). It returns a
+// *NoUsableKeyError when nothing is usable.
 func Choose(org, global []*Key, req Request) (Pick, error) {
-	ranked, err := Ranked(org, global, req)
-	if err != nil {
-		return Pick{}, err
+	best, sticky, rest := leastRecent(org, req, nil)
+	if best == nil || (req.Sticky != "" && sticky == nil) {
+		g, gs, gr := leastRecent(global, req, rest)
+		if best == nil {
+			best = g
+		}
+		sticky, rest = gs, gr
 	}
-	return Pick{Key: ranked[0], Source: ranked[0].Source()}, nil
+	switch {
+	case sticky != nil:
+		best = sticky
+	case best == nil:
+		e := &NoUsableKeyError{Provider: req.Provider}
+		if rest != nil {
+			r := *rest
+			e.RestUntil = &r
+		}
+		return Pick{}, e
+	}
+	return Pick{Key: best, Source: best.Source()}, nil
+}
+
+// leastRecent returns the least recently used usable key of keys, the
+// sticky key if it is among them and usable, and the earliest end of a
+// rate-limit rest (rest so far, or a sooner one). It returns its findings
+// rather than storing them, so that callers' keys need not escape.
+func leastRecent(keys []*Key, req Request, rest *time.Time) (best, sticky *Key, _ *time.Time) {
+	for _, k := range keys {
+		if k == nil || k.Provider != req.Provider || req.excluded(k.ID) {
+			continue
+		}
+		if !k.Usable(req.Now) {
+			if k.Out(req.Now) == RateLimited && (rest == nil || k.RestUntil.Before(*rest)) {
+				rest = k.RestUntil
+			}
+			continue
+		}
+		if req.Sticky != "" && k.ID == req.Sticky {
+			sticky = k
+		}
+		if best == nil || lessRecent(k, best) {
+			best = k
+		}
+	}
+	return best, sticky, rest
+}
+
+func (r Request) excluded(id string) bool {
+	for _, x := range r.Exclude {
+		if x == id {
+			return true
+		}
+	}
+	return false
 }
 
 // Ranked returns the usable keys of req.Provider in the order a pick takes
@@ -264,19 +314,11 @@ func Choose(org, global []*Key, req Request) (Pick, error) {
 // first that no one else is taking. With nothing usable it returns a
 // *NoUsableKeyError.
 func Ranked(org, global []*Key, req Request) ([]*Key, error) {
-	excluded := func(id string) bool {
-		for _, x := range req.Exclude {
-			if x == id {
-				return true
-			}
-		}
-		return false
-	}
 	var rest *time.Time
 	usable := func(keys []*Key) []*Key {
 		var out []*Key
 		for _, k := range keys {
-			if k == nil || k.Provider != req.Provider || excluded(k.ID) {
+			if k == nil || k.Provider != req.Provider || req.excluded(k.ID) {
 				continue
 			}
 			if k.Usable(req.Now) {

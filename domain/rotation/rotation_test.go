@@ -3,6 +3,7 @@ package rotation_test
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -317,4 +318,73 @@ func TestRanked(t *testing.T) {
 	is.Equal(ids(r), "[g2 b a g1]")
 	// The caller's slices keep their order.
 	is.Equal(ids(org), "[a b x c]")
+}
+
+// TestChooseIsFirstOfRanked checks, over random key sets, that Choose (one
+// pass, no allocation) takes exactly the key Ranked puts first, with the
+// same source and the same refusal when nothing is usable.
+func TestChooseIsFirstOfRanked(t *testing.T) {
+	is := is.New(t)
+	rnd := rand.New(rand.NewPCG(7, 11))
+	opts := []func(*rotation.Key){disabled, invalid, valid, expired, expiring, resting(3), resting(5), rested, provider("anthropic")}
+	for n := range 5000 {
+		var org, global []*rotation.Key
+		var ids []string
+		for i := range rnd.IntN(7) {
+			owner := "o"
+			if rnd.IntN(3) == 0 {
+				owner = ""
+			}
+			var used *time.Time
+			if rnd.IntN(4) > 0 {
+				used = at(-rnd.IntN(4))
+			}
+			var o []func(*rotation.Key)
+			if rnd.IntN(2) == 0 {
+				o = append(o, opts[rnd.IntN(len(opts))])
+			}
+			k := key(fmt.Sprintf("k%d", i), owner, rnd.IntN(3), used, o...)
+			ids = append(ids, k.ID)
+			if owner == "" {
+				global = append(global, k)
+			} else {
+				org = append(org, k)
+			}
+		}
+		req := rotation.Request{Provider: "openai", Now: t0}
+		if len(ids) > 0 && rnd.IntN(2) == 0 {
+			req.Sticky = ids[rnd.IntN(len(ids))]
+		}
+		if len(ids) > 0 && rnd.IntN(3) == 0 {
+			req.Exclude = []string{ids[rnd.IntN(len(ids))]}
+		}
+		ranked, rerr := rotation.Ranked(org, global, req)
+		p, cerr := rotation.Choose(org, global, req)
+		if rerr != nil {
+			is.True(cerr != nil)                              // case n: both refuse
+			is.Equal(cerr.Error(), rerr.Error())              // the same refusal
+			is.True(errors.Is(cerr, rotation.ErrNoUsableKey)) // a NoUsableKeyError
+			continue
+		}
+		is.NoErr(cerr)
+		if p.Key != ranked[0] {
+			t.Fatalf("case %d: Choose took %s, Ranked puts %s first", n, p.Key.ID, ranked[0].ID)
+		}
+		is.Equal(p.Source, ranked[0].Source())
+	}
+}
+
+func BenchmarkChoose(b *testing.B) {
+	var org, global []*rotation.Key
+	for i := range 8 {
+		org = append(org, key(fmt.Sprintf("o%d", i), "o", i, at(-i)))
+	}
+	global = append(global, key("g1", "", 0, nil), key("g2", "", 1, nil))
+	req := rotation.Request{Provider: "openai", Now: t0}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := rotation.Choose(org, global, req); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
