@@ -56,10 +56,15 @@ func (r *providerKeyRow) key() *rotation.Key {
 
 // ProviderKeyStore keeps provider keys in the provider_keys table; global
 // keys have a NULL org_id.
-type ProviderKeyStore struct{ db bun.IDB }
+type ProviderKeyStore struct {
+	db    bun.IDB
+	picks *pickCombiner
+}
 
 // NewProviderKeyStore returns a ProviderKeyStore on db.
-func NewProviderKeyStore(db bun.IDB) *ProviderKeyStore { return &ProviderKeyStore{db: db} }
+func NewProviderKeyStore(db bun.IDB) *ProviderKeyStore {
+	return &ProviderKeyStore{db: db, picks: &pickCombiner{}}
+}
 
 // whereOwner scopes a query to orgID's keys, or to the global ones.
 func whereOwner(q bun.QueryBuilder, orgID string) bun.QueryBuilder {
@@ -71,6 +76,7 @@ func whereOwner(q bun.QueryBuilder, orgID string) bun.QueryBuilder {
 
 // CreateProviderKey inserts k; an existing id is ErrConflict.
 func (s *ProviderKeyStore) CreateProviderKey(ctx context.Context, k *rotation.Key) error {
+	defer s.picks.forget()
 	if _, err := s.db.NewInsert().Model(providerKeyToRow(k)).Exec(ctx); err != nil {
 		return conflict(err, "create provider key "+k.ID)
 	}
@@ -118,6 +124,7 @@ func (s *ProviderKeyStore) AllProviderKeys(ctx context.Context) ([]*rotation.Key
 
 // UpdateProviderKey locks the row, applies fn and writes the result.
 func (s *ProviderKeyStore) UpdateProviderKey(ctx context.Context, orgID, id string, fn func(*rotation.Key) error) (*rotation.Key, error) {
+	defer s.picks.forget()
 	var out *rotation.Key
 	err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		var r providerKeyRow
@@ -146,6 +153,7 @@ func (s *ProviderKeyStore) UpdateProviderKey(ctx context.Context, orgID, id stri
 
 // DeleteProviderKey deletes the key if it is orgID's.
 func (s *ProviderKeyStore) DeleteProviderKey(ctx context.Context, orgID, id string) error {
+	defer s.picks.forget()
 	q := s.db.NewDelete().Model((*providerKeyRow)(nil)).Where("id = ?", id)
 	whereOwner(q.QueryBuilder(), orgID)
 	if _, err := q.Exec(ctx); err != nil {
@@ -173,27 +181,20 @@ const pickRounds = 2
 // is held it reads again; after pickRounds it shares one of the usable
 // keys, chosen at random (every key is busy: sharing is unavoidable, and
 // queueing every sharer on one row would be slow).
+//
+// Picks without a sticky key or exclusions that arrive together are
+// combined (pickbatch.go).
 func (s *ProviderKeyStore) PickProviderKey(ctx context.Context, orgID string, req rotation.Request) (rotation.Pick, error) {
+	if s.combinable(req) {
+		return s.picks.pick(ctx, orgID, req, s.pickBatch)
+	}
+	return s.pickOne(ctx, orgID, req)
+}
+
+// pickOne is one pick on its own.
+func (s *ProviderKeyStore) pickOne(ctx context.Context, orgID string, req rotation.Request) (rotation.Pick, error) {
 	for round := 0; ; round++ {
-		var rows []providerKeyRow
-		q := s.db.NewSelect().Model(&rows).Where("provider = ?", req.Provider)
-		if orgID == "" {
-			q.Where("org_id IS NULL")
-		} else {
-			q.Where("(org_id = ? OR org_id IS NULL)", orgID)
-		}
-		if err := q.Scan(ctx); err != nil {
-			return rotation.Pick{}, fail(err, "pick provider key")
-		}
-		var org, global []*rotation.Key
-		for i := range rows {
-			if rows[i].OrgID == "" {
-				global = append(global, rows[i].key())
-			} else {
-				org = append(org, rows[i].key())
-			}
-		}
-		ranked, err := rotation.Ranked(org, global, req)
+		ranked, err := s.ranked(ctx, orgID, req)
 		if err != nil {
 			return rotation.Pick{}, err
 		}

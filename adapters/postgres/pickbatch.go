@@ -1,0 +1,316 @@
+package postgres
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/entityenrich/enrich/domain/rotation"
+)
+
+// Picks that arrive together for the same organization and provider (and
+// no sticky key or exclusions, the common case: a job's first pick) are
+// combined: one of them, the leader, reads the candidates once and takes
+// as many idle keys as there are picks in one statement (FOR UPDATE SKIP
+// LOCKED, as a single pick does), so that n concurrent picks cost two
+// round trips instead of 2n and no longer queue for connections and row
+// locks. Picks that arrive while a batch runs wait for the next one, which
+// the first of them leads. Across replicas the statement's row locks still
+// keep two picks off one idle key while another is free; within a batch
+// each pick gets a key of its own while idle keys last, and the rest share
+// the keys in rotation order, as a single pick does once every key is
+// busy.
+
+// maxPickBatch bounds the picks one statement serves.
+const maxPickBatch = 64
+
+// pickCombiner queues the picks of each organization and provider, and
+// keeps the candidates a batch last read.
+type pickCombiner struct {
+	mu     sync.Mutex
+	queues map[string]*pickQueue
+	// read holds each group's candidates as last read, for
+	// candidatesTTL: a batch then takes its keys in one statement
+	// instead of two. Stale candidates cannot make a wrong pick: the
+	// statement takes a key only if its version (bumped when it leaves or
+	// rejoins rotation, or its secret changes) and rest are as read, and
+	// orders by the live last use; rotation.Ranked re-checks expiry at
+	// each pick. What a stale read can miss is a key added, or brought
+	// back, by another replica in the meantime, for at most candidatesTTL.
+	// Writes through this store drop it.
+	read map[string]candidates
+}
+
+type candidates struct {
+	at          time.Time
+	org, global []*rotation.Key
+}
+
+// candidatesTTL is how long a batch reuses the candidates it read.
+const candidatesTTL = 500 * time.Millisecond
+
+// cached returns the group's candidates if read within candidatesTTL.
+func (c *pickCombiner) cached(name string) (candidates, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.read[name]
+	return r, ok && time.Since(r.at) < candidatesTTL
+}
+
+func (c *pickCombiner) remember(name string, r candidates) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.read == nil {
+		c.read = map[string]candidates{}
+	}
+	c.read[name] = r
+}
+
+// forget drops every group's candidates: a key changed here.
+func (c *pickCombiner) forget() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	clear(c.read)
+}
+
+type pickQueue struct {
+	waiting []*pickCall
+}
+
+// pickCall is one waiting pick. wake is closed when its result is in, or
+// when it is to lead the next batch (lead set).
+type pickCall struct {
+	req  rotation.Request
+	wake chan struct{}
+	lead bool
+	pick rotation.Pick
+	err  error
+}
+
+// pick returns run's answer for req, combined with the other picks of
+// orgID and req.Provider waiting at the same time.
+func (c *pickCombiner) pick(ctx context.Context, orgID string, req rotation.Request,
+	run func(ctx context.Context, orgID string, batch []*pickCall)) (rotation.Pick, error) {
+	name := orgID + "\x00" + req.Provider
+	call := &pickCall{req: req, wake: make(chan struct{})}
+	c.mu.Lock()
+	if c.queues == nil {
+		c.queues = map[string]*pickQueue{}
+	}
+	q, busy := c.queues[name]
+	if !busy {
+		q = &pickQueue{}
+		c.queues[name] = q
+	} else {
+		q.waiting = append(q.waiting, call)
+	}
+	c.mu.Unlock()
+	lead := !busy
+	if busy {
+		select {
+		case <-call.wake:
+		case <-ctx.Done():
+			if c.leave(name, q, call) {
+				return rotation.Pick{}, ctx.Err()
+			}
+			<-call.wake // already in a batch, or chosen to lead: not long
+		}
+		lead = call.lead // set before wake was closed
+	}
+	if lead {
+		c.lead(ctx, name, q, call, run)
+	}
+	return call.pick, call.err
+}
+
+// leave takes call out of q if it still waits there.
+func (c *pickCombiner) leave(name string, q *pickQueue, call *pickCall) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, w := range q.waiting {
+		if w == call {
+			q.waiting = append(q.waiting[:i], q.waiting[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// lead runs one batch: call and the picks waiting now. Then it hands the
+// lead to the first pick that arrived meanwhile, or closes the queue.
+func (c *pickCombiner) lead(ctx context.Context, name string, q *pickQueue, call *pickCall,
+	run func(ctx context.Context, orgID string, batch []*pickCall)) {
+	c.mu.Lock()
+	n := min(len(q.waiting), maxPickBatch-1)
+	batch := append([]*pickCall{call}, q.waiting[:n]...)
+	q.waiting = q.waiting[n:]
+	c.mu.Unlock()
+
+	orgID, _, _ := strings.Cut(name, "\x00")
+	// The batch serves others too: the leader's cancellation must not fail
+	// their picks.
+	run(context.WithoutCancel(ctx), orgID, batch)
+
+	c.mu.Lock()
+	if len(q.waiting) > 0 {
+		next := q.waiting[0]
+		q.waiting = q.waiting[1:]
+		next.lead = true
+		close(next.wake)
+	} else {
+		delete(c.queues, name)
+	}
+	c.mu.Unlock()
+	for _, b := range batch[1:] {
+		close(b.wake)
+	}
+}
+
+// pickBatch serves a batch of picks of orgID for one provider, none sticky
+// and none excluding a key. Picks it cannot serve in the batch (every key
+// held by concurrent statements, twice) go the single way.
+func (s *ProviderKeyStore) pickBatch(ctx context.Context, orgID string, batch []*pickCall) {
+	req := batch[0].req
+	for _, b := range batch[1:] {
+		if b.req.Now.After(req.Now) {
+			req.Now = b.req.Now
+		}
+	}
+	var keys []*rotation.Key
+	for round := 0; round < pickRounds && len(keys) == 0; round++ {
+		ranked, err := s.rankedCached(ctx, orgID, req, round == 0)
+		if err == nil {
+			keys, err = s.takeIdleN(ctx, ranked, len(batch), req.Now)
+		}
+		if err != nil {
+			for _, b := range batch {
+				b.err = err
+			}
+			return
+		}
+	}
+	for i, b := range batch {
+		if i < len(keys) {
+			b.pick = rotation.Pick{Key: keys[i], Source: keys[i].Source()}
+		} else {
+			b.pick, b.err = s.pickOne(ctx, orgID, b.req)
+		}
+	}
+}
+
+// rankedCached ranks the candidates of orgID for req.Provider, as read
+// within candidatesTTL if reuse is true and there are some, else read now.
+func (s *ProviderKeyStore) rankedCached(ctx context.Context, orgID string, req rotation.Request, reuse bool) ([]*rotation.Key, error) {
+	name := orgID + "\x00" + req.Provider
+	if r, ok := s.picks.cached(name); ok && reuse {
+		return rotation.Ranked(r.org, r.global, req)
+	}
+	at := time.Now()
+	org, global, err := s.candidates(ctx, orgID, req.Provider)
+	if err != nil {
+		return nil, err
+	}
+	s.picks.remember(name, candidates{at: at, org: org, global: global})
+	return rotation.Ranked(org, global, req)
+}
+
+// ranked reads the candidate keys of orgID for req.Provider and ranks them
+// with rotation.Ranked.
+func (s *ProviderKeyStore) ranked(ctx context.Context, orgID string, req rotation.Request) ([]*rotation.Key, error) {
+	org, global, err := s.candidates(ctx, orgID, req.Provider)
+	if err != nil {
+		return nil, err
+	}
+	return rotation.Ranked(org, global, req)
+}
+
+// candidates reads orgID's keys of provider and the global ones.
+func (s *ProviderKeyStore) candidates(ctx context.Context, orgID, provider string) (org, global []*rotation.Key, _ error) {
+	var rows []providerKeyRow
+	q := s.db.NewSelect().Model(&rows).Where("provider = ?", provider)
+	if orgID == "" {
+		q.Where("org_id IS NULL")
+	} else {
+		q.Where("(org_id = ? OR org_id IS NULL)", orgID)
+	}
+	if err := q.Scan(ctx); err != nil {
+		return nil, nil, fail(err, "pick provider key")
+	}
+	for i := range rows {
+		if rows[i].OrgID == "" {
+			global = append(global, rows[i].key())
+		} else {
+			org = append(org, rows[i].key())
+		}
+	}
+	return org, global, nil
+}
+
+// takeIdleN serves n picks in one statement: it takes, in ranked's tiers
+// and by live last use as takeIdle does, up to n keys that are neither held
+// by another transaction nor changed since read (version, rest, expiry,
+// switch and health as read: what rotation.Ranked judged), and records n uses over
+// them: one each, and when there are fewer such keys than picks, the rest
+// spread evenly over them (every idle key is in use: sharing is
+// unavoidable). It returns one key per pick served (a shared key once per
+// pick), none when every key is held or changed.
+func (s *ProviderKeyStore) takeIdleN(ctx context.Context, ranked []*rotation.Key, n int, now time.Time) ([]*rotation.Key, error) {
+	var values strings.Builder
+	args := make([]any, 0, 5*len(ranked)+4)
+	for i, k := range ranked {
+		if i > 0 {
+			values.WriteString(", ")
+		}
+		tier := 1 // the organization's
+		if k.OrgID == "" {
+			tier = 2
+		}
+		values.WriteString("(?, ?::int, ?::int, ?::int, ?::timestamptz, ?::timestamptz, ?::boolean, ?)")
+		args = append(args, k.ID, i, tier, k.Version, utcPtr(k.RestUntil), utcPtr(k.ExpiresAt), k.Enabled, string(k.Health))
+	}
+	args = append(args, n, n, n, utc(now))
+	var rows []sharedKeyRow
+	with, from := lazy(s.db)
+	err := s.db.NewRaw(`WITH `+with+`cand (id, ord, tier, version, rest_until, expires_at, enabled, health) AS (VALUES `+values.String()+`),
+		pick AS (
+			SELECT k.id, c.tier, seen.last_used_at AS seen_used, c.ord
+			FROM provider_keys k JOIN cand c ON c.id = k.id JOIN provider_keys seen ON seen.id = k.id
+			WHERE k.version = c.version AND k.rest_until IS NOT DISTINCT FROM c.rest_until
+				AND k.expires_at IS NOT DISTINCT FROM c.expires_at AND k.enabled = c.enabled AND k.health = c.health
+				AND k.last_used_at IS NOT DISTINCT FROM seen.last_used_at
+			ORDER BY c.tier, seen.last_used_at ASC NULLS FIRST, c.ord LIMIT ?
+			FOR UPDATE OF k SKIP LOCKED),
+		numbered AS (
+			SELECT id, row_number() OVER (ORDER BY tier, seen_used ASC NULLS FIRST, ord) - 1 AS i, count(*) OVER () AS m FROM pick),
+		shares AS (
+			SELECT id, 1 + (?::int - m) / m + CASE WHEN i < (?::int - m) % m THEN 1 ELSE 0 END AS share FROM numbered)
+		UPDATE provider_keys p SET last_used_at = ?, uses = p.uses + shares.share FROM shares`+from+` WHERE p.id = shares.id
+		RETURNING p.*, shares.share`, args...).Scan(ctx, &rows)
+	if err != nil {
+		return nil, fail(err, "pick provider keys")
+	}
+	var out []*rotation.Key
+	for i := range rows {
+		for range rows[i].Share {
+			out = append(out, rows[i].key())
+		}
+	}
+	return out, nil
+}
+
+// sharedKeyRow is a key and how many picks of a batch it serves.
+type sharedKeyRow struct {
+	providerKeyRow `bun:",extend"`
+	Share          int `bun:"share"`
+}
+
+// combinable reports whether a pick may join a batch: no sticky key, no
+// exclusions, and outside a caller's transaction (whose statements are
+// its own).
+func (s *ProviderKeyStore) combinable(req rotation.Request) bool {
+	_, inTx := s.db.(bun.Tx)
+	return req.Sticky == "" && len(req.Exclude) == 0 && !inTx
+}
