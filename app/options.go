@@ -62,7 +62,7 @@ func (s *EnrichmentService) Options(ctx context.Context, p *access.Principal) (O
 		o.Available[m.Key.String()] = true
 	}
 	// The organization's own providers' models are listed and available;
-	// automatic selection keeps to the catalog's.
+	// automatic selection takes one only when pinned.
 	own, err := s.orgModels(ctx, p.OrgID)
 	if err != nil {
 		return Options{}, err
@@ -72,13 +72,13 @@ func (s *EnrichmentService) Options(ctx context.Context, p *access.Principal) (O
 	}
 	o.Models = append(ms[:len(ms):len(ms)], own...)
 	for _, task := range modelsel.Tasks() {
-		if p, err := modelsel.SelectAvailable(ms, usable, pinned[task], modelsel.Needs{}); err == nil {
+		if p, err := modelsel.SelectOwn(ms, own, usable, pinned[task], modelsel.Needs{}); err == nil {
 			o.Defaults[task] = p
 		}
 		if task == modelsel.TaskSchemaGeneration {
 			continue // the reference previews web search for enrichment and samples only
 		}
-		if p, err := modelsel.SelectAvailable(ms, usable, pinned[task], modelsel.Needs{WebSearch: true}); err == nil {
+		if p, err := modelsel.SelectOwn(ms, own, usable, pinned[task], modelsel.Needs{WebSearch: true}); err == nil {
 			o.DefaultsWebSearch[task] = p
 		}
 	}
@@ -99,7 +99,8 @@ func (s *EnrichmentService) ModelDefaults(ctx context.Context, p *access.Princip
 
 // SetModelDefaults pins (a composite key) or unpins (nil) the default model
 // of the tasks named in change; other tasks keep theirs. A model must be in
-// the catalog; whether the organization can call it is decided at each
+// the catalog or be one of the organization's own providers' models;
+// whether the organization can call it is decided at each
 // use, so a pinned model without a usable key is passed over, not refused
 // here.
 func (s *EnrichmentService) SetModelDefaults(ctx context.Context, p *access.Principal, change map[string]*string) (map[string]string, error) {
@@ -129,7 +130,11 @@ func (s *EnrichmentService) SetModelDefaults(ctx context.Context, p *access.Prin
 			check[task] = key
 		}
 	}
-	if task, err := modelsel.CheckDefaults(check, s.Catalog.Models()); err != nil {
+	own, err := s.orgModels(ctx, p.OrgID)
+	if err != nil {
+		return nil, err
+	}
+	if task, err := modelsel.CheckDefaults(check, append(s.Catalog.Models(), own...)); err != nil {
 		return nil, Invalid(task, "%v", err)
 	}
 	o, err := s.Orgs.UpdateOrg(ctx, p.OrgID, func(o *access.Organization) error {

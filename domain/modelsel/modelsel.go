@@ -108,6 +108,20 @@ func SelectAvailable(models []model.Info, usable func(provider string) bool, pin
 	return p, nil
 }
 
+// SelectOwn is SelectAvailable for an organization that may pin one of its
+// own providers' models (own, which it can always call): pinned and
+// capable, that model is the answer. Otherwise the catalog's models are
+// chosen among as always: an organization's own model has no rank, so it
+// is never chosen unpinned.
+func SelectOwn(catalog, own []model.Info, usable func(provider string) bool, pinned string, n Needs) (Pick, error) {
+	for _, m := range own {
+		if pinned != "" && m.Key.String() == pinned && capable(m, n) {
+			return Pick{Model: m, Pinned: true, Source: "pinned"}, nil
+		}
+	}
+	return SelectAvailable(catalog, usable, pinned, n)
+}
+
 // The tasks automatic selection serves; an organization may pin a default
 // model for each.
 const (
@@ -134,7 +148,8 @@ func CheckTask(t string) error {
 }
 
 // CheckDefaults checks pinned defaults: known tasks, composite keys of models
-// among known (the catalog). It returns the first offending task.
+// among known (the catalog, and the organization's own providers' models).
+// It returns the first offending task.
 func CheckDefaults(defaults map[string]string, known []model.Info) (task string, err error) {
 	names := make(map[string]bool, len(known))
 	for _, m := range known {

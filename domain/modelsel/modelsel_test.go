@@ -110,3 +110,36 @@ func TestCheckDefaults(t *testing.T) {
 		})
 	}
 }
+
+func TestSelectOwn(t *testing.T) {
+	catalog := []model.Info{
+		{Key: model.Key{Provider: "openai", Model: "gpt"}},
+		{Key: model.Key{Provider: "anthropic", Model: "claude"}, WebSearch: true},
+	}
+	own := []model.Info{{Key: model.Key{Provider: "mine", Model: "llama3"}}}
+	all := func(string) bool { return true }
+	for _, tc := range []struct {
+		name, pinned string
+		needs        modelsel.Needs
+		want, source string
+		pinnedPick   bool
+	}{
+		{"an own model pinned is the answer", "mine::llama3", modelsel.Needs{}, "mine::llama3", "pinned", true},
+		{"unpinned, the catalog's best", "", modelsel.Needs{}, "anthropic::claude", "configured", false},
+		{"an own model that cannot search is passed over", "mine::llama3", modelsel.Needs{WebSearch: true}, "anthropic::claude", "configured", false},
+		{"a catalog pin still wins", "openai::gpt", modelsel.Needs{}, "openai::gpt", "pinned", true},
+		{"a pin of an unknown own model falls back", "mine::gone", modelsel.Needs{}, "anthropic::claude", "configured", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			is := is.New(t)
+			p, err := modelsel.SelectOwn(catalog, own, all, tc.pinned, tc.needs)
+			is.NoErr(err)
+			is.Equal(p.Model.Key.String(), tc.want)
+			is.Equal(p.Source, tc.source)
+			is.Equal(p.Pinned, tc.pinnedPick)
+		})
+	}
+	// Nothing in the catalog can search and the own model cannot either.
+	_, err := modelsel.SelectOwn(catalog[:1], own, all, "mine::llama3", modelsel.Needs{WebSearch: true})
+	is.New(t).True(errors.Is(err, modelsel.ErrNoCapableModel))
+}

@@ -250,6 +250,33 @@ func testOrgProviders(t *testing.T, dsn string) {
 		"models": []string{"mine::llama3"}}, &e), 400)
 	is.Equal(e.Code, "invalid_model")
 
+	// The organization may pin its own model as a task's default: auto then
+	// resolves to it (options preview it, a run says pinned); another
+	// organization cannot pin it; unpinned, auto keeps to the catalog.
+	var pins map[string]*string
+	is.Equal(call("PATCH", "/api/organization/model-defaults", home.key, obj{"enrichment": "mine::llama3"}, &pins), 200)
+	is.Equal(*pins["enrichment"], "mine::llama3")
+	var opts struct {
+		DefaultModels map[string]struct {
+			Key string `json:"key"`
+		} `json:"default_models"`
+	}
+	is.Equal(call("GET", "/api/enrichment/options", home.key, nil, &opts), 200)
+	is.Equal(opts.DefaultModels["enrichment"].Key, "mine::llama3")
+	before = fake.Requests()
+	evs := s.follow(home.key, s.startJob(home.key, obj{"entity_data": obj{"name": "Acme"}, "schema_id": schemaID, "models": []string{"auto"}}), "")
+	sel := find(evs, "model_auto_selected")[0]
+	is.Equal(sel.Data["model"], "mine::llama3")
+	is.Equal(sel.Data["pinned"], true)
+	is.Equal(evs[len(evs)-1].Name, "completed")
+	is.True(fake.Requests() > before)
+	e = errJSON{}
+	is.Equal(call("PATCH", "/api/organization/model-defaults", other.key, obj{"enrichment": "mine::llama3"}, &e), 400)
+	is.Equal(e.Field, "enrichment")
+	is.Equal(call("PATCH", "/api/organization/model-defaults", home.key, obj{"enrichment": nil}, &pins), 200)
+	is.Equal(call("GET", "/api/enrichment/options", home.key, nil, &opts), 200)
+	is.True(opts.DefaultModels["enrichment"].Key != "mine::llama3")
+
 	// Other tasks take the organization's models too: schema generation,
 	// sample generation, the analysis, classification and arbitration
 	// models. Each reaches the endpoint with its key. (The fake answers
