@@ -72,9 +72,13 @@ func newSearcher(p ProviderConfig, m, token string, hc *http.Client) (searcher, 
 		// The base URL is configured as for langchaingo (ending in /v1);
 		// the SDK's paths start with v1/.
 		base = strings.TrimSuffix(strings.TrimRight(base, "/"), "/v1")
+		// The key goes in x-api-key, as Anthropic documents API keys and
+		// as the langchaingo path sends it: this SDK's WithAPIKey sends
+		// it as a bearer token. WithoutEnvironmentDefaults keeps the SDK
+		// from reading ANTHROPIC_* variables or a profile from disk.
 		c := anthropic.NewClient(anthropicoption.WithoutEnvironmentDefaults(), anthropicoption.WithBaseURL(base),
-			anthropicoption.WithAPIKey(token), anthropicoption.WithHTTPClient(doer), anthropicoption.WithMaxRetries(0),
-			anthropicoption.WithoutOpenTelemetry())
+			anthropicoption.WithHeader("x-api-key", token), anthropicoption.WithHTTPClient(doer),
+			anthropicoption.WithMaxRetries(0), anthropicoption.WithoutOpenTelemetry())
 		return anthropicSearcher{svc: c.Messages, model: m}, nil
 	}
 	return nil, fmt.Errorf("provider type %s: %w", p.Type, errCannotSearch)
