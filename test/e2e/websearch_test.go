@@ -28,12 +28,13 @@ func TestWebSearch(t *testing.T) {
 func testWebSearch(t *testing.T, dsn string) {
 	fake := fakeopenai.New(t, fakeopenai.WithAPIKeys(goodA, goodB, goodC, goodD))
 	limited := "Bearer " + goodC
-	fake.SetResponder(func(req fakeopenai.ChatRequest) (string, int) {
+	standard := func(req fakeopenai.ChatRequest) (string, int) {
 		if req.Authorization == limited {
 			return "slow down", http.StatusTooManyRequests
 		}
 		return fakeopenai.DefaultAnswer(req), 0
-	})
+	}
+	fake.SetResponder(standard)
 	cfg := testConfig(dsn)
 	cfg.Providers = []llm.ProviderConfig{
 		// gpt-4o offers web search in the catalog; gpt-4.1-nano does not.
@@ -144,6 +145,37 @@ func testWebSearch(t *testing.T, dsn string) {
 		is.Equal(last(evs).Name, "completed")
 	})
 
+	t.Run("sample generation searches too", func(t *testing.T) {
+		is := is.New(t)
+		ten, _ := newTenant("search-samples", goodA)
+		// A sample answer the service accepts: the fake's default one does
+		// not know the samples' rules (no questions on sync).
+		fake.SetResponder(func(req fakeopenai.ChatRequest) (string, int) {
+			if req.TextFormat["name"] == "sample" {
+				return `{"sample":{"name":"Acme Corp","industry":"retail"},"questions":[]}`, 0
+			}
+			return fakeopenai.DefaultAnswer(req), 0
+		})
+		defer fake.SetResponder(standard)
+		before := fake.Requests()
+		var out struct {
+			Samples []map[string]any `json:"samples"`
+		}
+		is.Equal(s.call("POST", "/api/schema/sample/generate/sync", ten.key, obj{"entity_type": "company", "sample_count": 1,
+			"model": "paid::gpt-4o", "enable_web_search": true}, &out), 200)
+		is.Equal(len(out.Samples), 1)
+		reqs := fake.AllRequests()[before:]
+		is.True(len(reqs) > 0)
+		for _, r := range reqs {
+			is.Equal(r.API, "responses")
+			is.True(r.WebSearch())
+		}
+		var e struct{ Code string }
+		is.Equal(s.call("POST", "/api/schema/sample/generate/sync", ten.key, obj{"entity_type": "company", "sample_count": 1,
+			"model": "paid::gpt-4.1-nano", "enable_web_search": true}, &e), 400)
+		is.Equal(e.Code, "model_lacks_capability")
+	})
+
 	t.Run("auto and the options' previews pick a model that can search", func(t *testing.T) {
 		is := is.New(t)
 		ten, schemaID := newTenant("search-auto", goodA)
@@ -168,6 +200,7 @@ func testWebSearch(t *testing.T, dsn string) {
 		}
 		is.Equal(s.call("GET", "/api/enrichment/options", ten.key, nil, &opts), 200)
 		is.Equal(opts.DefaultModelsWebSearch["enrichment"].Key, "paid::gpt-4o")
+		is.Equal(opts.DefaultModelsWebSearch["sample_generation"].Key, "paid::gpt-4o")
 		for _, m := range opts.Models {
 			is.Equal(m.SupportsWebSearch, m.Key == "paid::gpt-4o") // gem's offer without a tool does not count
 		}
