@@ -204,12 +204,13 @@ func TestWebSearchRefusedWithoutTool(t *testing.T) {
 // server_tool_use and web_search_tool_result blocks, then the JSON answer
 // with a citation.
 type anthropicSearchFake struct {
-	mu     sync.Mutex
-	good   string
-	status int
-	bodies []map[string]any
-	keys   []string
-	srv    *httptest.Server
+	mu      sync.Mutex
+	good    string
+	status  int
+	latency time.Duration
+	bodies  []map[string]any
+	keys    []string
+	srv     *httptest.Server
 }
 
 func newAnthropicSearchFake(t *testing.T, good string) *anthropicSearchFake {
@@ -229,8 +230,11 @@ func newAnthropicSearchFake(t *testing.T, good string) *anthropicSearchFake {
 		f.mu.Lock()
 		f.bodies = append(f.bodies, body)
 		f.keys = append(f.keys, r.Header.Get("x-api-key"))
-		status := f.status
+		status, latency := f.status, f.latency
 		f.mu.Unlock()
+		if !sleep(r, latency) {
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
 		switch {
 		case r.Header.Get("x-api-key") != f.good:
@@ -274,7 +278,7 @@ func (f *anthropicSearchFake) last() (map[string]any, string, int) {
 func TestAnthropicWebSearch(t *testing.T) {
 	is := is.New(t)
 	fake := newAnthropicSearchFake(t, "sk-ant-search-0001")
-	r, err := llm.NewRegistry(llm.Config{Timeout: 2 * time.Second, Providers: []llm.ProviderConfig{
+	r, err := llm.NewRegistry(llm.Config{Timeout: 500 * time.Millisecond, Providers: []llm.ProviderConfig{
 		{Name: "claude", Type: "anthropic", BaseURL: fake.srv.URL + "/v1", Models: []string{"claude-sonnet-4-5"}}}})
 	is.NoErr(err)
 	req := request(t, "claude::claude-sonnet-4-5", companySchema, acme)
@@ -318,5 +322,14 @@ func TestAnthropicWebSearch(t *testing.T) {
 		is.Equal(rl.RetryAfter, 4*time.Second)
 		_, _, after := fake.last()
 		is.Equal(after, before+1) // no retry inside the SDK
+	})
+	t.Run("timeout", func(t *testing.T) {
+		is := is.New(t)
+		fake.mu.Lock()
+		fake.latency = 2 * time.Second
+		fake.mu.Unlock()
+		defer func() { fake.mu.Lock(); fake.latency = 0; fake.mu.Unlock() }()
+		_, err := r.Generate(context.Background(), req)
+		is.True(errors.Is(err, ports.ErrLLMTimeout))
 	})
 }
