@@ -161,13 +161,26 @@ func (s anthropicSearcher) search(ctx context.Context, _ *entry, req ports.LLMRe
 			return ports.LLMResponse{}, fmt.Errorf("%w %q: %w", errRole, m.Role, ports.ErrInvalid)
 		}
 	}
-	msg, err := s.svc.New(ctx, params)
-	if err != nil {
-		return ports.LLMResponse{}, err
+	var out ports.LLMResponse
+	for turn := 0; ; turn++ {
+		msg, err := s.svc.New(ctx, params)
+		if err != nil {
+			return out, err
+		}
+		out.InputTokens += int(msg.Usage.InputTokens)
+		out.OutputTokens += int(msg.Usage.OutputTokens)
+		// A long search turn may pause (stop_reason pause_turn): it goes
+		// on when its content is sent back as the assistant's turn.
+		if msg.StopReason != anthropic.StopReasonPauseTurn || turn >= maxPausedTurns {
+			out.Text = anthropicAnswer(msg.Content)
+			return out, nil
+		}
+		params.Messages = append(params.Messages, msg.ToParam())
 	}
-	return ports.LLMResponse{Text: anthropicAnswer(msg.Content), InputTokens: int(msg.Usage.InputTokens),
-		OutputTokens: int(msg.Usage.OutputTokens)}, nil
 }
+
+// maxPausedTurns bounds how many times a paused search turn is continued.
+const maxPausedTurns = 3
 
 // anthropicAnswer is the text the model wrote after its last search (the
 // text blocks between searches narrate them: "I'll look up..."), or all of
@@ -214,7 +227,8 @@ func (r *Registry) search(ctx context.Context, req ports.LLMRequest) (ports.LLMR
 	defer cancel()
 	resp, err := s.search(ctx, e, req)
 	if err != nil {
-		return ports.LLMResponse{}, classify(ctx, req.Model, err)
+		// The usage of the turns that went through, if any, is still spent.
+		return resp, classify(ctx, req.Model, err)
 	}
 	if strings.TrimSpace(resp.Text) == "" {
 		return resp, fmt.Errorf("llm: %s: %w: empty response", req.Model, ports.ErrLLMUnavailable)

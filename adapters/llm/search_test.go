@@ -207,6 +207,7 @@ type anthropicSearchFake struct {
 	mu      sync.Mutex
 	good    string
 	status  int
+	pauses  int // answer this many requests with stop_reason pause_turn
 	latency time.Duration
 	bodies  []map[string]any
 	keys    []string
@@ -230,7 +231,10 @@ func newAnthropicSearchFake(t *testing.T, good string) *anthropicSearchFake {
 		f.mu.Lock()
 		f.bodies = append(f.bodies, body)
 		f.keys = append(f.keys, r.Header.Get("x-api-key"))
-		status, latency := f.status, f.latency
+		status, latency, pause := f.status, f.latency, f.pauses > 0
+		if pause {
+			f.pauses--
+		}
 		f.mu.Unlock()
 		if !sleep(r, latency) {
 			return
@@ -245,6 +249,15 @@ func newAnthropicSearchFake(t *testing.T, good string) *anthropicSearchFake {
 			w.Header().Set("retry-after", "4")
 			w.WriteHeader(status)
 			_, _ = w.Write([]byte(`{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}`))
+			return
+		case pause:
+			_ = json.NewEncoder(w).Encode(map[string]any{"id": "msg_0", "type": "message", "role": "assistant", "model": body["model"],
+				"content": []any{
+					map[string]any{"type": "text", "text": "Searching {first}."},
+					map[string]any{"type": "server_tool_use", "id": "srvtoolu_0", "name": "web_search", "input": map[string]any{"query": "Acme"}},
+				},
+				"stop_reason": "pause_turn",
+				"usage":       map[string]any{"input_tokens": 100, "output_tokens": 10}})
 			return
 		}
 		_ = json.NewEncoder(w).Encode(map[string]any{"id": "msg_1", "type": "message", "role": "assistant", "model": body["model"],
@@ -331,5 +344,26 @@ func TestAnthropicWebSearch(t *testing.T) {
 		defer func() { fake.mu.Lock(); fake.latency = 0; fake.mu.Unlock() }()
 		_, err := r.Generate(context.Background(), req)
 		is.True(errors.Is(err, ports.ErrLLMTimeout))
+	})
+	t.Run("a paused turn is continued", func(t *testing.T) {
+		is := is.New(t)
+		fake.mu.Lock()
+		fake.pauses = 1
+		fake.mu.Unlock()
+		_, _, before := fake.last()
+		resp, err := r.Generate(context.Background(), req)
+		is.NoErr(err)
+		is.Equal(resp.Text, answer)
+		is.Equal(resp.InputTokens, 220) // both turns
+		is.Equal(resp.OutputTokens, 40)
+		body, _, after := fake.last()
+		is.Equal(after, before+2)
+		msgs, _ := body["messages"].([]any)
+		turn, _ := msgs[len(msgs)-1].(map[string]any)
+		is.Equal(turn["role"], "assistant") // the paused turn sent back
+		content, _ := turn["content"].([]any)
+		is.Equal(len(content), 2)
+		tool, _ := content[1].(map[string]any)
+		is.Equal(tool["type"], "server_tool_use")
 	})
 }
