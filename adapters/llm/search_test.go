@@ -367,3 +367,20 @@ func TestAnthropicWebSearch(t *testing.T) {
 		is.Equal(tool["type"], "server_tool_use")
 	})
 }
+
+// TestKeylessWebSearchSendsNoKey: a keyless provider's search requests carry
+// no key header, as its chat requests.
+func TestKeylessWebSearchSendsNoKey(t *testing.T) {
+	is := is.New(t)
+	fake := fakeopenai.New(t)
+	r, err := llm.NewRegistry(llm.Config{Providers: []llm.ProviderConfig{
+		{Name: "openai", Type: "openai", BaseURL: fake.URL(), Models: []string{"gpt-4o"}, Keyless: true}}})
+	is.NoErr(err)
+	req := request(t, "openai::gpt-4o", companySchema, acme)
+	req.WebSearch = true
+	_, err = r.Generate(context.Background(), req)
+	is.NoErr(err)
+	got, _ := fake.LastRequest()
+	is.True(got.WebSearch())
+	is.Equal(got.Authorization, "") // no placeholder key
+}
