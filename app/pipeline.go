@@ -432,6 +432,7 @@ func (s *EnrichmentService) callWithRetries(ctx context.Context, er *entityRun, 
 		pub(job.Attempt{Model: m.Key.String(), Expertise: c.domain.Key, Attempt: attempt, MaxAttempts: max, Reason: reason})
 		resp, err := s.generate(ctx, pl, m, ports.LLMRequest{Model: m.Key, Messages: msgs, Schema: c.domain.Schema, SchemaName: c.domain.Key,
 			ResponseSchema: pl.req.responseSchema(), Strict: pl.req.EnableStrictStructuredOutput, OrgID: pl.usage.orgID,
+			WebSearch: pl.req.EnableWebSearch,
 			Queued: func() {
 				pub(job.ProviderQueued{Model: m.Key.String(), Expertise: c.domain.Key, Provider: m.Key.Provider})
 			}})

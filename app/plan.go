@@ -393,7 +393,7 @@ func (s *EnrichmentService) resolveModels(ctx context.Context, orgID string, req
 		if err != nil {
 			return nil, nil, err
 		}
-		if req.EnableWebSearch && !m.WebSearch {
+		if req.EnableWebSearch && !modelsel.CanSearch(m) {
 			return nil, nil, coded(ports.ErrInvalid, "model_lacks_capability", "%s: model %q cannot search the web", field, k)
 		}
 		out = append(out, m)

@@ -161,17 +161,16 @@ func (s *SampleService) prepare(ctx context.Context, orgID string, req SampleReq
 	if len(req.AttachmentIDs) > 0 {
 		return nil, notSupported("attachment_ids", "attachment_ids: attachments are not supported yet; leave it out or empty")
 	}
-	if req.EnableWebSearch {
-		return nil, notSupported("enable_web_search", "enable_web_search: web search is not supported yet; leave it out or false")
-	}
 	if req.Model == "" || req.Model == model.Auto {
-		p, err := s.Enrich.AutoPick(ctx, orgID, TaskSampleGeneration, modelsel.Needs{})
+		p, err := s.Enrich.AutoPick(ctx, orgID, TaskSampleGeneration, modelsel.Needs{WebSearch: req.EnableWebSearch})
 		if err != nil {
 			return nil, err
 		}
 		pl.autoPick, pl.model = &p, p.Model
 	} else if pl.model, err = s.Enrich.knownModelFor(ctx, orgID, "model", req.Model); err != nil {
 		return nil, err
+	} else if req.EnableWebSearch && !modelsel.CanSearch(pl.model) {
+		return nil, coded(ports.ErrInvalid, "model_lacks_capability", "model: model %q cannot search the web", req.Model)
 	}
 	pl.instances = sample.Instances(et, req.TypicalObjects, pl.count)
 	return pl, nil
@@ -440,7 +439,7 @@ func (r *sampleRun) call(ctx context.Context, p sample.Params) (sample.Answer, c
 	var last error
 	for attempt := 1; attempt <= sample.MaxRetries; attempt++ {
 		resp, err := r.s.Enrich.generate(ctx, r.calls, m, ports.LLMRequest{Model: m.Key, Messages: msgs, Schema: schema,
-			SchemaName: "sample", ResponseSchema: true, Task: ports.TaskSampleGeneration})
+			SchemaName: "sample", ResponseSchema: true, Task: ports.TaskSampleGeneration, WebSearch: r.pl.req.EnableWebSearch})
 		if err == nil {
 			c := m.Price.Cost(resp.InputTokens, resp.OutputTokens)
 			u.in, u.out, u.cost = u.in+resp.InputTokens, u.out+resp.OutputTokens, u.cost+c

@@ -269,6 +269,11 @@ type LLMRequest struct {
 	// Strict asks for strict (constrained) decoding on that channel where
 	// supported (enable_strict_structured_output).
 	Strict bool
+	// WebSearch has the model use its provider's web search tool
+	// (enable_web_search). Only models modelsel.CanSearch accepts can; an
+	// adapter asked to search with a model that cannot refuses the call
+	// (ErrInvalid) rather than answer without searching.
+	WebSearch bool
 	// Credential is the key that pays for the call; nil means the
 	// provider's own configuration (see Credential.KeyID).
 	Credential *Credential

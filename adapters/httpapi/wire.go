@@ -84,7 +84,7 @@ func toModelOption(m model.Info, available bool) api.ModelOption {
 	out := api.ModelOption{Key: m.Key.String(), Provider: m.Key.Provider, Model: m.Key.Model, DisplayName: m.DisplayName,
 		InputPrice: model.USD(m.Price.InputPerMTok), OutputPrice: model.USD(m.Price.OutputPerMTok),
 		InputPriceMicroCredits: int(m.Price.InputPerMTok), OutputPriceMicroCredits: int(m.Price.OutputPerMTok),
-		IsAvailable: available, Sandbox: trueOrAbsent(m.Sandbox), SupportsWebSearch: trueOrAbsent(m.WebSearch),
+		IsAvailable: available, Sandbox: trueOrAbsent(m.Sandbox), SupportsWebSearch: trueOrAbsent(modelsel.CanSearch(m)),
 		SupportsVision: trueOrAbsent(m.Vision), SupportsPdfInput: trueOrAbsent(m.PDFInput),
 		SupportsResponseSchema: trueOrAbsent(m.ResponseSchema), SupportsStrictStructuredOutput: trueOrAbsent(m.StrictOutput),
 		SupportsReasoning: trueOrAbsent(m.Reasoning), SupportsToolCalls: trueOrAbsent(m.ToolCalls),

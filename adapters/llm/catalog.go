@@ -24,8 +24,9 @@ type CatalogEntry struct {
 	OutputUSD        *float64 `json:"output_usd_per_mtok"`
 	StructuredOutput bool     `json:"structured_output"`
 	StrictSchema     bool     `json:"strict_schema"`
-	// WebSearch says the provider offers a search tool. enrich calls none
-	// yet, so it does not make the model eligible for enable_web_search.
+	// WebSearch says the provider offers a web search tool for the model.
+	// It makes the model eligible for enable_web_search only where enrich
+	// calls its provider type's tool (SearchTool; modelsel.CanSearch).
 	WebSearch bool `json:"web_search"`
 	PDF       bool `json:"pdf"`
 	Vision    bool `json:"vision"`
@@ -108,5 +109,5 @@ func (e CatalogEntry) describe(info *model.Info) {
 	info.VideoInput = e.Video
 	info.Reasoning = e.Reasoning
 	info.ToolCalls = e.ToolCalls
-	// WebSearch stays false: no search tool is called yet (see the field).
+	info.WebSearch = e.WebSearch
 }

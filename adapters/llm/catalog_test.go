@@ -8,6 +8,7 @@ import (
 
 	"github.com/entityenrich/enrich/adapters/llm"
 	"github.com/entityenrich/enrich/domain/model"
+	"github.com/entityenrich/enrich/domain/modelsel"
 )
 
 func TestLoadCatalog(t *testing.T) {
@@ -54,6 +55,8 @@ func TestRegistryUsesCatalog(t *testing.T) {
 	r, err := llm.NewRegistry(llm.Config{Catalog: cat, Providers: []llm.ProviderConfig{
 		{Name: "openai", Type: "openai", APIKey: "sk", Models: []string{"gpt-4o", "house-model", "mystery"}},
 		{Name: "cheap", Type: "openai", BaseURL: "http://127.0.0.1:9/v1", APIKey: "sk", Models: []string{"gpt-4o"}},
+		{Name: "claude", Type: "anthropic", APIKey: "sk", Models: []string{"claude-sonnet-4-5"}},
+		{Name: "gemini", Type: "googleai", APIKey: "sk", Models: []string{"gemini-2.5-pro"}},
 	}})
 	is.NoErr(err)
 	get := func(k string) model.Info {
@@ -67,11 +70,17 @@ func TestRegistryUsesCatalog(t *testing.T) {
 	is.Equal(m.ContextLength, 128000)
 	is.Equal(m.Price, model.Price{InputPerMTok: 2_500_000, OutputPerMTok: 10_000_000})
 	is.True(m.Vision && m.PDFInput && m.ResponseSchema && m.StrictOutput && m.AudioInput)
-	is.True(!m.WebSearch) // offered by the provider, but no search tool is called yet
+	is.True(m.WebSearch && m.WebSearchTool) // offered, and the Responses API's tool is called
+	is.True(modelsel.CanSearch(m))
+	is.True(modelsel.CanSearch(get("claude::claude-sonnet-4-5"))) // Anthropic's server tool
+	g := get("gemini::gemini-2.5-pro")
+	is.True(g.WebSearch && !g.WebSearchTool) // Google offers grounding; enrich calls no tool for googleai
+	is.True(!modelsel.CanSearch(g))
 	c := get("cheap::gpt-4o")
 	is.Equal(c.ContextLength, 64000)
 	is.Equal(c.Price, model.Price{InputPerMTok: 500_000, OutputPerMTok: 1_500_000})
 	is.True(!c.Vision)
+	is.True(!modelsel.CanSearch(c)) // its own entry says no web search
 	h := get("openai::house-model")
 	is.Equal(h.Price, model.Price{}) // the catalog may say a model is free
 	is.True(h.ResponseSchema)

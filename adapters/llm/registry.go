@@ -117,6 +117,9 @@ type Registry struct {
 
 	mu      sync.RWMutex
 	clients map[clientKey]llms.Model
+	// searchers are the clients of web search calls (search.go), cached
+	// like clients.
+	searchers map[clientKey]searcher
 }
 
 var (
@@ -132,7 +135,7 @@ var (
 // time, per credential.
 func NewRegistry(cfg Config) (*Registry, error) {
 	r := &Registry{entries: map[model.Key]*entry{}, providers: map[string]*ProviderConfig{}, timeout: cfg.Timeout,
-		clients: map[clientKey]llms.Model{}}
+		clients: map[clientKey]llms.Model{}, searchers: map[clientKey]searcher{}}
 	if r.timeout <= 0 {
 		r.timeout = DefaultTimeout
 	}
@@ -175,6 +178,7 @@ func NewRegistry(cfg Config) (*Registry, error) {
 			if known {
 				ce.describe(&info)
 			}
+			info.WebSearchTool = SearchTool(p.Type)
 			info.Price = price(cfg, key, ce, known)
 			r.entries[key] = &entry{prov: &pc, opts: opts, info: info}
 		}
@@ -256,6 +260,11 @@ func (r *Registry) Forget(keyID string) {
 			delete(r.clients, k)
 		}
 	}
+	for k := range r.searchers {
+		if k.keyID == keyID {
+			delete(r.searchers, k)
+		}
+	}
 }
 
 // errNoKey is the error of a call that names no key to a provider that needs
@@ -272,6 +281,35 @@ func (r *Registry) client(e *entry, c *ports.Credential) (llms.Model, error) {
 	if e.fixed != nil {
 		return e.fixed, nil
 	}
+	ck, err := r.cacheKey(e, c)
+	if err != nil {
+		return nil, err
+	}
+	r.mu.RLock()
+	m := r.clients[ck]
+	r.mu.RUnlock()
+	if m != nil {
+		return m, nil
+	}
+	token, err := r.token(e, ck, c)
+	if err != nil {
+		return nil, err
+	}
+	p := e.prov
+	m, err = newClient(*p, e.info.Key.Model, token, r.httpClient(p))
+	if err != nil {
+		return nil, fmt.Errorf("llm: provider %s model %s: %w", p.Name, e.info.Key.Model, err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	store(r.clients, ck, m)
+	return m, nil
+}
+
+// cacheKey names the cached clients of e for credential c: the credential's
+// key and version, else the provider's own key, else none for a keyless
+// provider. A provider that needs a key and has none is errNoKey.
+func (r *Registry) cacheKey(e *entry, c *ports.Credential) (clientKey, error) {
 	p := e.prov
 	ck := clientKey{model: e.info.Key}
 	switch {
@@ -282,43 +320,41 @@ func (r *Registry) client(e *entry, c *ports.Credential) (llms.Model, error) {
 	case p.needsNoKey():
 		ck.keyID = keylessKeyID
 	default:
-		return nil, errNoKey(e.info.Key)
+		return clientKey{}, errNoKey(e.info.Key)
 	}
-	r.mu.RLock()
-	m := r.clients[ck]
-	r.mu.RUnlock()
-	if m != nil {
-		return m, nil
-	}
-	token := ""
+	return ck, nil
+}
+
+// token is the key a client named ck sends ("" for a keyless provider);
+// a credential's plaintext is opened only here.
+func (r *Registry) token(e *entry, ck clientKey, c *ports.Credential) (string, error) {
 	switch ck.keyID {
 	case systemKeyID:
-		token = p.APIKey
+		return e.prov.APIKey, nil
 	case keylessKeyID:
-	default:
-		s, err := open(c)
-		if err != nil {
-			return nil, fmt.Errorf("llm: %s: %w", e.info.Key, err)
-		}
-		token = s.Reveal()
+		return "", nil
 	}
-	m, err := newClient(*p, e.info.Key.Model, token, r.httpClient(p))
+	s, err := open(c)
 	if err != nil {
-		return nil, fmt.Errorf("llm: provider %s model %s: %w", p.Name, e.info.Key.Model, err)
+		return "", fmt.Errorf("llm: %s: %w", e.info.Key, err)
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if len(r.clients) >= maxClients {
-		clear(r.clients)
+	return s.Reveal(), nil
+}
+
+// store caches v under ck in m (the caller holds r.mu): clients of an
+// older version of the same key and model are stale and dropped; past
+// maxClients the cache starts again.
+func store[V any](m map[clientKey]V, ck clientKey, v V) {
+	if len(m) >= maxClients {
+		clear(m)
 	}
-	for k := range r.clients {
+	for k := range m {
 		// An older version of the key is stale.
 		if k.keyID == ck.keyID && k.model == ck.model && k.version != ck.version {
-			delete(r.clients, k)
+			delete(m, k)
 		}
 	}
-	r.clients[ck] = m
-	return m, nil
+	m[ck] = v
 }
 
 // httpClient is the client of p's requests: the SSRF-safe one for a
@@ -445,6 +481,9 @@ func (r *Registry) entry(k model.Key) (*entry, error) {
 // the text as the model wrote it, valid or not: validation and retries
 // belong to the caller.
 func (r *Registry) Generate(ctx context.Context, req ports.LLMRequest) (ports.LLMResponse, error) {
+	if req.WebSearch {
+		return r.search(ctx, req)
+	}
 	e, client, err := r.resolve(req)
 	if err != nil {
 		return ports.LLMResponse{}, err

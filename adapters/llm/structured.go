@@ -32,15 +32,12 @@ var schemaNameRE = regexp.MustCompile(`[^a-zA-Z0-9_-]`)
 // answer is prompted JSON, json_object). Strict is sent only where the
 // model supports it.
 func responseFormat(e *entry, req ports.LLMRequest) json.RawMessage {
-	if !req.ResponseSchema || req.Schema == nil || !e.info.ResponseSchema || e.prov == nil || !openAIProtocol(e.prov.Type) {
+	name, ok := schemaChannel(e, req)
+	if !ok {
 		return nil
 	}
-	name := schemaNameRE.ReplaceAllString(req.SchemaName, "_")
-	if name == "" {
-		name = "enrichment"
-	}
 	rf, err := json.Marshal(map[string]any{"type": "json_schema", "json_schema": map[string]any{
-		"name": name[:min(len(name), 64)], "strict": req.Strict && e.info.StrictOutput, "schema": req.Schema}})
+		"name": name, "strict": req.Strict && e.info.StrictOutput, "schema": req.Schema}})
 	if err != nil {
 		return nil // a schema that does not encode was refused long before
 	}

@@ -53,8 +53,13 @@ type Info struct {
 	DisplayName string
 	Price       Price
 	// Sandbox marks the built-in deterministic provider.
-	Sandbox       bool
+	Sandbox bool
+	// WebSearch says the provider offers a web search tool for the model
+	// (the catalog's web_search); WebSearchTool says enrich can call its
+	// provider type's tool. A model searches only with both
+	// (modelsel.CanSearch).
 	WebSearch     bool
+	WebSearchTool bool
 	Vision        bool
 	PDFInput      bool
 	ContextLength int

@@ -29,8 +29,16 @@ type Pick struct {
 	Source string
 }
 
+// CanSearch is the one rule of enable_web_search's eligibility: the
+// catalog says the provider offers web search for the model, and enrich
+// calls its provider type's search tool. Explicit models, automatic
+// selection and the options' previews all ask it.
+func CanSearch(m model.Info) bool {
+	return m.WebSearch && m.WebSearchTool && !m.Sandbox
+}
+
 func capable(m model.Info, n Needs) bool {
-	return (!n.WebSearch || m.WebSearch) && (!n.Vision || m.Vision) && (!n.PDFInput || m.PDFInput)
+	return (!n.WebSearch || CanSearch(m)) && (!n.Vision || m.Vision) && (!n.PDFInput || m.PDFInput)
 }
 
 // Select picks one model among candidates. pinned, if non-empty, wins when it

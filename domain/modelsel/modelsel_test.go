@@ -12,12 +12,39 @@ import (
 
 func info(key string, sandbox, web bool) model.Info {
 	k, _ := model.ParseKey(key)
-	return model.Info{Key: k, Sandbox: sandbox, WebSearch: web}
+	return model.Info{Key: k, Sandbox: sandbox, WebSearch: web, WebSearchTool: web}
+}
+
+// TestCanSearch: a model searches only when the catalog says its provider
+// offers web search and enrich calls its provider type's tool.
+func TestCanSearch(t *testing.T) {
+	k := model.Key{Provider: "p", Model: "m"}
+	tests := []struct {
+		name string
+		m    model.Info
+		want bool
+	}{
+		{"offered and a tool", model.Info{Key: k, WebSearch: true, WebSearchTool: true}, true},
+		{"offered, no tool for the provider type", model.Info{Key: k, WebSearch: true}, false},
+		{"a tool, not offered for the model", model.Info{Key: k, WebSearchTool: true}, false},
+		{"neither", model.Info{Key: k}, false},
+		{"sandbox never searches", model.Info{Key: k, WebSearch: true, WebSearchTool: true, Sandbox: true}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			is.Equal(modelsel.CanSearch(tt.m), tt.want)
+			_, err := modelsel.Select([]model.Info{tt.m}, "", modelsel.Needs{WebSearch: true})
+			is.Equal(err == nil, tt.want) // selection asks the same rule
+		})
+	}
 }
 
 func TestSelect(t *testing.T) {
 	echo, alt := info("sandbox::echo", true, false), info("sandbox::alt", true, false)
 	gpt, local := info("openai::gpt", false, true), info("local::qwen", false, false)
+	offered := info("compat::gpt", false, true)
+	offered.WebSearchTool = false // the catalog says yes, but no tool is called for its type
 	tests := []struct {
 		name   string
 		cands  []model.Info
@@ -33,6 +60,8 @@ func TestSelect(t *testing.T) {
 		{"web search filters", []model.Info{echo, local, gpt}, "", modelsel.Needs{WebSearch: true}, "openai::gpt", "configured", nil},
 		{"pinned but incapable", []model.Info{local, gpt}, "local::qwen", modelsel.Needs{WebSearch: true}, "openai::gpt", "configured", nil},
 		{"no capable real model never falls back to sandbox", []model.Info{echo, local}, "", modelsel.Needs{WebSearch: true}, "", "", modelsel.ErrNoCapableModel},
+		{"offered without a tool is not eligible", []model.Info{offered, gpt}, "compat::gpt", modelsel.Needs{WebSearch: true}, "openai::gpt", "configured", nil},
+		{"only offered without a tool", []model.Info{echo, offered}, "", modelsel.Needs{WebSearch: true}, "", "", modelsel.ErrNoCapableModel},
 		{"sandbox cannot search", []model.Info{echo}, "", modelsel.Needs{WebSearch: true}, "", "", modelsel.ErrNoCapableModel},
 		{"nothing", nil, "", modelsel.Needs{}, "", "", modelsel.ErrNoCapableModel},
 	}

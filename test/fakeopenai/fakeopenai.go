@@ -37,6 +37,23 @@ type ChatRequest struct {
 	// Authorization is the request's Authorization header ("" when none),
 	// to check which key paid for a call and that keyless calls send none.
 	Authorization string
+	// API is "chat" for POST /chat/completions and "responses" for the
+	// Responses API (POST /responses).
+	API string
+	// Tools are the Responses API request's tools ({"type":"web_search"}).
+	Tools []map[string]any
+	// TextFormat is the Responses API request's text.format, if any.
+	TextFormat map[string]any
+}
+
+// WebSearch reports whether the request carried the web_search tool.
+func (r ChatRequest) WebSearch() bool {
+	for _, t := range r.Tools {
+		if t["type"] == "web_search" {
+			return true
+		}
+	}
+	return false
 }
 
 // Responder overrides the answer. A status other than 0 or 200 makes the
@@ -97,6 +114,8 @@ func New(tb testing.TB, opts ...Option) *Server {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/v1/chat/completions", s.chat)
 	mux.HandleFunc("/chat/completions", s.chat)
+	mux.HandleFunc("/v1/responses", s.responses)
+	mux.HandleFunc("/responses", s.responses)
 	mux.HandleFunc("/v1/models", s.listModels)
 	mux.HandleFunc("/models", s.listModels)
 	s.srv = httptest.NewServer(mux)
@@ -148,7 +167,7 @@ func (s *Server) SchemaInvalidNext(n int) {
 	s.schemaInvalidN = n
 }
 
-// Requests counts the chat requests received, failed ones included.
+// Requests counts the chat and Responses API requests received, failed ones included.
 func (s *Server) Requests() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -199,7 +218,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "request is not JSON: "+err.Error())
 		return
 	}
-	req := ChatRequest{Model: wr.Model, ResponseFormat: wr.ResponseFormat, Body: body, Authorization: r.Header.Get("Authorization")}
+	req := ChatRequest{API: "chat", Model: wr.Model, ResponseFormat: wr.ResponseFormat, Body: body, Authorization: r.Header.Get("Authorization")}
 	var prompt strings.Builder
 	for _, m := range wr.Messages {
 		c := flatten(m.Content)
@@ -213,7 +232,116 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 			req.Schema = sch
 		}
 	}
+	if wr.Stream {
+		writeError(w, http.StatusBadRequest, "fakeopenai does not stream")
+		return
+	}
+	s.answer(w, r, req, prompt.String(), func(content string, in, out int) any {
+		return map[string]any{
+			"id":      fmt.Sprintf("chatcmpl-fake-%d", s.Requests()),
+			"object":  "chat.completion",
+			"created": 1700000000,
+			"model":   req.Model,
+			"choices": []any{map[string]any{
+				"index":         0,
+				"message":       map[string]any{"role": "assistant", "content": content},
+				"finish_reason": "stop",
+			}},
+			"usage": map[string]any{"prompt_tokens": in, "completion_tokens": out, "total_tokens": in + out},
+		}
+	})
+}
 
+// responsesRequest is the part of the Responses API's request the server
+// reads. Input is a string or a list of messages.
+type responsesRequest struct {
+	Model        string           `json:"model"`
+	Stream       bool             `json:"stream"`
+	Instructions string           `json:"instructions"`
+	Input        json.RawMessage  `json:"input"`
+	Tools        []map[string]any `json:"tools"`
+	Text         struct {
+		Format map[string]any `json:"format"`
+	} `json:"text"`
+}
+
+// responses serves OpenAI's Responses API (POST /responses). When the
+// request carries the web_search tool, the answer's output starts with a
+// web_search_call item, as OpenAI's does.
+func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		writeError(w, http.StatusMethodNotAllowed, "use POST")
+		return
+	}
+	body, err := readBody(r)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	var rr responsesRequest
+	if err := json.Unmarshal(body, &rr); err != nil {
+		writeError(w, http.StatusBadRequest, "request is not JSON: "+err.Error())
+		return
+	}
+	req := ChatRequest{API: "responses", Model: rr.Model, Tools: rr.Tools, TextFormat: rr.Text.Format, Body: body,
+		Authorization: r.Header.Get("Authorization")}
+	var prompt strings.Builder
+	add := func(role, c string) {
+		req.Messages = append(req.Messages, ChatMessage{Role: role, Content: c})
+		prompt.WriteString(c)
+		prompt.WriteByte('\n')
+	}
+	if rr.Instructions != "" {
+		add("system", rr.Instructions)
+	}
+	var input []struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	}
+	var one string
+	switch {
+	case json.Unmarshal(rr.Input, &one) == nil:
+		add("user", one)
+	case json.Unmarshal(rr.Input, &input) == nil:
+		for _, m := range input {
+			add(m.Role, flatten(m.Content))
+		}
+	default:
+		writeError(w, http.StatusBadRequest, "input is neither a string nor a list of messages")
+		return
+	}
+	req.Schema, req.Entity = sandbox.ParsePrompt(prompt.String())
+	if rr.Text.Format["type"] == "json_schema" {
+		if sch, ok := rr.Text.Format["schema"].(map[string]any); ok {
+			req.Schema = sch
+		}
+	}
+	if rr.Stream {
+		writeError(w, http.StatusBadRequest, "fakeopenai does not stream")
+		return
+	}
+	s.answer(w, r, req, prompt.String(), func(content string, in, out int) any {
+		n := s.Requests()
+		var output []any
+		if req.WebSearch() {
+			output = append(output, map[string]any{"type": "web_search_call", "id": fmt.Sprintf("ws_fake_%d", n), "status": "completed",
+				"action": map[string]any{"type": "search", "query": "fakeopenai search"}})
+		}
+		output = append(output, map[string]any{"type": "message", "id": fmt.Sprintf("msg_fake_%d", n), "status": "completed",
+			"role": "assistant", "content": []any{map[string]any{"type": "output_text", "text": content, "annotations": []any{}}}})
+		return map[string]any{
+			"id": fmt.Sprintf("resp_fake_%d", n), "object": "response", "created_at": 1700000000, "status": "completed",
+			"model": req.Model, "output": output, "tools": req.Tools,
+			"usage": map[string]any{"input_tokens": in, "input_tokens_details": map[string]any{"cached_tokens": 0},
+				"output_tokens": out, "output_tokens_details": map[string]any{"reasoning_tokens": 0}, "total_tokens": in + out},
+		}
+	})
+}
+
+// answer records req, applies the knobs (keys, injected failures, latency,
+// responder) and writes the answer body wrap makes of the content and its
+// token counts.
+func (s *Server) answer(w http.ResponseWriter, r *http.Request, req ChatRequest, prompt string, wrap func(content string, in, out int) any) {
 	s.mu.Lock()
 	s.inFlight++
 	defer func() {
@@ -255,10 +383,6 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		case <-t.C:
 		}
 	}
-	if wr.Stream {
-		writeError(w, http.StatusBadRequest, "fakeopenai does not stream")
-		return
-	}
 	var content string
 	switch mode {
 	case "unauthorized":
@@ -287,20 +411,9 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	default:
 		content = marshal(sandbox.Generate(orObject(req.Schema), req.Entity, req.Model))
 	}
-	in, out := tokens(prompt.String()), tokens(content)
+	in, out := tokens(prompt), tokens(content)
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(map[string]any{
-		"id":      fmt.Sprintf("chatcmpl-fake-%d", s.Requests()),
-		"object":  "chat.completion",
-		"created": 1700000000,
-		"model":   req.Model,
-		"choices": []any{map[string]any{
-			"index":         0,
-			"message":       map[string]any{"role": "assistant", "content": content},
-			"finish_reason": "stop",
-		}},
-		"usage": map[string]any{"prompt_tokens": in, "completion_tokens": out, "total_tokens": in + out},
-	})
+	_ = json.NewEncoder(w).Encode(wrap(content, in, out))
 }
 
 func (s *Server) listModels(w http.ResponseWriter, r *http.Request) {
@@ -346,7 +459,7 @@ func flatten(raw json.RawMessage) string {
 	if json.Unmarshal(raw, &parts) == nil {
 		var sb strings.Builder
 		for _, p := range parts {
-			if p.Type == "text" {
+			if p.Type == "text" || p.Type == "input_text" {
 				sb.WriteString(p.Text)
 			}
 		}

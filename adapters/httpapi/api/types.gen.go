@@ -1691,7 +1691,10 @@ type GenerateSampleRequest struct {
 	// AutoAnswer Take the clarification questions' defaults instead of pausing (default false).
 	AutoAnswer *bool `json:"auto_answer,omitempty"`
 
-	// EnableWebSearch Not supported yet (true is 400 `not_supported_yet`).
+	// EnableWebSearch Have the model search the web with its provider's tool. Only models
+	// that can (`supports_web_search` in the options) are eligible: a named
+	// one that cannot is 400 `model_lacks_capability`; `auto` with none is
+	// 400 `no_capable_default_model`.
 	EnableWebSearch *bool `json:"enable_web_search,omitempty"`
 
 	// EntityType What to sample (e.g. "company").
@@ -1942,7 +1945,12 @@ type ModelOption struct {
 	SupportsToolCalls              *bool `json:"supports_tool_calls,omitempty"`
 	SupportsVideoInput             *bool `json:"supports_video_input,omitempty"`
 	SupportsVision                 *bool `json:"supports_vision,omitempty"`
-	SupportsWebSearch              *bool `json:"supports_web_search,omitempty"`
+
+	// SupportsWebSearch The model can search the web for `enable_web_search`: its provider
+	// offers search for it and enrich calls that provider type's tool
+	// (OpenAI's Responses API `web_search`, Anthropic's `web_search`
+	// server tool). Absent means false.
+	SupportsWebSearch *bool `json:"supports_web_search,omitempty"`
 }
 
 // ModelPerformance defines model for ModelPerformance.
@@ -2660,7 +2668,10 @@ type SyncGenerateSampleRequest struct {
 	// AutoAnswer Take the clarification questions' defaults instead of pausing (default false).
 	AutoAnswer *bool `json:"auto_answer,omitempty"`
 
-	// EnableWebSearch Not supported yet (true is 400 `not_supported_yet`).
+	// EnableWebSearch Have the model search the web with its provider's tool. Only models
+	// that can (`supports_web_search` in the options) are eligible: a named
+	// one that cannot is 400 `model_lacks_capability`; `auto` with none is
+	// 400 `no_capable_default_model`.
 	EnableWebSearch *bool `json:"enable_web_search,omitempty"`
 
 	// EntityType What to sample (e.g. "company").
