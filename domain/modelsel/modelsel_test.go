@@ -143,7 +143,7 @@ func TestCheckDefaults(t *testing.T) {
 func TestSelectOwn(t *testing.T) {
 	catalog := []model.Info{
 		{Key: model.Key{Provider: "openai", Model: "gpt"}},
-		{Key: model.Key{Provider: "anthropic", Model: "claude"}, WebSearch: true},
+		{Key: model.Key{Provider: "anthropic", Model: "claude"}, WebSearch: true, WebSearchTool: true},
 	}
 	own := []model.Info{{Key: model.Key{Provider: "mine", Model: "llama3"}}}
 	all := func(string) bool { return true }
