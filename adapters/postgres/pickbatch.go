@@ -2,13 +2,16 @@ package postgres
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/uptrace/bun"
 
 	"github.com/entityenrich/enrich/domain/rotation"
+	"github.com/entityenrich/enrich/ports"
 )
 
 // Picks that arrive together for the same organization and provider (and
@@ -258,38 +261,24 @@ func (s *ProviderKeyStore) candidates(ctx context.Context, orgID, provider strin
 // unavoidable). It returns one key per pick served (a shared key once per
 // pick), none when every key is held or changed.
 func (s *ProviderKeyStore) takeIdleN(ctx context.Context, ranked []*rotation.Key, n int, now time.Time) ([]*rotation.Key, error) {
-	var values strings.Builder
-	args := make([]any, 0, 5*len(ranked)+4)
+	c := candidateColumns{}
 	for i, k := range ranked {
-		if i > 0 {
-			values.WriteString(", ")
-		}
-		tier := 1 // the organization's
+		tier := int32(1) // the organization's
 		if k.OrgID == "" {
 			tier = 2
 		}
-		values.WriteString("(?, ?::int, ?::int, ?::int, ?::timestamptz, ?::timestamptz, ?::boolean, ?)")
-		args = append(args, k.ID, i, tier, k.Version, utcPtr(k.RestUntil), utcPtr(k.ExpiresAt), k.Enabled, string(k.Health))
+		c.id = append(c.id, k.ID)
+		c.ord = append(c.ord, int32(i))
+		c.tier = append(c.tier, tier)
+		c.version = append(c.version, int32(k.Version))
+		c.restUntil = append(c.restUntil, utcPtr(k.RestUntil))
+		c.expiresAt = append(c.expiresAt, utcPtr(k.ExpiresAt))
+		c.enabled = append(c.enabled, k.Enabled)
+		c.health = append(c.health, string(k.Health))
 	}
-	args = append(args, n, n, n, utc(now))
 	var rows []sharedKeyRow
-	with, from := lazy(s.db)
-	err := s.db.NewRaw(`WITH `+with+`cand (id, ord, tier, version, rest_until, expires_at, enabled, health) AS (VALUES `+values.String()+`),
-		pick AS (
-			SELECT k.id, c.tier, seen.last_used_at AS seen_used, c.ord
-			FROM provider_keys k JOIN cand c ON c.id = k.id JOIN provider_keys seen ON seen.id = k.id
-			WHERE k.version = c.version AND k.rest_until IS NOT DISTINCT FROM c.rest_until
-				AND k.expires_at IS NOT DISTINCT FROM c.expires_at AND k.enabled = c.enabled AND k.health = c.health
-				AND k.last_used_at IS NOT DISTINCT FROM seen.last_used_at
-			ORDER BY c.tier, seen.last_used_at ASC NULLS FIRST, c.ord LIMIT ?
-			FOR UPDATE OF k SKIP LOCKED),
-		numbered AS (
-			SELECT id, row_number() OVER (ORDER BY tier, seen_used ASC NULLS FIRST, ord) - 1 AS i, count(*) OVER () AS m FROM pick),
-		shares AS (
-			SELECT id, 1 + (?::int - m) / m + CASE WHEN i < (?::int - m) % m THEN 1 ELSE 0 END AS share FROM numbered)
-		UPDATE provider_keys p SET last_used_at = ?, uses = p.uses + shares.share FROM shares`+from+` WHERE p.id = shares.id
-		RETURNING p.*, shares.share`, args...).Scan(ctx, &rows)
-	if err != nil {
+	if err := s.scanParams(ctx, takeIdleNSQL, &rows, c.id, c.ord, c.tier, c.version, c.restUntil, c.expiresAt,
+		c.enabled, c.health, n, utc(now)); err != nil {
 		return nil, fail(err, "pick provider keys")
 	}
 	var out []*rotation.Key
@@ -301,6 +290,52 @@ func (s *ProviderKeyStore) takeIdleN(ctx context.Context, ranked []*rotation.Key
 	return out, nil
 }
 
+// candidateColumns are the ranked candidates as columns, one array each.
+type candidateColumns struct {
+	id, health           []string
+	ord, tier, version   []int32
+	restUntil, expiresAt []*time.Time
+	enabled              []bool
+}
+
+// takeIdleNSQL is takeIdleN's statement. Its text never changes (the
+// candidates come as arrays), so each connection prepares and plans it
+// once: planning the statement with its values written in took longer than
+// running it.
+const takeIdleNSQL = `WITH cand AS (
+		SELECT * FROM unnest($1::text[], $2::int[], $3::int[], $4::int[], $5::timestamptz[], $6::timestamptz[],
+			$7::boolean[], $8::text[]) AS c (id, ord, tier, version, rest_until, expires_at, enabled, health)),
+	pick AS (
+		SELECT k.id, c.tier, seen.last_used_at AS seen_used, c.ord
+		FROM provider_keys k JOIN cand c ON c.id = k.id JOIN provider_keys seen ON seen.id = k.id
+		WHERE k.version = c.version AND k.rest_until IS NOT DISTINCT FROM c.rest_until
+			AND k.expires_at IS NOT DISTINCT FROM c.expires_at AND k.enabled = c.enabled AND k.health = c.health
+			AND k.last_used_at IS NOT DISTINCT FROM seen.last_used_at
+		ORDER BY c.tier, seen.last_used_at ASC NULLS FIRST, c.ord LIMIT $9
+		FOR UPDATE OF k SKIP LOCKED),
+	numbered AS (
+		SELECT id, row_number() OVER (ORDER BY tier, seen_used ASC NULLS FIRST, ord) - 1 AS i, count(*) OVER () AS m
+		FROM pick),
+	shares AS (
+		SELECT id, 1 + ($9::int - m) / m + CASE WHEN i < ($9::int - m) % m THEN 1 ELSE 0 END AS share FROM numbered),
+	lazy AS (SELECT set_config('synchronous_commit', 'off', true))
+	UPDATE provider_keys p SET last_used_at = $10, uses = p.uses + shares.share FROM shares, lazy WHERE p.id = shares.id
+	RETURNING p.*, shares.share`
+
+// scanParams runs a statement written with $n parameters on the pool (its
+// constant text lets pgx prepare it once per connection) and scans its rows
+// into dest, a pointer to a slice.
+func (s *ProviderKeyStore) scanParams(ctx context.Context, query string, dest any, args ...any) error {
+	if s.pool == nil {
+		return fmt.Errorf("postgres: %w: a combined pick outside the pool", ports.ErrInvalid)
+	}
+	rows, err := s.pool.DB.QueryContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	return s.pool.ScanRows(ctx, rows, dest)
+}
+
 // sharedKeyRow is a key and how many picks of a batch it serves.
 type sharedKeyRow struct {
 	providerKeyRow `bun:",extend"`
@@ -308,9 +343,30 @@ type sharedKeyRow struct {
 }
 
 // combinable reports whether a pick may join a batch: no sticky key, no
-// exclusions, and outside a caller's transaction (whose statements are
-// its own).
+// exclusions, and on the pool (a caller's transaction's statements are its
+// own).
 func (s *ProviderKeyStore) combinable(req rotation.Request) bool {
-	_, inTx := s.db.(bun.Tx)
-	return req.Sticky == "" && len(req.Exclude) == 0 && !inTx
+	return req.Sticky == "" && len(req.Exclude) == 0 && s.pool != nil
+}
+
+// scanOnce runs q and scans its rows into dest (a pointer to a slice: no
+// row is an empty slice, not sql.ErrNoRows) in one round trip. Bun writes
+// the values into the statement's text, and a pick's text is new every time
+// (its timestamps): pgx's default, preparing each new text to cache its plan,
+// would cost a second round trip for a plan never reused and push reusable
+// plans (the same key's or schema's lookups) out of the connection's cache.
+// db is the pool; nil (a caller's transaction) runs q as any statement.
+func scanOnce(ctx context.Context, db *bun.DB, q *bun.RawQuery, dest any) error {
+	if db == nil {
+		return q.Scan(ctx, dest)
+	}
+	rows, err := db.DB.QueryContext(ctx, q.String(), pgx.QueryExecModeExec)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	if err := db.ScanRows(ctx, rows, dest); err != nil {
+		return err
+	}
+	return rows.Err()
 }

@@ -2,8 +2,6 @@ package postgres
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -59,11 +57,21 @@ func (r *providerKeyRow) key() *rotation.Key {
 type ProviderKeyStore struct {
 	db    bun.IDB
 	picks *pickCombiner
+	// pool is db when it is a pool (not a caller's transaction): picks
+	// run on it with scanOnce.
+	pool *bun.DB
 }
 
 // NewProviderKeyStore returns a ProviderKeyStore on db.
 func NewProviderKeyStore(db bun.IDB) *ProviderKeyStore {
-	return &ProviderKeyStore{db: db, picks: &pickCombiner{}}
+	s := &ProviderKeyStore{db: db, picks: &pickCombiner{}}
+	switch d := db.(type) {
+	case *DB:
+		s.pool = d.DB
+	case *bun.DB:
+		s.pool = d
+	}
+	return s
 }
 
 // whereOwner scopes a query to orgID's keys, or to the global ones.
@@ -239,9 +247,8 @@ func (s *ProviderKeyStore) takeIdle(ctx context.Context, ranked []*rotation.Key,
 		args = append(args, k.ID, i, tier, k.Version, utcPtr(k.RestUntil))
 	}
 	args = append(args, utc(now))
-	var r providerKeyRow
 	with, from := lazy(s.db)
-	err := s.db.NewRaw(`WITH `+with+`cand (id, ord, tier, version, rest_until) AS (VALUES `+values.String()+`),
+	q := s.db.NewRaw(`WITH `+with+`cand (id, ord, tier, version, rest_until) AS (VALUES `+values.String()+`),
 		pick AS (
 			SELECT k.id FROM provider_keys k JOIN cand c ON c.id = k.id JOIN provider_keys seen ON seen.id = k.id
 			WHERE k.version = c.version AND k.rest_until IS NOT DISTINCT FROM c.rest_until
@@ -249,13 +256,15 @@ func (s *ProviderKeyStore) takeIdle(ctx context.Context, ranked []*rotation.Key,
 			ORDER BY c.tier, seen.last_used_at ASC NULLS FIRST, c.ord LIMIT 1
 			FOR UPDATE OF k SKIP LOCKED)
 		UPDATE provider_keys p SET last_used_at = ?, uses = p.uses + 1 FROM pick`+from+` WHERE p.id = pick.id
-		RETURNING p.*`, args...).Scan(ctx, &r)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
+		RETURNING p.*`, args...)
+	var rows []providerKeyRow
+	if err := scanOnce(ctx, s.pool, q, &rows); err != nil {
 		return nil, fail(err, "pick provider key")
 	}
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	r := rows[0]
 	return r.key(), nil
 }
 
@@ -263,21 +272,22 @@ func (s *ProviderKeyStore) takeIdle(ctx context.Context, ranked []*rotation.Key,
 // if it has not changed since read (then it is still usable); nil when it
 // has.
 func (s *ProviderKeyStore) share(ctx context.Context, k *rotation.Key, now time.Time) (*rotation.Key, error) {
-	var r providerKeyRow
 	with, from := lazy(s.db)
 	if with != "" {
 		with = "WITH " + strings.TrimSuffix(with, ", ") + " "
 		from = " FROM lazy"
 	}
-	err := s.db.NewRaw(with+`UPDATE provider_keys SET last_used_at = ?, uses = uses + 1`+from+`
+	q := s.db.NewRaw(with+`UPDATE provider_keys SET last_used_at = ?, uses = uses + 1`+from+`
 		WHERE id = ? AND version = ? AND rest_until IS NOT DISTINCT FROM ?::timestamptz RETURNING provider_keys.*`,
-		utc(now), k.ID, k.Version, utcPtr(k.RestUntil)).Scan(ctx, &r)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
+		utc(now), k.ID, k.Version, utcPtr(k.RestUntil))
+	var rows []providerKeyRow
+	if err := scanOnce(ctx, s.pool, q, &rows); err != nil {
 		return nil, fail(err, "pick provider key "+k.ID)
 	}
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	r := rows[0]
 	return r.key(), nil
 }
 
