@@ -3148,6 +3148,13 @@ type ListRecordsParams struct {
 // ListRecordsParamsType defines parameters for ListRecords.
 type ListRecordsParamsType string
 
+// BatchDeleteRecordsParams defines parameters for BatchDeleteRecords.
+type BatchDeleteRecordsParams struct {
+	// AllOrgs The reference's admin switch to delete across organizations. Accepted; `false` changes nothing,
+	// `true` is 400 `not_supported_yet` naming `all_orgs` (deletes act on the caller's organization only).
+	AllOrgs *bool `form:"all_orgs,omitempty" json:"all_orgs,omitempty"`
+}
+
 // StartSampleGenerationParams defines parameters for StartSampleGeneration.
 type StartSampleGenerationParams struct {
 	// AcceptLanguage The language of the generated values when `language` is omitted or `auto`.
