@@ -2133,11 +2133,11 @@ type ProviderResponseType string
 
 // ProviderUpdate defines model for ProviderUpdate.
 type ProviderUpdate struct {
-	// ApiKey A new key; null or an empty string removes it.
-	ApiKey    *string `json:"api_key,omitempty"`
-	BaseUrl   *string `json:"base_url,omitempty"`
-	IsEnabled *bool   `json:"is_enabled,omitempty"`
-	Name      *string `json:"name,omitempty"`
+	// ApiKey A new key; null or an empty string removes it; absent keeps it.
+	ApiKey    nullable.Nullable[string] `json:"api_key,omitempty"`
+	BaseUrl   *string                   `json:"base_url,omitempty"`
+	IsEnabled *bool                     `json:"is_enabled,omitempty"`
+	Name      *string                   `json:"name,omitempty"`
 }
 
 // PublishDiff defines model for PublishDiff.
