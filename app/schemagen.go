@@ -306,45 +306,46 @@ func (s *SchemaGenService) create(ctx context.Context, p *access.Principal, t jo
 
 // GenerateSync runs a generation and waits for it: the completed event's
 // result (the reference's GenerateSchemaResponse). Errors as Sync's.
-func (s *SchemaGenService) GenerateSync(ctx context.Context, p *access.Principal, req GenerateRequest) (map[string]any, error) {
+func (s *SchemaGenService) GenerateSync(ctx context.Context, p *access.Principal, req GenerateRequest) (SchemaAnswer, error) {
 	j, err := s.StartGeneration(ctx, p, req)
 	if err != nil {
-		return nil, err
+		return SchemaAnswer{}, err
 	}
 	return s.wait(ctx, p, j)
 }
 
 // EditSync runs an AI edit and waits for it: the completed event's result
 // (the reference's SchemaPromptResponse and more).
-func (s *SchemaGenService) EditSync(ctx context.Context, p *access.Principal, req EditRequest) (map[string]any, error) {
+func (s *SchemaGenService) EditSync(ctx context.Context, p *access.Principal, req EditRequest) (SchemaAnswer, error) {
 	j, err := s.StartEdit(ctx, p, req)
 	if err != nil {
-		return nil, err
+		return SchemaAnswer{}, err
 	}
 	return s.wait(ctx, p, j)
 }
 
+// SchemaAnswer is a blocking schema job's answer: its end data and its id.
+type SchemaAnswer struct {
+	JobID string
+	job.SchemaResult
+}
+
 // wait follows a job's events to its end (awaitEnd): ctx ending first
 // cancels the job.
-func (s *SchemaGenService) wait(ctx context.Context, p *access.Principal, j *job.Job) (map[string]any, error) {
+func (s *SchemaGenService) wait(ctx context.Context, p *access.Principal, j *job.Job) (SchemaAnswer, error) {
 	ev, final, err := awaitEnd(ctx, s.Stream, s.JobSvc, s.Log, p, j, nil)
 	if err != nil {
-		return nil, err
+		return SchemaAnswer{}, err
 	}
 	if ev.Type != job.EventCompleted {
-		return nil, &JobEnded{Job: final}
+		return SchemaAnswer{}, &JobEnded{Job: final}
 	}
-	var end struct {
-		Result map[string]any `json:"result"`
+	result, _ := ev.Data["result"].(map[string]any)
+	r, err := job.ReadSchemaResult(result)
+	if err != nil {
+		return SchemaAnswer{}, err
 	}
-	if err := remarshal(ev.Data, &end); err != nil {
-		return nil, err
-	}
-	if end.Result == nil {
-		end.Result = map[string]any{}
-	}
-	end.Result["job_id"] = j.ID
-	return end.Result, nil
+	return SchemaAnswer{JobID: j.ID, SchemaResult: r}, nil
 }
 
 // jobPrincipal is who a schema job acts as when it saves: an editor of the
@@ -527,9 +528,8 @@ func (s *SchemaGenService) run(ctx context.Context, w *Work, sp *schemaPlan) Out
 	}
 	rec := &enrichment.Record{ID: recordID(w.Job.ID, sp.model.Key), OrgID: w.Job.OrgID, JobID: w.Job.ID, Model: key,
 		StructuredOutput: got.raw, Cost: cost, InputTokens: in, OutputTokens: outT, Sandbox: sp.model.Sandbox, CreatedAt: s.Clock.Now()}
-	result := map[string]any{"success": true, "model": key, "record_id": rec.ID, "cost": cost, "cost_usd": model.USD(cost),
-		"input_tokens": in, "output_tokens": outT, "suggestions": got.suggestions, "error_message": nil}
-	var schemaID any
+	result := job.SchemaResult{Model: key, RecordID: rec.ID, Cost: cost, InputTokens: in, OutputTokens: outT,
+		Suggestions: got.suggestions, Schema: got.doc}
 	if sp.gen != nil {
 		rec.Type = enrichment.RecordSchemaGeneration
 		rec.EntityData, _ = json.Marshal(sp.samples)
@@ -539,32 +539,27 @@ func (s *SchemaGenService) run(ctx context.Context, w *Work, sp *schemaPlan) Out
 			if err != nil {
 				return s.saveFailed(err)
 			}
-			rec.SchemaID, schemaID, created = sc.ID, sc.ID, isNew
+			rec.SchemaID, result.SchemaID, created = sc.ID, &sc.ID, isNew
 		}
 		domains, _ := got.doc["x-expertiseDomains"].(map[string]any)
-		result["schema"] = got.doc
-		result["schema_id"] = schemaID
-		result["schema_created"] = created
-		result["expertise_count"] = len(domains)
-		result["sample_property_count"] = len(schema.Observe(sp.collapsed.Samples))
+		result.Generation = &job.SchemaGeneration{Created: created, ExpertiseCount: len(domains),
+			SamplePropertyCount: len(schema.Observe(sp.collapsed.Samples))}
 	} else {
 		rec.Type = enrichment.RecordSchemaEdit
-		rec.SchemaID, schemaID = sp.current.ID, sp.current.ID
+		rec.SchemaID, result.SchemaID = sp.current.ID, &sp.current.ID
 		rec.EntityData, _ = json.Marshal(map[string]any{"prompt": sp.edit.Prompt, "schema": sp.current.Content})
 		if err := s.saveEdit(ctx, w.Job.OrgID, sp.current.ID, got.raw); err != nil {
 			return s.saveFailed(err)
 		}
-		result["schema_content"] = got.doc
-		result["schema"] = got.doc
-		result["schema_id"] = schemaID
 	}
-	result["processing_time_ms"] = time.Since(start).Milliseconds()
+	result.ProcessingMS = time.Since(start).Milliseconds()
 	mc.Success, mc.Result, mc.RecordID = true, got.doc, rec.ID
 	pub(mc)
-	res, _ := json.Marshal(result)
-	s.Log.Info("schema job finished", "job_id", w.Job.ID, "type", w.Job.Type, "schema_id", schemaID, "cost", cost)
+	fields := result.Fields()
+	res, _ := json.Marshal(fields)
+	s.Log.Info("schema job finished", "job_id", w.Job.ID, "type", w.Job.Type, "schema_id", fields["schema_id"], "cost", cost)
 	return Outcome{Result: res, Records: []*enrichment.Record{rec},
-		Completed: job.JobCompleted{Result: result, RecordID: rec.ID, RecordIDs: []string{rec.ID}, Cost: cost}}
+		Completed: job.JobCompleted{Result: fields, RecordID: rec.ID, RecordIDs: []string{rec.ID}, Cost: cost}}
 }
 
 // saveFailed fails a job whose result could not be saved.

@@ -134,7 +134,7 @@ func newValidator(t testing.TB) (func(http.Handler) http.Handler, *openapi3.T) {
 		t.Fatal(err)
 	}
 	mw, err := ValidateRequests(doc, func(w http.ResponseWriter, r *http.Request, status int, field, detail string) {
-		writeJSON(w, status, errorBody{Detail: detail, Field: field})
+		writeJSON(w, status, errorBody{Detail: detail, Field: field}.wire())
 	})
 	if err != nil {
 		t.Fatal(err)
