@@ -87,11 +87,10 @@ func recordID(jobID string, m model.Key) string {
 func (s *EnrichmentService) Run(ctx context.Context, w *Work) Outcome {
 	pl, _ := w.Prepared.(*plan)
 	if pl == nil {
-		var req EnrichRequest
-		if err := json.Unmarshal(w.Job.Request, &req); err != nil {
+		req, err := s.Requests.DecodeEnrich(w.Job.Request)
+		if err != nil {
 			return Outcome{Failure: &Failure{job.CodeInternal, "the stored request does not decode"}}
 		}
-		var err error
 		if pl, err = s.prepare(ctx, w.Job.OrgID, req); err != nil {
 			return s.unprepared(err)
 		}

@@ -47,24 +47,24 @@ const MaxPauseTimeout = 24 * time.Hour
 // SampleRequest is the body of POST /api/schema/sample/generate/{stream,sync}
 // (the reference's GenerateSampleRequest), also the job's stored request.
 type SampleRequest struct {
-	EntityType        string   `json:"entity_type"`
-	Fields            []string `json:"fields,omitempty"`
-	ExtraInstructions *string  `json:"extra_instructions,omitempty"`
-	SampleCount       *int     `json:"sample_count,omitempty"`
-	TypicalObjects    []string `json:"typical_objects,omitempty"`
-	NamingConvention  string   `json:"naming_convention,omitempty"`
-	Language          *string  `json:"language,omitempty"`
-	EnableWebSearch   bool     `json:"enable_web_search,omitempty"`
-	AutoAnswer        *bool    `json:"auto_answer,omitempty"`
-	Model             string   `json:"model,omitempty"`
-	AttachmentIDs     []string `json:"attachment_ids,omitempty"`
+	EntityType        string
+	Fields            []string
+	ExtraInstructions *string
+	SampleCount       *int
+	TypicalObjects    []string
+	NamingConvention  string
+	Language          *string
+	EnableWebSearch   bool
+	AutoAnswer        *bool
+	Model             string
+	AttachmentIDs     []string
 	// PauseTimeoutSeconds (ours) bounds how long a clarification pause
 	// waits for a continue (default DefaultPauseTimeout).
-	PauseTimeoutSeconds *int `json:"pause_timeout_seconds,omitempty"`
+	PauseTimeoutSeconds *int
 	// AcceptLanguage is the request's Accept-Language primary language,
 	// used when language is omitted or auto (a header, not part of the body;
 	// the stored request keeps the language it resolved to).
-	AcceptLanguage string `json:"-"`
+	AcceptLanguage string
 }
 
 // samplePlan is a validated sample request.
@@ -197,7 +197,11 @@ func (s *SampleService) Start(ctx context.Context, p *access.Principal, req Samp
 		return nil, err
 	}
 	req.Language = &pl.language // resolved: a worker that takes the job over has no header
-	j, err := s.Engine.Submit(ctx, s.IDs.NewID(), p.OrgID, job.TypeSampleGeneration, req, pl)
+	body, err := s.Enrich.Requests.EncodeSample(req)
+	if err != nil {
+		return nil, err
+	}
+	j, err := s.Engine.Submit(ctx, s.IDs.NewID(), p.OrgID, job.TypeSampleGeneration, body, pl)
 	if err != nil {
 		return nil, err
 	}
@@ -262,11 +266,10 @@ type sampleRun struct {
 func (s *SampleService) Run(ctx context.Context, w *Work) Outcome {
 	pl, _ := w.Prepared.(*samplePlan)
 	if pl == nil {
-		var req SampleRequest
-		if err := json.Unmarshal(w.Job.Request, &req); err != nil {
+		req, err := s.Enrich.Requests.DecodeSample(w.Job.Request)
+		if err != nil {
 			return Outcome{Failure: &Failure{job.CodeInternal, "the stored request does not decode"}}
 		}
-		var err error
 		if pl, err = s.prepare(ctx, w.Job.OrgID, req); err != nil {
 			return s.Enrich.unprepared(err)
 		}

@@ -60,26 +60,26 @@ const MaxEditPromptLen = 10_000
 type GenerateRequest struct {
 	// EntitySamples is an array of sample objects of one entity type, or
 	// one bare object.
-	EntitySamples json.RawMessage `json:"entity_samples"`
+	EntitySamples json.RawMessage
 	// Model is a composite key or auto (the default).
-	Model string `json:"model,omitempty"`
+	Model string
 	// Language is the language the schema describes itself in (ISO 639-1).
-	Language *string `json:"language,omitempty"`
+	Language *string
 	// SampleCommonalityThreshold (0..1, default 0.5) and
 	// StrictFieldConformance (default true) tune the checks made before
 	// any spend.
-	SampleCommonalityThreshold *float64 `json:"sample_commonality_threshold,omitempty"`
-	StrictFieldConformance     *bool    `json:"strict_field_conformance,omitempty"`
+	SampleCommonalityThreshold *float64
+	StrictFieldConformance     *bool
 	// SaveSchema (default true) saves the result as a schema of the
 	// organization, deduplicated by content.
-	SaveSchema          *bool `json:"save_schema,omitempty"`
-	GenerateSemanticIDs bool  `json:"generate_semantic_ids,omitempty"`
+	SaveSchema          *bool
+	GenerateSemanticIDs bool
 	// AttachmentIDs: attachments do not exist yet (not_supported_yet when
 	// non-empty).
-	AttachmentIDs []string `json:"attachment_ids,omitempty"`
+	AttachmentIDs []string
 	// SampleInputs are the guided-form inputs that produced the samples:
 	// accepted (an object) and kept with the job's request only.
-	SampleInputs json.RawMessage `json:"sample_inputs,omitempty"`
+	SampleInputs json.RawMessage
 }
 
 // SampleSetRequest is what POST /api/schema/samples/conformance asks.
@@ -93,10 +93,10 @@ type SampleSetRequest struct {
 // (the reference's SchemaPromptRequest); SchemaID is the path's, kept in the
 // job's stored request.
 type EditRequest struct {
-	SchemaID      string   `json:"schema_id"`
-	Prompt        string   `json:"prompt"`
-	Model         string   `json:"model,omitempty"`
-	AttachmentIDs []string `json:"attachment_ids,omitempty"`
+	SchemaID      string
+	Prompt        string
+	Model         string
+	AttachmentIDs []string
 }
 
 // schemaPlan is a validated schema job, ready to run.
@@ -280,7 +280,11 @@ func (s *SchemaGenService) StartGeneration(ctx context.Context, p *access.Princi
 	if err != nil {
 		return nil, err
 	}
-	return s.create(ctx, p, job.TypeSchemaGeneration, req, sp)
+	body, err := s.Enrich.Requests.EncodeGenerate(req)
+	if err != nil {
+		return nil, err
+	}
+	return s.create(ctx, p, job.TypeSchemaGeneration, body, sp)
 }
 
 // StartEdit validates an AI edit of a saved schema and creates its job.
@@ -292,11 +296,15 @@ func (s *SchemaGenService) StartEdit(ctx context.Context, p *access.Principal, r
 	if err != nil {
 		return nil, err
 	}
-	return s.create(ctx, p, job.TypeSchemaEdit, req, sp)
+	body, err := s.Enrich.Requests.EncodeEdit(req)
+	if err != nil {
+		return nil, err
+	}
+	return s.create(ctx, p, job.TypeSchemaEdit, body, sp)
 }
 
-func (s *SchemaGenService) create(ctx context.Context, p *access.Principal, t job.Type, req any, sp *schemaPlan) (*job.Job, error) {
-	j, err := s.Engine.Submit(ctx, s.IDs.NewID(), p.OrgID, t, req, sp)
+func (s *SchemaGenService) create(ctx context.Context, p *access.Principal, t job.Type, request []byte, sp *schemaPlan) (*job.Job, error) {
+	j, err := s.Engine.Submit(ctx, s.IDs.NewID(), p.OrgID, t, request, sp)
 	if err != nil {
 		return nil, err
 	}
@@ -363,12 +371,12 @@ func (s *SchemaGenService) Run(ctx context.Context, w *Work) Outcome {
 		switch w.Job.Type {
 		case job.TypeSchemaGeneration:
 			var req GenerateRequest
-			if err = json.Unmarshal(w.Job.Request, &req); err == nil {
+			if req, err = s.Enrich.Requests.DecodeGenerate(w.Job.Request); err == nil {
 				sp, err = s.prepareGeneration(ctx, w.Job.OrgID, req)
 			}
 		case job.TypeSchemaEdit:
 			var req EditRequest
-			if err = json.Unmarshal(w.Job.Request, &req); err == nil {
+			if req, err = s.Enrich.Requests.DecodeEdit(w.Job.Request); err == nil {
 				sp, err = s.prepareEdit(ctx, w.Job.OrgID, req)
 			}
 		default:

@@ -21,7 +21,7 @@ func (s *EnrichmentService) Start(ctx context.Context, p *access.Principal, req 
 }
 
 // submitFunc is Engine.Submit or Engine.SubmitAwaited.
-type submitFunc func(ctx context.Context, id, orgID string, t job.Type, req any, prepared any) (*job.Job, error)
+type submitFunc func(ctx context.Context, id, orgID string, t job.Type, request []byte, prepared any) (*job.Job, error)
 
 func (s *EnrichmentService) start(ctx context.Context, p *access.Principal, req EnrichRequest, submit submitFunc) (*job.Job, error) {
 	if err := access.Authorize(p, access.ActEnrich); err != nil {
@@ -31,7 +31,11 @@ func (s *EnrichmentService) start(ctx context.Context, p *access.Principal, req 
 	if err != nil {
 		return nil, err
 	}
-	j, err := submit(ctx, s.IDs.NewID(), p.OrgID, job.TypeEnrichment, req, pl)
+	body, err := s.Requests.EncodeEnrich(req)
+	if err != nil {
+		return nil, err
+	}
+	j, err := submit(ctx, s.IDs.NewID(), p.OrgID, job.TypeEnrichment, body, pl)
 	if err != nil {
 		return nil, err
 	}
