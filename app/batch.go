@@ -255,19 +255,12 @@ func (s *EnrichmentService) priorBatch(bp *batchPlan, jobID string, prior []job.
 			reason, _ := ev.Data["reason"].(string)
 			ended[i] = &entityReport{index: i, label: entityLabel(bp.fields[i], i), status: entitySkipped, code: code, error: reason}
 		case job.EventEntityCompleted:
-			var p struct {
-				Success bool               `json:"success"`
-				Results []job.EntityResult `json:"results"`
-				Error   *string            `json:"error"`
-				Code    string             `json:"error_code"`
-			}
-			if remarshal(ev.Data, &p) != nil {
+			p, err := job.ReadEntityCompleted(ev.Data)
+			if err != nil {
 				continue
 			}
-			rep := &entityReport{index: i, label: entityLabel(bp.fields[i], i), status: entityFailed, code: p.Code}
-			if p.Error != nil {
-				rep.error = *p.Error
-			}
+			rep := &entityReport{index: i, label: entityLabel(bp.fields[i], i), status: entityFailed, code: string(p.ErrorCode),
+				error: p.Error}
 			if p.Success {
 				rep.status = entityCompleted
 			}

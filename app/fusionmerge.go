@@ -286,17 +286,12 @@ func (s *FusionService) Merge(ctx context.Context, p *access.Principal, req Merg
 			if ev.Type == job.EventCompleted && res != nil {
 				return res, nil
 			}
-			var end struct {
-				Status  job.State     `json:"status"`
-				Code    job.ErrorCode `json:"error_code"`
-				Message string        `json:"error_message"`
-				Reason  string        `json:"reason"`
-			}
-			if err := remarshal(ev.Data, &end); err != nil {
+			end, err := job.ReadEnded(ev.Data)
+			if err != nil {
 				return nil, err
 			}
 			final := *j
-			final.State, final.ErrorCode, final.Error, final.UpdatedAt = end.Status, end.Code, end.Message, ev.CreatedAt
+			final.State, final.ErrorCode, final.Error, final.UpdatedAt = end.State, end.Code, end.Message, ev.CreatedAt
 			if ev.Type == job.EventCancelled {
 				final.State, final.Error = job.Cancelled, end.Reason
 			}

@@ -226,23 +226,11 @@ func readSamplePrior(prior []job.Event) sampleState {
 		case job.EventModelAutoSelected:
 			st.autoSelected = true
 		case job.EventSampleInstanceProgress:
-			var p struct {
-				Index    int            `json:"index"`
-				Instance string         `json:"instance"`
-				Sample   map[string]any `json:"sample"`
-				In       int            `json:"input_tokens"`
-				Out      int            `json:"output_tokens"`
-				Cost     int64          `json:"cost"`
-			}
-			if remarshal(ev.Data, &p) == nil && p.Sample != nil {
-				st.done[p.Index] = job.SampleInstanceProgress{Index: p.Index, Instance: p.Instance, Sample: p.Sample,
-					InputTokens: p.In, OutputTokens: p.Out, Cost: p.Cost}
+			if p, err := job.ReadSampleInstanceProgress(ev.Data); err == nil && p.Sample != nil {
+				st.done[p.Index] = p
 			}
 		case job.EventSampleClarificationPause:
-			var p struct {
-				Questions []job.SampleQuestion `json:"questions"`
-			}
-			if remarshal(ev.Data, &p) == nil {
+			if p, err := job.ReadSampleClarificationPause(ev.Data); err == nil {
 				st.questions = p.Questions
 			}
 			st.pauses++
@@ -514,17 +502,17 @@ func (r *sampleRun) failed(err error) Outcome {
 // SampleResult is what the blocking variant returns: the samples job's
 // model_completed payload, with the job's id.
 type SampleResult struct {
-	JobID        string           `json:"job_id"`
-	Success      bool             `json:"success"`
-	Model        string           `json:"model"`
-	Samples      []map[string]any `json:"samples"`
-	Requested    int              `json:"samples_requested"`
-	Note         string           `json:"samples_note"`
-	InputTokens  int              `json:"input_tokens"`
-	OutputTokens int              `json:"output_tokens"`
-	Cost         int64            `json:"cost"`
-	CostUSD      float64          `json:"cost_usd"`
-	ProcessingMS int64            `json:"processing_time_ms"`
+	JobID        string
+	Success      bool
+	Model        string
+	Samples      []map[string]any
+	Requested    int
+	Note         string
+	InputTokens  int
+	OutputTokens int
+	Cost         int64
+	CostUSD      float64
+	ProcessingMS int64
 }
 
 // Sync generates samples and waits for them; it always auto-answers, so the
@@ -542,11 +530,14 @@ func (s *SampleService) Sync(ctx context.Context, p *access.Principal, req Sampl
 		if ev.Type != job.EventModelCompleted {
 			return nil
 		}
-		res = &SampleResult{}
-		if err := remarshal(ev.Data, res); err != nil {
+		c, err := job.ReadSamplesCompleted(ev.Data)
+		if err != nil {
 			return err
 		}
-		res.JobID = j.ID
+		// The samples' model_completed is always a success.
+		res = &SampleResult{JobID: j.ID, Success: true, Model: c.Model, Samples: c.Samples, Requested: c.Requested,
+			Note: c.Note, InputTokens: c.InputTokens, OutputTokens: c.OutputTokens, Cost: c.Cost,
+			CostUSD: model.USD(c.Cost), ProcessingMS: c.ProcessingMS}
 		return nil
 	})
 	switch {
