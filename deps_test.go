@@ -97,7 +97,12 @@ func violates(layer []string, imp string) string {
 			if layer[1] == "httpapi" || layer[1] == "mcp" {
 				return ""
 			}
-			return "only driving adapters (httpapi, mcp) may call app"
+			if layer[1] == "jobcodec" {
+				// Implements app.JobRequests: the stored format of the
+				// app's job request types.
+				return ""
+			}
+			return "only driving adapters (httpapi, mcp) and adapters/jobcodec may use app"
 		case "adapters":
 			if parts := strings.Split(rel, "/"); len(parts) > 1 && parts[1] == layer[1] {
 				return ""
@@ -133,6 +138,7 @@ func TestViolates(t *testing.T) {
 		{[]string{"adapters", "postgres"}, module + "/adapters/memory", true},
 		{[]string{"adapters", "postgres"}, module + "/app", true},
 		{[]string{"adapters", "httpapi"}, module + "/app", false},
+		{[]string{"adapters", "jobcodec"}, module + "/app", false},
 		{[]string{"adapters", "postgres"}, "github.com/uptrace/bun", false},
 		{[]string{"adapters", "postgres"}, module + "/migrations", false},
 		{[]string{"adapters", "httpapi"}, module + "/migrations", true},

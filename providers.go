@@ -14,6 +14,7 @@ import (
 	"github.com/entityenrich/enrich/adapters/crypto"
 	"github.com/entityenrich/enrich/adapters/eventhub"
 	"github.com/entityenrich/enrich/adapters/httpapi"
+	"github.com/entityenrich/enrich/adapters/jobcodec"
 	"github.com/entityenrich/enrich/adapters/jsonschema"
 	"github.com/entityenrich/enrich/adapters/llm"
 	"github.com/entityenrich/enrich/adapters/memory"
@@ -57,6 +58,8 @@ var coreSet = wire.NewSet(
 	provideStream,
 	wire.Bind(new(ports.EventStream), new(*eventhub.Hub)),
 	provideEngine,
+	jobcodec.New,
+	wire.Bind(new(app.JobRequests), new(jobcodec.Codec)),
 	provideAccess,
 	provideSchemas,
 	provideRecords,
@@ -188,8 +191,8 @@ func provideJobs(st *Stores, en *app.Engine, s ports.EventStream, clock ports.Cl
 }
 
 func provideEnrichment(cfg Config, st *Stores, en *app.Engine, s ports.EventStream, js *app.JobService, l ports.LLM, cat ports.ModelCatalog,
-	c ports.SchemaCompiler, kr *app.KeyRing, clock ports.Clock, ids ports.IDs, lg *slog.Logger) *app.EnrichmentService {
-	svc := &app.EnrichmentService{Schemas: st.Schemas, Orgs: st.Orgs, Engine: en, Stream: s, JobSvc: js,
+	c ports.SchemaCompiler, kr *app.KeyRing, reqs app.JobRequests, clock ports.Clock, ids ports.IDs, lg *slog.Logger) *app.EnrichmentService {
+	svc := &app.EnrichmentService{Schemas: st.Schemas, Orgs: st.Orgs, Engine: en, Stream: s, JobSvc: js, Requests: reqs,
 		LLM: l, Catalog: cat, Compiler: c, Keys: kr, Clock: clock, IDs: ids, Log: lg, MaxAttempts: cfg.LLMAttempts,
 		BatchMaxEntities: cfg.BatchMaxEntities, BatchConcurrency: cfg.BatchConcurrency}
 	en.Runners[job.TypeEnrichment] = svc

@@ -9,6 +9,7 @@ package enrich
 import (
 	"context"
 	"github.com/entityenrich/enrich/adapters/httpapi"
+	"github.com/entityenrich/enrich/adapters/jobcodec"
 	"github.com/entityenrich/enrich/adapters/jsonschema"
 	"github.com/entityenrich/enrich/adapters/metrics"
 	"github.com/entityenrich/enrich/adapters/system"
@@ -46,7 +47,8 @@ func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	}
 	providerStore := provideOrgProviderStore(stores)
 	keyRing := provideKeyRing(providerKeyStore, fernet, registry, registry, clock, logger, providerStore)
-	enrichmentService := provideEnrichment(cfg, stores, engine, hub, jobService, llm, registry, compiler, keyRing, clock, iDs, logger)
+	codec := jobcodec.New()
+	enrichmentService := provideEnrichment(cfg, stores, engine, hub, jobService, llm, registry, compiler, keyRing, codec, clock, iDs, logger)
 	providerKeyService := provideProviderKeys(stores, providerKeyStore, fernet, registry, registry, registry, clock, iDs, logger)
 	costService := provideCosts(stores, clock)
 	analysisService := provideAnalysis(stores, llm, registry, compiler, keyRing, clock, iDs, logger)
@@ -101,7 +103,8 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	}
 	providerStore := provideOrgProviderStore(stores)
 	keyRing := provideKeyRing(providerKeyStore, fernet, registry, registry, clock, logger, providerStore)
-	enrichmentService := provideEnrichment(cfg, stores, engine, hub, jobService, llm, registry, compiler, keyRing, clock, iDs, logger)
+	codec := jobcodec.New()
+	enrichmentService := provideEnrichment(cfg, stores, engine, hub, jobService, llm, registry, compiler, keyRing, codec, clock, iDs, logger)
 	providerKeyService := provideProviderKeys(stores, providerKeyStore, fernet, registry, registry, registry, clock, iDs, logger)
 	costService := provideCosts(stores, clock)
 	analysisService := provideAnalysis(stores, llm, registry, compiler, keyRing, clock, iDs, logger)
@@ -146,7 +149,8 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 	}
 	providerStore := provideOrgProviderStore(st)
 	keyRing := provideKeyRing(providerKeyStore, fernet, registry, registry, clock, logger, providerStore)
-	enrichmentService := provideEnrichment(cfg, st, engine, hub, jobService, llm, registry, compiler, keyRing, clock, iDs, logger)
+	codec := jobcodec.New()
+	enrichmentService := provideEnrichment(cfg, st, engine, hub, jobService, llm, registry, compiler, keyRing, codec, clock, iDs, logger)
 	providerKeyService := provideProviderKeys(st, providerKeyStore, fernet, registry, registry, registry, clock, iDs, logger)
 	costService := provideCosts(st, clock)
 	analysisService := provideAnalysis(st, llm, registry, compiler, keyRing, clock, iDs, logger)

@@ -29,10 +29,10 @@ const (
 // plus the entities. It is also the batch job's stored request.
 type BatchRequest struct {
 	EnrichRequest
-	Entities []json.RawMessage `json:"entities"`
+	Entities []json.RawMessage
 	// SelectedIndices, when set, enriches only the entities at these
 	// indices.
-	SelectedIndices []int `json:"selected_indices,omitempty"`
+	SelectedIndices []int
 }
 
 // BatchStarted is what starting a batch answers.
@@ -167,7 +167,11 @@ func (s *EnrichmentService) StartBatch(ctx context.Context, p *access.Principal,
 	if err != nil {
 		return nil, err
 	}
-	j, err := s.Engine.Submit(ctx, s.IDs.NewID(), p.OrgID, job.TypeBatchEnrichment, req, bp)
+	body, err := s.Requests.EncodeBatch(req)
+	if err != nil {
+		return nil, err
+	}
+	j, err := s.Engine.Submit(ctx, s.IDs.NewID(), p.OrgID, job.TypeBatchEnrichment, body, bp)
 	if err != nil {
 		return nil, err
 	}
@@ -251,19 +255,12 @@ func (s *EnrichmentService) priorBatch(bp *batchPlan, jobID string, prior []job.
 			reason, _ := ev.Data["reason"].(string)
 			ended[i] = &entityReport{index: i, label: entityLabel(bp.fields[i], i), status: entitySkipped, code: code, error: reason}
 		case job.EventEntityCompleted:
-			var p struct {
-				Success bool               `json:"success"`
-				Results []job.EntityResult `json:"results"`
-				Error   *string            `json:"error"`
-				Code    string             `json:"error_code"`
-			}
-			if remarshal(ev.Data, &p) != nil {
+			p, err := job.ReadEntityCompleted(ev.Data)
+			if err != nil {
 				continue
 			}
-			rep := &entityReport{index: i, label: entityLabel(bp.fields[i], i), status: entityFailed, code: p.Code}
-			if p.Error != nil {
-				rep.error = *p.Error
-			}
+			rep := &entityReport{index: i, label: entityLabel(bp.fields[i], i), status: entityFailed, code: string(p.ErrorCode),
+				error: p.Error}
 			if p.Success {
 				rep.status = entityCompleted
 			}
@@ -297,11 +294,10 @@ func (s *EnrichmentService) priorBatch(bp *batchPlan, jobID string, prior []job.
 func (s *EnrichmentService) runBatch(ctx context.Context, w *Work) Outcome {
 	bp, _ := w.Prepared.(*batchPlan)
 	if bp == nil {
-		var req BatchRequest
-		if err := json.Unmarshal(w.Job.Request, &req); err != nil {
+		req, err := s.Requests.DecodeBatch(w.Job.Request)
+		if err != nil {
 			return Outcome{Failure: &Failure{job.CodeInternal, "the stored request does not decode"}}
 		}
-		var err error
 		if bp, err = s.prepareBatch(ctx, w.Job.OrgID, req); err != nil {
 			return s.unprepared(err)
 		}

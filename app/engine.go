@@ -3,7 +3,6 @@ package app
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -399,28 +398,24 @@ func (e *Engine) release(org string) {
 }
 
 // Submit creates job id of type t for the organization, pending, with its
-// stored request (req as JSON: the source of truth a worker taking the job
-// over reads), and runs it like Create (prepared is the Runner's plan for a
+// stored request (encoded by JobRequests: the source of truth a worker
+// taking the job over reads), and runs it like Create (prepared is the Runner's plan for a
 // run here). No capacity anywhere is 503 capacity.
-func (e *Engine) Submit(ctx context.Context, id, orgID string, t job.Type, req any, prepared any) (*job.Job, error) {
-	return e.submit(ctx, id, orgID, t, req, prepared, false)
+func (e *Engine) Submit(ctx context.Context, id, orgID string, t job.Type, request []byte, prepared any) (*job.Job, error) {
+	return e.submit(ctx, id, orgID, t, request, prepared, false)
 }
 
 // SubmitAwaited is Submit for a caller that waits for the job's end (a
 // blocking route) before it tells anyone the job's id: a job that starts
 // here has its row written only after DeferCreate, or with its end when it
 // ends sooner. The caller follows it with Await.
-func (e *Engine) SubmitAwaited(ctx context.Context, id, orgID string, t job.Type, req any, prepared any) (*job.Job, error) {
-	return e.submit(ctx, id, orgID, t, req, prepared, true)
+func (e *Engine) SubmitAwaited(ctx context.Context, id, orgID string, t job.Type, request []byte, prepared any) (*job.Job, error) {
+	return e.submit(ctx, id, orgID, t, request, prepared, true)
 }
 
-func (e *Engine) submit(ctx context.Context, id, orgID string, t job.Type, req any, prepared any, awaited bool) (*job.Job, error) {
-	body, err := json.Marshal(req)
-	if err != nil {
-		return nil, err
-	}
+func (e *Engine) submit(ctx context.Context, id, orgID string, t job.Type, request []byte, prepared any, awaited bool) (*job.Job, error) {
 	now := e.Clock.Now()
-	j := &job.Job{ID: id, OrgID: orgID, Type: t, State: job.Pending, Request: body, CreatedAt: now, UpdatedAt: now, HeartbeatAt: now}
+	j := &job.Job{ID: id, OrgID: orgID, Type: t, State: job.Pending, Request: request, CreatedAt: now, UpdatedAt: now, HeartbeatAt: now}
 	if err := e.create(ctx, j, prepared, awaited); err != nil {
 		if errors.Is(err, ports.ErrCapacity) {
 			return nil, coded(ports.ErrCapacity, "capacity", "the server has no capacity for the job, try again shortly")

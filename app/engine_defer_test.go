@@ -90,7 +90,7 @@ func TestAwaitedJobIsStoredWithItsEnd(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
 	w, counted, _, hold := newDeferWorld(t, time.Minute, nil)
-	j, err := w.engine.SubmitAwaited(ctx, "job-a", "org", job.TypeEnrichment, map[string]any{}, nil)
+	j, err := w.engine.SubmitAwaited(ctx, "job-a", "org", job.TypeEnrichment, []byte("{}"), nil)
 	is.NoErr(err)
 	is.Equal(j.State, job.Running) // claimed here
 	waitCtx, stop := w.engine.Await(ctx, j.ID)
@@ -118,7 +118,7 @@ func TestAwaitedJobOutlivingDeferCreateIsStoredThen(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
 	w, counted, _, hold := newDeferWorld(t, 20*time.Millisecond, nil)
-	j, err := w.engine.SubmitAwaited(ctx, "job-b", "org", job.TypeEnrichment, map[string]any{}, nil)
+	j, err := w.engine.SubmitAwaited(ctx, "job-b", "org", job.TypeEnrichment, []byte("{}"), nil)
 	is.NoErr(err)
 	running := waitState(t, w, j.ID, job.Running)
 	is.Equal(running.Owner, "test")
@@ -138,7 +138,7 @@ func TestAwaitedJobCancelledBeforeItsRow(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
 	w, _, svc, _ := newDeferWorld(t, time.Minute, nil)
-	j, err := w.engine.SubmitAwaited(ctx, "job-c", "org", job.TypeEnrichment, map[string]any{}, nil)
+	j, err := w.engine.SubmitAwaited(ctx, "job-c", "org", job.TypeEnrichment, []byte("{}"), nil)
 	is.NoErr(err)
 	stranger := *pauseOwner
 	stranger.OrgID = "other"
@@ -165,7 +165,7 @@ func TestAwaitedJobThatCannotBeStored(t *testing.T) {
 	ctx := context.Background()
 	storeErr := fmt.Errorf("test: %w", ports.ErrInvalid)
 	w, _, _, _ := newDeferWorld(t, 10*time.Millisecond, storeErr)
-	j, err := w.engine.SubmitAwaited(ctx, "job-d", "org", job.TypeEnrichment, map[string]any{}, nil)
+	j, err := w.engine.SubmitAwaited(ctx, "job-d", "org", job.TypeEnrichment, []byte("{}"), nil)
 	is.NoErr(err)
 	waitCtx, stop := w.engine.Await(ctx, j.ID)
 	defer stop()
@@ -199,7 +199,7 @@ func TestAwaitedJobWhoseEndIsRefused(t *testing.T) {
 	ctx := context.Background()
 	w, counted, _, hold := newDeferWorld(t, time.Minute, nil)
 	w.engine.UoW = refusingEnds{w.engine.UoW}
-	j, err := w.engine.SubmitAwaited(ctx, "job-e", "org", job.TypeEnrichment, map[string]any{}, nil)
+	j, err := w.engine.SubmitAwaited(ctx, "job-e", "org", job.TypeEnrichment, []byte("{}"), nil)
 	is.NoErr(err)
 	waitCtx, stop := w.engine.Await(ctx, j.ID)
 	defer stop()
@@ -224,7 +224,7 @@ func TestAwaitedJobAtShutdownIsHandedBack(t *testing.T) {
 	ctx := context.Background()
 	w, counted, _, _ := newDeferWorld(t, time.Minute, nil)
 	w.engine.ReleaseAtShutdown = true
-	j, err := w.engine.SubmitAwaited(ctx, "job-f", "org", job.TypeEnrichment, map[string]any{}, nil)
+	j, err := w.engine.SubmitAwaited(ctx, "job-f", "org", job.TypeEnrichment, []byte("{}"), nil)
 	is.NoErr(err)
 	expired, cancel := context.WithCancel(ctx)
 	cancel() // no grace: the run is stopped at once

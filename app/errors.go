@@ -54,6 +54,12 @@ func (e *Error) at(field string) *Error {
 // not have yet: 400 not_supported_yet naming the field.
 var ErrNotSupported = errors.New("not supported yet")
 
+// NotSupported is a not_supported_yet refusal naming field (for the doors'
+// own fields, as Invalid).
+func NotSupported(field, format string, args ...any) error {
+	return notSupported(field, format, args...)
+}
+
 func notSupported(field, format string, args ...any) error {
 	return &Error{Kind: ErrNotSupported, Code: "not_supported_yet", Field: field, Detail: fmt.Sprintf(format, args...)}
 }

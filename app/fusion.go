@@ -85,16 +85,9 @@ func readPriorFusion(prior []job.Event) priorFusion {
 	for _, ev := range prior {
 		pf.started[ev.Type] = true
 		if ev.Type == job.EventArbitrationCompleted {
-			var p struct {
-				Model     string         `json:"arbitration_model"`
-				Success   bool           `json:"success"`
-				Decisions []job.Decision `json:"decisions"`
-				Cost      int64          `json:"cost"`
-				In        int            `json:"input_tokens"`
-				Out       int            `json:"output_tokens"`
-			}
-			if remarshal(ev.Data, &p) == nil && p.Success {
-				pf.decisions, pf.arbiter, pf.cost, pf.in, pf.outT = p.Decisions, p.Model, p.Cost, p.In, p.Out
+			p, err := job.ReadArbitrationCompleted(ev.Data)
+			if err == nil && p.Success {
+				pf.decisions, pf.arbiter, pf.cost, pf.in, pf.outT = p.Decisions, p.Model, p.Cost, p.InputTokens, p.OutputTokens
 			}
 		}
 	}
@@ -217,26 +210,7 @@ const ArbitrationMarker = "Conflicting fields:"
 // arbitrationPrompt shows the arbiter only the conflicting fields, each
 // with its candidates by model.
 func arbitrationPrompt(conflicts []fusion.Conflict) []enrichment.Message {
-	type item struct {
-		Path       string         `json:"path"`
-		FieldType  string         `json:"field_type"`
-		Candidates map[string]any `json:"candidates"`
-	}
-	items := make([]item, len(conflicts))
-	for i, c := range conflicts {
-		cand := map[string]any{}
-		for m, v := range c.ValuesByModel {
-			if v != nil {
-				cand[m] = v
-			}
-		}
-		t := c.FieldType
-		if c.ValueType != "" {
-			t = c.ValueType
-		}
-		items[i] = item{Path: c.Path, FieldType: t, Candidates: cand}
-	}
-	b, _ := json.Marshal(items)
+	b := fusion.ArbiterView(conflicts)
 	return []enrichment.Message{
 		{Role: "system", Content: "You are an arbiter. Several models answered the same fields of one entity and disagree. " +
 			"For each conflicting field choose the most plausible value; the value must be exactly one of the candidates. " +
@@ -291,14 +265,12 @@ func (s *EnrichmentService) arbitrateInto(ctx context.Context, fr fusionRun, pf 
 		done.ErrorMessage = classify(err).Message() + ": the rules stand"
 		return
 	}
-	var ans struct {
-		Decisions []job.Decision `json:"decisions"`
-	}
-	if err := json.Unmarshal([]byte(strings.TrimSpace(resp.Text)), &ans); err != nil || ans.Decisions == nil {
+	decisions, err := job.ParseDecisions([]byte(strings.TrimSpace(resp.Text)))
+	if err != nil || decisions == nil {
 		done.ErrorMessage = "the arbiter's answer is not a decisions object: the rules stand"
 		return
 	}
-	if len(ans.Decisions) == 0 {
+	if len(decisions) == 0 {
 		done.ErrorMessage = "the arbiter decided nothing: the rules stand"
 		return
 	}
@@ -307,19 +279,19 @@ func (s *EnrichmentService) arbitrateInto(ctx context.Context, fr fusionRun, pf 
 	for _, c := range conflicts {
 		shown[c.Path] = true
 	}
-	for _, d := range ans.Decisions {
+	for _, d := range decisions {
 		if !shown[d.Path] {
 			done.ErrorMessage = fmt.Sprintf("the arbiter decided %q, which was not in conflict: the rules stand", d.Path)
 			return
 		}
 	}
-	applied, err := fusion.Apply(out.result, decisionMap(ans.Decisions), key)
+	applied, err := fusion.Apply(out.result, decisionMap(decisions), key)
 	if err != nil {
 		done.ErrorMessage = fmt.Sprintf("the arbiter's answer is unusable (%v): the rules stand", err)
 		return
 	}
 	out.result = applied
-	done.Success, done.Fallback, done.Decisions = true, false, ans.Decisions
+	done.Success, done.Fallback, done.Decisions = true, false, decisions
 }
 
 func decisionMap(ds []job.Decision) map[string]any {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/matryer/is"
 
+	"github.com/entityenrich/enrich/adapters/jobcodec"
 	"github.com/entityenrich/enrich/adapters/jsonschema"
 	"github.com/entityenrich/enrich/adapters/memory"
 	"github.com/entityenrich/enrich/adapters/system"
@@ -65,13 +66,13 @@ func fusionService(t *testing.T, llm ports.LLM) *app.EnrichmentService {
 	price := model.Price{InputPerMTok: 1_000_000, OutputPerMTok: 2_000_000}
 	cat := catalog{{Key: model.Key{Provider: "p", Model: "a"}, Price: price}, {Key: model.Key{Provider: "p", Model: "b"}, Price: price},
 		{Key: model.Key{Provider: "q", Model: "judge"}, Price: price}}
-	return &app.EnrichmentService{Schemas: store, LLM: llm, Catalog: cat, Compiler: jsonschema.New(), Clock: system.Clock{},
+	return &app.EnrichmentService{Schemas: store, Requests: jobcodec.New(), LLM: llm, Catalog: cat, Compiler: jsonschema.New(), Clock: system.Clock{},
 		IDs: system.IDs{}, RetryBackoff: 1, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 }
 
 func runWork(t *testing.T, svc *app.EnrichmentService, req app.EnrichRequest, prior []job.Event) (app.Outcome, []job.Payload) {
 	t.Helper()
-	body, _ := json.Marshal(req)
+	body, _ := jobcodec.New().EncodeEnrich(req)
 	var mu sync.Mutex
 	var evs []job.Payload
 	out := svc.Run(context.Background(), &app.Work{Job: &job.Job{ID: "j", OrgID: "org", Type: job.TypeEnrichment, Request: body},

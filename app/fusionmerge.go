@@ -41,11 +41,11 @@ const (
 // MergeRequest is the body of POST /api/fusion/merge{,/stream}: the
 // reference's FusionRequest, also the job's stored request.
 type MergeRequest struct {
-	ResultIDs        []string `json:"result_ids"`
-	ArbitrationModel *string  `json:"arbitration_model,omitempty"`
-	AttachmentIDs    []string `json:"attachment_ids,omitempty"`
+	ResultIDs        []string
+	ArbitrationModel *string
+	AttachmentIDs    []string
 	// DatabaseSync is accepted; no schema has a linked database yet.
-	DatabaseSync *bool `json:"database_sync,omitempty"`
+	DatabaseSync *bool
 }
 
 // mergePlan is a validated merge.
@@ -207,7 +207,11 @@ func (s *FusionService) Start(ctx context.Context, p *access.Principal, req Merg
 	if err != nil {
 		return nil, err
 	}
-	j, err := s.Engine.Submit(ctx, s.IDs.NewID(), p.OrgID, job.TypeFusion, req, pl)
+	body, err := s.Enrich.Requests.EncodeMerge(req)
+	if err != nil {
+		return nil, err
+	}
+	j, err := s.Engine.Submit(ctx, s.IDs.NewID(), p.OrgID, job.TypeFusion, body, pl)
 	if err != nil {
 		return nil, err
 	}
@@ -218,11 +222,10 @@ func (s *FusionService) Start(ctx context.Context, p *access.Principal, req Merg
 func (s *FusionService) Run(ctx context.Context, w *Work) Outcome {
 	pl, _ := w.Prepared.(*mergePlan)
 	if pl == nil {
-		var req MergeRequest
-		if err := json.Unmarshal(w.Job.Request, &req); err != nil {
+		req, err := s.Enrich.Requests.DecodeMerge(w.Job.Request)
+		if err != nil {
 			return Outcome{Failure: &Failure{job.CodeInternal, "the stored request does not decode"}}
 		}
-		var err error
 		if pl, err = s.prepare(ctx, w.Job.OrgID, req); err != nil {
 			return s.Enrich.unprepared(err)
 		}
@@ -283,17 +286,12 @@ func (s *FusionService) Merge(ctx context.Context, p *access.Principal, req Merg
 			if ev.Type == job.EventCompleted && res != nil {
 				return res, nil
 			}
-			var end struct {
-				Status  job.State     `json:"status"`
-				Code    job.ErrorCode `json:"error_code"`
-				Message string        `json:"error_message"`
-				Reason  string        `json:"reason"`
-			}
-			if err := remarshal(ev.Data, &end); err != nil {
+			end, err := job.ReadEnded(ev.Data)
+			if err != nil {
 				return nil, err
 			}
 			final := *j
-			final.State, final.ErrorCode, final.Error, final.UpdatedAt = end.Status, end.Code, end.Message, ev.CreatedAt
+			final.State, final.ErrorCode, final.Error, final.UpdatedAt = end.State, end.Code, end.Message, ev.CreatedAt
 			if ev.Type == job.EventCancelled {
 				final.State, final.Error = job.Cancelled, end.Reason
 			}

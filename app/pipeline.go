@@ -58,17 +58,9 @@ func readPrior(prior []job.Event) resumeState {
 			m, _ := ev.Data["model"].(string)
 			rs.models[m] = true
 		case job.EventExpertiseCompleted:
-			var p struct {
-				Model         string         `json:"model"`
-				Key           string         `json:"expertise_key"`
-				Success       bool           `json:"success"`
-				PartialResult map[string]any `json:"partial_result"`
-				In            int            `json:"input_tokens"`
-				Out           int            `json:"output_tokens"`
-				Cost          int64          `json:"cost"`
-			}
-			if remarshal(ev.Data, &p) == nil && p.Success && p.PartialResult != nil {
-				rs.calls[p.Model+"/"+p.Key] = done{out: p.PartialResult, in: p.In, outT: p.Out, cost: p.Cost}
+			p, err := job.ReadExpertiseCompleted(ev.Data)
+			if err == nil && p.Success && p.PartialResult != nil {
+				rs.calls[p.Model+"/"+p.Key] = done{out: p.PartialResult, in: p.InputTokens, outT: p.OutputTokens, cost: p.Cost}
 			}
 		}
 	}
@@ -87,11 +79,10 @@ func recordID(jobID string, m model.Key) string {
 func (s *EnrichmentService) Run(ctx context.Context, w *Work) Outcome {
 	pl, _ := w.Prepared.(*plan)
 	if pl == nil {
-		var req EnrichRequest
-		if err := json.Unmarshal(w.Job.Request, &req); err != nil {
+		req, err := s.Requests.DecodeEnrich(w.Job.Request)
+		if err != nil {
 			return Outcome{Failure: &Failure{job.CodeInternal, "the stored request does not decode"}}
 		}
-		var err error
 		if pl, err = s.prepare(ctx, w.Job.OrgID, req); err != nil {
 			return s.unprepared(err)
 		}

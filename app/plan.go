@@ -35,6 +35,9 @@ type EnrichmentService struct {
 	Clock    ports.Clock
 	IDs      ports.IDs
 	Log      *slog.Logger
+	// Requests encodes and decodes the stored requests of every job kind
+	// (enrichment, batch, and the services built on this one).
+	Requests JobRequests
 	// Keys chooses the provider key of each run; nil runs every call on
 	// the providers' own configuration (environment keys, keyless).
 	Keys *KeyRing
@@ -95,31 +98,31 @@ const MaxModels = 10
 // field of the reference product's request. It is also the job's stored
 // request (JSON), which a worker that takes the job over plans again.
 type EnrichRequest struct {
-	EntityData      json.RawMessage `json:"entity_data"`
-	SchemaID        string          `json:"schema_id"`
-	Models          []string        `json:"models,omitempty"`
-	Model           string          `json:"model,omitempty"`
-	Strategy        string          `json:"strategy,omitempty"`
-	EnableWebSearch bool            `json:"enable_web_search,omitempty"`
+	EntityData      json.RawMessage
+	SchemaID        string
+	Models          []string
+	Model           string
+	Strategy        string
+	EnableWebSearch bool
 	// Languages are ISO 639-1 output languages, the first primary (default
 	// ["en"]).
-	Languages []string `json:"languages,omitempty"`
+	Languages []string
 	// EnableResponseSchema (default true) and EnableStrictStructuredOutput
 	// (default false) reach the LLM port's request.
-	EnableResponseSchema         *bool `json:"enable_response_schema,omitempty"`
-	EnableStrictStructuredOutput bool  `json:"enable_strict_structured_output,omitempty"`
+	EnableResponseSchema         *bool
+	EnableStrictStructuredOutput bool
 	// DatabaseSync (default true) feeds the schema's linked databases; no
 	// schema has one yet, so it changes nothing today.
-	DatabaseSync *bool `json:"database_sync,omitempty"`
+	DatabaseSync *bool
 	// Capabilities still to come: validated, then refused with
 	// not_supported_yet naming the field (see unsupported).
-	ClassificationModel *string         `json:"classification_model,omitempty"`
-	ArbitrationModel    *string         `json:"arbitration_model,omitempty"`
-	AttachmentIDs       []string        `json:"attachment_ids,omitempty"`
-	TargetSchema        json.RawMessage `json:"target_schema,omitempty"`
+	ClassificationModel *string
+	ArbitrationModel    *string
+	AttachmentIDs       []string
+	TargetSchema        json.RawMessage
 	// PauseTimeoutSeconds (ours) bounds how long a classification pause
 	// waits for a continue (default DefaultPauseTimeout).
-	PauseTimeoutSeconds *int `json:"pause_timeout_seconds,omitempty"`
+	PauseTimeoutSeconds *int
 }
 
 // responseSchema reports whether the provider's JSON-schema channel is asked

@@ -12,6 +12,7 @@ import (
 
 	"github.com/matryer/is"
 
+	"github.com/entityenrich/enrich/adapters/jobcodec"
 	"github.com/entityenrich/enrich/adapters/jsonschema"
 	"github.com/entityenrich/enrich/adapters/memory"
 	"github.com/entityenrich/enrich/adapters/system"
@@ -57,14 +58,14 @@ func newEnrichment(t *testing.T, llm ports.LLM) (*app.EnrichmentService, string)
 	if err := store.CreateSchema(context.Background(), sc); err != nil {
 		t.Fatal(err)
 	}
-	return &app.EnrichmentService{Schemas: store, LLM: llm, Catalog: oneModel{model.Info{Key: model.Key{Provider: "p", Model: "m"}}},
+	return &app.EnrichmentService{Schemas: store, Requests: jobcodec.New(), LLM: llm, Catalog: oneModel{model.Info{Key: model.Key{Provider: "p", Model: "m"}}},
 		Compiler: jsonschema.New(), Clock: system.Clock{}, IDs: system.IDs{}, RetryBackoff: 1,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, sc.ID
 }
 
 func run(t *testing.T, svc *app.EnrichmentService, req app.EnrichRequest) (app.Outcome, []job.Payload) {
 	t.Helper()
-	body, _ := json.Marshal(req)
+	body, _ := jobcodec.New().EncodeEnrich(req)
 	var mu sync.Mutex
 	var evs []job.Payload
 	out := svc.Run(context.Background(), &app.Work{Job: &job.Job{ID: "j", OrgID: "org", Type: job.TypeEnrichment, Request: body},

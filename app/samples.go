@@ -47,24 +47,24 @@ const MaxPauseTimeout = 24 * time.Hour
 // SampleRequest is the body of POST /api/schema/sample/generate/{stream,sync}
 // (the reference's GenerateSampleRequest), also the job's stored request.
 type SampleRequest struct {
-	EntityType        string   `json:"entity_type"`
-	Fields            []string `json:"fields,omitempty"`
-	ExtraInstructions *string  `json:"extra_instructions,omitempty"`
-	SampleCount       *int     `json:"sample_count,omitempty"`
-	TypicalObjects    []string `json:"typical_objects,omitempty"`
-	NamingConvention  string   `json:"naming_convention,omitempty"`
-	Language          *string  `json:"language,omitempty"`
-	EnableWebSearch   bool     `json:"enable_web_search,omitempty"`
-	AutoAnswer        *bool    `json:"auto_answer,omitempty"`
-	Model             string   `json:"model,omitempty"`
-	AttachmentIDs     []string `json:"attachment_ids,omitempty"`
+	EntityType        string
+	Fields            []string
+	ExtraInstructions *string
+	SampleCount       *int
+	TypicalObjects    []string
+	NamingConvention  string
+	Language          *string
+	EnableWebSearch   bool
+	AutoAnswer        *bool
+	Model             string
+	AttachmentIDs     []string
 	// PauseTimeoutSeconds (ours) bounds how long a clarification pause
 	// waits for a continue (default DefaultPauseTimeout).
-	PauseTimeoutSeconds *int `json:"pause_timeout_seconds,omitempty"`
+	PauseTimeoutSeconds *int
 	// AcceptLanguage is the request's Accept-Language primary language,
 	// used when language is omitted or auto (a header, not part of the body;
 	// the stored request keeps the language it resolved to).
-	AcceptLanguage string `json:"-"`
+	AcceptLanguage string
 }
 
 // samplePlan is a validated sample request.
@@ -196,7 +196,11 @@ func (s *SampleService) Start(ctx context.Context, p *access.Principal, req Samp
 		return nil, err
 	}
 	req.Language = &pl.language // resolved: a worker that takes the job over has no header
-	j, err := s.Engine.Submit(ctx, s.IDs.NewID(), p.OrgID, job.TypeSampleGeneration, req, pl)
+	body, err := s.Enrich.Requests.EncodeSample(req)
+	if err != nil {
+		return nil, err
+	}
+	j, err := s.Engine.Submit(ctx, s.IDs.NewID(), p.OrgID, job.TypeSampleGeneration, body, pl)
 	if err != nil {
 		return nil, err
 	}
@@ -221,23 +225,11 @@ func readSamplePrior(prior []job.Event) sampleState {
 		case job.EventModelAutoSelected:
 			st.autoSelected = true
 		case job.EventSampleInstanceProgress:
-			var p struct {
-				Index    int            `json:"index"`
-				Instance string         `json:"instance"`
-				Sample   map[string]any `json:"sample"`
-				In       int            `json:"input_tokens"`
-				Out      int            `json:"output_tokens"`
-				Cost     int64          `json:"cost"`
-			}
-			if remarshal(ev.Data, &p) == nil && p.Sample != nil {
-				st.done[p.Index] = job.SampleInstanceProgress{Index: p.Index, Instance: p.Instance, Sample: p.Sample,
-					InputTokens: p.In, OutputTokens: p.Out, Cost: p.Cost}
+			if p, err := job.ReadSampleInstanceProgress(ev.Data); err == nil && p.Sample != nil {
+				st.done[p.Index] = p
 			}
 		case job.EventSampleClarificationPause:
-			var p struct {
-				Questions []job.SampleQuestion `json:"questions"`
-			}
-			if remarshal(ev.Data, &p) == nil {
+			if p, err := job.ReadSampleClarificationPause(ev.Data); err == nil {
 				st.questions = p.Questions
 			}
 			st.pauses++
@@ -261,11 +253,10 @@ type sampleRun struct {
 func (s *SampleService) Run(ctx context.Context, w *Work) Outcome {
 	pl, _ := w.Prepared.(*samplePlan)
 	if pl == nil {
-		var req SampleRequest
-		if err := json.Unmarshal(w.Job.Request, &req); err != nil {
+		req, err := s.Enrich.Requests.DecodeSample(w.Job.Request)
+		if err != nil {
 			return Outcome{Failure: &Failure{job.CodeInternal, "the stored request does not decode"}}
 		}
-		var err error
 		if pl, err = s.prepare(ctx, w.Job.OrgID, req); err != nil {
 			return s.Enrich.unprepared(err)
 		}
@@ -510,17 +501,17 @@ func (r *sampleRun) failed(err error) Outcome {
 // SampleResult is what the blocking variant returns: the samples job's
 // model_completed payload, with the job's id.
 type SampleResult struct {
-	JobID        string           `json:"job_id"`
-	Success      bool             `json:"success"`
-	Model        string           `json:"model"`
-	Samples      []map[string]any `json:"samples"`
-	Requested    int              `json:"samples_requested"`
-	Note         string           `json:"samples_note"`
-	InputTokens  int              `json:"input_tokens"`
-	OutputTokens int              `json:"output_tokens"`
-	Cost         int64            `json:"cost"`
-	CostUSD      float64          `json:"cost_usd"`
-	ProcessingMS int64            `json:"processing_time_ms"`
+	JobID        string
+	Success      bool
+	Model        string
+	Samples      []map[string]any
+	Requested    int
+	Note         string
+	InputTokens  int
+	OutputTokens int
+	Cost         int64
+	CostUSD      float64
+	ProcessingMS int64
 }
 
 // Sync generates samples and waits for them; it always auto-answers, so the
@@ -538,11 +529,14 @@ func (s *SampleService) Sync(ctx context.Context, p *access.Principal, req Sampl
 		if ev.Type != job.EventModelCompleted {
 			return nil
 		}
-		res = &SampleResult{}
-		if err := remarshal(ev.Data, res); err != nil {
+		c, err := job.ReadSamplesCompleted(ev.Data)
+		if err != nil {
 			return err
 		}
-		res.JobID = j.ID
+		// The samples' model_completed is always a success.
+		res = &SampleResult{JobID: j.ID, Success: true, Model: c.Model, Samples: c.Samples, Requested: c.Requested,
+			Note: c.Note, InputTokens: c.InputTokens, OutputTokens: c.OutputTokens, Cost: c.Cost,
+			CostUSD: model.USD(c.Cost), ProcessingMS: c.ProcessingMS}
 		return nil
 	})
 	switch {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/matryer/is"
 
+	"github.com/entityenrich/enrich/adapters/jobcodec"
 	"github.com/entityenrich/enrich/app"
 	"github.com/entityenrich/enrich/domain/job"
 	"github.com/entityenrich/enrich/domain/sample"
@@ -24,7 +25,7 @@ func runSamples(t *testing.T, llm ports.LLM, req app.SampleRequest, prior []job.
 	t.Helper()
 	enr, _ := newEnrichment(t, llm)
 	svc := &app.SampleService{Enrich: enr, Clock: enr.Clock, IDs: enr.IDs, Log: enr.Log}
-	body, _ := json.Marshal(req)
+	body, _ := jobcodec.New().EncodeSample(req)
 	var mu sync.Mutex
 	var evs []job.Payload
 	w := &app.Work{Job: &job.Job{ID: "j", OrgID: "org", Type: job.TypeSampleGeneration, Request: body}, Prior: prior,

@@ -60,26 +60,26 @@ const MaxEditPromptLen = 10_000
 type GenerateRequest struct {
 	// EntitySamples is an array of sample objects of one entity type, or
 	// one bare object.
-	EntitySamples json.RawMessage `json:"entity_samples"`
+	EntitySamples json.RawMessage
 	// Model is a composite key or auto (the default).
-	Model string `json:"model,omitempty"`
+	Model string
 	// Language is the language the schema describes itself in (ISO 639-1).
-	Language *string `json:"language,omitempty"`
+	Language *string
 	// SampleCommonalityThreshold (0..1, default 0.5) and
 	// StrictFieldConformance (default true) tune the checks made before
 	// any spend.
-	SampleCommonalityThreshold *float64 `json:"sample_commonality_threshold,omitempty"`
-	StrictFieldConformance     *bool    `json:"strict_field_conformance,omitempty"`
+	SampleCommonalityThreshold *float64
+	StrictFieldConformance     *bool
 	// SaveSchema (default true) saves the result as a schema of the
 	// organization, deduplicated by content.
-	SaveSchema          *bool `json:"save_schema,omitempty"`
-	GenerateSemanticIDs bool  `json:"generate_semantic_ids,omitempty"`
+	SaveSchema          *bool
+	GenerateSemanticIDs bool
 	// AttachmentIDs: attachments do not exist yet (not_supported_yet when
 	// non-empty).
-	AttachmentIDs []string `json:"attachment_ids,omitempty"`
+	AttachmentIDs []string
 	// SampleInputs are the guided-form inputs that produced the samples:
 	// accepted (an object) and kept with the job's request only.
-	SampleInputs json.RawMessage `json:"sample_inputs,omitempty"`
+	SampleInputs json.RawMessage
 }
 
 // SampleSetRequest is what POST /api/schema/samples/conformance asks.
@@ -93,10 +93,10 @@ type SampleSetRequest struct {
 // (the reference's SchemaPromptRequest); SchemaID is the path's, kept in the
 // job's stored request.
 type EditRequest struct {
-	SchemaID      string   `json:"schema_id"`
-	Prompt        string   `json:"prompt"`
-	Model         string   `json:"model,omitempty"`
-	AttachmentIDs []string `json:"attachment_ids,omitempty"`
+	SchemaID      string
+	Prompt        string
+	Model         string
+	AttachmentIDs []string
 }
 
 // schemaPlan is a validated schema job, ready to run.
@@ -280,7 +280,11 @@ func (s *SchemaGenService) StartGeneration(ctx context.Context, p *access.Princi
 	if err != nil {
 		return nil, err
 	}
-	return s.create(ctx, p, job.TypeSchemaGeneration, req, sp)
+	body, err := s.Enrich.Requests.EncodeGenerate(req)
+	if err != nil {
+		return nil, err
+	}
+	return s.create(ctx, p, job.TypeSchemaGeneration, body, sp)
 }
 
 // StartEdit validates an AI edit of a saved schema and creates its job.
@@ -292,11 +296,15 @@ func (s *SchemaGenService) StartEdit(ctx context.Context, p *access.Principal, r
 	if err != nil {
 		return nil, err
 	}
-	return s.create(ctx, p, job.TypeSchemaEdit, req, sp)
+	body, err := s.Enrich.Requests.EncodeEdit(req)
+	if err != nil {
+		return nil, err
+	}
+	return s.create(ctx, p, job.TypeSchemaEdit, body, sp)
 }
 
-func (s *SchemaGenService) create(ctx context.Context, p *access.Principal, t job.Type, req any, sp *schemaPlan) (*job.Job, error) {
-	j, err := s.Engine.Submit(ctx, s.IDs.NewID(), p.OrgID, t, req, sp)
+func (s *SchemaGenService) create(ctx context.Context, p *access.Principal, t job.Type, request []byte, sp *schemaPlan) (*job.Job, error) {
+	j, err := s.Engine.Submit(ctx, s.IDs.NewID(), p.OrgID, t, request, sp)
 	if err != nil {
 		return nil, err
 	}
@@ -306,45 +314,46 @@ func (s *SchemaGenService) create(ctx context.Context, p *access.Principal, t jo
 
 // GenerateSync runs a generation and waits for it: the completed event's
 // result (the reference's GenerateSchemaResponse). Errors as Sync's.
-func (s *SchemaGenService) GenerateSync(ctx context.Context, p *access.Principal, req GenerateRequest) (map[string]any, error) {
+func (s *SchemaGenService) GenerateSync(ctx context.Context, p *access.Principal, req GenerateRequest) (SchemaAnswer, error) {
 	j, err := s.StartGeneration(ctx, p, req)
 	if err != nil {
-		return nil, err
+		return SchemaAnswer{}, err
 	}
 	return s.wait(ctx, p, j)
 }
 
 // EditSync runs an AI edit and waits for it: the completed event's result
 // (the reference's SchemaPromptResponse and more).
-func (s *SchemaGenService) EditSync(ctx context.Context, p *access.Principal, req EditRequest) (map[string]any, error) {
+func (s *SchemaGenService) EditSync(ctx context.Context, p *access.Principal, req EditRequest) (SchemaAnswer, error) {
 	j, err := s.StartEdit(ctx, p, req)
 	if err != nil {
-		return nil, err
+		return SchemaAnswer{}, err
 	}
 	return s.wait(ctx, p, j)
 }
 
+// SchemaAnswer is a blocking schema job's answer: its end data and its id.
+type SchemaAnswer struct {
+	JobID string
+	job.SchemaResult
+}
+
 // wait follows a job's events to its end (awaitEnd): ctx ending first
 // cancels the job.
-func (s *SchemaGenService) wait(ctx context.Context, p *access.Principal, j *job.Job) (map[string]any, error) {
+func (s *SchemaGenService) wait(ctx context.Context, p *access.Principal, j *job.Job) (SchemaAnswer, error) {
 	ev, final, err := awaitEnd(ctx, s.Stream, s.JobSvc, s.Log, p, j, nil)
 	if err != nil {
-		return nil, err
+		return SchemaAnswer{}, err
 	}
 	if ev.Type != job.EventCompleted {
-		return nil, &JobEnded{Job: final}
+		return SchemaAnswer{}, &JobEnded{Job: final}
 	}
-	var end struct {
-		Result map[string]any `json:"result"`
+	result, _ := ev.Data["result"].(map[string]any)
+	r, err := job.ReadSchemaResult(result)
+	if err != nil {
+		return SchemaAnswer{}, err
 	}
-	if err := remarshal(ev.Data, &end); err != nil {
-		return nil, err
-	}
-	if end.Result == nil {
-		end.Result = map[string]any{}
-	}
-	end.Result["job_id"] = j.ID
-	return end.Result, nil
+	return SchemaAnswer{JobID: j.ID, SchemaResult: r}, nil
 }
 
 // jobPrincipal is who a schema job acts as when it saves: an editor of the
@@ -362,12 +371,12 @@ func (s *SchemaGenService) Run(ctx context.Context, w *Work) Outcome {
 		switch w.Job.Type {
 		case job.TypeSchemaGeneration:
 			var req GenerateRequest
-			if err = json.Unmarshal(w.Job.Request, &req); err == nil {
+			if req, err = s.Enrich.Requests.DecodeGenerate(w.Job.Request); err == nil {
 				sp, err = s.prepareGeneration(ctx, w.Job.OrgID, req)
 			}
 		case job.TypeSchemaEdit:
 			var req EditRequest
-			if err = json.Unmarshal(w.Job.Request, &req); err == nil {
+			if req, err = s.Enrich.Requests.DecodeEdit(w.Job.Request); err == nil {
 				sp, err = s.prepareEdit(ctx, w.Job.OrgID, req)
 			}
 		default:
@@ -527,9 +536,8 @@ func (s *SchemaGenService) run(ctx context.Context, w *Work, sp *schemaPlan) Out
 	}
 	rec := &enrichment.Record{ID: recordID(w.Job.ID, sp.model.Key), OrgID: w.Job.OrgID, JobID: w.Job.ID, Model: key,
 		StructuredOutput: got.raw, Cost: cost, InputTokens: in, OutputTokens: outT, Sandbox: sp.model.Sandbox, CreatedAt: s.Clock.Now()}
-	result := map[string]any{"success": true, "model": key, "record_id": rec.ID, "cost": cost, "cost_usd": model.USD(cost),
-		"input_tokens": in, "output_tokens": outT, "suggestions": got.suggestions, "error_message": nil}
-	var schemaID any
+	result := job.SchemaResult{Model: key, RecordID: rec.ID, Cost: cost, InputTokens: in, OutputTokens: outT,
+		Suggestions: got.suggestions, Schema: got.doc}
 	if sp.gen != nil {
 		rec.Type = enrichment.RecordSchemaGeneration
 		rec.EntityData, _ = json.Marshal(sp.samples)
@@ -539,32 +547,27 @@ func (s *SchemaGenService) run(ctx context.Context, w *Work, sp *schemaPlan) Out
 			if err != nil {
 				return s.saveFailed(err)
 			}
-			rec.SchemaID, schemaID, created = sc.ID, sc.ID, isNew
+			rec.SchemaID, result.SchemaID, created = sc.ID, &sc.ID, isNew
 		}
 		domains, _ := got.doc["x-expertiseDomains"].(map[string]any)
-		result["schema"] = got.doc
-		result["schema_id"] = schemaID
-		result["schema_created"] = created
-		result["expertise_count"] = len(domains)
-		result["sample_property_count"] = len(schema.Observe(sp.collapsed.Samples))
+		result.Generation = &job.SchemaGeneration{Created: created, ExpertiseCount: len(domains),
+			SamplePropertyCount: len(schema.Observe(sp.collapsed.Samples))}
 	} else {
 		rec.Type = enrichment.RecordSchemaEdit
-		rec.SchemaID, schemaID = sp.current.ID, sp.current.ID
+		rec.SchemaID, result.SchemaID = sp.current.ID, &sp.current.ID
 		rec.EntityData, _ = json.Marshal(map[string]any{"prompt": sp.edit.Prompt, "schema": sp.current.Content})
 		if err := s.saveEdit(ctx, w.Job.OrgID, sp.current.ID, got.raw); err != nil {
 			return s.saveFailed(err)
 		}
-		result["schema_content"] = got.doc
-		result["schema"] = got.doc
-		result["schema_id"] = schemaID
 	}
-	result["processing_time_ms"] = time.Since(start).Milliseconds()
+	result.ProcessingMS = time.Since(start).Milliseconds()
 	mc.Success, mc.Result, mc.RecordID = true, got.doc, rec.ID
 	pub(mc)
-	res, _ := json.Marshal(result)
-	s.Log.Info("schema job finished", "job_id", w.Job.ID, "type", w.Job.Type, "schema_id", schemaID, "cost", cost)
+	fields := result.Fields()
+	res, _ := json.Marshal(fields)
+	s.Log.Info("schema job finished", "job_id", w.Job.ID, "type", w.Job.Type, "schema_id", fields["schema_id"], "cost", cost)
 	return Outcome{Result: res, Records: []*enrichment.Record{rec},
-		Completed: job.JobCompleted{Result: result, RecordID: rec.ID, RecordIDs: []string{rec.ID}, Cost: cost}}
+		Completed: job.JobCompleted{Result: fields, RecordID: rec.ID, RecordIDs: []string{rec.ID}, Cost: cost}}
 }
 
 // saveFailed fails a job whose result could not be saved.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/matryer/is"
 
+	"github.com/entityenrich/enrich/adapters/jobcodec"
 	"github.com/entityenrich/enrich/adapters/jsonschema"
 	"github.com/entityenrich/enrich/adapters/memory"
 	"github.com/entityenrich/enrich/adapters/system"
@@ -46,7 +47,7 @@ func newSchemaGen(t *testing.T, llm ports.LLM) (*app.SchemaGenService, ports.Sch
 	c := jsonschema.New()
 	lg := slog.New(slog.NewTextHandler(io.Discard, nil))
 	m := model.Info{Key: model.Key{Provider: "p", Model: "m"}, Price: model.Price{InputPerMTok: 1_000_000, OutputPerMTok: 2_000_000}}
-	enr := &app.EnrichmentService{Schemas: store, LLM: llm, Catalog: oneModel{m}, Compiler: c, Clock: system.Clock{}, IDs: system.IDs{},
+	enr := &app.EnrichmentService{Schemas: store, Requests: jobcodec.New(), LLM: llm, Catalog: oneModel{m}, Compiler: c, Clock: system.Clock{}, IDs: system.IDs{},
 		RetryBackoff: 1, Log: lg}
 	return &app.SchemaGenService{Enrich: enr, Schemas: store, Saved: &app.SchemaService{Schemas: store, Compiler: c, Clock: system.Clock{}, IDs: system.IDs{}},
 		Compiler: c, Clock: system.Clock{}, IDs: system.IDs{}, Log: lg, RetryBackoff: 1}, store
@@ -54,7 +55,15 @@ func newSchemaGen(t *testing.T, llm ports.LLM) (*app.SchemaGenService, ports.Sch
 
 func runSchemaJob(t *testing.T, svc *app.SchemaGenService, typ job.Type, req any) (app.Outcome, []job.Payload) {
 	t.Helper()
-	body, _ := json.Marshal(req)
+	var body []byte
+	switch r := req.(type) {
+	case app.GenerateRequest:
+		body, _ = jobcodec.New().EncodeGenerate(r)
+	case app.EditRequest:
+		body, _ = jobcodec.New().EncodeEdit(r)
+	default:
+		t.Fatalf("not a schema request: %T", req)
+	}
 	var mu sync.Mutex
 	var evs []job.Payload
 	out := svc.Run(context.Background(), &app.Work{Job: &job.Job{ID: "j", OrgID: "org", Type: typ, Request: body},

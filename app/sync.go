@@ -21,7 +21,7 @@ func (s *EnrichmentService) Start(ctx context.Context, p *access.Principal, req 
 }
 
 // submitFunc is Engine.Submit or Engine.SubmitAwaited.
-type submitFunc func(ctx context.Context, id, orgID string, t job.Type, req any, prepared any) (*job.Job, error)
+type submitFunc func(ctx context.Context, id, orgID string, t job.Type, request []byte, prepared any) (*job.Job, error)
 
 func (s *EnrichmentService) start(ctx context.Context, p *access.Principal, req EnrichRequest, submit submitFunc) (*job.Job, error) {
 	if err := access.Authorize(p, access.ActEnrich); err != nil {
@@ -31,7 +31,11 @@ func (s *EnrichmentService) start(ctx context.Context, p *access.Principal, req 
 	if err != nil {
 		return nil, err
 	}
-	j, err := submit(ctx, s.IDs.NewID(), p.OrgID, job.TypeEnrichment, req, pl)
+	body, err := s.Requests.EncodeEnrich(req)
+	if err != nil {
+		return nil, err
+	}
+	j, err := submit(ctx, s.IDs.NewID(), p.OrgID, job.TypeEnrichment, body, pl)
 	if err != nil {
 		return nil, err
 	}
@@ -63,28 +67,16 @@ type SyncResult struct {
 // ModelResult is one model's outcome in a blocking run (its model_completed
 // event).
 type ModelResult struct {
-	Model        string         `json:"model"`
-	Success      bool           `json:"success"`
-	Result       map[string]any `json:"result"`
-	RecordID     string         `json:"record_id"`
-	Cost         int64          `json:"cost"`
-	InputTokens  int            `json:"input_tokens"`
-	OutputTokens int            `json:"output_tokens"`
-	ProcessingMS int64          `json:"processing_time_ms"`
-	ErrorMessage string         `json:"error_message"`
-	ErrorCode    string         `json:"error_code"`
-}
-
-// completedPayload is the part of a completed event that Sync returns.
-type completedPayload struct {
-	Result       map[string]any `json:"result"`
-	RecordID     string         `json:"record_id"`
-	RecordIDs    []string       `json:"record_ids"`
-	Cost         int64          `json:"cost"`
-	FailedModels []string       `json:"failed_models"`
-	IsFused      bool           `json:"is_fused"`
-	Fusion       map[string]any `json:"fusion"`
-	SourceModels []string       `json:"source_models"`
+	Model        string
+	Success      bool
+	Result       map[string]any
+	RecordID     string
+	Cost         int64
+	InputTokens  int
+	OutputTokens int
+	ProcessingMS int64
+	ErrorMessage string
+	ErrorCode    string
 }
 
 // JobEnded is the error of a blocking run whose job failed or was
@@ -134,11 +126,13 @@ func (s *EnrichmentService) Sync(ctx context.Context, p *access.Principal, req E
 		if ev.Type != job.EventModelCompleted {
 			return nil
 		}
-		var m ModelResult
-		if err := remarshal(ev.Data, &m); err != nil {
+		m, err := job.ReadModelCompleted(ev.Data)
+		if err != nil {
 			return err
 		}
-		models = append(models, m)
+		models = append(models, ModelResult{Model: m.Model, Success: m.Success, Result: m.Result, RecordID: m.RecordID,
+			Cost: m.Cost, InputTokens: m.InputTokens, OutputTokens: m.OutputTokens, ProcessingMS: m.ProcessingMS,
+			ErrorMessage: m.ErrorMessage, ErrorCode: string(m.ErrorCode)})
 		return nil
 	})
 	if err != nil {
@@ -147,12 +141,13 @@ func (s *EnrichmentService) Sync(ctx context.Context, p *access.Principal, req E
 	if ev.Type != job.EventCompleted {
 		return nil, &JobEnded{Job: final}
 	}
-	var c completedPayload
-	if err := remarshal(ev.Data, &c); err != nil {
+	c, err := job.ReadCompleted(ev.Data)
+	if err != nil {
 		return nil, err
 	}
+	fusion, _ := c.Fusion.(map[string]any)
 	return &SyncResult{Job: final, Result: c.Result, RecordID: c.RecordID, RecordIDs: c.RecordIDs, Cost: c.Cost,
-		Models: models, FailedModels: c.FailedModels, IsFused: c.IsFused, Fusion: c.Fusion, SourceModels: c.SourceModels,
+		Models: models, FailedModels: c.FailedModels, IsFused: c.Fused, Fusion: fusion, SourceModels: c.SourceModels,
 		ProcessingMS: time.Since(t0).Milliseconds()}, nil
 }
 
@@ -193,17 +188,12 @@ func awaitEnd(ctx context.Context, stream ports.EventStream, jobs *JobService, l
 			if !ev.Type.Terminal() {
 				continue
 			}
-			var end struct {
-				Status  job.State     `json:"status"`
-				Code    job.ErrorCode `json:"error_code"`
-				Message string        `json:"error_message"`
-				Reason  string        `json:"reason"`
-			}
-			if err := remarshal(ev.Data, &end); err != nil {
+			end, err := job.ReadEnded(ev.Data)
+			if err != nil {
 				return job.Event{}, nil, err
 			}
 			final := *j
-			final.State, final.ErrorCode, final.Error, final.UpdatedAt = end.Status, end.Code, end.Message, ev.CreatedAt
+			final.State, final.ErrorCode, final.Error, final.UpdatedAt = end.State, end.Code, end.Message, ev.CreatedAt
 			if ev.Type == job.EventCancelled {
 				final.State, final.Error = job.Cancelled, end.Reason
 			}

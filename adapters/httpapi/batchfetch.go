@@ -16,17 +16,19 @@ func (s *Server) registerBatchFetchRoutes(r *mux.Router) {
 }
 
 // toFetchInput maps the reference's BatchFetchRequest (its AuthConfig
-// included); batch, the batch start's body without entities, is read as
-// strictly as POST /api/batch/start reads it.
+// included); batch, the batch start's body without entities, is decoded
+// strictly into the generated BatchRequest, the batch start's body, and
+// mapped as POST /api/batch/start maps it.
 func toFetchInput(in api.BatchFetchRequest) (app.FetchInput, error) {
 	q := app.FetchInput{URL: in.Url}
 	if b := bytes.TrimSpace(in.Batch); len(b) > 0 && string(b) != "null" {
-		var br app.BatchRequest
+		var in api.BatchRequest
 		dec := json.NewDecoder(bytes.NewReader(b))
 		dec.DisallowUnknownFields()
-		if err := dec.Decode(&br); err != nil {
+		if err := dec.Decode(&in); err != nil {
 			return q, app.Invalid("batch", "batch must be the body of POST /api/batch/start without entities: %v", err)
 		}
+		br := toBatchRequest(in)
 		q.Batch = &br
 	}
 	if a := in.Auth; a != nil {

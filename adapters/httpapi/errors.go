@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/entityenrich/enrich/adapters/httpapi/api"
 	"github.com/entityenrich/enrich/app"
 	"github.com/entityenrich/enrich/domain/access"
 	"github.com/entityenrich/enrich/domain/job"
@@ -17,19 +18,35 @@ import (
 	"github.com/entityenrich/enrich/ports"
 )
 
-// errorBody is every error response: {"detail", "code", "field"}, plus
-// "retryable" where the reference product sets it.
+// errorBody gathers an error response; it is written as the document's
+// Error ({"detail", "code", "field"}, plus "retryable" where the reference
+// product sets it), empty members left out.
 type errorBody struct {
-	Detail    string `json:"detail"`
-	Code      string `json:"code,omitempty"`
-	Field     string `json:"field,omitempty"`
-	Retryable bool   `json:"retryable,omitempty"`
+	Detail    string
+	Code      string
+	Field     string
+	Retryable bool
 	// Paths are the offending paths of the request's data
 	// (input_contract_unsatisfied).
-	Paths []string `json:"paths,omitempty"`
+	Paths []string
 	// Classification is the pre-flight classification that refused a
 	// blocking run (the reference's ClassificationContext).
-	Classification map[string]any `json:"classification,omitempty"`
+	Classification map[string]any
+}
+
+// wire is the generated Error: an empty member is absent.
+func (b errorBody) wire() api.Error {
+	out := api.Error{Detail: b.Detail, Code: nilIfEmpty(b.Code), Field: nilIfEmpty(b.Field)}
+	if b.Retryable {
+		out.Retryable = &b.Retryable
+	}
+	if len(b.Paths) > 0 {
+		out.Paths = &b.Paths
+	}
+	if len(b.Classification) > 0 {
+		out.Classification = &b.Classification
+	}
+	return out
 }
 
 // statusClientClosed is the reference product's answer to a blocking run
@@ -197,7 +214,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, status int, 
 	if status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="enrich"`)
 	}
-	writeJSON(w, status, body)
+	writeJSON(w, status, body.wire())
 }
 
 // fail writes an error with an explicit status and code.

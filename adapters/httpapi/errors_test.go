@@ -13,6 +13,7 @@ import (
 
 	"github.com/matryer/is"
 
+	"github.com/entityenrich/enrich/adapters/httpapi/api"
 	"github.com/entityenrich/enrich/app"
 	"github.com/entityenrich/enrich/domain/access"
 	"github.com/entityenrich/enrich/domain/job"
@@ -27,13 +28,22 @@ import (
 // reach a client.
 const adapterText = "postgres: dial tcp 10.0.0.7:5432: user=enrich password=hunter2 sk-live-SECRET"
 
+// readErrorBody decodes an error answer through the generated Error (the
+// document's shape) into the errorBody it was written from.
+func readErrorBody(b []byte) (errorBody, error) {
+	var e api.Error
+	err := json.Unmarshal(b, &e)
+	return errorBody{Detail: e.Detail, Code: deref(e.Code), Field: deref(e.Field), Retryable: deref(e.Retryable),
+		Paths: deref(e.Paths), Classification: deref(e.Classification)}, err
+}
+
 func errorFor(t *testing.T, err error) (int, errorBody, string) {
 	t.Helper()
 	s := &Server{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	rec := httptest.NewRecorder()
 	s.Error(rec, httptest.NewRequest("GET", "/api/records/x", nil), err)
-	var e errorBody
-	if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil {
+	e, err := readErrorBody(rec.Body.Bytes())
+	if err != nil {
 		t.Fatal(err)
 	}
 	return rec.Code, e, rec.Header().Get("Retry-After")

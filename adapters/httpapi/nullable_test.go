@@ -21,8 +21,6 @@ func TestResponseNullablesRequired(t *testing.T) {
 	exempt := map[string]string{
 		"JobEvent":                               "each event type carries its own fields",
 		"RecordSummary.fusion_arbitration_model": "fused records only",
-		"GenerateSchemaResponse.error_message":   "the job's end data, a map built by the app (not yet generated)",
-		"SchemaPromptResponse.error_message":     "the job's end data, a map built by the app (not yet generated)",
 		"SampleQuestion.default_option_id":       "a question without a default leaves it out",
 	}
 	requests, responses := map[string]bool{}, map[string]bool{}

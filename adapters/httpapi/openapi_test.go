@@ -134,7 +134,7 @@ func newValidator(t testing.TB) (func(http.Handler) http.Handler, *openapi3.T) {
 		t.Fatal(err)
 	}
 	mw, err := ValidateRequests(doc, func(w http.ResponseWriter, r *http.Request, status int, field, detail string) {
-		writeJSON(w, status, errorBody{Detail: detail, Field: field})
+		writeJSON(w, status, errorBody{Detail: detail, Field: field}.wire())
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -162,8 +162,8 @@ func do(t testing.TB, h http.Handler, req *http.Request) verdict {
 		v.body = rec.Body.String()
 		return v
 	}
-	var e errorBody
-	if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil {
+	e, err := readErrorBody(rec.Body.Bytes())
+	if err != nil {
 		t.Errorf("error body %q: %v", rec.Body.String(), err)
 	}
 	v.field, v.detail = e.Field, e.Detail
@@ -451,8 +451,7 @@ func FuzzValidateEnrichStream(f *testing.F) {
 		if rec.Code < 400 || rec.Code > 499 {
 			t.Fatalf("status %d: %s", rec.Code, rec.Body.String())
 		}
-		var e errorBody
-		if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || e.Detail == "" {
+		if e, err := readErrorBody(rec.Body.Bytes()); err != nil || e.Detail == "" {
 			t.Fatalf("error body %q", rec.Body.String())
 		}
 	})

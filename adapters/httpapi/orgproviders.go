@@ -78,6 +78,30 @@ func toNewOrgModel(m api.ModelCreate) app.NewOrgModel {
 	return app.NewOrgModel{Name: m.Name, ContextLength: m.ContextLength, InputPrice: m.InputPrice, OutputPrice: m.OutputPrice}
 }
 
+// toNewOrgProvider maps the document's ProviderCreate (a null api_key is no
+// key, as an absent one).
+func toNewOrgProvider(in api.ProviderCreate) app.NewOrgProvider {
+	np := app.NewOrgProvider{Name: in.Name, Type: string(deref(in.Type)), BaseURL: in.BaseUrl, Enabled: in.IsEnabled,
+		APIKey: deref(in.ApiKey)}
+	for _, m := range deref(in.Models) {
+		np.Models = append(np.Models, toNewOrgModel(m))
+	}
+	return np
+}
+
+// toOrgProviderChange maps the document's ProviderUpdate: an absent api_key
+// keeps the key, a string replaces it, null (or "") removes it.
+func toOrgProviderChange(in api.ProviderUpdate) app.OrgProviderChange {
+	ch := app.OrgProviderChange{Name: in.Name, BaseURL: in.BaseUrl, Enabled: in.IsEnabled}
+	if in.ApiKey.IsSpecified() {
+		ch.SetKey = true
+		if !in.ApiKey.IsNull() {
+			ch.APIKey = in.ApiKey.MustGet()
+		}
+	}
+	return ch
+}
+
 func (s *Server) listOrgProviders(w http.ResponseWriter, r *http.Request) {
 	inactive := false
 	if raw := r.URL.Query().Get("include_inactive"); raw != "" {
@@ -101,25 +125,11 @@ func (s *Server) listOrgProviders(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) createOrgProvider(w http.ResponseWriter, r *http.Request) {
-	var in struct {
-		Name      string            `json:"name"`
-		Type      string            `json:"type"`
-		BaseURL   string            `json:"base_url"`
-		APIKey    *string           `json:"api_key"`
-		IsEnabled *bool             `json:"is_enabled"`
-		Models    []api.ModelCreate `json:"models"`
-	}
+	var in api.ProviderCreate
 	if !s.decode(w, r, &in) {
 		return
 	}
-	np := app.NewOrgProvider{Name: in.Name, Type: in.Type, BaseURL: in.BaseURL, Enabled: in.IsEnabled}
-	if in.APIKey != nil {
-		np.APIKey = *in.APIKey
-	}
-	for _, m := range in.Models {
-		np.Models = append(np.Models, toNewOrgModel(m))
-	}
-	p, err := s.orgProviders.Create(r.Context(), principal(r), np)
+	p, err := s.orgProviders.Create(r.Context(), principal(r), toNewOrgProvider(in))
 	if err != nil {
 		s.Error(w, r, err)
 		return
@@ -137,27 +147,11 @@ func (s *Server) getOrgProvider(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) updateOrgProvider(w http.ResponseWriter, r *http.Request) {
-	var in struct {
-		Name      *string         `json:"name"`
-		BaseURL   *string         `json:"base_url"`
-		APIKey    json.RawMessage `json:"api_key"`
-		IsEnabled *bool           `json:"is_enabled"`
-	}
+	var in api.ProviderUpdate
 	if !s.decode(w, r, &in) {
 		return
 	}
-	ch := app.OrgProviderChange{Name: in.Name, BaseURL: in.BaseURL, Enabled: in.IsEnabled}
-	if len(in.APIKey) > 0 {
-		// A string replaces the key; null (or "") removes it.
-		ch.SetKey = true
-		if !bytes.Equal(in.APIKey, []byte("null")) {
-			if err := json.Unmarshal(in.APIKey, &ch.APIKey); err != nil {
-				s.Error(w, r, app.Invalid("api_key", "api_key must be a string or null"))
-				return
-			}
-		}
-	}
-	p, err := s.orgProviders.Update(r.Context(), principal(r), mux.Vars(r)["provider_id"], ch)
+	p, err := s.orgProviders.Update(r.Context(), principal(r), mux.Vars(r)["provider_id"], toOrgProviderChange(in))
 	if err != nil {
 		s.Error(w, r, err)
 		return

@@ -1,13 +1,57 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"fmt"
 	"testing"
 
 	"github.com/matryer/is"
 
+	"github.com/entityenrich/enrich/adapters/httpapi/api"
+	"github.com/entityenrich/enrich/app"
 	"github.com/entityenrich/enrich/domain/orgprovider"
 )
+
+// TestOrgProviderBodies: the generated ProviderCreate and ProviderUpdate map
+// to the app's input; an update's api_key is tri-state (absent keeps the key,
+// a string replaces it, null or "" removes it).
+func TestOrgProviderBodies(t *testing.T) {
+	on := true
+	name := "mine"
+	for _, tt := range []struct {
+		body string
+		want app.OrgProviderChange
+	}{
+		{`{}`, app.OrgProviderChange{}},
+		{`{"name":"mine","is_enabled":true}`, app.OrgProviderChange{Name: &name, Enabled: &on}},
+		{`{"api_key":"sk-new"}`, app.OrgProviderChange{SetKey: true, APIKey: "sk-new"}},
+		{`{"api_key":null}`, app.OrgProviderChange{SetKey: true}},
+		{`{"api_key":""}`, app.OrgProviderChange{SetKey: true}},
+	} {
+		t.Run(tt.body, func(t *testing.T) {
+			is := is.New(t)
+			var in api.ProviderUpdate
+			is.NoErr(json.Unmarshal([]byte(tt.body), &in))
+			is.Equal(toOrgProviderChange(in), tt.want)
+		})
+	}
+	for _, tt := range []struct {
+		body string
+		want app.NewOrgProvider
+	}{
+		{`{"name":"mine","base_url":"https://x.example/v1"}`, app.NewOrgProvider{Name: "mine", BaseURL: "https://x.example/v1"}},
+		{`{"name":"mine","base_url":"u","api_key":null,"type":"openai_compatible"}`, app.NewOrgProvider{Name: "mine", BaseURL: "u", Type: "openai_compatible"}},
+		{`{"name":"mine","base_url":"u","api_key":"k","is_enabled":true,"models":[{"name":"m1"}]}`,
+			app.NewOrgProvider{Name: "mine", BaseURL: "u", APIKey: "k", Enabled: &on, Models: []app.NewOrgModel{{Name: "m1"}}}},
+	} {
+		t.Run(tt.body, func(t *testing.T) {
+			is := is.New(t)
+			var in api.ProviderCreate
+			is.NoErr(json.Unmarshal([]byte(tt.body), &in))
+			is.Equal(toNewOrgProvider(in), tt.want)
+		})
+	}
+}
 
 // TestOrgProviderLimitsAgreeWithGo: the limits of organizations' providers
 // written in the document are domain/orgprovider's.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/entityenrich/enrich/adapters/httpapi/api"
 	"github.com/entityenrich/enrich/app"
+	"github.com/entityenrich/enrich/domain/model"
 	"github.com/entityenrich/enrich/domain/schema"
 )
 
@@ -64,9 +65,31 @@ func (s *Server) generateSync(w http.ResponseWriter, r *http.Request) {
 	if !s.decode(w, r, &in) {
 		return
 	}
-	blocking(s, w, r, in.TimeoutSeconds, func(ctx context.Context) (map[string]any, error) {
-		return s.gen.GenerateSync(ctx, principal(r), toGenerateRequest(in.GenerateSchemaRequest))
+	blocking(s, w, r, in.TimeoutSeconds, func(ctx context.Context) (api.GenerateSchemaResponse, error) {
+		a, err := s.gen.GenerateSync(ctx, principal(r), toGenerateRequest(in.GenerateSchemaRequest))
+		return toGenerateSchemaResponse(a), err
 	})
+}
+
+// toGenerateSchemaResponse maps a blocking generation's answer (the
+// reference's GenerateSchemaResponse and more).
+func toGenerateSchemaResponse(a app.SchemaAnswer) api.GenerateSchemaResponse {
+	out := api.GenerateSchemaResponse{Success: true, Model: a.Model, RecordId: a.RecordID, Cost: int(a.Cost),
+		CostUsd: model.USD(a.Cost), InputTokens: a.InputTokens, OutputTokens: a.OutputTokens, Suggestions: a.Suggestions,
+		Schema: a.Schema, SchemaId: a.SchemaID, ProcessingTimeMs: int(a.ProcessingMS), JobId: a.JobID}
+	if g := a.Generation; g != nil {
+		out.SchemaCreated, out.ExpertiseCount, out.SamplePropertyCount = g.Created, g.ExpertiseCount, g.SamplePropertyCount
+	}
+	return out
+}
+
+// toSchemaPromptResponse maps a blocking edit's answer (the reference's
+// SchemaPromptResponse and more).
+func toSchemaPromptResponse(a app.SchemaAnswer) api.SchemaPromptResponse {
+	return api.SchemaPromptResponse{Success: true, Model: a.Model, RecordId: a.RecordID, Cost: int(a.Cost),
+		CostUsd: model.USD(a.Cost), InputTokens: a.InputTokens, OutputTokens: a.OutputTokens, Suggestions: a.Suggestions,
+		Schema: a.Schema, SchemaContent: a.Schema, SchemaId: deref(a.SchemaID), ProcessingTimeMs: int(a.ProcessingMS),
+		JobId: a.JobID}
 }
 
 func (s *Server) sampleConformance(w http.ResponseWriter, r *http.Request) {
@@ -130,7 +153,8 @@ func (s *Server) promptSync(w http.ResponseWriter, r *http.Request) {
 	if !s.decode(w, r, &in) {
 		return
 	}
-	blocking(s, w, r, nil, func(ctx context.Context) (map[string]any, error) {
-		return s.gen.EditSync(ctx, principal(r), toEditRequest(in, r))
+	blocking(s, w, r, nil, func(ctx context.Context) (api.SchemaPromptResponse, error) {
+		a, err := s.gen.EditSync(ctx, principal(r), toEditRequest(in, r))
+		return toSchemaPromptResponse(a), err
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/gorilla/mux"
 
+	"github.com/entityenrich/enrich/adapters/httpapi/api"
 	"github.com/entityenrich/enrich/app"
 )
 
@@ -156,7 +157,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) registerHealthRoutes(r *mux.Router) {
 	r.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+		writeJSON(w, http.StatusOK, api.Health{Status: api.Ok})
 	}).Methods(http.MethodGet)
 	r.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
@@ -167,11 +168,11 @@ func (s *Server) registerHealthRoutes(r *mux.Router) {
 				// log, not to an unauthenticated caller.
 				s.log.WarnContext(r.Context(), "not ready", "request_id", requestID(r), "err", err)
 				w.Header().Set("Retry-After", "2")
-				writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "detail": "storage unreachable"})
+				writeJSON(w, http.StatusServiceUnavailable, api.Unready{Status: api.Unavailable, Detail: "storage unreachable"})
 				return
 			}
 		}
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+		writeJSON(w, http.StatusOK, api.Health{Status: api.Ok})
 	}).Methods(http.MethodGet)
 	r.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
 		if s.cfg.Metrics == nil {

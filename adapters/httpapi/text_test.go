@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
@@ -68,8 +67,8 @@ func TestCheckText(t *testing.T) {
 				return
 			}
 			is.Equal(reached, "-")
-			var e errorBody
-			is.NoErr(json.Unmarshal(rec.Body.Bytes(), &e))
+			e, err := readErrorBody(rec.Body.Bytes())
+			is.NoErr(err)
 			is.Equal(e.Field, tt.field)
 			if tt.status == 400 {
 				is.Equal(e.Code, "invalid_request")

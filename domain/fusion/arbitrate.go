@@ -1,6 +1,7 @@
 package fusion
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -122,4 +123,33 @@ func deepCopy(v any) any {
 		return out
 	}
 	return v
+}
+
+// arbiterItem is one conflicting field as the arbiter is shown it.
+type arbiterItem struct {
+	Path       string         `json:"path"`
+	FieldType  string         `json:"field_type"`
+	Candidates map[string]any `json:"candidates"`
+}
+
+// ArbiterView is the conflicts as the arbiter's prompt shows them (JSON):
+// each field's path, its type (a scalar's value type when known) and the
+// models' non-null candidates.
+func ArbiterView(conflicts []Conflict) []byte {
+	items := make([]arbiterItem, len(conflicts))
+	for i, c := range conflicts {
+		cand := map[string]any{}
+		for m, v := range c.ValuesByModel {
+			if v != nil {
+				cand[m] = v
+			}
+		}
+		t := c.FieldType
+		if c.ValueType != "" {
+			t = c.ValueType
+		}
+		items[i] = arbiterItem{Path: c.Path, FieldType: t, Candidates: cand}
+	}
+	b, _ := json.Marshal(items)
+	return b
 }

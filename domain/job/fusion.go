@@ -1,6 +1,10 @@
 package job
 
-import "github.com/entityenrich/enrich/domain/model"
+import (
+	"encoding/json"
+
+	"github.com/entityenrich/enrich/domain/model"
+)
 
 // TypeFusion is a merge of stored records (POST /api/fusion/merge and
 // /merge/stream).
@@ -64,6 +68,16 @@ type Decision struct {
 	Path   string `json:"path"`
 	Value  any    `json:"value"`
 	Reason string `json:"reason,omitempty"`
+}
+
+// ParseDecisions reads the arbiter's answer, {"decisions": [...]}; decisions
+// absent or null are nil.
+func ParseDecisions(answer []byte) ([]Decision, error) {
+	var d struct {
+		Decisions []Decision `json:"decisions"`
+	}
+	err := json.Unmarshal(answer, &d)
+	return d.Decisions, err
 }
 
 // ArbitrationCompleted ends the arbiter's call: its decisions applied, or

@@ -109,7 +109,24 @@ func testRecordBatchDelete(t *testing.T, dsn string) {
 		is.Equal(s.call("POST", "/api/records/batch-delete", operator, tt.body, &e), 400)
 		is.Equal(e.Field, tt.field)
 	}
+	// all_orgs (the reference's admin query parameter) is declared: a
+	// non-boolean is refused, true is not supported yet, false is a no-op.
+	for _, tt := range []struct {
+		query, code string
+	}{
+		{"?all_orgs=maybe", ""},
+		{"?all_orgs=true", "not_supported_yet"},
+	} {
+		var e apiError
+		is.Equal(s.call("POST", "/api/records/batch-delete"+tt.query, operator, obj{"ids": []string{b}}, &e), 400)
+		is.Equal(e.Field, "all_orgs")
+		if tt.code != "" {
+			is.Equal(e.Code, tt.code)
+		}
+	}
 	var d deleteAnswer
+	is.Equal(s.call("POST", "/api/records/batch-delete?all_orgs=false", operator, obj{"ids": []string{"nope"}}, &d), 200)
+	is.Equal(d.NotFoundIDs, []string{"nope"})
 	is.Equal(s.call("POST", "/api/records/batch-delete", operator, obj{"ids": many[:100]}, &d), 200) // 100 is fine
 	is.Equal(d.NotFoundCount, 100)
 

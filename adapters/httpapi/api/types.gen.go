@@ -1762,25 +1762,25 @@ type GenerateSchemaRequest struct {
 type GenerateSchemaResponse struct {
 	Cost             int     `json:"cost"`
 	CostUsd          float64 `json:"cost_usd"`
-	ErrorMessage     *string `json:"error_message,omitempty"`
-	ExpertiseCount   *int    `json:"expertise_count,omitempty"`
+	ErrorMessage     *string `json:"error_message"`
+	ExpertiseCount   int     `json:"expertise_count"`
 	InputTokens      int     `json:"input_tokens"`
 	JobId            string  `json:"job_id"`
 	Model            string  `json:"model"`
 	OutputTokens     int     `json:"output_tokens"`
-	ProcessingTimeMs *int    `json:"processing_time_ms,omitempty"`
+	ProcessingTimeMs int     `json:"processing_time_ms"`
 
 	// RecordId The `schema_generation` record.
 	RecordId string `json:"record_id"`
 
 	// SamplePropertyCount Property paths found in the samples.
-	SamplePropertyCount *int `json:"sample_property_count,omitempty"`
+	SamplePropertyCount int `json:"sample_property_count"`
 
 	// Schema The generated JSON Schema document.
 	Schema map[string]interface{} `json:"schema"`
 
 	// SchemaCreated False when a saved schema with the same content was reused.
-	SchemaCreated *bool `json:"schema_created,omitempty"`
+	SchemaCreated bool `json:"schema_created"`
 
 	// SchemaId The saved schema (null when `save_schema` was false).
 	SchemaId    *string  `json:"schema_id"`
@@ -2141,11 +2141,11 @@ type ProviderResponseType string
 
 // ProviderUpdate defines model for ProviderUpdate.
 type ProviderUpdate struct {
-	// ApiKey A new key; null or an empty string removes it.
-	ApiKey    *string `json:"api_key,omitempty"`
-	BaseUrl   *string `json:"base_url,omitempty"`
-	IsEnabled *bool   `json:"is_enabled,omitempty"`
-	Name      *string `json:"name,omitempty"`
+	// ApiKey A new key; null or an empty string removes it; absent keeps it.
+	ApiKey    nullable.Nullable[string] `json:"api_key,omitempty"`
+	BaseUrl   *string                   `json:"base_url,omitempty"`
+	IsEnabled *bool                     `json:"is_enabled,omitempty"`
+	Name      *string                   `json:"name,omitempty"`
 }
 
 // PublishDiff defines model for PublishDiff.
@@ -2477,22 +2477,22 @@ type SchemaPromptRequest struct {
 
 // SchemaPromptResponse The reference's SchemaPromptResponse plus the schema id, the `schema_edit` record, usage and `job_id`.
 type SchemaPromptResponse struct {
-	Cost             *int     `json:"cost,omitempty"`
-	CostUsd          *float64 `json:"cost_usd,omitempty"`
-	ErrorMessage     *string  `json:"error_message,omitempty"`
-	InputTokens      *int     `json:"input_tokens,omitempty"`
-	JobId            string   `json:"job_id"`
-	Model            string   `json:"model"`
-	OutputTokens     *int     `json:"output_tokens,omitempty"`
-	ProcessingTimeMs *int     `json:"processing_time_ms,omitempty"`
-	RecordId         string   `json:"record_id"`
+	Cost             int     `json:"cost"`
+	CostUsd          float64 `json:"cost_usd"`
+	ErrorMessage     *string `json:"error_message"`
+	InputTokens      int     `json:"input_tokens"`
+	JobId            string  `json:"job_id"`
+	Model            string  `json:"model"`
+	OutputTokens     int     `json:"output_tokens"`
+	ProcessingTimeMs int     `json:"processing_time_ms"`
+	RecordId         string  `json:"record_id"`
 
 	// Schema The same document as `schema_content`.
-	Schema        *map[string]interface{} `json:"schema,omitempty"`
-	SchemaContent map[string]interface{}  `json:"schema_content"`
-	SchemaId      string                  `json:"schema_id"`
-	Success       *bool                   `json:"success,omitempty"`
-	Suggestions   []string                `json:"suggestions"`
+	Schema        map[string]interface{} `json:"schema"`
+	SchemaContent map[string]interface{} `json:"schema_content"`
+	SchemaId      string                 `json:"schema_id"`
+	Success       bool                   `json:"success"`
+	Suggestions   []string               `json:"suggestions"`
 }
 
 // SchemaSummary defines model for SchemaSummary.
@@ -3158,6 +3158,13 @@ type ListRecordsParams struct {
 
 // ListRecordsParamsType defines parameters for ListRecords.
 type ListRecordsParamsType string
+
+// BatchDeleteRecordsParams defines parameters for BatchDeleteRecords.
+type BatchDeleteRecordsParams struct {
+	// AllOrgs The reference's admin switch to delete across organizations. Accepted; `false` changes nothing,
+	// `true` is 400 `not_supported_yet` naming `all_orgs` (deletes act on the caller's organization only).
+	AllOrgs *bool `form:"all_orgs,omitempty" json:"all_orgs,omitempty"`
+}
 
 // StartSampleGenerationParams defines parameters for StartSampleGeneration.
 type StartSampleGenerationParams struct {

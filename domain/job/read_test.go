@@ -1,0 +1,90 @@
+package job_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/matryer/is"
+
+	"github.com/entityenrich/enrich/domain/job"
+)
+
+// roundTrip is an event's data as the log gives it back.
+func roundTrip(t *testing.T, p job.Payload) map[string]any {
+	t.Helper()
+	b, err := json.Marshal(p.Fields())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestReaders: each reader gets back, from the data its payload's Fields
+// wrote (as decoded from the log), the members its readers use.
+func TestReaders(t *testing.T) {
+	res := map[string]any{"name": "Acme"}
+	for _, tt := range []struct {
+		name string
+		p    job.Payload
+		read func(map[string]any) (any, error)
+		want any
+	}{
+		{"expertise completed", job.ExpertiseCompleted{Model: "p:m", Key: "k", Name: "K", Success: true, PartialResult: res,
+			InputTokens: 1, OutputTokens: 2, Cost: 3},
+			func(m map[string]any) (any, error) { return job.ReadExpertiseCompleted(m) },
+			job.ExpertiseCompleted{Model: "p:m", Key: "k", Success: true, PartialResult: res, InputTokens: 1, OutputTokens: 2, Cost: 3}},
+		{"model completed", job.ModelCompleted{Model: "p:m", Success: true, Result: res, RecordID: "r", Cost: 3, InputTokens: 1,
+			OutputTokens: 2, ProcessingMS: 4, Breakdown: []job.Breakdown{{Key: "k"}}},
+			func(m map[string]any) (any, error) { return job.ReadModelCompleted(m) },
+			job.ModelCompleted{Model: "p:m", Success: true, Result: res, RecordID: "r", Cost: 3, InputTokens: 1, OutputTokens: 2, ProcessingMS: 4}},
+		{"model failed", job.ModelCompleted{Model: "p:m", ErrorMessage: "boom", ErrorCode: job.CodeOutputInvalid},
+			func(m map[string]any) (any, error) { return job.ReadModelCompleted(m) },
+			job.ModelCompleted{Model: "p:m", ErrorMessage: "boom", ErrorCode: job.CodeOutputInvalid}},
+		{"samples completed", job.SamplesCompleted{Model: "p:m", Samples: []map[string]any{res}, Requested: 2, Note: "n",
+			InputTokens: 1, OutputTokens: 2, Cost: 3, ProcessingMS: 4},
+			func(m map[string]any) (any, error) { return job.ReadSamplesCompleted(m) },
+			job.SamplesCompleted{Model: "p:m", Samples: []map[string]any{res}, Requested: 2, Note: "n", InputTokens: 1,
+				OutputTokens: 2, Cost: 3, ProcessingMS: 4}},
+		{"completed", job.JobCompleted{Result: res, RecordID: "r", RecordIDs: []string{"r"}, Cost: 3, Several: true,
+			FailedModels: []string{"x:y"}, Fused: true, Fusion: map[string]any{"n": 1.0}, SourceModels: []string{"a:b"}},
+			func(m map[string]any) (any, error) { return job.ReadCompleted(m) },
+			job.JobCompleted{Result: res, RecordID: "r", RecordIDs: []string{"r"}, Cost: 3, FailedModels: []string{"x:y"},
+				Fused: true, Fusion: map[string]any{"n": 1.0}, SourceModels: []string{"a:b"}}},
+		{"failed", job.JobFailed{Code: job.CodeOutputInvalid, Msg: "boom"},
+			func(m map[string]any) (any, error) { return job.ReadEnded(m) },
+			job.Ended{State: job.Failed, Code: job.CodeOutputInvalid, Message: "boom"}},
+		{"cancelled", job.JobCancelled{Reason: "asked"},
+			func(m map[string]any) (any, error) { return job.ReadEnded(m) },
+			job.Ended{State: job.Cancelled, Reason: "asked"}},
+		{"entity completed", job.EntityCompleted{Index: 1, Success: false, Results: []job.EntityResult{{Model: "p:m", Cost: 3}},
+			Error: "boom", ErrorCode: job.CodeOutputInvalid},
+			func(m map[string]any) (any, error) { return job.ReadEntityCompleted(m) },
+			job.EntityCompleted{Results: []job.EntityResult{{Model: "p:m", Cost: 3, CostUSD: 0.000003}}, Error: "boom",
+				ErrorCode: job.CodeOutputInvalid}},
+		{"arbitration completed", job.ArbitrationCompleted{Model: "p:m", Success: true,
+			Decisions: []job.Decision{{Path: "a", Value: "x"}}, Cost: 3, InputTokens: 1, OutputTokens: 2},
+			func(m map[string]any) (any, error) { return job.ReadArbitrationCompleted(m) },
+			job.ArbitrationCompleted{Model: "p:m", Success: true, Decisions: []job.Decision{{Path: "a", Value: "x"}}, Cost: 3,
+				InputTokens: 1, OutputTokens: 2}},
+		{"sample progress", job.SampleInstanceProgress{Completed: 1, Total: 2, Index: 1, Instance: "i", Sample: res,
+			InputTokens: 1, OutputTokens: 2, Cost: 3},
+			func(m map[string]any) (any, error) { return job.ReadSampleInstanceProgress(m) },
+			job.SampleInstanceProgress{Index: 1, Instance: "i", Sample: res, InputTokens: 1, OutputTokens: 2, Cost: 3}},
+		{"sample pause", job.SampleClarificationPause{Questions: []job.SampleQuestion{{ID: "q", Label: "Q", Text: "?",
+			Options: []job.SampleOption{{ID: "o", Label: "O"}}, DefaultOptionID: "o"}}, Round: 1},
+			func(m map[string]any) (any, error) { return job.ReadSampleClarificationPause(m) },
+			job.SampleClarificationPause{Questions: []job.SampleQuestion{{ID: "q", Label: "Q", Text: "?",
+				Options: []job.SampleOption{{ID: "o", Label: "O"}}, DefaultOptionID: "o"}}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			got, err := tt.read(roundTrip(t, tt.p))
+			is.NoErr(err)
+			is.Equal(got, tt.want)
+		})
+	}
+}
