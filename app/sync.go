@@ -126,7 +126,7 @@ func (s *EnrichmentService) Sync(ctx context.Context, p *access.Principal, req E
 		if ev.Type != job.EventModelCompleted {
 			return nil
 		}
-		m, err := job.ReadModelCompleted(ev.Data)
+		m, err := job.ModelCompletedOf(ev)
 		if err != nil {
 			return err
 		}
@@ -141,7 +141,7 @@ func (s *EnrichmentService) Sync(ctx context.Context, p *access.Principal, req E
 	if ev.Type != job.EventCompleted {
 		return nil, &JobEnded{Job: final}
 	}
-	c, err := job.ReadCompleted(ev.Data)
+	c, err := job.CompletedOf(ev)
 	if err != nil {
 		return nil, err
 	}

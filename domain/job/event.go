@@ -42,6 +42,11 @@ type Event struct {
 	// Data holds the event's payload fields (without "event", which is Type).
 	Data      map[string]any
 	CreatedAt time.Time
+	// Payload is the typed payload Data was built from, when the event was
+	// built in this process; nil when it was read from a log. Readers take
+	// it instead of decoding Data (ModelCompletedOf, CompletedOf). It is
+	// never stored or sent.
+	Payload Payload
 }
 
 // MarshalJSON writes the payload with the event field and the job id, the
@@ -58,8 +63,9 @@ func (e Event) MarshalJSON() ([]byte, error) {
 
 // Draft is an event before the log gives it its number.
 type Draft struct {
-	Type EventType
-	Data map[string]any
+	Type    EventType
+	Data    map[string]any
+	Payload Payload // see Event.Payload
 }
 
 // Failure is the terminal sequence of a failed job: an error event, then
@@ -77,7 +83,7 @@ func Cancellation(reason string) []Draft {
 func Number(jobID string, after int64, at time.Time, drafts []Draft) []Event {
 	out := make([]Event, len(drafts))
 	for i, d := range drafts {
-		out[i] = Event{JobID: jobID, Seq: after + int64(i) + 1, Type: d.Type, Data: d.Data, CreatedAt: at}
+		out[i] = Event{JobID: jobID, Seq: after + int64(i) + 1, Type: d.Type, Data: d.Data, CreatedAt: at, Payload: d.Payload}
 	}
 	return out
 }

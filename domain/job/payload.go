@@ -13,7 +13,7 @@ type Payload interface {
 
 // Draft builds the unnumbered event of a payload, so that an event's type
 // always matches its body.
-func NewDraft(p Payload) Draft { return Draft{Type: p.EventType(), Data: p.Fields()} }
+func NewDraft(p Payload) Draft { return Draft{Type: p.EventType(), Data: p.Fields(), Payload: p} }
 
 // StrategySelected says which strategy the server chose for "auto".
 type StrategySelected struct {

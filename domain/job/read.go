@@ -173,3 +173,48 @@ func ReadSampleClarificationPause(data map[string]any) (SampleClarificationPause
 	err := readData(data, &d)
 	return SampleClarificationPause{Questions: d.Questions}, err
 }
+
+// ModelCompletedOf is ReadModelCompleted for event e: when e was built in
+// this process from a ModelCompleted, that payload, as far as the event
+// carries it (no breakdown; the result and record of a success, the error
+// of a failure), without a round trip through JSON.
+func ModelCompletedOf(e Event) (ModelCompleted, error) {
+	p, ok := e.Payload.(ModelCompleted)
+	if !ok {
+		return ReadModelCompleted(e.Data)
+	}
+	p.Breakdown = nil
+	if p.Success {
+		p.ErrorMessage, p.ErrorCode = "", ""
+	} else {
+		p.Result, p.RecordID = nil, ""
+	}
+	return p, nil
+}
+
+// CompletedOf is ReadCompleted for event e: when e was built in this
+// process from a JobCompleted, that payload, as far as the event carries it
+// (the failed models of a several-model run, the fusion of a fused one, as
+// a map), without a round trip through JSON.
+func CompletedOf(e Event) (JobCompleted, error) {
+	p, ok := e.Payload.(JobCompleted)
+	if !ok {
+		return ReadCompleted(e.Data)
+	}
+	if !p.Several {
+		p.FailedModels = nil
+	}
+	p.Several, p.Results = false, nil
+	if !p.Fused {
+		p.Fusion, p.SourceModels = nil, nil
+	} else if _, isMap := p.Fusion.(map[string]any); !isMap && p.Fusion != nil {
+		var m map[string]any
+		if err := readData(map[string]any{"fusion": p.Fusion}, &struct {
+			Fusion *map[string]any `json:"fusion"`
+		}{&m}); err != nil {
+			return JobCompleted{}, err
+		}
+		p.Fusion = m
+	}
+	return p, nil
+}

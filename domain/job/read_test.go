@@ -3,6 +3,7 @@ package job_test
 import (
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/matryer/is"
 
@@ -86,5 +87,54 @@ func TestReaders(t *testing.T) {
 			is.NoErr(err)
 			is.Equal(got, tt.want)
 		})
+	}
+}
+
+// TestReadersOfBuiltEvents: an event built in this process is read from its
+// typed payload, with exactly what reading its data back from the log
+// gives (compared as JSON: numbers in the result are Go ints on one side,
+// float64 on the other).
+func TestReadersOfBuiltEvents(t *testing.T) {
+	type summary struct {
+		Method string `json:"method"`
+		Fields int    `json:"fields"`
+	}
+	res := map[string]any{"name": "Acme", "founded": 1907, "tags": []string{"a"}}
+	same := func(t *testing.T, got, want any) {
+		t.Helper()
+		g, _ := json.Marshal(got)
+		w, _ := json.Marshal(want)
+		if string(g) != string(w) {
+			t.Errorf("built: %s\nread back: %s", g, w)
+		}
+	}
+	for _, p := range []job.ModelCompleted{
+		{Model: "m", Success: true, Result: res, RecordID: "r1", Cost: 7, InputTokens: 3, OutputTokens: 4, ProcessingMS: 9,
+			Breakdown: []job.Breakdown{{Key: "k", Name: "K", Success: true, Tokens: 7, Cost: 7}}, ErrorMessage: "ignored"},
+		{Model: "m", PartialSuccess: true, Result: res, RecordID: "r1", ErrorMessage: "boom", ErrorCode: job.CodeOutputInvalid},
+	} {
+		ev := job.Number("j", 0, time.Now(), []job.Draft{job.NewDraft(p)})[0]
+		got, err := job.ModelCompletedOf(ev)
+		is.New(t).NoErr(err)
+		want, err := job.ReadModelCompleted(roundTrip(t, p))
+		is.New(t).NoErr(err)
+		same(t, got, want)
+		fromLog, err := job.ModelCompletedOf(job.Event{Type: ev.Type, Data: roundTrip(t, p)})
+		is.New(t).NoErr(err)
+		same(t, fromLog, want)
+	}
+	for _, p := range []job.JobCompleted{
+		{Result: res, RecordID: "r1", RecordIDs: []string{"r1"}, Cost: 5, FailedModels: []string{"x"}, Results: res},
+		{Result: res, RecordIDs: []string{}, Several: true, Results: map[string]any{"a": res}, FailedModels: []string{"b"}},
+		{Result: res, RecordID: "f", Several: true, Fused: true, Fusion: summary{Method: "vote", Fields: 3}, SourceModels: []string{"a", "b"}},
+		{Result: res, Fused: true, Fusion: map[string]any{"method": "vote"}},
+		{Fusion: summary{}, SourceModels: []string{"unfused"}},
+	} {
+		ev := job.Number("j", 0, time.Now(), []job.Draft{job.NewDraft(p)})[0]
+		got, err := job.CompletedOf(ev)
+		is.New(t).NoErr(err)
+		want, err := job.ReadCompleted(roundTrip(t, p))
+		is.New(t).NoErr(err)
+		same(t, got, want)
 	}
 }
