@@ -286,7 +286,7 @@ func (s *FusionService) Merge(ctx context.Context, p *access.Principal, req Merg
 			if ev.Type == job.EventCompleted && res != nil {
 				return res, nil
 			}
-			end, err := job.ReadEnded(ev.Data)
+			end, err := job.EndedOf(ev)
 			if err != nil {
 				return nil, err
 			}

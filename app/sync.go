@@ -188,7 +188,7 @@ func awaitEnd(ctx context.Context, stream ports.EventStream, jobs *JobService, l
 			if !ev.Type.Terminal() {
 				continue
 			}
-			end, err := job.ReadEnded(ev.Data)
+			end, err := job.EndedOf(ev)
 			if err != nil {
 				return job.Event{}, nil, err
 			}

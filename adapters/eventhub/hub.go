@@ -193,7 +193,7 @@ func (h *Hub) Publish(jobID string, d job.Draft) bool {
 		lost(fmt.Errorf("eventhub: %d events not written: %w", h.cfg.MaxPending, ports.ErrUnavailable))
 		return false
 	}
-	s.pending = append(s.pending, job.Event{JobID: jobID, Seq: s.next, Type: d.Type, Data: d.Data, CreatedAt: h.clock.Now()})
+	s.pending = append(s.pending, job.Event{JobID: jobID, Seq: s.next, Type: d.Type, Data: d.Data, CreatedAt: h.clock.Now(), Payload: d.Payload})
 	s.next++
 	h.dirty[jobID] = s
 	h.mu.Unlock()

@@ -132,7 +132,7 @@ func (t *Tracker) Stamp(d Draft) Draft {
 	for k, v := range d.Data {
 		out[k] = v
 	}
-	return Draft{Type: d.Type, Data: out}
+	return Draft{Type: d.Type, Data: out, Payload: d.Payload}
 }
 
 // StampAll stamps drafts in order.

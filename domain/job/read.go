@@ -218,3 +218,18 @@ func CompletedOf(e Event) (JobCompleted, error) {
 	}
 	return p, nil
 }
+
+// EndedOf is ReadEnded for event e: when e was built in this process from a
+// terminal payload, that payload's ending, without a round trip through
+// JSON.
+func EndedOf(e Event) (Ended, error) {
+	switch p := e.Payload.(type) {
+	case JobCompleted:
+		return Ended{State: Completed}, nil
+	case JobFailed:
+		return Ended{State: Failed, Code: p.Code, Message: p.Msg}, nil
+	case JobCancelled:
+		return Ended{State: Cancelled, Reason: p.Reason}, nil
+	}
+	return ReadEnded(e.Data)
+}

@@ -138,3 +138,24 @@ func TestReadersOfBuiltEvents(t *testing.T) {
 		same(t, got, want)
 	}
 }
+
+// TestEndedOfBuiltEvents: a terminal event built here ends as its data read
+// back says.
+func TestEndedOfBuiltEvents(t *testing.T) {
+	is := is.New(t)
+	for _, p := range []job.Payload{
+		job.JobCompleted{Result: map[string]any{"a": 1}},
+		job.JobFailed{Code: job.CodeOutputInvalid, Msg: "bad"},
+		job.JobCancelled{Reason: "user"},
+	} {
+		// Stamped with the progress block, as the engine publishes it.
+		d := job.NewTracker(job.TypeEnrichment).Stamp(job.NewDraft(p))
+		is.Equal(d.Payload, p)
+		ev := job.Number("j", 0, time.Now(), []job.Draft{d})[0]
+		got, err := job.EndedOf(ev)
+		is.NoErr(err)
+		want, err := job.ReadEnded(roundTrip(t, p))
+		is.NoErr(err)
+		is.Equal(got, want)
+	}
+}
