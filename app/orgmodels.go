@@ -17,12 +17,14 @@ import (
 // always means the server's provider; the organization's providers are
 // read only for keys the catalog does not know.
 
-// orgModelInfo describes model m of the organization's provider pr. It has
-// no declared capabilities (answers are prompted JSON, validated as
-// always); an undeclared price is zero: the organization pays its provider.
+// orgModelInfo describes model m of the organization's provider pr, with
+// the capabilities the organization declared (never web search); an
+// undeclared price is zero: the organization pays its provider.
 func orgModelInfo(pr *orgprovider.Provider, m orgprovider.Model) model.Info {
 	info := model.Info{Key: model.Key{Provider: pr.Name, Model: m.Name}, DisplayName: fmt.Sprintf("%s (%s)", m.Name, pr.Name),
-		ContextLength: m.ContextLength}
+		ContextLength: m.ContextLength, ResponseSchema: m.Caps.ResponseSchema, StrictOutput: m.Caps.StrictOutput,
+		Vision: m.Caps.Vision, PDFInput: m.Caps.PDFInput, Reasoning: m.Caps.Reasoning, ToolCalls: m.Caps.ToolCalls,
+		AudioInput: m.Caps.AudioInput, VideoInput: m.Caps.VideoInput}
 	if m.InputPerMTok != nil {
 		info.Price.InputPerMTok = *m.InputPerMTok
 	}

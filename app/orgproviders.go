@@ -60,6 +60,8 @@ type NewOrgModel struct {
 	ContextLength *int
 	InputPrice    *float64
 	OutputPrice   *float64
+	// Caps are the declared capabilities (none by default).
+	Caps orgprovider.Caps
 }
 
 // NewOrgProvider is a provider to create.
@@ -141,7 +143,7 @@ func micro(field string, usd *float64) (*int64, error) {
 
 // newModel checks one model to add; prefix names it in errors ("models.0.").
 func (s *OrgProviderService) newModel(in NewOrgModel, prefix string, now time.Time) (orgprovider.Model, error) {
-	m := orgprovider.Model{ID: s.IDs.NewID(), Name: strings.TrimSpace(in.Name), CreatedAt: now}
+	m := orgprovider.Model{ID: s.IDs.NewID(), Name: strings.TrimSpace(in.Name), Caps: in.Caps, CreatedAt: now}
 	if in.ContextLength != nil {
 		m.ContextLength = *in.ContextLength
 	}
@@ -369,7 +371,11 @@ func (s *OrgProviderService) AddModel(ctx context.Context, p *access.Principal, 
 // endpoint is how calls reach pr: its key opened only when a client is
 // built.
 func endpointOf(c ports.Cipher, pr *orgprovider.Provider) ports.Endpoint {
-	e := ports.Endpoint{ProviderID: pr.ID, Version: pr.Version, Type: pr.Type, BaseURL: pr.BaseURL}
+	e := ports.Endpoint{ProviderID: pr.ID, Version: pr.Version, Type: pr.Type, BaseURL: pr.BaseURL,
+		Models: make(map[string]model.Info, len(pr.Models))}
+	for _, m := range pr.Models {
+		e.Models[m.Name] = orgModelInfo(pr, m)
+	}
 	if pr.HasKey() {
 		sealed := pr.Sealed
 		e.Open = func() (ports.Secret, error) {
@@ -510,6 +516,27 @@ type OrgModelChange struct {
 	// SetInputPrice and SetOutputPrice apply the prices (nil: none).
 	SetInputPrice, SetOutputPrice bool
 	InputPrice, OutputPrice       *float64
+	// Caps changes the declared capabilities named (nil keeps one).
+	Caps OrgCapsChange
+}
+
+// OrgCapsChange changes declared capabilities; nil fields stay as they are.
+type OrgCapsChange struct {
+	ResponseSchema, StrictOutput, Vision, PDFInput *bool
+	Reasoning, ToolCalls, AudioInput, VideoInput   *bool
+}
+
+func (c OrgCapsChange) apply(caps *orgprovider.Caps) {
+	for _, f := range []struct {
+		set *bool
+		to  *bool
+	}{{c.ResponseSchema, &caps.ResponseSchema}, {c.StrictOutput, &caps.StrictOutput}, {c.Vision, &caps.Vision},
+		{c.PDFInput, &caps.PDFInput}, {c.Reasoning, &caps.Reasoning}, {c.ToolCalls, &caps.ToolCalls},
+		{c.AudioInput, &caps.AudioInput}, {c.VideoInput, &caps.VideoInput}} {
+		if f.set != nil {
+			*f.to = *f.set
+		}
+	}
 }
 
 // findModel returns the organization's provider that lists model id.
@@ -540,7 +567,8 @@ func (s *OrgProviderService) GetModel(ctx context.Context, p *access.Principal, 
 	return publicProvider(pr), m, err
 }
 
-// UpdateModel renames a model or changes its context size or prices.
+// UpdateModel renames a model or changes its context size, prices or
+// declared capabilities.
 func (s *OrgProviderService) UpdateModel(ctx context.Context, p *access.Principal, id string, ch OrgModelChange) (*orgprovider.Provider, orgprovider.Model, error) {
 	if err := access.Authorize(p, access.ActUpdateOrgProvider); err != nil {
 		return nil, orgprovider.Model{}, err
@@ -576,6 +604,7 @@ func (s *OrgProviderService) UpdateModel(ctx context.Context, p *access.Principa
 		if ch.SetOutputPrice {
 			m.OutputPerMTok = out
 		}
+		ch.Caps.apply(&m.Caps)
 		if err := u.ReplaceModel(m); err != nil {
 			return err
 		}

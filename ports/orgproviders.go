@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/entityenrich/enrich/domain/model"
 	"github.com/entityenrich/enrich/domain/orgprovider"
 )
 
@@ -43,6 +44,10 @@ type Endpoint struct {
 	BaseURL    string
 	// Open returns the key; nil for an endpoint that takes none.
 	Open func() (Secret, error)
+	// Models are the provider's models by name, with the capabilities the
+	// organization declared (the structured-output channel is used where
+	// it says so).
+	Models map[string]model.Info
 }
 
 // ProviderProbe reaches an organization's endpoint outside of enrichment,

@@ -1,12 +1,11 @@
 package httpapi
 
 import (
-	"bytes"
-	"encoding/json"
 	"net/http"
 	"strconv"
 
 	"github.com/gorilla/mux"
+	"github.com/oapi-codegen/nullable"
 
 	"github.com/entityenrich/enrich/adapters/httpapi/api"
 	"github.com/entityenrich/enrich/app"
@@ -45,7 +44,10 @@ func usdPerMTok(micro *int64) *float64 {
 func toOrgModel(p *orgprovider.Provider, m orgprovider.Model) api.ModelResponse {
 	out := api.ModelResponse{Id: m.ID, ProviderId: p.ID, ProviderName: p.Name, Name: m.Name,
 		ModelKey: model.Key{Provider: p.Name, Model: m.Name}.String(), InputPrice: usdPerMTok(m.InputPerMTok),
-		OutputPrice: usdPerMTok(m.OutputPerMTok), Source: "manual", IsEnabled: p.Enabled, CreatedAt: m.CreatedAt}
+		OutputPrice: usdPerMTok(m.OutputPerMTok), Source: "manual", IsEnabled: p.Enabled, CreatedAt: m.CreatedAt,
+		SupportsResponseSchema: m.Caps.ResponseSchema, SupportsStrictStructuredOutput: m.Caps.StrictOutput,
+		SupportsVision: m.Caps.Vision, SupportsPdfInput: m.Caps.PDFInput, SupportsReasoning: m.Caps.Reasoning,
+		SupportsToolCalls: m.Caps.ToolCalls, SupportsAudioInput: m.Caps.AudioInput, SupportsVideoInput: m.Caps.VideoInput}
 	// No commission is added to what an organization pays: billed is declared.
 	out.InputPriceBilled, out.OutputPriceBilled = out.InputPrice, out.OutputPrice
 	if m.ContextLength > 0 {
@@ -75,7 +77,10 @@ func toOrgProvider(p *orgprovider.Provider) api.ProviderResponse {
 
 // toNewOrgModel maps the document's ModelCreate.
 func toNewOrgModel(m api.ModelCreate) app.NewOrgModel {
-	return app.NewOrgModel{Name: m.Name, ContextLength: m.ContextLength, InputPrice: m.InputPrice, OutputPrice: m.OutputPrice}
+	return app.NewOrgModel{Name: m.Name, ContextLength: m.ContextLength, InputPrice: m.InputPrice, OutputPrice: m.OutputPrice,
+		Caps: orgprovider.Caps{ResponseSchema: deref(m.SupportsResponseSchema), StrictOutput: deref(m.SupportsStrictStructuredOutput),
+			Vision: deref(m.SupportsVision), PDFInput: deref(m.SupportsPdfInput), Reasoning: deref(m.SupportsReasoning),
+			ToolCalls: deref(m.SupportsToolCalls), AudioInput: deref(m.SupportsAudioInput), VideoInput: deref(m.SupportsVideoInput)}}
 }
 
 // toNewOrgProvider maps the document's ProviderCreate (a null api_key is no
@@ -217,56 +222,46 @@ func (s *Server) getOrgProviderModel(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, toOrgModel(p, m))
 }
 
-// price reads an optional price of a PATCH: absent (no change), null (none)
-// or a number.
-func price(field string, raw json.RawMessage) (set bool, v *float64, err error) {
-	if len(raw) == 0 {
-		return false, nil, nil
-	}
-	if bytes.Equal(raw, []byte("null")) {
-		return true, nil, nil
-	}
-	var f float64
-	if json.Unmarshal(raw, &f) != nil {
-		return false, nil, app.Invalid(field, "%s must be a number or null", field)
-	}
-	return true, &f, nil
-}
-
 func (s *Server) updateOrgProviderModel(w http.ResponseWriter, r *http.Request) {
-	var in struct {
-		Name          *string         `json:"name"`
-		ContextLength json.RawMessage `json:"context_length"`
-		InputPrice    json.RawMessage `json:"input_price"`
-		OutputPrice   json.RawMessage `json:"output_price"`
-	}
+	var in api.ModelUpdate
 	if !s.decode(w, r, &in) {
 		return
 	}
-	ch := app.OrgModelChange{Name: in.Name}
-	var err error
-	if ch.SetInputPrice, ch.InputPrice, err = price("input_price", in.InputPrice); err != nil {
-		s.Error(w, r, err)
-		return
-	}
-	if ch.SetOutputPrice, ch.OutputPrice, err = price("output_price", in.OutputPrice); err != nil {
-		s.Error(w, r, err)
-		return
-	}
-	if len(in.ContextLength) > 0 {
-		n := 0 // null: unknown
-		if !bytes.Equal(in.ContextLength, []byte("null")) && json.Unmarshal(in.ContextLength, &n) != nil {
-			s.Error(w, r, app.Invalid("context_length", "context_length must be an integer or null"))
-			return
-		}
-		ch.ContextLength = &n
-	}
-	p, m, err := s.orgProviders.UpdateModel(r.Context(), principal(r), mux.Vars(r)["model_id"], ch)
+	p, m, err := s.orgProviders.UpdateModel(r.Context(), principal(r), mux.Vars(r)["model_id"], toOrgModelChange(in))
 	if err != nil {
 		s.Error(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, toOrgModel(p, m))
+}
+
+// toOrgModelChange maps the document's ModelUpdate: an absent field keeps
+// its value, null clears a context size (unknown) or a price (none).
+func toOrgModelChange(in api.ModelUpdate) app.OrgModelChange {
+	ch := app.OrgModelChange{Name: in.Name, Caps: app.OrgCapsChange{ResponseSchema: in.SupportsResponseSchema,
+		StrictOutput: in.SupportsStrictStructuredOutput, Vision: in.SupportsVision, PDFInput: in.SupportsPdfInput,
+		Reasoning: in.SupportsReasoning, ToolCalls: in.SupportsToolCalls, AudioInput: in.SupportsAudioInput,
+		VideoInput: in.SupportsVideoInput}}
+	if in.ContextLength.IsSpecified() {
+		n := 0 // null: unknown
+		if !in.ContextLength.IsNull() {
+			n = in.ContextLength.MustGet()
+		}
+		ch.ContextLength = &n
+	}
+	ch.SetInputPrice, ch.InputPrice = specified(in.InputPrice)
+	ch.SetOutputPrice, ch.OutputPrice = specified(in.OutputPrice)
+	return ch
+}
+
+// specified reads a tri-state number: whether it was given, and its value
+// (nil for null).
+func specified(v nullable.Nullable[float64]) (bool, *float64) {
+	if !v.IsSpecified() || v.IsNull() {
+		return v.IsSpecified(), nil
+	}
+	f := v.MustGet()
+	return true, &f
 }
 
 func (s *Server) deleteOrgProviderModel(w http.ResponseWriter, r *http.Request) {

@@ -74,17 +74,24 @@ func (r *Registry) resolve(req ports.LLMRequest) (*entry, llms.Model, error) {
 // building it on first use (per provider version: a changed URL or key
 // builds a new one; Forget(ProviderID) drops them).
 func (r *Registry) endpointClient(k model.Key, ep ports.Endpoint) (*entry, llms.Model, error) {
-	e := &entry{info: model.Info{Key: k}}
+	p, err := endpointConfig(ep)
+	if err != nil {
+		return nil, nil, err
+	}
+	info, ok := ep.Models[k.Model]
+	if !ok {
+		info = model.Info{Key: k}
+	}
+	// The entry carries the model's declared capabilities, so that the
+	// structured-output channel is used where the organization says the
+	// endpoint has it (an OpenAI-compatible endpoint speaks that protocol).
+	e := &entry{info: info, prov: &p}
 	ck := clientKey{model: k, keyID: ep.ProviderID, version: ep.Version}
 	r.mu.RLock()
 	m := r.clients[ck]
 	r.mu.RUnlock()
 	if m != nil {
 		return e, m, nil
-	}
-	p, err := endpointConfig(ep)
-	if err != nil {
-		return nil, nil, err
 	}
 	token, err := endpointToken(ep)
 	if err != nil {

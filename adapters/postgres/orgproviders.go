@@ -39,6 +39,16 @@ type orgProviderModel struct {
 	OutputPerMTok *int64    `json:"output_per_mtok,omitempty"`
 	Discovered    bool      `json:"discovered,omitempty"`
 	CreatedAt     time.Time `json:"created_at"`
+	// The declared capabilities; absent (false) in rows written before
+	// they existed.
+	ResponseSchema bool `json:"response_schema,omitempty"`
+	StrictOutput   bool `json:"strict_output,omitempty"`
+	Vision         bool `json:"vision,omitempty"`
+	PDFInput       bool `json:"pdf_input,omitempty"`
+	Reasoning      bool `json:"reasoning,omitempty"`
+	ToolCalls      bool `json:"tool_calls,omitempty"`
+	AudioInput     bool `json:"audio_input,omitempty"`
+	VideoInput     bool `json:"video_input,omitempty"`
 }
 
 func orgProviderToRow(p *orgprovider.Provider) *orgProviderRow {
@@ -50,7 +60,10 @@ func orgProviderToRow(p *orgprovider.Provider) *orgProviderRow {
 	}
 	for i, m := range p.Models {
 		r.Models[i] = orgProviderModel{ID: m.ID, Name: m.Name, ContextLength: m.ContextLength, InputPerMTok: m.InputPerMTok,
-			OutputPerMTok: m.OutputPerMTok, Discovered: m.Discovered, CreatedAt: utc(m.CreatedAt)}
+			OutputPerMTok: m.OutputPerMTok, Discovered: m.Discovered, CreatedAt: utc(m.CreatedAt),
+			ResponseSchema: m.Caps.ResponseSchema, StrictOutput: m.Caps.StrictOutput, Vision: m.Caps.Vision,
+			PDFInput: m.Caps.PDFInput, Reasoning: m.Caps.Reasoning, ToolCalls: m.Caps.ToolCalls,
+			AudioInput: m.Caps.AudioInput, VideoInput: m.Caps.VideoInput}
 	}
 	return r
 }
@@ -64,7 +77,10 @@ func (r *orgProviderRow) provider() *orgprovider.Provider {
 	}
 	for i, m := range r.Models {
 		p.Models[i] = orgprovider.Model{ID: m.ID, Name: m.Name, ContextLength: m.ContextLength, InputPerMTok: m.InputPerMTok,
-			OutputPerMTok: m.OutputPerMTok, Discovered: m.Discovered, CreatedAt: utc(m.CreatedAt)}
+			OutputPerMTok: m.OutputPerMTok, Discovered: m.Discovered, CreatedAt: utc(m.CreatedAt),
+			Caps: orgprovider.Caps{ResponseSchema: m.ResponseSchema, StrictOutput: m.StrictOutput, Vision: m.Vision,
+				PDFInput: m.PDFInput, Reasoning: m.Reasoning, ToolCalls: m.ToolCalls, AudioInput: m.AudioInput,
+				VideoInput: m.VideoInput}}
 	}
 	return p
 }

@@ -45,6 +45,7 @@ var (
 	ErrModelName     = errors.New("models.name")
 	ErrContextLength = errors.New("models.context_length")
 	ErrPrice         = errors.New("models.price")
+	ErrStrict        = errors.New("models.supports_strict_structured_output")
 	// ErrDuplicateModel is a model name the provider already lists.
 	ErrDuplicateModel = errors.New("duplicate model")
 	// ErrTooManyModels is a model list past MaxModels.
@@ -76,9 +77,25 @@ type Model struct {
 	// million tokens; nil when not declared (then calls cost nothing in
 	// the ledger: the organization pays its provider directly).
 	InputPerMTok, OutputPerMTok *int64
+	// Caps are the capabilities the organization declares for the model
+	// (none by default: prompted JSON, validated as always).
+	Caps Caps
 	// Discovered marks a model imported from the endpoint's model list.
 	Discovered bool
 	CreatedAt  time.Time
+}
+
+// Caps are what an organization declares its model can do, as the
+// catalog says of the server's models. Web search is not among them: no
+// endpoint of this type has a search tool enrich calls.
+type Caps struct {
+	// ResponseSchema: the endpoint takes the OpenAI protocol's JSON-schema
+	// response format; StrictOutput: with strict decoding (which needs
+	// ResponseSchema).
+	ResponseSchema, StrictOutput bool
+	Vision, PDFInput             bool
+	Reasoning, ToolCalls         bool
+	AudioInput, VideoInput       bool
 }
 
 // Provider is an organization's own provider.
@@ -160,7 +177,7 @@ func CheckBaseURL(raw string) (string, error) {
 	return strings.TrimRight(raw, "/"), nil
 }
 
-// CheckModel checks a model's name, context size and prices.
+// CheckModel checks a model's name, context size, prices and capabilities.
 func CheckModel(m Model) error {
 	switch {
 	case m.Name == "":
@@ -173,6 +190,8 @@ func CheckModel(m Model) error {
 		return refuse(ErrModelName, "a model name must not contain spaces or control characters")
 	case m.ContextLength < 0 || m.ContextLength > MaxContextLength:
 		return refuse(ErrContextLength, "context_length must be between 0 and %d", MaxContextLength)
+	case m.Caps.StrictOutput && !m.Caps.ResponseSchema:
+		return refuse(ErrStrict, "strict structured output needs supports_response_schema")
 	}
 	for _, p := range []*int64{m.InputPerMTok, m.OutputPerMTok} {
 		if p != nil && (*p < 0 || *p > MaxPricePerMTok) {

@@ -106,6 +106,9 @@ func TestCheckModel(t *testing.T) {
 		{"huge context", orgprovider.Model{Name: "m", ContextLength: orgprovider.MaxContextLength + 1}, orgprovider.ErrContextLength},
 		{"negative price", orgprovider.Model{Name: "m", InputPerMTok: ptr(-1)}, orgprovider.ErrPrice},
 		{"huge price", orgprovider.Model{Name: "m", OutputPerMTok: ptr(orgprovider.MaxPricePerMTok + 1)}, orgprovider.ErrPrice},
+		{"schema channel", orgprovider.Model{Name: "m", Caps: orgprovider.Caps{ResponseSchema: true}}, nil},
+		{"strict on the schema channel", orgprovider.Model{Name: "m", Caps: orgprovider.Caps{ResponseSchema: true, StrictOutput: true}}, nil},
+		{"strict without the schema channel", orgprovider.Model{Name: "m", Caps: orgprovider.Caps{StrictOutput: true}}, orgprovider.ErrStrict},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

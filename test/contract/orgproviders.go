@@ -21,7 +21,8 @@ func price(n int64) *int64 { return &n }
 func newOrgProvider(org, name string, n int) *orgprovider.Provider {
 	return &orgprovider.Provider{ID: newID("prov"), OrgID: org, Name: name, Type: orgprovider.TypeOpenAICompatible,
 		BaseURL: "https://llm.example.com/v1", Sealed: []byte("sealed-" + newID("s")), Suffix: "wxyz", Version: 1, Enabled: true,
-		Models:    []orgprovider.Model{{ID: newID("m"), Name: "llama3", ContextLength: 8192, InputPerMTok: price(100_000), CreatedAt: at(n)}},
+		Models: []orgprovider.Model{{ID: newID("m"), Name: "llama3", ContextLength: 8192, InputPerMTok: price(100_000), CreatedAt: at(n),
+			Caps: orgprovider.Caps{ResponseSchema: true, StrictOutput: true, Vision: true, VideoInput: true}}},
 		CreatedAt: at(n), UpdatedAt: at(n)}
 }
 
@@ -49,6 +50,7 @@ func checkOrgProvider(t *testing.T, got, want *orgprovider.Provider) {
 		is.Equal(fmt.Sprint(deref(g.InputPerMTok)), fmt.Sprint(deref(w.InputPerMTok)))
 		is.Equal(fmt.Sprint(deref(g.OutputPerMTok)), fmt.Sprint(deref(w.OutputPerMTok)))
 		is.Equal(g.Discovered, w.Discovered)
+		is.Equal(g.Caps, w.Caps)
 		sameTime(t, "Model.CreatedAt", g.CreatedAt, w.CreatedAt)
 	}
 }

@@ -245,6 +245,38 @@ func testOrgProviders(t *testing.T, dsn string) {
 	last, _ = fake.LastRequest()
 	is.Equal(last.Model, "llama3")
 	is.Equal(last.Authorization, "Bearer "+orgEndpointKey)
+	is.True(last.ResponseFormat["type"] != "json_schema") // no declared capability: prompted JSON
+
+	// Declared capabilities: the model's answer and the options show them,
+	// and a model that takes the JSON-schema response format gets it.
+	llama := d.Provider.Models[0]
+	is.Equal(llama.ModelKey, "mine::llama3")
+	var caps struct {
+		ResponseSchema bool `json:"supports_response_schema"`
+		Strict         bool `json:"supports_strict_structured_output"`
+		Vision         bool `json:"supports_vision"`
+	}
+	is.Equal(call("PATCH", "/api/providers/models/"+llama.ID, home.key, obj{"supports_strict_structured_output": true}, &e), 400)
+	is.Equal(e.Field, "supports_strict_structured_output") // needs the schema channel
+	is.Equal(call("PATCH", "/api/providers/models/"+llama.ID, home.key, obj{"supports_response_schema": true, "supports_vision": true}, &caps), 200)
+	is.True(caps.ResponseSchema && caps.Vision && !caps.Strict)
+	var o struct {
+		Models []struct {
+			Key            string `json:"key"`
+			ResponseSchema bool   `json:"supports_response_schema"`
+		} `json:"models"`
+	}
+	is.Equal(call("GET", "/api/enrichment/options", home.key, nil, &o), 200)
+	for _, m := range o.Models {
+		if m.Key == "mine::llama3" {
+			is.True(m.ResponseSchema)
+		}
+	}
+	is.Equal(call("POST", "/api/single/enrich/sync", home.key, enrich, &res), 200)
+	last, _ = fake.LastRequest()
+	is.Equal(last.ResponseFormat["type"], "json_schema")
+	is.Equal(call("PATCH", "/api/providers/models/"+llama.ID, home.key, obj{"supports_response_schema": false}, &caps), 200)
+	is.True(!caps.ResponseSchema && caps.Vision) // one flag changed, the other kept
 	otherSchema := s.createSchema(other.key, "Company", companySchema)
 	is.Equal(call("POST", "/api/single/enrich/sync", other.key, obj{"entity_data": obj{"name": "Acme"}, "schema_id": otherSchema,
 		"models": []string{"mine::llama3"}}, &e), 400)

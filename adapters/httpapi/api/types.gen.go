@@ -1892,8 +1892,20 @@ type ModelCreate struct {
 	InputPrice    *float64 `json:"input_price,omitempty"`
 
 	// Name The model's id at the endpoint; no spaces or control characters.
-	Name        string   `json:"name"`
-	OutputPrice *float64 `json:"output_price,omitempty"`
+	Name               string   `json:"name"`
+	OutputPrice        *float64 `json:"output_price,omitempty"`
+	SupportsAudioInput *bool    `json:"supports_audio_input,omitempty"`
+	SupportsPdfInput   *bool    `json:"supports_pdf_input,omitempty"`
+	SupportsReasoning  *bool    `json:"supports_reasoning,omitempty"`
+
+	// SupportsResponseSchema The endpoint takes the OpenAI protocol's JSON-schema response format for this model (default false: prompted JSON).
+	SupportsResponseSchema *bool `json:"supports_response_schema,omitempty"`
+
+	// SupportsStrictStructuredOutput With strict decoding; needs supports_response_schema.
+	SupportsStrictStructuredOutput *bool `json:"supports_strict_structured_output,omitempty"`
+	SupportsToolCalls              *bool `json:"supports_tool_calls,omitempty"`
+	SupportsVideoInput             *bool `json:"supports_video_input,omitempty"`
+	SupportsVision                 *bool `json:"supports_vision,omitempty"`
 }
 
 // ModelDefaults defines model for ModelDefaults.
@@ -1988,10 +2000,18 @@ type ModelResponse struct {
 	OutputPrice *float64 `json:"output_price"`
 
 	// OutputPriceBilled USD per million output tokens as billed; equals output_price.
-	OutputPriceBilled *float64            `json:"output_price_billed"`
-	ProviderId        string              `json:"provider_id"`
-	ProviderName      string              `json:"provider_name"`
-	Source            ModelResponseSource `json:"source"`
+	OutputPriceBilled              *float64            `json:"output_price_billed"`
+	ProviderId                     string              `json:"provider_id"`
+	ProviderName                   string              `json:"provider_name"`
+	Source                         ModelResponseSource `json:"source"`
+	SupportsAudioInput             bool                `json:"supports_audio_input"`
+	SupportsPdfInput               bool                `json:"supports_pdf_input"`
+	SupportsReasoning              bool                `json:"supports_reasoning"`
+	SupportsResponseSchema         bool                `json:"supports_response_schema"`
+	SupportsStrictStructuredOutput bool                `json:"supports_strict_structured_output"`
+	SupportsToolCalls              bool                `json:"supports_tool_calls"`
+	SupportsVideoInput             bool                `json:"supports_video_input"`
+	SupportsVision                 bool                `json:"supports_vision"`
 }
 
 // ModelResponseSource defines model for ModelResponse.Source.
@@ -2015,12 +2035,24 @@ type ModelResult struct {
 	Success          bool                    `json:"success"`
 }
 
-// ModelUpdate defines model for ModelUpdate.
+// ModelUpdate A field left out keeps its value; null clears a context size or a price.
 type ModelUpdate struct {
-	ContextLength *int     `json:"context_length,omitempty"`
-	InputPrice    *float64 `json:"input_price,omitempty"`
-	Name          *string  `json:"name,omitempty"`
-	OutputPrice   *float64 `json:"output_price,omitempty"`
+	ContextLength      nullable.Nullable[int]     `json:"context_length,omitempty"`
+	InputPrice         nullable.Nullable[float64] `json:"input_price,omitempty"`
+	Name               *string                    `json:"name,omitempty"`
+	OutputPrice        nullable.Nullable[float64] `json:"output_price,omitempty"`
+	SupportsAudioInput *bool                      `json:"supports_audio_input,omitempty"`
+	SupportsPdfInput   *bool                      `json:"supports_pdf_input,omitempty"`
+	SupportsReasoning  *bool                      `json:"supports_reasoning,omitempty"`
+
+	// SupportsResponseSchema The endpoint takes the OpenAI protocol's JSON-schema response format for this model (default false: prompted JSON).
+	SupportsResponseSchema *bool `json:"supports_response_schema,omitempty"`
+
+	// SupportsStrictStructuredOutput With strict decoding; needs supports_response_schema.
+	SupportsStrictStructuredOutput *bool `json:"supports_strict_structured_output,omitempty"`
+	SupportsToolCalls              *bool `json:"supports_tool_calls,omitempty"`
+	SupportsVideoInput             *bool `json:"supports_video_input,omitempty"`
+	SupportsVision                 *bool `json:"supports_vision,omitempty"`
 }
 
 // NewUserRequest defines model for NewUserRequest.
