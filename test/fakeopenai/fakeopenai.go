@@ -203,19 +203,29 @@ type wireRequest struct {
 	ResponseFormat map[string]any `json:"response_format"`
 }
 
-func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
+// decodePost reads a POST's JSON body into v; false when it answered an
+// error instead.
+func decodePost(w http.ResponseWriter, r *http.Request, v any) ([]byte, bool) {
 	if r.Method != http.MethodPost {
 		writeError(w, http.StatusMethodNotAllowed, "use POST")
-		return
+		return nil, false
 	}
 	body, err := readBody(r)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
-		return
+		return nil, false
 	}
-	var wr wireRequest
-	if err := json.Unmarshal(body, &wr); err != nil {
+	if err := json.Unmarshal(body, v); err != nil {
 		writeError(w, http.StatusBadRequest, "request is not JSON: "+err.Error())
+		return nil, false
+	}
+	return body, true
+}
+
+func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
+	var wr wireRequest
+	body, ok := decodePost(w, r, &wr)
+	if !ok {
 		return
 	}
 	req := ChatRequest{API: "chat", Model: wr.Model, ResponseFormat: wr.ResponseFormat, Body: body, Authorization: r.Header.Get("Authorization")}
@@ -269,18 +279,9 @@ type responsesRequest struct {
 // request carries the web_search tool, the answer's output starts with a
 // web_search_call item, as OpenAI's does.
 func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost {
-		writeError(w, http.StatusMethodNotAllowed, "use POST")
-		return
-	}
-	body, err := readBody(r)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
-		return
-	}
 	var rr responsesRequest
-	if err := json.Unmarshal(body, &rr); err != nil {
-		writeError(w, http.StatusBadRequest, "request is not JSON: "+err.Error())
+	body, ok := decodePost(w, r, &rr)
+	if !ok {
 		return
 	}
 	req := ChatRequest{API: "responses", Model: rr.Model, Tools: rr.Tools, TextFormat: rr.Text.Format, Body: body,
