@@ -20,10 +20,24 @@ type RecordService struct {
 
 // Get returns one of the organization's records.
 func (s *RecordService) Get(ctx context.Context, p *access.Principal, id string) (*enrichment.Record, error) {
+	return s.get(ctx, p, id, false)
+}
+
+// GetAcross returns any organization's record (the reference's all_orgs:
+// system administrators).
+func (s *RecordService) GetAcross(ctx context.Context, p *access.Principal, id string) (*enrichment.Record, error) {
+	return s.get(ctx, p, id, true)
+}
+
+func (s *RecordService) get(ctx context.Context, p *access.Principal, id string, all bool) (*enrichment.Record, error) {
 	if err := access.Authorize(p, access.ActGetRecord); err != nil {
 		return nil, err
 	}
-	r, err := s.Records.GetRecord(ctx, p.OrgID, id)
+	org, err := orgScope(p, all, access.ActReadAllRecords)
+	if err != nil {
+		return nil, err
+	}
+	r, err := s.Records.GetRecord(ctx, org, id)
 	if errors.Is(err, ports.ErrNotFound) {
 		return nil, coded(ports.ErrNotFound, "not_found", "record %s not found", id)
 	}
@@ -36,6 +50,21 @@ func (s *RecordService) Get(ctx context.Context, p *access.Principal, id string)
 type RecordQuery struct {
 	ports.RecordFilter
 	Success *bool
+	// AllOrgs lists every organization's records (the reference's
+	// all_orgs: system administrators).
+	AllOrgs bool
+}
+
+// orgScope is the organization a record call reaches: the caller's own, or
+// with all (a system administrator's all_orgs, authorized by act) every one.
+func orgScope(p *access.Principal, all bool, act access.Action) (string, error) {
+	if !all {
+		return p.OrgID, nil
+	}
+	if err := access.Authorize(p, act); err != nil {
+		return "", err
+	}
+	return ports.AllOrgs, nil
 }
 
 // List returns a page of the organization's records, newest first, with
@@ -47,8 +76,12 @@ func (s *RecordService) List(ctx context.Context, p *access.Principal, q RecordQ
 	if q.Type != "" && !slices.Contains(enrichment.RecordTypes(), q.Type) {
 		return page.Result[*enrichment.Record]{}, Invalid("type", "unknown record type %q (want enrichment, schema_generation, schema_edit, playground, ambiguity_analysis or fusion)", q.Type)
 	}
+	org, err := orgScope(p, q.AllOrgs, access.ActReadAllRecords)
+	if err != nil {
+		return page.Result[*enrichment.Record]{}, err
+	}
 	if q.Success != nil && !*q.Success {
 		return page.Result[*enrichment.Record]{}, nil
 	}
-	return s.Records.ListRecords(ctx, p.OrgID, q.RecordFilter, pr)
+	return s.Records.ListRecords(ctx, org, q.RecordFilter, pr)
 }

@@ -28,7 +28,21 @@ type RecordDeletion struct {
 // organization's). field names the request's id list in errors. Repeating a
 // delete is harmless.
 func (s *RecordService) BatchDelete(ctx context.Context, p *access.Principal, field string, ids []string, hard bool) (RecordDeletion, error) {
+	return s.batchDelete(ctx, p, field, ids, hard, false)
+}
+
+// BatchDeleteAcross is BatchDelete over every organization's records (the
+// reference's all_orgs: system administrators).
+func (s *RecordService) BatchDeleteAcross(ctx context.Context, p *access.Principal, field string, ids []string, hard bool) (RecordDeletion, error) {
+	return s.batchDelete(ctx, p, field, ids, hard, true)
+}
+
+func (s *RecordService) batchDelete(ctx context.Context, p *access.Principal, field string, ids []string, hard, all bool) (RecordDeletion, error) {
 	if err := access.Authorize(p, access.ActDeleteRecords); err != nil {
+		return RecordDeletion{}, err
+	}
+	org, err := orgScope(p, all, access.ActDeleteAllRecords)
+	if err != nil {
 		return RecordDeletion{}, err
 	}
 	if hard {
@@ -47,7 +61,7 @@ func (s *RecordService) BatchDelete(ctx context.Context, p *access.Principal, fi
 			return RecordDeletion{}, Invalid(field, "%s[%d] is empty", field, i)
 		}
 	}
-	d, err := s.Records.DeleteRecords(ctx, p.OrgID, ids, hard, s.now())
+	d, err := s.Records.DeleteRecords(ctx, org, ids, hard, s.now())
 	if err != nil {
 		return RecordDeletion{}, err
 	}

@@ -154,7 +154,14 @@ type RecordDeletion struct {
 	AlreadyDeleted []string
 }
 
-// RecordStore keeps enrichment records.
+// AllOrgs, given as the organization to GetRecord, ListRecords or
+// DeleteRecords, reaches every organization's records: the system
+// administrators' all_orgs (the app authorizes it). No organization has
+// this id.
+const AllOrgs = "*"
+
+// RecordStore keeps enrichment records. Reads and deletes are scoped to one
+// organization, or to all with AllOrgs.
 type RecordStore interface {
 	CreateRecord(ctx context.Context, r *enrichment.Record) error
 	GetRecord(ctx context.Context, orgID, id string) (*enrichment.Record, error)

@@ -11,12 +11,8 @@ import (
 )
 
 // batchDeleteIDs reads the reference's BatchDeleteRequest: record_ids is
-// another spelling of ids; the field named is the one sent. all_orgs=true
-// (the reference's cross-organization delete) is not supported yet.
-func batchDeleteIDs(in api.BatchDeleteRequest, q api.BatchDeleteRecordsParams) (field string, ids []string, err error) {
-	if deref(q.AllOrgs) {
-		return "", nil, app.NotSupported("all_orgs", "all_orgs: deleting across organizations is not supported yet; leave it out or false")
-	}
+// another spelling of ids; the field named is the one sent.
+func batchDeleteIDs(in api.BatchDeleteRequest) (field string, ids []string, err error) {
 	switch ids, recordIDs := deref(in.Ids), deref(in.RecordIds); {
 	case ids != nil && recordIDs != nil:
 		return "", nil, app.Invalid("record_ids", "send ids or record_ids, not both")
@@ -44,12 +40,16 @@ func (s *Server) batchDeleteRecords(w http.ResponseWriter, r *http.Request) {
 	if !s.decode(w, r, &in) {
 		return
 	}
-	field, ids, err := batchDeleteIDs(in, batchDeleteParams(r.URL.Query()))
+	field, ids, err := batchDeleteIDs(in)
 	if err != nil {
 		s.Error(w, r, err)
 		return
 	}
-	d, err := s.records.BatchDelete(r.Context(), principal(r), field, ids, deref(in.HardDelete))
+	del := s.records.BatchDelete
+	if allOrgs(r) {
+		del = s.records.BatchDeleteAcross
+	}
+	d, err := del(r.Context(), principal(r), field, ids, deref(in.HardDelete))
 	if err != nil {
 		s.Error(w, r, err)
 		return
@@ -57,14 +57,11 @@ func (s *Server) batchDeleteRecords(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, toBatchDelete(d))
 }
 
-// batchDeleteParams reads the query the document declares (the validator
-// has checked that all_orgs is a boolean).
-func batchDeleteParams(q url.Values) api.BatchDeleteRecordsParams {
-	var p api.BatchDeleteRecordsParams
-	if b, err := strconv.ParseBool(q.Get("all_orgs")); err == nil {
-		p.AllOrgs = &b
-	}
-	return p
+// allOrgs reads the records routes' all_orgs (the validator has checked
+// that it is a boolean).
+func allOrgs(r *http.Request) bool {
+	b, err := strconv.ParseBool(r.URL.Query().Get("all_orgs"))
+	return err == nil && b
 }
 
 func plural(n int, what string) string {

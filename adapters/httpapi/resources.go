@@ -214,7 +214,8 @@ func recordQuery(r *http.Request) (app.RecordQuery, error) {
 	for _, b := range []struct {
 		name string
 		dst  func(bool)
-	}{{"success", func(v bool) { f.Success = &v }}, {"include_deleted", func(v bool) { f.IncludeDeleted = v }}} {
+	}{{"success", func(v bool) { f.Success = &v }}, {"include_deleted", func(v bool) { f.IncludeDeleted = v }},
+		{"all_orgs", func(v bool) { f.AllOrgs = v }}} {
 		if v := q.Get(b.name); v != "" {
 			v, err := strconv.ParseBool(v)
 			if err != nil {
@@ -229,7 +230,11 @@ func recordQuery(r *http.Request) (app.RecordQuery, error) {
 }
 
 func (s *Server) getRecord(w http.ResponseWriter, r *http.Request) {
-	rc, err := s.records.Get(r.Context(), principal(r), mux.Vars(r)["id"])
+	get := s.records.Get
+	if allOrgs(r) {
+		get = s.records.GetAcross
+	}
+	rc, err := get(r.Context(), principal(r), mux.Vars(r)["id"])
 	if err != nil {
 		s.Error(w, r, err)
 		return

@@ -131,7 +131,7 @@ func (s *RecordStore) GetRecord(_ context.Context, orgID, id string) (*enrichmen
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	r, ok := s.records[id]
-	if !ok || r.OrgID != orgID || r.DeletedAt != nil {
+	if !ok || !inScope(r.OrgID, orgID) || r.DeletedAt != nil {
 		return nil, fmt.Errorf("memory: get record %s: %w", id, ports.ErrNotFound)
 	}
 	return cloneRecord(r), nil
@@ -143,7 +143,7 @@ func (s *RecordStore) ListRecords(_ context.Context, orgID string, f ports.Recor
 	s.mu.RLock()
 	var all []*enrichment.Record
 	for _, r := range s.records {
-		if r.OrgID != orgID ||
+		if !inScope(r.OrgID, orgID) ||
 			(f.Type != "" && r.Type != f.Type) ||
 			(f.SchemaID != "" && r.SchemaID != f.SchemaID) ||
 			(f.JobID != "" && r.JobID != f.JobID) ||
@@ -158,3 +158,7 @@ func (s *RecordStore) ListRecords(_ context.Context, orgID string, f ports.Recor
 	s.mu.RUnlock()
 	return listPage(all, p, func(r *enrichment.Record) (time.Time, string) { return r.CreatedAt, r.ID }), nil
 }
+
+// inScope reports whether a record of org is in a read or delete scoped to
+// scope (an organization, or ports.AllOrgs).
+func inScope(org, scope string) bool { return scope == ports.AllOrgs || org == scope }

@@ -25,7 +25,7 @@ func (s *RecordStore) deleteRecords(orgID string, ids []string, hard bool, at ti
 	seen := map[string]bool{}
 	for _, id := range ids {
 		r, ok := s.records[id]
-		if seen[id] || !ok || r.OrgID != orgID {
+		if seen[id] || !ok || !inScope(r.OrgID, orgID) {
 			continue
 		}
 		seen[id] = true

@@ -270,7 +270,8 @@ func (s *RecordStore) CreateRecord(ctx context.Context, rec *enrichment.Record) 
 // GetRecord returns the record id of organization orgID.
 func (s *RecordStore) GetRecord(ctx context.Context, orgID, id string) (*enrichment.Record, error) {
 	var r recordRow
-	if err := s.db.NewSelect().Model(&r).Where("id = ? AND org_id = ? AND deleted_at IS NULL", id, orgID).Scan(ctx); err != nil {
+	q := s.db.NewSelect().Model(&r).Where("id = ? AND deleted_at IS NULL", id)
+	if err := whereOrg(q, orgID).Scan(ctx); err != nil {
 		return nil, notFound(err, "get record "+id)
 	}
 	return r.record(), nil
@@ -280,7 +281,7 @@ func (s *RecordStore) GetRecord(ctx context.Context, orgID, id string) (*enrichm
 // newest first.
 func (s *RecordStore) ListRecords(ctx context.Context, orgID string, f ports.RecordFilter, p page.Request) (page.Result[*enrichment.Record], error) {
 	filter := func(q *bun.SelectQuery) *bun.SelectQuery {
-		q = q.Where("org_id = ?", orgID)
+		q = whereOrg(q, orgID)
 		if f.Type != "" {
 			q = q.Where("type = ?", string(f.Type))
 		}
@@ -379,4 +380,13 @@ func jsonOrNil(b json.RawMessage) json.RawMessage {
 		return nil
 	}
 	return b
+}
+
+// whereOrg scopes a records query to orgID, or to every organization with
+// ports.AllOrgs.
+func whereOrg(q *bun.SelectQuery, orgID string) *bun.SelectQuery {
+	if orgID == ports.AllOrgs {
+		return q
+	}
+	return q.Where("org_id = ?", orgID)
 }

@@ -21,14 +21,16 @@ func (s *RecordStore) DeleteRecords(ctx context.Context, orgID string, ids []str
 		Already bool   `bun:"already"`
 	}
 	var err error
+	// Every organization's (ports.AllOrgs) matches any org_id.
+	all := orgID == ports.AllOrgs
 	if hard {
-		err = s.db.NewRaw(`DELETE FROM records WHERE org_id = ? AND id IN (?) RETURNING id, false AS already`,
-			orgID, bun.In(ids)).Scan(ctx, &rows)
+		err = s.db.NewRaw(`DELETE FROM records WHERE (? OR org_id = ?) AND id IN (?) RETURNING id, false AS already`,
+			all, orgID, bun.In(ids)).Scan(ctx, &rows)
 	} else {
 		// hit sees the rows as they were before the update.
-		err = s.db.NewRaw(`WITH hit AS (SELECT id, deleted_at FROM records WHERE org_id = ? AND id IN (?) FOR UPDATE),
+		err = s.db.NewRaw(`WITH hit AS (SELECT id, deleted_at FROM records WHERE (? OR org_id = ?) AND id IN (?) FOR UPDATE),
   upd AS (UPDATE records SET deleted_at = ? WHERE id IN (SELECT id FROM hit WHERE deleted_at IS NULL) RETURNING id)
-SELECT id, deleted_at IS NOT NULL AS already FROM hit`, orgID, bun.In(ids), utc(at)).Scan(ctx, &rows)
+SELECT id, deleted_at IS NOT NULL AS already FROM hit`, all, orgID, bun.In(ids), utc(at)).Scan(ctx, &rows)
 	}
 	if err != nil {
 		return d, fail(err, "delete records")

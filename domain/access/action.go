@@ -132,6 +132,12 @@ const (
 	ActViewCosts    Action = "costs.view"
 	ActViewAllCosts Action = "costs.view_all"
 
+	// ActReadAllRecords reads and lists every organization's records;
+	// ActDeleteAllRecords deletes them (the reference's all_orgs, for
+	// system administrators).
+	ActReadAllRecords   Action = "records.read_all"
+	ActDeleteAllRecords Action = "records.delete_all"
+
 	// ActReadAPIDocs reads the OpenAPI document and the interactive docs
 	// (SPEC rule 5: system administrators only).
 	ActReadAPIDocs Action = "docs.read"
@@ -228,6 +234,9 @@ var rules = map[Action]rule{
 
 	ActViewCosts:    {CatCostAnalytics, ScopeRead},
 	ActViewAllCosts: {CatSysAdmin, ScopeRead},
+
+	ActReadAllRecords:   {CatSysAdmin, ScopeRead},
+	ActDeleteAllRecords: {CatSysAdmin, ScopeWrite},
 
 	ActReadAPIDocs: {CatSysAdmin, ScopeRead},
 	ActFusionMerge: {CatFusion, ScopeWrite},

@@ -29,6 +29,31 @@ func RunRecordDeletion(t *testing.T, newStore func(t *testing.T) ports.RecordSto
 		is.New(t).NoErr(err)
 		return ids, res.Total
 	}
+	t.Run("every organization's records with AllOrgs", func(t *testing.T) {
+		is := is.New(t)
+		s := newStore(t)
+		a, b := newRecord(newID("org"), 0), newRecord(newID("org"), 1)
+		b.JobID = a.JobID // one filter that isolates the two from other cases' records
+		for _, r := range []*enrichment.Record{a, b} {
+			is.NoErr(s.CreateRecord(ctx, r))
+		}
+		got, err := s.GetRecord(ctx, ports.AllOrgs, b.ID)
+		is.NoErr(err)
+		is.Equal(got.OrgID, b.OrgID)
+		ids, total := list(t, s, ports.AllOrgs, ports.RecordFilter{JobID: a.JobID})
+		is.Equal(ids, []string{b.ID, a.ID})
+		is.Equal(total, 2)
+		d, err := s.DeleteRecords(ctx, ports.AllOrgs, []string{a.ID, b.ID}, false, at(10))
+		is.NoErr(err)
+		is.Equal(d.Deleted, []string{a.ID, b.ID})
+		_, err = s.GetRecord(ctx, ports.AllOrgs, a.ID)
+		is.True(errors.Is(err, ports.ErrNotFound)) // soft-deleted
+		d, err = s.DeleteRecords(ctx, ports.AllOrgs, []string{b.ID}, true, at(11))
+		is.NoErr(err)
+		is.Equal(d.Deleted, []string{b.ID})
+		ids, _ = list(t, s, ports.AllOrgs, ports.RecordFilter{JobID: a.JobID, IncludeDeleted: true})
+		is.Equal(ids, []string{a.ID})
+	})
 	t.Run("soft delete hides, repeats, and keeps other organizations' records", func(t *testing.T) {
 		is := is.New(t)
 		s := newStore(t)

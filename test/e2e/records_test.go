@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"slices"
 	"sort"
 	"testing"
 	"time"
@@ -110,19 +111,17 @@ func testRecordBatchDelete(t *testing.T, dsn string) {
 		is.Equal(e.Field, tt.field)
 	}
 	// all_orgs (the reference's admin query parameter) is declared: a
-	// non-boolean is refused, true is not supported yet, false is a no-op.
-	for _, tt := range []struct {
-		query, code string
-	}{
-		{"?all_orgs=maybe", ""},
-		{"?all_orgs=true", "not_supported_yet"},
-	} {
-		var e apiError
-		is.Equal(s.call("POST", "/api/records/batch-delete"+tt.query, operator, obj{"ids": []string{b}}, &e), 400)
-		is.Equal(e.Field, "all_orgs")
-		if tt.code != "" {
-			is.Equal(e.Code, tt.code)
+	// non-boolean is refused, true is the system administrators' (403 for
+	// anyone else, on every records route), false is a no-op.
+	for _, path := range []string{"/api/records/batch-delete", "/api/records", "/api/records/" + b} {
+		method, body := "GET", any(nil)
+		if path == "/api/records/batch-delete" {
+			method, body = "POST", obj{"ids": []string{b}}
 		}
+		var e apiError
+		is.Equal(s.call(method, path+"?all_orgs=maybe", operator, body, &e), 400)
+		is.Equal(e.Field, "all_orgs")
+		is.Equal(s.call(method, path+"?all_orgs=true", home.key, body, &e), 403)
 	}
 	var d deleteAnswer
 	is.Equal(s.call("POST", "/api/records/batch-delete?all_orgs=false", operator, obj{"ids": []string{"nope"}}, &d), 200)
@@ -176,6 +175,22 @@ func testRecordBatchDelete(t *testing.T, dsn string) {
 	is.Equal(s.call("POST", "/api/records/batch-delete", home.key, obj{"ids": []string{real, c}, "hard_delete": true}, &d), 200)
 	is.Equal(d.NotFoundIDs, []string{real, c}) // gone is gone
 	is.Equal(s.call("GET", "/api/records/"+foreign, other.key, nil, nil), 200)
+
+	// A system administrator (a signed-in user; an access key is its
+	// organization's) with all_orgs reads, lists and deletes any
+	// organization's records; without it, only its own.
+	admin := s.register("admin@example.com")
+	is.Equal(s.call("GET", "/api/records/"+foreign, admin.token, nil, nil), 404)
+	is.Equal(s.call("GET", "/api/records/"+foreign+"?all_orgs=true", admin.token, nil, nil), 200)
+	is.Equal(s.call("GET", "/api/records?all_orgs=true&include_deleted=true", admin.token, nil, &l), 200)
+	is.True(slices.Contains(l.ids(), foreign) && slices.Contains(l.ids(), b))
+	is.Equal(s.call("GET", "/api/records", admin.token, nil, &l), 200)
+	is.Equal(l.Total, 0)
+	is.Equal(s.call("POST", "/api/records/batch-delete", admin.token, obj{"ids": []string{foreign}}, &d), 200)
+	is.Equal(d.NotFoundIDs, []string{foreign})
+	is.Equal(s.call("POST", "/api/records/batch-delete?all_orgs=true", admin.token, obj{"ids": []string{foreign}}, &d), 200)
+	is.Equal(d.DeletedIDs, []string{foreign})
+	is.Equal(s.call("GET", "/api/records/"+foreign, other.key, nil, nil), 404)
 }
 
 // TestRecordFilters: model and the created range on GET /api/records,

@@ -2957,6 +2957,9 @@ type PageSize = int
 // ProviderID defines model for ProviderID.
 type ProviderID = string
 
+// RecordsAllOrgs defines model for RecordsAllOrgs.
+type RecordsAllOrgs = bool
+
 // AnalysisBadRequest defines model for AnalysisBadRequest.
 type AnalysisBadRequest = Error
 
@@ -3160,6 +3163,10 @@ type ListRecordsParams struct {
 	// IncludeDeleted Also list soft-deleted records (`is_deleted` true, `deleted_at` set).
 	IncludeDeleted *bool `form:"include_deleted,omitempty" json:"include_deleted,omitempty"`
 
+	// AllOrgs Every organization's records instead of the caller's (the reference's admin switch): system
+	// administrators only, 403 for anyone else. `false` changes nothing.
+	AllOrgs *RecordsAllOrgs `form:"all_orgs,omitempty" json:"all_orgs,omitempty"`
+
 	// Since Only records created at or after this time (YYYY-MM-DD, UTC midnight, or RFC 3339; the reference's name).
 	Since *string `form:"since,omitempty" json:"since,omitempty"`
 
@@ -3193,9 +3200,16 @@ type ListRecordsParamsType string
 
 // BatchDeleteRecordsParams defines parameters for BatchDeleteRecords.
 type BatchDeleteRecordsParams struct {
-	// AllOrgs The reference's admin switch to delete across organizations. Accepted; `false` changes nothing,
-	// `true` is 400 `not_supported_yet` naming `all_orgs` (deletes act on the caller's organization only).
-	AllOrgs *bool `form:"all_orgs,omitempty" json:"all_orgs,omitempty"`
+	// AllOrgs Every organization's records instead of the caller's (the reference's admin switch): system
+	// administrators only, 403 for anyone else. `false` changes nothing.
+	AllOrgs *RecordsAllOrgs `form:"all_orgs,omitempty" json:"all_orgs,omitempty"`
+}
+
+// GetRecordParams defines parameters for GetRecord.
+type GetRecordParams struct {
+	// AllOrgs Every organization's records instead of the caller's (the reference's admin switch): system
+	// administrators only, 403 for anyone else. `false` changes nothing.
+	AllOrgs *RecordsAllOrgs `form:"all_orgs,omitempty" json:"all_orgs,omitempty"`
 }
 
 // StartSampleGenerationParams defines parameters for StartSampleGeneration.
