@@ -281,29 +281,35 @@ func (r *Registry) client(e *entry, c *ports.Credential) (llms.Model, error) {
 	if e.fixed != nil {
 		return e.fixed, nil
 	}
+	return cached(r, r.clients, e, c, newClient)
+}
+
+// cached returns the client in m of e for credential c, building it with
+// build and keeping it on first use (client's and searcher's cache).
+func cached[T comparable](r *Registry, m map[clientKey]T, e *entry, c *ports.Credential,
+	build func(ProviderConfig, string, string, *http.Client) (T, error)) (T, error) {
+	var zero T
 	ck, err := r.cacheKey(e, c)
 	if err != nil {
-		return nil, err
+		return zero, err
 	}
 	r.mu.RLock()
-	m := r.clients[ck]
+	v := m[ck]
 	r.mu.RUnlock()
-	if m != nil {
-		return m, nil
+	if v != zero {
+		return v, nil
 	}
 	token, err := r.token(e, ck, c)
 	if err != nil {
-		return nil, err
+		return zero, err
 	}
-	p := e.prov
-	m, err = newClient(*p, e.info.Key.Model, token, r.httpClient(p))
-	if err != nil {
-		return nil, fmt.Errorf("llm: provider %s model %s: %w", p.Name, e.info.Key.Model, err)
+	if v, err = build(*e.prov, e.info.Key.Model, token, r.httpClient(e.prov)); err != nil {
+		return zero, fmt.Errorf("llm: provider %s model %s: %w", e.prov.Name, e.info.Key.Model, err)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	store(r.clients, ck, m)
-	return m, nil
+	store(m, ck, v)
+	return v, nil
 }
 
 // cacheKey names the cached clients of e for credential c: the credential's

@@ -239,28 +239,7 @@ func (r *Registry) search(ctx context.Context, req ports.LLMRequest) (ports.LLMR
 // searcher returns the search client of e for credential c, building and
 // caching it on first use, like client.
 func (r *Registry) searcher(e *entry, c *ports.Credential) (searcher, error) {
-	ck, err := r.cacheKey(e, c)
-	if err != nil {
-		return nil, err
-	}
-	r.mu.RLock()
-	s := r.searchers[ck]
-	r.mu.RUnlock()
-	if s != nil {
-		return s, nil
-	}
-	token, err := r.token(e, ck, c)
-	if err != nil {
-		return nil, err
-	}
-	s, err = newSearcher(*e.prov, e.info.Key.Model, token, r.httpClient(e.prov))
-	if err != nil {
-		return nil, fmt.Errorf("llm: provider %s model %s: %w", e.prov.Name, e.info.Key.Model, err)
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	store(r.searchers, ck, s)
-	return s, nil
+	return cached(r, r.searchers, e, c, newSearcher)
 }
 
 // schemaChannel says whether a call to e sends its schema on the
