@@ -296,8 +296,9 @@ func (s *EnrichmentService) runModel(ctx context.Context, er *entityRun, m model
 			defer func() { <-sem }()
 			t0 := time.Now()
 			pub(job.ExpertiseStarted{Model: key, Key: c.domain.Key, Name: c.domain.Name})
-			out, in, outT, code, err := s.callWithRetries(ctx, er, m, c)
-			cost := m.Price.Cost(in, outT)
+			out, tokens, code, err := s.callWithRetries(ctx, er, m, c)
+			in, outT := tokens.in, tokens.out
+			cost := m.Price.CallCost(in, outT, tokens.searches)
 			parts[i] = part{out, in, outT, cost, code, err}
 			mu.Lock()
 			completed++
@@ -410,12 +411,16 @@ func (s *EnrichmentService) attempts() int {
 // the problem fed back, and a transport failure after a pause, up to
 // s.attempts() attempts. A failure that another try cannot mend (an unknown
 // or retired model, a prompt too long for it) is not retried.
-func (s *EnrichmentService) callWithRetries(ctx context.Context, er *entityRun, m model.Info, c call) (map[string]any, int, int, job.ErrorCode, error) {
+// callTokens is what a call's attempts spent: tokens, and web searches
+// (billed each).
+type callTokens struct{ in, out, searches int }
+
+func (s *EnrichmentService) callWithRetries(ctx context.Context, er *entityRun, m model.Info, c call) (map[string]any, callTokens, job.ErrorCode, error) {
 	pl, pub := er.pl, er.pub
 	msgs := enrichment.WithClassification(enrichment.WithLanguages(enrichment.Prompt(pl.schema.Name, er.entity, c.domain), pl.req.Languages),
 		er.classification)
 	max := s.attempts()
-	var in, out int
+	var t callTokens
 	var reason, public string
 	var lastErr error
 	var code job.ErrorCode
@@ -427,11 +432,10 @@ func (s *EnrichmentService) callWithRetries(ctx context.Context, er *entityRun, 
 			Queued: func() {
 				pub(job.ProviderQueued{Model: m.Key.String(), Expertise: c.domain.Key, Provider: m.Key.Provider})
 			}})
-		in += resp.InputTokens
-		out += resp.OutputTokens
+		t.in, t.out, t.searches = t.in+resp.InputTokens, t.out+resp.OutputTokens, t.searches+resp.Searches
 		if err != nil {
 			if ctx.Err() != nil {
-				return nil, in, out, job.CodeInternal, ctx.Err()
+				return nil, t, job.CodeInternal, ctx.Err()
 			}
 			lastErr, code = err, classify(err)
 			public = code.Message()
@@ -448,7 +452,7 @@ func (s *EnrichmentService) callWithRetries(ctx context.Context, er *entityRun, 
 				select {
 				case <-time.After(backoff * time.Duration(attempt)):
 				case <-ctx.Done():
-					return nil, in, out, job.CodeInternal, ctx.Err()
+					return nil, t, job.CodeInternal, ctx.Err()
 				}
 			}
 			continue
@@ -458,7 +462,7 @@ func (s *EnrichmentService) callWithRetries(ctx context.Context, er *entityRun, 
 			perr = c.validator.Validate(ans)
 		}
 		if perr == nil {
-			return ans, in, out, "", nil
+			return ans, t, "", nil
 		}
 		// The validator's account names paths of the model's own output:
 		// it is ours to show.
@@ -467,7 +471,7 @@ func (s *EnrichmentService) callWithRetries(ctx context.Context, er *entityRun, 
 		reason = fmt.Sprintf("%s: %v", code, perr)
 		msgs = enrichment.Retry(msgs, resp.Text, perr)
 	}
-	return nil, in, out, code, &callError{msg: fmt.Sprintf("%d attempts failed, last: %s", max, public), cause: lastErr}
+	return nil, t, code, &callError{msg: fmt.Sprintf("%d attempts failed, last: %s", max, public), cause: lastErr}
 }
 
 // generate makes one call with the run's key for the provider. When the
@@ -508,7 +512,7 @@ func (s *EnrichmentService) recordCall(pl *plan, m model.Info, cred *ports.Crede
 		return // no request left the process
 	}
 	e := usage.Entry{ID: s.IDs.NewID(), Model: m.Key.String(), InputTokens: resp.InputTokens, OutputTokens: resp.OutputTokens,
-		Cost: m.Price.Cost(resp.InputTokens, resp.OutputTokens), LatencyMS: took.Milliseconds(), Outcome: usage.OK, CreatedAt: s.Clock.Now()}
+		Cost: m.Price.CallCost(resp.InputTokens, resp.OutputTokens, resp.Searches), LatencyMS: took.Milliseconds(), Outcome: usage.OK, CreatedAt: s.Clock.Now()}
 	if cred != nil {
 		e.KeySource, e.KeyID = string(cred.Source), cred.KeyID
 	}

@@ -432,7 +432,7 @@ func (r *sampleRun) call(ctx context.Context, p sample.Params) (sample.Answer, c
 		resp, err := r.s.Enrich.generate(ctx, r.calls, m, ports.LLMRequest{Model: m.Key, Messages: msgs, Schema: schema,
 			SchemaName: "sample", ResponseSchema: true, Task: ports.TaskSampleGeneration, WebSearch: r.pl.req.EnableWebSearch})
 		if err == nil {
-			c := m.Price.Cost(resp.InputTokens, resp.OutputTokens)
+			c := m.Price.CallCost(resp.InputTokens, resp.OutputTokens, resp.Searches)
 			u.in, u.out, u.cost = u.in+resp.InputTokens, u.out+resp.OutputTokens, u.cost+c
 			r.add(resp.InputTokens, resp.OutputTokens, c)
 		}

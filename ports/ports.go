@@ -317,6 +317,9 @@ type LLMResponse struct {
 	Text         string
 	InputTokens  int
 	OutputTokens int
+	// Searches counts the web searches the provider's tool made (billed
+	// per search, model.Price.PerSearch).
+	Searches int
 }
 
 // Typed LLM failures; adapters wrap the provider's error in one of these.

@@ -20,8 +20,11 @@ type CatalogEntry struct {
 	Model         string `json:"model"`
 	ContextLength int    `json:"context_length"`
 	// Prices are USD per million tokens; absent means unknown.
-	InputUSD         *float64 `json:"input_usd_per_mtok"`
-	OutputUSD        *float64 `json:"output_usd_per_mtok"`
+	InputUSD  *float64 `json:"input_usd_per_mtok"`
+	OutputUSD *float64 `json:"output_usd_per_mtok"`
+	// SearchUSD is the web search tool's fee, USD per 1,000 searches;
+	// absent means none.
+	SearchUSD        *float64 `json:"search_usd_per_1k"`
 	StructuredOutput bool     `json:"structured_output"`
 	StrictSchema     bool     `json:"strict_schema"`
 	// WebSearch says the provider offers a web search tool for the model.
@@ -70,7 +73,7 @@ func (e CatalogEntry) check() error {
 	if e.ContextLength < 0 {
 		return fmt.Errorf("%s: context_length must not be negative", e.Model)
 	}
-	for _, p := range []*float64{e.InputUSD, e.OutputUSD} {
+	for _, p := range []*float64{e.InputUSD, e.OutputUSD, e.SearchUSD} {
 		if p != nil && (*p < 0 || math.IsNaN(*p) || math.IsInf(*p, 0)) {
 			return fmt.Errorf("%s: prices must be 0 or more", e.Model)
 		}
@@ -95,7 +98,11 @@ func (e CatalogEntry) price() (model.Price, bool) {
 		return model.Price{}, false
 	}
 	micro := func(usd float64) int64 { return int64(math.Round(usd * model.MicroCreditsPerUSD)) }
-	return model.Price{InputPerMTok: micro(*e.InputUSD), OutputPerMTok: micro(*e.OutputUSD)}, true
+	p := model.Price{InputPerMTok: micro(*e.InputUSD), OutputPerMTok: micro(*e.OutputUSD)}
+	if e.SearchUSD != nil {
+		p.PerSearch = micro(*e.SearchUSD / 1000)
+	}
+	return p, true
 }
 
 // describe fills info's capabilities and context size from the entry.

@@ -68,7 +68,7 @@ func TestRegistryUsesCatalog(t *testing.T) {
 	}
 	m := get("openai::gpt-4o")
 	is.Equal(m.ContextLength, 128000)
-	is.Equal(m.Price, model.Price{InputPerMTok: 2_500_000, OutputPerMTok: 10_000_000})
+	is.Equal(m.Price, model.Price{InputPerMTok: 2_500_000, OutputPerMTok: 10_000_000, PerSearch: 10_000}) // $10 per 1,000 searches
 	is.True(m.Vision && m.PDFInput && m.ResponseSchema && m.StrictOutput && m.AudioInput)
 	is.True(m.WebSearch && m.WebSearchTool) // offered, and the Responses API's tool is called
 	is.True(modelsel.CanSearch(m))

@@ -280,7 +280,7 @@ func TestCatalog(t *testing.T) {
 		{"local::qwen3", llm.DefaultModelPrice, false},
 		{"local::llama", model.Price{InputPerMTok: 1, OutputPerMTok: 2}, false},
 		{"openai::gpt-x", model.Price{InputPerMTok: 3, OutputPerMTok: 4}, false},
-		{"openai::gpt-4o-mini", model.Price{InputPerMTok: 150_000, OutputPerMTok: 600_000}, false},
+		{"openai::gpt-4o-mini", model.Price{InputPerMTok: 150_000, OutputPerMTok: 600_000, PerSearch: 10_000}, false},
 		{"sandbox::echo", llm.SandboxPrice, true},
 		{"sandbox::flaky", llm.SandboxPrice, true},
 	}

@@ -118,8 +118,14 @@ func (s openAISearcher) search(ctx context.Context, e *entry, req ports.LLMReque
 	if err != nil {
 		return ports.LLMResponse{}, err
 	}
-	return ports.LLMResponse{Text: resp.OutputText(), InputTokens: int(resp.Usage.InputTokens),
-		OutputTokens: int(resp.Usage.OutputTokens)}, nil
+	out := ports.LLMResponse{Text: resp.OutputText(), InputTokens: int(resp.Usage.InputTokens),
+		OutputTokens: int(resp.Usage.OutputTokens)}
+	for _, item := range resp.Output {
+		if item.Type == "web_search_call" {
+			out.Searches++ // each call of the tool is billed
+		}
+	}
+	return out, nil
 }
 
 func openAIRole(role string) (responses.EasyInputMessageRole, error) {
@@ -169,6 +175,7 @@ func (s anthropicSearcher) search(ctx context.Context, _ *entry, req ports.LLMRe
 		}
 		out.InputTokens += int(msg.Usage.InputTokens)
 		out.OutputTokens += int(msg.Usage.OutputTokens)
+		out.Searches += int(msg.Usage.ServerToolUse.WebSearchRequests)
 		// A long search turn may pause (stop_reason pause_turn): it goes
 		// on when its content is sent back as the assistant's turn.
 		if msg.StopReason != anthropic.StopReasonPauseTurn || turn >= maxPausedTurns {

@@ -87,6 +87,7 @@ func TestOpenAIWebSearch(t *testing.T) {
 			is.NoErr(err)
 			is.Equal(out["name"], "Acme Corp")
 			is.True(resp.InputTokens > 0 && resp.OutputTokens > 0)
+			is.Equal(resp.Searches, 1) // the web_search_call item: billed per search
 		})
 	}
 }
@@ -302,6 +303,7 @@ func TestAnthropicWebSearch(t *testing.T) {
 	is.Equal(resp.Text, answer) // not the narration before the search
 	is.Equal(resp.InputTokens, 120)
 	is.Equal(resp.OutputTokens, 30)
+	is.Equal(resp.Searches, 1) // usage.server_tool_use.web_search_requests
 	body, key, _ := fake.last()
 	is.Equal(key, "sk-ant-search-0001")
 	tools, _ := body["tools"].([]any)
@@ -356,6 +358,7 @@ func TestAnthropicWebSearch(t *testing.T) {
 		is.Equal(resp.Text, answer)
 		is.Equal(resp.InputTokens, 220) // both turns
 		is.Equal(resp.OutputTokens, 40)
+		is.Equal(resp.Searches, 1) // the searches of both turns
 		body, _, after := fake.last()
 		is.Equal(after, before+2)
 		msgs, _ := body["messages"].([]any)

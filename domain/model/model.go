@@ -34,10 +34,18 @@ func ParseKey(s string) (Key, error) {
 
 func (k Key) String() string { return k.Provider + Separator + k.Model }
 
-// Price is what a model charges, in micro-credits per million tokens.
+// Price is what a model charges, in micro-credits per million tokens, and
+// per web search its provider's tool makes.
 type Price struct {
 	InputPerMTok  int64
 	OutputPerMTok int64
+	PerSearch     int64
+}
+
+// CallCost is Cost plus the searches a call made (a web search tool bills
+// each), in micro-credits.
+func (p Price) CallCost(inputTokens, outputTokens, searches int) int64 {
+	return p.Cost(inputTokens, outputTokens) + int64(searches)*p.PerSearch
 }
 
 // Cost returns the micro-credits of one call, rounded up so that no call is

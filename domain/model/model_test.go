@@ -58,3 +58,11 @@ func FuzzParseKey(f *testing.F) {
 		}
 	})
 }
+
+func TestCallCost(t *testing.T) {
+	is := is.New(t)
+	p := model.Price{InputPerMTok: 2_500_000, OutputPerMTok: 10_000_000, PerSearch: 10_000}
+	is.Equal(p.CallCost(1000, 100, 0), p.Cost(1000, 100)) // no search, no fee
+	is.Equal(p.CallCost(1000, 100, 3), p.Cost(1000, 100)+30_000)
+	is.Equal(model.Price{}.CallCost(1000, 100, 5), int64(0)) // a free model's searches are free too
+}

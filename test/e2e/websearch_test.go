@@ -83,6 +83,11 @@ func testWebSearch(t *testing.T, dsn string) {
 		for _, ev := range find(evs, "expertise_completed") {
 			is.Equal(ev.Data["api_key_source"], "organization")
 			is.True(ev.Data["input_tokens"].(float64) > 0)
+			// The call's cost is its tokens at gpt-4o's prices plus its one
+			// search at $10 per 1,000 (10,000 micro-credits).
+			in, out := int64(ev.Data["input_tokens"].(float64)), int64(ev.Data["output_tokens"].(float64))
+			tokens := (in*2_500_000 + out*10_000_000 + 999_999) / 1_000_000
+			is.Equal(int64(ev.Data["cost"].(float64)), tokens+10_000)
 		}
 
 		// Without enable_web_search the same model takes chat completions.
