@@ -78,6 +78,9 @@ type samplePlan struct {
 	autoPick   *modelsel.Pick
 	timeout    time.Duration
 	auto       bool
+	// search: the calls use the model's web search tool (the request
+	// asked, and the model can).
+	search bool
 }
 
 func (s *SampleService) prepare(ctx context.Context, orgID string, req SampleRequest) (*samplePlan, error) {
@@ -169,9 +172,11 @@ func (s *SampleService) prepare(ctx context.Context, orgID string, req SampleReq
 		pl.autoPick, pl.model = &p, p.Model
 	} else if pl.model, err = s.Enrich.knownModelFor(ctx, orgID, "model", req.Model); err != nil {
 		return nil, err
-	} else if req.EnableWebSearch && !modelsel.CanSearch(pl.model) {
-		return nil, coded(ports.ErrInvalid, "model_lacks_capability", "model: model %q cannot search the web", req.Model)
 	}
+	// The reference grounds a sample with web search only where the model
+	// can search, and ignores the flag otherwise (WIRE.md, sample
+	// generation); auto picks a model that can.
+	pl.search = req.EnableWebSearch && modelsel.CanSearch(pl.model)
 	pl.instances = sample.Instances(et, req.TypicalObjects, pl.count)
 	return pl, nil
 }
@@ -430,7 +435,7 @@ func (r *sampleRun) call(ctx context.Context, p sample.Params) (sample.Answer, c
 	var last error
 	for attempt := 1; attempt <= sample.MaxRetries; attempt++ {
 		resp, err := r.s.Enrich.generate(ctx, r.calls, m, ports.LLMRequest{Model: m.Key, Messages: msgs, Schema: schema,
-			SchemaName: "sample", ResponseSchema: true, Task: ports.TaskSampleGeneration, WebSearch: r.pl.req.EnableWebSearch})
+			SchemaName: "sample", ResponseSchema: true, Task: ports.TaskSampleGeneration, WebSearch: r.pl.search})
 		if err == nil {
 			c := m.Price.CallCost(resp.InputTokens, resp.OutputTokens, resp.Searches)
 			u.in, u.out, u.cost = u.in+resp.InputTokens, u.out+resp.OutputTokens, u.cost+c

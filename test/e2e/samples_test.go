@@ -262,7 +262,6 @@ func TestSampleGenerationSync(t *testing.T) {
 				{obj{"entity_type": "company", "naming_convention": "kebab"}, "naming_convention", ""},
 				{obj{"entity_type": "company", "sample_count": 1, "typical_objects": []string{"a", "b"}}, "typical_objects", ""},
 				{obj{"entity_type": "company", "enable_web_search": true}, "", "no_capable_default_model"}, // no sandbox model searches
-				{obj{"entity_type": "company", "enable_web_search": true, "model": "sandbox::echo"}, "", "model_lacks_capability"},
 				{obj{"entity_type": "company", "attachment_ids": []string{"a1"}}, "attachment_ids", "not_supported_yet"},
 				{obj{"entity_type": "company", "model": "nope::nothing"}, "model", "invalid_model"},
 			} {

@@ -156,7 +156,8 @@ func testWebSearch(t *testing.T, dsn string) {
 		// A sample answer the service accepts: the fake's default one does
 		// not know the samples' rules (no questions on sync).
 		fake.SetResponder(func(req fakeopenai.ChatRequest) (string, int) {
-			if req.TextFormat["name"] == "sample" {
+			chatSchema, _ := req.ResponseFormat["json_schema"].(map[string]any)
+			if req.TextFormat["name"] == "sample" || chatSchema["name"] == "sample" {
 				return `{"sample":{"name":"Acme Corp","industry":"retail"},"questions":[]}`, 0
 			}
 			return fakeopenai.DefaultAnswer(req), 0
@@ -175,10 +176,18 @@ func testWebSearch(t *testing.T, dsn string) {
 			is.Equal(r.API, "responses")
 			is.True(r.WebSearch())
 		}
-		var e struct{ Code string }
+		// A named model that cannot search: the flag is ignored (WIRE.md), the
+		// sample comes from chat completions.
+		before = fake.Requests()
 		is.Equal(s.call("POST", "/api/schema/sample/generate/sync", ten.key, obj{"entity_type": "company", "sample_count": 1,
-			"model": "paid::gpt-4.1-nano", "enable_web_search": true}, &e), 400)
-		is.Equal(e.Code, "model_lacks_capability")
+			"model": "paid::gpt-4.1-nano", "enable_web_search": true}, &out), 200)
+		is.Equal(len(out.Samples), 1)
+		reqs = fake.AllRequests()[before:]
+		is.True(len(reqs) > 0)
+		for _, r := range reqs {
+			is.Equal(r.API, "chat")
+			is.True(!r.WebSearch())
+		}
 	})
 
 	t.Run("auto and the options' previews pick a model that can search", func(t *testing.T) {
