@@ -343,6 +343,36 @@ func RunProviderKeyStoreConcurrency(t *testing.T, newStores func(t *testing.T) [
 			is.Equal(got, want) // every key exactly once
 		})
 	}
+	t.Run("a key another instance takes out of rotation is not picked", func(t *testing.T) {
+		// The first instance has just read the candidates (a store may
+		// keep them briefly); the second disables one key, refuses another
+		// and sets a third's expiry in the past (a change that leaves its
+		// version alone); the first's next picks return none of them.
+		is := is.New(t)
+		stores := newStores(t)
+		a, b := stores[0], stores[len(stores)-1]
+		org, p := newID("org"), newID("p")
+		var keys []*rotation.Key
+		for i := range 4 {
+			k := newProviderKey(org, p, i)
+			is.NoErr(a.CreateProviderKey(ctx, k))
+			keys = append(keys, k)
+		}
+		_, err := a.PickProviderKey(ctx, org, rotation.Request{Provider: p, Now: time.Now().UTC()})
+		is.NoErr(err)
+		_, err = b.UpdateProviderKey(ctx, org, keys[1].ID, func(k *rotation.Key) error { k.SetEnabled(false); return nil })
+		is.NoErr(err)
+		_, err = b.UpdateProviderKey(ctx, org, keys[2].ID, func(k *rotation.Key) error { k.Refused(); return nil })
+		is.NoErr(err)
+		past := time.Now().UTC().Add(-time.Minute)
+		_, err = b.UpdateProviderKey(ctx, org, keys[3].ID, func(k *rotation.Key) error { k.ExpiresAt = &past; return nil })
+		is.NoErr(err)
+		for range 4 {
+			pk, err := a.PickProviderKey(ctx, org, rotation.Request{Provider: p, Now: time.Now().UTC()})
+			is.NoErr(err)
+			is.Equal(pk.Key.ID, keys[0].ID) // the only key left in rotation
+		}
+	})
 	t.Run("more pickers than keys share them", func(t *testing.T) {
 		is := is.New(t)
 		stores := newStores(t)
