@@ -98,12 +98,9 @@ func toNewOrgProvider(in api.ProviderCreate) app.NewOrgProvider {
 // keeps the key, a string replaces it, null (or "") removes it.
 func toOrgProviderChange(in api.ProviderUpdate) app.OrgProviderChange {
 	ch := app.OrgProviderChange{Name: in.Name, BaseURL: in.BaseUrl, Enabled: in.IsEnabled}
-	if in.ApiKey.IsSpecified() {
-		ch.SetKey = true
-		if !in.ApiKey.IsNull() {
-			ch.APIKey = in.ApiKey.MustGet()
-		}
-	}
+	var key *string
+	ch.SetKey, key = specified(in.ApiKey)
+	ch.APIKey = deref(key)
 	return ch
 }
 
@@ -242,26 +239,23 @@ func toOrgModelChange(in api.ModelUpdate) app.OrgModelChange {
 		StrictOutput: in.SupportsStrictStructuredOutput, Vision: in.SupportsVision, PDFInput: in.SupportsPdfInput,
 		Reasoning: in.SupportsReasoning, ToolCalls: in.SupportsToolCalls, AudioInput: in.SupportsAudioInput,
 		VideoInput: in.SupportsVideoInput}}
-	if in.ContextLength.IsSpecified() {
-		n := 0 // null: unknown
-		if !in.ContextLength.IsNull() {
-			n = in.ContextLength.MustGet()
-		}
-		ch.ContextLength = &n
+	if set, n := specified(in.ContextLength); set {
+		known := deref(n) // null: unknown (0)
+		ch.ContextLength = &known
 	}
 	ch.SetInputPrice, ch.InputPrice = specified(in.InputPrice)
 	ch.SetOutputPrice, ch.OutputPrice = specified(in.OutputPrice)
 	return ch
 }
 
-// specified reads a tri-state number: whether it was given, and its value
+// specified reads a tri-state field: whether it was given, and its value
 // (nil for null).
-func specified(v nullable.Nullable[float64]) (bool, *float64) {
+func specified[T any](v nullable.Nullable[T]) (bool, *T) {
 	if !v.IsSpecified() || v.IsNull() {
 		return v.IsSpecified(), nil
 	}
-	f := v.MustGet()
-	return true, &f
+	x := v.MustGet()
+	return true, &x
 }
 
 func (s *Server) deleteOrgProviderModel(w http.ResponseWriter, r *http.Request) {

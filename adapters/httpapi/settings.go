@@ -35,12 +35,8 @@ func toModelDefaultsChange(in api.ModelDefaultsChange) map[string]*string {
 	out := map[string]*string{}
 	for task, v := range map[string]nullable.Nullable[string]{modelsel.TaskEnrichment: in.Enrichment,
 		modelsel.TaskSchemaGeneration: in.SchemaGeneration, modelsel.TaskSampleGeneration: in.SampleGeneration} {
-		switch {
-		case v.IsNull():
-			out[task] = nil
-		case v.IsSpecified():
-			k := v.MustGet()
-			out[task] = &k
+		if set, key := specified(v); set {
+			out[task] = key
 		}
 	}
 	return out
