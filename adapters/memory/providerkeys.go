@@ -6,7 +6,6 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/entityenrich/enrich/domain/rotation"
 	"github.com/entityenrich/enrich/ports"
@@ -162,7 +161,7 @@ func (s *ProviderKeyStore) UpdateProviderKey(_ context.Context, orgID, id string
 	}
 	// Identity does not change.
 	c.ID, c.OrgID, c.Provider, c.CreatedAt = old.ID, old.OrgID, old.Provider, old.CreatedAt
-	keepUse := c.Uses == old.Uses && samePtrTime(c.LastUsedAt, old.LastUsedAt)
+	keepUse := c.Uses == old.Uses && sameTimePtr(c.LastUsedAt, old.LastUsedAt)
 	for !sl.key.CompareAndSwap(old, c) {
 		// A pick got in: keep its use unless fn set the use itself.
 		old = sl.key.Load()
@@ -171,13 +170,6 @@ func (s *ProviderKeyStore) UpdateProviderKey(_ context.Context, orgID, id string
 		}
 	}
 	return cloneProviderKey(c), nil
-}
-
-func samePtrTime(a, b *time.Time) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return a.Equal(*b)
 }
 
 // DeleteProviderKey removes the key if it is orgID's.
