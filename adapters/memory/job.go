@@ -183,7 +183,7 @@ func (l *EventLog) Append(_ context.Context, events []job.Event) error {
 		seen[k] = true
 		se := storedEvent{seq: e.Seq, typ: e.Type, createdAt: ts(e.CreatedAt)}
 		if e.Data != nil {
-			b, err := json.Marshal(e.Data)
+			b, err := job.MarshalData(e.Data)
 			if err != nil {
 				return fmt.Errorf("memory: append event %s/%d: %w", e.JobID, e.Seq, err)
 			}

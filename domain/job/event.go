@@ -1,7 +1,6 @@
 package job
 
 import (
-	"encoding/json"
 	"time"
 )
 
@@ -58,7 +57,7 @@ func (e Event) MarshalJSON() ([]byte, error) {
 	}
 	m["event"] = string(e.Type)
 	m["job_id"] = e.JobID
-	return json.Marshal(m)
+	return MarshalData(m)
 }
 
 // Draft is an event before the log gives it its number.

@@ -114,20 +114,16 @@ func (t *Tracker) Stamp(d Draft) Draft {
 		}
 		return s
 	}
-	running := append([]string{}, t.running...)
-	block := map[string]any{
-		"job_type": t.jobType.WireType(), "status": string(t.status), "is_paused": t.status == Paused,
-		"total_models": t.total, "completed_models": t.completed, "running_models": running,
-		"current_model": nullable(t.current), "current_attempt": t.attempt, "max_attempts": t.max,
-		"last_error_summary": nullable(t.lastError), "total_entities": nil, "completed_entities": t.doneEntities,
-		"failed_entities": t.failedEntities, "skipped_entities": t.skippedEntities,
-	}
+	// One map: the common block, then the event's own fields over it.
+	out := make(map[string]any, len(d.Data)+16)
+	out["job_type"], out["status"], out["is_paused"] = t.jobType.WireType(), string(t.status), t.status == Paused
+	out["total_models"], out["completed_models"] = t.total, t.completed
+	out["running_models"] = append([]string{}, t.running...)
+	out["current_model"], out["current_attempt"], out["max_attempts"] = nullable(t.current), t.attempt, t.max
+	out["last_error_summary"], out["total_entities"], out["completed_entities"] = nullable(t.lastError), nil, t.doneEntities
+	out["failed_entities"], out["skipped_entities"] = t.failedEntities, t.skippedEntities
 	if t.totalEntities >= 0 {
-		block["total_entities"] = t.totalEntities
-	}
-	out := make(map[string]any, len(d.Data)+len(block))
-	for k, v := range block {
-		out[k] = v
+		out["total_entities"] = t.totalEntities
 	}
 	for k, v := range d.Data {
 		out[k] = v

@@ -1,0 +1,113 @@
+package job
+
+import (
+	"encoding/json"
+	"math"
+	"slices"
+	"strconv"
+)
+
+// MarshalData returns an event's data exactly as json.Marshal writes it
+// (keys sorted, HTML characters escaped), without encoding/json's
+// reflection for the types events are built of: strings, booleans, ints,
+// float64, nil, []string, []any and map[string]any, at any depth. Any
+// other value, and any string or number that needs escaping or an
+// exponent, is written by json.Marshal itself. Every event is written
+// through it on each store and each SSE line, so its cost is paid per
+// event; TestMarshalData and FuzzMarshalData hold it to json.Marshal's
+// bytes.
+func MarshalData(m map[string]any) ([]byte, error) {
+	return appendJSON(make([]byte, 0, 64*len(m)+2), m)
+}
+
+func appendJSON(b []byte, v any) ([]byte, error) {
+	switch x := v.(type) {
+	case nil:
+		return append(b, "null"...), nil
+	case string:
+		return appendString(b, x)
+	case bool:
+		return strconv.AppendBool(b, x), nil
+	case int:
+		return strconv.AppendInt(b, int64(x), 10), nil
+	case int64:
+		return strconv.AppendInt(b, x, 10), nil
+	case float64:
+		// encoding/json writes %f between 1e-6 and 1e21 (and for 0);
+		// anything else (exponents, NaN, infinities) goes to it.
+		if a := math.Abs(x); a == 0 || (a >= 1e-6 && a < 1e21) {
+			return strconv.AppendFloat(b, x, 'f', -1, 64), nil
+		}
+	case map[string]any:
+		if x == nil {
+			return append(b, "null"...), nil
+		}
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		b = append(b, '{')
+		var err error
+		for i, k := range keys {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			if b, err = appendString(b, k); err != nil {
+				return nil, err
+			}
+			b = append(b, ':')
+			if b, err = appendJSON(b, x[k]); err != nil {
+				return nil, err
+			}
+		}
+		return append(b, '}'), nil
+	case []any:
+		if x == nil {
+			return append(b, "null"...), nil
+		}
+		return appendList(b, x)
+	case []string:
+		if x == nil {
+			return append(b, "null"...), nil
+		}
+		return appendList(b, x)
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, out...), nil
+}
+
+func appendList[T any](b []byte, items []T) ([]byte, error) {
+	b = append(b, '[')
+	var err error
+	for i, it := range items {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if b, err = appendJSON(b, it); err != nil {
+			return nil, err
+		}
+	}
+	return append(b, ']'), nil
+}
+
+// appendString writes s quoted; a string with anything json.Marshal
+// escapes (quotes, backslashes, control characters, <, >, &, non-ASCII
+// for its checks of UTF-8 and U+2028/U+2029) is written by json.Marshal.
+func appendString(b []byte, s string) ([]byte, error) {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			out, err := json.Marshal(s)
+			if err != nil {
+				return nil, err
+			}
+			return append(b, out...), nil
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"'), nil
+}

@@ -1,0 +1,85 @@
+package job_test
+
+import (
+	"encoding/json"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+
+	"github.com/entityenrich/enrich/domain/job"
+)
+
+// sameAsJSON fails unless MarshalData writes m exactly as json.Marshal does,
+// error included.
+func sameAsJSON(t *testing.T, m map[string]any) {
+	t.Helper()
+	want, wantErr := json.Marshal(m)
+	got, err := job.MarshalData(m)
+	if (err != nil) != (wantErr != nil) {
+		t.Fatalf("MarshalData(%#v): error %v, json.Marshal: %v", m, err, wantErr)
+	}
+	if string(got) != string(want) {
+		t.Fatalf("MarshalData(%#v):\n got %s\nwant %s", m, got, want)
+	}
+}
+
+func TestMarshalData(t *testing.T) {
+	var nilMap map[string]any
+	var nilList []any
+	var nilStrings []string
+	cases := []struct {
+		name string
+		m    map[string]any
+	}{
+		{"empty", map[string]any{}},
+		{"nil map", nilMap},
+		{"scalars", map[string]any{"s": "plain", "t": true, "f": false, "n": nil, "i": 42, "i64": int64(-7), "zero": 0}},
+		{"sorted keys", map[string]any{"b": 1, "a": 2, "B": 3, "é": 4, "": 5, "a<b": 6}},
+		{"escapes", map[string]any{"q": `say "hi"`, "bs": `a\b`, "html": "<a href='x'>&</a>", "ctl": "tab\tnl\ncr\r\x01\b\f"}},
+		{"unicode", map[string]any{"u": "Zürich – 東京", "sep": "a\u2028b\u2029c", "bad": "\xff\xfe", "lone": string([]byte{0xed, 0xa0, 0x80})}},
+		{"floats", map[string]any{"a": 0.1, "b": 1.5e-7, "c": 1e21, "d": 123456789.125, "e": -0.0, "f": 3.0, "g": 1e-6, "h": 9.99e20, "i": math.SmallestNonzeroFloat64, "j": math.MaxFloat64}},
+		{"float32 and other ints", map[string]any{"f32": float32(0.1), "i32": int32(5), "u": uint(9), "u8": uint8(200)}},
+		{"nested", map[string]any{"m": map[string]any{"z": []any{1, "x", nil, map[string]any{"k": []string{"a", "<b>"}}}, "a": nilList, "s": nilStrings}}},
+		{"typed values", map[string]any{"code": job.CodeInternal, "at": time.Date(2026, 11, 26, 10, 0, 0, 5, time.UTC), "raw": json.RawMessage(`{"b": 1, "a":"<"}`), "state": job.Running}},
+		{"nested typed", map[string]any{"list": []any{job.Completed, map[string]int{"b": 1, "a": 2}}, "bytes": []byte("hi")}},
+		{"unsupported", map[string]any{"ch": make(chan int)}},
+		{"nan", map[string]any{"x": math.NaN()}},
+		{"inf in list", map[string]any{"x": []any{1.0, math.Inf(-1)}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) { sameAsJSON(t, c.m) })
+	}
+}
+
+// Every event payload is written the same way by both.
+func TestMarshalDataPayloads(t *testing.T) {
+	is := is.New(t)
+	payloads := []job.Payload{
+		job.ModelStarted{Model: "p::m", Strategy: "single_pass", Expertises: 2},
+		job.ExpertiseCompleted{Model: "p::m", Key: "k", Name: "<Name>", Completed: 1, Total: 2, Success: true,
+			PartialResult: map[string]any{"a": 1.25, "b": []any{"x"}}, InputTokens: 10, OutputTokens: 3, Cost: 167, KeySource: "global"},
+		job.ModelCompleted{Model: "p::m", Success: true, Result: map[string]any{"name": "Acme & Co"}, RecordID: "r1", Cost: 1234567},
+	}
+	for _, p := range payloads {
+		want, err := json.Marshal(p.Fields())
+		is.NoErr(err)
+		got, err := job.MarshalData(p.Fields())
+		is.NoErr(err)
+		is.Equal(string(got), string(want))
+	}
+}
+
+// FuzzMarshalData: any JSON document, decoded, and any string and number,
+// are written exactly as json.Marshal writes them.
+func FuzzMarshalData(f *testing.F) {
+	for _, s := range []string{`{"a":1}`, `{"b":[1,"x",null,{"c":true}]}`, `{"f":1e-7,"g":12345678901234567890123}`, `"<&>"`, `"\u2028"`, `0.000001`, `[]`} {
+		f.Add([]byte(s), "s\x00\xff<", 1.5, int64(-3))
+	}
+	f.Fuzz(func(t *testing.T, doc []byte, s string, x float64, n int64) {
+		var v any
+		_ = json.Unmarshal(doc, &v)
+		sameAsJSON(t, map[string]any{"doc": v, "s": s, "x": x, "n": n, "list": []any{s, x, n, v}, s: []string{s}})
+	})
+}
