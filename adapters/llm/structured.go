@@ -68,18 +68,38 @@ func (t formatTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	var doc map[string]json.RawMessage
-	if err := json.Unmarshal(body, &doc); err != nil {
-		return nil, err
-	}
-	doc["response_format"] = rf
-	if body, err = json.Marshal(doc); err != nil {
+	if body, err = setResponseFormat(body, rf); err != nil {
 		return nil, err
 	}
 	out := req.Clone(req.Context())
 	out.Body, out.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 	out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	return t.base.RoundTrip(out)
+}
+
+// setResponseFormat returns the chat request body with response_format set
+// to rf. The client's body has none (it is never given one), so rf is
+// added before the closing brace without decoding the body; "response_format":
+// with its quotes can only be a key, since a string escapes its quotes.
+// A body that has one, or is not an object with members, is decoded.
+func setResponseFormat(body []byte, rf json.RawMessage) ([]byte, error) {
+	const space = " \t\r\n"
+	trimmed := bytes.TrimRight(body, space)
+	inner := bytes.TrimRight(bytes.TrimSuffix(trimmed, []byte("}")), space)
+	if len(inner) > 1 && inner[0] == '{' && inner[len(inner)-1] != '{' && len(inner) < len(trimmed) && json.Valid(rf) &&
+		!bytes.Contains(trimmed, []byte(`"response_format":`)) {
+		out := make([]byte, 0, len(inner)+len(rf)+20)
+		out = append(out, inner...)
+		out = append(out, `,"response_format":`...)
+		out = append(out, rf...)
+		return append(out, '}'), nil
+	}
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(body, &doc); err != nil {
+		return nil, err
+	}
+	doc["response_format"] = rf
+	return json.Marshal(doc)
 }
 
 // withFormat carries a call's response format (nil: none) in ctx.
