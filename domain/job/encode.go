@@ -10,9 +10,9 @@ import (
 // MarshalData returns an event's data exactly as json.Marshal writes it
 // (keys sorted, HTML characters escaped), without encoding/json's
 // reflection for the types events are built of: strings, booleans, ints,
-// float64, nil, []string, []any and map[string]any, at any depth. Any
-// other value, and any string or number that needs escaping or an
-// exponent, is written by json.Marshal itself. Every event is written
+// float64, nil, []string, []any, map[string]any and []map[string]any, at
+// any depth. Any other value, and any string or number that needs
+// escaping or an exponent, is written by json.Marshal itself. Every event is written
 // through it on each store and each SSE line, so its cost is paid per
 // event; TestMarshalData and FuzzMarshalData hold it to json.Marshal's
 // bytes.
@@ -68,6 +68,11 @@ func appendJSON(b []byte, v any) ([]byte, error) {
 		}
 		return appendList(b, x)
 	case []string:
+		if x == nil {
+			return append(b, "null"...), nil
+		}
+		return appendList(b, x)
+	case []map[string]any:
 		if x == nil {
 			return append(b, "null"...), nil
 		}

@@ -41,6 +41,7 @@ func TestMarshalData(t *testing.T) {
 		{"unicode", map[string]any{"u": "Zürich – 東京", "sep": "a\u2028b\u2029c", "bad": "\xff\xfe", "lone": string([]byte{0xed, 0xa0, 0x80})}},
 		{"floats", map[string]any{"a": 0.1, "b": 1.5e-7, "c": 1e21, "d": 123456789.125, "e": -0.0, "f": 3.0, "g": 1e-6, "h": 9.99e20, "i": math.SmallestNonzeroFloat64, "j": math.MaxFloat64}},
 		{"float32 and other ints", map[string]any{"f32": float32(0.1), "i32": int32(5), "u": uint(9), "u8": uint8(200)}},
+		{"breakdown", map[string]any{"b": []map[string]any{{"k": 1}, nil}, "none": []map[string]any(nil)}},
 		{"nested", map[string]any{"m": map[string]any{"z": []any{1, "x", nil, map[string]any{"k": []string{"a", "<b>"}}}, "a": nilList, "s": nilStrings}}},
 		{"typed values", map[string]any{"code": job.CodeInternal, "at": time.Date(2026, 11, 26, 10, 0, 0, 5, time.UTC), "raw": json.RawMessage(`{"b": 1, "a":"<"}`), "state": job.Running}},
 		{"nested typed", map[string]any{"list": []any{job.Completed, map[string]int{"b": 1, "a": 2}}, "bytes": []byte("hi")}},
