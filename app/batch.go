@@ -273,7 +273,8 @@ func (s *EnrichmentService) priorBatch(bp *batchPlan, jobID string, prior []job.
 				rep.records = append(rep.records, &enrichment.Record{ID: r.RecordID, OrgID: bp.pl.usage.orgID,
 					Type: enrichment.RecordEnrichment, SchemaID: bp.pl.schema.ID, JobID: jobID, Model: r.Model,
 					Strategy: enrichment.Strategy(r.Strategy), EntityData: bp.req.Entities[i], StructuredOutput: out, Cost: r.Cost,
-					InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, Sandbox: r.Sandbox, CreatedAt: ev.CreatedAt})
+					InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, WebSearchCalls: r.WebSearchCalls, Sandbox: r.Sandbox,
+					CreatedAt: ev.CreatedAt})
 				rep.recordIDs = append(rep.recordIDs, r.RecordID)
 			}
 			if len(rep.recordIDs) > 0 {
@@ -446,7 +447,8 @@ func (s *EnrichmentService) batchEntity(ctx context.Context, w *Work, bp *batchP
 		ProcessingMS: time.Since(t0).Milliseconds()}
 	for _, o := range eo.outs {
 		res := job.EntityResult{Model: o.info.Key.String(), Success: o.err == nil, Cost: o.cost, CostUSD: model.USD(o.cost),
-			InputTokens: o.inTokens, OutputTokens: o.outTokens, Strategy: string(pl.choice.Strategy), Sandbox: o.info.Sandbox}
+			InputTokens: o.inTokens, OutputTokens: o.outTokens, Strategy: string(pl.choice.Strategy), Sandbox: o.info.Sandbox,
+			WebSearchCalls: o.searches}
 		if o.err == nil {
 			res.Result, res.RecordID = o.result, o.record.ID
 		} else {

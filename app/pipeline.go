@@ -30,8 +30,10 @@ type outcome struct {
 	cost      int64
 	inTokens  int
 	outTokens int
-	code      job.ErrorCode
-	err       error
+	// searches are the web-search tool calls of the model's parts.
+	searches int
+	code     job.ErrorCode
+	err      error
 }
 
 // done is an expertise call that an earlier worker completed (from the
@@ -39,6 +41,7 @@ type outcome struct {
 type done struct {
 	out      map[string]any
 	in, outT int
+	searches int
 	cost     int64
 }
 
@@ -60,7 +63,8 @@ func readPrior(prior []job.Event) resumeState {
 		case job.EventExpertiseCompleted:
 			p, err := job.ReadExpertiseCompleted(ev.Data)
 			if err == nil && p.Success && p.PartialResult != nil {
-				rs.calls[p.Model+"/"+p.Key] = done{out: p.PartialResult, in: p.InputTokens, outT: p.OutputTokens, cost: p.Cost}
+				rs.calls[p.Model+"/"+p.Key] = done{out: p.PartialResult, in: p.InputTokens, outT: p.OutputTokens,
+					searches: p.WebSearchCalls, cost: p.Cost}
 			}
 		}
 	}
@@ -265,6 +269,7 @@ func (s *EnrichmentService) runModel(ctx context.Context, er *entityRun, m model
 	type part struct {
 		out      map[string]any
 		in, outT int
+		searches int
 		cost     int64
 		code     job.ErrorCode
 		err      error
@@ -280,7 +285,7 @@ func (s *EnrichmentService) runModel(ctx context.Context, er *entityRun, m model
 	var wg sync.WaitGroup
 	for i, c := range pl.calls {
 		if d, ok := rs.calls[key+"/"+c.domain.Key]; ok {
-			parts[i] = part{out: d.out, in: d.in, outT: d.outT, cost: d.cost}
+			parts[i] = part{out: d.out, in: d.in, outT: d.outT, searches: d.searches, cost: d.cost}
 			completed++
 			continue
 		}
@@ -299,7 +304,7 @@ func (s *EnrichmentService) runModel(ctx context.Context, er *entityRun, m model
 			out, tokens, code, err := s.callWithRetries(ctx, er, m, c)
 			in, outT := tokens.in, tokens.out
 			cost := m.Price.CallCost(in, outT, tokens.searches)
-			parts[i] = part{out, in, outT, cost, code, err}
+			parts[i] = part{out, in, outT, tokens.searches, cost, code, err}
 			mu.Lock()
 			completed++
 			n := completed
@@ -309,7 +314,7 @@ func (s *EnrichmentService) runModel(ctx context.Context, er *entityRun, m model
 			}
 			done := job.ExpertiseCompleted{Model: key, Key: c.domain.Key, Name: c.domain.Name, Completed: n, Total: len(pl.calls),
 				Success: err == nil, PartialResult: out, InputTokens: in, OutputTokens: outT, Cost: cost,
-				ProcessingMS: time.Since(t0).Milliseconds()}
+				ProcessingMS: time.Since(t0).Milliseconds(), WebSearchCalls: tokens.searches}
 			if c := pl.keys[m.Key.Provider].current(); c != nil {
 				done.KeySource = string(c.Source)
 			}
@@ -328,6 +333,7 @@ func (s *EnrichmentService) runModel(ctx context.Context, er *entityRun, m model
 		o.cost += p.cost
 		o.inTokens += p.in
 		o.outTokens += p.outT
+		o.searches += p.searches
 		breakdown = append(breakdown, job.Breakdown{Key: pl.calls[i].domain.Key, Name: pl.calls[i].domain.Name,
 			Success: p.err == nil, Tokens: p.in + p.outT, Cost: p.cost})
 		if p.err != nil && o.err == nil {
@@ -383,7 +389,8 @@ func (s *EnrichmentService) finish(er *entityRun, m model.Info, parts []map[stri
 	out, _ := json.Marshal(merged)
 	o.record = &enrichment.Record{ID: recordID(er.recKey, m.Key), OrgID: pl.usage.orgID, Type: enrichment.RecordEnrichment, SchemaID: pl.schema.ID,
 		JobID: er.jobID, Model: m.Key.String(), Strategy: pl.choice.Strategy, EntityData: er.entity, StructuredOutput: out,
-		Cost: o.cost, InputTokens: o.inTokens, OutputTokens: o.outTokens, Sandbox: m.Sandbox, CreatedAt: s.Clock.Now()}
+		Cost: o.cost, InputTokens: o.inTokens, OutputTokens: o.outTokens, WebSearchCalls: o.searches, Sandbox: m.Sandbox,
+		CreatedAt: s.Clock.Now()}
 	return merged, nil
 }
 

@@ -172,7 +172,7 @@ func toRecordSummary(rc *enrichment.Record) api.RecordSummary {
 	out := api.RecordSummary{Id: rc.ID, Type: api.RecordSummaryType(rc.Type), SchemaId: rc.SchemaID, JobId: rc.JobID,
 		Model: rc.Model, ModelCompositeKey: rc.Model, ModelName: rc.Model, Strategy: string(rc.Strategy),
 		Cost: int(rc.Cost), CostUsd: model.USD(rc.Cost), InputTokens: rc.InputTokens, OutputTokens: rc.OutputTokens,
-		Success: true, Sandbox: rc.Sandbox, CreatedAt: rc.CreatedAt, IsDeleted: rc.DeletedAt != nil, DeletedAt: rc.DeletedAt}
+		WebSearchCalls: rc.WebSearchCalls, Success: true, Sandbox: rc.Sandbox, CreatedAt: rc.CreatedAt, IsDeleted: rc.DeletedAt != nil, DeletedAt: rc.DeletedAt}
 	if rc.SchemaID != "" {
 		out.SavedSchemaId = &rc.SchemaID
 	}

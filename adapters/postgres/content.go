@@ -210,6 +210,7 @@ type recordRow struct {
 	Cost             int64           `bun:"cost,notnull"`
 	InputTokens      int             `bun:"input_tokens,notnull"`
 	OutputTokens     int             `bun:"output_tokens,notnull"`
+	WebSearchCalls   int             `bun:"web_search_calls,notnull"`
 	Sandbox          bool            `bun:"sandbox,notnull"`
 	CreatedAt        time.Time       `bun:"created_at,notnull"`
 	DeletedAt        *time.Time      `bun:"deleted_at"`
@@ -221,7 +222,7 @@ func (r *recordRow) record() *enrichment.Record {
 	return &enrichment.Record{ID: r.ID, OrgID: r.OrgID, Type: enrichment.RecordType(r.Type), SchemaID: r.SchemaID,
 		JobID: r.JobID, Model: r.Model, Strategy: enrichment.Strategy(r.Strategy), EntityData: jsonOrNil(r.EntityData),
 		StructuredOutput: jsonOrNil(r.StructuredOutput), Cost: r.Cost, InputTokens: r.InputTokens,
-		OutputTokens: r.OutputTokens, Sandbox: r.Sandbox, CreatedAt: utc(r.CreatedAt), DeletedAt: utcPtr(r.DeletedAt),
+		OutputTokens: r.OutputTokens, WebSearchCalls: r.WebSearchCalls, Sandbox: r.Sandbox, CreatedAt: utc(r.CreatedAt), DeletedAt: utcPtr(r.DeletedAt),
 		Fusion: fusionOf(r.Fusion)}
 }
 
@@ -248,7 +249,7 @@ func recordToRow(rec *enrichment.Record) recordRow {
 	return recordRow{ID: rec.ID, OrgID: rec.OrgID, Type: string(rec.Type), SchemaID: rec.SchemaID, JobID: rec.JobID,
 		Model: rec.Model, Strategy: string(rec.Strategy), EntityData: jsonOrNil(rec.EntityData),
 		StructuredOutput: jsonOrNil(rec.StructuredOutput), Cost: rec.Cost, InputTokens: rec.InputTokens,
-		OutputTokens: rec.OutputTokens, Sandbox: rec.Sandbox, CreatedAt: utc(rec.CreatedAt), DeletedAt: utcPtr(rec.DeletedAt),
+		OutputTokens: rec.OutputTokens, WebSearchCalls: rec.WebSearchCalls, Sandbox: rec.Sandbox, CreatedAt: utc(rec.CreatedAt), DeletedAt: utcPtr(rec.DeletedAt),
 		Fusion: fusionJSON(rec.Fusion)}
 }
 

@@ -40,6 +40,9 @@ type Record struct {
 	Cost         int64
 	InputTokens  int
 	OutputTokens int
+	// WebSearchCalls counts the provider's web-search tool calls across
+	// the record's prompts (each is billed on top of the tokens).
+	WebSearchCalls int
 	// Sandbox marks records produced by the built-in sandbox provider.
 	Sandbox   bool
 	CreatedAt time.Time

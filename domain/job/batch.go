@@ -109,6 +109,9 @@ type EntityResult struct {
 	Sandbox      bool           `json:"sandbox"`
 	ErrorMessage string         `json:"error_message,omitempty"`
 	ErrorCode    string         `json:"error_code,omitempty"`
+	// WebSearchCalls is written only when there were some (a resumed
+	// batch stores the record with it).
+	WebSearchCalls int `json:"web_search_calls,omitempty"`
 }
 
 // EntityCompleted closes one entity of a batch: success when at least one
@@ -134,6 +137,9 @@ func (p EntityCompleted) Fields() map[string]any {
 			"processing_time_ms": r.ProcessingMS, "strategy": r.Strategy, "sandbox": r.Sandbox}
 		if r.RecordID != "" {
 			m["record_id"] = r.RecordID
+		}
+		if r.WebSearchCalls > 0 {
+			m["web_search_calls"] = r.WebSearchCalls
 		}
 		if !r.Success {
 			m["error_message"], m["error_code"] = r.ErrorMessage, r.ErrorCode

@@ -100,6 +100,10 @@ type ExpertiseCompleted struct {
 	// KeySource is whose provider key paid: organization or global (empty
 	// for a provider that needs no key).
 	KeySource string
+	// WebSearchCalls counts the call's web-search tool calls; it is written
+	// only when there were some, so events without searches keep their
+	// earlier shape.
+	WebSearchCalls int
 }
 
 func (ExpertiseCompleted) EventType() EventType { return EventExpertiseCompleted }
@@ -110,6 +114,9 @@ func (p ExpertiseCompleted) Fields() map[string]any {
 		"output_tokens": p.OutputTokens, "cost": p.Cost, "cost_usd": model.USD(p.Cost), "processing_time_ms": p.ProcessingMS}
 	if p.KeySource != "" {
 		m["api_key_source"] = p.KeySource
+	}
+	if p.WebSearchCalls > 0 {
+		m["web_search_calls"] = p.WebSearchCalls
 	}
 	if !p.Success {
 		m["error_message"], m["error_code"] = p.ErrorMessage, string(p.ErrorCode)

@@ -26,18 +26,19 @@ type usage struct {
 }
 
 // ReadExpertiseCompleted reads an expertise_completed event: model, key,
-// success, partial result and usage.
+// success, partial result, usage and web searches (absent: none).
 func ReadExpertiseCompleted(data map[string]any) (ExpertiseCompleted, error) {
 	var d struct {
 		usage
-		Model         string         `json:"model"`
-		Key           string         `json:"expertise_key"`
-		Success       bool           `json:"success"`
-		PartialResult map[string]any `json:"partial_result"`
+		Model          string         `json:"model"`
+		Key            string         `json:"expertise_key"`
+		Success        bool           `json:"success"`
+		PartialResult  map[string]any `json:"partial_result"`
+		WebSearchCalls int            `json:"web_search_calls"`
 	}
 	err := readData(data, &d)
 	return ExpertiseCompleted{Model: d.Model, Key: d.Key, Success: d.Success, PartialResult: d.PartialResult,
-		InputTokens: d.InputTokens, OutputTokens: d.OutputTokens, Cost: d.Cost}, err
+		InputTokens: d.InputTokens, OutputTokens: d.OutputTokens, Cost: d.Cost, WebSearchCalls: d.WebSearchCalls}, err
 }
 
 // ReadModelCompleted reads an enrichment's model_completed event (without

@@ -208,7 +208,7 @@ func newRecord(orgID string, n int) *enrichment.Record {
 		JobID: newID("job"), Model: "sandbox::echo", Strategy: enrichment.MultiExpertise,
 		EntityData:       json.RawMessage(`{"name": "Acme", "website": "https://acme.example", "tags": ["a", "b"]}`),
 		StructuredOutput: json.RawMessage(`{"name": "Acme", "founded": 1999, "revenue": 12.5, "headquarters": {"city": "Lyon"}}`),
-		Cost:             1234567, InputTokens: 321, OutputTokens: 123, Sandbox: true, CreatedAt: at(n)}
+		Cost:             1234567, InputTokens: 321, OutputTokens: 123, WebSearchCalls: 3, Sandbox: true, CreatedAt: at(n)}
 }
 
 func checkRecord(t *testing.T, got, want *enrichment.Record) {
@@ -226,6 +226,7 @@ func checkRecord(t *testing.T, got, want *enrichment.Record) {
 	is.Equal(got.Cost, want.Cost)
 	is.Equal(got.InputTokens, want.InputTokens)
 	is.Equal(got.OutputTokens, want.OutputTokens)
+	is.Equal(got.WebSearchCalls, want.WebSearchCalls)
 	is.Equal(got.Sandbox, want.Sandbox)
 	sameTime(t, "CreatedAt", got.CreatedAt, want.CreatedAt)
 }
@@ -259,6 +260,10 @@ func RunRecordStore(t *testing.T, newStore func(t *testing.T) ports.RecordStore)
 				got, err := s.GetRecord(ctx, r.OrgID, r.ID)
 				is.NoErr(err)
 				checkRecord(t, got, &want)
+				listed, err := s.ListRecords(ctx, r.OrgID, ports.RecordFilter{}, page.Request{Size: 10})
+				is.NoErr(err)
+				is.Equal(len(listed.Items), 1)
+				checkRecord(t, listed.Items[0], &want)
 			}
 		}},
 		{"unknown id and another organization's record are not found", func(t *testing.T, s ports.RecordStore) {

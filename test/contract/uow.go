@@ -458,8 +458,9 @@ func RunUnitOfWork(t *testing.T, newUoW func(t *testing.T) UnitOfWorkFixture) {
 			is.Equal(got.Attempt, 2)         // the fence stays
 			is.Equal(got.Owner, e.job.Owner) // only the end is written
 			is.Equal(string(got.Request), `{"ask": "it"}`)
-			_, err = f.Repos.Records.GetRecord(ctx, e.rec.OrgID, e.rec.ID)
+			rec, err := f.Repos.Records.GetRecord(ctx, e.rec.OrgID, e.rec.ID)
 			is.NoErr(err)
+			checkRecord(t, rec, e.rec) // the batch insert maps every column, web searches included
 			is.Equal(storedSeqs(t, ctx, f.Repos, e.job.ID), []int64{1, 2, 3, 4})
 		}},
 		{"EndJob of a pause releases the lease and sets the deadline, fenced like any end", func(t *testing.T, f UnitOfWorkFixture) {

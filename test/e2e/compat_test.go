@@ -117,7 +117,8 @@ var (
 	wireRecord     = shape{"id": "string", "type": "string", "created_at": "string", "entity_id": "string?",
 		"model_composite_key": "string", "model_name": "string", "success": "boolean", "cost_usd": "number?",
 		"saved_schema_id": "string?", "job_id": "string?", "input_tokens": "number?", "output_tokens": "number?",
-		"strategy": "string?", "strategy_requested": "string?", "is_deleted": "boolean", "cancelled": "boolean"}
+		"strategy": "string?", "strategy_requested": "string?", "is_deleted": "boolean", "cancelled": "boolean",
+		"web_search_calls": "number?"}
 	wireRecordDetail = shape{"structured_output": "object", "entity_input_data": "object?", "validation_errors": "array"}
 	wireKeyCreated   = shape{"created_at": "string", "expires_at": "string?", "id": "string", "key": "string",
 		"key_prefix": "string", "name": "string", "role": "string?", "scopes": "array"}

@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"fmt"
 	"net/http"
 	"testing"
 
@@ -80,6 +81,7 @@ func testWebSearch(t *testing.T, dsn string) {
 			}
 		}
 		is.Equal(searched, len(find(evs, "expertise_completed"))) // every expertise call searched
+		searches := 0
 		for _, ev := range find(evs, "expertise_completed") {
 			is.Equal(ev.Data["api_key_source"], "organization")
 			is.True(ev.Data["input_tokens"].(float64) > 0)
@@ -88,14 +90,32 @@ func testWebSearch(t *testing.T, dsn string) {
 			in, out := int64(ev.Data["input_tokens"].(float64)), int64(ev.Data["output_tokens"].(float64))
 			tokens := (in*2_500_000 + out*10_000_000 + 999_999) / 1_000_000
 			is.Equal(int64(ev.Data["cost"].(float64)), tokens+10_000)
+			is.Equal(ev.Data["web_search_calls"], 1.0)
+			searches += int((int64(ev.Data["cost"].(float64)) - tokens) / 10_000)
 		}
+		is.Equal(searches, searched)
+		// The record says how many searches its prompts made.
+		webSearchCalls := func(recordID any) any {
+			t.Helper()
+			var rec obj
+			is.Equal(s.call("GET", fmt.Sprintf("/api/records/%v", recordID), ten.key, nil, &rec), 200)
+			return rec["web_search_calls"]
+		}
+		is.Equal(webSearchCalls(last(evs).Data["record_id"]), float64(searches))
 
-		// Without enable_web_search the same model takes chat completions.
-		_, reqs = run(ten, obj{"entity_data": obj{"name": "Acme"}, "schema_id": schemaID, "models": []string{"paid::gpt-4o"},
+		// Without enable_web_search the same model takes chat completions,
+		// and its record made no search.
+		evs, reqs = run(ten, obj{"entity_data": obj{"name": "Acme"}, "schema_id": schemaID, "models": []string{"paid::gpt-4o"},
 			"strategy": "multi_expertise"})
 		for _, r := range reqs {
 			is.Equal(r.API, "chat")
 		}
+		for _, ev := range find(evs, "expertise_completed") {
+			_, ok := ev.Data["web_search_calls"]
+			is.True(!ok) // absent, as before searches were counted
+		}
+		is.Equal(last(evs).Name, "completed")
+		is.Equal(webSearchCalls(last(evs).Data["record_id"]), 0.0)
 	})
 
 	t.Run("a refused key leaves rotation and a 429 moves on, searching", func(t *testing.T) {

@@ -2369,6 +2369,9 @@ type RecordSummary struct {
 	StrategyRequested any               `json:"strategy_requested"`
 	Success           bool              `json:"success"`
 	Type              RecordSummaryType `json:"type"`
+
+	// WebSearchCalls Web-search tool calls across the record's prompts; 0 without web search, and on a fused record (like its cost, only its own calls count: the arbitration, which does not search).
+	WebSearchCalls int `json:"web_search_calls"`
 }
 
 // RecordSummaryType defines model for RecordSummary.Type.

@@ -1,0 +1,1 @@
+ALTER TABLE records DROP COLUMN web_search_calls;
