@@ -18,7 +18,10 @@ func TestSetResponseFormat(t *testing.T) {
 		{"added", `{"model":"m","messages":[]}`, map[string]any{"model": "m", "messages": []any{}}},
 		{"trailing newline", "{\"model\":\"m\"}\n", map[string]any{"model": "m"}},
 		{"empty object", `{ }`, map[string]any{}},
-		{"replaced", `{"model":"m","response_format":{"type":"json_object"}}`, map[string]any{"model": "m"}},
+		{"JSON mode's replaced", `{"model":"m","response_format":{"type":"json_object"},"n":1}`, map[string]any{"model": "m", "n": 1.0}},
+		{"another format replaced", `{"model":"m","response_format":{"type":"text"}}`, map[string]any{"model": "m"}},
+		{"JSON mode's text in a string", `{"c":"\"response_format\":{\"type\":\"json_object\"}","response_format":{"type":"json_object"}}`,
+			map[string]any{"c": `"response_format":{"type":"json_object"}`}},
 		{"the key's text in a string", `{"content":"say \"response_format\": now"}`, map[string]any{"content": `say "response_format": now`}},
 		{"not an object", `[1]`, nil},
 		{"broken", `{"model":`, nil},
@@ -40,4 +43,14 @@ func TestSetResponseFormat(t *testing.T) {
 			is.Equal(got, c.want)
 		})
 	}
+}
+
+// The client's body is not re-encoded: JSON mode's format is replaced in
+// place, byte for byte around it.
+func TestSetResponseFormatInPlace(t *testing.T) {
+	is := is.New(t)
+	rf := json.RawMessage(`{"type":"json_schema"}`)
+	out, err := setResponseFormat([]byte(`{"model":"m","content":"<b>","response_format":{"type":"json_object"},"n":1}`), rf)
+	is.NoErr(err)
+	is.Equal(string(out), `{"model":"m","content":"<b>","response_format":{"type":"json_schema"},"n":1}`)
 }

@@ -78,21 +78,27 @@ func (t formatTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // setResponseFormat returns the chat request body with response_format set
-// to rf. The client's body has none (it is never given one), so rf is
-// added before the closing brace without decoding the body; "response_format":
-// with its quotes can only be a key, since a string escapes its quotes.
-// A body that has one, or is not an object with members, is decoded.
+// to rf, without decoding the body where it can: langchaingo writes
+// "response_format":{"type":"json_object"} (JSON mode), which is replaced,
+// and a body without the key gets rf before its closing brace. A key in
+// quotes followed by a colon cannot be inside a string, whose quotes are
+// escaped. Any other body is decoded and encoded again.
 func setResponseFormat(body []byte, rf json.RawMessage) ([]byte, error) {
-	const space = " \t\r\n"
-	trimmed := bytes.TrimRight(body, space)
-	inner := bytes.TrimRight(bytes.TrimSuffix(trimmed, []byte("}")), space)
-	if len(inner) > 1 && inner[0] == '{' && inner[len(inner)-1] != '{' && len(inner) < len(trimmed) && json.Valid(rf) &&
-		!bytes.Contains(trimmed, []byte(`"response_format":`)) {
-		out := make([]byte, 0, len(inner)+len(rf)+20)
-		out = append(out, inner...)
-		out = append(out, `,"response_format":`...)
-		out = append(out, rf...)
-		return append(out, '}'), nil
+	if json.Valid(rf) {
+		key := []byte(`"response_format":`)
+		if at := bytes.Index(body, jsonModeFormat); at >= 0 && bytes.Count(body, key) == 1 {
+			out := make([]byte, 0, len(body)+len(rf))
+			out = append(append(append(out, body[:at+len(key)]...), rf...), body[at+len(jsonModeFormat):]...)
+			return out, nil
+		}
+		const space = " \t\r\n"
+		trimmed := bytes.TrimRight(body, space)
+		inner := bytes.TrimRight(bytes.TrimSuffix(trimmed, []byte("}")), space)
+		if len(inner) > 1 && inner[0] == '{' && inner[len(inner)-1] != '{' && len(inner) < len(trimmed) && !bytes.Contains(body, key) {
+			out := make([]byte, 0, len(inner)+len(rf)+len(key)+2)
+			out = append(append(append(append(out, inner...), ','), key...), rf...)
+			return append(out, '}'), nil
+		}
 	}
 	var doc map[string]json.RawMessage
 	if err := json.Unmarshal(body, &doc); err != nil {
@@ -101,6 +107,9 @@ func setResponseFormat(body []byte, rf json.RawMessage) ([]byte, error) {
 	doc["response_format"] = rf
 	return json.Marshal(doc)
 }
+
+// jsonModeFormat is the response format langchaingo's JSON mode writes.
+var jsonModeFormat = []byte(`"response_format":{"type":"json_object"}`)
 
 // withFormat carries a call's response format (nil: none) in ctx.
 func withFormat(ctx context.Context, rf json.RawMessage) context.Context {
