@@ -26,7 +26,11 @@ type Config struct {
 	// PollInterval is how often a follower of a job owned elsewhere reads
 	// the log when no wake-up arrives (default 1 s).
 	PollInterval time.Duration
-	// Retain keeps a finished job's events in memory this long (default 1 min).
+	// Retain keeps a finished job's events in memory this long (default
+	// 5 s), for followers that catch up just after the end; later ones
+	// read the log. Every retained event is a map, so at a few thousand
+	// jobs a second a minute's worth was hundreds of megabytes of live
+	// heap, and the collector's work grew with it.
 	Retain time.Duration
 	// MaxPending bounds the unwritten events of one job; past it (a long
 	// outage) the job is given up here (default 10,000).
@@ -88,7 +92,7 @@ var _ ports.EventStream = (*Hub)(nil)
 func New(uow ports.UnitOfWork, log ports.EventLog, clock ports.Clock, lg *slog.Logger, cfg Config) *Hub {
 	cfg.Linger = cmp.Or(cfg.Linger, 5*time.Millisecond)
 	cfg.PollInterval = cmp.Or(cfg.PollInterval, time.Second)
-	cfg.Retain = cmp.Or(cfg.Retain, time.Minute)
+	cfg.Retain = cmp.Or(cfg.Retain, 5*time.Second)
 	cfg.MaxPending = cmp.Or(cfg.MaxPending, 10000)
 	cfg.GiveUp = cmp.Or(cfg.GiveUp, 2*time.Minute)
 	h := &Hub{uow: uow, log: log, clock: clock, lg: lg, cfg: cfg, streams: map[string]*stream{},
@@ -347,7 +351,7 @@ func since(evs []job.Event, after int64) []job.Event {
 // writer persists pending events in batches until Close.
 func (h *Hub) writer() {
 	defer close(h.done)
-	sweep := time.NewTicker(10 * time.Second)
+	sweep := time.NewTicker(min(10*time.Second, max(h.cfg.Retain/2, 100*time.Millisecond)))
 	defer sweep.Stop()
 	var failingSince time.Time
 	for {
