@@ -1,0 +1,1 @@
+ALTER TABLE job_events ALTER COLUMN data TYPE jsonb USING data::jsonb;
