@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -230,4 +231,51 @@ func TestPrivateJobsAreNotAnnounced(t *testing.T) {
 		t.Fatalf("%s announced too", id)
 	case <-time.After(50 * time.Millisecond):
 	}
+}
+
+// countingLog counts the reads of the log.
+type countingLog struct {
+	ports.EventLog
+	lists atomic.Int64
+}
+
+func (l *countingLog) List(ctx context.Context, jobID string, after int64, limit int) ([]job.Event, error) {
+	l.lists.Add(1)
+	return l.EventLog.List(ctx, jobID, after, limit)
+}
+
+// TestFinishedJobsAreForgotten: a finished job's events are served from
+// memory just after its end, forgotten past Retain, and then read from the
+// log, whole.
+func TestFinishedJobsAreForgotten(t *testing.T) {
+	is := is.New(t)
+	ctx := t.Context()
+	jobs, events := memory.NewJobStore(), memory.NewEventLog()
+	uow := memory.NewUnitOfWork(memory.NewOrgStore(), memory.NewUserStore(), memory.NewAPIKeyStore(), memory.NewSchemaStore(),
+		memory.NewRecordStore(), jobs, events, memory.NewRefreshTokenStore(), nil)
+	log := &countingLog{EventLog: events}
+	h := eventhub.New(uow, log, system.Clock{}, quiet(), eventhub.Config{Retain: 100 * time.Millisecond})
+	defer h.Close()
+
+	h.Own("j", 1, 0, func(error) {})
+	evs := h.Seal(ctx, "j", job.Cancellation("test"))
+	is.NoErr(events.Append(ctx, evs)) // as the job's end statement stores them
+	h.Sealed("j", evs, nil)
+	got, err := h.Wait(ctx, "j", 0)
+	is.NoErr(err)
+	is.Equal(len(got), 1)
+	is.Equal(log.lists.Load(), int64(0)) // from memory
+
+	deadline := time.Now().Add(5 * time.Second)
+	for log.lists.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the finished job was still served from memory 5 s after its end")
+		}
+		time.Sleep(20 * time.Millisecond)
+		got, err = h.Wait(ctx, "j", 0)
+		is.NoErr(err)
+	}
+	is.Equal(len(got), 1)
+	is.Equal(got[0].Type, job.EventCancelled)
+	is.Equal(got[0].Seq, int64(1))
 }
