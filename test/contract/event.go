@@ -71,6 +71,18 @@ func RunEventLog(t *testing.T, newLog func(t *testing.T) ports.EventLog) {
 			is.NoErr(err)
 			is.Equal(again[0].Data["status"], "running")
 		}},
+		{"a string is kept exactly, NUL, HTML characters and line separators included", func(t *testing.T, l ports.EventLog) {
+			is := is.New(t)
+			jobID := newID("job")
+			text := "a\x00b <b>&amp;</b> \u2028 \"q\" \\ 東京"
+			is.NoErr(l.Append(ctx, []job.Event{{JobID: jobID, Seq: 1, Type: job.EventModelCompleted, CreatedAt: at(0),
+				Data: map[string]any{"result": map[string]any{"name": text}, "text": text}}}))
+			got, err := l.List(ctx, jobID, 0, 10)
+			is.NoErr(err)
+			is.Equal(len(got), 1)
+			is.Equal(got[0].Data["text"], text)
+			is.Equal(got[0].Data["result"].(map[string]any)["name"], text)
+		}},
 		{"list after a sequence number, up to a limit", func(t *testing.T, l ports.EventLog) {
 			is := is.New(t)
 			jobID, other := newID("job"), newID("job")
