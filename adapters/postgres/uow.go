@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -30,10 +29,11 @@ type UnitOfWork struct {
 	ends  *group[pendingEnd] // the group commit of job ends
 }
 
-// pendingEnd is one job's end, as its query.
+// pendingEnd is one job's end, as its statements.
 type pendingEnd struct {
-	query, what string
-	from        job.State
+	stmts []endStmt
+	what  string
+	from  job.State
 }
 
 // NewUnitOfWork returns a UnitOfWork on db. queue, when not nil, gives the
@@ -43,11 +43,11 @@ func NewUnitOfWork(db *bun.DB, queue func(tx bun.Tx) ports.JobEnqueuer) *UnitOfW
 	u := &UnitOfWork{db: db, queue: queue}
 	u.ends = &group[pendingEnd]{
 		all: func(ends []pendingEnd) error {
-			queries := make([]string, len(ends))
-			for i, e := range ends {
-				queries[i] = e.query
+			var stmts []endStmt
+			for _, e := range ends {
+				stmts = append(stmts, e.stmts...)
 			}
-			return u.execEnd(pendingEnd{query: strings.Join(queries, ";\n"), what: "end jobs"})
+			return u.execEnd(pendingEnd{stmts: stmts, what: "end jobs"})
 		},
 		one: u.execEnd,
 	}
@@ -117,57 +117,26 @@ const errNotHeld = "EJ409"
 // EndJob stores a job's end in one round trip and one commit: a fenced
 // UPDATE of the job, counted by enrich_require_held, which raises when the
 // job is not held any more (with end.Create, the job's INSERT instead), then
-// the records and the events, sent as one
-// multi-statement query. PostgreSQL runs such a query as one implicit
-// transaction, so the raise (or any refusal) leaves nothing written. Ends
-// that arrive while another is being written share its successor's query
-// and commit (group).
+// the records, the usage and the events, sent as one batch (endbatch.go),
+// which PostgreSQL runs as one implicit transaction, so the raise (or any
+// refusal) leaves nothing written. Ends that arrive while another is being
+// written share its successor's batch and commit (group).
 func (u *UnitOfWork) EndJob(ctx context.Context, end ports.JobEnd) error {
 	j := end.Job
 	what := fmt.Sprintf("end job %s attempt %d", j.ID, j.Attempt)
-	row := jobToRow(j)
-	var stmts []string
-	if end.Create {
-		stmts = append(stmts, u.db.NewInsert().Model(row).String())
-	} else {
-		cols := []string{"state", "error_code", "error", "result", "updated_at"}
-		if j.State == job.Paused {
-			// A pause releases the lease and sets the pause's deadline.
-			cols = append(cols, "owner", "lease_until", "pause_until")
-		}
-		upd := u.db.NewUpdate().Model(row).Column(cols...).
-			Where("id = ? AND attempt = ? AND state = ?", j.ID, j.Attempt, string(end.From)).Returning("1")
-		held := u.db.NewSelect().With("j", upd).TableExpr("j").ColumnExpr("enrich_require_held(count(*), ?)", j.ID)
-		stmts = append(stmts, held.String())
+	stmts, err := endStmts(end)
+	if err != nil {
+		return err
 	}
-	if len(end.Records) > 0 {
-		rows := make([]recordRow, len(end.Records))
-		for i, rec := range end.Records {
-			rows[i] = recordToRow(rec)
-		}
-		stmts = append(stmts, u.db.NewInsert().Model(&rows).Returning("NULL").String())
-	}
-	if len(end.Usage) > 0 {
-		stmts = append(stmts, u.db.NewInsert().Model(usageRows(end.Usage)).String())
-	}
-	if len(end.Events) > 0 {
-		q, err := appendEvents(u.db, end.Events)
-		if err != nil {
-			return err
-		}
-		stmts = append(stmts, q.String())
-	}
-	query := strings.Join(stmts, ";\n")
-	if strings.IndexByte(query, 0) >= 0 {
-		// PostgreSQL would read the query only up to the NUL.
+	if hasNUL(stmts) {
 		return fmt.Errorf("postgres: %s: a NUL byte in text: %w", what, ports.ErrInvalid)
 	}
-	return u.ends.submit(pendingEnd{query: query, what: what, from: end.From})
+	return u.ends.submit(pendingEnd{stmts: stmts, what: what, from: end.From})
 }
 
 func (u *UnitOfWork) execEnd(e pendingEnd) error {
-	query, what, from := e.query, e.what, e.from
-	_, err := u.db.DB.ExecContext(context.Background(), query)
+	what, from := e.what, e.from
+	err := sendBatch(context.Background(), u.db.DB, e.stmts)
 	var pg *pgconn.PgError
 	if errors.As(err, &pg) && pg.Code == errNotHeld {
 		return fmt.Errorf("postgres: %s from %s: %w", what, from, ports.ErrFenced)
