@@ -145,6 +145,11 @@ func (e *Embedded) listen(ctx context.Context) {
 			e.engine.Lost(id)
 		case "cancel":
 			e.engine.CancelRequested(id)
+		case app.InvalidationKindSchema:
+			e.Schemas.SchemaCache.Forget(kind, id)
+		case "*": // the listener (re)connected: anything may have changed
+			e.Schemas.SchemaCache.Forget(kind, id)
+			e.Access.Forget(kind, id)
 		default:
 			e.Access.Forget(kind, id)
 		}

@@ -92,6 +92,12 @@ type Config struct {
 	// disables the cache, so that a revocation is refused by every instance
 	// on the very next request.
 	AuthCacheTTL time.Duration `env:"ENRICH_AUTH_CACHE_TTL" envDefault:"0s"`
+	// SchemaCacheTTL bounds how long a saved schema read to start a job is
+	// reused without a database read; every write of the schema drops it at
+	// once here and on other instances (NOTIFY, milliseconds later), so the
+	// TTL only bounds a lost notification. 0 disables the cache (the zero
+	// Config of an embedder: set it to turn the cache on).
+	SchemaCacheTTL time.Duration `env:"ENRICH_SCHEMA_CACHE_TTL" envDefault:"1m"`
 	// PasswordHashing "fast" lowers argon2id's cost (tests only).
 	PasswordHashing string `env:"ENRICH_PASSWORD_HASHING" envDefault:"standard"`
 

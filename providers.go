@@ -61,6 +61,7 @@ var coreSet = wire.NewSet(
 	jobcodec.New,
 	wire.Bind(new(app.JobRequests), new(jobcodec.Codec)),
 	provideAccess,
+	provideSchemaCache,
 	provideSchemas,
 	provideRecords,
 	provideJobs,
@@ -176,9 +177,15 @@ func provideAccess(cfg Config, st *Stores, pw ports.Passwords, clock ports.Clock
 		Clock: clock, IDs: ids, Log: lg, AccessTTL: cfg.AccessTokenTTL}
 }
 
-func provideSchemas(cfg Config, st *Stores, c ports.SchemaCompiler, clock ports.Clock, ids ports.IDs) *app.SchemaService {
+// provideSchemaCache is the one schema cache of the process: job starts
+// read through it, and every service that writes schemas drops from it.
+func provideSchemaCache(cfg Config, st *Stores, clock ports.Clock, lg *slog.Logger) *app.SchemaCache {
+	return &app.SchemaCache{TTL: cfg.SchemaCacheTTL, Invalidations: st.Invalidations, Clock: clock, Log: lg}
+}
+
+func provideSchemas(cfg Config, st *Stores, sc *app.SchemaCache, c ports.SchemaCompiler, clock ports.Clock, ids ports.IDs) *app.SchemaService {
 	return &app.SchemaService{Schemas: st.Schemas, Records: st.Records, UoW: st.UoW, Compiler: c, Clock: clock, IDs: ids,
-		RestoreWindow: cfg.SchemaRestoreWindow}
+		RestoreWindow: cfg.SchemaRestoreWindow, SchemaCache: sc}
 }
 
 func provideRecords(st ports.RecordStore, clock ports.Clock) *app.RecordService {
@@ -190,9 +197,10 @@ func provideJobs(st *Stores, en *app.Engine, s ports.EventStream, clock ports.Cl
 		Invalidations: st.Invalidations}
 }
 
-func provideEnrichment(cfg Config, st *Stores, en *app.Engine, s ports.EventStream, js *app.JobService, l ports.LLM, cat ports.ModelCatalog,
-	c ports.SchemaCompiler, kr *app.KeyRing, reqs app.JobRequests, clock ports.Clock, ids ports.IDs, lg *slog.Logger) *app.EnrichmentService {
-	svc := &app.EnrichmentService{Schemas: st.Schemas, Orgs: st.Orgs, Engine: en, Stream: s, JobSvc: js, Requests: reqs,
+func provideEnrichment(cfg Config, st *Stores, sch *app.SchemaCache, en *app.Engine, s ports.EventStream, js *app.JobService, l ports.LLM,
+	cat ports.ModelCatalog, c ports.SchemaCompiler, kr *app.KeyRing, reqs app.JobRequests, clock ports.Clock, ids ports.IDs,
+	lg *slog.Logger) *app.EnrichmentService {
+	svc := &app.EnrichmentService{Schemas: st.Schemas, SchemaCache: sch, Orgs: st.Orgs, Engine: en, Stream: s, JobSvc: js, Requests: reqs,
 		LLM: l, Catalog: cat, Compiler: c, Keys: kr, Clock: clock, IDs: ids, Log: lg, MaxAttempts: cfg.LLMAttempts,
 		BatchMaxEntities: cfg.BatchMaxEntities, BatchConcurrency: cfg.BatchConcurrency}
 	en.Runners[job.TypeEnrichment] = svc
@@ -208,7 +216,7 @@ func provideCosts(st *Stores, clock ports.Clock) *app.CostService {
 func provideSchemaGen(st *Stores, en *app.Engine, s ports.EventStream, js *app.JobService, enr *app.EnrichmentService,
 	sc *app.SchemaService, c ports.SchemaCompiler, clock ports.Clock, ids ports.IDs, lg *slog.Logger) *app.SchemaGenService {
 	svc := &app.SchemaGenService{Enrich: enr, Schemas: st.Schemas, Saved: sc, Compiler: c, Engine: en, Stream: s, JobSvc: js,
-		Clock: clock, IDs: ids, Log: lg}
+		Clock: clock, IDs: ids, Log: lg, SchemaCache: sc.SchemaCache}
 	en.Runners[job.TypeSchemaGeneration] = svc
 	en.Runners[job.TypeSchemaEdit] = svc
 	return svc
@@ -240,10 +248,10 @@ func provideEmbedded(st *Stores, a *app.AccessService, sc *app.SchemaService, rc
 		Samples: smp, SchemaGen: sg, Fetch: fs, Fusion: fu, Stores: st, Log: lg, Metrics: m, stream: h, engine: eng, OrgProviders: op}
 }
 
-func provideAnalysis(st *Stores, l ports.LLM, cat ports.ModelCatalog, c ports.SchemaCompiler, kr *app.KeyRing,
+func provideAnalysis(st *Stores, sch *app.SchemaCache, l ports.LLM, cat ports.ModelCatalog, c ports.SchemaCompiler, kr *app.KeyRing,
 	clock ports.Clock, ids ports.IDs, lg *slog.Logger) *app.AnalysisService {
 	return &app.AnalysisService{Schemas: st.Schemas, Records: st.Records, UoW: st.UoW, LLM: l, Catalog: cat, Compiler: c,
-		Keys: kr, Orgs: st.Orgs, Clock: clock, IDs: ids, Log: lg}
+		Keys: kr, Orgs: st.Orgs, Clock: clock, IDs: ids, Log: lg, SchemaCache: sch}
 }
 
 // provideFetch fetches batches from customers' URLs through the SSRF guard;

@@ -39,6 +39,9 @@ type AnalysisService struct {
 	Clock ports.Clock
 	IDs   ports.IDs
 	Log   *slog.Logger
+	// SchemaCache is told of the annotations written to a schema (nil: no
+	// cache).
+	SchemaCache *SchemaCache
 	// MaxAttempts bounds the tries of one analysis (default
 	// DefaultAnalysisAttempts).
 	MaxAttempts int
@@ -198,6 +201,7 @@ func (s *AnalysisService) AnalyzeSchema(ctx context.Context, p *access.Principal
 	if err != nil {
 		return nil, err
 	}
+	s.SchemaCache.written(ctx, p.OrgID, id)
 	res := &AnalysisResult{Report: rep, Model: m.Key.String(), Schema: updated}
 	rec := s.record(p.OrgID, id, m, nil, rep, calls)
 	if err := s.store(ctx, rec, calls); err != nil {

@@ -147,8 +147,8 @@ func (s *FusionService) schemaOf(ctx context.Context, orgID string, pl *mergePla
 	if pl.schemaID == "" {
 		return
 	}
-	sc, err := s.Enrich.Schemas.GetSchema(ctx, orgID, pl.schemaID)
-	if err != nil || sc.Deleted() {
+	sc, err := s.Enrich.SchemaCache.live(ctx, s.Enrich.Schemas, orgID, pl.schemaID)
+	if err != nil {
 		return
 	}
 	var doc map[string]any

@@ -41,6 +41,10 @@ type EnrichmentService struct {
 	// Keys chooses the provider key of each run; nil runs every call on
 	// the providers' own configuration (environment keys, keyless).
 	Keys *KeyRing
+	// SchemaCache serves the schema of every job start (nil: read from
+	// Schemas each time). The SchemaService that writes the schemas must
+	// share it.
+	SchemaCache *SchemaCache
 
 	// CallParallelism bounds the concurrent LLM calls of one model (default 4).
 	CallParallelism int
@@ -286,7 +290,7 @@ func (s *EnrichmentService) prepareFor(ctx context.Context, orgID string, req En
 	if err != nil {
 		return nil, err
 	}
-	sc, err := liveSchema(ctx, s.Schemas, orgID, req.SchemaID)
+	sc, err := s.SchemaCache.live(ctx, s.Schemas, orgID, req.SchemaID)
 	if err != nil {
 		return nil, err
 	}

@@ -76,6 +76,7 @@ func (s *SchemaService) update(ctx context.Context, orgID, id string, fn func(*s
 	if err != nil {
 		return nil, LifecycleError(err)
 	}
+	s.SchemaCache.written(ctx, orgID, id)
 	return sc, nil
 }
 
@@ -341,6 +342,7 @@ func (s *SchemaService) Delete(ctx context.Context, p *access.Principal, id stri
 	} else if err != nil {
 		return nil, LifecycleError(err)
 	}
+	s.SchemaCache.written(ctx, p.OrgID, id)
 	d.Schema, d.RestorableUntil = sc, sc.RestorableUntil(s.window())
 	return d, nil
 }
@@ -378,6 +380,7 @@ func (s *SchemaService) Restore(ctx context.Context, p *access.Principal, id str
 	} else if err != nil {
 		return nil, LifecycleError(err)
 	}
+	s.SchemaCache.written(ctx, p.OrgID, id)
 	return sc, nil
 }
 
@@ -445,6 +448,7 @@ func (s *SchemaService) DeletePermanently(ctx context.Context, p *access.Princip
 	} else if err != nil {
 		return nil, LifecycleError(err)
 	}
+	s.SchemaCache.written(ctx, p.OrgID, id)
 	d := &Deletion{Schema: cur}
 	if cascade {
 		d.Released = uses
@@ -590,6 +594,7 @@ func (s *SchemaService) PurgeEnrichmentData(ctx context.Context, p *access.Princ
 	if err != nil {
 		return nil, LifecycleError(err)
 	}
+	s.SchemaCache.written(ctx, p.OrgID, id)
 	return out, nil
 }
 

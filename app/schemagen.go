@@ -39,6 +39,8 @@ type SchemaGenService struct {
 	Clock    ports.Clock
 	IDs      ports.IDs
 	Log      *slog.Logger
+	// SchemaCache is told of the AI edits' writes (nil: no cache).
+	SchemaCache *SchemaCache
 
 	// MaxAttempts bounds the model's answers per job (default
 	// DefaultSchemaAttempts, the reference's 6 in total).
@@ -263,6 +265,8 @@ func (s *SchemaGenService) prepareEdit(ctx context.Context, orgID string, req Ed
 	if err := checkAttachments(req.AttachmentIDs); err != nil {
 		return nil, err
 	}
+	// From the store, not the SchemaCache: the edit is written over this
+	// version, so it must be the latest.
 	sc, err := liveSchema(ctx, s.Schemas, orgID, req.SchemaID)
 	if err != nil {
 		return nil, err
@@ -611,7 +615,11 @@ func (s *SchemaGenService) saveEdit(ctx context.Context, orgID, id string, doc j
 	if errors.Is(err, ports.ErrNotFound) {
 		return coded(ports.ErrNotFound, "not_found", "schema %s was deleted while the edit ran", id)
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	s.SchemaCache.written(ctx, orgID, id)
+	return nil
 }
 
 // truncate cuts s to at most n bytes without splitting a character.

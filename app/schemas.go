@@ -32,6 +32,8 @@ type SchemaService struct {
 	// Users are the schema's users besides database links (benchmarks,
 	// later): a schema they use is deleted only with cascade.
 	Users []ports.SchemaUser
+	// SchemaCache is told of every write (nil: no cache to keep true).
+	SchemaCache *SchemaCache
 }
 
 // NewSchemaInput is a schema to save.
@@ -165,7 +167,11 @@ func (s *SchemaService) store(ctx context.Context, sc *schema.Schema) error {
 		return err
 	}
 	sc.Name = name
-	return s.Schemas.CreateSchema(ctx, sc)
+	if err := s.Schemas.CreateSchema(ctx, sc); err != nil {
+		return err
+	}
+	s.SchemaCache.written(ctx, sc.OrgID, sc.ID)
+	return nil
 }
 
 // uniqueName is name, or name with the first free " (n)" suffix, among the

@@ -48,6 +48,7 @@ func testConfig(dsn string) enrich.Config {
 		PasswordHashing: "fast",
 		SysAdminEmails:  []string{"admin@example.com"},
 		AuthCacheTTL:    30 * time.Second,
+		SchemaCacheTTL:  time.Minute, // the environment's default
 		ShutdownGrace:   2 * time.Second,
 		SSEHeartbeat:    15 * time.Second,
 		// Errors reach the test output; the rest is noise.
