@@ -116,7 +116,8 @@ func runBatch(t *testing.T, dsn string, res *batchResult) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	cfg := enrich.Config{
-		DatabaseURL: dsn, Sandbox: true, SandboxLatency: res.latency,
+		SchemaCacheTTL: time.Minute, // as a server started from the environment (ENRICH_SCHEMA_CACHE_TTL)
+		DatabaseURL:    dsn, Sandbox: true, SandboxLatency: res.latency,
 		JWTSecret: strings.Repeat("b", 40), PasswordHashing: "fast", ShutdownGrace: 2 * time.Second,
 		DBMaxConns: envInt("ENRICH_DB_MAX_CONNS"), BatchMaxEntities: max(res.entities, 1000), BatchConcurrency: res.conc,
 		MaxBodyBytes: 64 << 20,

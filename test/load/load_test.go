@@ -232,6 +232,7 @@ func runStore(t *testing.T, set settings, dsn string, fake *fakeopenai.Server, r
 	ctx, cancel := context.WithCancel(context.Background())
 	res.logs = &logTally{counts: map[string]int{}}
 	cfg := enrich.Config{
+		SchemaCacheTTL:  time.Minute, // as a server started from the environment (ENRICH_SCHEMA_CACHE_TTL)
 		DatabaseURL:     dsn,
 		JWTSecret:       strings.Repeat("l", 40),
 		PasswordHashing: "fast",
@@ -579,7 +580,7 @@ func report(w io.Writer, set settings, commit commitResult, mem, pg *storeResult
 	fmt.Fprintf(w, "\n=== enrich load: %s, %s/%s, %d CPUs, GOMAXPROCS %d, %s\n", time.Now().Format(time.RFC3339),
 		runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version())
 	fmt.Fprintf(w, "real HTTP over loopback to an in-process server (enrich.NewServer + Serve on 127.0.0.1:0), X-API-Key auth, "+
-		"auth cache off, default workers;\neach scenario: %s warm-up, then %s measured; per-request timeout %s; "+
+		"auth cache off, schema cache 1 min (the environment's default), default workers;\neach scenario: %s warm-up, then %s measured; per-request timeout %s; "+
 		"LLM: %s::%s on test/fakeopenai, answering at once\n\n", set.warmup, set.duration, set.timeout, providerName, modelName)
 
 	switch {

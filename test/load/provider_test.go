@@ -53,6 +53,7 @@ func TestProviderPathLoad(t *testing.T) {
 	})
 
 	cfg := enrich.Config{
+		SchemaCacheTTL:  time.Minute, // as a server started from the environment (ENRICH_SCHEMA_CACHE_TTL)
 		JWTSecret:       strings.Repeat("l", 40),
 		PasswordHashing: "fast",
 		ShutdownGrace:   2 * time.Second,
