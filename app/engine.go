@@ -150,6 +150,12 @@ type run struct {
 	// says it could not be (the run then writes nothing).
 	stored   chan struct{}
 	storeErr error
+	// stalled is closed, with stallErr set before, when the end of a run
+	// whose row is not stored yet meets an unreachable store: its awaiting
+	// caller is answered at once (unavailable) while the end is retried.
+	stalled   chan struct{}
+	stallOnce sync.Once
+	stallErr  error
 	// deferred: the row is stored by whoever takes row first: the
 	// DeferCreate timer (rowCreating) or the run's end (rowEnding), which
 	// stores the job with its end.
@@ -468,6 +474,21 @@ func (e *Engine) create(ctx context.Context, j *job.Job, prepared any, awaited b
 // errNotStored ends a run whose job's row could not be stored.
 var errNotStored = errors.New("the job could not be stored")
 
+// errStalled ends the wait of a run's caller when the run's end, which
+// also stores its job, meets an unreachable store. The run goes on
+// retrying: the job and its results are stored if the store comes back in
+// time, and it can be looked up by its id then.
+var errStalled = errors.New("the job's end cannot be stored now")
+
+// stall tells the run's awaiting caller, once, that its end meets an
+// unreachable store (err).
+func (r *run) stall(err error) {
+	r.stallOnce.Do(func() {
+		r.stallErr = err
+		close(r.stalled)
+	})
+}
+
 // storeDeferred writes the row of a deferred run that has not ended after
 // DeferCreate; from then on the run is like any other.
 func (e *Engine) storeDeferred(r *run) {
@@ -481,7 +502,9 @@ func (e *Engine) storeDeferred(r *run) {
 // Await returns a context for following job id to its end (ctx's, unless
 // the job is a deferred run here: then it also ends, with a cause wrapping
 // errNotStored, when the job's row cannot be stored, so that the follower
-// does not wait for events that will never be).
+// does not wait for events that will never be; or wrapping errStalled,
+// when the store cannot be reached to store it, so that the follower is
+// answered at once rather than after the end's retries).
 func (e *Engine) Await(ctx context.Context, id string) (context.Context, context.CancelFunc) {
 	e.mu.Lock()
 	r := e.running[id]
@@ -496,6 +519,8 @@ func (e *Engine) Await(ctx context.Context, id string) (context.Context, context
 			if r.storeErr != nil {
 				cancel(fmt.Errorf("%w: %w", errNotStored, r.storeErr))
 			}
+		case <-r.stalled:
+			cancel(fmt.Errorf("%w: %w", errStalled, r.stallErr))
 		case <-ctx.Done():
 		}
 	}()
@@ -671,7 +696,7 @@ func (e *Engine) priorEvents(ctx context.Context, id string) ([]job.Event, error
 func (e *Engine) launch(j *job.Job, prior []job.Event, prepared any, row rowStart) *run {
 	ctx, cancel := context.WithCancelCause(e.base)
 	r := &run{id: j.ID, org: j.OrgID, attempt: j.Attempt, job: *j, cancel: cancel, done: make(chan struct{}),
-		stored: make(chan struct{}), tracker: job.NewTracker(j.Type), typ: j.Type, deferred: row == rowDeferred}
+		stored: make(chan struct{}), stalled: make(chan struct{}), tracker: job.NewTracker(j.Type), typ: j.Type, deferred: row == rowDeferred}
 	for _, ev := range prior {
 		r.tracker.Observe(ev.Type, ev.Data)
 	}
@@ -831,7 +856,13 @@ func (e *Engine) finish(ctx context.Context, r *run, out Outcome) {
 		end.Records = out.Records // what finished before the cancel
 	}
 	if err == nil {
-		err = e.retry(bg, func() error { return e.UoW.EndJob(bg, end) })
+		err = e.retry(bg, func() error {
+			err := e.UoW.EndJob(bg, end)
+			if create && errors.Is(err, ports.ErrUnavailable) {
+				r.stall(err)
+			}
+			return err
+		})
 	}
 	if create && !e.storedWithEnd(bg, r, err) {
 		e.Stream.Sealed(r.id, nil, err)

@@ -235,3 +235,58 @@ func TestAwaitedJobAtShutdownIsHandedBack(t *testing.T) {
 	is.True(!got.LeaseUntil.After(time.Now()))
 	is.Equal(counted.creates.Load(), int32(1))
 }
+
+// unreachableEnds answers ErrUnavailable to the ends that create their job
+// until up is closed, as a store cut off for a while.
+type unreachableEnds struct {
+	ports.UnitOfWork
+	up    chan struct{}
+	tries atomic.Int32
+}
+
+func (u *unreachableEnds) EndJob(ctx context.Context, end ports.JobEnd) error {
+	select {
+	case <-u.up:
+	default:
+		if end.Create {
+			u.tries.Add(1)
+			return fmt.Errorf("test: %w", ports.ErrUnavailable)
+		}
+	}
+	return u.UnitOfWork.EndJob(ctx, end)
+}
+
+// TestAwaitedJobWhoseEndMeetsAnOutage: when the end that would create the
+// job meets an unreachable store, the follower is answered at once with an
+// unavailable cause (not after the end's retries), and the run keeps
+// retrying: once the store is back, the job and its record are stored,
+// completed, and nothing was created twice.
+func TestAwaitedJobWhoseEndMeetsAnOutage(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	w, counted, _, hold := newDeferWorld(t, time.Minute, nil)
+	ends := &unreachableEnds{UnitOfWork: w.engine.UoW, up: make(chan struct{})}
+	w.engine.UoW = ends
+	j, err := w.engine.SubmitAwaited(ctx, "job-g", "org", job.TypeEnrichment, []byte("{}"), nil)
+	is.NoErr(err)
+	waitCtx, stop := w.engine.Await(ctx, j.ID)
+	defer stop()
+	close(hold)
+	select {
+	case <-waitCtx.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the follower was not told that the end cannot be stored now")
+	}
+	is.True(errors.Is(context.Cause(waitCtx), ports.ErrUnavailable))
+	is.True(ends.tries.Load() >= 1)
+	_, err = w.jobs.GetJob(ctx, "org", j.ID)
+	is.True(errors.Is(err, ports.ErrNotFound)) // nothing stored during the outage
+
+	close(ends.up)
+	got := waitState(t, w, j.ID, job.Completed)
+	is.Equal(got.State, job.Completed)
+	_, err = w.records.GetRecord(ctx, "org", "rec-"+j.ID)
+	is.NoErr(err) // the run's work was kept and stored with its end
+	is.Equal(counted.creates.Load(), int32(0))
+	w.settled(t)
+}

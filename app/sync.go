@@ -156,7 +156,9 @@ func (s *EnrichmentService) Sync(ctx context.Context, p *access.Principal, req E
 // that event says it ended (no read). When ctx ends first — the blocking
 // route's client went away, or its timeout_seconds elapsed — the job is
 // cancelled and ctx's error returned (wrapped in ErrSyncTimeout for a
-// deadline).
+// deadline). When the job's row cannot be stored, or its end meets an
+// unreachable store (Engine.Await), that cause is returned and the job is
+// left to its run, which retries.
 func awaitEnd(ctx context.Context, stream ports.EventStream, jobs *JobService, log *slog.Logger, p *access.Principal,
 	j *job.Job, seen func(job.Event) error) (job.Event, *job.Job, error) {
 	ctx, stop := jobs.Engine.Await(ctx, j.ID)
@@ -164,7 +166,7 @@ func awaitEnd(ctx context.Context, stream ports.EventStream, jobs *JobService, l
 	var after int64
 	for {
 		evs, err := stream.Wait(ctx, j.ID, after)
-		if cause := context.Cause(ctx); err != nil && errors.Is(cause, errNotStored) {
+		if cause := context.Cause(ctx); err != nil && (errors.Is(cause, errNotStored) || errors.Is(cause, errStalled)) {
 			return job.Event{}, nil, cause
 		}
 		if err != nil {
