@@ -224,16 +224,7 @@ func TestSchemaCacheWritesDrop(t *testing.T) {
 		},
 		{
 			name: "publish",
-			setup: func(t *testing.T, w *cacheWorld) {
-				is := is.New(t)
-				_, err := w.schemas.Link(ctx, schemaOwner, w.id)
-				is.NoErr(err)
-				_, _, err = w.schemas.Publish(ctx, schemaOwner, w.id, app.PublishInput{})
-				is.NoErr(err)
-				// The working copy moves on; jobs keep the published contract.
-				_, err = w.schemas.Update(ctx, schemaOwner, w.id, app.SchemaUpdate{Schema: json.RawMessage(cacheDocV2)})
-				is.NoErr(err)
-			},
+			setup: publishedThenEdited,
 			write: func(t *testing.T, w *cacheWorld) {
 				_, _, err := w.schemas.Publish(ctx, schemaOwner, w.id, app.PublishInput{})
 				is.New(t).NoErr(err)
@@ -245,15 +236,7 @@ func TestSchemaCacheWritesDrop(t *testing.T) {
 		},
 		{
 			name: "unlink",
-			setup: func(t *testing.T, w *cacheWorld) {
-				is := is.New(t)
-				_, err := w.schemas.Link(ctx, schemaOwner, w.id)
-				is.NoErr(err)
-				_, _, err = w.schemas.Publish(ctx, schemaOwner, w.id, app.PublishInput{})
-				is.NoErr(err)
-				_, err = w.schemas.Update(ctx, schemaOwner, w.id, app.SchemaUpdate{Schema: json.RawMessage(cacheDocV2)})
-				is.NoErr(err)
-			},
+			setup: publishedThenEdited,
 			write: func(t *testing.T, w *cacheWorld) {
 				_, err := w.schemas.Unlink(ctx, schemaOwner, w.id)
 				is.New(t).NoErr(err)
@@ -473,4 +456,17 @@ func TestSchemaCacheAIEditDrops(t *testing.T) {
 	is.True(out.Failure == nil)
 	is.True(strings.Contains(string(start().Content), `"founded"`))
 	is.Equal(notes.all(), []string{"schema:org/s1"})
+}
+
+// publishedThenEdited links and publishes the world's schema, then edits
+// its working copy, so that jobs run on the published contract.
+func publishedThenEdited(t *testing.T, w *cacheWorld) {
+	is := is.New(t)
+	ctx := context.Background()
+	_, err := w.schemas.Link(ctx, schemaOwner, w.id)
+	is.NoErr(err)
+	_, _, err = w.schemas.Publish(ctx, schemaOwner, w.id, app.PublishInput{})
+	is.NoErr(err)
+	_, err = w.schemas.Update(ctx, schemaOwner, w.id, app.SchemaUpdate{Schema: json.RawMessage(cacheDocV2)})
+	is.NoErr(err)
 }
