@@ -223,7 +223,7 @@ func TestSchemaCacheWritesDrop(t *testing.T) {
 			},
 		},
 		{
-			name: "publish",
+			name:  "publish",
 			setup: publishedThenEdited,
 			write: func(t *testing.T, w *cacheWorld) {
 				_, _, err := w.schemas.Publish(ctx, schemaOwner, w.id, app.PublishInput{})
@@ -235,7 +235,7 @@ func TestSchemaCacheWritesDrop(t *testing.T) {
 			},
 		},
 		{
-			name: "unlink",
+			name:  "unlink",
 			setup: publishedThenEdited,
 			write: func(t *testing.T, w *cacheWorld) {
 				_, err := w.schemas.Unlink(ctx, schemaOwner, w.id)
