@@ -304,9 +304,9 @@ func (s *AccessService) AuthenticateKey(ctx context.Context, key string) (*acces
 		return nil, errBadCredentials
 	}
 	now := s.Clock.Now()
-	k, cached := (*access.APIKey)(nil), false
+	k, cached, gen := (*access.APIKey)(nil), false, uint64(0)
 	if s.CacheTTL > 0 {
-		k, cached = s.cache.key(hash, now, s.CacheTTL)
+		k, gen, cached = s.cache.key(hash, now, s.CacheTTL)
 	}
 	if !cached {
 		cands, err := s.Keys.FindKeysByPrefix(ctx, prefix)
@@ -319,7 +319,7 @@ func (s *AccessService) AuthenticateKey(ctx context.Context, key string) (*acces
 			}
 		}
 		if k != nil && s.CacheTTL > 0 {
-			s.cache.putKey(k, now)
+			s.cache.putKey(k, now, gen)
 		}
 	}
 	if k == nil || k.Usable(now) != nil {

@@ -17,6 +17,9 @@ type authCache struct {
 	mu    sync.RWMutex
 	keys  map[string]cachedKey
 	users map[string]cachedUser
+	// gen counts drops: a read from the store that a drop overlapped is
+	// not kept, since it may have returned the object before the change.
+	gen uint64
 }
 
 type cachedKey struct {
@@ -31,40 +34,52 @@ type cachedUser struct {
 
 const maxCachedAuth = 100_000
 
-func (c *authCache) key(hash string, now time.Time, ttl time.Duration) (*access.APIKey, bool) {
+// key returns the cached key of hash; on a miss, the generation to hand
+// putKey with what the store returns.
+func (c *authCache) key(hash string, now time.Time, ttl time.Duration) (*access.APIKey, uint64, bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	e, ok := c.keys[hash]
 	if !ok || now.Sub(e.at) > ttl {
-		return nil, false
+		return nil, c.gen, false
 	}
 	k := e.key
-	return &k, true
+	return &k, c.gen, true
 }
 
-func (c *authCache) putKey(k *access.APIKey, now time.Time) {
+// putKey keeps k unless a drop happened since gen was read.
+func (c *authCache) putKey(k *access.APIKey, now time.Time, gen uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.gen != gen {
+		return
+	}
 	if c.keys == nil || len(c.keys) >= maxCachedAuth {
 		c.keys = map[string]cachedKey{}
 	}
 	c.keys[k.Hash] = cachedKey{key: *k, at: now}
 }
 
-func (c *authCache) user(id string, now time.Time, ttl time.Duration) (*access.User, bool) {
+// user returns the cached user id; on a miss, the generation to hand
+// putUser with what the store returns.
+func (c *authCache) user(id string, now time.Time, ttl time.Duration) (*access.User, uint64, bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	e, ok := c.users[id]
 	if !ok || now.Sub(e.at) > ttl {
-		return nil, false
+		return nil, c.gen, false
 	}
 	u := e.user
-	return &u, true
+	return &u, c.gen, true
 }
 
-func (c *authCache) putUser(u *access.User, now time.Time) {
+// putUser keeps u unless a drop happened since gen was read.
+func (c *authCache) putUser(u *access.User, now time.Time, gen uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.gen != gen {
+		return
+	}
 	if c.users == nil || len(c.users) >= maxCachedAuth {
 		c.users = map[string]cachedUser{}
 	}
@@ -76,6 +91,7 @@ func (c *authCache) putUser(u *access.User, now time.Time) {
 func (c *authCache) drop(kind, id string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.gen++
 	switch kind {
 	case "key":
 		for h, e := range c.keys {
@@ -109,14 +125,17 @@ func (s *AccessService) Forget(kind, id string) { s.cache.drop(kind, id) }
 // getUser reads a user through the cache.
 func (s *AccessService) getUser(ctx context.Context, id string) (*access.User, error) {
 	now := s.Clock.Now()
+	var gen uint64
 	if s.CacheTTL > 0 {
-		if u, ok := s.cache.user(id, now, s.CacheTTL); ok {
+		u, g, ok := s.cache.user(id, now, s.CacheTTL)
+		if ok {
 			return u, nil
 		}
+		gen = g
 	}
 	u, err := s.Users.GetUser(ctx, id)
 	if err == nil && s.CacheTTL > 0 {
-		s.cache.putUser(u, now)
+		s.cache.putUser(u, now, gen)
 	}
 	return u, err
 }
