@@ -2,6 +2,8 @@ package job
 
 import (
 	"time"
+
+	"github.com/entityenrich/enrich/domain/text"
 )
 
 // EventType names an SSE event. The names are SPEC.md's and REFERENCE.md's.
@@ -70,12 +72,13 @@ type Draft struct {
 // Failure is the terminal sequence of a failed job: an error event, then
 // failed, both with the code and message.
 func Failure(code ErrorCode, msg string) []Draft {
+	msg = text.Storable(msg) // as Job.Fail stores it
 	return []Draft{NewDraft(JobError{code, msg}), NewDraft(JobFailed{code, msg})}
 }
 
 // Cancellation is the terminal sequence of a cancelled job.
 func Cancellation(reason string) []Draft {
-	return []Draft{NewDraft(JobCancelled{reason})}
+	return []Draft{NewDraft(JobCancelled{text.Storable(reason)})}
 }
 
 // Number turns drafts into the job's events after seq.

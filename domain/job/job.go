@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/entityenrich/enrich/domain/text"
 )
 
 // State is where a job is in its lifecycle. Callers cannot invent states: use
@@ -325,20 +327,23 @@ func (j *Job) Complete(result []byte, now time.Time) error {
 	return nil
 }
 
-// Fail records an unrecoverable failure with its typed code.
+// Fail records an unrecoverable failure with its typed code; a message that
+// no store would take (NUL, bytes that are not UTF-8) is kept escaped
+// (text.Storable), so that the failure itself can be stored.
 func (j *Job) Fail(code ErrorCode, msg string, now time.Time) error {
 	if err := j.Apply(ActionFail, now); err != nil {
 		return err
 	}
-	j.ErrorCode, j.Error = code, msg
+	j.ErrorCode, j.Error = code, text.Storable(msg)
 	return nil
 }
 
-// Cancel cancels a pending, running or paused job.
+// Cancel cancels a pending, running or paused job; its reason is kept as
+// Fail keeps a message.
 func (j *Job) Cancel(reason string, now time.Time) error {
 	if err := j.Apply(ActionCancel, now); err != nil {
 		return err
 	}
-	j.Error = reason
+	j.Error = text.Storable(reason)
 	return nil
 }

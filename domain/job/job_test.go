@@ -247,3 +247,30 @@ func TestLastContinue(t *testing.T) {
 	is.Equal(d.Type, job.EventJobContinued)
 	is.Equal(d.Data["round"], 1)
 }
+
+// TestStorableMessages: a failure's message or a cancel's reason that no
+// store would take (NUL, bytes that are not UTF-8) is kept escaped, on the
+// job and in its terminal events alike; acceptable text is kept as it is.
+func TestStorableMessages(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"provider said no", "provider said no"},
+		{"déjà vu ✓", "déjà vu ✓"},
+		{"a\x00b", `a\u0000b`},
+		{"bad \xff byte", `bad \xff byte`},
+	} {
+		t.Run(tt.want, func(t *testing.T) {
+			is := is.New(t)
+			now := time.Unix(100, 0)
+			j := &job.Job{State: job.Running}
+			is.NoErr(j.Fail(job.CodeLLMUnavailable, tt.in, now))
+			is.Equal(j.Error, tt.want)
+			for _, d := range job.Failure(job.CodeLLMUnavailable, tt.in) {
+				is.Equal(d.Data["error_message"], tt.want)
+			}
+			c := &job.Job{State: job.Running}
+			is.NoErr(c.Cancel(tt.in, now))
+			is.Equal(c.Error, tt.want)
+			is.Equal(job.Cancellation(tt.in)[0].Data["reason"], tt.want)
+		})
+	}
+}

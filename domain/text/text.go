@@ -138,6 +138,16 @@ func checkKey(k string, path []string) (Fault, bool) {
 	return Fault{}, true
 }
 
+// Storable is s when every store takes it, else s escaped (Escape): for text
+// the service writes itself from what others said (a provider's error, a
+// cancel reason), where refusing would lose the rest.
+func Storable(s string) string {
+	if _, ok := CheckString(s); ok {
+		return s
+	}
+	return Escape(s)
+}
+
 // Escape writes s with NUL and bytes that are not UTF-8 as escapes (\u0000,
 // \xff), as Fault paths name a refused key.
 func Escape(s string) string {
