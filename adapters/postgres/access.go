@@ -2,11 +2,13 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
 	"maps"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/uptrace/bun"
 
 	"github.com/entityenrich/enrich/domain/access"
@@ -265,12 +267,56 @@ func (s *APIKeyStore) CreateKey(ctx context.Context, k *access.APIKey) error {
 }
 
 // FindKeysByPrefix returns every key with this prefix, oldest first.
+//
+// It authenticates every request made with an access key, so outside a
+// transaction it runs a fixed text straight on pgx (findKeysSQL), which
+// scans its columns without Bun's query building and reflection.
 func (s *APIKeyStore) FindKeysByPrefix(ctx context.Context, prefix string) ([]*access.APIKey, error) {
 	var rows []keyRow
-	if err := s.db.NewSelect().Model(&rows).Where("prefix = ?", prefix).Order("created_at ASC", "id ASC").Scan(ctx); err != nil {
+	var err error
+	if db, ok := s.db.(*bun.DB); ok {
+		rows, err = findKeys(ctx, db.DB, prefix)
+	} else {
+		err = s.db.NewSelect().Model(&rows).Where("prefix = ?", prefix).Order("created_at ASC", "id ASC").Scan(ctx)
+	}
+	if err != nil {
 		return nil, fail(err, "find keys by prefix")
 	}
 	return keys(rows), nil
+}
+
+const keyColumns = "id, org_id, created_by, legacy, name, role, scopes, prefix, hash, expires_at, created_at, " +
+	"revoked_at, last_used_at, use_count"
+
+const findKeysSQL = "SELECT " + keyColumns + " FROM api_keys WHERE prefix = $1 ORDER BY created_at ASC, id ASC"
+
+// findKeys runs findKeysSQL on a connection of db.
+func findKeys(ctx context.Context, db *sql.DB, prefix string) ([]keyRow, error) {
+	var out []keyRow
+	err := onPgx(ctx, db, func(c *pgx.Conn) error {
+		rows, err := c.Query(ctx, findKeysSQL, prefix)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var r keyRow
+			var createdBy, role *string
+			if err := rows.Scan(&r.ID, &r.OrgID, &createdBy, &r.Legacy, &r.Name, &role, &r.Scopes, &r.Prefix, &r.Hash,
+				&r.ExpiresAt, &r.CreatedAt, &r.RevokedAt, &r.LastUsedAt, &r.UseCount); err != nil {
+				return err
+			}
+			if createdBy != nil {
+				r.CreatedBy = *createdBy
+			}
+			if role != nil {
+				r.Role = *role
+			}
+			out = append(out, r)
+		}
+		return rows.Err()
+	})
+	return out, err
 }
 
 // GetKey returns the key id of organization orgID.

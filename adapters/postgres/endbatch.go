@@ -203,6 +203,18 @@ func hasNUL(stmts []endStmt) bool {
 // sendBatch runs stmts as one pgx batch on a connection of db: all of them
 // or none.
 func sendBatch(ctx context.Context, db *sql.DB, stmts []endStmt) error {
+	return onPgx(ctx, db, func(c *pgx.Conn) error {
+		b := &pgx.Batch{}
+		for _, st := range stmts {
+			b.Queue(st.sql, st.args...)
+		}
+		return c.SendBatch(ctx, b).Close()
+	})
+}
+
+// onPgx calls fn with the pgx connection under one of db's connections, so
+// that a hot statement can use pgx directly while sharing Bun's pool.
+func onPgx(ctx context.Context, db *sql.DB, fn func(c *pgx.Conn) error) error {
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		return err
@@ -213,10 +225,6 @@ func sendBatch(ctx context.Context, db *sql.DB, stmts []endStmt) error {
 		if !ok {
 			return fmt.Errorf("postgres: the driver connection is a %T, not pgx's", dc)
 		}
-		b := &pgx.Batch{}
-		for _, st := range stmts {
-			b.Queue(st.sql, st.args...)
-		}
-		return c.Conn().SendBatch(ctx, b).Close()
+		return fn(c.Conn())
 	})
 }

@@ -30,6 +30,7 @@ func TestEndColumns(t *testing.T) {
 		{recordRow{}, recordColumns},
 		{usageRow{}, usageColumns},
 		{eventRow{}, eventColumns},
+		{keyRow{}, keyColumns},
 	} {
 		t.Run(reflect.TypeOf(c.model).Name(), func(t *testing.T) {
 			is := is.New(t)
