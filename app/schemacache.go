@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"strings"
 	"sync"
@@ -72,25 +71,15 @@ func (c *SchemaCache) live(ctx context.Context, store ports.SchemaStore, orgID, 
 	gen := c.gen
 	c.mu.RUnlock()
 	if ok && now.Sub(e.at) <= c.TTL {
-		return liveOf(&e.sc)
+		cp := e.sc
+		return notTrashed(&cp)
 	}
-	sc, err := store.GetSchema(ctx, orgID, id)
-	if errors.Is(err, ports.ErrNotFound) {
-		return nil, schemaNotFound(id)
-	}
+	sc, err := storedSchema(ctx, store, orgID, id)
 	if err != nil {
 		return nil, err
 	}
-	c.put(k, sc, now, gen)
-	return liveOf(sc)
-}
-
-func liveOf(sc *schema.Schema) (*schema.Schema, error) {
-	if sc.Deleted() {
-		return nil, schemaNotFound(sc.ID)
-	}
-	cp := *sc
-	return &cp, nil
+	c.put(k, sc, now, gen) // keeps a copy: sc stays the caller's
+	return notTrashed(sc)
 }
 
 // put keeps sc unless a drop happened since gen was read.

@@ -211,11 +211,30 @@ func (s *SchemaService) live(ctx context.Context, orgID, id string) (*schema.Sch
 // liveSchema reads one of the organization's schemas that is not in the
 // trash: an unknown, foreign or trashed id is 404 not_found.
 func liveSchema(ctx context.Context, store ports.SchemaStore, orgID, id string) (*schema.Schema, error) {
+	sc, err := storedSchema(ctx, store, orgID, id)
+	if err != nil {
+		return nil, err
+	}
+	return notTrashed(sc)
+}
+
+// storedSchema reads one of the organization's schemas, in the trash or
+// not: an unknown or foreign id is 404 not_found.
+func storedSchema(ctx context.Context, store ports.SchemaStore, orgID, id string) (*schema.Schema, error) {
 	sc, err := store.GetSchema(ctx, orgID, id)
-	if errors.Is(err, ports.ErrNotFound) || (err == nil && sc.Deleted()) {
+	if errors.Is(err, ports.ErrNotFound) {
 		return nil, schemaNotFound(id)
 	}
 	return sc, err
+}
+
+// notTrashed is sc, unless it is in the trash: then 404 not_found, as if
+// it did not exist.
+func notTrashed(sc *schema.Schema) (*schema.Schema, error) {
+	if sc.Deleted() {
+		return nil, schemaNotFound(sc.ID)
+	}
+	return sc, nil
 }
 
 func schemaNotFound(id string) error {

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/entityenrich/enrich/domain/enrichment"
 	"github.com/entityenrich/enrich/domain/job"
+	"github.com/entityenrich/enrich/domain/text"
 	"github.com/entityenrich/enrich/domain/usage"
 	"github.com/entityenrich/enrich/ports"
 )
@@ -172,32 +172,33 @@ func textOrNull(s string) any {
 	return s
 }
 
-// hasNUL reports whether a text argument holds a NUL byte, which
-// PostgreSQL refuses in text.
-func hasNUL(stmts []endStmt) bool {
+// refusedText returns why a text argument cannot be stored (domain/text's
+// rule: NUL, bytes that are not UTF-8, which PostgreSQL refuses in text), or
+// ok.
+func refusedText(stmts []endStmt) (text.Reason, bool) {
 	for _, st := range stmts {
 		for _, a := range st.args {
+			var strs []string
 			switch v := a.(type) {
 			case string:
-				if strings.IndexByte(v, 0) >= 0 {
-					return true
-				}
+				strs = []string{v}
 			case []string:
-				for _, s := range v {
-					if strings.IndexByte(s, 0) >= 0 {
-						return true
+				strs = v
+			case []*string:
+				for _, p := range v {
+					if p != nil {
+						strs = append(strs, *p)
 					}
 				}
-			case []*string:
-				for _, s := range v {
-					if s != nil && strings.IndexByte(*s, 0) >= 0 {
-						return true
-					}
+			}
+			for _, s := range strs {
+				if r, ok := text.CheckString(s); !ok {
+					return r, false
 				}
 			}
 		}
 	}
-	return false
+	return "", true
 }
 
 // sendBatch runs stmts as one pgx batch on a connection of db: all of them

@@ -45,7 +45,8 @@ func TestEndColumns(t *testing.T) {
 
 // TestEndStmts checks the statements of an end: one per record and usage
 // entry, one for the events of each job, each statement with as many
-// arguments as its text has parameters; and a NUL in any text is found.
+// arguments as its text has parameters; and text that no store takes (NUL,
+// bytes that are not UTF-8) is found.
 func TestEndStmts(t *testing.T) {
 	is := is.New(t)
 	j := &job.Job{ID: "j1", OrgID: "o", State: job.Paused, Attempt: 2}
@@ -66,16 +67,21 @@ func TestEndStmts(t *testing.T) {
 	is.Equal(*stmts[1].args[3].([]*string)[0], `{"x":1}`)
 	is.True(stmts[1].args[3].([]*string)[1] == nil) // an event without data stores NULL
 	is.Equal(stmts[2].args[0], "j2")
-	is.True(!hasNUL(stmts))
+	_, ok := refusedText(stmts)
+	is.True(ok)
 
 	end.Events[1].Data = map[string]any{"k": "a\x00b"}
 	stmts, err = endStmts(end)
 	is.NoErr(err)
-	is.True(!hasNUL(stmts)) // JSON writes NUL as \u0000, which the json column keeps
-	j.Error = "bad\x00"
-	stmts, err = endStmts(end)
-	is.NoErr(err)
-	is.True(hasNUL(stmts))
+	_, ok = refusedText(stmts)
+	is.True(ok) // JSON writes NUL as \u0000, which the json column keeps
+	for _, bad := range []string{"bad\x00", "bad \xff"} {
+		j.Error = bad // as no domain rule would leave it
+		stmts, err = endStmts(end)
+		is.NoErr(err)
+		_, ok = refusedText(stmts)
+		is.True(!ok)
+	}
 }
 
 // params is the highest $n of a statement's text.

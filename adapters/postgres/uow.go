@@ -128,8 +128,8 @@ func (u *UnitOfWork) EndJob(ctx context.Context, end ports.JobEnd) error {
 	if err != nil {
 		return err
 	}
-	if hasNUL(stmts) {
-		return fmt.Errorf("postgres: %s: a NUL byte in text: %w", what, ports.ErrInvalid)
+	if reason, ok := refusedText(stmts); !ok {
+		return fmt.Errorf("postgres: %s: %s in text: %w", what, reason, ports.ErrInvalid)
 	}
 	return u.ends.submit(pendingEnd{stmts: stmts, what: what, from: end.From})
 }
