@@ -274,8 +274,8 @@ func (s *APIKeyStore) CreateKey(ctx context.Context, k *access.APIKey) error {
 func (s *APIKeyStore) FindKeysByPrefix(ctx context.Context, prefix string) ([]*access.APIKey, error) {
 	var rows []keyRow
 	var err error
-	if db, ok := s.db.(*bun.DB); ok {
-		rows, err = findKeys(ctx, db.DB, prefix)
+	if db, ok := pool(s.db); ok {
+		rows, err = findKeys(ctx, db, prefix)
 	} else {
 		err = s.db.NewSelect().Model(&rows).Where("prefix = ?", prefix).Order("created_at ASC", "id ASC").Scan(ctx)
 	}

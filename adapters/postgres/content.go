@@ -2,15 +2,19 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/uptrace/bun"
 
 	"github.com/entityenrich/enrich/domain/enrichment"
 	"github.com/entityenrich/enrich/domain/page"
 	"github.com/entityenrich/enrich/domain/schema"
+	"github.com/entityenrich/enrich/domain/text"
 	"github.com/entityenrich/enrich/ports"
 )
 
@@ -269,13 +273,57 @@ func (s *RecordStore) CreateRecord(ctx context.Context, rec *enrichment.Record) 
 }
 
 // GetRecord returns the record id of organization orgID.
+//
+// Outside a transaction it runs a fixed text straight on pgx (getRecordSQL),
+// prepared once per connection: it serves every GET /api/records/{id}, and
+// Bun wrote each id into a new text that PostgreSQL parsed and planned again.
 func (s *RecordStore) GetRecord(ctx context.Context, orgID, id string) (*enrichment.Record, error) {
 	var r recordRow
-	q := s.db.NewSelect().Model(&r).Where("id = ? AND deleted_at IS NULL", id)
-	if err := whereOrg(q, orgID).Scan(ctx); err != nil {
+	var err error
+	if db, ok := pool(s.db); ok {
+		r, err = getRecord(ctx, db, orgID, id)
+	} else {
+		q := s.db.NewSelect().Model(&r).Where("id = ? AND deleted_at IS NULL", id)
+		err = whereOrg(q, orgID).Scan(ctx)
+	}
+	if err != nil {
 		return nil, notFound(err, "get record "+id)
 	}
 	return r.record(), nil
+}
+
+const getRecordSQL = "SELECT " + recordColumns + " FROM records WHERE id = $1 AND deleted_at IS NULL"
+
+// getRecord runs getRecordSQL, scoped to orgID unless it is ports.AllOrgs,
+// on a connection of db. No row is sql.ErrNoRows, as Bun's Scan returns;
+// so is an id that no text column could hold (NUL, bytes that are not
+// UTF-8), which PostgreSQL would refuse as an error.
+func getRecord(ctx context.Context, db *sql.DB, orgID, id string) (recordRow, error) {
+	var r recordRow
+	if _, ok := text.CheckString(id); !ok {
+		return r, sql.ErrNoRows
+	}
+	q, args := getRecordSQL, []any{id}
+	if orgID != ports.AllOrgs {
+		q, args = getRecordSQL+" AND org_id = $2", append(args, orgID)
+	}
+	err := onPgx(ctx, db, func(c *pgx.Conn) error {
+		var schemaID, jobID *string
+		err := c.QueryRow(ctx, q, args...).Scan(&r.ID, &r.OrgID, &r.Type, &schemaID, &jobID, &r.Model, &r.Strategy,
+			&r.EntityData, &r.StructuredOutput, &r.Cost, &r.InputTokens, &r.OutputTokens, &r.WebSearchCalls,
+			&r.Sandbox, &r.CreatedAt, &r.DeletedAt, &r.Fusion)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return sql.ErrNoRows
+		}
+		if schemaID != nil {
+			r.SchemaID = *schemaID
+		}
+		if jobID != nil {
+			r.JobID = *jobID
+		}
+		return err
+	})
+	return r, err
 }
 
 // ListRecords returns one page of an organization's records that match f,

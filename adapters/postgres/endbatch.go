@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/uptrace/bun"
 
 	"github.com/entityenrich/enrich/domain/enrichment"
 	"github.com/entityenrich/enrich/domain/job"
@@ -211,6 +212,18 @@ func sendBatch(ctx context.Context, db *sql.DB, stmts []endStmt) error {
 		}
 		return c.SendBatch(ctx, b).Close()
 	})
+}
+
+// pool returns the connection pool under db, or false when db is a
+// transaction (whose statements must stay on its own connection).
+func pool(db bun.IDB) (*sql.DB, bool) {
+	switch d := db.(type) {
+	case *bun.DB:
+		return d.DB, true
+	case *DB:
+		return d.DB.DB, true
+	}
+	return nil, false
 }
 
 // onPgx calls fn with the pgx connection under one of db's connections, so

@@ -274,6 +274,13 @@ func RunRecordStore(t *testing.T, newStore func(t *testing.T) ports.RecordStore)
 			is.True(errors.Is(err, ports.ErrNotFound))
 			_, err = s.GetRecord(ctx, newID("org"), r.ID)
 			is.True(errors.Is(err, ports.ErrNotFound))
+			for _, id := range []string{"rec_\x00", "rec_\xff\xfe", r.ID + "\x00"} {
+				_, err = s.GetRecord(ctx, r.OrgID, id)
+				is.True(errors.Is(err, ports.ErrNotFound)) // an id no text column holds is simply not there
+			}
+			got, err := s.GetRecord(ctx, ports.AllOrgs, r.ID)
+			is.NoErr(err)
+			is.Equal(got.ID, r.ID)
 		}},
 		{"duplicate id is a conflict", func(t *testing.T, s ports.RecordStore) {
 			is := is.New(t)
