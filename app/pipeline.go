@@ -283,15 +283,18 @@ func (s *EnrichmentService) runModel(ctx context.Context, er *entityRun, m model
 	var mu sync.Mutex
 	completed := 0
 	var wg sync.WaitGroup
+	var pending []int
 	for i, c := range pl.calls {
 		if d, ok := rs.calls[key+"/"+c.domain.Key]; ok {
 			parts[i] = part{out: d.out, in: d.in, outT: d.outT, searches: d.searches, cost: d.cost}
 			completed++
 			continue
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		pending = append(pending, i)
+	}
+	for _, i := range pending {
+		c := pl.calls[i]
+		call := func() {
 			select {
 			case sem <- struct{}{}:
 			case <-ctx.Done():
@@ -322,6 +325,15 @@ func (s *EnrichmentService) runModel(ctx context.Context, er *entityRun, m model
 				done.ErrorMessage, done.ErrorCode = err.Error(), code
 			}
 			pub(done)
+		}
+		if len(pending) == 1 { // one call (single_pass): no goroutine to start and wait for
+			call()
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			call()
 		}()
 	}
 	wg.Wait()
