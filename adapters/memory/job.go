@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -174,13 +175,22 @@ func (l *EventLog) Append(_ context.Context, events []job.Event) error {
 		seq int64
 	}
 	enc := make([]storedEvent, len(events))
-	seen := make(map[key]bool, len(events))
+	var seen map[key]bool // a batch of a few events is checked pairwise, without a map
+	if len(events) > 16 {
+		seen = make(map[key]bool, len(events))
+	}
 	for i, e := range events {
 		k := key{e.JobID, e.Seq}
-		if seen[k] {
+		dup := seen[k]
+		if seen == nil {
+			dup = slices.ContainsFunc(events[:i], func(o job.Event) bool { return o.JobID == e.JobID && o.Seq == e.Seq })
+		}
+		if dup {
 			return fmt.Errorf("memory: append event %s/%d: duplicate in batch: %w", e.JobID, e.Seq, ports.ErrConflict)
 		}
-		seen[k] = true
+		if seen != nil {
+			seen[k] = true
+		}
 		se := storedEvent{seq: e.Seq, typ: e.Type, createdAt: ts(e.CreatedAt)}
 		if e.Data != nil {
 			b, err := job.MarshalData(e.Data)

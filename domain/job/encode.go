@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"sync"
 )
 
 // MarshalData returns an event's data exactly as json.Marshal writes it
@@ -16,9 +17,27 @@ import (
 // through it on each store and each SSE line, so its cost is paid per
 // event; TestMarshalData and FuzzMarshalData hold it to json.Marshal's
 // bytes.
+//
+// It encodes into a pooled scratch buffer and returns an exact-size copy:
+// stores keep what it returns, so spare capacity would be kept with it.
 func MarshalData(m map[string]any) ([]byte, error) {
-	return appendJSON(make([]byte, 0, 64*len(m)+2), m)
+	bp := scratch.Get().(*[]byte)
+	b, err := appendJSON((*bp)[:0], m)
+	var out []byte
+	if err == nil {
+		out = append([]byte(nil), b...)
+	}
+	if cap(b) <= maxScratch {
+		*bp = b
+		scratch.Put(bp)
+	}
+	return out, err
 }
+
+// maxScratch is the largest buffer MarshalData keeps for reuse.
+const maxScratch = 64 << 10
+
+var scratch = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b }}
 
 func appendJSON(b []byte, v any) ([]byte, error) {
 	switch x := v.(type) {
@@ -42,7 +61,8 @@ func appendJSON(b []byte, v any) ([]byte, error) {
 		if x == nil {
 			return append(b, "null"...), nil
 		}
-		keys := make([]string, 0, len(x))
+		var onStack [32]string // an event's keys fit: no allocation for them
+		keys := onStack[:0]
 		for k := range x {
 			keys = append(keys, k)
 		}

@@ -2,6 +2,7 @@ package job_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -49,8 +50,31 @@ func TestMarshalData(t *testing.T) {
 		{"nan", map[string]any{"x": math.NaN()}},
 		{"inf in list", map[string]any{"x": []any{1.0, math.Inf(-1)}}},
 	}
+	many := map[string]any{}
+	for i := range 40 { // more keys than MarshalData sorts on the stack
+		many[fmt.Sprintf("k%02d", 39-i)] = i
+	}
+	cases = append(cases, struct {
+		name string
+		m    map[string]any
+	}{"many keys", many})
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { sameAsJSON(t, c.m) })
+	}
+}
+
+// BenchmarkMarshalData encodes a stamped event, as every store and SSE line
+// does for every event.
+func BenchmarkMarshalData(b *testing.B) {
+	tr := job.NewTracker(job.TypeEnrichment)
+	d := tr.Stamp(job.NewDraft(job.ExpertiseCompleted{Model: "p::m", Key: "k", Name: "Finance", Completed: 1, Total: 2,
+		Success: true, PartialResult: map[string]any{"revenue": 1.25e6, "ticker": "ACME"}, InputTokens: 10,
+		OutputTokens: 3, Cost: 167, KeySource: "global"}))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := job.MarshalData(d.Data); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 

@@ -143,7 +143,8 @@ func RunEventLog(t *testing.T, newLog func(t *testing.T) ports.EventLog) {
 			for _, batch := range [][]job.Event{
 				events(jobID, 3, 3),
 				append(events(jobID, 4, 5), events(jobID, 2, 2)...),
-				append(events(jobID, 6, 6), events(jobID, 6, 6)...), // twice in one batch
+				append(events(jobID, 6, 6), events(jobID, 6, 6)...),     // twice in one batch
+				append(events(jobID, 10, 40), events(jobID, 25, 25)...), // twice in a large batch
 			} {
 				err := l.Append(ctx, batch)
 				is.True(errors.Is(err, ports.ErrConflict))
