@@ -62,7 +62,8 @@ type EnrichmentService struct {
 	// enriched at once (default DefaultBatchConcurrency).
 	BatchMaxEntities, BatchConcurrency int
 
-	cache validators
+	cache  validators
+	shapes shapes
 }
 
 // validators caches compiled schemas by content: compiling is the costliest
@@ -300,44 +301,29 @@ func (s *EnrichmentService) prepareFor(ctx context.Context, orgID string, req En
 	}
 	// A linked, published schema runs on its published contract, not on
 	// the working copy being edited (schema.Schema.Contract).
-	if err := json.Unmarshal(sc.Contract(), &pl.doc); err != nil {
+	doc, sum, err := s.contract(sc)
+	if err != nil {
 		return nil, fmt.Errorf("stored schema %s does not decode: %w", sc.ID, err)
 	}
 	// The input contract is checked before anything is spent; preserved
 	// values are then the caller's, never asked of a model.
 	if batch {
-		pl.contractDoc, pl.preserve = pl.doc, preservePaths(pl.doc)
-	} else if pl.preserve, err = checkContract(pl.doc, entity); err != nil {
+		pl.contractDoc, pl.preserve = doc, preservePaths(doc)
+	} else if pl.preserve, err = checkContract(doc, entity); err != nil {
 		return nil, err
 	}
-	// Multilingual properties are answered per requested language.
-	pl.doc = enrichment.Localize(pl.doc, req.languages())
+	// Multilingual properties are answered per requested language; the
+	// rest is the contract's shape, shared by the runs that share it.
+	sh, shapeErr := s.shapeOf(sc.ID, sum, doc, req.languages(), pl.preserve, strategy)
 	if batch {
-		pl.checkDoc = pl.doc
-	} else if err := s.checkPreserved(pl.doc, entity, pl.preserve); err != nil {
+		pl.checkDoc = sh.localized
+	} else if err := s.checkPreserved(sh.localized, entity, pl.preserve); err != nil {
 		return nil, err
 	}
-	pl.doc = enrichment.WithoutPaths(pl.doc, pl.preserve)
-	localized, err := json.Marshal(pl.doc)
-	if err != nil {
-		return nil, fmt.Errorf("schema %s: %w", sc.ID, err)
+	if shapeErr != nil {
+		return nil, shapeErr
 	}
-	if pl.whole, err = s.compile(localized); err != nil {
-		return nil, coded(ports.ErrInvalid, "schema_invalid", "schema %s does not compile: %v", sc.ID, err)
-	}
-	domains, err := enrichment.Plan(pl.doc)
-	if err != nil {
-		return nil, coded(ports.ErrInvalid, "schema_invalid", "schema %s: %v", sc.ID, err)
-	}
-	pl.choice = enrichment.Choose(strategy, domains)
-	for _, d := range enrichment.Calls(pl.choice.Strategy, pl.doc, domains) {
-		raw, _ := json.Marshal(d.Schema)
-		v, err := s.compile(raw)
-		if err != nil {
-			return nil, coded(ports.ErrInvalid, "schema_invalid", "expertise %s of schema %s does not compile: %v", d.Key, sc.ID, err)
-		}
-		pl.calls = append(pl.calls, call{domain: d, validator: v})
-	}
+	pl.doc, pl.whole, pl.choice, pl.calls = sh.doc, sh.whole, sh.choice, sh.calls
 	// Last, because a pick records a use: a request refused above must not
 	// move the rotation.
 	called := models
