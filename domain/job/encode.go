@@ -61,27 +61,7 @@ func appendJSON(b []byte, v any) ([]byte, error) {
 		if x == nil {
 			return append(b, "null"...), nil
 		}
-		var onStack [32]string // an event's keys fit: no allocation for them
-		keys := onStack[:0]
-		for k := range x {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		b = append(b, '{')
-		var err error
-		for i, k := range keys {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			if b, err = appendString(b, k); err != nil {
-				return nil, err
-			}
-			b = append(b, ':')
-			if b, err = appendJSON(b, x[k]); err != nil {
-				return nil, err
-			}
-		}
-		return append(b, '}'), nil
+		return appendMap(b, x)
 	case []any:
 		if x == nil {
 			return append(b, "null"...), nil
@@ -91,7 +71,17 @@ func appendJSON(b []byte, v any) ([]byte, error) {
 		if x == nil {
 			return append(b, "null"...), nil
 		}
-		return appendList(b, x)
+		b = append(b, '[')
+		var err error
+		for i, it := range x {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			if b, err = appendString(b, it); err != nil {
+				return nil, err
+			}
+		}
+		return append(b, ']'), nil
 	case []map[string]any:
 		if x == nil {
 			return append(b, "null"...), nil
@@ -103,6 +93,33 @@ func appendJSON(b []byte, v any) ([]byte, error) {
 		return nil, err
 	}
 	return append(b, out...), nil
+}
+
+// appendMap writes m's keys in order. Its frame holds the keys' array, so
+// it is apart from appendJSON, which every value of every list goes
+// through: a 512-byte frame there made each job's goroutine grow its stack.
+func appendMap(b []byte, m map[string]any) ([]byte, error) {
+	var onStack [32]string // an event's keys fit: no allocation for them
+	keys := onStack[:0]
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	b = append(b, '{')
+	var err error
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if b, err = appendString(b, k); err != nil {
+			return nil, err
+		}
+		b = append(b, ':')
+		if b, err = appendJSON(b, m[k]); err != nil {
+			return nil, err
+		}
+	}
+	return append(b, '}'), nil
 }
 
 func appendList[T any](b []byte, items []T) ([]byte, error) {
