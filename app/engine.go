@@ -132,6 +132,8 @@ type Engine struct {
 	perOrg  map[string]int
 	total   int
 	freed   chan struct{} // closed and replaced when a worker slot frees
+	idle    chan func()   // run goroutines waiting for the next run (spawn)
+	runners struct{ live, idle atomic.Int32 }
 	closing bool
 	wg      sync.WaitGroup
 	base    context.Context
@@ -231,7 +233,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.SlotWait = cmp.Or(e.SlotWait, DefaultSlotWait)
 	e.DeferCreate = cmp.Or(e.DeferCreate, DefaultDeferCreate)
 	e.mu.Lock()
-	e.running, e.perOrg, e.freed = map[string]*run{}, map[string]int{}, make(chan struct{})
+	e.running, e.perOrg, e.freed, e.idle = map[string]*run{}, map[string]int{}, make(chan struct{}), make(chan func())
 	e.base, e.stopAll = context.WithCancel(context.WithoutCancel(ctx))
 	e.mu.Unlock()
 	e.wg.Add(1)
@@ -717,9 +719,7 @@ func (e *Engine) launch(j *job.Job, prior []job.Event, prepared any, row rowStar
 		e.Stream.Own(r.id, r.attempt, 0, e.lost(r))
 		e.Stream.Private(r.id)
 	}
-	e.wg.Add(1)
-	go func() {
-		defer e.wg.Done()
+	e.spawn(func() {
 		defer close(r.done)
 		defer func() {
 			e.mu.Lock()
@@ -729,8 +729,48 @@ func (e *Engine) launch(j *job.Job, prior []job.Event, prepared any, row rowStar
 			cancel(nil)
 		}()
 		e.execute(ctx, r, j, prior, prepared)
-	}()
+	})
 	return r
+}
+
+// runIdle is how long a run's goroutine waits for the next run before it
+// exits.
+const runIdle = 10 * time.Second
+
+// spawn runs fn on an idle run goroutine, or on a new one. A run grows its
+// goroutine's stack (JSON, the provider client, regexps), and a fresh
+// goroutine for every job paid for that growth again each time; a reused
+// one starts where the last run left it. Idle goroutines exit after runIdle
+// or when the engine stops (Stop waits for them).
+func (e *Engine) spawn(fn func()) {
+	select {
+	case e.idle <- fn:
+		return
+	default:
+	}
+	e.wg.Add(1)
+	e.runners.live.Add(1)
+	go func() {
+		defer e.wg.Done()
+		defer e.runners.live.Add(-1)
+		t := time.NewTimer(runIdle)
+		defer t.Stop()
+		for {
+			fn()
+			t.Reset(runIdle)
+			e.runners.idle.Add(1)
+			select {
+			case fn = <-e.idle:
+				e.runners.idle.Add(-1)
+			case <-t.C:
+				e.runners.idle.Add(-1)
+				return
+			case <-e.base.Done():
+				e.runners.idle.Add(-1)
+				return
+			}
+		}
+	}()
 }
 
 func (e *Engine) execute(ctx context.Context, r *run, j *job.Job, prior []job.Event, prepared any) {

@@ -214,3 +214,33 @@ func TestSlotWait(t *testing.T) {
 		})
 	}
 }
+
+// TestRunGoroutinesAreReused: a run's goroutine waits for the next run
+// instead of exiting, so that one worker's jobs run on one goroutine whose
+// stack has grown, and Stop ends every waiting goroutine.
+func TestRunGoroutinesAreReused(t *testing.T) {
+	is := is.New(t)
+	w := newEngineWorld(t)
+	close(w.jobs.gate) // rows are stored at once
+	idleAll := func() (live int) {
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+			live, idle := w.engine.RunGoroutines()
+			if live == idle || time.Now().After(deadline) {
+				return live
+			}
+		}
+	}
+	for n := 1; n <= 5; n++ {
+		is.NoErr(w.engine.Create(context.Background(), newTestJob(n), nil))
+		select {
+		case <-w.ran:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("job %d did not run", n)
+		}
+		w.settled(t)
+		is.Equal(idleAll(), 1) // one goroutine ran them all
+	}
+	is.NoErr(w.engine.Stop(context.Background()))
+	live, _ := w.engine.RunGoroutines()
+	is.Equal(live, 0) // Stop waited for the waiting goroutine to end
+}
