@@ -115,7 +115,7 @@ func (t *Tracker) Stamp(d Draft) Draft {
 		return s
 	}
 	// One map: the common block, then the event's own fields over it.
-	out := make(map[string]any, len(d.Data)+16)
+	out := make(map[string]any, stampedSize(d.Data))
 	out["job_type"], out["status"], out["is_paused"] = t.jobType.WireType(), string(t.status), t.status == Paused
 	out["total_models"], out["completed_models"] = t.total, t.completed
 	out["running_models"] = append([]string{}, t.running...)
@@ -129,6 +129,33 @@ func (t *Tracker) Stamp(d Draft) Draft {
 		out[k] = v
 	}
 	return Draft{Type: d.Type, Data: out, Payload: d.Payload}
+}
+
+// commonFields is the number of fields of the common block (Stamp).
+const commonFields = 14
+
+// isCommon says whether k is a field of the common block.
+func isCommon(k string) bool {
+	switch k {
+	case "job_type", "status", "is_paused", "total_models", "completed_models", "running_models", "current_model",
+		"current_attempt", "max_attempts", "last_error_summary", "total_entities", "completed_entities",
+		"failed_entities", "skipped_entities":
+		return true
+	}
+	return false
+}
+
+// stampedSize is the number of fields of data stamped: exact, because a
+// map's table doubles at each step, and a size hint a few fields too large
+// (len(data)+16) made most events' maps twice as large as they needed.
+func stampedSize(data map[string]any) int {
+	n := commonFields
+	for k := range data {
+		if !isCommon(k) {
+			n++
+		}
+	}
+	return n
 }
 
 // StampAll stamps drafts in order.
