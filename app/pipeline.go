@@ -436,7 +436,7 @@ type callTokens struct{ in, out, searches int }
 
 func (s *EnrichmentService) callWithRetries(ctx context.Context, er *entityRun, m model.Info, c call) (map[string]any, callTokens, job.ErrorCode, error) {
 	pl, pub := er.pl, er.pub
-	msgs := enrichment.WithClassification(enrichment.WithLanguages(enrichment.Prompt(pl.schema.Name, er.entity, c.domain), pl.req.Languages),
+	msgs := enrichment.WithClassification(enrichment.WithLanguages(enrichment.PromptWith(pl.schema.Name, er.entity, c.domain, c.schema), pl.req.Languages),
 		er.classification)
 	max := s.attempts()
 	var t callTokens

@@ -246,6 +246,8 @@ func (l *usageLog) take() []usage.Entry {
 type call struct {
 	domain    enrichment.Domain
 	validator ports.Validator
+	// schema is domain.Schema encoded, as its prompt shows it.
+	schema []byte
 }
 
 func (s *EnrichmentService) prepare(ctx context.Context, orgID string, req EnrichRequest) (*plan, error) {

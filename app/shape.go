@@ -97,7 +97,7 @@ func (s *EnrichmentService) shapeOf(schemaID string, sum [32]byte, doc map[strin
 		if err != nil {
 			return sh, coded(ports.ErrInvalid, "schema_invalid", "expertise %s of schema %s does not compile: %v", d.Key, schemaID, err)
 		}
-		sh.calls = append(sh.calls, call{domain: d, validator: v})
+		sh.calls = append(sh.calls, call{domain: d, validator: v, schema: raw})
 	}
 	s.shapes.mu.Lock()
 	if s.shapes.m == nil || len(s.shapes.m) >= maxCachedShapes {

@@ -15,6 +15,12 @@ type Message struct {
 // Prompt builds the first messages of one expertise call.
 func Prompt(schemaName string, entity json.RawMessage, d Domain) []Message {
 	sub, _ := json.Marshal(d.Schema)
+	return PromptWith(schemaName, entity, d, sub)
+}
+
+// PromptWith is Prompt with the domain's schema already encoded (sub, as
+// json.Marshal writes d.Schema), for a caller that keeps it.
+func PromptWith(schemaName string, entity json.RawMessage, d Domain, sub []byte) []Message {
 	var sys strings.Builder
 	sys.WriteString("You are an expert data researcher")
 	if d.Key != "all" && d.Name != "" {
