@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"reflect"
@@ -100,4 +101,44 @@ func TestShapesStayAsBuilt(t *testing.T) {
 		is.True(reflect.DeepEqual(calls, enrichment.Calls(enrichment.Choose(strategy, domains).Strategy, wantDoc, domains)))
 	}
 	is.Equal(round(), first) // and runs on the cached shapes answer alike
+}
+
+// TestShapeErrorsAreNotKept: a stored contract that does not compile (saved
+// before a validation, or written by hand) refuses every start with
+// schema_invalid, each time (a failed shape is not cached), and a preserved
+// value that does not fit its property is still reported first, as before
+// shapes.
+func TestShapeErrorsAreNotKept(t *testing.T) {
+	ctx := context.Background()
+	store := memory.NewSchemaStore()
+	sc := &schema.Schema{ID: "bad", OrgID: "org", Name: "Broken", Content: json.RawMessage(`{"type": "object",
+	  "properties": {"name": {"type": "string"}, "internal_id": {"type": "string", "preserve": true},
+	    "founded": {"type": 5}}}`)}
+	if err := store.CreateSchema(ctx, sc); err != nil {
+		t.Fatal(err)
+	}
+	reg, err := llm.NewRegistry(llm.Config{Sandbox: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := &app.EnrichmentService{Schemas: store, Requests: jobcodec.New(), LLM: reg, Catalog: reg, Compiler: jsonschema.New(),
+		Clock: system.Clock{}, IDs: system.IDs{}, RetryBackoff: 1, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	for _, tt := range []struct {
+		name, entity, code string
+	}{
+		{"a preserved value that does not fit", `{"name": "Acme", "internal_id": 7}`, app.CodeInputContract},
+		{"the contract does not compile", `{"name": "Acme", "internal_id": "X-1"}`, "schema_invalid"},
+		{"nor does it the second time", `{"name": "Acme", "internal_id": "X-1"}`, "schema_invalid"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			_, err := svc.PlannedSchema(ctx, "org", app.EnrichRequest{EntityData: json.RawMessage(tt.entity), SchemaID: sc.ID,
+				Models: []string{"sandbox::echo"}, Strategy: "single_pass"})
+			var e *app.Error
+			is.True(errors.As(err, &e))
+			is.Equal(e.Code, tt.code)
+		})
+	}
+	_, _, _, _, cached := svc.CachedShape(sc, nil, enrichment.SinglePass)
+	is.New(t).True(!cached) // no shape was kept for it
 }
