@@ -381,6 +381,7 @@ func TestLoginOnTerminal(t *testing.T) {
 	_, err := term.pty.Write([]byte("tty-login@example.com\r"))
 	is.NoErr(err)
 	term.waitFor("Password: ")
+	term.waitForNoEcho() // the prompt is written just before echo is turned off
 	_, err = term.pty.Write([]byte("a long password\r"))
 	is.NoErr(err)
 	is.Equal(term.exit(), 0)
@@ -453,6 +454,22 @@ func (term *terminal) waitFor(s string) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	term.t.Fatalf("the terminal never showed %q; it shows:\n%s", s, term.screen())
+}
+
+// waitForNoEcho waits until the terminal no longer echoes what is typed:
+// text sent before that would show on the screen whatever the program does.
+func (term *terminal) waitForNoEcho() {
+	term.t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		on, err := echoing(term.pty)
+		if err != nil {
+			term.t.Fatalf("read the terminal's settings: %v", err)
+		}
+		if !on {
+			return
+		}
+	}
+	term.t.Fatalf("the terminal still echoes; it shows:\n%s", term.screen())
 }
 
 // exit waits for the program's end and returns its exit code.
