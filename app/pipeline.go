@@ -225,15 +225,19 @@ type entityOutcome struct {
 func (s *EnrichmentService) enrichEntity(ctx context.Context, er *entityRun) *entityOutcome {
 	pl := er.pl
 	outs := make([]outcome, len(pl.models))
-	var wg sync.WaitGroup
-	for i, m := range pl.models {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			outs[i] = s.runModel(ctx, er, m)
-		}()
+	if len(pl.models) == 1 { // a lone model runs on this goroutine, as a lone call does
+		outs[0] = s.runModel(ctx, er, pl.models[0])
+	} else {
+		var wg sync.WaitGroup
+		for i, m := range pl.models {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				outs[i] = s.runModel(ctx, er, m)
+			}()
+		}
+		wg.Wait()
 	}
-	wg.Wait()
 	eo := &entityOutcome{outs: outs}
 	if ctx.Err() != nil {
 		return eo

@@ -193,7 +193,7 @@ func (l *EventLog) Append(_ context.Context, events []job.Event) error {
 		}
 		se := storedEvent{seq: e.Seq, typ: e.Type, createdAt: ts(e.CreatedAt)}
 		if e.Data != nil {
-			b, err := job.MarshalData(e.Data)
+			b, err := job.StoreData(e.Data)
 			if err != nil {
 				return fmt.Errorf("memory: append event %s/%d: %w", e.JobID, e.Seq, err)
 			}

@@ -139,7 +139,7 @@ func eventsArgs(events []job.Event) ([]any, error) {
 	for i, e := range events {
 		seqs[i], types[i], at[i] = e.Seq, string(e.Type), utc(e.CreatedAt)
 		if e.Data != nil {
-			b, err := job.MarshalData(e.Data)
+			b, err := job.StoreData(e.Data)
 			if err != nil {
 				return nil, fmt.Errorf("postgres: append event %s/%d: %w", e.JobID, e.Seq, err)
 			}

@@ -307,7 +307,7 @@ func appendEvents(db bun.IDB, events []job.Event) (*bun.InsertQuery, error) {
 	for i, e := range events {
 		r := eventRow{JobID: e.JobID, Seq: e.Seq, Type: string(e.Type), CreatedAt: utc(e.CreatedAt)}
 		if e.Data != nil {
-			b, err := job.MarshalData(e.Data)
+			b, err := job.StoreData(e.Data)
 			if err != nil {
 				return nil, fmt.Errorf("postgres: append event %s/%d: %w", e.JobID, e.Seq, err)
 			}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"reflect"
 	"testing"
 	"time"
 
@@ -23,6 +24,22 @@ func sameAsJSON(t *testing.T, m map[string]any) {
 	}
 	if string(got) != string(want) {
 		t.Fatalf("MarshalData(%#v):\n got %s\nwant %s", m, got, want)
+	}
+	// StoreData writes the same value, keys in any order.
+	stored, err := job.StoreData(m)
+	if (err != nil) != (wantErr != nil) {
+		t.Fatalf("StoreData(%#v): error %v, json.Marshal: %v", m, err, wantErr)
+	}
+	if err != nil {
+		return
+	}
+	var a, b any
+	if err := json.Unmarshal(stored, &a); err != nil {
+		t.Fatalf("StoreData(%#v) wrote invalid JSON %s: %v", m, stored, err)
+	}
+	_ = json.Unmarshal(want, &b)
+	if !reflect.DeepEqual(a, b) {
+		t.Fatalf("StoreData(%#v):\n got %s\nwant the value of %s", m, stored, want)
 	}
 }
 
@@ -73,6 +90,20 @@ func BenchmarkMarshalData(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := job.MarshalData(d.Data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkStoreData encodes the same event as stores do.
+func BenchmarkStoreData(b *testing.B) {
+	tr := job.NewTracker(job.TypeEnrichment)
+	d := tr.Stamp(job.NewDraft(job.ExpertiseCompleted{Model: "p::m", Key: "k", Name: "Finance", Completed: 1, Total: 2,
+		Success: true, PartialResult: map[string]any{"revenue": 1.25e6, "ticker": "ACME"}, InputTokens: 10,
+		OutputTokens: 3, Cost: 167, KeySource: "global"}))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := job.StoreData(d.Data); err != nil {
 			b.Fatal(err)
 		}
 	}
