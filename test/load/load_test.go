@@ -60,6 +60,8 @@ const (
 	envDuration = "ENRICH_LOAD_DURATION"
 	envTimeout  = "ENRICH_LOAD_TIMEOUT"
 	envStore    = "ENRICH_LOAD_STORE"
+	envOnly     = "ENRICH_LOAD_ONLY"
+	envClients  = "ENRICH_LOAD_CLIENTS"
 
 	providerName = "fake"
 	modelName    = "fast"

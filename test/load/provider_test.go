@@ -10,6 +10,8 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -33,6 +35,11 @@ import (
 //
 // Goals: at 1 client, enrich/sync adds at most 0.5 ms to the direct call;
 // at 16 clients it reaches at least 50% of the bare proxy's rate.
+//
+// For profiling one scenario: ENRICH_LOAD_ONLY (a regular expression over
+// the requests' names) and ENRICH_LOAD_CLIENTS (1, 16 or 1,16), e.g.
+//
+//	ENRICH_LOAD=1 ENRICH_LOAD_ONLY=sandbox ENRICH_LOAD_CLIENTS=16 go test -run TestProviderPathLoad -cpuprofile cpu.out ./test/load
 func TestProviderPathLoad(t *testing.T) {
 	if os.Getenv(envLoad) != "1" {
 		t.Skipf("load test: set %s=1 to run it (make bench does)", envLoad)
@@ -114,9 +121,13 @@ func TestProviderPathLoad(t *testing.T) {
 		{"enrich/sync, " + providerName + "::" + modelName + " (OpenAI-compatible client)", syncWith(providerName + "::" + modelName)},
 		{"enrich/sync, sandbox::echo (no provider client)", syncWith("sandbox::echo")},
 	}
+	only, clients := selection(t)
 	res := map[string]map[int]*scenario{}
-	for _, conc := range []int{syncLow, syncHigh} {
+	for _, conc := range clients {
 		for _, r := range rows {
+			if only != nil && !only.MatchString(r.name) {
+				continue
+			}
 			if res[r.name] == nil {
 				res[r.name] = map[int]*scenario{}
 			}
@@ -129,14 +140,21 @@ func TestProviderPathLoad(t *testing.T) {
 		set.warmup, set.duration, len(body))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "request\tclients\treq/s\tp50 ms\tp99 ms\tok\terrors")
-	for _, conc := range []int{syncLow, syncHigh} {
+	for _, conc := range clients {
 		for _, r := range rows {
 			sc := res[r.name][conc]
+			if sc == nil {
+				continue
+			}
 			fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.2f\t%.2f\t%d\t%d\n", r.name, conc, sc.rps, ms(sc.p50), ms(sc.p99), sc.ok, sc.errs+sc.timeouts)
 		}
 	}
 	_ = tw.Flush()
 	direct, svc, sandbox := res[rows[0].name], res[rows[2].name], res[rows[3].name]
+	if only != nil || len(clients) < 2 || direct == nil || svc == nil || sandbox == nil || res[rows[1].name] == nil {
+		fmt.Fprintf(w, "  goals not evaluated: %s or %s left rows out\n\n", envOnly, envClients)
+		return
+	}
 	added := ms(svc[syncLow].p50) - ms(direct[syncLow].p50)
 	fmt.Fprintf(w, "  1 client: enrich/sync adds %.2f ms to the direct call (goal <= 0.5 ms): %s; the provider client path adds %.2f ms to the sandbox's sync\n",
 		added, verdict(added <= 0.5), ms(svc[syncLow].p50)-ms(sandbox[syncLow].p50))
@@ -147,12 +165,39 @@ func TestProviderPathLoad(t *testing.T) {
 	fmt.Fprintf(w, "  16 clients: enrich/sync at %.0f req/s is %.1f%% of the bare proxy's %.0f (goal >= 50%%): %s\n\n",
 		svc[syncHigh].rps, 100*ratio, res[rows[1].name][syncHigh].rps, verdict(ratio >= 0.5))
 	for _, r := range rows {
-		for _, conc := range []int{syncLow, syncHigh} {
-			if sc := res[r.name][conc]; sc.ok == 0 {
+		for _, conc := range clients {
+			if sc := res[r.name][conc]; sc != nil && sc.ok == 0 {
 				t.Errorf("%s at %d clients: no request succeeded (%d errors, %d timeouts)", r.name, conc, sc.errs, sc.timeouts)
 			}
 		}
 	}
+}
+
+// selection reads ENRICH_LOAD_ONLY (a regular expression: only the rows
+// whose request it matches run) and ENRICH_LOAD_CLIENTS (a comma-separated
+// list of 1 and 16), for profiling one scenario. Either one leaves the goals
+// unevaluated.
+func selection(t *testing.T) (*regexp.Regexp, []int) {
+	t.Helper()
+	var only *regexp.Regexp
+	if o := os.Getenv(envOnly); o != "" {
+		var err error
+		if only, err = regexp.Compile(o); err != nil {
+			t.Fatalf("%s: %v", envOnly, err)
+		}
+	}
+	clients := []int{syncLow, syncHigh}
+	if c := os.Getenv(envClients); c != "" {
+		clients = nil
+		for _, f := range strings.Split(c, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || (n != syncLow && n != syncHigh) {
+				t.Fatalf("%s=%q: want %d, %d or both", envClients, c, syncLow, syncHigh)
+			}
+			clients = append(clients, n)
+		}
+	}
+	return only, clients
 }
 
 // serve runs fn on a new loopback listener until ctx ends and returns its
