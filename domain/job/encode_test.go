@@ -82,28 +82,19 @@ func TestMarshalData(t *testing.T) {
 
 // BenchmarkMarshalData encodes a stamped event, as every store and SSE line
 // does for every event.
-func BenchmarkMarshalData(b *testing.B) {
-	tr := job.NewTracker(job.TypeEnrichment)
-	d := tr.Stamp(job.NewDraft(job.ExpertiseCompleted{Model: "p::m", Key: "k", Name: "Finance", Completed: 1, Total: 2,
-		Success: true, PartialResult: map[string]any{"revenue": 1.25e6, "ticker": "ACME"}, InputTokens: 10,
-		OutputTokens: 3, Cost: 167, KeySource: "global"}))
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := job.MarshalData(d.Data); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
+func BenchmarkMarshalData(b *testing.B) { benchEncode(b, job.MarshalData) }
 
 // BenchmarkStoreData encodes the same event as stores do.
-func BenchmarkStoreData(b *testing.B) {
+func BenchmarkStoreData(b *testing.B) { benchEncode(b, job.StoreData) }
+
+func benchEncode(b *testing.B, encode func(map[string]any) ([]byte, error)) {
 	tr := job.NewTracker(job.TypeEnrichment)
 	d := tr.Stamp(job.NewDraft(job.ExpertiseCompleted{Model: "p::m", Key: "k", Name: "Finance", Completed: 1, Total: 2,
 		Success: true, PartialResult: map[string]any{"revenue": 1.25e6, "ticker": "ACME"}, InputTokens: 10,
 		OutputTokens: 3, Cost: 167, KeySource: "global"}))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := job.StoreData(d.Data); err != nil {
+		if _, err := encode(d.Data); err != nil {
 			b.Fatal(err)
 		}
 	}
