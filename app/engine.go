@@ -126,6 +126,9 @@ type Engine struct {
 	Runners map[job.Type]Runner
 	// Observer is told when a job ends here (nil: nobody).
 	Observer ports.JobObserver
+	// RunIdle is how long a run's goroutine waits for the next run before
+	// it exits (default 10 s).
+	RunIdle time.Duration
 
 	mu      sync.Mutex
 	running map[string]*run
@@ -733,14 +736,13 @@ func (e *Engine) launch(j *job.Job, prior []job.Event, prepared any, row rowStar
 	return r
 }
 
-// runIdle is how long a run's goroutine waits for the next run before it
-// exits.
-const runIdle = 10 * time.Second
+// defaultRunIdle is RunIdle's default.
+const defaultRunIdle = 10 * time.Second
 
 // spawn runs fn on an idle run goroutine, or on a new one. A run grows its
 // goroutine's stack (JSON, the provider client, regexps), and a fresh
 // goroutine for every job paid for that growth again each time; a reused
-// one starts where the last run left it. Idle goroutines exit after runIdle
+// one starts where the last run left it. Idle goroutines exit after RunIdle
 // or when the engine stops (Stop waits for them).
 func (e *Engine) spawn(fn func()) {
 	select {
@@ -748,16 +750,17 @@ func (e *Engine) spawn(fn func()) {
 		return
 	default:
 	}
+	idle := cmp.Or(e.RunIdle, defaultRunIdle)
 	e.wg.Add(1)
 	e.runners.live.Add(1)
 	go func() {
 		defer e.wg.Done()
 		defer e.runners.live.Add(-1)
-		t := time.NewTimer(runIdle)
+		t := time.NewTimer(idle)
 		defer t.Stop()
 		for {
 			fn()
-			t.Reset(runIdle)
+			t.Reset(idle)
 			e.runners.idle.Add(1)
 			select {
 			case fn = <-e.idle:

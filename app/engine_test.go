@@ -244,3 +244,31 @@ func TestRunGoroutinesAreReused(t *testing.T) {
 	live, _ := w.engine.RunGoroutines()
 	is.Equal(live, 0) // Stop waited for the waiting goroutine to end
 }
+
+// TestIdleRunGoroutinesExit: a run goroutine that waits RunIdle without a
+// next run exits; the next job starts a new one.
+func TestIdleRunGoroutinesExit(t *testing.T) {
+	is := is.New(t)
+	w := newEngineWorld(t)
+	w.engine.RunIdle = 20 * time.Millisecond
+	close(w.jobs.gate) // rows are stored at once
+	gone := func() bool {
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			if live, _ := w.engine.RunGoroutines(); live == 0 {
+				return true
+			}
+		}
+		return false
+	}
+	for n := 1; n <= 2; n++ {
+		is.NoErr(w.engine.Create(context.Background(), newTestJob(n), nil))
+		select {
+		case <-w.ran:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("job %d did not run", n)
+		}
+		w.settled(t)
+		is.True(gone()) // its goroutine exited after RunIdle
+	}
+	is.NoErr(w.engine.Stop(context.Background()))
+}
