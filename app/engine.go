@@ -1059,8 +1059,8 @@ func (e *Engine) ended(t job.Type, evs []job.Event) {
 	}
 	for _, ev := range evs {
 		if ev.Type.Terminal() {
-			st, _ := ev.Data["status"].(string)
-			code, _ := ev.Data["error_code"].(string)
+			st, _ := ev.Field("status").(string)
+			code, _ := ev.Field("error_code").(string)
 			e.Observer.JobEnded(t, job.State(st), job.ErrorCode(code))
 		}
 	}

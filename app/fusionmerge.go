@@ -278,7 +278,7 @@ func (s *FusionService) Merge(ctx context.Context, p *access.Principal, req Merg
 		for _, ev := range evs {
 			after = ev.Seq
 			if ev.Type == job.EventFusionCompleted {
-				res = &MergeResult{JobID: j.ID, Data: ev.Data}
+				res = &MergeResult{JobID: j.ID, Data: ev.Fields()}
 			}
 			if !ev.Type.Terminal() {
 				continue

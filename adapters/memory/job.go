@@ -192,13 +192,11 @@ func (l *EventLog) Append(_ context.Context, events []job.Event) error {
 			seen[k] = true
 		}
 		se := storedEvent{seq: e.Seq, typ: e.Type, createdAt: ts(e.CreatedAt)}
-		if e.Data != nil {
-			b, err := job.StoreData(e.Data)
-			if err != nil {
-				return fmt.Errorf("memory: append event %s/%d: %w", e.JobID, e.Seq, err)
-			}
-			se.data = b
+		b, err := e.StoredData() // nil without data
+		if err != nil {
+			return fmt.Errorf("memory: append event %s/%d: %w", e.JobID, e.Seq, err)
 		}
+		se.data = b
 		enc[i] = se
 	}
 	l.mu.Lock()

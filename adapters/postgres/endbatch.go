@@ -138,11 +138,11 @@ func eventsArgs(events []job.Event) ([]any, error) {
 	at := make([]time.Time, len(events))
 	for i, e := range events {
 		seqs[i], types[i], at[i] = e.Seq, string(e.Type), utc(e.CreatedAt)
-		if e.Data != nil {
-			b, err := job.StoreData(e.Data)
-			if err != nil {
-				return nil, fmt.Errorf("postgres: append event %s/%d: %w", e.JobID, e.Seq, err)
-			}
+		b, err := e.StoredData()
+		if err != nil {
+			return nil, fmt.Errorf("postgres: append event %s/%d: %w", e.JobID, e.Seq, err)
+		}
+		if b != nil {
 			s := string(b)
 			data[i] = &s
 		}

@@ -306,13 +306,11 @@ func appendEvents(db bun.IDB, events []job.Event) (*bun.InsertQuery, error) {
 	rows := make([]eventRow, len(events))
 	for i, e := range events {
 		r := eventRow{JobID: e.JobID, Seq: e.Seq, Type: string(e.Type), CreatedAt: utc(e.CreatedAt)}
-		if e.Data != nil {
-			b, err := job.StoreData(e.Data)
-			if err != nil {
-				return nil, fmt.Errorf("postgres: append event %s/%d: %w", e.JobID, e.Seq, err)
-			}
-			r.Data = b
+		b, err := e.StoredData()
+		if err != nil {
+			return nil, fmt.Errorf("postgres: append event %s/%d: %w", e.JobID, e.Seq, err)
 		}
+		r.Data = b
 		rows[i] = r
 	}
 	return db.NewInsert().Model(&rows), nil

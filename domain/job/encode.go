@@ -14,23 +14,42 @@ import (
 // float64, nil, []string, []any, map[string]any and []map[string]any, at
 // any depth. Any other value, and any string or number that needs
 // escaping or an exponent, is written by json.Marshal itself. Every SSE
-// line is written through it (and every stored event through StoreData),
-// so its cost is paid per event; TestMarshalData and FuzzMarshalData hold
-// it to json.Marshal's bytes, and StoreData to the same value.
+// line is written the same way (Event.MarshalJSON, and every stored event
+// by Event.StoredData), so its cost is paid per event; TestMarshalData and
+// FuzzMarshalData hold it to json.Marshal's bytes, and StoredData to the
+// same value.
 //
 // It encodes into a pooled scratch buffer and returns an exact-size copy:
 // stores keep what it returns, so spare capacity would be kept with it.
-func MarshalData(m map[string]any) ([]byte, error) { return marshal(m, true) }
+func MarshalData(m map[string]any) ([]byte, error) {
+	return encode(func(b []byte) ([]byte, error) { return appendJSON(b, m, true) })
+}
 
-// StoreData returns the same JSON value as MarshalData with each object's
-// keys in the map's own (random) order: for stores, which keep the value
-// and give it back decoded, never the text. Sorting the keys of an event
-// (about 20 with the common block) was half of MarshalData's time.
-func StoreData(m map[string]any) ([]byte, error) { return marshal(m, false) }
+// StoredData returns the event's data (its fields and its common block) as
+// stores keep it: the same JSON value as MarshalJSON's, without event and
+// job_id, each object's keys in the map's own (random) order, for stores
+// keep the value and give it back decoded, never the text. Sorting the
+// keys of an event (about 20 with the common block) was half of
+// MarshalData's time. Nil for an event without data.
+func (e Event) StoredData() ([]byte, error) {
+	if e.Data == nil && e.Common == nil {
+		return nil, nil
+	}
+	return encode(func(b []byte) ([]byte, error) { return appendObject(b, e.Data, e.Common, nil, false) })
+}
 
-func marshal(m map[string]any, sorted bool) ([]byte, error) {
+// MarshalJSON writes the event's data with the event field and the job id,
+// the shape every SSE data line carries, keys sorted.
+func (e Event) MarshalJSON() ([]byte, error) {
+	extra := [...]field{{"event", string(e.Type)}, {"job_id", e.JobID}}
+	return encode(func(b []byte) ([]byte, error) { return appendObject(b, e.Data, e.Common, extra[:], true) })
+}
+
+// encode runs write on a pooled scratch buffer and returns an exact-size
+// copy of what it wrote.
+func encode(write func([]byte) ([]byte, error)) ([]byte, error) {
 	bp := scratch.Get().(*[]byte)
-	b, err := appendJSON((*bp)[:0], m, sorted)
+	b, err := write((*bp)[:0])
 	var out []byte
 	if err == nil {
 		out = append([]byte(nil), b...)
@@ -69,10 +88,7 @@ func appendJSON(b []byte, v any, sorted bool) ([]byte, error) {
 		if x == nil {
 			return append(b, "null"...), nil
 		}
-		if !sorted {
-			return appendMapAsIs(b, x)
-		}
-		return appendMap(b, x)
+		return appendMap(b, x, sorted)
 	case []any:
 		if x == nil {
 			return append(b, "null"...), nil
@@ -82,17 +98,7 @@ func appendJSON(b []byte, v any, sorted bool) ([]byte, error) {
 		if x == nil {
 			return append(b, "null"...), nil
 		}
-		b = append(b, '[')
-		var err error
-		for i, it := range x {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			if b, err = appendString(b, it); err != nil {
-				return nil, err
-			}
-		}
-		return append(b, ']'), nil
+		return appendStrings(b, x)
 	case []map[string]any:
 		if x == nil {
 			return append(b, "null"...), nil
@@ -106,52 +112,145 @@ func appendJSON(b []byte, v any, sorted bool) ([]byte, error) {
 	return append(b, out...), nil
 }
 
-// appendMap writes m's keys in order. Its frame holds the keys' array, so
-// it is apart from appendJSON, which every value of every list goes
-// through: a 512-byte frame there made each job's goroutine grow its stack.
-func appendMap(b []byte, m map[string]any) ([]byte, error) {
-	var onStack [32]string // an event's keys fit: no allocation for them
+// field is a string field written over an object's own (Event.MarshalJSON's
+// event and job_id).
+type field struct{ key, value string }
+
+// appendMap writes m, its keys sorted or in the map's order.
+func appendMap(b []byte, m map[string]any, sorted bool) ([]byte, error) {
+	return appendObject(b, m, nil, nil, sorted)
+}
+
+// appendObject writes one JSON object: data's fields, c's block under them
+// (nil: none) and extra over both (sorted by key). Sorted, the keys come
+// in order, as json.Marshal writes a map's: data's few keys are sorted in
+// a stack array and merged with the block's, which are in order already.
+// Its frame holds that array, so it is apart from appendJSON, which every
+// value of every list goes through: a 512-byte frame there made each job's
+// goroutine grow its stack.
+func appendObject(b []byte, data map[string]any, c *Common, extra []field, sorted bool) ([]byte, error) {
+	shadowed := func(k string) bool { // a key of the block that data or extra writes instead
+		if _, ok := data[k]; ok {
+			return true
+		}
+		for _, f := range extra {
+			if f.key == k {
+				return true
+			}
+		}
+		return false
+	}
+	ownKey := func(k string) bool { // a key of data that no extra field replaces
+		for _, f := range extra {
+			if f.key == k {
+				return false
+			}
+		}
+		return true
+	}
+	b = append(b, '{')
+	n := 0
+	var err error
+	key := func(k string) {
+		if n > 0 {
+			b = append(b, ',')
+		}
+		n++
+		if b, err = appendString(b, k); err == nil {
+			b = append(b, ':')
+		}
+	}
+	if !sorted {
+		for k, v := range data {
+			if !ownKey(k) {
+				continue
+			}
+			if key(k); err == nil {
+				b, err = appendJSON(b, v, false)
+			}
+			if err != nil {
+				return nil, err
+			}
+		}
+		for i, k := range commonKeys {
+			if c == nil || shadowed(k) {
+				continue
+			}
+			if key(k); err == nil {
+				b, err = c.appendValue(b, i)
+			}
+			if err != nil {
+				return nil, err
+			}
+		}
+		for _, f := range extra {
+			if key(f.key); err == nil {
+				b, err = appendString(b, f.value)
+			}
+			if err != nil {
+				return nil, err
+			}
+		}
+		return append(b, '}'), nil
+	}
+	var onStack [32]string // an event's own keys fit: no allocation for them
 	keys := onStack[:0]
-	for k := range m {
-		keys = append(keys, k)
+	for k := range data {
+		if ownKey(k) {
+			keys = append(keys, k)
+		}
 	}
 	slices.Sort(keys)
-	b = append(b, '{')
+	di, ci, ei := 0, 0, 0
+	for {
+		for c != nil && ci < len(commonKeys) && shadowed(commonKeys[ci]) {
+			ci++
+		}
+		next, from := "", -1
+		if di < len(keys) {
+			next, from = keys[di], 0
+		}
+		if c != nil && ci < len(commonKeys) && (from < 0 || commonKeys[ci] < next) {
+			next, from = commonKeys[ci], 1
+		}
+		if ei < len(extra) && (from < 0 || extra[ei].key < next) {
+			next, from = extra[ei].key, 2
+		}
+		if from < 0 {
+			return append(b, '}'), nil
+		}
+		if key(next); err == nil {
+			switch from {
+			case 0:
+				b, err = appendJSON(b, data[next], true)
+				di++
+			case 1:
+				b, err = c.appendValue(b, ci)
+				ci++
+			case 2:
+				b, err = appendString(b, extra[ei].value)
+				ei++
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+// appendStrings writes list as an array, [] when it is empty or nil.
+func appendStrings(b []byte, list []string) ([]byte, error) {
+	b = append(b, '[')
 	var err error
-	for i, k := range keys {
+	for i, it := range list {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		if b, err = appendString(b, k); err != nil {
-			return nil, err
-		}
-		b = append(b, ':')
-		if b, err = appendJSON(b, m[k], true); err != nil {
+		if b, err = appendString(b, it); err != nil {
 			return nil, err
 		}
 	}
-	return append(b, '}'), nil
-}
-
-// appendMapAsIs writes m's keys in the map's order (StoreData).
-func appendMapAsIs(b []byte, m map[string]any) ([]byte, error) {
-	b = append(b, '{')
-	var err error
-	first := true
-	for k, v := range m {
-		if !first {
-			b = append(b, ',')
-		}
-		first = false
-		if b, err = appendString(b, k); err != nil {
-			return nil, err
-		}
-		b = append(b, ':')
-		if b, err = appendJSON(b, v, false); err != nil {
-			return nil, err
-		}
-	}
-	return append(b, '}'), nil
+	return append(b, ']'), nil
 }
 
 func appendList[T any](b []byte, items []T, sorted bool) ([]byte, error) {

@@ -25,21 +25,24 @@ func sameAsJSON(t *testing.T, m map[string]any) {
 	if string(got) != string(want) {
 		t.Fatalf("MarshalData(%#v):\n got %s\nwant %s", m, got, want)
 	}
-	// StoreData writes the same value, keys in any order.
-	stored, err := job.StoreData(m)
+	// A store writes the same value, keys in any order.
+	if m == nil {
+		return
+	}
+	stored, err := job.Event{Data: m}.StoredData()
 	if (err != nil) != (wantErr != nil) {
-		t.Fatalf("StoreData(%#v): error %v, json.Marshal: %v", m, err, wantErr)
+		t.Fatalf("StoredData(%#v): error %v, json.Marshal: %v", m, err, wantErr)
 	}
 	if err != nil {
 		return
 	}
 	var a, b any
 	if err := json.Unmarshal(stored, &a); err != nil {
-		t.Fatalf("StoreData(%#v) wrote invalid JSON %s: %v", m, stored, err)
+		t.Fatalf("StoredData(%#v) wrote invalid JSON %s: %v", m, stored, err)
 	}
 	_ = json.Unmarshal(want, &b)
 	if !reflect.DeepEqual(a, b) {
-		t.Fatalf("StoreData(%#v):\n got %s\nwant the value of %s", m, stored, want)
+		t.Fatalf("StoredData(%#v):\n got %s\nwant the value of %s", m, stored, want)
 	}
 }
 
@@ -82,19 +85,25 @@ func TestMarshalData(t *testing.T) {
 
 // BenchmarkMarshalData encodes a stamped event, as every store and SSE line
 // does for every event.
-func BenchmarkMarshalData(b *testing.B) { benchEncode(b, job.MarshalData) }
+func BenchmarkMarshalData(b *testing.B) {
+	benchEncode(b, func(e job.Event) ([]byte, error) { return job.MarshalData(e.Fields()) })
+}
 
-// BenchmarkStoreData encodes the same event as stores do.
-func BenchmarkStoreData(b *testing.B) { benchEncode(b, job.StoreData) }
+// BenchmarkEventJSON encodes the same event as an SSE line does.
+func BenchmarkEventJSON(b *testing.B) { benchEncode(b, job.Event.MarshalJSON) }
 
-func benchEncode(b *testing.B, encode func(map[string]any) ([]byte, error)) {
+// BenchmarkStoredData encodes the same event as stores do.
+func BenchmarkStoredData(b *testing.B) { benchEncode(b, job.Event.StoredData) }
+
+func benchEncode(b *testing.B, encode func(job.Event) ([]byte, error)) {
 	tr := job.NewTracker(job.TypeEnrichment)
 	d := tr.Stamp(job.NewDraft(job.ExpertiseCompleted{Model: "p::m", Key: "k", Name: "Finance", Completed: 1, Total: 2,
 		Success: true, PartialResult: map[string]any{"revenue": 1.25e6, "ticker": "ACME"}, InputTokens: 10,
 		OutputTokens: 3, Cost: 167, KeySource: "global"}))
+	e := job.Number("j", 0, time.Now(), []job.Draft{d})[0]
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := encode(d.Data); err != nil {
+		if _, err := encode(e); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -129,4 +138,75 @@ func FuzzMarshalData(f *testing.F) {
 		_ = json.Unmarshal(doc, &v)
 		sameAsJSON(t, map[string]any{"doc": v, "s": s, "x": x, "n": n, "list": []any{s, x, n, v}, s: []string{s}})
 	})
+}
+
+// TestEventEncodings: an event stamped here (its own fields, its common
+// block apart) is written as json.Marshal writes the merged map: SSE lines
+// byte for byte, with event and job_id over every other field, and stored
+// data as the same value. Its fields win over the block's, and the merged
+// map (Fields) is the one the bytes hold.
+func TestEventEncodings(t *testing.T) {
+	tr := job.NewTracker(job.TypeBatchEnrichment)
+	tr.SetTotalModels(2)
+	pause := job.NewDraft(job.JobCancelled{Reason: "r"})
+	pause.Data["status"], pause.Data["is_paused"] = string(job.Paused), true
+	drafts := []job.Draft{
+		job.NewDraft(job.BatchStarted{Total: 3, Selected: 3}),
+		job.NewDraft(job.ModelStarted{Model: "p::<m>", Strategy: "single_pass", Expertises: 2}),
+		job.NewDraft(job.Attempt{Model: "p::<m>", Expertise: "all", Attempt: 2, MaxAttempts: 5, Reason: "bad \"json\""}),
+		job.NewDraft(job.ExpertiseCompleted{Model: "p::<m>", Key: "k", Name: "Zürich", Completed: 1, Total: 2, Success: true,
+			PartialResult: map[string]any{"b": 1.5, "a": []any{"x", nil}}, InputTokens: 300, OutputTokens: 3, Cost: 167}),
+		job.NewDraft(job.ModelCompleted{Model: "p::<m>", Success: true, Result: map[string]any{"name": "Acme"}, RecordID: "r1"}),
+		job.NewDraft(job.EntityCompleted{Index: 1}),
+		pause,
+		{Type: "custom", Data: map[string]any{"event": "shadowed", "job_id": "shadowed", "zz": 1}},
+		{Type: "empty"},
+	}
+	for i, d := range drafts {
+		d := tr.Stamp(d)
+		e := job.Number("job-1", int64(i), time.Now(), []job.Draft{d})[0]
+		t.Run(string(e.Type), func(t *testing.T) {
+			is := is.New(t)
+			fields := e.Fields()
+			is.Equal(len(fields) >= 14, true) // the whole common block is there
+			m := map[string]any{}
+			for k, v := range fields {
+				m[k] = v
+			}
+			m["event"], m["job_id"] = string(e.Type), e.JobID
+			want, err := json.Marshal(m)
+			is.NoErr(err)
+			got, err := e.MarshalJSON()
+			is.NoErr(err)
+			is.Equal(string(got), string(want)) // an SSE line: json.Marshal's bytes
+			stored, err := e.StoredData()
+			is.NoErr(err)
+			var a, b any
+			is.NoErr(json.Unmarshal(stored, &a))
+			fieldsJSON, err := json.Marshal(fields)
+			is.NoErr(err)
+			is.NoErr(json.Unmarshal(fieldsJSON, &b))
+			is.Equal(a, b) // stored: the same value
+			read := job.Event{JobID: e.JobID, Type: e.Type, Data: a.(map[string]any)}
+			again, err := read.MarshalJSON()
+			is.NoErr(err)
+			is.Equal(string(again), string(got)) // read back from a store, it streams as before
+		})
+	}
+	is := is.New(t)
+	is.Equal(job.Number("j", 0, time.Now(), drafts[6:7])[0].Fields()["status"], string(job.Paused)) // unstamped: as drafted
+}
+
+// TestEventField: Field finds a field among the event's own and its common
+// block's, as Fields holds them.
+func TestEventField(t *testing.T) {
+	is := is.New(t)
+	tr := job.NewTracker(job.TypeEnrichment)
+	e := job.Number("j", 0, time.Now(), []job.Draft{tr.Stamp(job.NewDraft(job.JobFailed{Code: job.CodeInternal, Msg: "m"}))})[0]
+	for k, v := range e.Fields() {
+		is.Equal(e.Field(k), v)
+	}
+	is.Equal(e.Field("status"), "failed") // the event's own, over the block's
+	is.Equal(e.Field("job_type"), "single_enrichment")
+	is.Equal(e.Field("nope"), nil)
 }

@@ -1,6 +1,7 @@
 package job
 
 import (
+	"slices"
 	"time"
 
 	"github.com/entityenrich/enrich/domain/text"
@@ -40,8 +41,13 @@ type Event struct {
 	JobID string
 	Seq   int64
 	Type  EventType
-	// Data holds the event's payload fields (without "event", which is Type).
-	Data      map[string]any
+	// Data holds the event's payload fields (without "event", which is Type):
+	// all of them for an event read from a log; an event built here keeps
+	// its common block apart, in Common.
+	Data map[string]any
+	// Common is the common block of an event stamped in this process (nil
+	// when read from a log, where it is in Data). Fields merges the two.
+	Common    *Common
 	CreatedAt time.Time
 	// Payload is the typed payload Data was built from, when the event was
 	// built in this process; nil when it was read from a log. Readers take
@@ -50,24 +56,34 @@ type Event struct {
 	Payload Payload
 }
 
-// MarshalJSON writes the payload with the event field and the job id, the
-// shape every SSE data line carries.
-func (e Event) MarshalJSON() ([]byte, error) {
-	m := make(map[string]any, len(e.Data)+2)
-	for k, v := range e.Data {
-		m[k] = v
+// Fields returns the event's data with its common block: Data itself for
+// an event read from a log, else a new map.
+func (e Event) Fields() map[string]any { return merged(e.Data, e.Common) }
+
+// Field returns one field of the event's data, looking in its common block
+// too (as Fields would hold it, without building the map).
+func (e Event) Field(k string) any {
+	if v, ok := e.Data[k]; ok {
+		return v
 	}
-	m["event"] = string(e.Type)
-	m["job_id"] = e.JobID
-	return MarshalData(m)
+	if e.Common != nil {
+		if i := slices.Index(commonKeys[:], k); i >= 0 {
+			return e.Common.value(i)
+		}
+	}
+	return nil
 }
 
 // Draft is an event before the log gives it its number.
 type Draft struct {
 	Type    EventType
 	Data    map[string]any
+	Common  *Common // see Event.Common
 	Payload Payload // see Event.Payload
 }
+
+// Fields returns the draft's data with its common block (Event.Fields).
+func (d Draft) Fields() map[string]any { return merged(d.Data, d.Common) }
 
 // Failure is the terminal sequence of a failed job: an error event, then
 // failed, both with the code and message.
@@ -85,7 +101,8 @@ func Cancellation(reason string) []Draft {
 func Number(jobID string, after int64, at time.Time, drafts []Draft) []Event {
 	out := make([]Event, len(drafts))
 	for i, d := range drafts {
-		out[i] = Event{JobID: jobID, Seq: after + int64(i) + 1, Type: d.Type, Data: d.Data, CreatedAt: at, Payload: d.Payload}
+		out[i] = Event{JobID: jobID, Seq: after + int64(i) + 1, Type: d.Type, Data: d.Data, Common: d.Common, CreatedAt: at,
+			Payload: d.Payload}
 	}
 	return out
 }

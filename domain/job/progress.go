@@ -103,59 +103,18 @@ func number(v any) int {
 	return 0
 }
 
-// Stamp observes d and returns it with the common block added.
+// Stamp observes d and returns it with the common block (Common) as it
+// stands after d. The draft's own fields are left as they are: the block
+// is kept apart (Event.Common) and written under them.
 func (t *Tracker) Stamp(d Draft) Draft {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.observe(d.Type, d.Data)
-	nullable := func(s string) any {
-		if s == "" {
-			return nil
-		}
-		return s
-	}
-	// One map: the common block, then the event's own fields over it.
-	out := make(map[string]any, stampedSize(d.Data))
-	out["job_type"], out["status"], out["is_paused"] = t.jobType.WireType(), string(t.status), t.status == Paused
-	out["total_models"], out["completed_models"] = t.total, t.completed
-	out["running_models"] = append([]string{}, t.running...)
-	out["current_model"], out["current_attempt"], out["max_attempts"] = nullable(t.current), t.attempt, t.max
-	out["last_error_summary"], out["total_entities"], out["completed_entities"] = nullable(t.lastError), nil, t.doneEntities
-	out["failed_entities"], out["skipped_entities"] = t.failedEntities, t.skippedEntities
-	if t.totalEntities >= 0 {
-		out["total_entities"] = t.totalEntities
-	}
-	for k, v := range d.Data {
-		out[k] = v
-	}
-	return Draft{Type: d.Type, Data: out, Payload: d.Payload}
-}
-
-// commonFields is the number of fields of the common block (Stamp).
-const commonFields = 14
-
-// isCommon says whether k is a field of the common block.
-func isCommon(k string) bool {
-	switch k {
-	case "job_type", "status", "is_paused", "total_models", "completed_models", "running_models", "current_model",
-		"current_attempt", "max_attempts", "last_error_summary", "total_entities", "completed_entities",
-		"failed_entities", "skipped_entities":
-		return true
-	}
-	return false
-}
-
-// stampedSize is the number of fields of data stamped: exact, because a
-// map's table doubles at each step, and a size hint a few fields too large
-// (len(data)+16) made most events' maps twice as large as they needed.
-func stampedSize(data map[string]any) int {
-	n := commonFields
-	for k := range data {
-		if !isCommon(k) {
-			n++
-		}
-	}
-	return n
+	d.Common = &Common{JobType: t.jobType.WireType(), Status: t.status, TotalModels: t.total, CompletedModels: t.completed,
+		RunningModels: slices.Clone(t.running), CurrentModel: t.current, CurrentAttempt: t.attempt, MaxAttempts: t.max,
+		LastError: t.lastError, TotalEntities: t.totalEntities, CompletedEntities: t.doneEntities,
+		FailedEntities: t.failedEntities, SkippedEntities: t.skippedEntities}
+	return d
 }
 
 // StampAll stamps drafts in order.

@@ -47,7 +47,7 @@ func TestTrackerStampsCommonBlock(t *testing.T) {
 	}
 	for _, st := range steps {
 		t.Run(string(st.p.EventType()), func(t *testing.T) {
-			st.check(is.New(t), tr.Stamp(job.NewDraft(st.p)).Data)
+			st.check(is.New(t), tr.Stamp(job.NewDraft(st.p)).Fields())
 		})
 	}
 	// A run that takes a job over counts the events read back from the log.
@@ -55,7 +55,7 @@ func TestTrackerStampsCommonBlock(t *testing.T) {
 	again := job.NewTracker(job.TypeEnrichment)
 	again.Observe(job.EventModelStarted, map[string]any{"model": "a::x", "status": "running"})
 	again.Observe(job.EventAttempt, map[string]any{"model": "a::x", "attempt": float64(3), "max_attempts": float64(5)})
-	d := again.Stamp(job.NewDraft(job.JobResumed{Attempt: 2, AfterEvent: 9})).Data
+	d := again.Stamp(job.NewDraft(job.JobResumed{Attempt: 2, AfterEvent: 9})).Fields()
 	is.Equal(d["current_attempt"], 3)
 	is.Equal(d["running_models"], []string{"a::x"})
 	is.Equal(d["after_event"], int64(9))
@@ -65,7 +65,7 @@ func TestTrackerCountsEntities(t *testing.T) {
 	is := is.New(t)
 	tr := job.NewTracker(job.TypeBatchEnrichment)
 	d := tr.Stamp(job.NewDraft(job.EntityStarted{Index: 0, Label: "a"}))
-	is.Equal(d.Data["total_entities"], nil) // unknown before batch_started
+	is.Equal(d.Fields()["total_entities"], nil) // unknown before batch_started
 	tr.Stamp(job.NewDraft(job.BatchStarted{Total: 4, Selected: 3}))
 	tr.Stamp(job.NewDraft(job.EntityCompleted{Index: 0, Success: true}))
 	tr.Stamp(job.NewDraft(job.EntityCompleted{Index: 1}))
@@ -73,11 +73,11 @@ func TestTrackerCountsEntities(t *testing.T) {
 	again := job.NewTracker(job.TypeBatchEnrichment)
 	again.Observe(job.EventBatchStarted, map[string]any{"total_entities": float64(4)})
 	d = tr.Stamp(job.NewDraft(job.OfEntity(job.EntitySkipped{Index: 2, Code: job.SkipCancelled}, 2)))
-	is.Equal(d.Data["entity_index"], 2)
-	is.Equal(d.Data["job_type"], "batch_enrichment")
-	is.Equal(d.Data["total_entities"], 4)
-	is.Equal(d.Data["completed_entities"], 1)
-	is.Equal(d.Data["failed_entities"], 1)
-	is.Equal(d.Data["skipped_entities"], 1)
-	is.Equal(again.Stamp(job.NewDraft(job.BatchCompleted{})).Data["total_entities"], 4)
+	is.Equal(d.Fields()["entity_index"], 2)
+	is.Equal(d.Fields()["job_type"], "batch_enrichment")
+	is.Equal(d.Fields()["total_entities"], 4)
+	is.Equal(d.Fields()["completed_entities"], 1)
+	is.Equal(d.Fields()["failed_entities"], 1)
+	is.Equal(d.Fields()["skipped_entities"], 1)
+	is.Equal(again.Stamp(job.NewDraft(job.BatchCompleted{})).Fields()["total_entities"], 4)
 }
