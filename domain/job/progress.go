@@ -25,6 +25,9 @@ type Tracker struct {
 	total     int
 	completed int
 	running   []string
+	// snapshot is running as the last stamped events carry it (shared by
+	// their Common, never changed; nil when running changed since).
+	snapshot  []string
 	current   string
 	attempt   int
 	max       int
@@ -62,7 +65,7 @@ func (t *Tracker) observe(typ EventType, data map[string]any) {
 	switch typ {
 	case EventModelStarted:
 		if !slices.Contains(t.running, m) {
-			t.running = append(t.running, m)
+			t.running, t.snapshot = append(t.running, m), nil
 		}
 		t.current = m
 	case EventAttempt:
@@ -83,7 +86,7 @@ func (t *Tracker) observe(typ EventType, data map[string]any) {
 		t.skippedEntities++
 	case EventModelCompleted:
 		t.completed++
-		t.running = slices.DeleteFunc(t.running, func(r string) bool { return r == m })
+		t.running, t.snapshot = slices.DeleteFunc(t.running, func(r string) bool { return r == m }), nil
 		t.current = ""
 		if len(t.running) > 0 {
 			t.current = t.running[len(t.running)-1]
@@ -110,8 +113,11 @@ func (t *Tracker) Stamp(d Draft) Draft {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.observe(d.Type, d.Data)
+	if t.snapshot == nil {
+		t.snapshot = append([]string{}, t.running...)
+	}
 	d.Common = &Common{JobType: t.jobType.WireType(), Status: t.status, TotalModels: t.total, CompletedModels: t.completed,
-		RunningModels: slices.Clone(t.running), CurrentModel: t.current, CurrentAttempt: t.attempt, MaxAttempts: t.max,
+		RunningModels: t.snapshot, CurrentModel: t.current, CurrentAttempt: t.attempt, MaxAttempts: t.max,
 		LastError: t.lastError, TotalEntities: t.totalEntities, CompletedEntities: t.doneEntities,
 		FailedEntities: t.failedEntities, SkippedEntities: t.skippedEntities}
 	return d

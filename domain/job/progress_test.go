@@ -81,3 +81,18 @@ func TestTrackerCountsEntities(t *testing.T) {
 	is.Equal(d.Fields()["skipped_entities"], 1)
 	is.Equal(again.Stamp(job.NewDraft(job.BatchCompleted{})).Fields()["total_entities"], 4)
 }
+
+// TestStampedRunningModelsStay: an event's running_models is the list as it
+// was when the event was stamped, whatever runs or ends after.
+func TestStampedRunningModelsStay(t *testing.T) {
+	is := is.New(t)
+	tr := job.NewTracker(job.TypeEnrichment)
+	a := tr.Stamp(job.NewDraft(job.ModelStarted{Model: "a::x"}))
+	b := tr.Stamp(job.NewDraft(job.ModelStarted{Model: "b::y"}))
+	c := tr.Stamp(job.NewDraft(job.ModelCompleted{Model: "a::x", Success: true}))
+	d := tr.Stamp(job.NewDraft(job.ModelStarted{Model: "c::z"}))
+	is.Equal(a.Fields()["running_models"], []string{"a::x"})
+	is.Equal(b.Fields()["running_models"], []string{"a::x", "b::y"})
+	is.Equal(c.Fields()["running_models"], []string{"b::y"})
+	is.Equal(d.Fields()["running_models"], []string{"b::y", "c::z"})
+}
