@@ -222,23 +222,10 @@ func TestRunGoroutinesAreReused(t *testing.T) {
 	is := is.New(t)
 	w := newEngineWorld(t)
 	close(w.jobs.gate) // rows are stored at once
-	idleAll := func() (live int) {
-		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
-			live, idle := w.engine.RunGoroutines()
-			if live == idle || time.Now().After(deadline) {
-				return live
-			}
-		}
-	}
 	for n := 1; n <= 5; n++ {
-		is.NoErr(w.engine.Create(context.Background(), newTestJob(n), nil))
-		select {
-		case <-w.ran:
-		case <-time.After(5 * time.Second):
-			t.Fatalf("job %d did not run", n)
-		}
-		w.settled(t)
-		is.Equal(idleAll(), 1) // one goroutine ran them all
+		runTestJob(t, w, n)
+		live := runGoroutinesWhen(w, func(live, idle int) bool { return live == idle })
+		is.Equal(live, 1) // one goroutine ran them all
 	}
 	is.NoErr(w.engine.Stop(context.Background()))
 	live, _ := w.engine.RunGoroutines()
@@ -252,23 +239,35 @@ func TestIdleRunGoroutinesExit(t *testing.T) {
 	w := newEngineWorld(t)
 	w.engine.RunIdle = 20 * time.Millisecond
 	close(w.jobs.gate) // rows are stored at once
-	gone := func() bool {
-		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-			if live, _ := w.engine.RunGoroutines(); live == 0 {
-				return true
-			}
-		}
-		return false
-	}
 	for n := 1; n <= 2; n++ {
-		is.NoErr(w.engine.Create(context.Background(), newTestJob(n), nil))
-		select {
-		case <-w.ran:
-		case <-time.After(5 * time.Second):
-			t.Fatalf("job %d did not run", n)
-		}
-		w.settled(t)
-		is.True(gone()) // its goroutine exited after RunIdle
+		runTestJob(t, w, n)
+		live := runGoroutinesWhen(w, func(live, _ int) bool { return live == 0 })
+		is.Equal(live, 0) // its goroutine exited after RunIdle
 	}
 	is.NoErr(w.engine.Stop(context.Background()))
+}
+
+// runTestJob creates test job n and waits until it ran and settled.
+func runTestJob(t *testing.T, w *engineWorld, n int) {
+	t.Helper()
+	if err := w.engine.Create(context.Background(), newTestJob(n), nil); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-w.ran:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("job %d did not run", n)
+	}
+	w.settled(t)
+}
+
+// runGoroutinesWhen waits up to 5 s for ok to hold of the engine's run
+// goroutines (all, and those idle) and returns how many there are then.
+func runGoroutinesWhen(w *engineWorld, ok func(live, idle int) bool) int {
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		live, idle := w.engine.RunGoroutines()
+		if ok(live, idle) || time.Now().After(deadline) {
+			return live
+		}
+	}
 }

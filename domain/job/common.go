@@ -31,8 +31,32 @@ var commonKeys = [...]string{"completed_entities", "completed_models", "current_
 	"failed_entities", "is_paused", "job_type", "last_error_summary", "max_attempts", "running_models",
 	"skipped_entities", "status", "total_entities", "total_models"}
 
+// number is the block's field i when it is a plain count.
+func (c *Common) number(i int) (int, bool) {
+	switch i {
+	case 0:
+		return c.CompletedEntities, true
+	case 1:
+		return c.CompletedModels, true
+	case 2:
+		return c.CurrentAttempt, true
+	case 4:
+		return c.FailedEntities, true
+	case 8:
+		return c.MaxAttempts, true
+	case 10:
+		return c.SkippedEntities, true
+	case 13:
+		return c.TotalModels, true
+	}
+	return 0, false
+}
+
 // value is the block's field i (commonKeys' order) as a map holds it.
 func (c *Common) value(i int) any {
+	if n, ok := c.number(i); ok {
+		return n
+	}
 	nullable := func(s string) any {
 		if s == "" {
 			return nil
@@ -40,31 +64,19 @@ func (c *Common) value(i int) any {
 		return s
 	}
 	switch i {
-	case 0:
-		return c.CompletedEntities
-	case 1:
-		return c.CompletedModels
-	case 2:
-		return c.CurrentAttempt
 	case 3:
 		return nullable(c.CurrentModel)
-	case 4:
-		return c.FailedEntities
 	case 5:
 		return c.Status == Paused
 	case 6:
 		return c.JobType
 	case 7:
 		return nullable(c.LastError)
-	case 8:
-		return c.MaxAttempts
 	case 9:
 		if c.RunningModels == nil {
 			return []string{}
 		}
 		return c.RunningModels
-	case 10:
-		return c.SkippedEntities
 	case 11:
 		return string(c.Status)
 	case 12:
@@ -72,8 +84,6 @@ func (c *Common) value(i int) any {
 			return nil
 		}
 		return c.TotalEntities
-	case 13:
-		return c.TotalModels
 	}
 	panic("job: no common field " + strconv.Itoa(i))
 }
@@ -81,21 +91,10 @@ func (c *Common) value(i int) any {
 // appendValue writes the block's field i as JSON, as value(i) would be
 // written, without boxing it.
 func (c *Common) appendValue(b []byte, i int) ([]byte, error) {
+	if n, ok := c.number(i); ok {
+		return strconv.AppendInt(b, int64(n), 10), nil
+	}
 	switch i {
-	case 0:
-		return strconv.AppendInt(b, int64(c.CompletedEntities), 10), nil
-	case 1:
-		return strconv.AppendInt(b, int64(c.CompletedModels), 10), nil
-	case 2:
-		return strconv.AppendInt(b, int64(c.CurrentAttempt), 10), nil
-	case 4:
-		return strconv.AppendInt(b, int64(c.FailedEntities), 10), nil
-	case 8:
-		return strconv.AppendInt(b, int64(c.MaxAttempts), 10), nil
-	case 10:
-		return strconv.AppendInt(b, int64(c.SkippedEntities), 10), nil
-	case 13:
-		return strconv.AppendInt(b, int64(c.TotalModels), 10), nil
 	case 3:
 		return appendNullable(b, c.CurrentModel)
 	case 5:
