@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -200,8 +201,18 @@ func TestEventEncodings(t *testing.T) {
 			is.Equal(string(again), string(got)) // read back from a store, it streams as before
 		})
 	}
+	// The event's own fields win over the block's, in the merged map and
+	// on the wire: a job_type of its own (which the tracker does not read).
 	is := is.New(t)
-	is.Equal(job.Number("j", 0, time.Now(), drafts[6:7])[0].Fields()["status"], string(job.Paused)) // unstamped: as drafted
+	tr = job.NewTracker(job.TypeEnrichment)
+	e := job.Number("j", 0, time.Now(), []job.Draft{tr.Stamp(job.Draft{Type: "custom", Data: map[string]any{"job_type": "own"}})})[0]
+	is.Equal(e.Common.JobType, "single_enrichment") // the block's
+	is.Equal(e.Fields()["job_type"], "own")
+	is.Equal(e.Field("job_type"), "own")
+	line, err := e.MarshalJSON()
+	is.NoErr(err)
+	is.True(strings.Contains(string(line), `"job_type":"own"`))
+	is.True(!strings.Contains(string(line), "single_enrichment"))
 }
 
 // TestEventField: Field finds a field among the event's own and its common
