@@ -9,10 +9,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/entityenrich/enrich/third_party/langchaingo/llms/openai"
 	"github.com/tmc/langchaingo/llms"
 	"github.com/tmc/langchaingo/llms/anthropic"
 	"github.com/tmc/langchaingo/llms/ollama"
-	"github.com/tmc/langchaingo/llms/openai"
 
 	"github.com/entityenrich/enrich/adapters/llm/sandbox"
 	"github.com/entityenrich/enrich/domain/enrichment"
