@@ -62,6 +62,7 @@ const (
 	envStore    = "ENRICH_LOAD_STORE"
 	envOnly     = "ENRICH_LOAD_ONLY"
 	envClients  = "ENRICH_LOAD_CLIENTS"
+	envRounds   = "ENRICH_LOAD_ROUNDS"
 
 	providerName = "fake"
 	modelName    = "fast"
@@ -108,10 +109,34 @@ type scenario struct {
 	timeouts int
 	rps      float64 // successful requests per second
 	p50, p99 time.Duration
-	conns    int64          // connections the client opened during the run
-	sent     int            // requests answered, warm-up included
-	llm      int            // LLM calls the fake server answered, warm-up included
-	failures map[string]int // error kinds and counts
+	conns    int64           // connections the client opened during the run
+	sent     int             // requests answered, warm-up included
+	llm      int             // LLM calls the fake server answered, warm-up included
+	failures map[string]int  // error kinds and counts
+	lat      []time.Duration // the successful requests' latencies
+}
+
+// merged is the scenario measured in parts (rounds interleaved with other
+// scenarios): counts summed, rate over the measured time of all parts,
+// percentiles over every latency.
+func merged(parts []*scenario, measured time.Duration) *scenario {
+	sc := &scenario{failures: map[string]int{}}
+	for _, p := range parts {
+		sc.path, sc.store, sc.clients = p.path, p.store, p.clients
+		sc.errs += p.errs
+		sc.timeouts += p.timeouts
+		sc.conns += p.conns
+		sc.sent += p.sent
+		sc.llm += p.llm
+		for k, v := range p.failures {
+			sc.failures[k] += v
+		}
+		sc.lat = append(sc.lat, p.lat...)
+	}
+	sc.ok = len(sc.lat)
+	sc.rps = float64(sc.ok) / measured.Seconds()
+	sc.p50, sc.p99 = percentiles(sc.lat)
+	return sc
 }
 
 // storeResult is every scenario on one store.
@@ -479,6 +504,7 @@ func (c *client) run(ctx context.Context, set settings, store, path string, conc
 	sc.ok = len(lat)
 	sc.rps = float64(sc.ok) / set.duration.Seconds()
 	sc.p50, sc.p99 = percentiles(lat)
+	sc.lat = lat
 	return sc
 }
 

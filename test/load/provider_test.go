@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -35,6 +36,10 @@ import (
 //
 // Goals: at 1 client, enrich/sync adds at most 0.5 ms to the direct call;
 // at 16 clients it reaches at least 50% of the bare proxy's rate.
+//
+// Each row is measured in ENRICH_LOAD_ROUNDS rounds (default 5), the rows
+// taking turns, and the rounds merged: the machine's speed drifts, and rows
+// measured one after the other once compared two different machines.
 //
 // For profiling one scenario: ENRICH_LOAD_ONLY (a regular expression over
 // the requests' names) and ENRICH_LOAD_CLIENTS (1, 16 or 1,16), e.g.
@@ -122,22 +127,40 @@ func TestProviderPathLoad(t *testing.T) {
 		{"enrich/sync, sandbox::echo (no provider client)", syncWith("sandbox::echo")},
 	}
 	only, clients := selection(t)
-	res := map[string]map[int]*scenario{}
+	rounds := roundsEnv(t)
+	slice := set
+	slice.duration = set.duration / time.Duration(rounds)
+	later := min(set.warmup, 200*time.Millisecond) // the connections are open by then
+	parts := map[string]map[int][]*scenario{}
 	for _, conc := range clients {
-		for _, r := range rows {
-			if only != nil && !only.MatchString(r.name) {
-				continue
+		for round := range rounds {
+			sl := slice
+			if round > 0 {
+				sl.warmup = later
 			}
-			if res[r.name] == nil {
-				res[r.name] = map[int]*scenario{}
+			for _, r := range rows {
+				if only != nil && !only.MatchString(r.name) {
+					continue
+				}
+				if parts[r.name] == nil {
+					parts[r.name] = map[int][]*scenario{}
+				}
+				parts[r.name][conc] = append(parts[r.name][conc], c.run(ctx, sl, "memory", r.name, conc, r.req))
 			}
-			res[r.name][conc] = c.run(ctx, set, "memory", r.name, conc, r.req)
+		}
+	}
+	res := map[string]map[int]*scenario{}
+	for name, byConc := range parts {
+		res[name] = map[int]*scenario{}
+		for conc, ps := range byConc {
+			res[name][conc] = merged(ps, slice.duration*time.Duration(rounds))
 		}
 	}
 
 	w := os.Stdout
-	fmt.Fprintf(w, "\n=== provider path (issue 8): memory storage, fake answering at once, %s warm-up, %s measured; the chat body is the service's own (%d bytes)\n",
-		set.warmup, set.duration, len(body))
+	fmt.Fprintf(w, "\n=== provider path (issue 8): memory storage, fake answering at once; each row measured %s in %d rounds of %s, "+
+		"the rows taking turns (%s warm-up before a row's first round, %s before the others); the chat body is the service's own (%d bytes)\n",
+		slice.duration*time.Duration(rounds), rounds, slice.duration, set.warmup, later, len(body))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "request\tclients\treq/s\tp50 ms\tp99 ms\tok\terrors")
 	for _, conc := range clients {
@@ -162,8 +185,9 @@ func TestProviderPathLoad(t *testing.T) {
 	if p := res[rows[1].name][syncHigh].rps; p > 0 {
 		ratio = svc[syncHigh].rps / p
 	}
-	fmt.Fprintf(w, "  16 clients: enrich/sync at %.0f req/s is %.1f%% of the bare proxy's %.0f (goal >= 50%%): %s\n\n",
-		svc[syncHigh].rps, 100*ratio, res[rows[1].name][syncHigh].rps, verdict(ratio >= 0.5))
+	fmt.Fprintf(w, "  16 clients: enrich/sync at %.0f req/s is %.1f%% of the bare proxy's %.0f (goal >= 50%%): %s; round by round %s\n\n",
+		svc[syncHigh].rps, 100*ratio, res[rows[1].name][syncHigh].rps, verdict(ratio >= 0.5),
+		roundRatios(parts[rows[2].name][syncHigh], parts[rows[1].name][syncHigh]))
 	for _, r := range rows {
 		for _, conc := range clients {
 			if sc := res[r.name][conc]; sc != nil && sc.ok == 0 {
@@ -171,6 +195,39 @@ func TestProviderPathLoad(t *testing.T) {
 			}
 		}
 	}
+}
+
+// roundsEnv reads ENRICH_LOAD_ROUNDS: in how many rounds each row is
+// measured, the rows taking turns, so that the machine's speed, which drifts
+// over seconds, weighs on every row alike (default 5).
+func roundsEnv(t *testing.T) int {
+	t.Helper()
+	v := os.Getenv(envRounds)
+	if v == "" {
+		return 5
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > 50 {
+		t.Fatalf("%s=%q: want a number of rounds from 1 to 50", envRounds, v)
+	}
+	return n
+}
+
+// roundRatios is each round's rate of a over b's, as percentages, lowest
+// to highest.
+func roundRatios(a, b []*scenario) string {
+	var rs []float64
+	for i := range min(len(a), len(b)) {
+		if b[i].rps > 0 {
+			rs = append(rs, 100*a[i].rps/b[i].rps)
+		}
+	}
+	slices.Sort(rs)
+	var out []string
+	for _, r := range rs {
+		out = append(out, fmt.Sprintf("%.0f%%", r))
+	}
+	return strings.Join(out, " ")
 }
 
 // selection reads ENRICH_LOAD_ONLY (a regular expression: only the rows
