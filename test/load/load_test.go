@@ -35,6 +35,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -114,13 +115,15 @@ type scenario struct {
 	llm      int             // LLM calls the fake server answered, warm-up included
 	failures map[string]int  // error kinds and counts
 	lat      []time.Duration // the successful requests' latencies
+	parts    []*scenario     // the rounds it was measured in, when merged
+	window   time.Duration   // the time measured
 }
 
 // merged is the scenario measured in parts (rounds interleaved with other
 // scenarios): counts summed, rate over the measured time of all parts,
 // percentiles over every latency.
 func merged(parts []*scenario, measured time.Duration) *scenario {
-	sc := &scenario{failures: map[string]int{}}
+	sc := &scenario{failures: map[string]int{}, parts: parts}
 	for _, p := range parts {
 		sc.path, sc.store, sc.clients = p.path, p.store, p.clients
 		sc.errs += p.errs
@@ -135,6 +138,7 @@ func merged(parts []*scenario, measured time.Duration) *scenario {
 	}
 	sc.ok = len(sc.lat)
 	sc.rps = float64(sc.ok) / measured.Seconds()
+	sc.window = measured
 	sc.p50, sc.p99 = percentiles(sc.lat)
 	return sc
 }
@@ -160,27 +164,33 @@ func TestLoad(t *testing.T) {
 	}
 	fake := fakeopenai.New(t, fakeopenai.WithModels(modelName), fakeopenai.WithAPIKey(fakeKey))
 
-	var commit commitResult
-	t.Run("commit", func(t *testing.T) {
-		commit.note = "not measured: native PostgreSQL unreachable or pgbench failed (see above)"
-		commit = measureCommit(t, set)
-	})
+	commit := commitResult{note: "not measured: native PostgreSQL unreachable or skipped (see above)"}
 	only := os.Getenv(envStore)
+	rounds := roundsEnv(t)
 	mem := &storeResult{store: "memory", note: "skipped: " + envStore + "=" + only}
+	var memSrv *storeServer
 	if only == "" || only == "memory" {
 		mem.note = ""
-		t.Run("memory", func(t *testing.T) { runStore(t, set, "", fake, mem) })
+		memSrv = startStore(t, set, "", fake, mem)
 	}
 	pg := &storeResult{store: "postgres", note: "skipped: native PostgreSQL unreachable (see SKIP above)"}
+	measured := false
 	t.Run("postgres", func(t *testing.T) {
 		if only != "" && only != "postgres" {
 			pg.note = "skipped: " + envStore + "=" + only
 			t.Skip(pg.note)
 		}
-		dsn := pgtest.Native(t)
+		dsn := pgtest.Native(t) // dropped when this subtest ends: measure in it
 		pg.note = ""
-		runStore(t, set, dsn, fake, pg)
+		pgSrv := startStore(t, set, dsn, fake, pg)
+		probe := newCommitProbe(t)
+		measure(t, set, rounds, probe, memSrv, pgSrv)
+		commit = probe.result()
+		measured = true
 	})
+	if !measured && memSrv != nil {
+		measure(t, set, rounds, nil, memSrv)
+	}
 
 	report(os.Stdout, set, commit, mem, pg, fake.Requests())
 
@@ -194,9 +204,20 @@ func TestLoad(t *testing.T) {
 	}
 }
 
-// measureCommit runs pgbench with a one-row INSERT script on a scratch table
-// in a scratch database; without pgbench, a pgx loop of autocommit INSERTs.
-func measureCommit(t *testing.T, set settings) commitResult {
+// commitProbe measures the latency of one PostgreSQL commit, a round at a
+// time: pgbench with a one-row INSERT script on a scratch table in a scratch
+// database; without pgbench, a pgx loop of autocommit INSERTs (its p50).
+type commitProbe struct {
+	dsn, server  string
+	bin, script  string // pgbench and its script; empty: the pgx loop
+	conn         *pgx.Conn
+	ms, tps      []float64 // each round's figures
+	secs         int       // each round's length
+	avgRe, tpsRe *regexp.Regexp
+	loopN        int // the pgx loop's inserts
+}
+
+func newCommitProbe(t *testing.T) *commitProbe {
 	dsn := pgtest.Native(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -204,58 +225,97 @@ func measureCommit(t *testing.T, set settings) commitResult {
 	if err != nil {
 		t.Fatalf("connect to the scratch database: %v", err)
 	}
-	defer conn.Close(context.Background())
+	t.Cleanup(func() { conn.Close(context.Background()) })
 	if _, err := conn.Exec(ctx, `CREATE TABLE scratch (id bigserial PRIMARY KEY, v integer NOT NULL, at timestamptz NOT NULL DEFAULT now())`); err != nil {
 		t.Fatalf("create the scratch table: %v", err)
 	}
-	secs := max(1, int(set.duration.Round(time.Second)/time.Second))
-	server := ""
-	var version string
-	var fsync, syncCommit string
+	p := &commitProbe{dsn: dsn, conn: conn, avgRe: regexp.MustCompile(`latency average = ([0-9.]+) ms`),
+		tpsRe: regexp.MustCompile(`tps = ([0-9.]+)`)}
+	var version, fsync, syncCommit string
 	if err := conn.QueryRow(ctx, `SELECT current_setting('server_version'), current_setting('fsync'), current_setting('synchronous_commit')`).
 		Scan(&version, &fsync, &syncCommit); err == nil {
-		server = fmt.Sprintf("; PostgreSQL %s, fsync=%s, synchronous_commit=%s", version, fsync, syncCommit)
+		p.server = fmt.Sprintf("; PostgreSQL %s, fsync=%s, synchronous_commit=%s", version, fsync, syncCommit)
 	}
-
 	if bin, err := exec.LookPath("pgbench"); err == nil {
-		script := filepath.Join(t.TempDir(), "insert.sql")
-		if err := os.WriteFile(script, []byte("INSERT INTO scratch (v) VALUES (1);\n"), 0o600); err != nil {
+		p.bin, p.script = bin, filepath.Join(t.TempDir(), "insert.sql")
+		if err := os.WriteFile(p.script, []byte("INSERT INTO scratch (v) VALUES (1);\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		args := []string{"-n", "-c", "1", "-T", strconv.Itoa(secs), "-f", script, dsn}
-		out, err := exec.CommandContext(ctx, bin, args...).CombinedOutput()
+	}
+	return p
+}
+
+// round measures for d (whole seconds, at least one, as pgbench -T takes).
+func (p *commitProbe) round(t *testing.T, d time.Duration) {
+	p.secs = max(1, int(d.Round(time.Second)/time.Second))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if p.bin != "" {
+		args := []string{"-n", "-c", "1", "-T", strconv.Itoa(p.secs), "-f", p.script, p.dsn}
+		out, err := exec.CommandContext(ctx, p.bin, args...).CombinedOutput()
 		if err != nil {
 			t.Fatalf("pgbench %s: %v\n%s", strings.Join(args[:len(args)-1], " "), err, out)
 		}
-		m := regexp.MustCompile(`latency average = ([0-9.]+) ms`).FindSubmatch(out)
+		m := p.avgRe.FindSubmatch(out)
 		if m == nil {
 			t.Fatalf("pgbench printed no latency average:\n%s", out)
 		}
-		ms, _ := strconv.ParseFloat(string(m[1]), 64)
-		method := fmt.Sprintf("pgbench -n -c 1 -T %d -f insert.sql (one-row INSERT), latency average", secs)
-		if m := regexp.MustCompile(`tps = ([0-9.]+)`).FindSubmatch(out); m != nil {
+		v, _ := strconv.ParseFloat(string(m[1]), 64)
+		p.ms = append(p.ms, v)
+		if m := p.tpsRe.FindSubmatch(out); m != nil {
 			tps, _ := strconv.ParseFloat(string(m[1]), 64)
-			method += fmt.Sprintf(", %.0f tps", tps)
+			p.tps = append(p.tps, tps)
 		}
-		return commitResult{ms: ms, method: method + server}
+		return
 	}
-
 	var lat []time.Duration
-	for end := time.Now().Add(time.Duration(secs) * time.Second); time.Now().Before(end); {
+	for end := time.Now().Add(time.Duration(p.secs) * time.Second); time.Now().Before(end); {
 		t0 := time.Now()
-		if _, err := conn.Exec(ctx, `INSERT INTO scratch (v) VALUES (1)`); err != nil {
+		if _, err := p.conn.Exec(ctx, `INSERT INTO scratch (v) VALUES (1)`); err != nil {
 			t.Fatalf("insert: %v", err)
 		}
 		lat = append(lat, time.Since(t0))
 	}
 	p50, _ := percentiles(lat)
-	return commitResult{ms: ms(p50), method: fmt.Sprintf("pgx loop of one-row autocommit INSERTs for %d s, p50 of %d%s", secs, len(lat), server),
-		note: "pgbench is not installed: measured in Go with pgx instead"}
+	p.ms = append(p.ms, ms(p50))
+	p.loopN += len(lat)
 }
 
-// runStore starts a server on dsn (empty: memory), sets up a tenant through
-// the API and runs the scenarios, filling res.
-func runStore(t *testing.T, set settings, dsn string, fake *fakeopenai.Server, res *storeResult) {
+// result is the mean of the rounds' figures.
+func (p *commitProbe) result() commitResult {
+	if len(p.ms) == 0 {
+		return commitResult{note: "not measured"}
+	}
+	mean := func(v []float64) float64 {
+		sum := 0.0
+		for _, x := range v {
+			sum += x
+		}
+		return sum / float64(len(v))
+	}
+	rounds := fmt.Sprintf("%d rounds of %d s, one after each 1-client round on both stores; mean of the rounds' %%s: %s",
+		len(p.ms), p.secs, roundList(p.ms, "%.3f"))
+	if p.bin != "" {
+		method := fmt.Sprintf("pgbench -n -c 1 -T %d -f insert.sql (one-row INSERT) in ", p.secs) + fmt.Sprintf(rounds, "latency averages")
+		if len(p.tps) > 0 {
+			method += fmt.Sprintf(", %.0f tps", mean(p.tps))
+		}
+		return commitResult{ms: mean(p.ms), method: method + p.server}
+	}
+	return commitResult{ms: mean(p.ms), method: "pgx loop of one-row autocommit INSERTs in " + fmt.Sprintf(rounds, "p50s") +
+		fmt.Sprintf(" (%d inserts)%s", p.loopN, p.server), note: "pgbench is not installed: measured in Go with pgx instead"}
+}
+
+// storeServer is a server running on one store, with a tenant set up.
+type storeServer struct {
+	res        *storeResult
+	sync, read func(context.Context) error
+	run        func(set settings, path string, conc int, req func(context.Context) error) *scenario
+}
+
+// startStore starts a server on dsn (empty: memory) and sets up a tenant
+// through the API. The server stops when t ends.
+func startStore(t *testing.T, set settings, dsn string, fake *fakeopenai.Server, res *storeResult) *storeServer {
 	ctx, cancel := context.WithCancel(context.Background())
 	res.logs = &logTally{counts: map[string]int{}}
 	cfg := enrich.Config{
@@ -283,12 +343,12 @@ func runStore(t *testing.T, set settings, dsn string, fake *fakeopenai.Server, r
 	}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, ln) }()
-	defer func() {
+	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil && !errors.Is(err, http.ErrServerClosed) {
 			t.Logf("%s: serve: %v", res.store, err)
 		}
-	}()
+	})
 
 	c := newClient(readClients, set.timeout)
 	c.base = "http://" + ln.Addr().String()
@@ -299,23 +359,65 @@ func runStore(t *testing.T, set settings, dsn string, fake *fakeopenai.Server, r
 	}
 
 	var n atomic.Int64
-	syncReq := func(ctx context.Context) error {
-		body := fmt.Sprintf(`{"entity_data": {"name": "Acme %d", "industry": "Anvils"}, "schema_id": %q, "model": %q, "strategy": "single_pass"}`,
-			n.Add(1), ten.schemaID, providerName+"::"+modelName)
-		return c.do(ctx, http.MethodPost, syncPath, ten.key, []byte(body), nil)
+	return &storeServer{
+		res: res,
+		sync: func(ctx context.Context) error {
+			body := fmt.Sprintf(`{"entity_data": {"name": "Acme %d", "industry": "Anvils"}, "schema_id": %q, "model": %q, "strategy": "single_pass"}`,
+				n.Add(1), ten.schemaID, providerName+"::"+modelName)
+			return c.do(ctx, http.MethodPost, syncPath, ten.key, []byte(body), nil)
+		},
+		read: func(ctx context.Context) error {
+			return c.do(ctx, http.MethodGet, "/api/records/"+ten.recordID, ten.key, nil, nil)
+		},
+		run: func(set settings, path string, conc int, req func(context.Context) error) *scenario {
+			calls := fake.Requests()
+			sc := c.run(ctx, set, res.store, path, conc, req)
+			sc.llm = fake.Requests() - calls
+			return sc
+		},
 	}
-	readReq := func(ctx context.Context) error {
-		return c.do(ctx, http.MethodGet, "/api/records/"+ten.recordID, ten.key, nil, nil)
+}
+
+// measure runs each scenario on every server given (nil ones are left
+// out) in rounds, the servers taking turns, and fills their results with
+// the merged rounds; probe, when set, measures a commit after each round at
+// one client. The machine's speed drifts by 2x within seconds, so stores
+// measured one after the other were measured on different machines.
+func measure(t *testing.T, set settings, rounds int, probe *commitProbe, servers ...*storeServer) {
+	servers = slices.DeleteFunc(servers, func(s *storeServer) bool { return s == nil })
+	slice := set
+	slice.duration = set.duration / time.Duration(rounds)
+	later := min(set.warmup, 200*time.Millisecond) // the connections are open by then
+	for _, k := range []struct {
+		path string
+		conc int
+		req  func(*storeServer) func(context.Context) error
+		dst  func(*storeResult) **scenario
+	}{
+		{syncPath, syncLow, func(s *storeServer) func(context.Context) error { return s.sync },
+			func(r *storeResult) **scenario { return &r.syncLow }},
+		{syncPath, syncHigh, func(s *storeServer) func(context.Context) error { return s.sync },
+			func(r *storeResult) **scenario { return &r.syncHigh }},
+		{readPath, readClients, func(s *storeServer) func(context.Context) error { return s.read },
+			func(r *storeResult) **scenario { return &r.reads }},
+	} {
+		parts := make([][]*scenario, len(servers))
+		for round := range rounds {
+			sl := slice
+			if round > 0 {
+				sl.warmup = later
+			}
+			for i, s := range servers {
+				parts[i] = append(parts[i], s.run(sl, k.path, k.conc, k.req(s)))
+			}
+			if probe != nil && k.conc == syncLow {
+				probe.round(t, slice.duration)
+			}
+		}
+		for i, s := range servers {
+			*k.dst(s.res) = merged(parts[i], slice.duration*time.Duration(rounds))
+		}
 	}
-	run := func(path string, conc int, req func(context.Context) error) *scenario {
-		calls := fake.Requests()
-		sc := c.run(ctx, set, res.store, path, conc, req)
-		sc.llm = fake.Requests() - calls
-		return sc
-	}
-	res.syncLow = run(syncPath, syncLow, syncReq)
-	res.syncHigh = run(syncPath, syncHigh, syncReq)
-	res.reads = run(readPath, readClients, readReq)
 }
 
 // client is the load generator: one net/http client whose Transport keeps
@@ -505,6 +607,7 @@ func (c *client) run(ctx context.Context, set settings, store, path string, conc
 	sc.rps = float64(sc.ok) / set.duration.Seconds()
 	sc.p50, sc.p99 = percentiles(lat)
 	sc.lat = lat
+	sc.window = set.duration
 	return sc
 }
 
@@ -608,8 +711,10 @@ func report(w io.Writer, set settings, commit commitResult, mem, pg *storeResult
 	fmt.Fprintf(w, "\n=== enrich load: %s, %s/%s, %d CPUs, GOMAXPROCS %d, %s\n", time.Now().Format(time.RFC3339),
 		runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version())
 	fmt.Fprintf(w, "real HTTP over loopback to an in-process server (enrich.NewServer + Serve on 127.0.0.1:0), X-API-Key auth, "+
-		"auth cache off, schema cache 1 min (the environment's default), default workers;\neach scenario: %s warm-up, then %s measured; per-request timeout %s; "+
-		"LLM: %s::%s on test/fakeopenai, answering at once\n\n", set.warmup, set.duration, set.timeout, providerName, modelName)
+		"auth cache off, schema cache 1 min (the environment's default), default workers;\neach scenario measured %s in %s, memory and PostgreSQL taking turns "+
+		"(%s warm-up before the first round, %s before the others); per-request timeout %s; "+
+		"LLM: %s::%s on test/fakeopenai, answering at once\n\n", set.duration, roundsText(mem, pg), set.warmup, min(set.warmup, 200*time.Millisecond),
+		set.timeout, providerName, modelName)
 
 	switch {
 	case commit.method != "":
@@ -701,8 +806,9 @@ func report(w io.Writer, set settings, commit commitResult, mem, pg *storeResult
 	default:
 		limit := ms(mem.syncLow.p50) + 2*commit.ms + 0.5
 		got := ms(pg.syncLow.p50)
-		fmt.Fprintf(w, "  (a) 1 client, PostgreSQL p50 <= memory p50 + 2 x commit + 0.5 ms: %.2f ms <= %.2f + 2 x %.3f + 0.5 = %.2f ms: %s\n",
-			got, ms(mem.syncLow.p50), commit.ms, limit, verdict(got <= limit))
+		fmt.Fprintf(w, "  (a) 1 client, PostgreSQL p50 <= memory p50 + 2 x commit + 0.5 ms: %.2f ms <= %.2f + 2 x %.3f + 0.5 = %.2f ms: %s; "+
+			"the difference of p50s round by round %s\n",
+			got, ms(mem.syncLow.p50), commit.ms, limit, verdict(got <= limit), roundDiffs(pg.syncLow.parts, mem.syncLow.parts))
 	}
 	ratio := func(label string, m, p *scenario, want float64) {
 		if m == nil || p == nil || m.ok == 0 || p.ok == 0 {
@@ -710,11 +816,42 @@ func report(w io.Writer, set settings, commit commitResult, mem, pg *storeResult
 			return
 		}
 		r := p.rps / m.rps
-		fmt.Fprintf(w, "  %s: %.0f vs %.0f req/s = %.1f%% (want >= %.0f%%): %s\n", label, p.rps, m.rps, 100*r, 100*want, verdict(r >= want))
+		fmt.Fprintf(w, "  %s: %.0f vs %.0f req/s = %.1f%% (want >= %.0f%%): %s; round by round %s\n", label, p.rps, m.rps, 100*r, 100*want,
+			verdict(r >= want), roundRatios(p.parts, m.parts))
 	}
 	ratio("(b) 16 clients, enrich/sync PostgreSQL throughput >= 40% of memory's", mem.syncHigh, pg.syncHigh, 0.40)
 	ratio("(c) 64 clients, GET /api/records/{id} PostgreSQL rate >= 25% of memory's", mem.reads, pg.reads, 0.25)
 	fmt.Fprintln(w)
+}
+
+// roundsText says in how many rounds the scenarios were measured.
+func roundsText(stores ...*storeResult) string {
+	for _, s := range stores {
+		if s.syncLow != nil && len(s.syncLow.parts) > 0 {
+			n := len(s.syncLow.parts)
+			return fmt.Sprintf("%d rounds of %s", n, s.syncLow.parts[0].window)
+		}
+	}
+	return "rounds"
+}
+
+// roundDiffs is each round's p50 of a less b's, in ms, lowest to highest.
+func roundDiffs(a, b []*scenario) string {
+	var ds []float64
+	for i := range min(len(a), len(b)) {
+		ds = append(ds, ms(a[i].p50)-ms(b[i].p50))
+	}
+	return roundList(ds, "%.2f")
+}
+
+// roundList is the figures of the rounds, lowest to highest.
+func roundList(v []float64, format string) string {
+	v = slices.Sorted(slices.Values(v))
+	out := make([]string, len(v))
+	for i, x := range v {
+		out[i] = fmt.Sprintf(format, x)
+	}
+	return strings.Join(out, " ")
 }
 
 func envInt(name string) int {

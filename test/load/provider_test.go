@@ -11,7 +11,6 @@ import (
 	"net/url"
 	"os"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -222,12 +221,7 @@ func roundRatios(a, b []*scenario) string {
 			rs = append(rs, 100*a[i].rps/b[i].rps)
 		}
 	}
-	slices.Sort(rs)
-	var out []string
-	for _, r := range rs {
-		out = append(out, fmt.Sprintf("%.0f%%", r))
-	}
-	return strings.Join(out, " ")
+	return roundList(rs, "%.0f%%")
 }
 
 // selection reads ENRICH_LOAD_ONLY (a regular expression: only the rows
