@@ -12,8 +12,11 @@
 // Knobs: ENRICH_LOAD_WARMUP (default 1s) and ENRICH_LOAD_DURATION (default
 // 5s) per scenario, ENRICH_LOAD_TIMEOUT (default 10s) per request,
 // ENRICH_LOAD_STORE=memory|postgres to measure one store only (the goals
-// then cannot be evaluated; for profiling), and ENRICH_DB_MAX_CONNS as the
-// server takes it. PostgreSQL
+// then cannot be evaluated; for profiling), ENRICH_LOAD_ONLY (a regular
+// expression over "<path> <clients>", such as "sync 16", to run only those
+// scenarios; for profiling), ENRICH_LOAD_ROUNDS (default 5: the stores take
+// turns in that many rounds per scenario, see measure) and
+// ENRICH_DB_MAX_CONNS as the server takes it. PostgreSQL
 // is the native server of test/pgtest (127.0.0.1:5432 or ENRICH_TEST_PG_DSN),
 // in fresh databases dropped afterwards; when it is unreachable the
 // PostgreSQL rows are skipped and say so (PGlite, one backend session in
@@ -385,6 +388,7 @@ func startStore(t *testing.T, set settings, dsn string, fake *fakeopenai.Server,
 // measured one after the other were measured on different machines.
 func measure(t *testing.T, set settings, rounds int, probe *commitProbe, servers ...*storeServer) {
 	servers = slices.DeleteFunc(servers, func(s *storeServer) bool { return s == nil })
+	only := onlyEnv(t)
 	slice := set
 	slice.duration = set.duration / time.Duration(rounds)
 	later := min(set.warmup, 200*time.Millisecond) // the connections are open by then
@@ -401,6 +405,9 @@ func measure(t *testing.T, set settings, rounds int, probe *commitProbe, servers
 		{readPath, readClients, func(s *storeServer) func(context.Context) error { return s.read },
 			func(r *storeResult) **scenario { return &r.reads }},
 	} {
+		if only != nil && !only.MatchString(fmt.Sprintf("%s %d", k.path, k.conc)) {
+			continue
+		}
 		parts := make([][]*scenario, len(servers))
 		for round := range rounds {
 			sl := slice

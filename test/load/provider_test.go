@@ -224,19 +224,28 @@ func roundRatios(a, b []*scenario) string {
 	return roundList(rs, "%.0f%%")
 }
 
+// onlyEnv reads ENRICH_LOAD_ONLY, a regular expression over the names of
+// the scenarios to run (nil: all).
+func onlyEnv(t *testing.T) *regexp.Regexp {
+	t.Helper()
+	o := os.Getenv(envOnly)
+	if o == "" {
+		return nil
+	}
+	only, err := regexp.Compile(o)
+	if err != nil {
+		t.Fatalf("%s: %v", envOnly, err)
+	}
+	return only
+}
+
 // selection reads ENRICH_LOAD_ONLY (a regular expression: only the rows
 // whose request it matches run) and ENRICH_LOAD_CLIENTS (a comma-separated
 // list of 1 and 16), for profiling one scenario. Either one leaves the goals
 // unevaluated.
 func selection(t *testing.T) (*regexp.Regexp, []int) {
 	t.Helper()
-	var only *regexp.Regexp
-	if o := os.Getenv(envOnly); o != "" {
-		var err error
-		if only, err = regexp.Compile(o); err != nil {
-			t.Fatalf("%s: %v", envOnly, err)
-		}
-	}
+	only := onlyEnv(t)
 	clients := []int{syncLow, syncHigh}
 	if c := os.Getenv(envClients); c != "" {
 		clients = nil
