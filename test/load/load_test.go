@@ -50,13 +50,16 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/entityenrich/enrich"
-	"github.com/entityenrich/enrich/adapters/llm"
 	"github.com/entityenrich/enrich/test/fakeopenai"
 	"github.com/entityenrich/enrich/test/pgtest"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) {
+	if spec := os.Getenv(envChild); spec != "" {
+		os.Exit(runChild(spec)) // a server to measure (child_test.go)
+	}
+	pgtest.Main(m)
+}
 
 const (
 	envLoad     = "ENRICH_LOAD"
@@ -316,45 +319,20 @@ type storeServer struct {
 	run        func(set settings, path string, conc int, req func(context.Context) error) *scenario
 }
 
-// startStore starts a server on dsn (empty: memory) and sets up a tenant
-// through the API. The server stops when t ends.
+// startStore starts a server on dsn (empty: memory) in a process of its
+// own and sets up a tenant through the API. The server stops when t ends.
 func startStore(t *testing.T, set settings, dsn string, fake *fakeopenai.Server, res *storeResult) *storeServer {
 	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
 	res.logs = &logTally{counts: map[string]int{}}
-	cfg := enrich.Config{
-		SchemaCacheTTL:  time.Minute, // as a server started from the environment (ENRICH_SCHEMA_CACHE_TTL)
-		DatabaseURL:     dsn,
-		JWTSecret:       strings.Repeat("l", 40),
-		PasswordHashing: "fast",
-		ShutdownGrace:   2 * time.Second,
-		DBMaxConns:      envInt("ENRICH_DB_MAX_CONNS"),
-		Logger:          slog.New(res.logs),
-		Providers: []llm.ProviderConfig{{Name: providerName, Type: llm.TypeOpenAI, BaseURL: fake.URL(), APIKey: fakeKey,
-			Models: []string{modelName}}},
-	}
-	srv, err := enrich.NewServer(ctx, cfg)
+	base, err := startChild(t, childSpec{Kind: "enrich", DatabaseURL: dsn, FakeURL: fake.URL()}, res.logs)
 	if err != nil {
-		cancel()
 		res.startupErr = err.Error()
-		t.Fatalf("%s: the server could not start: %v", res.store, err)
+		t.Fatalf("%s: %v", res.store, err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		cancel()
-		_ = srv.Close()
-		t.Fatalf("listen: %v", err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil && !errors.Is(err, http.ErrServerClosed) {
-			t.Logf("%s: serve: %v", res.store, err)
-		}
-	})
 
 	c := newClient(readClients, set.timeout)
-	c.base = "http://" + ln.Addr().String()
+	c.base = base
 	ten, err := c.setup(ctx)
 	if err != nil {
 		res.setupErr = err.Error()
@@ -653,14 +631,48 @@ type logTally struct {
 func (l *logTally) Enabled(_ context.Context, lvl slog.Level) bool { return lvl >= slog.LevelWarn }
 
 func (l *logTally) Handle(_ context.Context, r slog.Record) error {
-	key := r.Level.String() + " " + r.Message
 	var attrs []string
 	r.Attrs(func(a slog.Attr) bool {
-		if a.Key == "error" || a.Key == "err" || a.Key == "code" || a.Key == "status" {
+		if sampled(a.Key) {
 			attrs = append(attrs, a.String())
 		}
 		return true
 	})
+	l.add(r.Level.String()+" "+r.Message, attrs)
+	return nil
+}
+
+func sampled(key string) bool {
+	return key == "error" || key == "err" || key == "code" || key == "status"
+}
+
+// line counts one line of a child process's standard error, a record of
+// slog's JSON handler; false when the line is not one.
+func (l *logTally) line(b []byte) bool {
+	var rec map[string]any
+	if json.Unmarshal(b, &rec) != nil {
+		return false
+	}
+	lvl, _ := rec["level"].(string)
+	msg, _ := rec["msg"].(string)
+	if lvl == "" || msg == "" {
+		return false
+	}
+	if l == nil {
+		return true
+	}
+	var attrs []string
+	for k, v := range rec {
+		if sampled(k) {
+			attrs = append(attrs, fmt.Sprintf("%s=%v", k, v))
+		}
+	}
+	sort.Strings(attrs)
+	l.add(lvl+" "+msg, attrs)
+	return true
+}
+
+func (l *logTally) add(key string, attrs []string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.counts[key]++
@@ -674,7 +686,6 @@ func (l *logTally) Handle(_ context.Context, r slog.Record) error {
 		}
 		l.sample[key] = msg
 	}
-	return nil
 }
 
 func (l *logTally) WithAttrs([]slog.Attr) slog.Handler { return l }

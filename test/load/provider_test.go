@@ -40,6 +40,13 @@ import (
 // taking turns, and the rounds merged: the machine's speed drifts, and rows
 // measured one after the other once compared two different machines.
 //
+// At 1 client the service and the proxy run in this process, which measures
+// the code's own cost: in processes of their own, each hop would add a
+// process's wake-up (0.1-0.15 ms on this 2-core VM), which the direct call
+// does not pay. At 16 clients they run in processes of their own
+// (child_test.go): in this one, the proxy's rounds paid for collecting the
+// service's heap, which grows by every record and event it keeps.
+//
 // For profiling one scenario: ENRICH_LOAD_ONLY (a regular expression over
 // the requests' names) and ENRICH_LOAD_CLIENTS (1, 16 or 1,16), e.g.
 //
@@ -88,10 +95,12 @@ func TestProviderPathLoad(t *testing.T) {
 		return s.Serve(ln)
 	})
 
-	c := newClient(syncHigh, set.timeout)
-	c.base = svcURL
-	ten, err := c.setup(ctx)
-	if err != nil {
+	// At 1 client the servers run in this process, where a hop is a
+	// goroutine's wake-up; at 16 clients, each in a process of its own
+	// (child_test.go), so that none pays for collecting another's heap.
+	inproc := &side{svc: svcURL, proxy: proxyURL, c: newClient(syncHigh, set.timeout)}
+	inproc.c.base = svcURL
+	if inproc.ten, err = inproc.c.setup(ctx); err != nil {
 		t.Fatalf("setup through the API: %v", err)
 	}
 	body, _ := lastBody.Load().([]byte)
@@ -99,29 +108,45 @@ func TestProviderPathLoad(t *testing.T) {
 		t.Fatal("the service's chat completion was not captured")
 	}
 	fake.SetResponder(nil)
+	child := &side{c: newClient(syncHigh, set.timeout)}
+	if child.svc, err = startChild(t, childSpec{Kind: "enrich", FakeURL: fake.URL(), Sandbox: true}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if child.proxy, err = startChild(t, childSpec{Kind: "proxy", FakeURL: fake.URL()}, nil); err != nil {
+		t.Fatal(err)
+	}
+	child.c.base = child.svc
+	if child.ten, err = child.c.setup(ctx); err != nil {
+		t.Fatalf("setup through the API (child process): %v", err)
+	}
+	sides := map[int]*side{syncLow: inproc, syncHigh: child}
 
 	var n atomic.Int64
-	syncWith := func(model string) func(context.Context) error {
-		return func(ctx context.Context) error {
-			b := fmt.Sprintf(`{"entity_data": {"name": "Acme %d", "industry": "Anvils"}, "schema_id": %q, "model": %q, "strategy": "single_pass"}`,
-				n.Add(1), ten.schemaID, model)
-			return c.do(ctx, http.MethodPost, syncPath, ten.key, []byte(b), nil)
+	syncWith := func(model string) func(*side) func(context.Context) error {
+		return func(sd *side) func(context.Context) error {
+			return func(ctx context.Context) error {
+				b := fmt.Sprintf(`{"entity_data": {"name": "Acme %d", "industry": "Anvils"}, "schema_id": %q, "model": %q, "strategy": "single_pass"}`,
+					n.Add(1), sd.ten.schemaID, model)
+				return sd.c.do(ctx, http.MethodPost, syncPath, sd.ten.key, []byte(b), nil)
+			}
 		}
 	}
-	chat := func(base string) func(context.Context) error {
-		d := newClient(syncHigh, set.timeout)
-		d.base = base
-		return func(ctx context.Context) error {
-			return d.do(ctx, http.MethodPost, "/v1/chat/completions", "Bearer "+fakeKey, body, nil)
+	chat := func(base func(*side) string) func(*side) func(context.Context) error {
+		return func(sd *side) func(context.Context) error {
+			d := newClient(syncHigh, set.timeout)
+			d.base = base(sd)
+			return func(ctx context.Context) error {
+				return d.do(ctx, http.MethodPost, "/v1/chat/completions", "Bearer "+fakeKey, body, nil)
+			}
 		}
 	}
 	fakeBase := strings.TrimSuffix(fake.URL(), "/v1")
 	rows := []struct {
 		name string
-		req  func(context.Context) error
+		req  func(*side) func(context.Context) error
 	}{
-		{"direct: POST /v1/chat/completions to the fake", chat(fakeBase)},
-		{"proxy: the same through httputil.ReverseProxy", chat(proxyURL)},
+		{"direct: POST /v1/chat/completions to the fake", chat(func(*side) string { return fakeBase })},
+		{"proxy: the same through httputil.ReverseProxy", chat(func(sd *side) string { return sd.proxy })},
 		{"enrich/sync, " + providerName + "::" + modelName + " (OpenAI-compatible client)", syncWith(providerName + "::" + modelName)},
 		{"enrich/sync, sandbox::echo (no provider client)", syncWith("sandbox::echo")},
 	}
@@ -132,19 +157,23 @@ func TestProviderPathLoad(t *testing.T) {
 	later := min(set.warmup, 200*time.Millisecond) // the connections are open by then
 	parts := map[string]map[int][]*scenario{}
 	for _, conc := range clients {
+		reqs := make([]func(context.Context) error, len(rows))
+		for i, r := range rows {
+			reqs[i] = r.req(sides[conc])
+		}
 		for round := range rounds {
 			sl := slice
 			if round > 0 {
 				sl.warmup = later
 			}
-			for _, r := range rows {
+			for i, r := range rows {
 				if only != nil && !only.MatchString(r.name) {
 					continue
 				}
 				if parts[r.name] == nil {
 					parts[r.name] = map[int][]*scenario{}
 				}
-				parts[r.name][conc] = append(parts[r.name][conc], c.run(ctx, sl, "memory", r.name, conc, r.req))
+				parts[r.name][conc] = append(parts[r.name][conc], inproc.c.run(ctx, sl, "memory", r.name, conc, reqs[i]))
 			}
 		}
 	}
@@ -158,7 +187,8 @@ func TestProviderPathLoad(t *testing.T) {
 
 	w := os.Stdout
 	fmt.Fprintf(w, "\n=== provider path (issue 8): memory storage, fake answering at once; each row measured %s in %d rounds of %s, "+
-		"the rows taking turns (%s warm-up before a row's first round, %s before the others); the chat body is the service's own (%d bytes)\n",
+		"the rows taking turns (%s warm-up before a row's first round, %s before the others); the chat body is the service's own (%d bytes);\n"+
+		"the service and the proxy run in this process at 1 client, each in a process of its own at 16\n",
 		slice.duration*time.Duration(rounds), rounds, slice.duration, set.warmup, later, len(body))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "request\tclients\treq/s\tp50 ms\tp99 ms\tok\terrors")
@@ -194,6 +224,14 @@ func TestProviderPathLoad(t *testing.T) {
 			}
 		}
 	}
+}
+
+// side is where one client count's rows go: the service and the proxy,
+// and the service's tenant.
+type side struct {
+	svc, proxy string
+	c          *client
+	ten        tenant
 }
 
 // roundsEnv reads ENRICH_LOAD_ROUNDS: in how many rounds each row is

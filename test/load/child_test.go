@@ -1,0 +1,196 @@
+package load_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/entityenrich/enrich"
+	"github.com/entityenrich/enrich/adapters/llm"
+)
+
+// The servers measured (enrich on each store, and the bare proxy it is
+// compared with) run in processes of their own, as users run them: this test
+// binary run again with envChild set. In one process with the load
+// generator, a server on memory storage, whose heap grows by the records and
+// events it keeps (1.6 GB after a provider-path run), made every other
+// server in the process pay for marking it: the same 1-second round of the
+// bare proxy measured 3,841 to 6,670 requests/s depending on where the
+// collector stood.
+const envChild = "ENRICH_LOAD_CHILD"
+
+// childSpec says what a child process serves.
+type childSpec struct {
+	Kind        string `json:"kind"` // "enrich" or "proxy"
+	DatabaseURL string `json:"database_url,omitempty"`
+	FakeURL     string `json:"fake_url,omitempty"` // enrich: the fake OpenAI-compatible server; proxy: its target
+	Sandbox     bool   `json:"sandbox,omitempty"`
+}
+
+const listenPrefix = "LISTEN "
+
+// runChild serves spec (from envChild) on 127.0.0.1, prints its base URL
+// on a line of its own, and stops when its standard input closes (the
+// parent ended it, or died). Warnings and errors go to standard error as
+// JSON lines.
+func runChild(raw string) int {
+	var spec childSpec
+	if err := json.Unmarshal([]byte(raw), &spec); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", envChild, err)
+		return 2
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "listen: %v\n", err)
+		return 1
+	}
+	var serve func() error
+	switch spec.Kind {
+	case "enrich":
+		cfg := enrich.Config{
+			SchemaCacheTTL:  time.Minute, // as a server started from the environment (ENRICH_SCHEMA_CACHE_TTL)
+			DatabaseURL:     spec.DatabaseURL,
+			JWTSecret:       strings.Repeat("l", 40),
+			PasswordHashing: "fast",
+			ShutdownGrace:   2 * time.Second,
+			DBMaxConns:      envInt("ENRICH_DB_MAX_CONNS"),
+			Sandbox:         spec.Sandbox,
+			Logger:          slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+			Providers: []llm.ProviderConfig{{Name: providerName, Type: llm.TypeOpenAI, BaseURL: spec.FakeURL, APIKey: fakeKey,
+				Models: []string{modelName}}},
+		}
+		srv, err := enrich.NewServer(ctx, cfg)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "the server could not start: %v\n", err)
+			return 1
+		}
+		serve = func() error { return srv.Serve(ctx, ln) }
+	case "proxy":
+		target, err := url.Parse(strings.TrimSuffix(spec.FakeURL, "/v1"))
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "proxy target: %v\n", err)
+			return 2
+		}
+		proxy := httputil.NewSingleHostReverseProxy(target)
+		proxy.Transport = &http.Transport{MaxIdleConns: 64, MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second}
+		s := &http.Server{Handler: proxy, ReadHeaderTimeout: 5 * time.Second}
+		go func() { <-ctx.Done(); _ = s.Close() }()
+		serve = func() error { return s.Serve(ln) }
+	default:
+		fmt.Fprintf(os.Stderr, "%s: unknown kind %q\n", envChild, spec.Kind)
+		return 2
+	}
+	done := make(chan error, 1)
+	go func() { done <- serve() }()
+	fmt.Printf("%shttp://%s\n", listenPrefix, ln.Addr())
+	go func() {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		cancel()
+	}()
+	if err := <-done; err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
+		fmt.Fprintf(os.Stderr, "serve: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// startChild runs spec in a child process and returns its base URL, or
+// why it did not start; the child stops when t ends. logs, when not nil,
+// counts the child's warnings and errors.
+func startChild(t *testing.T, spec childSpec, logs *logTally) (string, error) {
+	t.Helper()
+	raw, _ := json.Marshal(spec)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), envChild+"="+string(raw))
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start the %s process: %v", spec.Kind, err)
+	}
+	var wg sync.WaitGroup
+	var other []string // stderr lines that are not JSON log records
+	var mu sync.Mutex
+	killed := false
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			if !logs.line(sc.Bytes()) {
+				mu.Lock()
+				other = append(other, sc.Text())
+				mu.Unlock()
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		_ = stdin.Close()
+		exited := make(chan error, 1)
+		go func() { wg.Wait(); exited <- cmd.Wait() }()
+		select {
+		case err := <-exited:
+			if err != nil && !killed {
+				mu.Lock()
+				t.Errorf("the %s process: %v\n%s", spec.Kind, err, strings.Join(other, "\n"))
+				mu.Unlock()
+			}
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			t.Errorf("the %s process did not stop within 30 s of its input closing: killed", spec.Kind)
+		}
+	})
+
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if u, ok := strings.CutPrefix(sc.Text(), listenPrefix); ok {
+				found <- u
+				break
+			}
+		}
+		close(found)
+		_, _ = io.Copy(io.Discard, stdout)
+	}()
+	select {
+	case u, ok := <-found:
+		if ok {
+			return u, nil
+		}
+	case <-time.After(60 * time.Second):
+	}
+	killed = true
+	_ = stdin.Close()
+	_ = cmd.Process.Kill()
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	return "", fmt.Errorf("the %s process did not start: %s", spec.Kind, strings.Join(other, "\n"))
+}
