@@ -1,7 +1,8 @@
 // Package load measures the service the way its users meet it: real HTTP over
-// loopback to a real server (enrich.NewServer + Serve on 127.0.0.1:0), on
-// memory and on PostgreSQL, next to the latency of one PostgreSQL commit, and
-// evaluates issue 6's goals from those figures. `make bench` runs it:
+// loopback to a real server (enrich.NewServer + Serve on 127.0.0.1:0, in a
+// process of its own: child_test.go), on memory and on PostgreSQL, next to
+// the latency of one PostgreSQL commit, and evaluates issue 6's goals from
+// those figures. `make bench` runs it:
 //
 //	ENRICH_LOAD=1 go test -count=1 -run '^TestLoad$' -v ./test/load
 //
@@ -728,7 +729,7 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 func report(w io.Writer, set settings, commit commitResult, mem, pg *storeResult, llmCalls int) {
 	fmt.Fprintf(w, "\n=== enrich load: %s, %s/%s, %d CPUs, GOMAXPROCS %d, %s\n", time.Now().Format(time.RFC3339),
 		runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version())
-	fmt.Fprintf(w, "real HTTP over loopback to an in-process server (enrich.NewServer + Serve on 127.0.0.1:0), X-API-Key auth, "+
+	fmt.Fprintf(w, "real HTTP over loopback to a server in a process of its own (enrich.NewServer + Serve on 127.0.0.1:0), X-API-Key auth, "+
 		"auth cache off, schema cache 1 min (the environment's default), default workers;\neach scenario measured %s in %s, memory and PostgreSQL taking turns "+
 		"(%s warm-up before the first round, %s before the others); per-request timeout %s; "+
 		"LLM: %s::%s on test/fakeopenai, answering at once\n\n", set.duration, roundsText(mem, pg), set.warmup, min(set.warmup, 200*time.Millisecond),
