@@ -63,32 +63,19 @@ func runChild(raw string) int {
 	var serve func() error
 	switch spec.Kind {
 	case "enrich":
-		cfg := enrich.Config{
-			SchemaCacheTTL:  time.Minute, // as a server started from the environment (ENRICH_SCHEMA_CACHE_TTL)
-			DatabaseURL:     spec.DatabaseURL,
-			JWTSecret:       strings.Repeat("l", 40),
-			PasswordHashing: "fast",
-			ShutdownGrace:   2 * time.Second,
-			DBMaxConns:      envInt("ENRICH_DB_MAX_CONNS"),
-			Sandbox:         spec.Sandbox,
-			Logger:          slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-			Providers: []llm.ProviderConfig{{Name: providerName, Type: llm.TypeOpenAI, BaseURL: spec.FakeURL, APIKey: fakeKey,
-				Models: []string{modelName}}},
-		}
-		srv, err := enrich.NewServer(ctx, cfg)
+		logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		srv, err := enrich.NewServer(ctx, serverConfig(spec, logger))
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "the server could not start: %v\n", err)
 			return 1
 		}
 		serve = func() error { return srv.Serve(ctx, ln) }
 	case "proxy":
-		target, err := url.Parse(strings.TrimSuffix(spec.FakeURL, "/v1"))
+		proxy, err := proxyHandler(spec.FakeURL)
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "proxy target: %v\n", err)
+			fmt.Fprintf(os.Stderr, "proxy: %v\n", err)
 			return 2
 		}
-		proxy := httputil.NewSingleHostReverseProxy(target)
-		proxy.Transport = &http.Transport{MaxIdleConns: 64, MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second}
 		s := &http.Server{Handler: proxy, ReadHeaderTimeout: 5 * time.Second}
 		go func() { <-ctx.Done(); _ = s.Close() }()
 		serve = func() error { return s.Serve(ln) }
@@ -108,6 +95,34 @@ func runChild(raw string) int {
 		return 1
 	}
 	return 0
+}
+
+// serverConfig is the configuration of the enrich server measured.
+func serverConfig(spec childSpec, logger *slog.Logger) enrich.Config {
+	return enrich.Config{
+		SchemaCacheTTL:  time.Minute, // as a server started from the environment (ENRICH_SCHEMA_CACHE_TTL)
+		DatabaseURL:     spec.DatabaseURL,
+		JWTSecret:       strings.Repeat("l", 40),
+		PasswordHashing: "fast",
+		ShutdownGrace:   2 * time.Second,
+		DBMaxConns:      envInt("ENRICH_DB_MAX_CONNS"),
+		Sandbox:         spec.Sandbox,
+		Logger:          logger,
+		Providers: []llm.ProviderConfig{{Name: providerName, Type: llm.TypeOpenAI, BaseURL: spec.FakeURL, APIKey: fakeKey,
+			Models: []string{modelName}}},
+	}
+}
+
+// proxyHandler is the bare reverse proxy to the fake at fakeURL, keeping an
+// idle connection for every client.
+func proxyHandler(fakeURL string) (http.Handler, error) {
+	target, err := url.Parse(strings.TrimSuffix(fakeURL, "/v1"))
+	if err != nil {
+		return nil, err
+	}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.Transport = &http.Transport{MaxIdleConns: 64, MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second}
+	return proxy, nil
 }
 
 // startChild runs spec in a child process and returns its base URL, or

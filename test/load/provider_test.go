@@ -7,8 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"regexp"
 	"strconv"
@@ -19,7 +17,6 @@ import (
 	"time"
 
 	"github.com/entityenrich/enrich"
-	"github.com/entityenrich/enrich/adapters/llm"
 	"github.com/entityenrich/enrich/test/fakeopenai"
 )
 
@@ -70,25 +67,15 @@ func TestProviderPathLoad(t *testing.T) {
 		return fakeopenai.DefaultAnswer(req), 0
 	})
 
-	cfg := enrich.Config{
-		SchemaCacheTTL:  time.Minute, // as a server started from the environment (ENRICH_SCHEMA_CACHE_TTL)
-		JWTSecret:       strings.Repeat("l", 40),
-		PasswordHashing: "fast",
-		ShutdownGrace:   2 * time.Second,
-		Sandbox:         true,
-		Logger:          slog.New(slog.DiscardHandler),
-		Providers: []llm.ProviderConfig{{Name: providerName, Type: llm.TypeOpenAI, BaseURL: fake.URL(), APIKey: fakeKey,
-			Models: []string{modelName}}},
-	}
-	srv, err := enrich.NewServer(ctx, cfg)
+	srv, err := enrich.NewServer(ctx, serverConfig(childSpec{FakeURL: fake.URL(), Sandbox: true}, slog.New(slog.DiscardHandler)))
 	if err != nil {
 		t.Fatalf("the server could not start: %v", err)
 	}
 	svcURL := serve(t, ctx, func(ln net.Listener) error { return srv.Serve(ctx, ln) })
-
-	target, _ := url.Parse(strings.TrimSuffix(fake.URL(), "/v1"))
-	proxy := httputil.NewSingleHostReverseProxy(target)
-	proxy.Transport = &http.Transport{MaxIdleConns: 64, MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second}
+	proxy, err := proxyHandler(fake.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
 	proxyURL := serve(t, ctx, func(ln net.Listener) error {
 		s := &http.Server{Handler: proxy, ReadHeaderTimeout: 5 * time.Second}
 		go func() { <-ctx.Done(); _ = s.Close() }()
