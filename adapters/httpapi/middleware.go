@@ -39,6 +39,7 @@ type statusWriter struct {
 	http.ResponseWriter
 	status int
 	bytes  int64
+	route  string // the matched route's template (noteRoute); empty: none matched
 }
 
 func (w *statusWriter) WriteHeader(code int) {
@@ -90,7 +91,7 @@ func (s *Server) outer(next http.Handler) http.Handler {
 			s.log.InfoContext(r.Context(), "request", "request_id", id, "method", r.Method, "path", r.URL.Path,
 				"status", sw.status, "bytes", sw.bytes, "duration_ms", time.Since(start).Milliseconds())
 			if s.cfg.Observer != nil {
-				s.cfg.Observer.ObserveRequest(r.Method, s.routeOf(r), sw.status, time.Since(start))
+				s.cfg.Observer.ObserveRequest(r.Method, sw.routeName(), sw.status, time.Since(start))
 			}
 		}()
 		next.ServeHTTP(sw, r)
@@ -195,14 +196,27 @@ func plainTemplate(t string) string {
 	}
 }
 
-// routeOf names a request's route by its template (a bounded set of metric
-// labels); "unmatched" for no route.
-func (s *Server) routeOf(r *http.Request) string {
-	var m mux.RouteMatch
-	if s.router != nil && s.router.Match(r, &m) && m.Route != nil {
-		if t, err := m.Route.GetPathTemplate(); err == nil {
-			return t
+// noteRoute, the router's first middleware, notes the matched route's
+// template on outer's statusWriter, so that the request's metrics need not
+// match the request against every route again.
+func noteRoute(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if sw, ok := w.(*statusWriter); ok {
+			if cr := mux.CurrentRoute(r); cr != nil {
+				if t, err := cr.GetPathTemplate(); err == nil {
+					sw.route = t
+				}
+			}
 		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// routeName names a request's route by its template (a bounded set of
+// metric labels); "unmatched" for no route (404, 405).
+func (w *statusWriter) routeName() string {
+	if w.route == "" {
+		return "unmatched"
 	}
-	return "unmatched"
+	return w.route
 }

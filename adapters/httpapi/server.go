@@ -123,7 +123,7 @@ func NewServer(cfg Config, svc Services, lg *slog.Logger, ready Readiness) (*Ser
 	r.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusMethodNotAllowed, "method_not_allowed", "", r.Method+" is not allowed on "+r.URL.Path)
 	})
-	r.Use(s.authenticate, s.authorize, s.checkText, validate)
+	r.Use(noteRoute, s.authenticate, s.authorize, s.checkText, validate)
 	s.registerHealthRoutes(r)
 	s.registerAuthRoutes(r)
 	s.registerSchemaLifecycleRoutes(r) // before registerSchemaRoutes: /deleted before /{id}

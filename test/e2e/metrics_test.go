@@ -31,12 +31,14 @@ func TestMetrics(t *testing.T) {
 	evs := s.follow(ten.key, s.startJob(ten.key, obj{"entity_data": obj{"name": "Acme"}, "schema_id": id, "models": []string{"sandbox::echo"}}), "")
 	is.Equal(last(evs).Name, "completed")
 	s.call("GET", "/api/records/nope", ten.key, nil, nil)
+	s.call("GET", "/api/no-such-route", ten.key, nil, nil)
 
 	st, body := scrape(t, s.url+"/metrics")
 	is.Equal(st, 200)
 	for _, want := range []string{
 		`enrich_http_request_duration_seconds_count{method="POST",route="/api/single/enrich/stream",status="200"} 1`,
 		`enrich_http_request_duration_seconds_count{method="GET",route="/api/records/{id}",status="404"} 1`,
+		`enrich_http_request_duration_seconds_count{method="GET",route="unmatched",status="404"} 1`,
 		`enrich_jobs_ended_total{code="",state="completed",type="enrichment"} 1`,
 		`enrich_jobs_running 0`,
 		`enrich_llm_call_duration_seconds_count{model="echo",provider="sandbox"}`,
