@@ -126,6 +126,35 @@ type scenario struct {
 	window   time.Duration   // the time measured
 }
 
+// roundPlan splits a scenario's measured time into n rounds.
+type roundPlan struct {
+	n     int
+	first settings // round 0: the whole warm-up
+	later settings // the rounds after it: a short one
+}
+
+func planRounds(set settings, n int) roundPlan {
+	p := roundPlan{n: n, first: set}
+	p.first.duration = set.duration / time.Duration(n)
+	p.later = p.first
+	p.later.warmup = laterWarmup(set)
+	return p
+}
+
+// laterWarmup is the warm-up of every round but a scenario's first: its
+// connections are open by then.
+func laterWarmup(set settings) time.Duration { return min(set.warmup, 200*time.Millisecond) }
+
+func (p roundPlan) round(i int) settings {
+	if i == 0 {
+		return p.first
+	}
+	return p.later
+}
+
+// measured is the time measured over all rounds.
+func (p roundPlan) measured() time.Duration { return p.first.duration * time.Duration(p.n) }
+
 // merged is the scenario measured in parts (rounds interleaved with other
 // scenarios): counts summed, rate over the measured time of all parts,
 // percentiles over every latency.
@@ -368,9 +397,7 @@ func startStore(t *testing.T, set settings, dsn string, fake *fakeopenai.Server,
 func measure(t *testing.T, set settings, rounds int, probe *commitProbe, servers ...*storeServer) {
 	servers = slices.DeleteFunc(servers, func(s *storeServer) bool { return s == nil })
 	only := onlyEnv(t)
-	slice := set
-	slice.duration = set.duration / time.Duration(rounds)
-	later := min(set.warmup, 200*time.Millisecond) // the connections are open by then
+	plan := planRounds(set, rounds)
 	for _, k := range []struct {
 		path string
 		conc int
@@ -388,20 +415,16 @@ func measure(t *testing.T, set settings, rounds int, probe *commitProbe, servers
 			continue
 		}
 		parts := make([][]*scenario, len(servers))
-		for round := range rounds {
-			sl := slice
-			if round > 0 {
-				sl.warmup = later
-			}
+		for round := range plan.n {
 			for i, s := range servers {
-				parts[i] = append(parts[i], s.run(sl, k.path, k.conc, k.req(s)))
+				parts[i] = append(parts[i], s.run(plan.round(round), k.path, k.conc, k.req(s)))
 			}
 			if probe != nil && k.conc == syncLow {
-				probe.round(t, slice.duration)
+				probe.round(t, plan.first.duration)
 			}
 		}
 		for i, s := range servers {
-			*k.dst(s.res) = merged(parts[i], slice.duration*time.Duration(rounds))
+			*k.dst(s.res) = merged(parts[i], plan.measured())
 		}
 	}
 }
@@ -732,7 +755,7 @@ func report(w io.Writer, set settings, commit commitResult, mem, pg *storeResult
 	fmt.Fprintf(w, "real HTTP over loopback to a server in a process of its own (enrich.NewServer + Serve on 127.0.0.1:0), X-API-Key auth, "+
 		"auth cache off, schema cache 1 min (the environment's default), default workers;\neach scenario measured %s in %s, memory and PostgreSQL taking turns "+
 		"(%s warm-up before the first round, %s before the others); per-request timeout %s; "+
-		"LLM: %s::%s on test/fakeopenai, answering at once\n\n", set.duration, roundsText(mem, pg), set.warmup, min(set.warmup, 200*time.Millisecond),
+		"LLM: %s::%s on test/fakeopenai, answering at once\n\n", set.duration, roundsText(mem, pg), set.warmup, laterWarmup(set),
 		set.timeout, providerName, modelName)
 
 	switch {

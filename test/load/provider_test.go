@@ -138,21 +138,14 @@ func TestProviderPathLoad(t *testing.T) {
 		{"enrich/sync, sandbox::echo (no provider client)", syncWith("sandbox::echo")},
 	}
 	only, clients := selection(t)
-	rounds := roundsEnv(t)
-	slice := set
-	slice.duration = set.duration / time.Duration(rounds)
-	later := min(set.warmup, 200*time.Millisecond) // the connections are open by then
+	plan := planRounds(set, roundsEnv(t))
 	parts := map[string]map[int][]*scenario{}
 	for _, conc := range clients {
 		reqs := make([]func(context.Context) error, len(rows))
 		for i, r := range rows {
 			reqs[i] = r.req(sides[conc])
 		}
-		for round := range rounds {
-			sl := slice
-			if round > 0 {
-				sl.warmup = later
-			}
+		for round := range plan.n {
 			for i, r := range rows {
 				if only != nil && !only.MatchString(r.name) {
 					continue
@@ -160,7 +153,7 @@ func TestProviderPathLoad(t *testing.T) {
 				if parts[r.name] == nil {
 					parts[r.name] = map[int][]*scenario{}
 				}
-				parts[r.name][conc] = append(parts[r.name][conc], inproc.c.run(ctx, sl, "memory", r.name, conc, reqs[i]))
+				parts[r.name][conc] = append(parts[r.name][conc], inproc.c.run(ctx, plan.round(round), "memory", r.name, conc, reqs[i]))
 			}
 		}
 	}
@@ -168,7 +161,7 @@ func TestProviderPathLoad(t *testing.T) {
 	for name, byConc := range parts {
 		res[name] = map[int]*scenario{}
 		for conc, ps := range byConc {
-			res[name][conc] = merged(ps, slice.duration*time.Duration(rounds))
+			res[name][conc] = merged(ps, plan.measured())
 		}
 	}
 
@@ -176,7 +169,7 @@ func TestProviderPathLoad(t *testing.T) {
 	fmt.Fprintf(w, "\n=== provider path (issue 8): memory storage, fake answering at once; each row measured %s in %d rounds of %s, "+
 		"the rows taking turns (%s warm-up before a row's first round, %s before the others); the chat body is the service's own (%d bytes);\n"+
 		"the service and the proxy run in this process at 1 client, each in a process of its own at 16\n",
-		slice.duration*time.Duration(rounds), rounds, slice.duration, set.warmup, later, len(body))
+		plan.measured(), plan.n, plan.first.duration, set.warmup, plan.later.warmup, len(body))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "request\tclients\treq/s\tp50 ms\tp99 ms\tok\terrors")
 	for _, conc := range clients {
