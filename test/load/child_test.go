@@ -14,6 +14,8 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"testing"
@@ -32,6 +34,11 @@ import (
 // bare proxy measured 3,841 to 6,670 requests/s depending on where the
 // collector stood.
 const envChild = "ENRICH_LOAD_CHILD"
+
+// envChildProfile names a directory where every child writes a CPU profile
+// of its whole life (<kind>-<pid>.pprof), for profiling the servers
+// measured; the flag -test.cpuprofile profiles only the load generator.
+const envChildProfile = "ENRICH_LOAD_CHILD_CPUPROFILE"
 
 // childSpec says what a child process serves.
 type childSpec struct {
@@ -52,6 +59,19 @@ func runChild(raw string) int {
 	if err := json.Unmarshal([]byte(raw), &spec); err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", envChild, err)
 		return 2
+	}
+	if dir := os.Getenv(envChildProfile); dir != "" {
+		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%s-%d.pprof", spec.Kind, os.Getpid())))
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "%s: %v\n", envChildProfile, err)
+			return 2
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintf(os.Stderr, "%s: %v\n", envChildProfile, err)
+			return 2
+		}
+		defer pprof.StopCPUProfile()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -4,6 +4,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -83,6 +85,20 @@ func TestChildProcess(t *testing.T) {
 	_, err = startChild(t, childSpec{Kind: "nope"}, nil)
 	is.True(err != nil)
 	is.True(strings.Contains(err.Error(), `unknown kind "nope"`)) // the child's own words
+
+	// With envChildProfile, a child writes its CPU profile when it stops.
+	dir := t.TempDir()
+	t.Run("profiled", func(t *testing.T) {
+		t.Setenv(envChildProfile, dir)
+		_, err := startChild(t, childSpec{Kind: "proxy", FakeURL: upstream.URL + "/v1"}, nil)
+		is.NoErr(err)
+	})
+	profiles, err := filepath.Glob(filepath.Join(dir, "proxy-*.pprof"))
+	is.NoErr(err)
+	is.Equal(len(profiles), 1) // one profile, named after the child
+	fi, err := os.Stat(profiles[0])
+	is.NoErr(err)
+	is.True(fi.Size() > 0) // and written out when the child stopped
 }
 
 // A child's JSON log lines are tallied; other lines are not taken for them.

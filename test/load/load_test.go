@@ -17,7 +17,8 @@
 // expression over "<path> <clients>", such as "sync 16", to run only those
 // scenarios; for profiling), ENRICH_LOAD_ROUNDS (default 5: the stores take
 // turns in that many rounds per scenario, see measure) and
-// ENRICH_DB_MAX_CONNS as the server takes it. PostgreSQL
+// ENRICH_DB_MAX_CONNS as the server takes it; ENRICH_LOAD_CHILD_CPUPROFILE
+// (a directory) has every server measured write its CPU profile. PostgreSQL
 // is the native server of test/pgtest (127.0.0.1:5432 or ENRICH_TEST_PG_DSN),
 // in fresh databases dropped afterwards; when it is unreachable the
 // PostgreSQL rows are skipped and say so (PGlite, one backend session in
