@@ -368,10 +368,23 @@ func (s *ProviderKeyService) test(ctx context.Context, k *rotation.Key) (KeyChec
 	terr := s.Tester.TestKey(ctx, k.Provider, *cred)
 	now := s.Clock.Now()
 	c := KeyCheck{Status: "valid", CheckedAt: now}
+	record := func(u *rotation.Key) { u.Tested(terr == nil, now) }
+	var rl *ports.RateLimitError
 	switch {
 	case terr == nil:
 	case errors.Is(terr, ports.ErrLLMAuth):
 		c.Status, c.Message = "invalid", "the provider refused the key"
+	case errors.As(terr, &rl):
+		// The provider could not say whether the key is good, but asked for
+		// a pause: the key rests, as after a call's 429, and its health
+		// does not change.
+		c.Status, c.Message = "error", testFailure(terr)
+		s.Log.WarnContext(ctx, "provider key test rate limited: the key rests", "key_id", k.ID, "provider", k.Provider, "err", terr)
+		until := now.Add(DefaultRest)
+		if rl.RetryAfter > 0 {
+			until = now.Add(rl.RetryAfter)
+		}
+		record = func(u *rotation.Key) { u.Rest(until) }
 	default:
 		// The provider could not say: the key's health does not change.
 		c.Status, c.Message = "error", testFailure(terr)
@@ -380,14 +393,14 @@ func (s *ProviderKeyService) test(ctx context.Context, k *rotation.Key) (KeyChec
 		return c, nil
 	}
 	got, err := s.Keys.UpdateProviderKey(ctx, k.OrgID, k.ID, func(u *rotation.Key) error {
-		u.Tested(terr == nil, now)
+		record(u)
 		return nil
 	})
 	if err != nil {
 		return KeyCheck{}, s.notFound(err, k.ID)
 	}
-	if got.Version != k.Version {
-		s.forget(k.ID)
+	if rl == nil && got.Version != k.Version {
+		s.forget(k.ID) // a resting key's clients are still of use
 	}
 	c.Key = public(got)
 	return c, nil

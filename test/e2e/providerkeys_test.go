@@ -292,6 +292,33 @@ func testProviderKeys(t *testing.T, dsn string) {
 		is.Equal(k.HealthCheckStatus, "unchecked") // not refused
 	})
 
+	t.Run("a health check the provider rate-limits rests the key", func(t *testing.T) {
+		is := is.New(t)
+		ten, schemaID := newTenant("checklimited")
+		p := addKey(ten.key, "/api/org-keys", goodC) // the fake rate-limits this one
+		var c struct {
+			Status  string
+			Message *string
+			IsValid bool `json:"is_valid"`
+			Key     keyJSON
+		}
+		is.Equal(call("POST", "/api/org-keys/"+p.ID+"/health-check", ten.key, nil, &c), 200)
+		is.Equal(c.Status, "error") // the provider could not say
+		is.True(!c.IsValid)
+		is.True(c.Message != nil && strings.Contains(*c.Message, "rate limiting"))
+		is.True(c.Key.RateLimitedUntil != nil) // it rests, as after a call's 429
+		is.True(c.Key.IsEnabled)
+		is.Equal(c.Key.HealthCheckStatus, "unchecked") // its health is unknown still
+		// A run meanwhile is refused before it starts, and says until when.
+		before := fake.Requests()
+		var e struct{ Code, Detail string }
+		is.Equal(call("POST", "/api/single/enrich/stream", ten.key, obj{"entity_data": obj{"name": "Acme"}, "schema_id": schemaID,
+			"models": []string{"paid::m"}}, &e), 400)
+		is.Equal(e.Code, "no_usable_provider_key")
+		is.True(strings.Contains(e.Detail, "rate limited until"))
+		is.Equal(fake.Requests(), before)
+	})
+
 	t.Run("a job sticks to its key; the next job takes the least recently used", func(t *testing.T) {
 		is := is.New(t)
 		ten, schemaID := newTenant("sticky")
