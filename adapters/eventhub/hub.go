@@ -272,7 +272,9 @@ func (h *Hub) Sealed(jobID string, events []job.Event, err error) {
 		return
 	}
 	s.durable = append(s.durable, events...)
-	s.owned, s.ended, s.endedAt = false, true, h.clock.Now()
+	// The end is durable: nothing can lose the job now. Dropping lost lets
+	// the run it refers to go while its events stay for Retain.
+	s.owned, s.ended, s.endedAt, s.lost = false, true, h.clock.Now(), nil
 	h.wakeLocked(jobID, s)
 	if !s.private {
 		h.announce(jobID)

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
+	"weak"
 
 	"github.com/matryer/is"
 	"github.com/uptrace/bun"
@@ -278,4 +280,35 @@ func TestFinishedJobsAreForgotten(t *testing.T) {
 	is.Equal(len(got), 1)
 	is.Equal(got[0].Type, job.EventCancelled)
 	is.Equal(got[0].Seq, int64(1))
+}
+
+// TestEndedJobsLetTheirRunGo: once a job's end is durable, the hub keeps its
+// events for late followers but not the lost callback, which refers to the
+// engine's whole run (its job, tracker and contexts): kept for Retain at
+// thousands of jobs a second, that was tens of megabytes of live heap for
+// the collector to mark.
+func TestEndedJobsLetTheirRunGo(t *testing.T) {
+	is := is.New(t)
+	ctx := t.Context()
+	jobs, events := memory.NewJobStore(), memory.NewEventLog()
+	uow := memory.NewUnitOfWork(memory.NewOrgStore(), memory.NewUserStore(), memory.NewAPIKeyStore(), memory.NewSchemaStore(),
+		memory.NewRecordStore(), jobs, events, memory.NewRefreshTokenStore(), nil)
+	h := eventhub.New(uow, events, system.Clock{}, quiet(), eventhub.Config{Retain: time.Hour})
+	defer h.Close()
+
+	type run struct{ state [1 << 10]byte }
+	own := func() weak.Pointer[run] {
+		r := &run{}
+		h.Own("j", 1, 0, func(error) { r.state[0]++ })
+		return weak.Make(r)
+	}
+	gone := own()
+	evs := h.Seal(ctx, "j", job.Cancellation("test"))
+	is.NoErr(events.Append(ctx, evs))
+	h.Sealed("j", evs, nil)
+	runtime.GC()
+	is.True(gone.Value() == nil) // the run went with the job's end
+	got, err := h.Wait(ctx, "j", 0)
+	is.NoErr(err)
+	is.Equal(len(got), 1) // while its events stay for late followers
 }

@@ -79,6 +79,13 @@ func WithAPIKeys(keys ...string) Option { return func(s *Server) { s.apiKeys = k
 // WithModels sets the ids GET /v1/models lists (default "fake-model").
 func WithModels(ids ...string) Option { return func(s *Server) { s.models = ids } }
 
+// WithHistory keeps only the latest n requests for LastRequest and
+// AllRequests; Requests still counts every one. By default every request
+// is kept, which a load test cannot afford: at thousands of requests a
+// second they grew its heap by hundreds of megabytes of parsed bodies, and
+// collecting them slowed every server measured from the same process.
+func WithHistory(n int) Option { return func(s *Server) { s.history = n } }
+
 // Server is a fake OpenAI-compatible API. Its methods are safe for
 // concurrent use, also while requests are served.
 type Server struct {
@@ -93,7 +100,9 @@ type Server struct {
 	failStatus     int
 	invalidN       int
 	schemaInvalidN int
-	requests       []ChatRequest
+	requests       []ChatRequest // the latest history, or all
+	history        int
+	received       int
 	inFlight       int
 }
 
@@ -171,7 +180,7 @@ func (s *Server) SchemaInvalidNext(n int) {
 func (s *Server) Requests() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.requests)
+	return s.received
 }
 
 // LastRequest returns the latest chat request.
@@ -184,7 +193,8 @@ func (s *Server) LastRequest() (ChatRequest, bool) {
 	return s.requests[len(s.requests)-1], true
 }
 
-// AllRequests returns every chat request in arrival order.
+// AllRequests returns every chat request in arrival order (the latest n
+// with WithHistory).
 func (s *Server) AllRequests() []ChatRequest {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -350,6 +360,10 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, req ChatRequest,
 		s.inFlight--
 		s.mu.Unlock()
 	}()
+	s.received++
+	if s.history > 0 && len(s.requests) >= s.history {
+		s.requests = append(s.requests[:0], s.requests[len(s.requests)-s.history+1:]...)
+	}
 	s.requests = append(s.requests, req)
 	latency, responder := s.latency, s.responder
 	authorized := len(s.apiKeys) == 0

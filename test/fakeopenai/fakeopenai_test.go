@@ -165,6 +165,37 @@ func TestAPIKey(t *testing.T) {
 	is.Equal(a.status, 401)
 }
 
+func TestHistory(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		opts    []fakeopenai.Option
+		kept    []string
+		counted int
+	}{
+		{"every request by default", nil, []string{"a", "b", "c", "d"}, 4},
+		{"the latest one", []fakeopenai.Option{fakeopenai.WithHistory(1)}, []string{"d"}, 4},
+		{"the latest two", []fakeopenai.Option{fakeopenai.WithHistory(2)}, []string{"c", "d"}, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			is := is.New(t)
+			f := fakeopenai.New(t, tc.opts...)
+			for _, c := range []string{"a", "b", "c", "d"} {
+				_, err := post(context.Background(), f.URL(), chat(c))
+				is.NoErr(err)
+			}
+			is.Equal(f.Requests(), tc.counted) // every request counts
+			var kept []string
+			for _, r := range f.AllRequests() {
+				kept = append(kept, r.Messages[len(r.Messages)-1].Content)
+			}
+			is.Equal(kept, tc.kept)
+			last, ok := f.LastRequest()
+			is.True(ok)
+			is.Equal(last.Messages[len(last.Messages)-1].Content, "d")
+		})
+	}
+}
+
 func TestModelsAndMethods(t *testing.T) {
 	is := is.New(t)
 	f := fakeopenai.New(t, fakeopenai.WithModels("a", "b"))

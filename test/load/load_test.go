@@ -199,7 +199,7 @@ func TestLoad(t *testing.T) {
 		duration: durationEnv(t, envDuration, 5*time.Second),
 		timeout:  durationEnv(t, envTimeout, 10*time.Second),
 	}
-	fake := fakeopenai.New(t, fakeopenai.WithModels(modelName), fakeopenai.WithAPIKey(fakeKey))
+	fake := fakeopenai.New(t, fakeopenai.WithModels(modelName), fakeopenai.WithAPIKey(fakeKey), fakeopenai.WithHistory(1))
 
 	commit := commitResult{note: "not measured: native PostgreSQL unreachable or skipped (see above)"}
 	only := os.Getenv(envStore)
