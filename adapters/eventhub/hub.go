@@ -27,10 +27,12 @@ type Config struct {
 	// the log when no wake-up arrives (default 1 s).
 	PollInterval time.Duration
 	// Retain keeps a finished job's events in memory this long (default
-	// 5 s), for followers that catch up just after the end; later ones
+	// 1 s), for followers that catch up just after the end; later ones
 	// read the log. Every retained event is a map, so at a few thousand
 	// jobs a second a minute's worth was hundreds of megabytes of live
-	// heap, and the collector's work grew with it.
+	// heap, and the collector's work grew with it; at 16 clients on memory
+	// storage, enrich/sync served about 10% more requests a second with 1 s
+	// than with 5 s (alternated binaries, 4 of 4 pairs).
 	Retain time.Duration
 	// MaxPending bounds the unwritten events of one job; past it (a long
 	// outage) the job is given up here (default 10,000).
@@ -92,7 +94,7 @@ var _ ports.EventStream = (*Hub)(nil)
 func New(uow ports.UnitOfWork, log ports.EventLog, clock ports.Clock, lg *slog.Logger, cfg Config) *Hub {
 	cfg.Linger = cmp.Or(cfg.Linger, 5*time.Millisecond)
 	cfg.PollInterval = cmp.Or(cfg.PollInterval, time.Second)
-	cfg.Retain = cmp.Or(cfg.Retain, 5*time.Second)
+	cfg.Retain = cmp.Or(cfg.Retain, time.Second)
 	cfg.MaxPending = cmp.Or(cfg.MaxPending, 10000)
 	cfg.GiveUp = cmp.Or(cfg.GiveUp, 2*time.Minute)
 	h := &Hub{uow: uow, log: log, clock: clock, lg: lg, cfg: cfg, streams: map[string]*stream{},
