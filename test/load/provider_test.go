@@ -42,7 +42,8 @@ import (
 // At 1 client the service and the proxy run in this process, which measures
 // the code's own cost: in processes of their own, each hop would add a
 // process's wake-up (0.1-0.15 ms on this 2-core VM), which the direct call
-// does not pay. At 16 clients they run in processes of their own
+// does not pay; they stop before the 16-client rows. At 16 clients they
+// run in processes of their own
 // (child_test.go): in this one, the proxy's rounds paid for collecting the
 // service's heap, which grows by every record and event it keeps.
 //
@@ -69,15 +70,10 @@ func TestProviderPathLoad(t *testing.T) {
 		return fakeopenai.DefaultAnswer(req), 0
 	})
 
-	// At 1 client the servers run in this process, where a hop is a
-	// goroutine's wake-up; at 16 clients, each in a process of its own
-	// (child_test.go), so that none pays for collecting another's heap.
-	// The ones in this process stop before the 16-client rows: the
-	// service's memory storage keeps every record and event of the
-	// 1-client rows (800 MB once), and this process, which runs the fake
-	// and the load generator for those rows, then spent its time marking
-	// it. The bare proxy, measured in rounds between the service's,
-	// ranged from 2,651 to 6,289 requests/s in one run.
+	// The servers of the 1-client rows run in this process (see above) and
+	// stop before the 16-client rows: the service's memory storage keeps
+	// every record and event, and this process runs the fake and the load
+	// generator for every row.
 	inprocCtx, stopInproc := context.WithCancel(ctx)
 	defer stopInproc()
 	srv, err := enrich.NewServer(inprocCtx, serverConfig(childSpec{FakeURL: fake.URL(), Sandbox: true}, slog.New(slog.DiscardHandler)))
@@ -116,6 +112,12 @@ func TestProviderPathLoad(t *testing.T) {
 		t.Fatalf("setup through the API (child process): %v", err)
 	}
 	sides := map[int]*side{syncLow: inproc, syncHigh: child}
+	release := sync.OnceFunc(func() {
+		stopInproc()
+		svcDone()
+		proxyDone()
+		runtime.GC() // what the service kept goes now, not during the rows
+	})
 
 	var n atomic.Int64
 	syncWith := func(model string) func(*side) func(context.Context) error {
@@ -150,12 +152,8 @@ func TestProviderPathLoad(t *testing.T) {
 	plan := planRounds(set, roundsEnv(t))
 	parts := map[string]map[int][]*scenario{}
 	for _, conc := range clients {
-		if conc != syncLow && svcDone != nil {
-			stopInproc()
-			svcDone()
-			proxyDone()
-			svcDone = nil
-			runtime.GC() // what the service kept goes now, not during the rows
+		if conc != syncLow {
+			release()
 		}
 		reqs := make([]func(context.Context) error, len(rows))
 		for i, r := range rows {
