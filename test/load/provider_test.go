@@ -43,9 +43,9 @@ import (
 // the code's own cost: in processes of their own, each hop would add a
 // process's wake-up (0.1-0.15 ms on this 2-core VM), which the direct call
 // does not pay; they stop before the 16-client rows. At 16 clients they
-// run in processes of their own
-// (child_test.go): in this one, the proxy's rounds paid for collecting the
-// service's heap, which grows by every record and event it keeps.
+// run in processes of their own (child_test.go): in this one, the proxy's
+// rounds paid for collecting the service's heap, which grows by every
+// record and event it keeps.
 //
 // For profiling one scenario: ENRICH_LOAD_ONLY (a regular expression over
 // the requests' names) and ENRICH_LOAD_CLIENTS (1, 16 or 1,16), e.g.
