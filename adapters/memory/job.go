@@ -206,6 +206,9 @@ func (l *EventLog) Append(_ context.Context, events []job.Event) error {
 			return fmt.Errorf("memory: append event %s/%d: %w", e.JobID, e.Seq, ports.ErrConflict)
 		}
 	}
+	if l.appendTail(events, enc) {
+		return nil
+	}
 	for i, e := range events {
 		evs := l.jobs[e.JobID]
 		at, _ := l.find(e.JobID, e.Seq)
@@ -215,6 +218,28 @@ func (l *EventLog) Append(_ context.Context, events []job.Event) error {
 		l.jobs[e.JobID] = evs
 	}
 	return nil
+}
+
+// appendTail stores a batch of one job's events, in order and all after
+// the job's last, in one append (a job's whole log, for a job that ends
+// at once: enc itself); false, storing nothing, for any other batch.
+func (l *EventLog) appendTail(events []job.Event, enc []storedEvent) bool {
+	id := events[0].JobID
+	for i, e := range events {
+		if e.JobID != id || (i > 0 && e.Seq <= events[i-1].Seq) {
+			return false
+		}
+	}
+	evs := l.jobs[id]
+	if len(evs) > 0 && evs[len(evs)-1].seq >= events[0].Seq {
+		return false
+	}
+	if evs == nil {
+		l.jobs[id] = enc
+	} else {
+		l.jobs[id] = append(evs, enc...)
+	}
+	return true
 }
 
 // find returns where seq is, or would be inserted, in a job's events.

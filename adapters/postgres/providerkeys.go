@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/uptrace/bun"
 
 	"github.com/entityenrich/enrich/domain/rotation"
@@ -60,6 +61,9 @@ type ProviderKeyStore struct {
 	// pool is db when it is a pool (not a caller's transaction): picks
 	// run on it with scanOnce.
 	pool *bun.DB
+	// native is the pgx pool under pool, when there is one: the combined
+	// pick's statement runs on it directly (pickbatch.go).
+	native *pgxpool.Pool
 }
 
 // NewProviderKeyStore returns a ProviderKeyStore on db.
@@ -67,7 +71,7 @@ func NewProviderKeyStore(db bun.IDB) *ProviderKeyStore {
 	s := &ProviderKeyStore{db: db, picks: &pickCombiner{}}
 	switch d := db.(type) {
 	case *DB:
-		s.pool = d.DB
+		s.pool, s.native = d.DB, d.Pool
 	case *bun.DB:
 		s.pool = d
 	}

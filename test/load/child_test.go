@@ -36,8 +36,9 @@ import (
 const envChild = "ENRICH_LOAD_CHILD"
 
 // envChildProfile names a directory where every child writes a CPU profile
-// of its whole life (<kind>-<pid>.pprof), for profiling the servers
-// measured; the flag -test.cpuprofile profiles only the load generator.
+// of its whole life (<kind>-<pid>.pprof) and, when it stops, its allocation
+// profile (<kind>-<pid>.allocs), for profiling the servers measured; the
+// flag -test.cpuprofile profiles only the load generator.
 const envChildProfile = "ENRICH_LOAD_CHILD_CPUPROFILE"
 
 // childSpec says what a child process serves.
@@ -72,6 +73,7 @@ func runChild(raw string) int {
 			return 2
 		}
 		defer pprof.StopCPUProfile()
+		defer writeAllocs(filepath.Join(dir, fmt.Sprintf("%s-%d.allocs", spec.Kind, os.Getpid())))
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -115,6 +117,20 @@ func runChild(raw string) int {
 		return 1
 	}
 	return 0
+}
+
+// writeAllocs writes the process's allocation profile to path.
+func writeAllocs(path string) {
+	f, err := os.Create(path)
+	if err == nil {
+		err = pprof.Lookup("allocs").WriteTo(f, 0)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", envChildProfile, err)
+	}
 }
 
 // serverConfig is the configuration of the enrich server measured.

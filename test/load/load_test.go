@@ -18,7 +18,8 @@
 // scenarios; for profiling), ENRICH_LOAD_ROUNDS (default 5: the stores take
 // turns in that many rounds per scenario, see measure) and
 // ENRICH_DB_MAX_CONNS as the server takes it; ENRICH_LOAD_CHILD_CPUPROFILE
-// (a directory) has every server measured write its CPU profile. PostgreSQL
+// (a directory) has every server measured write its CPU profile, and its
+// allocation profile when it stops. PostgreSQL
 // is the native server of test/pgtest (127.0.0.1:5432 or ENRICH_TEST_PG_DSN),
 // in fresh databases dropped afterwards; when it is unreachable the
 // PostgreSQL rows are skipped and say so (PGlite, one backend session in

@@ -47,10 +47,19 @@ func getModelCapabilities(model string) ModelCapability {
 	}
 `,
 	}},
+	"internal/openaiclient/chat.go": {{
+		`	payloadBytes, err := json.Marshal(payload)
+`,
+		`	// enrich's patch: MarshalJSON itself, where upstream called
+	// json.Marshal(payload), which re-reads and compacts what MarshalJSON
+	// wrote.
+	payloadBytes, err := payload.MarshalJSON()
+`,
+	}},
 }
 
 // TestCopyMatchesUpstream holds the copy to the langchaingo version that
-// go.mod requires: the same files, each the module's own once the patch is
+// go.mod requires: the same files, each the module's own once the patches are
 // undone (both sides gofmt'ed, as the import path's change reorders the
 // imports). It fails when go.mod moves langchaingo and the copy is not taken
 // again (../../README.md says how).

@@ -487,7 +487,10 @@ func (c *Client) createChat(ctx context.Context, payload *ChatRequest) (*ChatCom
 		}
 	}
 
-	payloadBytes, err := json.Marshal(payload)
+	// enrich's patch: MarshalJSON itself, where upstream called
+	// json.Marshal(payload), which re-reads and compacts what MarshalJSON
+	// wrote.
+	payloadBytes, err := payload.MarshalJSON()
 
 	// Restore original metadata
 	payload.Metadata = originalMetadata
