@@ -282,6 +282,55 @@ func TestFinishedJobsAreForgotten(t *testing.T) {
 	is.Equal(got[0].Seq, int64(1))
 }
 
+// TestPrivateJobsAreForgottenSooner: a private job's events (a synchronous
+// request's) stay in memory for PrivateRetain, not Retain: its request
+// takes its end from memory, a later follower reads the log, whole; a
+// public job's stay for Retain.
+func TestPrivateJobsAreForgottenSooner(t *testing.T) {
+	is := is.New(t)
+	ctx := t.Context()
+	jobs, events := memory.NewJobStore(), memory.NewEventLog()
+	uow := memory.NewUnitOfWork(memory.NewOrgStore(), memory.NewUserStore(), memory.NewAPIKeyStore(), memory.NewSchemaStore(),
+		memory.NewRecordStore(), jobs, events, memory.NewRefreshTokenStore(), nil)
+	log := &countingLog{EventLog: events}
+	h := eventhub.New(uow, log, system.Clock{}, quiet(), eventhub.Config{Retain: time.Hour, PrivateRetain: 50 * time.Millisecond})
+	defer h.Close()
+
+	end := func(id string) {
+		t.Helper()
+		evs := h.Seal(ctx, id, job.Cancellation("test"))
+		is.NoErr(events.Append(ctx, evs)) // as the job's end statement stores them
+		h.Sealed(id, evs, nil)
+	}
+	h.Own("public", 1, 0, func(error) {})
+	end("public")
+	h.Own("private", 1, 0, func(error) {})
+	h.Private("private")
+	end("private")
+	got, err := h.Wait(ctx, "private", 0) // the request that waited on it
+	is.NoErr(err)
+	is.Equal(len(got), 1)
+	is.Equal(log.lists.Load(), int64(0)) // from memory
+
+	deadline := time.Now().Add(5 * time.Second)
+	for log.lists.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the private job was still served from memory 5 s after its end")
+		}
+		time.Sleep(20 * time.Millisecond)
+		got, err = h.Wait(ctx, "private", 0)
+		is.NoErr(err)
+	}
+	is.Equal(len(got), 1)
+	is.Equal(got[0].Type, job.EventCancelled)
+
+	reads := log.lists.Load()
+	got, err = h.Wait(ctx, "public", 0)
+	is.NoErr(err)
+	is.Equal(len(got), 1)
+	is.Equal(log.lists.Load(), reads) // the public job's still from memory
+}
+
 // TestEndedJobsLetTheirRunGo: once a job's end is durable, the hub keeps its
 // events for late followers but not the lost callback, which refers to the
 // engine's whole run (its job, tracker and contexts): kept for Retain at
