@@ -161,6 +161,12 @@ type run struct {
 	stalled   chan struct{}
 	stallOnce sync.Once
 	stallErr  error
+	// awaiters are the contexts of Await's callers still to be told how
+	// the row's store went, or of a stall (tellAwaiters). Await used to
+	// start a goroutine per caller for it, whose wake-up at the job's end
+	// was one more hand-off on a blocking request's path.
+	awaitMu  sync.Mutex
+	awaiters []context.CancelCauseFunc
 	// deferred: the row is stored by whoever takes row first: the
 	// DeferCreate timer (rowCreating) or the run's end (rowEnding), which
 	// stores the job with its end.
@@ -491,7 +497,49 @@ func (r *run) stall(err error) {
 	r.stallOnce.Do(func() {
 		r.stallErr = err
 		close(r.stalled)
+		r.tellAwaiters()
 	})
+}
+
+// markStored closes stored (storeErr set before, if the store failed) and
+// tells the awaiting callers.
+func (r *run) markStored() {
+	close(r.stored)
+	r.tellAwaiters()
+}
+
+// tellAwaiters tells the awaiting callers (tell) once the store or a stall
+// happened, and then forgets them.
+func (r *run) tellAwaiters() {
+	r.awaitMu.Lock()
+	defer r.awaitMu.Unlock()
+	if len(r.awaiters) > 0 && r.tell(r.awaiters[0]) {
+		for _, c := range r.awaiters[1:] {
+			r.tell(c)
+		}
+		r.awaiters = nil
+	}
+}
+
+// tell cancels an awaiting caller's context when the run stalled or its
+// row could not be stored, and reports whether either the store or a
+// stall happened (the caller needs telling no more).
+func (r *run) tell(cancel context.CancelCauseFunc) bool {
+	select {
+	case <-r.stalled:
+		cancel(fmt.Errorf("%w: %w", errStalled, r.stallErr))
+		return true
+	default:
+	}
+	select {
+	case <-r.stored:
+		if r.storeErr != nil {
+			cancel(fmt.Errorf("%w: %w", errNotStored, r.storeErr))
+		}
+		return true
+	default:
+		return false
+	}
 }
 
 // storeDeferred writes the row of a deferred run that has not ended after
@@ -518,17 +566,11 @@ func (e *Engine) Await(ctx context.Context, id string) (context.Context, context
 		return ctx, func() {}
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
-	go func() {
-		select {
-		case <-r.stored:
-			if r.storeErr != nil {
-				cancel(fmt.Errorf("%w: %w", errNotStored, r.storeErr))
-			}
-		case <-r.stalled:
-			cancel(fmt.Errorf("%w: %w", errStalled, r.stallErr))
-		case <-ctx.Done():
-		}
-	}()
+	r.awaitMu.Lock()
+	if !r.tell(cancel) {
+		r.awaiters = append(r.awaiters, cancel)
+	}
+	r.awaitMu.Unlock()
 	return ctx, func() { cancel(nil) }
 }
 
@@ -567,7 +609,7 @@ func (e *Engine) stored(r *run, err error) {
 	} else {
 		e.own(r, 0)
 	}
-	close(r.stored)
+	r.markStored()
 }
 
 // own makes the run the writer of its job's events, numbered after seq
@@ -715,7 +757,7 @@ func (e *Engine) launch(j *job.Job, prior []job.Event, prepared any, row rowStar
 			after = prior[len(prior)-1].Seq
 		}
 		e.own(r, after)
-		close(r.stored)
+		r.markStored()
 	case rowDeferred:
 		// Followers here wait on the stream, not on the log, while the run
 		// keeps its events until the row is stored (own, or its end).
@@ -940,7 +982,7 @@ func (e *Engine) finish(ctx context.Context, r *run, out Outcome) {
 // could not be stored at all.
 func (e *Engine) storedWithEnd(ctx context.Context, r *run, endErr error) bool {
 	if endErr == nil {
-		close(r.stored)
+		r.markStored()
 		return true
 	}
 	err := e.retry(ctx, func() error { return e.Jobs.CreateJob(ctx, new(r.job)) })
@@ -948,7 +990,7 @@ func (e *Engine) storedWithEnd(ctx context.Context, r *run, endErr error) bool {
 		e.Log.Error("job could not be stored", "job_id", r.id, "err", err, "end_err", endErr)
 		r.storeErr = err
 	}
-	close(r.stored)
+	r.markStored()
 	return err == nil
 }
 

@@ -243,7 +243,8 @@ type EventStream interface {
 	// and reports the outcome to Sealed.
 	Seal(ctx context.Context, jobID string, drafts []job.Draft) []job.Event
 	// Sealed delivers the sealed events to followers when err is nil and
-	// forgets the job here either way.
+	// forgets the job here either way. The stream may keep the slice: the
+	// caller does not write to it afterwards.
 	Sealed(jobID string, events []job.Event, err error)
 	// Delivered wakes followers of a job whose events were written by
 	// someone else (a canceller here, or another replica's NOTIFY).
@@ -254,7 +255,8 @@ type EventStream interface {
 	// instances.
 	Written(jobID string)
 	// Wait returns the job's durable events with Seq > after, blocking until
-	// there is at least one or ctx ends.
+	// there is at least one or ctx ends. The slice may be shared with other
+	// followers: read it, never write to its elements.
 	Wait(ctx context.Context, jobID string, after int64) ([]job.Event, error)
 	// Flush writes what is pending; Close stops the writer after a flush.
 	Close()

@@ -281,7 +281,11 @@ func (h *Hub) Sealed(jobID string, events []job.Event, err error) {
 		h.wakeLocked(jobID, s)
 		return
 	}
-	s.durable = append(s.durable, events...)
+	if s.durable == nil {
+		s.durable = events // a job whose events all came at its end: the caller is done with them
+	} else {
+		s.durable = append(s.durable, events...)
+	}
 	// The end is durable: nothing can lose the job now. Dropping lost lets
 	// the run it refers to go while its events stay for Retain.
 	s.owned, s.ended, s.endedAt, s.lost = false, true, h.clock.Now(), nil
@@ -352,10 +356,13 @@ func (h *Hub) Wait(ctx context.Context, jobID string, after int64) ([]job.Event,
 	}
 }
 
+// since returns the events of evs after seq after: evs's own, for followers
+// only read them (ports.EventStream.Wait), capacity clipped so that the
+// stream's appends never write where a follower reads.
 func since(evs []job.Event, after int64) []job.Event {
 	for i, ev := range evs {
 		if ev.Seq > after {
-			return append([]job.Event(nil), evs[i:]...)
+			return evs[i:len(evs):len(evs)]
 		}
 	}
 	return nil

@@ -310,13 +310,19 @@ func (s *JobStore) snapshot(ids []string) []job.Job {
 }
 
 // removeEvents deletes exactly these (JobID, Seq) pairs.
-func (l *EventLog) removeEvents(events []job.Event) {
+func (l *EventLog) removeEvents(events []eventKey) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, e := range events {
-		if i, ok := l.find(e.JobID, e.Seq); ok {
-			evs := l.jobs[e.JobID]
-			l.jobs[e.JobID] = append(evs[:i], evs[i+1:]...)
+		if i, ok := l.find(e.jobID, e.seq); ok {
+			evs := l.jobs[e.jobID]
+			l.jobs[e.jobID] = append(evs[:i], evs[i+1:]...)
 		}
 	}
+}
+
+// eventKey names one event of the log.
+type eventKey struct {
+	jobID string
+	seq   int64
 }

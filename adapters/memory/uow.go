@@ -319,9 +319,9 @@ func (t txEvents) Append(ctx context.Context, events []job.Event) error {
 	}
 	// Append stores all or none and refuses pairs that exist, so on success
 	// every (JobID, Seq) of the batch is this unit's to remove.
-	added := make([]job.Event, len(events))
+	added := make([]eventKey, len(events))
 	for i, e := range events {
-		added[i] = job.Event{JobID: e.JobID, Seq: e.Seq}
+		added[i] = eventKey{e.JobID, e.Seq}
 	}
 	t.u.add(func() { t.removeEvents(added) })
 	return nil

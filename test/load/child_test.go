@@ -133,6 +133,36 @@ func writeAllocs(path string) {
 	}
 }
 
+// childPIDs maps a child's base URL to its process id, for processCPU.
+var childPIDs sync.Map
+
+// childCPU returns the CPU time the child serving base has used so far:
+// the sum of its threads' time on a CPU (/proc/<pid>/task/*/schedstat, in
+// nanoseconds); false where that cannot be read.
+func childCPU(base string) (time.Duration, bool) {
+	pid, ok := childPIDs.Load(base)
+	if !ok {
+		return 0, false
+	}
+	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
+	if err != nil || len(tasks) == 0 {
+		return 0, false
+	}
+	var sum time.Duration
+	for _, f := range tasks {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue // a thread that ended meanwhile
+		}
+		var ns int64
+		if _, err := fmt.Sscan(string(b), &ns); err != nil {
+			return 0, false
+		}
+		sum += time.Duration(ns)
+	}
+	return sum, true
+}
+
 // serverConfig is the configuration of the enrich server measured.
 func serverConfig(spec childSpec, logger *slog.Logger) enrich.Config {
 	return enrich.Config{
@@ -233,6 +263,7 @@ func startChild(t *testing.T, spec childSpec, logs *logTally) (string, error) {
 	select {
 	case u, ok := <-found:
 		if ok {
+			childPIDs.Store(u, cmd.Process.Pid)
 			return u, nil
 		}
 	case <-time.After(60 * time.Second):

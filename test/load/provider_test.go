@@ -139,15 +139,26 @@ func TestProviderPathLoad(t *testing.T) {
 		}
 	}
 	fakeBase := strings.TrimSuffix(fake.URL(), "/v1")
+	svcOf, proxyOf := func(sd *side) string { return sd.svc }, func(sd *side) string { return sd.proxy }
 	rows := []struct {
-		name string
-		req  func(*side) func(context.Context) error
+		name   string
+		req    func(*side) func(context.Context) error
+		server func(*side) string // the base URL of the process measured (nil: the fake's, in this process)
 	}{
-		{"direct: POST /v1/chat/completions to the fake", chat(func(*side) string { return fakeBase })},
-		{"proxy: the same through httputil.ReverseProxy", chat(func(sd *side) string { return sd.proxy })},
-		{"enrich/sync, " + providerName + "::" + modelName + " (OpenAI-compatible client)", syncWith(providerName + "::" + modelName)},
-		{"enrich/sync, sandbox::echo (no provider client)", syncWith("sandbox::echo")},
+		{"direct: POST /v1/chat/completions to the fake", chat(func(*side) string { return fakeBase }), nil},
+		{"proxy: the same through httputil.ReverseProxy", chat(proxyOf), proxyOf},
+		{"enrich/sync, " + providerName + "::" + modelName + " (OpenAI-compatible client)", syncWith(providerName + "::" + modelName), svcOf},
+		{"enrich/sync, sandbox::echo (no provider client)", syncWith("sandbox::echo"), svcOf},
 	}
+	// cpu is, by row, the CPU time its server process used during its
+	// rounds at 16 clients (warm-ups included), and the requests it
+	// answered then: a cost per request that the machine's drifting speed
+	// moves far less than a rate.
+	type cpuTally struct {
+		used time.Duration
+		sent int
+	}
+	cpu := map[string]*cpuTally{}
 	only, clients := selection(t)
 	plan := planRounds(set, roundsEnv(t))
 	parts := map[string]map[int][]*scenario{}
@@ -167,7 +178,20 @@ func TestProviderPathLoad(t *testing.T) {
 				if parts[r.name] == nil {
 					parts[r.name] = map[int][]*scenario{}
 				}
-				parts[r.name][conc] = append(parts[r.name][conc], inproc.c.run(ctx, plan.round(round), "memory", r.name, conc, reqs[i]))
+				var base string
+				if r.server != nil {
+					base = r.server(sides[conc])
+				}
+				before, measured := childCPU(base)
+				sc := inproc.c.run(ctx, plan.round(round), "memory", r.name, conc, reqs[i])
+				if after, ok := childCPU(base); measured && ok {
+					if cpu[r.name] == nil {
+						cpu[r.name] = &cpuTally{}
+					}
+					cpu[r.name].used += after - before
+					cpu[r.name].sent += sc.sent
+				}
+				parts[r.name][conc] = append(parts[r.name][conc], sc)
 			}
 		}
 	}
@@ -196,6 +220,21 @@ func TestProviderPathLoad(t *testing.T) {
 		}
 	}
 	_ = tw.Flush()
+	perRequest := func(name string) float64 {
+		if c := cpu[name]; c != nil && c.sent > 0 {
+			return float64(c.used.Microseconds()) / float64(c.sent)
+		}
+		return 0
+	}
+	if p := perRequest(rows[1].name); p > 0 {
+		fmt.Fprintf(w, "  CPU per request of the process answering, at %d clients (warm-ups included): the proxy %.0f µs", syncHigh, p)
+		for _, r := range rows[2:] {
+			if c := perRequest(r.name); c > 0 {
+				fmt.Fprintf(w, "; %s %.0f µs (%.2f× the proxy's)", strings.TrimPrefix(r.name, "enrich/sync, "), c, c/p)
+			}
+		}
+		fmt.Fprintln(w)
+	}
 	direct, svc, sandbox := res[rows[0].name], res[rows[2].name], res[rows[3].name]
 	if only != nil || len(clients) < 2 || direct == nil || svc == nil || sandbox == nil || res[rows[1].name] == nil {
 		fmt.Fprintf(w, "  goals not evaluated: %s or %s left rows out\n\n", envOnly, envClients)
