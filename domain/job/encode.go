@@ -267,12 +267,23 @@ func appendList[T any](b []byte, items []T, sorted bool) ([]byte, error) {
 	return append(b, ']'), nil
 }
 
+// plain holds the bytes a JSON string carries as they are (json.Marshal's
+// own set): printable ASCII but the quote, the backslash, <, > and &. One
+// lookup a byte, where seven comparisons were a quarter of the time of
+// encoding an event.
+var plain = func() (t [256]bool) {
+	for c := 0x20; c < 0x80; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
+
 // appendString writes s quoted; a string with anything json.Marshal
 // escapes (quotes, backslashes, control characters, <, >, &, non-ASCII
 // for its checks of UTF-8 and U+2028/U+2029) is written by json.Marshal.
 func appendString(b []byte, s string) ([]byte, error) {
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+		if !plain[s[i]] {
 			out, err := json.Marshal(s)
 			if err != nil {
 				return nil, err
