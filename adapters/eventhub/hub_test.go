@@ -252,34 +252,61 @@ func (l *countingLog) List(ctx context.Context, jobID string, after int64, limit
 func TestFinishedJobsAreForgotten(t *testing.T) {
 	is := is.New(t)
 	ctx := t.Context()
-	jobs, events := memory.NewJobStore(), memory.NewEventLog()
-	uow := memory.NewUnitOfWork(memory.NewOrgStore(), memory.NewUserStore(), memory.NewAPIKeyStore(), memory.NewSchemaStore(),
-		memory.NewRecordStore(), jobs, events, memory.NewRefreshTokenStore(), nil)
-	log := &countingLog{EventLog: events}
-	h := eventhub.New(uow, log, system.Clock{}, quiet(), eventhub.Config{Retain: 100 * time.Millisecond})
-	defer h.Close()
+	h, log, end := retainingHub(t, eventhub.Config{Retain: 100 * time.Millisecond})
 
 	h.Own("j", 1, 0, func(error) {})
-	evs := h.Seal(ctx, "j", job.Cancellation("test"))
-	is.NoErr(events.Append(ctx, evs)) // as the job's end statement stores them
-	h.Sealed("j", evs, nil)
+	end("j")
 	got, err := h.Wait(ctx, "j", 0)
 	is.NoErr(err)
 	is.Equal(len(got), 1)
 	is.Equal(log.lists.Load(), int64(0)) // from memory
 
-	deadline := time.Now().Add(5 * time.Second)
-	for log.lists.Load() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the finished job was still served from memory 5 s after its end")
-		}
-		time.Sleep(20 * time.Millisecond)
-		got, err = h.Wait(ctx, "j", 0)
-		is.NoErr(err)
-	}
+	got = readFromLog(t, h, log, "j")
 	is.Equal(len(got), 1)
 	is.Equal(got[0].Type, job.EventCancelled)
 	is.Equal(got[0].Seq, int64(1))
+}
+
+// retainingHub is a hub on memory storage whose log counts its reads, and
+// end, which ends an owned job with a cancellation stored as the job's end
+// statement stores it.
+func retainingHub(t *testing.T, cfg eventhub.Config) (*eventhub.Hub, *countingLog, func(id string)) {
+	t.Helper()
+	jobs, events := memory.NewJobStore(), memory.NewEventLog()
+	uow := memory.NewUnitOfWork(memory.NewOrgStore(), memory.NewUserStore(), memory.NewAPIKeyStore(), memory.NewSchemaStore(),
+		memory.NewRecordStore(), jobs, events, memory.NewRefreshTokenStore(), nil)
+	log := &countingLog{EventLog: events}
+	h := eventhub.New(uow, log, system.Clock{}, quiet(), cfg)
+	t.Cleanup(h.Close)
+	end := func(id string) {
+		t.Helper()
+		evs := h.Seal(t.Context(), id, job.Cancellation("test"))
+		if err := events.Append(t.Context(), evs); err != nil {
+			t.Fatal(err)
+		}
+		h.Sealed(id, evs, nil)
+	}
+	return h, log, end
+}
+
+// readFromLog follows job id until the hub reads it from the log (it
+// forgot the job), within 5 s, and returns what it read.
+func readFromLog(t *testing.T, h *eventhub.Hub, log *countingLog, id string) []job.Event {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for before := log.lists.Load(); ; {
+		got, err := h.Wait(t.Context(), id, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if log.lists.Load() > before {
+			return got
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %s was still served from memory 5 s after its end", id)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // TestPrivateJobsAreForgottenSooner: a private job's events (a synchronous
@@ -289,19 +316,7 @@ func TestFinishedJobsAreForgotten(t *testing.T) {
 func TestPrivateJobsAreForgottenSooner(t *testing.T) {
 	is := is.New(t)
 	ctx := t.Context()
-	jobs, events := memory.NewJobStore(), memory.NewEventLog()
-	uow := memory.NewUnitOfWork(memory.NewOrgStore(), memory.NewUserStore(), memory.NewAPIKeyStore(), memory.NewSchemaStore(),
-		memory.NewRecordStore(), jobs, events, memory.NewRefreshTokenStore(), nil)
-	log := &countingLog{EventLog: events}
-	h := eventhub.New(uow, log, system.Clock{}, quiet(), eventhub.Config{Retain: time.Hour, PrivateRetain: 50 * time.Millisecond})
-	defer h.Close()
-
-	end := func(id string) {
-		t.Helper()
-		evs := h.Seal(ctx, id, job.Cancellation("test"))
-		is.NoErr(events.Append(ctx, evs)) // as the job's end statement stores them
-		h.Sealed(id, evs, nil)
-	}
+	h, log, end := retainingHub(t, eventhub.Config{Retain: time.Hour, PrivateRetain: 50 * time.Millisecond})
 	h.Own("public", 1, 0, func(error) {})
 	end("public")
 	h.Own("private", 1, 0, func(error) {})
@@ -312,15 +327,7 @@ func TestPrivateJobsAreForgottenSooner(t *testing.T) {
 	is.Equal(len(got), 1)
 	is.Equal(log.lists.Load(), int64(0)) // from memory
 
-	deadline := time.Now().Add(5 * time.Second)
-	for log.lists.Load() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the private job was still served from memory 5 s after its end")
-		}
-		time.Sleep(20 * time.Millisecond)
-		got, err = h.Wait(ctx, "private", 0)
-		is.NoErr(err)
-	}
+	got = readFromLog(t, h, log, "private")
 	is.Equal(len(got), 1)
 	is.Equal(got[0].Type, job.EventCancelled)
 
