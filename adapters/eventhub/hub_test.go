@@ -27,11 +27,18 @@ import (
 
 func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
+// memoryStores is a unit of work on memory storage, with its job store and
+// event log.
+func memoryStores() (*memory.UnitOfWork, *memory.JobStore, *memory.EventLog) {
+	jobs, events := memory.NewJobStore(), memory.NewEventLog()
+	uow := memory.NewUnitOfWork(memory.NewOrgStore(), memory.NewUserStore(), memory.NewAPIKeyStore(), memory.NewSchemaStore(),
+		memory.NewRecordStore(), jobs, events, memory.NewRefreshTokenStore(), nil)
+	return uow, jobs, events
+}
+
 func TestEventStreamMemory(t *testing.T) {
 	contract.RunEventStream(t, func(*testing.T) contract.StreamFixture {
-		jobs, events := memory.NewJobStore(), memory.NewEventLog()
-		uow := memory.NewUnitOfWork(memory.NewOrgStore(), memory.NewUserStore(), memory.NewAPIKeyStore(), memory.NewSchemaStore(),
-			memory.NewRecordStore(), jobs, events, memory.NewRefreshTokenStore(), nil)
+		uow, jobs, events := memoryStores()
 		h := eventhub.New(uow, events, system.Clock{}, quiet(), eventhub.Config{PollInterval: 20 * time.Millisecond})
 		return contract.StreamFixture{Stream: h, UoW: uow, Jobs: jobs, Events: events}
 	})
@@ -199,9 +206,7 @@ func (a *announcements) PublishAll(_ context.Context, _ string, ids []string) er
 func TestPrivateJobsAreNotAnnounced(t *testing.T) {
 	is := is.New(t)
 	ctx := t.Context()
-	jobs, events := memory.NewJobStore(), memory.NewEventLog()
-	uow := memory.NewUnitOfWork(memory.NewOrgStore(), memory.NewUserStore(), memory.NewAPIKeyStore(), memory.NewSchemaStore(),
-		memory.NewRecordStore(), jobs, events, memory.NewRefreshTokenStore(), nil)
+	uow, _, events := memoryStores()
 	ann := &announcements{ids: make(chan string, 8)}
 	h := eventhub.New(uow, events, system.Clock{}, quiet(), eventhub.Config{Announce: ann})
 	defer h.Close()
@@ -272,9 +277,7 @@ func TestFinishedJobsAreForgotten(t *testing.T) {
 // statement stores it.
 func retainingHub(t *testing.T, cfg eventhub.Config) (*eventhub.Hub, *countingLog, func(id string)) {
 	t.Helper()
-	jobs, events := memory.NewJobStore(), memory.NewEventLog()
-	uow := memory.NewUnitOfWork(memory.NewOrgStore(), memory.NewUserStore(), memory.NewAPIKeyStore(), memory.NewSchemaStore(),
-		memory.NewRecordStore(), jobs, events, memory.NewRefreshTokenStore(), nil)
+	uow, _, events := memoryStores()
 	log := &countingLog{EventLog: events}
 	h := eventhub.New(uow, log, system.Clock{}, quiet(), cfg)
 	t.Cleanup(h.Close)
@@ -346,9 +349,7 @@ func TestPrivateJobsAreForgottenSooner(t *testing.T) {
 func TestEndedJobsLetTheirRunGo(t *testing.T) {
 	is := is.New(t)
 	ctx := t.Context()
-	jobs, events := memory.NewJobStore(), memory.NewEventLog()
-	uow := memory.NewUnitOfWork(memory.NewOrgStore(), memory.NewUserStore(), memory.NewAPIKeyStore(), memory.NewSchemaStore(),
-		memory.NewRecordStore(), jobs, events, memory.NewRefreshTokenStore(), nil)
+	uow, _, events := memoryStores()
 	h := eventhub.New(uow, events, system.Clock{}, quiet(), eventhub.Config{Retain: time.Hour})
 	defer h.Close()
 
