@@ -243,7 +243,7 @@ func (s *EnrichmentService) priorBatch(bp *batchPlan, jobID string, prior []job.
 	byEntity := map[int][]job.Event{}
 	once := map[job.EventType]bool{}
 	for _, ev := range prior {
-		i, ok := job.EntityIndex(ev.Data)
+		i, ok := job.EntityIndex(ev.Fields())
 		if !ok {
 			once[ev.Type] = true
 			continue
@@ -251,11 +251,11 @@ func (s *EnrichmentService) priorBatch(bp *batchPlan, jobID string, prior []job.
 		byEntity[i] = append(byEntity[i], ev)
 		switch ev.Type {
 		case job.EventEntitySkipped:
-			code, _ := ev.Data["code"].(string)
-			reason, _ := ev.Data["reason"].(string)
+			code, _ := ev.Field("code").(string)
+			reason, _ := ev.Field("reason").(string)
 			ended[i] = &entityReport{index: i, label: entityLabel(bp.fields[i], i), status: entitySkipped, code: code, error: reason}
 		case job.EventEntityCompleted:
-			p, err := job.ReadEntityCompleted(ev.Data)
+			p, err := job.ReadEntityCompleted(ev.Fields())
 			if err != nil {
 				continue
 			}

@@ -140,10 +140,10 @@ func priorClassification(prior []job.Event, index int) (c *enrichment.Classifica
 		if ev.Type != job.EventClassificationCompleted {
 			continue
 		}
-		if idx, ok := job.EntityIndex(ev.Data); index >= 0 && (!ok || idx != index) {
+		if idx, ok := job.EntityIndex(ev.Fields()); index >= 0 && (!ok || idx != index) {
 			continue
 		}
-		m, _ := ev.Data["classification"].(map[string]any)
+		m, _ := ev.Field("classification").(map[string]any)
 		if m == nil {
 			return nil, nil, true
 		}

@@ -745,7 +745,7 @@ func (e *Engine) launch(j *job.Job, prior []job.Event, prepared any, row rowStar
 	r := &run{id: j.ID, org: j.OrgID, attempt: j.Attempt, job: *j, cancel: cancel, done: make(chan struct{}),
 		stored: make(chan struct{}), stalled: make(chan struct{}), tracker: job.NewTracker(j.Type), typ: j.Type, deferred: row == rowDeferred}
 	for _, ev := range prior {
-		r.tracker.Observe(ev.Type, ev.Data)
+		r.tracker.Observe(ev.Type, ev.Fields())
 	}
 	e.mu.Lock()
 	e.running[j.ID] = r
@@ -878,6 +878,7 @@ func (e *Engine) finish(ctx context.Context, r *run, out Outcome) {
 		apply = func(j *job.Job, now time.Time) error { return j.Cancel(cc.reason, now) }
 		drafts = job.Cancellation(cc.reason)
 		if out.Partial {
+			drafts[0] = drafts[0].Own()
 			drafts[0].Data["result"] = out.Completed.Result
 		}
 	case errors.Is(cause, errShutdown) && e.ReleaseAtShutdown:
@@ -893,7 +894,7 @@ func (e *Engine) finish(ctx context.Context, r *run, out Outcome) {
 		}
 		until = e.Clock.Now().Add(timeout)
 		apply = func(j *job.Job, now time.Time) error { return j.Pause(until, now) }
-		d := job.NewDraft(out.Pause.Event)
+		d := job.NewDraft(out.Pause.Event).Own()
 		d.Data["status"], d.Data["is_paused"] = string(job.Paused), true // whatever the payload says
 		drafts = []job.Draft{d}
 	case out.Failure != nil:

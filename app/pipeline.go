@@ -58,10 +58,10 @@ func readPrior(prior []job.Event) resumeState {
 		rs.started[ev.Type] = true
 		switch ev.Type {
 		case job.EventModelStarted:
-			m, _ := ev.Data["model"].(string)
+			m, _ := ev.Field("model").(string)
 			rs.models[m] = true
 		case job.EventExpertiseCompleted:
-			p, err := job.ReadExpertiseCompleted(ev.Data)
+			p, err := job.ReadExpertiseCompleted(ev.Fields())
 			if err == nil && p.Success && p.PartialResult != nil {
 				rs.calls[p.Model+"/"+p.Key] = done{out: p.PartialResult, in: p.InputTokens, outT: p.OutputTokens,
 					searches: p.WebSearchCalls, cost: p.Cost}

@@ -230,11 +230,11 @@ func readSamplePrior(prior []job.Event) sampleState {
 		case job.EventModelAutoSelected:
 			st.autoSelected = true
 		case job.EventSampleInstanceProgress:
-			if p, err := job.ReadSampleInstanceProgress(ev.Data); err == nil && p.Sample != nil {
+			if p, err := job.ReadSampleInstanceProgress(ev.Fields()); err == nil && p.Sample != nil {
 				st.done[p.Index] = p
 			}
 		case job.EventSampleClarificationPause:
-			if p, err := job.ReadSampleClarificationPause(ev.Data); err == nil {
+			if p, err := job.ReadSampleClarificationPause(ev.Fields()); err == nil {
 				st.questions = p.Questions
 			}
 			st.pauses++
@@ -534,7 +534,7 @@ func (s *SampleService) Sync(ctx context.Context, p *access.Principal, req Sampl
 		if ev.Type != job.EventModelCompleted {
 			return nil
 		}
-		c, err := job.ReadSamplesCompleted(ev.Data)
+		c, err := job.ReadSamplesCompleted(ev.Fields())
 		if err != nil {
 			return err
 		}

@@ -37,7 +37,7 @@ func runSamples(t *testing.T, llm ports.LLM, req app.SampleRequest, prior []job.
 func stored(seq int64, p job.Payload) job.Event {
 	d := job.NewDraft(p)
 	var data map[string]any
-	b, _ := json.Marshal(d.Data)
+	b, _ := json.Marshal(d.Fields())
 	_ = json.Unmarshal(b, &data) // as read back from the log
 	return job.Event{JobID: "j", Seq: seq, Type: d.Type, Data: data}
 }

@@ -352,7 +352,7 @@ func (s *SchemaGenService) wait(ctx context.Context, p *access.Principal, j *job
 	if ev.Type != job.EventCompleted {
 		return SchemaAnswer{}, &JobEnded{Job: final}
 	}
-	result, _ := ev.Data["result"].(map[string]any)
+	result, _ := ev.Field("result").(map[string]any)
 	r, err := job.ReadSchemaResult(result)
 	if err != nil {
 		return SchemaAnswer{}, err

@@ -208,7 +208,7 @@ func awaitEnd(ctx context.Context, stream ports.EventStream, jobs *JobService, l
 // blocking caller cannot answer the pause, so the job is cancelled and the
 // caller gets the classification (422).
 func (s *EnrichmentService) refuseClassified(ctx context.Context, p *access.Principal, id string, ev job.Event) error {
-	ctxMap, _ := ev.Data["classification"].(map[string]any)
+	ctxMap, _ := ev.Field("classification").(map[string]any)
 	status, _ := ctxMap["status"].(string)
 	if _, err := s.JobSvc.Cancel(context.WithoutCancel(ctx), p, id, "refused by the pre-flight classification (blocking run)"); err != nil {
 		s.Log.Warn("cancel a blocking run refused by its classification", "job_id", id, "err", err)

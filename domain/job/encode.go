@@ -3,7 +3,6 @@ package job
 import (
 	"encoding/json"
 	"math"
-	"slices"
 	"strconv"
 	"sync"
 )
@@ -32,17 +31,33 @@ func MarshalData(m map[string]any) ([]byte, error) {
 // keys of an event (about 20 with the common block) was half of
 // MarshalData's time. Nil for an event without data.
 func (e Event) StoredData() ([]byte, error) {
-	if e.Data == nil && e.Common == nil {
+	p, typed := e.Payload.(pairer)
+	typed = typed && e.Data == nil
+	if e.Data == nil && e.Common == nil && !typed {
 		return nil, nil
 	}
-	return encode(func(b []byte) ([]byte, error) { return appendObject(b, e.Data, e.Common, nil, false) })
+	return encode(func(b []byte) ([]byte, error) { return appendEvent(b, e.Data, p, e.Common, nil, false) })
 }
 
 // MarshalJSON writes the event's data with the event field and the job id,
 // the shape every SSE data line carries, keys sorted.
 func (e Event) MarshalJSON() ([]byte, error) {
+	p, _ := e.Payload.(pairer)
 	extra := [...]field{{"event", string(e.Type)}, {"job_id", e.JobID}}
-	return encode(func(b []byte) ([]byte, error) { return appendObject(b, e.Data, e.Common, extra[:], true) })
+	return encode(func(b []byte) ([]byte, error) { return appendEvent(b, e.Data, p, e.Common, extra[:], true) })
+}
+
+// appendEvent writes an event's data: data, or, without it, the fields of
+// its typed payload p, with the block c and extra (appendObject).
+func appendEvent(b []byte, data map[string]any, p pairer, c *Common, extra []field, sorted bool) ([]byte, error) {
+	ps := getPairs()
+	defer putPairs(ps)
+	if data != nil || p == nil {
+		*ps = mapPairs((*ps)[:0], data)
+	} else {
+		*ps = p.pairs((*ps)[:0])
+	}
+	return appendObject(b, *ps, c, extra, sorted)
 }
 
 // encode runs write on a pooled scratch buffer and returns an exact-size
@@ -79,11 +94,7 @@ func appendJSON(b []byte, v any, sorted bool) ([]byte, error) {
 	case int64:
 		return strconv.AppendInt(b, x, 10), nil
 	case float64:
-		// encoding/json writes %f between 1e-6 and 1e21 (and for 0);
-		// anything else (exponents, NaN, infinities) goes to it.
-		if a := math.Abs(x); a == 0 || (a >= 1e-6 && a < 1e21) {
-			return strconv.AppendFloat(b, x, 'f', -1, 64), nil
-		}
+		return appendFloat(b, x)
 	case map[string]any:
 		if x == nil {
 			return append(b, "null"...), nil
@@ -104,6 +115,8 @@ func appendJSON(b []byte, v any, sorted bool) ([]byte, error) {
 			return append(b, "null"...), nil
 		}
 		return appendList(b, x, sorted)
+	case breakdowns:
+		return x.appendTo(b)
 	}
 	out, err := json.Marshal(v)
 	if err != nil {
@@ -116,22 +129,53 @@ func appendJSON(b []byte, v any, sorted bool) ([]byte, error) {
 // event and job_id).
 type field struct{ key, value string }
 
-// appendMap writes m, its keys sorted or in the map's order.
-func appendMap(b []byte, m map[string]any, sorted bool) ([]byte, error) {
-	return appendObject(b, m, nil, nil, sorted)
+// appendFloat writes x as json.Marshal does: encoding/json writes %f
+// between 1e-6 and 1e21 (and for 0); anything else (exponents, NaN,
+// infinities) goes to it.
+func appendFloat(b []byte, x float64) ([]byte, error) {
+	if a := math.Abs(x); a == 0 || (a >= 1e-6 && a < 1e21) {
+		return strconv.AppendFloat(b, x, 'f', -1, 64), nil
+	}
+	out, err := json.Marshal(x)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, out...), nil
 }
 
-// appendObject writes one JSON object: data's fields, c's block under them
+// appendPair writes one pair's value.
+func appendPair(b []byte, p *pair, sorted bool) ([]byte, error) {
+	switch p.kind {
+	case kindString:
+		return appendString(b, p.s)
+	case kindInt, kindInt64:
+		return strconv.AppendInt(b, p.n, 10), nil
+	case kindFloat:
+		return appendFloat(b, p.f)
+	case kindBool:
+		return strconv.AppendBool(b, p.b), nil
+	}
+	return appendJSON(b, p.v, sorted)
+}
+
+// appendMap writes m, its keys sorted or in the map's order.
+func appendMap(b []byte, m map[string]any, sorted bool) ([]byte, error) {
+	ps := getPairs()
+	defer putPairs(ps)
+	*ps = mapPairs((*ps)[:0], m)
+	return appendObject(b, *ps, nil, nil, sorted)
+}
+
+// appendObject writes one JSON object: the fields ps, c's block under them
 // (nil: none) and extra over both (sorted by key). Sorted, the keys come
-// in order, as json.Marshal writes a map's: data's few keys are sorted in
-// a stack array and merged with the block's, which are in order already.
-// Its frame holds that array, so it is apart from appendJSON, which every
-// value of every list goes through: a 512-byte frame there made each job's
-// goroutine grow its stack.
-func appendObject(b []byte, data map[string]any, c *Common, extra []field, sorted bool) ([]byte, error) {
-	shadowed := func(k string) bool { // a key of the block that data or extra writes instead
-		if _, ok := data[k]; ok {
-			return true
+// in order, as json.Marshal writes a map's: ps is sorted in place and
+// merged with the block's keys, which are in order already.
+func appendObject(b []byte, ps []pair, c *Common, extra []field, sorted bool) ([]byte, error) {
+	shadowed := func(k string) bool { // a key of the block that ps or extra writes instead
+		for i := range ps {
+			if ps[i].key == k {
+				return true
+			}
 		}
 		for _, f := range extra {
 			if f.key == k {
@@ -140,7 +184,7 @@ func appendObject(b []byte, data map[string]any, c *Common, extra []field, sorte
 		}
 		return false
 	}
-	ownKey := func(k string) bool { // a key of data that no extra field replaces
+	ownKey := func(k string) bool { // a key of ps that no extra field replaces
 		for _, f := range extra {
 			if f.key == k {
 				return false
@@ -161,12 +205,12 @@ func appendObject(b []byte, data map[string]any, c *Common, extra []field, sorte
 		}
 	}
 	if !sorted {
-		for k, v := range data {
-			if !ownKey(k) {
+		for i := range ps {
+			if !ownKey(ps[i].key) {
 				continue
 			}
-			if key(k); err == nil {
-				b, err = appendJSON(b, v, false)
+			if key(ps[i].key); err == nil {
+				b, err = appendPair(b, &ps[i], false)
 			}
 			if err != nil {
 				return nil, err
@@ -193,22 +237,18 @@ func appendObject(b []byte, data map[string]any, c *Common, extra []field, sorte
 		}
 		return append(b, '}'), nil
 	}
-	var onStack [32]string // an event's own keys fit: no allocation for them
-	keys := onStack[:0]
-	for k := range data {
-		if ownKey(k) {
-			keys = append(keys, k)
-		}
-	}
-	slices.Sort(keys)
+	sortPairs(ps)
 	di, ci, ei := 0, 0, 0
 	for {
+		for di < len(ps) && !ownKey(ps[di].key) {
+			di++
+		}
 		for c != nil && ci < len(commonKeys) && shadowed(commonKeys[ci]) {
 			ci++
 		}
 		next, from := "", -1
-		if di < len(keys) {
-			next, from = keys[di], 0
+		if di < len(ps) {
+			next, from = ps[di].key, 0
 		}
 		if c != nil && ci < len(commonKeys) && (from < 0 || commonKeys[ci] < next) {
 			next, from = commonKeys[ci], 1
@@ -222,7 +262,7 @@ func appendObject(b []byte, data map[string]any, c *Common, extra []field, sorte
 		if key(next); err == nil {
 			switch from {
 			case 0:
-				b, err = appendJSON(b, data[next], true)
+				b, err = appendPair(b, &ps[di], true)
 				di++
 			case 1:
 				b, err = c.appendValue(b, ci)

@@ -43,7 +43,9 @@ type Event struct {
 	Type  EventType
 	// Data holds the event's payload fields (without "event", which is Type):
 	// all of them for an event read from a log; an event built here keeps
-	// its common block apart, in Common.
+	// its common block apart, in Common, and an event of a typed payload
+	// that lists its fields (a job's events, model_started to completed)
+	// has none: read its fields with Fields or Field, never Data.
 	Data map[string]any
 	// Common is the common block of an event stamped in this process (nil
 	// when read from a log, where it is in Data). Fields merges the two.
@@ -58,17 +60,32 @@ type Event struct {
 
 // Fields returns the event's data with its common block: Data itself for
 // an event read from a log, else a new map.
-func (e Event) Fields() map[string]any { return merged(e.Data, e.Common) }
+func (e Event) Fields() map[string]any { return merged(ownFields(e.Data, e.Payload), e.Common) }
 
 // Field returns one field of the event's data, looking in its common block
 // too (as Fields would hold it, without building the map).
-func (e Event) Field(k string) any {
-	if v, ok := e.Data[k]; ok {
+func (e Event) Field(k string) any { return lookup(e.Data, e.Payload, e.Common, k) }
+
+// ownFields is an event's own fields: data, or, without it, its typed
+// payload's.
+func ownFields(data map[string]any, p Payload) map[string]any {
+	if pp, ok := p.(pairer); ok && data == nil {
+		return fieldsOf(pp)
+	}
+	return data
+}
+
+func lookup(data map[string]any, p Payload, c *Common, k string) any {
+	if pp, ok := p.(pairer); ok && data == nil {
+		if v, ok := fieldOf(pp, k); ok {
+			return v
+		}
+	} else if v, ok := data[k]; ok {
 		return v
 	}
-	if e.Common != nil {
+	if c != nil {
 		if i := slices.Index(commonKeys[:], k); i >= 0 {
-			return e.Common.value(i)
+			return c.value(i)
 		}
 	}
 	return nil
@@ -83,7 +100,17 @@ type Draft struct {
 }
 
 // Fields returns the draft's data with its common block (Event.Fields).
-func (d Draft) Fields() map[string]any { return merged(d.Data, d.Common) }
+func (d Draft) Fields() map[string]any { return merged(ownFields(d.Data, d.Payload), d.Common) }
+
+// Field returns one field of the draft's data (Event.Field).
+func (d Draft) Field(k string) any { return lookup(d.Data, d.Payload, d.Common, k) }
+
+// Own returns the draft with its own fields in Data, for a caller that
+// changes them: a typed payload's are built into a new map.
+func (d Draft) Own() Draft {
+	d.Data = ownFields(d.Data, d.Payload)
+	return d
+}
 
 // Failure is the terminal sequence of a failed job: an error event, then
 // failed, both with the code and message.

@@ -1,6 +1,10 @@
 package job
 
-import "github.com/entityenrich/enrich/domain/model"
+import (
+	"strconv"
+
+	"github.com/entityenrich/enrich/domain/model"
+)
 
 // Payload is the typed body of one event type. Fields gives the wire form
 // (the keys of the SSE data line beside "event" and "job_id"), built by hand
@@ -13,7 +17,12 @@ type Payload interface {
 
 // Draft builds the unnumbered event of a payload, so that an event's type
 // always matches its body.
-func NewDraft(p Payload) Draft { return Draft{Type: p.EventType(), Data: p.Fields(), Payload: p} }
+func NewDraft(p Payload) Draft {
+	if _, ok := p.(pairer); ok {
+		return Draft{Type: p.EventType(), Payload: p} // its fields are built when asked for
+	}
+	return Draft{Type: p.EventType(), Data: p.Fields(), Payload: p}
+}
 
 // StrategySelected says which strategy the server chose for "auto".
 type StrategySelected struct {
@@ -44,10 +53,11 @@ type ModelStarted struct {
 	Sandbox                 bool
 }
 
-func (ModelStarted) EventType() EventType { return EventModelStarted }
-func (p ModelStarted) Fields() map[string]any {
-	return map[string]any{"status": string(Running), "model": p.Model, "entity_index": p.EntityIndex, "strategy": p.Strategy,
-		"total_expertises": p.Expertises, "sandbox": p.Sandbox}
+func (ModelStarted) EventType() EventType     { return EventModelStarted }
+func (p ModelStarted) Fields() map[string]any { return fieldsOf(p) }
+func (p ModelStarted) pairs(ps []pair) []pair {
+	return append(ps, strPair("status", string(Running)), strPair("model", p.Model), intPair("entity_index", p.EntityIndex),
+		strPair("strategy", p.Strategy), intPair("total_expertises", p.Expertises), boolPair("sandbox", p.Sandbox))
 }
 
 // ExpertiseStarted opens one expertise call of a model.
@@ -55,9 +65,11 @@ type ExpertiseStarted struct {
 	Model, Key, Name string
 }
 
-func (ExpertiseStarted) EventType() EventType { return EventExpertiseStarted }
-func (p ExpertiseStarted) Fields() map[string]any {
-	return map[string]any{"status": string(Running), "model": p.Model, "expertise": p.Key, "expertise_key": p.Key, "expertise_name": p.Name}
+func (ExpertiseStarted) EventType() EventType     { return EventExpertiseStarted }
+func (p ExpertiseStarted) Fields() map[string]any { return fieldsOf(p) }
+func (p ExpertiseStarted) pairs(ps []pair) []pair {
+	return append(ps, strPair("status", string(Running)), strPair("model", p.Model), strPair("expertise", p.Key),
+		strPair("expertise_key", p.Key), strPair("expertise_name", p.Name))
 }
 
 // Attempt is one try of an expertise call; Reason says why a retry happens.
@@ -66,13 +78,15 @@ type Attempt struct {
 	Attempt, MaxAttempts     int
 }
 
-func (Attempt) EventType() EventType { return EventAttempt }
-func (p Attempt) Fields() map[string]any {
-	m := map[string]any{"status": string(Running), "model": p.Model, "expertise": p.Expertise, "attempt": p.Attempt, "max_attempts": p.MaxAttempts}
+func (Attempt) EventType() EventType     { return EventAttempt }
+func (p Attempt) Fields() map[string]any { return fieldsOf(p) }
+func (p Attempt) pairs(ps []pair) []pair {
+	ps = append(ps, strPair("status", string(Running)), strPair("model", p.Model), strPair("expertise", p.Expertise),
+		intPair("attempt", p.Attempt), intPair("max_attempts", p.MaxAttempts))
 	if p.Attempt > 1 {
-		m["reason"] = p.Reason
+		ps = append(ps, strPair("reason", p.Reason))
 	}
-	return m
+	return ps
 }
 
 // ProviderQueued says an expertise call waits for a free slot of its
@@ -106,22 +120,25 @@ type ExpertiseCompleted struct {
 	WebSearchCalls int
 }
 
-func (ExpertiseCompleted) EventType() EventType { return EventExpertiseCompleted }
-func (p ExpertiseCompleted) Fields() map[string]any {
-	m := map[string]any{"status": string(Running), "model": p.Model, "expertise_key": p.Key, "expertise_name": p.Name,
-		"completed_expertises": p.Completed, "total_expertises": p.Total, "success": p.Success,
-		"partial_result": p.PartialResult, "tokens": p.InputTokens + p.OutputTokens, "input_tokens": p.InputTokens,
-		"output_tokens": p.OutputTokens, "cost": p.Cost, "cost_usd": model.USD(p.Cost), "processing_time_ms": p.ProcessingMS}
+func (ExpertiseCompleted) EventType() EventType     { return EventExpertiseCompleted }
+func (p ExpertiseCompleted) Fields() map[string]any { return fieldsOf(p) }
+func (p ExpertiseCompleted) pairs(ps []pair) []pair {
+	ps = append(ps, strPair("status", string(Running)), strPair("model", p.Model), strPair("expertise_key", p.Key),
+		strPair("expertise_name", p.Name), intPair("completed_expertises", p.Completed),
+		intPair("total_expertises", p.Total), boolPair("success", p.Success), anyPair("partial_result", p.PartialResult),
+		intPair("tokens", p.InputTokens+p.OutputTokens), intPair("input_tokens", p.InputTokens),
+		intPair("output_tokens", p.OutputTokens), int64Pair("cost", p.Cost), floatPair("cost_usd", model.USD(p.Cost)),
+		int64Pair("processing_time_ms", p.ProcessingMS))
 	if p.KeySource != "" {
-		m["api_key_source"] = p.KeySource
+		ps = append(ps, strPair("api_key_source", p.KeySource))
 	}
 	if p.WebSearchCalls > 0 {
-		m["web_search_calls"] = p.WebSearchCalls
+		ps = append(ps, intPair("web_search_calls", p.WebSearchCalls))
 	}
 	if !p.Success {
-		m["error_message"], m["error_code"] = p.ErrorMessage, string(p.ErrorCode)
+		ps = append(ps, strPair("error_message", p.ErrorMessage), strPair("error_code", string(p.ErrorCode)))
 	}
-	return m
+	return ps
 }
 
 // Breakdown is one expertise's share of a model's run.
@@ -149,23 +166,63 @@ type ModelCompleted struct {
 	ErrorCode                 ErrorCode
 }
 
-func (ModelCompleted) EventType() EventType { return EventModelCompleted }
-func (p ModelCompleted) Fields() map[string]any {
-	bd := make([]map[string]any, len(p.Breakdown))
-	for i, b := range p.Breakdown {
-		bd[i] = map[string]any{"key": b.Key, "name": b.Name, "success": b.Success, "tokens": b.Tokens, "cost": b.Cost,
+func (ModelCompleted) EventType() EventType     { return EventModelCompleted }
+func (p ModelCompleted) Fields() map[string]any { return fieldsOf(p) }
+func (p ModelCompleted) pairs(ps []pair) []pair {
+	ps = append(ps, strPair("status", string(Running)), strPair("model", p.Model), boolPair("success", p.Success),
+		boolPair("partial_success", p.PartialSuccess), boolPair("cancelled", false), int64Pair("cost", p.Cost),
+		floatPair("cost_usd", model.USD(p.Cost)), intPair("input_tokens", p.InputTokens),
+		intPair("output_tokens", p.OutputTokens), int64Pair("processing_time_ms", p.ProcessingMS),
+		anyPair("expertise_breakdown", breakdowns(p.Breakdown)))
+	if p.Success {
+		return append(ps, anyPair("result", p.Result), strPair("record_id", p.RecordID))
+	}
+	return append(ps, strPair("error_message", p.ErrorMessage), strPair("error_code", string(p.ErrorCode)))
+}
+
+// breakdowns is a model_completed event's expertise_breakdown, written as
+// a list of objects (appendTo) and read as one (value).
+type breakdowns []Breakdown
+
+// value is the list as a map of the event holds it.
+func (bd breakdowns) value() any {
+	out := make([]map[string]any, len(bd))
+	for i, b := range bd {
+		out[i] = map[string]any{"key": b.Key, "name": b.Name, "success": b.Success, "tokens": b.Tokens, "cost": b.Cost,
 			"cost_usd": model.USD(b.Cost)}
 	}
-	m := map[string]any{"status": string(Running), "model": p.Model, "success": p.Success, "partial_success": p.PartialSuccess,
-		"cancelled": false, "cost": p.Cost, "cost_usd": model.USD(p.Cost),
-		"input_tokens": p.InputTokens, "output_tokens": p.OutputTokens, "processing_time_ms": p.ProcessingMS,
-		"expertise_breakdown": bd}
-	if p.Success {
-		m["result"], m["record_id"] = p.Result, p.RecordID
-	} else {
-		m["error_message"], m["error_code"] = p.ErrorMessage, string(p.ErrorCode)
+	return out
+}
+
+// appendTo writes the list as json.Marshal writes value's.
+func (bd breakdowns) appendTo(b []byte) ([]byte, error) {
+	b = append(b, '[')
+	var err error
+	for i, x := range bd {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"cost":`...) // keys sorted
+		b = strconv.AppendInt(b, x.Cost, 10)
+		b = append(b, `,"cost_usd":`...)
+		if b, err = appendFloat(b, model.USD(x.Cost)); err != nil {
+			return nil, err
+		}
+		b = append(b, `,"key":`...)
+		if b, err = appendString(b, x.Key); err != nil {
+			return nil, err
+		}
+		b = append(b, `,"name":`...)
+		if b, err = appendString(b, x.Name); err != nil {
+			return nil, err
+		}
+		b = append(b, `,"success":`...)
+		b = strconv.AppendBool(b, x.Success)
+		b = append(b, `,"tokens":`...)
+		b = strconv.AppendInt(b, int64(x.Tokens), 10)
+		b = append(b, '}')
 	}
-	return m
+	return append(b, ']'), nil
 }
 
 // SomeModelsFailed is the error event before completed when some of several
@@ -197,21 +254,26 @@ type JobCompleted struct {
 	SourceModels []string
 }
 
-func (JobCompleted) EventType() EventType { return EventCompleted }
-func (p JobCompleted) Fields() map[string]any {
-	m := map[string]any{"status": string(Completed), "result": p.Result, "record_id": nil, "record_ids": p.RecordIDs,
-		"cost": p.Cost, "cost_usd": model.USD(p.Cost)}
+func (JobCompleted) EventType() EventType     { return EventCompleted }
+func (p JobCompleted) Fields() map[string]any { return fieldsOf(p) }
+func (p JobCompleted) pairs(ps []pair) []pair {
+	ps = append(ps, strPair("status", string(Completed)), anyPair("result", p.Result), anyPair("record_ids", p.RecordIDs),
+		int64Pair("cost", p.Cost), floatPair("cost_usd", model.USD(p.Cost)))
 	if p.RecordID != "" {
-		m["record_id"] = p.RecordID // a batch has records, but no one record
+		ps = append(ps, strPair("record_id", p.RecordID))
+	} else {
+		ps = append(ps, anyPair("record_id", nil)) // a batch has records, but no one record
 	}
 	if p.Several {
-		m["results"], m["failed_models"] = p.Results, p.FailedModels
-		m["is_fused"] = p.Fused
+		ps = append(ps, anyPair("results", p.Results), anyPair("failed_models", p.FailedModels))
+	}
+	if p.Several || p.Fused {
+		ps = append(ps, boolPair("is_fused", p.Fused))
 	}
 	if p.Fused {
-		m["is_fused"], m["fusion"], m["source_models"] = true, p.Fusion, p.SourceModels
+		ps = append(ps, anyPair("fusion", p.Fusion), anyPair("source_models", p.SourceModels))
 	}
-	return m
+	return ps
 }
 
 // JobError is the error event that precedes failed.

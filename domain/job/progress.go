@@ -54,14 +54,17 @@ func (t *Tracker) SetTotalModels(n int) {
 func (t *Tracker) Observe(typ EventType, data map[string]any) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.observe(typ, data)
+	t.observe(typ, data, nil)
 }
 
-func (t *Tracker) observe(typ EventType, data map[string]any) {
-	if s, ok := data["status"].(string); ok {
+// observe takes in an event of type typ, its fields data or, without them,
+// its typed payload p's.
+func (t *Tracker) observe(typ EventType, data map[string]any, p Payload) {
+	get := func(k string) any { return lookup(data, p, nil, k) }
+	if s, ok := get("status").(string); ok {
 		t.status = State(s)
 	}
-	m, _ := data["model"].(string)
+	m, _ := get("model").(string)
 	switch typ {
 	case EventModelStarted:
 		if !slices.Contains(t.running, m) {
@@ -69,15 +72,15 @@ func (t *Tracker) observe(typ EventType, data map[string]any) {
 		}
 		t.current = m
 	case EventAttempt:
-		t.attempt, t.max = number(data["attempt"]), number(data["max_attempts"])
-		t.lastError, _ = data["reason"].(string)
+		t.attempt, t.max = number(get("attempt")), number(get("max_attempts"))
+		t.lastError, _ = get("reason").(string)
 		if m != "" {
 			t.current = m
 		}
 	case EventBatchStarted:
-		t.totalEntities = number(data["total_entities"])
+		t.totalEntities = number(get("total_entities"))
 	case EventEntityCompleted:
-		if ok, _ := data["success"].(bool); ok {
+		if ok, _ := get("success").(bool); ok {
 			t.doneEntities++
 		} else {
 			t.failedEntities++
@@ -112,7 +115,7 @@ func number(v any) int {
 func (t *Tracker) Stamp(d Draft) Draft {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.observe(d.Type, d.Data)
+	t.observe(d.Type, d.Data, d.Payload)
 	if t.snapshot == nil {
 		t.snapshot = append([]string{}, t.running...)
 	}
