@@ -3,6 +3,7 @@ package job
 import (
 	"encoding/json"
 	"math"
+	"slices"
 	"strconv"
 	"sync"
 )
@@ -171,18 +172,18 @@ func appendMap(b []byte, m map[string]any, sorted bool) ([]byte, error) {
 // in order, as json.Marshal writes a map's: ps is sorted in place and
 // merged with the block's keys, which are in order already.
 func appendObject(b []byte, ps []pair, c *Common, extra []field, sorted bool) ([]byte, error) {
-	shadowed := func(k string) bool { // a key of the block that ps or extra writes instead
+	var shadowed [len(commonKeys)]bool // the block's keys that ps or extra writes instead
+	if c != nil {
 		for i := range ps {
-			if ps[i].key == k {
-				return true
+			if at, ok := slices.BinarySearch(commonKeys[:], ps[i].key); ok {
+				shadowed[at] = true
 			}
 		}
 		for _, f := range extra {
-			if f.key == k {
-				return true
+			if at, ok := slices.BinarySearch(commonKeys[:], f.key); ok {
+				shadowed[at] = true
 			}
 		}
-		return false
 	}
 	ownKey := func(k string) bool { // a key of ps that no extra field replaces
 		for _, f := range extra {
@@ -217,7 +218,7 @@ func appendObject(b []byte, ps []pair, c *Common, extra []field, sorted bool) ([
 			}
 		}
 		for i, k := range commonKeys {
-			if c == nil || shadowed(k) {
+			if c == nil || shadowed[i] {
 				continue
 			}
 			if key(k); err == nil {
@@ -243,7 +244,7 @@ func appendObject(b []byte, ps []pair, c *Common, extra []field, sorted bool) ([
 		for di < len(ps) && !ownKey(ps[di].key) {
 			di++
 		}
-		for c != nil && ci < len(commonKeys) && shadowed(commonKeys[ci]) {
+		for c != nil && ci < len(commonKeys) && shadowed[ci] {
 			ci++
 		}
 		next, from := "", -1
