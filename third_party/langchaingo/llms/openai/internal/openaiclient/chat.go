@@ -126,6 +126,124 @@ func (r ChatRequest) MarshalJSON() ([]byte, error) {
 	return json.Marshal(&aux)
 }
 
+// marshalChat writes r as MarshalJSON does, byte for byte, without
+// encoding/json's reflection for the requests enrich sends: text messages,
+// a response format, sampling settings, token limits. Any other request is
+// MarshalJSON's. (enrich's patch: at 16 clients against a fake that
+// answers at once, MarshalJSON was about 3% of the service's CPU.)
+func marshalChat(r *ChatRequest) ([]byte, error) {
+	if len(r.StopWords) > 0 || r.LogProbs || r.TopLogProbs != 0 || len(r.Tools) > 0 || r.ToolChoice != nil ||
+		r.StreamOptions != nil || len(r.Functions) > 0 || r.FunctionCallBehavior != "" || len(r.Metadata) > 0 {
+		return r.MarshalJSON()
+	}
+	for _, m := range r.Messages {
+		if m == nil || len(m.ToolCalls) > 0 || m.FunctionCall != nil {
+			return r.MarshalJSON()
+		}
+		if _, ok := isSingleTextContent(m.MultiContent); m.MultiContent != nil && (!ok || m.Content != "") {
+			return r.MarshalJSON()
+		}
+	}
+	b := make([]byte, 0, 1024)
+	var err error
+	str := func(s string) {
+		if err == nil {
+			var q []byte
+			if q, err = json.Marshal(s); err == nil {
+				b = append(b, q...)
+			}
+		}
+	}
+	num := func(v any) {
+		if err == nil {
+			var q []byte
+			if q, err = json.Marshal(v); err == nil {
+				b = append(b, q...)
+			}
+		}
+	}
+	b = append(b, `{"model":`...)
+	str(r.Model)
+	b = append(b, `,"messages":`...)
+	if r.Messages == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i, m := range r.Messages {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			content := m.Content
+			if text, ok := isSingleTextContent(m.MultiContent); ok {
+				content = text
+			}
+			b = append(b, `{"role":`...)
+			str(m.Role)
+			b = append(b, `,"content":`...)
+			str(content)
+			if m.Name != "" {
+				b = append(b, `,"name":`...)
+				str(m.Name)
+			}
+			if m.ToolCallID != "" {
+				b = append(b, `,"tool_call_id":`...)
+				str(m.ToolCallID)
+			}
+			if m.ReasoningContent != "" {
+				b = append(b, `,"reasoning_content":`...)
+				str(m.ReasoningContent)
+			}
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
+	if r.TopP != 0 {
+		b = append(b, `,"top_p":`...)
+		num(r.TopP)
+	}
+	if r.N != 0 {
+		b = fmt.Appendf(b, `,"n":%d`, r.N)
+	}
+	if r.Stream {
+		b = append(b, `,"stream":true`...)
+	}
+	if r.FrequencyPenalty != 0 {
+		b = append(b, `,"frequency_penalty":`...)
+		num(r.FrequencyPenalty)
+	}
+	if r.PresencePenalty != 0 {
+		b = append(b, `,"presence_penalty":`...)
+		num(r.PresencePenalty)
+	}
+	if r.Seed != 0 {
+		b = fmt.Appendf(b, `,"seed":%d`, r.Seed)
+	}
+	if r.ResponseFormat != nil {
+		b = append(b, `,"response_format":`...)
+		num(r.ResponseFormat)
+	}
+	if r.ReasoningEffort != "" {
+		b = append(b, `,"reasoning_effort":`...)
+		str(r.ReasoningEffort)
+	}
+	// MarshalJSON's own fields, last: one token limit, and the
+	// temperature but for reasoning models.
+	switch {
+	case r.MaxCompletionTokens > 0:
+		b = fmt.Appendf(b, `,"max_completion_tokens":%d`, r.MaxCompletionTokens)
+	case r.MaxTokens > 0:
+		b = fmt.Appendf(b, `,"max_tokens":%d`, r.MaxTokens)
+	}
+	if !isReasoningModel(r.Model) {
+		b = append(b, `,"temperature":`...)
+		num(r.Temperature)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '}'), nil
+}
+
 // isReasoningModel returns true if the model is a reasoning model that has temperature constraints.
 // Reasoning models (GPT-5, o1, o3) only accept temperature=1 and reject other values.
 func isReasoningModel(model string) bool {
@@ -487,10 +605,10 @@ func (c *Client) createChat(ctx context.Context, payload *ChatRequest) (*ChatCom
 		}
 	}
 
-	// enrich's patch: MarshalJSON itself, where upstream called
-	// json.Marshal(payload), which re-reads and compacts what MarshalJSON
-	// wrote.
-	payloadBytes, err := payload.MarshalJSON()
+	// enrich's patch: marshalChat, MarshalJSON's bytes, where upstream
+	// called json.Marshal(payload), which also re-reads and compacts what
+	// MarshalJSON wrote.
+	payloadBytes, err := marshalChat(payload)
 
 	// Restore original metadata
 	payload.Metadata = originalMetadata
