@@ -76,11 +76,10 @@ func ownFields(data map[string]any, p Payload) map[string]any {
 }
 
 func lookup(data map[string]any, p Payload, c *Common, k string) any {
-	if pp, ok := p.(pairer); ok && data == nil {
-		if v, ok := fieldOf(pp, k); ok {
-			return v
-		}
-	} else if v, ok := data[k]; ok {
+	fs := openFields(data, p)
+	v, ok := fs.get(k)
+	fs.close()
+	if ok {
 		return v
 	}
 	if c != nil {

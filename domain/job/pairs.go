@@ -84,17 +84,63 @@ func fieldsOf(p pairer) map[string]any {
 	return m
 }
 
-// fieldOf returns p's field k (nil when it has none).
-func fieldOf(p pairer, k string) (any, bool) {
-	ps := getPairs()
-	defer putPairs(ps)
-	*ps = p.pairs((*ps)[:0])
-	for _, f := range *ps {
-		if f.key == k {
-			return f.value(), true
+// fieldSet reads one event's fields: its map, or its typed payload's
+// pairs, listed once (close gives the list back).
+type fieldSet struct {
+	data map[string]any
+	ps   *[]pair // nil: data
+}
+
+func openFields(data map[string]any, p Payload) fieldSet {
+	if pp, ok := p.(pairer); ok && data == nil {
+		ps := getPairs()
+		*ps = pp.pairs((*ps)[:0])
+		return fieldSet{ps: ps}
+	}
+	return fieldSet{data: data}
+}
+
+func (f fieldSet) close() {
+	if f.ps != nil {
+		putPairs(f.ps)
+	}
+}
+
+func (f fieldSet) find(k string) *pair {
+	for i := range *f.ps {
+		if (*f.ps)[i].key == k {
+			return &(*f.ps)[i]
 		}
 	}
+	return nil
+}
+
+// get returns field k as a map holds it.
+func (f fieldSet) get(k string) (any, bool) {
+	if f.ps == nil {
+		v, ok := f.data[k]
+		return v, ok
+	}
+	if p := f.find(k); p != nil {
+		return p.value(), true
+	}
 	return nil, false
+}
+
+// str returns field k when it is a string, without boxing it.
+func (f fieldSet) str(k string) string {
+	if f.ps == nil {
+		s, _ := f.data[k].(string)
+		return s
+	}
+	if p := f.find(k); p != nil {
+		if p.kind == kindString {
+			return p.s
+		}
+		s, _ := p.v.(string)
+		return s
+	}
+	return ""
 }
 
 // mapPairs appends m's fields to ps.

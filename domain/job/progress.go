@@ -60,11 +60,13 @@ func (t *Tracker) Observe(typ EventType, data map[string]any) {
 // observe takes in an event of type typ, its fields data or, without them,
 // its typed payload p's.
 func (t *Tracker) observe(typ EventType, data map[string]any, p Payload) {
-	get := func(k string) any { return lookup(data, p, nil, k) }
-	if s, ok := get("status").(string); ok {
+	fs := openFields(data, p)
+	defer fs.close()
+	get := func(k string) any { v, _ := fs.get(k); return v }
+	if s := fs.str("status"); s != "" {
 		t.status = State(s)
 	}
-	m, _ := get("model").(string)
+	m := fs.str("model")
 	switch typ {
 	case EventModelStarted:
 		if !slices.Contains(t.running, m) {
@@ -73,7 +75,7 @@ func (t *Tracker) observe(typ EventType, data map[string]any, p Payload) {
 		t.current = m
 	case EventAttempt:
 		t.attempt, t.max = number(get("attempt")), number(get("max_attempts"))
-		t.lastError, _ = get("reason").(string)
+		t.lastError = fs.str("reason")
 		if m != "" {
 			t.current = m
 		}
