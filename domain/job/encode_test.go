@@ -13,6 +13,7 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/entityenrich/enrich/domain/job"
+	"github.com/entityenrich/enrich/domain/model"
 )
 
 // sameAsJSON fails unless MarshalData writes m exactly as json.Marshal does,
@@ -285,4 +286,44 @@ func FuzzEventJSON(f *testing.F) {
 			t.Fatalf("StoredData %s, want the value of %s", stored, fields)
 		}
 	})
+}
+
+// A typed payload's map (Fields) holds each value in the type its map
+// literal held before payloads listed pairs: readers switch on them.
+func TestPairFieldTypes(t *testing.T) {
+	mc := job.ModelCompleted{Model: "p::m", Success: true, Cost: 5, ProcessingMS: 7, InputTokens: 1, OutputTokens: 2,
+		Breakdown: []job.Breakdown{{Key: "k", Cost: 5}}, Result: map[string]any{"a": 1.0}, RecordID: "r"}
+	ec := job.ExpertiseCompleted{Model: "p::m", Completed: 1, Total: 2, Cost: 3, ProcessingMS: 4, WebSearchCalls: 1}
+	jc := job.JobCompleted{Result: map[string]any{}, RecordIDs: []string{"r"}, Cost: 9}
+	tests := []struct {
+		name string
+		p    job.Payload
+		key  string
+		want any
+	}{
+		{"model cost", mc, "cost", int64(5)},
+		{"model ms", mc, "processing_time_ms", int64(7)},
+		{"model tokens", mc, "input_tokens", 1},
+		{"model usd", mc, "cost_usd", model.USD(5)},
+		{"model breakdown", mc, "expertise_breakdown", []map[string]any{{"key": "k", "name": "", "success": false, "tokens": 0,
+			"cost": int64(5), "cost_usd": model.USD(5)}}},
+		{"model record", mc, "record_id", "r"},
+		{"expertise counts", ec, "completed_expertises", 1},
+		{"expertise cost", ec, "cost", int64(3)},
+		{"expertise searches", ec, "web_search_calls", 1},
+		{"expertise success", ec, "success", false},
+		{"completed ids", jc, "record_ids", []string{"r"}},
+		{"completed no record", jc, "record_id", nil},
+		{"started index", job.ModelStarted{EntityIndex: 2}, "entity_index", 2},
+		{"attempt", job.Attempt{Attempt: 2, Reason: "x"}, "reason", "x"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			got, ok := tt.p.Fields()[tt.key]
+			is.True(ok)
+			is.Equal(got, tt.want)
+			is.Equal(job.NewDraft(tt.p).Field(tt.key), tt.want) // Field finds the same without the map
+		})
+	}
 }
