@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/entityenrich/enrich/domain/rotation"
@@ -59,6 +60,18 @@ func (Secret) GoString() string { return `"[redacted]"` }
 
 // Format hides the secret from every verb.
 func (s Secret) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte(s.String())) }
+
+// MarshalJSON hides the secret from encoding/json, and so from the JSON log
+// handler, which marshals a value of a type it does not know.
+func (Secret) MarshalJSON() ([]byte, error) { return []byte(`"[redacted]"`), nil }
+
+// MarshalText hides the secret from encoders that use text (the text log
+// handler, encoding/xml). encoding/json writes a map key of a string type as
+// it is, so a Secret must never be a map key.
+func (s Secret) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// LogValue hides the secret from log/slog, whichever handler writes it.
+func (s Secret) LogValue() slog.Value { return slog.StringValue(s.String()) }
 
 // Reveal returns the plaintext, for the provider client only.
 func (s Secret) Reveal() string { return string(s) }
