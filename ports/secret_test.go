@@ -49,15 +49,11 @@ func TestSecretIsRedacted(t *testing.T) {
 		{"json nested", jsonOf(map[string]any{"req": req, "keys": []ports.Secret{s}})},
 		{"slog json", logged(func(b *bytes.Buffer) slog.Handler { return slog.NewJSONHandler(b, nil) })},
 		{"slog text", logged(func(b *bytes.Buffer) slog.Handler { return slog.NewTextHandler(b, nil) })},
-		{"reveal", s.Reveal()}, // the control: the plaintext is there for the provider client
 	}
+	is.New(t).Equal(s.Reveal(), plain) // the control: the plaintext is there for the provider client
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			is := is.New(t)
-			if tt.name == "reveal" {
-				is.Equal(tt.out, plain)
-				return
-			}
 			is.True(!strings.Contains(tt.out, plain))     // the plaintext is not written
 			is.True(!strings.Contains(tt.out, "4821"))    // nor its tail
 			is.True(strings.Contains(tt.out, "redacted")) // something stands in its place
