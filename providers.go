@@ -18,6 +18,7 @@ import (
 	"github.com/entityenrich/enrich/adapters/jobrun"
 	"github.com/entityenrich/enrich/adapters/jsonschema"
 	"github.com/entityenrich/enrich/adapters/llm"
+	"github.com/entityenrich/enrich/adapters/llmlimit"
 	"github.com/entityenrich/enrich/adapters/memory"
 	"github.com/entityenrich/enrich/adapters/metrics"
 	"github.com/entityenrich/enrich/adapters/netguard"
@@ -100,14 +101,14 @@ func provideRegistry(cfg Config) (*llm.Registry, error) {
 // behind the per-provider concurrency limits (a call's wait for a slot is
 // not part of its measured latency).
 func provideLLM(cfg Config, reg *llm.Registry, m *metrics.Metrics) ports.LLM {
-	limits := app.ProviderLimits{Overall: cfg.LLMConcurrency, PerOrg: cfg.LLMOrgConcurrency, Providers: map[string]int{},
+	limits := llmlimit.Limits{Overall: cfg.LLMConcurrency, PerOrg: cfg.LLMOrgConcurrency, Providers: map[string]int{},
 		Exempt: []string{llm.SandboxProvider}}
 	for _, p := range cfg.Providers {
 		if p.Concurrency > 0 {
 			limits.Providers[p.Name] = p.Concurrency
 		}
 	}
-	return app.NewLimitedLLM(m.InstrumentLLM(reg), limits)
+	return llmlimit.New(m.InstrumentLLM(reg), limits)
 }
 
 // provideCipher seals provider keys with ENRICH_ENCRYPTION_KEYS (withDefaults
