@@ -59,6 +59,7 @@ var coreSet = wire.NewSet(
 	wire.Bind(new(ports.Passwords), new(*crypto.Passwords)),
 	provideStream,
 	wire.Bind(new(ports.EventStream), new(*eventhub.Hub)),
+	provideRunners,
 	provideEngine,
 	wire.Bind(new(ports.JobRunner), new(*jobrun.Engine)),
 	jobcodec.New,
@@ -68,12 +69,16 @@ var coreSet = wire.NewSet(
 	provideSchemas,
 	provideRecords,
 	provideJobs,
+	provideEnricher,
 	provideEnrichment,
 	provideCosts,
 	provideAnalysis,
+	provideSampleGenerator,
 	provideSamples,
+	provideSchemaGenerator,
 	provideSchemaGen,
 	provideFetch,
+	provideMerger,
 	provideFusion,
 	provideEmbedded,
 )
@@ -151,10 +156,26 @@ func provideStream(st *Stores, clock ports.Clock, lg *slog.Logger) (*eventhub.Hu
 	return h, h.Close
 }
 
-func provideEngine(cfg Config, st *Stores, s ports.EventStream, clock ports.Clock, lg *slog.Logger, m *metrics.Metrics) *jobrun.Engine {
-	return &jobrun.Engine{Observer: m, UoW: st.UoW, Jobs: st.Jobs, Events: st.Events, Queue: st.Queue, Stream: s, Clock: clock, Log: lg,
-		Invalidations: st.Invalidations, Owner: replicaName(), LeaseTTL: cfg.LeaseTTL, Workers: cfg.Workers, PerOrg: cfg.PerOrgWorkers,
-		MaxAttempts: cfg.JobAttempts, ReleaseAtShutdown: st.Kind != "memory", Runners: map[job.Type]ports.Runner{}}
+// provideRunners is the table from job type to the Runner of its jobs,
+// handed to the job runtime.
+func provideRunners(enr *app.Enricher, sg *app.SchemaGenerator, mg *app.Merger, smp *app.SampleGenerator) jobrun.Runners {
+	return jobrun.Runners{
+		job.TypeEnrichment:       enr,
+		job.TypeBatchEnrichment:  enr.BatchRunner(),
+		job.TypeSchemaGeneration: sg,
+		job.TypeSchemaEdit:       sg,
+		job.TypeFusion:           mg,
+		job.TypeSampleGeneration: smp,
+	}
+}
+
+func provideEngine(cfg Config, st *Stores, s ports.EventStream, clock ports.Clock, lg *slog.Logger, m *metrics.Metrics,
+	runners jobrun.Runners) *jobrun.Engine {
+	return jobrun.New(jobrun.Deps{UoW: st.UoW, Jobs: st.Jobs, Events: st.Events, Queue: st.Queue, Stream: s, Clock: clock, Log: lg,
+		Invalidations: st.Invalidations, Observer: m},
+		jobrun.Config{Owner: replicaName(), LeaseTTL: cfg.LeaseTTL, Workers: cfg.Workers, PerOrg: cfg.PerOrgWorkers,
+			MaxAttempts: cfg.JobAttempts, ReleaseAtShutdown: st.Kind != "memory"},
+		runners)
 }
 
 // replicaName names this process in job leases: host, pid and a random
@@ -199,46 +220,50 @@ func provideJobs(st *Stores, jr ports.JobRunner, s ports.EventStream, lg *slog.L
 	return &app.JobService{Jobs: st.Jobs, EventLog: st.Events, JobRunner: jr, Stream: s, Log: lg}
 }
 
-func provideEnrichment(cfg Config, st *Stores, sch *app.SchemaCache, en *jobrun.Engine, s ports.EventStream, js *app.JobService, l ports.LLM,
-	cat ports.ModelCatalog, c ports.SchemaCompiler, kr *app.KeyRing, reqs app.JobRequests, clock ports.Clock, ids ports.IDs,
-	lg *slog.Logger) *app.EnrichmentService {
-	svc := &app.EnrichmentService{Schemas: st.Schemas, SchemaCache: sch, Orgs: st.Orgs, JobRunner: en, Stream: s, JobSvc: js, Requests: reqs,
-		LLM: l, Catalog: cat, Compiler: c, Keys: kr, Clock: clock, IDs: ids, Log: lg, MaxAttempts: cfg.LLMAttempts,
-		BatchMaxEntities: cfg.BatchMaxEntities, BatchConcurrency: cfg.BatchConcurrency}
-	en.Runners[job.TypeEnrichment] = svc
-	en.Runners[job.TypeBatchEnrichment] = svc.BatchRunner()
-	return svc
+// provideEnricher plans and runs enrichment jobs and batches.
+func provideEnricher(cfg Config, st *Stores, sch *app.SchemaCache, l ports.LLM, cat ports.ModelCatalog, c ports.SchemaCompiler,
+	kr *app.KeyRing, reqs app.JobRequests, clock ports.Clock, ids ports.IDs, lg *slog.Logger) *app.Enricher {
+	return &app.Enricher{Schemas: st.Schemas, SchemaCache: sch, Orgs: st.Orgs, Requests: reqs, LLM: l, Catalog: cat, Compiler: c,
+		Keys: kr, Clock: clock, IDs: ids, Log: lg, MaxAttempts: cfg.LLMAttempts, BatchMaxEntities: cfg.BatchMaxEntities,
+		BatchConcurrency: cfg.BatchConcurrency}
+}
+
+func provideEnrichment(enr *app.Enricher, jr ports.JobRunner, s ports.EventStream, js *app.JobService) *app.EnrichmentService {
+	return &app.EnrichmentService{Enricher: enr, JobRunner: jr, Stream: s, JobSvc: js}
 }
 
 func provideCosts(st *Stores, clock ports.Clock) *app.CostService {
 	return &app.CostService{Ledger: st.Usage, Clock: clock}
 }
 
-// provideSchemaGen is the Runner of schema generation and AI edit jobs.
-func provideSchemaGen(st *Stores, en *jobrun.Engine, s ports.EventStream, js *app.JobService, enr *app.EnrichmentService,
-	sc *app.SchemaService, c ports.SchemaCompiler, clock ports.Clock, ids ports.IDs, lg *slog.Logger) *app.SchemaGenService {
-	svc := &app.SchemaGenService{Enrich: enr, Schemas: st.Schemas, Saved: sc, Compiler: c, JobRunner: en, Stream: s, JobSvc: js,
-		Clock: clock, IDs: ids, Log: lg, SchemaCache: sc.SchemaCache}
-	en.Runners[job.TypeSchemaGeneration] = svc
-	en.Runners[job.TypeSchemaEdit] = svc
-	return svc
-}
-
-// provideFusion builds the merge of stored records, the Runner of fusion
+// provideSchemaGenerator is the Runner of schema generation and AI edit
 // jobs.
-func provideFusion(st *Stores, en *jobrun.Engine, s ports.EventStream, js *app.JobService, enr *app.EnrichmentService,
-	clock ports.Clock, ids ports.IDs, lg *slog.Logger) *app.FusionService {
-	svc := &app.FusionService{Enrich: enr, Records: st.Records, JobRunner: en, Stream: s, JobSvc: js, Clock: clock, IDs: ids, Log: lg}
-	en.Runners[job.TypeFusion] = svc
-	return svc
+func provideSchemaGenerator(st *Stores, enr *app.Enricher, sc *app.SchemaService, c ports.SchemaCompiler, clock ports.Clock,
+	ids ports.IDs, lg *slog.Logger) *app.SchemaGenerator {
+	return &app.SchemaGenerator{Enrich: enr, Schemas: st.Schemas, Saved: sc, Compiler: c, Clock: clock, IDs: ids, Log: lg,
+		SchemaCache: sc.SchemaCache}
 }
 
-// provideSamples builds sample generation, the Runner of its jobs.
-func provideSamples(en *jobrun.Engine, enr *app.EnrichmentService, s ports.EventStream, js *app.JobService, clock ports.Clock,
-	ids ports.IDs, lg *slog.Logger) *app.SampleService {
-	svc := &app.SampleService{Enrich: enr, JobRunner: en, Stream: s, JobSvc: js, Clock: clock, IDs: ids, Log: lg}
-	en.Runners[job.TypeSampleGeneration] = svc
-	return svc
+func provideSchemaGen(sg *app.SchemaGenerator, jr ports.JobRunner, s ports.EventStream, js *app.JobService) *app.SchemaGenService {
+	return &app.SchemaGenService{SchemaGenerator: sg, JobRunner: jr, Stream: s, JobSvc: js}
+}
+
+// provideMerger is the Runner of fusion jobs: the merge of stored records.
+func provideMerger(st *Stores, enr *app.Enricher, clock ports.Clock, ids ports.IDs, lg *slog.Logger) *app.Merger {
+	return &app.Merger{Enrich: enr, Records: st.Records, Clock: clock, IDs: ids, Log: lg}
+}
+
+func provideFusion(mg *app.Merger, jr ports.JobRunner, s ports.EventStream, js *app.JobService) *app.FusionService {
+	return &app.FusionService{Merger: mg, JobRunner: jr, Stream: s, JobSvc: js}
+}
+
+// provideSampleGenerator is the Runner of sample generation jobs.
+func provideSampleGenerator(enr *app.Enricher, clock ports.Clock, ids ports.IDs, lg *slog.Logger) *app.SampleGenerator {
+	return &app.SampleGenerator{Enrich: enr, Clock: clock, IDs: ids, Log: lg}
+}
+
+func provideSamples(smp *app.SampleGenerator, jr ports.JobRunner, s ports.EventStream, js *app.JobService) *app.SampleService {
+	return &app.SampleService{SampleGenerator: smp, JobRunner: jr, Stream: s, JobSvc: js}
 }
 
 func provideEmbedded(st *Stores, a *app.AccessService, sc *app.SchemaService, rc *app.RecordService, en *app.EnrichmentService,
