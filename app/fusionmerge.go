@@ -28,6 +28,11 @@ type FusionService struct {
 	JobSvc    *JobService
 }
 
+// NewFusionService submits the jobs m runs to jr.
+func NewFusionService(m *Merger, jr ports.JobRunner, stream ports.EventStream, jobs *JobService) *FusionService {
+	return &FusionService{Merger: m, JobRunner: jr, Stream: stream, JobSvc: jobs}
+}
+
 // Merger plans and runs merge jobs: it is the Runner of job.TypeFusion.
 type Merger struct {
 	Enrich  *Enricher
@@ -35,6 +40,11 @@ type Merger struct {
 	Clock   ports.Clock
 	IDs     ports.IDs
 	Log     *slog.Logger
+}
+
+// NewMerger runs merge jobs over records with enr's fusion.
+func NewMerger(enr *Enricher, records ports.RecordStore, clock ports.Clock, ids ports.IDs, log *slog.Logger) *Merger {
+	return &Merger{Enrich: enr, Records: records, Clock: clock, IDs: ids, Log: log}
 }
 
 // Bounds of a merge's result_ids.

@@ -64,6 +64,25 @@ type Enricher struct {
 	shapes shapes
 }
 
+// EnrichConfig tunes the Enricher.
+type EnrichConfig struct {
+	// MaxAttempts bounds the tries of one expertise call (0:
+	// enrichment.DefaultMaxAttempts).
+	MaxAttempts int
+	// BatchMaxEntities and BatchConcurrency: see the Enricher's fields.
+	BatchMaxEntities, BatchConcurrency int
+}
+
+// NewEnricher plans and runs enrichment jobs on its ports. orgs, keys and
+// cache may be nil (see the fields).
+func NewEnricher(schemas ports.SchemaStore, cache *SchemaCache, orgs ports.OrgStore, llm ports.LLM, catalog ports.ModelCatalog,
+	compiler ports.SchemaCompiler, keys *KeyRing, requests JobRequests, clock ports.Clock, ids ports.IDs, log *slog.Logger,
+	cfg EnrichConfig) *Enricher {
+	return &Enricher{Schemas: schemas, SchemaCache: cache, Orgs: orgs, LLM: llm, Catalog: catalog, Compiler: compiler, Keys: keys,
+		Requests: requests, Clock: clock, IDs: ids, Log: log, MaxAttempts: cfg.MaxAttempts, BatchMaxEntities: cfg.BatchMaxEntities,
+		BatchConcurrency: cfg.BatchConcurrency}
+}
+
 // validators caches compiled schemas by content: compiling is the costliest
 // step of preparing a job, and the same schema is enriched again and again.
 type validators struct {

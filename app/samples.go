@@ -37,6 +37,12 @@ type SampleGenerator struct {
 	PauseTimeout time.Duration
 }
 
+// NewSampleGenerator runs sample generation jobs with enr's models, keys
+// and calls.
+func NewSampleGenerator(enr *Enricher, clock ports.Clock, ids ports.IDs, log *slog.Logger) *SampleGenerator {
+	return &SampleGenerator{Enrich: enr, Clock: clock, IDs: ids, Log: log}
+}
+
 // MaxPauseTimeout bounds a request's pause_timeout_seconds.
 const MaxPauseTimeout = 24 * time.Hour
 
@@ -192,6 +198,11 @@ type SampleService struct {
 	JobRunner ports.JobRunner
 	Stream    ports.EventStream
 	JobSvc    *JobService
+}
+
+// NewSampleService submits the jobs gen runs to jr.
+func NewSampleService(gen *SampleGenerator, jr ports.JobRunner, stream ports.EventStream, jobs *JobService) *SampleService {
+	return &SampleService{SampleGenerator: gen, JobRunner: jr, Stream: stream, JobSvc: jobs}
 }
 
 // Start validates the request and creates the sample generation job.

@@ -47,6 +47,14 @@ type SchemaGenerator struct {
 	RetryBackoff time.Duration
 }
 
+// NewSchemaGenerator runs schema generation and AI edit jobs with enr's
+// models, keys and calls, saving through saved (and its cache).
+func NewSchemaGenerator(enr *Enricher, schemas ports.SchemaStore, saved *SchemaService, compiler ports.SchemaCompiler,
+	clock ports.Clock, ids ports.IDs, log *slog.Logger) *SchemaGenerator {
+	return &SchemaGenerator{Enrich: enr, Schemas: schemas, Saved: saved, Compiler: compiler, Clock: clock, IDs: ids, Log: log,
+		SchemaCache: saved.SchemaCache}
+}
+
 // DefaultSchemaAttempts is how many answers a schema job may ask for in
 // total (the reference's self-correction loop: up to 6 attempts).
 const DefaultSchemaAttempts = 6
@@ -279,6 +287,11 @@ type SchemaGenService struct {
 	JobRunner ports.JobRunner
 	Stream    ports.EventStream
 	JobSvc    *JobService
+}
+
+// NewSchemaGenService submits the jobs gen runs to jr.
+func NewSchemaGenService(gen *SchemaGenerator, jr ports.JobRunner, stream ports.EventStream, jobs *JobService) *SchemaGenService {
+	return &SchemaGenService{SchemaGenerator: gen, JobRunner: jr, Stream: stream, JobSvc: jobs}
 }
 
 // StartGeneration validates a generation request (the sample checks
