@@ -93,6 +93,8 @@ type Server struct {
 	failStatus int
 	retryAfter string
 	pauseN     int
+	usageIn    int
+	usageOut   int
 	requests   []Request
 }
 
@@ -145,6 +147,14 @@ func (s *Server) SetRetryAfter(v string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.retryAfter = v
+}
+
+// SetUsage fixes the tokens every answer reports; zero estimates them from
+// the request's and the answer's lengths.
+func (s *Server) SetUsage(in, out int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.usageIn, s.usageOut = in, out
 }
 
 // PauseNext makes the next n web search requests end their turn with
@@ -276,6 +286,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, req Request) {
 		authorized = authorized || req.APIKey == k
 	}
 	fail, retryAfter, latency, responder := 0, s.retryAfter, s.latency, s.responder
+	usage := [2]int{s.usageIn, s.usageOut}
 	if s.failN > 0 {
 		s.failN--
 		fail = s.failStatus
@@ -318,17 +329,22 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, req Request) {
 		}
 		content = c
 	}
-	writeMessage(w, req, content, pause)
+	writeMessage(w, req, content, pause, usage)
 }
 
 // writeMessage answers content as the request asks: the forced tool's
 // input, a searched answer, or text.
-func writeMessage(w http.ResponseWriter, req Request, content string, pause bool) {
-	in := tokens(req.System)
-	for _, m := range req.Messages {
-		in += tokens(m.Text)
+func writeMessage(w http.ResponseWriter, req Request, content string, pause bool, usage [2]int) {
+	in, out, searches := usage[0], usage[1], 0
+	if in == 0 {
+		in = tokens(req.System)
+		for _, m := range req.Messages {
+			in += tokens(m.Text)
+		}
 	}
-	out, searches := tokens(content), 0
+	if out == 0 {
+		out = tokens(content)
+	}
 	var blocks []any
 	stop := "end_turn"
 	switch tool := req.ForcedTool(); {
