@@ -143,7 +143,7 @@ func New(tb testing.TB, opts ...Option) *Server {
 }
 
 // URL is the base URL to give a client (openai.WithBaseURL): it ends in
-// /v1, because langchaingo appends only "/chat/completions".
+// /v1, because OpenAI clients append only "/chat/completions".
 func (s *Server) URL() string { return s.srv.URL + "/v1" }
 
 // Close stops the server before cleanup, to test connection failures.
