@@ -60,6 +60,9 @@ var (
 	// SandboxPrice is small but not zero, so that costs show up in the
 	// quick start and in tests of billing.
 	SandboxPrice = model.Price{InputPerMTok: 10_000, OutputPerMTok: 30_000}
+	// SandboxSearchPrice is what one of sandbox::search's searches costs,
+	// small but not zero like SandboxPrice.
+	SandboxSearchPrice int64 = 100
 )
 
 // Default base URLs. googleai and mistral are reached through their
@@ -189,6 +192,9 @@ func NewRegistry(cfg Config) (*Registry, error) {
 			pr, ok := cfg.Prices[key.String()]
 			if !ok {
 				pr = SandboxPrice
+				if s.WebSearch {
+					pr.PerSearch = SandboxSearchPrice
+				}
 			}
 			r.entries[key] = &entry{fixed: sandbox.New(s.Name, cfg.SandboxLatency), info: model.Info{
 				Key:           key,
@@ -196,6 +202,8 @@ func NewRegistry(cfg Config) (*Registry, error) {
 				Price:         pr,
 				Sandbox:       true,
 				ContextLength: 128_000,
+				// sandbox::search answers web-search calls itself (Generate).
+				WebSearch: s.WebSearch, WebSearchTool: s.WebSearch,
 			}}
 		}
 	}
@@ -487,7 +495,7 @@ func (r *Registry) entry(k model.Key) (*entry, error) {
 // the text as the model wrote it, valid or not: validation and retries
 // belong to the caller.
 func (r *Registry) Generate(ctx context.Context, req ports.LLMRequest) (ports.LLMResponse, error) {
-	if req.WebSearch {
+	if req.WebSearch && !r.searchesOffline(req.Model) {
 		return r.search(ctx, req)
 	}
 	e, client, err := r.resolve(req)
@@ -503,7 +511,8 @@ func (r *Registry) Generate(ctx context.Context, req ports.LLMRequest) (ports.LL
 	opts := append([]llms.CallOption{llms.WithJSONMode()}, e.opts...)
 	if e.fixed != nil {
 		// Only for the sandbox: openai sends Metadata to the server.
-		opts = append(opts, llms.WithMetadata(map[string]any{sandbox.MetadataSchema: req.Schema, sandbox.MetadataTask: string(req.Task)}))
+		opts = append(opts, llms.WithMetadata(map[string]any{sandbox.MetadataSchema: req.Schema, sandbox.MetadataTask: string(req.Task),
+			sandbox.MetadataWebSearch: req.WebSearch}))
 	}
 	resp, err := client.GenerateContent(ctx, msgs, opts...)
 	if err != nil {
@@ -514,7 +523,18 @@ func (r *Registry) Generate(ctx context.Context, req ports.LLMRequest) (ports.LL
 	}
 	c := resp.Choices[0]
 	in, out := Usage(c.GenerationInfo)
-	return ports.LLMResponse{Text: c.Content, InputTokens: in, OutputTokens: out}, nil
+	searches := 0
+	if e.fixed != nil {
+		searches = sandbox.Searches(c.GenerationInfo)
+	}
+	return ports.LLMResponse{Text: c.Content, InputTokens: in, OutputTokens: out, Searches: searches}, nil
+}
+
+// searchesOffline reports whether k is a sandbox model that answers
+// web-search calls itself (sandbox::search), with no provider's tool.
+func (r *Registry) searchesOffline(k model.Key) bool {
+	e, ok := r.entries[k]
+	return ok && e.fixed != nil && e.info.WebSearch
 }
 
 var errRole = errors.New("unknown message role")
