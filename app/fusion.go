@@ -335,7 +335,7 @@ func (s *EnrichmentService) arbiterOf(ctx context.Context, orgID string, name *s
 // autoFuse fuses the successful models of an enrichment job. A fusion that
 // cannot produce a valid record leaves the job's single-model answer
 // (fusion_completed says why).
-func (s *EnrichmentService) autoFuse(ctx context.Context, w *Work, pl *plan, ok []outcome) *fused {
+func (s *EnrichmentService) autoFuse(ctx context.Context, w *ports.Work, pl *plan, ok []outcome) *fused {
 	return s.fuseEntity(ctx, w, pl, entityFusion{entity: pl.req.EntityData, fields: pl.entity, pub: w.Publish, prior: w.Prior}, ok)
 }
 
@@ -353,7 +353,7 @@ type entityFusion struct {
 // fuseEntity fuses one entity's successful models. A fusion that cannot
 // produce a valid record leaves the entity's single-model answer
 // (fusion_completed says why).
-func (s *EnrichmentService) fuseEntity(ctx context.Context, w *Work, pl *plan, ef entityFusion, ok []outcome) *fused {
+func (s *EnrichmentService) fuseEntity(ctx context.Context, w *ports.Work, pl *plan, ef entityFusion, ok []outcome) *fused {
 	srcs := make([]fuseSource, len(ok))
 	for i, o := range ok {
 		srcs[i] = fuseSource{record: o.record, result: o.raw, info: o.info}

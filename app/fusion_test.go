@@ -70,17 +70,17 @@ func fusionService(t *testing.T, llm ports.LLM) *app.EnrichmentService {
 		IDs: system.IDs{}, RetryBackoff: 1, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 }
 
-func runWork(t *testing.T, svc *app.EnrichmentService, req app.EnrichRequest, prior []job.Event) (app.Outcome, []job.Payload) {
+func runWork(t *testing.T, svc *app.EnrichmentService, req app.EnrichRequest, prior []job.Event) (ports.Outcome, []job.Payload) {
 	t.Helper()
 	body, _ := jobcodec.New().EncodeEnrich(req)
 	var mu sync.Mutex
 	var evs []job.Payload
-	out := svc.Run(context.Background(), &app.Work{Job: &job.Job{ID: "j", OrgID: "org", Type: job.TypeEnrichment, Request: body},
+	out := svc.Run(context.Background(), &ports.Work{Job: &job.Job{ID: "j", OrgID: "org", Type: job.TypeEnrichment, Request: body},
 		Prior: prior, Publish: func(p job.Payload) { mu.Lock(); evs = append(evs, p); mu.Unlock() }})
 	return out, evs
 }
 
-func fusedOf(t *testing.T, out app.Outcome) *enrichment.Record {
+func fusedOf(t *testing.T, out ports.Outcome) *enrichment.Record {
 	t.Helper()
 	for _, r := range out.Records {
 		if r.Type == enrichment.RecordFusion {
