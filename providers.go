@@ -256,6 +256,7 @@ func provideEmbedded(st *Stores, a *app.AccessService, sc *app.SchemaService, rc
 // httpSet builds the HTTP API from an Embedded core.
 var httpSet = wire.NewSet(
 	wire.FieldsOf(new(*Embedded), "Log"),
+	eventCodecSet,
 	provideServices,
 	provideHTTPConfig,
 	provideReadiness,

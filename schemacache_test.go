@@ -14,6 +14,7 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/entityenrich/enrich/adapters/inproc"
+	"github.com/entityenrich/enrich/adapters/jobcodec"
 	"github.com/entityenrich/enrich/adapters/memory"
 	"github.com/entityenrich/enrich/app"
 	"github.com/entityenrich/enrich/domain/access"
@@ -71,7 +72,7 @@ func (b *bus) Listen(ctx context.Context, fn func(kind, id string)) error {
 // own, as the in-process queue is) and unit of work on it.
 func sharedMemory(schemas *memory.SchemaStore) func() *Stores {
 	orgs, users, keys := memory.NewOrgStore(), memory.NewUserStore(), memory.NewAPIKeyStore()
-	records, jobs, events, refresh := memory.NewRecordStore(), memory.NewJobStore(), memory.NewEventLog(), memory.NewRefreshTokenStore()
+	records, jobs, events, refresh := memory.NewRecordStore(), memory.NewJobStore(), memory.NewEventLog(jobcodec.Events{}), memory.NewRefreshTokenStore()
 	ledger, pkeys, providers := memory.NewUsageLedger(), memory.NewProviderKeyStore(), memory.NewProviderStore()
 	return func() *Stores {
 		queue := inproc.New()

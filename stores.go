@@ -9,19 +9,24 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/entityenrich/enrich/adapters/inproc"
+	"github.com/entityenrich/enrich/adapters/jobcodec"
 	"github.com/entityenrich/enrich/adapters/memory"
 	"github.com/entityenrich/enrich/adapters/postgres"
 	"github.com/entityenrich/enrich/ports"
 )
 
-var memorySet = wire.NewSet(provideMemoryStores)
+var memorySet = wire.NewSet(eventCodecSet, provideMemoryStores)
 
-var postgresSet = wire.NewSet(providePostgres, providePostgresStores)
+var postgresSet = wire.NewSet(eventCodecSet, providePostgres, providePostgresStores)
 
-func provideMemoryStores() *Stores {
+// eventCodecSet is the wire form of job events: the event logs store it and
+// the HTTP API streams it.
+var eventCodecSet = wire.NewSet(jobcodec.NewEvents, wire.Bind(new(ports.EventCodec), new(jobcodec.Events)))
+
+func provideMemoryStores(codec ports.EventCodec) *Stores {
 	orgs, users, keys := memory.NewOrgStore(), memory.NewUserStore(), memory.NewAPIKeyStore()
 	schemas, records, jobs := memory.NewSchemaStore(), memory.NewRecordStore(), memory.NewJobStore()
-	events, refresh := memory.NewEventLog(), memory.NewRefreshTokenStore()
+	events, refresh := memory.NewEventLog(codec), memory.NewRefreshTokenStore()
 	queue := inproc.New()
 	ledger := memory.NewUsageLedger()
 	return &Stores{
@@ -47,17 +52,17 @@ func providePostgres(ctx context.Context, cfg Config, lg *slog.Logger) (*postgre
 	return db, func() { _ = db.Close() }, nil
 }
 
-func providePostgresStores(pdb *postgres.DB, cfg Config, lg *slog.Logger) (*Stores, error) {
+func providePostgresStores(pdb *postgres.DB, cfg Config, lg *slog.Logger, codec ports.EventCodec) (*Stores, error) {
 	queue, err := postgres.NewQueue(pdb, postgres.QueueConfig{}, lg)
 	if err != nil {
 		return nil, err
 	}
 	db := pdb.DB
 	return &Stores{
-		Queue: queue, UoW: postgres.NewUnitOfWork(db, func(tx bun.Tx) ports.JobEnqueuer { return queue.TxEnqueuer(tx) }),
+		Queue: queue, UoW: postgres.NewUnitOfWork(db, codec, func(tx bun.Tx) ports.JobEnqueuer { return queue.TxEnqueuer(tx) }),
 		Orgs: postgres.NewOrgStore(db), Users: postgres.NewUserStore(db), Keys: postgres.NewAPIKeyStore(db),
 		Schemas: postgres.NewSchemaStore(db), Records: postgres.NewRecordStore(db), Jobs: postgres.NewJobStore(db),
-		Events: postgres.NewEventLog(db), RefreshTokens: postgres.NewRefreshTokenStore(db), ProviderKeys: postgres.NewProviderKeyStore(db),
+		Events: postgres.NewEventLog(db, codec), RefreshTokens: postgres.NewRefreshTokenStore(db), ProviderKeys: postgres.NewProviderKeyStore(db),
 		Usage: postgres.NewUsageLedger(db), OrgProviders: postgres.NewProviderStore(db),
 		Invalidations: postgres.NewInvalidations(db, cfg.DatabaseURL, lg), Ready: func(ctx context.Context) error { return db.PingContext(ctx) },
 		Kind: "postgres",

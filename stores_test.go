@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/entityenrich/enrich/adapters/jobcodec"
 	"github.com/matryer/is"
 )
 
@@ -27,7 +28,7 @@ func TestStoresWithoutProviderStores(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			is := is.New(t)
-			st := provideMemoryStores()
+			st := provideMemoryStores(jobcodec.Events{})
 			st.Kind = tt.kind
 			switch tt.field {
 			case "ProviderKeys":

@@ -20,7 +20,8 @@ import (
 
 // initMemory builds the service on memory adapters.
 func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
-	stores := provideMemoryStores()
+	events := jobcodec.NewEvents()
+	stores := provideMemoryStores(events)
 	unitOfWork := stores.UoW
 	orgStore := stores.Orgs
 	userStore := stores.Users
@@ -96,7 +97,8 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	stores, err := providePostgresStores(db, cfg, logger)
+	events := jobcodec.NewEvents()
+	stores, err := providePostgresStores(db, cfg, logger, events)
 	if err != nil {
 		cleanup()
 		return nil, nil, err
@@ -247,9 +249,10 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 func initHTTP(e *Embedded) (*httpapi.Server, error) {
 	config := provideHTTPConfig(e)
 	services := provideServices(e)
+	events := jobcodec.NewEvents()
 	logger := e.Log
 	readiness := provideReadiness(e)
-	server, err := httpapi.NewServer(config, services, logger, readiness)
+	server, err := httpapi.NewServer(config, services, events, logger, readiness)
 	if err != nil {
 		return nil, err
 	}

@@ -245,7 +245,7 @@ func (s *Enricher) priorBatch(bp *batchPlan, jobID string, prior []job.Event) (m
 	byEntity := map[int][]job.Event{}
 	once := map[job.EventType]bool{}
 	for _, ev := range prior {
-		i, ok := job.EntityIndex(ev.Fields())
+		i, ok := job.EntityIndex(ev)
 		if !ok {
 			once[ev.Type] = true
 			continue
@@ -253,11 +253,11 @@ func (s *Enricher) priorBatch(bp *batchPlan, jobID string, prior []job.Event) (m
 		byEntity[i] = append(byEntity[i], ev)
 		switch ev.Type {
 		case job.EventEntitySkipped:
-			code, _ := ev.Field("code").(string)
-			reason, _ := ev.Field("reason").(string)
+			p, _ := job.PayloadOf[job.EntitySkipped](ev)
+			code, reason := p.Code, p.Reason
 			ended[i] = &entityReport{index: i, label: entityLabel(bp.fields[i], i), status: entitySkipped, code: code, error: reason}
 		case job.EventEntityCompleted:
-			p, err := job.ReadEntityCompleted(ev.Fields())
+			p, err := job.ReadEntityCompleted(ev)
 			if err != nil {
 				continue
 			}

@@ -140,10 +140,11 @@ func priorClassification(prior []job.Event, index int) (c *enrichment.Classifica
 		if ev.Type != job.EventClassificationCompleted {
 			continue
 		}
-		if idx, ok := job.EntityIndex(ev.Fields()); index >= 0 && (!ok || idx != index) {
+		if idx, ok := job.EntityIndex(ev); index >= 0 && (!ok || idx != index) {
 			continue
 		}
-		m, _ := ev.Field("classification").(map[string]any)
+		p, _ := job.PayloadOf[job.ClassificationCompleted](ev)
+		m := p.Classification
 		if m == nil {
 			return nil, nil, true
 		}

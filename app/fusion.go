@@ -85,7 +85,7 @@ func readPriorFusion(prior []job.Event) priorFusion {
 	for _, ev := range prior {
 		pf.started[ev.Type] = true
 		if ev.Type == job.EventArbitrationCompleted {
-			p, err := job.ReadArbitrationCompleted(ev.Fields())
+			p, err := job.ReadArbitrationCompleted(ev)
 			if err == nil && p.Success {
 				pf.decisions, pf.arbiter, pf.cost, pf.in, pf.outT = p.Decisions, p.Model, p.Cost, p.InputTokens, p.OutputTokens
 			}

@@ -267,11 +267,10 @@ func (s *Merger) Run(ctx context.Context, w *ports.Work) ports.Outcome {
 			Fused: true, Fusion: f.result.Summary, SourceModels: sourceModels(pl.sources)}}
 }
 
-// MergeResult is the blocking merge's answer: the fusion_completed event's
-// payload.
+// MergeResult is the blocking merge's answer: its fusion_completed event.
 type MergeResult struct {
 	JobID string
-	Data  map[string]any
+	Event job.Event
 }
 
 // Merge runs a merge and waits for its end.
@@ -293,7 +292,7 @@ func (s *FusionService) Merge(ctx context.Context, p *access.Principal, req Merg
 		for _, ev := range evs {
 			after = ev.Seq
 			if ev.Type == job.EventFusionCompleted {
-				res = &MergeResult{JobID: j.ID, Data: ev.Fields()}
+				res = &MergeResult{JobID: j.ID, Event: ev}
 			}
 			if !ev.Type.Terminal() {
 				continue

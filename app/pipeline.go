@@ -63,14 +63,18 @@ func readPrior(prior []job.Event) resumeState {
 		rs.started[ev.Type] = true
 		switch ev.Type {
 		case job.EventModelStarted:
-			m, _ := ev.Field("model").(string)
-			rs.models[m] = true
+			switch p := job.Inner(ev.Payload).(type) {
+			case job.ModelStarted:
+				rs.models[p.Model] = true
+			case job.SchemaModelStarted:
+				rs.models[p.Model] = true
+			}
 		case job.EventModelCompleted:
-			if mc, err := job.ReadModelCompleted(ev.Fields()); err == nil {
+			if mc, err := job.ReadModelCompleted(ev); err == nil {
 				rs.completed[mc.Model] = mc
 			}
 		case job.EventExpertiseCompleted:
-			p, err := job.ReadExpertiseCompleted(ev.Fields())
+			p, err := job.ReadExpertiseCompleted(ev)
 			if err == nil && p.Success && p.PartialResult != nil {
 				rs.calls[p.Model+"/"+p.Key] = done{out: p.PartialResult, in: p.InputTokens, outT: p.OutputTokens,
 					searches: p.WebSearchCalls, cost: p.Cost}

@@ -146,7 +146,7 @@ func TestRetriesAndSafeMessages(t *testing.T) {
 			is.Equal(len(llm.reqs), tt.calls)
 			b, _ := json.Marshal(out.Failure)
 			for _, p := range evs {
-				f, _ := json.Marshal(p.Fields())
+				f, _ := jobcodec.Events{}.AppendJSON(nil, job.Event{Type: p.EventType(), Payload: p})
 				b = append(b, f...)
 			}
 			is.True(!contains(string(b), "SECRET"))

@@ -26,7 +26,7 @@ type resumedRun struct {
 func newResumedRun(t job.Type, prior []job.Event) *resumedRun {
 	r := &resumedRun{tracker: job.NewTracker(t)}
 	for _, ev := range prior {
-		r.tracker.Observe(ev.Type, ev.Fields())
+		r.tracker.Observe(ev)
 	}
 	return r
 }

@@ -247,11 +247,11 @@ func readSamplePrior(prior []job.Event) sampleState {
 		case job.EventModelAutoSelected:
 			st.autoSelected = true
 		case job.EventSampleInstanceProgress:
-			if p, err := job.ReadSampleInstanceProgress(ev.Fields()); err == nil && p.Sample != nil {
+			if p, err := job.ReadSampleInstanceProgress(ev); err == nil && p.Sample != nil {
 				st.done[p.Index] = p
 			}
 		case job.EventSampleClarificationPause:
-			if p, err := job.ReadSampleClarificationPause(ev.Fields()); err == nil {
+			if p, err := job.ReadSampleClarificationPause(ev); err == nil {
 				st.questions = p.Questions
 			}
 			st.pauses++
@@ -551,7 +551,7 @@ func (s *SampleService) Sync(ctx context.Context, p *access.Principal, req Sampl
 		if ev.Type != job.EventModelCompleted {
 			return nil
 		}
-		c, err := job.ReadSamplesCompleted(ev.Fields())
+		c, err := job.ReadSamplesCompleted(ev)
 		if err != nil {
 			return err
 		}

@@ -34,12 +34,13 @@ func runSamples(t *testing.T, llm ports.LLM, req app.SampleRequest, prior []job.
 	return svc.Run(context.Background(), w), evs
 }
 
+// stored is an event of payload p as read back from a log.
 func stored(seq int64, p job.Payload) job.Event {
-	d := job.NewDraft(p)
-	var data map[string]any
-	b, _ := json.Marshal(d.Fields())
-	_ = json.Unmarshal(b, &data) // as read back from the log
-	return job.Event{JobID: "j", Seq: seq, Type: d.Type, Data: data}
+	codec := jobcodec.Events{}
+	e := job.Event{JobID: "j", Seq: seq, Type: p.EventType(), Payload: p}
+	b, _ := codec.Encode(e)
+	e.Payload, e.Common, _ = codec.Decode(e.Type, b)
+	return e
 }
 
 func count(n int) *int { return &n }

@@ -103,7 +103,7 @@ func newCacheWorld(t *testing.T, ttl time.Duration) *cacheWorld {
 	// The permanent delete and the purge write in a unit of work: the drop
 	// follows its commit.
 	uow := memory.NewUnitOfWork(memory.NewOrgStore(), memory.NewUserStore(), memory.NewAPIKeyStore(), schemas, records,
-		memory.NewJobStore(), memory.NewEventLog(), memory.NewRefreshTokenStore(), inproc.New())
+		memory.NewJobStore(), memory.NewEventLog(jobcodec.Events{}), memory.NewRefreshTokenStore(), inproc.New())
 	w.schemas = &app.SchemaService{Schemas: w.store, Records: records, UoW: uow, Compiler: jsonschema.New(), Clock: clock,
 		IDs: &uuidish{}, SchemaCache: w.cache}
 	w.enrich = &app.Enricher{Schemas: w.store, SchemaCache: w.cache, Requests: jobcodec.New(),

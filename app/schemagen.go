@@ -372,8 +372,11 @@ func (s *SchemaGenService) wait(ctx context.Context, p *access.Principal, j *job
 	if ev.Type != job.EventCompleted {
 		return SchemaAnswer{}, &JobEnded{Job: final}
 	}
-	result, _ := ev.Field("result").(map[string]any)
-	r, err := job.ReadSchemaResult(result)
+	c, err := job.CompletedOf(ev)
+	if err != nil {
+		return SchemaAnswer{}, err
+	}
+	r, err := job.ReadSchemaResult(c.Result)
 	if err != nil {
 		return SchemaAnswer{}, err
 	}

@@ -144,7 +144,7 @@ func TestSchemaGenerationFailures(t *testing.T) {
 		is.Equal(len(llm.reqs), 1) // not retried
 		b, _ := json.Marshal(out.Failure)
 		for _, p := range evs {
-			f, _ := json.Marshal(p.Fields())
+			f, _ := jobcodec.Events{}.AppendJSON(nil, job.Event{Type: p.EventType(), Payload: p})
 			b = append(b, f...)
 		}
 		is.True(!strings.Contains(string(b), "SECRET"))

@@ -75,9 +75,10 @@ type SyncResult struct {
 	Models       []ModelResult
 	FailedModels []string
 	// IsFused: Result and RecordID are the fused record's; Fusion is its
-	// summary and SourceModels the merged models.
+	// summary (a fusion.Summary, or its map when read back from a log) and
+	// SourceModels the merged models.
 	IsFused      bool
-	Fusion       map[string]any
+	Fusion       any
 	SourceModels []string
 	// ProcessingMS is the wall-clock time of the run as this caller saw it.
 	ProcessingMS int64
@@ -164,9 +165,8 @@ func (s *EnrichmentService) Sync(ctx context.Context, p *access.Principal, req E
 	if err != nil {
 		return nil, err
 	}
-	fusion, _ := c.Fusion.(map[string]any)
 	return &SyncResult{Job: final, Result: c.Result, RecordID: c.RecordID, RecordIDs: c.RecordIDs, Cost: c.Cost,
-		Models: models, FailedModels: c.FailedModels, IsFused: c.Fused, Fusion: fusion, SourceModels: c.SourceModels,
+		Models: models, FailedModels: c.FailedModels, IsFused: c.Fused, Fusion: c.Fusion, SourceModels: c.SourceModels,
 		ProcessingMS: time.Since(t0).Milliseconds()}, nil
 }
 
@@ -227,7 +227,8 @@ func awaitEnd(ctx context.Context, stream ports.EventStream, jobs *JobService, l
 // blocking caller cannot answer the pause, so the job is cancelled and the
 // caller gets the classification (422).
 func (s *EnrichmentService) refuseClassified(ctx context.Context, p *access.Principal, id string, ev job.Event) error {
-	ctxMap, _ := ev.Field("classification").(map[string]any)
+	pause, _ := job.PayloadOf[job.ClassificationMismatchPause](ev)
+	ctxMap := pause.Classification
 	status, _ := ctxMap["status"].(string)
 	if _, err := s.JobSvc.Cancel(context.WithoutCancel(ctx), p, id, "refused by the pre-flight classification (blocking run)"); err != nil {
 		s.Log.Warn("cancel a blocking run refused by its classification", "job_id", id, "err", err)

@@ -133,13 +133,13 @@ type Outcome struct {
 	Partial bool
 }
 
-// Pause ends a run by pausing its job: Event is written (its status
-// paused), the lease is released and the worker freed, all in the commit of
+// Pause ends a run by pausing its job: Event is written (a pause event:
+// its status is paused), the lease is released and the worker freed, all in the commit of
 // the pause. POST /api/llm/continue resumes the job on any replica (its
 // Runner then sees Work.Continued and the answers); a pause nobody answers
 // within Timeout (DefaultPauseTimeout when zero) is cancelled.
 type Pause struct {
-	Event   job.Payload
+	Event   job.PausePayload
 	Timeout time.Duration
 }
 

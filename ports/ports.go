@@ -219,6 +219,24 @@ type EventLog interface {
 	Last(ctx context.Context, jobID string) (int64, error)
 }
 
+// EventCodec is the wire form of job events: the JSON object of an SSE data
+// line and of a stored event, and stored events read back. The EventLog
+// adapters store what Encode writes; the HTTP API streams what AppendJSON
+// writes.
+type EventCodec interface {
+	// AppendJSON appends the event as one JSON object, keys sorted: its
+	// payload's fields over its common block, with event (its type) and
+	// job_id over both. It is the data of the event's SSE line.
+	AppendJSON(b []byte, e job.Event) ([]byte, error)
+	// Encode returns the event's data as stores keep it: the same fields
+	// without event and job_id (nil for an event without any).
+	Encode(e job.Event) ([]byte, error)
+	// Decode reads the stored data of an event of type typ back into its
+	// payload and common block (nil when it has none). Data it cannot type
+	// comes back as a job.Raw payload that AppendJSON writes as it was.
+	Decode(typ job.EventType, data []byte) (job.Payload, *job.Common, error)
+}
+
 // EventStream carries job events from the worker that owns a job to its
 // followers on every replica. A worker's events are numbered here, written
 // to the EventLog in batches under the worker's fence, and delivered to

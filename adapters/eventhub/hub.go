@@ -206,8 +206,8 @@ func (h *Hub) Publish(jobID string, d job.Draft) bool {
 		lost(fmt.Errorf("eventhub: %d events not written: %w", h.cfg.MaxPending, ports.ErrUnavailable))
 		return false
 	}
-	s.pending = append(s.pending, job.Event{JobID: jobID, Seq: s.next, Type: d.Type, Data: d.Data, Common: d.Common,
-		CreatedAt: h.clock.Now(), Payload: d.Payload})
+	s.pending = append(s.pending, job.Event{JobID: jobID, Seq: s.next, Type: d.Type, Payload: d.Payload, Common: d.Common,
+		CreatedAt: h.clock.Now()})
 	s.next++
 	h.dirty[jobID] = s
 	h.mu.Unlock()

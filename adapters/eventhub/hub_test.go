@@ -16,6 +16,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/entityenrich/enrich/adapters/eventhub"
+	"github.com/entityenrich/enrich/adapters/jobcodec"
 	"github.com/entityenrich/enrich/adapters/memory"
 	"github.com/entityenrich/enrich/adapters/postgres"
 	"github.com/entityenrich/enrich/adapters/system"
@@ -31,7 +32,7 @@ func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
 // memoryStores is a unit of work on memory storage, with its job store and
 // event log.
 func memoryStores() (*memory.UnitOfWork, *memory.JobStore, *memory.EventLog) {
-	jobs, events := memory.NewJobStore(), memory.NewEventLog()
+	jobs, events := memory.NewJobStore(), memory.NewEventLog(jobcodec.Events{})
 	uow := memory.NewUnitOfWork(memory.NewOrgStore(), memory.NewUserStore(), memory.NewAPIKeyStore(), memory.NewSchemaStore(),
 		memory.NewRecordStore(), jobs, events, memory.NewRefreshTokenStore(), nil)
 	return uow, jobs, events
@@ -61,8 +62,8 @@ func TestEventStreamPostgres(t *testing.T) {
 				t.Fatal(err)
 			}
 			contract.RunEventStream(t, func(t *testing.T) contract.StreamFixture {
-				uow := postgres.NewUnitOfWork(db.DB, func(bun.Tx) ports.JobEnqueuer { return nil })
-				jobs, events := postgres.NewJobStore(db), postgres.NewEventLog(db)
+				uow := postgres.NewUnitOfWork(db.DB, jobcodec.Events{}, func(bun.Tx) ports.JobEnqueuer { return nil })
+				jobs, events := postgres.NewJobStore(db), postgres.NewEventLog(db, jobcodec.Events{})
 				reads := contract.NewWatchedLog(events)
 				h := eventhub.New(uow, reads, system.Clock{}, quiet(), eventhub.Config{PollInterval: 20 * time.Millisecond})
 				return contract.StreamFixture{Stream: h, UoW: uow, Jobs: jobs, Events: events, Reads: reads}
@@ -98,7 +99,7 @@ func TestOutageGivesUp(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			is := is.New(t)
-			h := eventhub.New(downUoW{}, memory.NewEventLog(), system.Clock{}, quiet(), tt.cfg)
+			h := eventhub.New(downUoW{}, memory.NewEventLog(jobcodec.Events{}), system.Clock{}, quiet(), tt.cfg)
 			defer h.Close()
 			lost := make(chan error, 1)
 			h.Own("j1", 1, 0, func(err error) { lost <- err })
@@ -133,8 +134,8 @@ func TestAnnouncesAcrossInstances(t *testing.T) {
 	is.NoErr(err)
 	defer db.Close()
 	is.NoErr(postgres.Migrate(ctx, db.DB))
-	uow := postgres.NewUnitOfWork(db.DB, func(bun.Tx) ports.JobEnqueuer { return nil })
-	jobs, events := postgres.NewJobStore(db), postgres.NewEventLog(db)
+	uow := postgres.NewUnitOfWork(db.DB, jobcodec.Events{}, func(bun.Tx) ports.JobEnqueuer { return nil })
+	jobs, events := postgres.NewJobStore(db), postgres.NewEventLog(db, jobcodec.Events{})
 	notify := postgres.NewInvalidations(db, dsn, quiet())
 	owner := eventhub.New(uow, events, system.Clock{}, quiet(), eventhub.Config{Announce: notify})
 	defer owner.Close()

@@ -15,6 +15,7 @@ import (
 	"github.com/entityenrich/enrich/adapters/httpapi/api"
 	"github.com/entityenrich/enrich/app"
 	"github.com/entityenrich/enrich/domain/job"
+	"github.com/entityenrich/enrich/ports"
 )
 
 func (s *Server) registerEnrichmentRoutes(r *mux.Router) {
@@ -209,7 +210,7 @@ func (s *Server) sendEvents(w http.ResponseWriter, r *http.Request, rc *http.Res
 		}
 		_ = rc.SetWriteDeadline(time.Now().Add(s.cfg.SSEWriteTimeout))
 		var end bool
-		if buf, after, end, err = appendSSE(buf[:0], evs, after); err != nil {
+		if buf, after, end, err = appendSSE(buf[:0], s.events, evs, after); err != nil {
 			s.log.ErrorContext(ctx, "encode event", "job_id", id, "after", after, "err", err)
 			return
 		}
@@ -225,21 +226,20 @@ func (s *Server) sendEvents(w http.ResponseWriter, r *http.Request, rc *http.Res
 // appendSSE appends events to buf as SSE messages, up to a terminal one
 // (end), or a heartbeat comment when there are none; after becomes the last
 // seq written.
-func appendSSE(buf []byte, evs []job.Event, after int64) ([]byte, int64, bool, error) {
+func appendSSE(buf []byte, codec ports.EventCodec, evs []job.Event, after int64) ([]byte, int64, bool, error) {
 	if len(evs) == 0 {
 		return append(buf, ": heartbeat\n\n"...), after, false, nil
 	}
+	var err error
 	for _, ev := range evs {
-		// json.Marshal escapes control characters, so the data never holds
-		// a newline that would start a new SSE field.
-		data, err := ev.MarshalJSON()
-		if err != nil {
-			return buf, after, false, err
-		}
 		buf = append(buf, "id: "...)
 		buf = strconv.AppendInt(buf, ev.Seq, 10)
 		buf = append(buf, "\ndata: "...)
-		buf = append(buf, data...)
+		// JSON escapes control characters, so the data never holds a
+		// newline that would start a new SSE field.
+		if buf, err = codec.AppendJSON(buf, ev); err != nil {
+			return buf, after, false, err
+		}
 		buf = append(buf, "\n\n"...)
 		after = ev.Seq
 		if ev.Type.Terminal() {

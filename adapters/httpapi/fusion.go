@@ -11,6 +11,7 @@ import (
 	"github.com/entityenrich/enrich/app"
 	"github.com/entityenrich/enrich/domain/enrichment"
 	"github.com/entityenrich/enrich/domain/model"
+	"github.com/entityenrich/enrich/ports"
 )
 
 // setFusionFields adds a fused record's fields: the reference's
@@ -61,7 +62,7 @@ func (s *Server) fusionMerge(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return api.FusionResponse{}, err
 		}
-		return toFusionResponse(res), nil
+		return toFusionResponse(s.events, res)
 	})
 }
 
@@ -70,8 +71,8 @@ func toMergeRequest(in api.FusionRequest) app.MergeRequest {
 		AttachmentIDs: deref(in.AttachmentIds), DatabaseSync: in.DatabaseSync}
 }
 
-// fusionCompleted reads the fusion_completed event's data (a map built by
-// the app).
+// fusionCompleted reads the fusion_completed event's data as its SSE line
+// carries it.
 type fusionCompleted struct {
 	Merged   map[string]any `json:"merged_result"`
 	Report   map[string]any `json:"conflict_report"`
@@ -92,10 +93,15 @@ type fusionCompleted struct {
 // provenance. merged_result carries the reference's _arbitration_metadata
 // {method, arbitration_model} as the event does (fusion.Result.Annotated);
 // the stored record does not.
-func toFusionResponse(res *app.MergeResult) api.FusionResponse {
+func toFusionResponse(codec ports.EventCodec, res *app.MergeResult) (api.FusionResponse, error) {
 	var d fusionCompleted
-	b, _ := json.Marshal(res.Data)
-	_ = json.Unmarshal(b, &d)
+	b, err := codec.AppendJSON(nil, res.Event)
+	if err != nil {
+		return api.FusionResponse{}, err
+	}
+	if err := json.Unmarshal(b, &d); err != nil {
+		return api.FusionResponse{}, err
+	}
 	out := api.FusionResponse{JobId: res.JobID, Success: true, ProcessingTimeMs: int(d.MS), MergedResult: d.Merged,
 		ConflictReport: d.Report, RecordId: d.RecordID, ArbitrationModelUsed: d.Arbiter,
 		ArbitrationKeySource: (*api.FusionResponseArbitrationKeySource)(d.KeySrc), Cost: int(d.Cost), Fusion: d.Summary,
@@ -110,5 +116,5 @@ func toFusionResponse(res *app.MergeResult) api.FusionResponse {
 	if out.MergedResult == nil {
 		out.MergedResult = map[string]any{}
 	}
-	return out
+	return out, nil
 }

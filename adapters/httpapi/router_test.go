@@ -11,13 +11,14 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/entityenrich/enrich/adapters/httpapi"
+	"github.com/entityenrich/enrich/adapters/jobcodec"
 )
 
 // TestRouterMatchesOpenAPI: the router serves exactly the operations the
 // OpenAPI document describes, so the two cannot drift.
 func TestRouterMatchesOpenAPI(t *testing.T) {
 	is := is.New(t)
-	s, err := httpapi.NewServer(httpapi.Config{}, httpapi.Services{}, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	s, err := httpapi.NewServer(httpapi.Config{}, httpapi.Services{}, jobcodec.Events{}, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
 	is.NoErr(err)
 	var served []httpapi.SpecRoute
 	err = s.Router().Walk(func(route *mux.Route, _ *mux.Router, _ []*mux.Route) error {

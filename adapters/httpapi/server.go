@@ -11,6 +11,7 @@ import (
 
 	"github.com/entityenrich/enrich/adapters/httpapi/api"
 	"github.com/entityenrich/enrich/app"
+	"github.com/entityenrich/enrich/ports"
 )
 
 // Config tunes the HTTP surface.
@@ -54,6 +55,9 @@ type Server struct {
 	fusion  *app.FusionService
 	log     *slog.Logger
 	ready   Readiness
+	// events writes job events: the SSE lines and the answers built
+	// from an event.
+	events ports.EventCodec
 
 	// analysis runs the ambiguity analyses and the scoping split.
 	analysis *app.AnalysisService
@@ -84,8 +88,8 @@ type Services struct {
 	Fusion       *app.FusionService
 }
 
-// NewServer builds the router.
-func NewServer(cfg Config, svc Services, lg *slog.Logger, ready Readiness) (*Server, error) {
+// NewServer builds the router; events writes the job events it serves.
+func NewServer(cfg Config, svc Services, events ports.EventCodec, lg *slog.Logger, ready Readiness) (*Server, error) {
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = 1 << 20
 	}
@@ -97,7 +101,7 @@ func NewServer(cfg Config, svc Services, lg *slog.Logger, ready Readiness) (*Ser
 	}
 	s := &Server{cfg: cfg, access: svc.Access, schemas: svc.Schemas, records: svc.Records, enrich: svc.Enrichment, jobs: svc.Jobs,
 		keys: svc.ProviderKeys, costs: svc.Costs, analysis: svc.Analysis, samples: svc.Samples, gen: svc.SchemaGen, log: lg,
-		ready: ready, fetch: svc.Fetch, fusion: svc.Fusion}
+		ready: ready, fetch: svc.Fetch, fusion: svc.Fusion, events: events}
 	s.orgProviders = svc.OrgProviders
 	var err error
 	if s.spec, err = LoadSpec(); err != nil {

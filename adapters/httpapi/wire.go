@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"encoding/json"
+
 	"github.com/entityenrich/enrich/adapters/httpapi/api"
 	"github.com/entityenrich/enrich/app"
 	"github.com/entityenrich/enrich/domain/model"
@@ -34,7 +36,7 @@ func toSyncResult(res *app.SyncResult, perModel bool) api.SyncResult {
 	out.Cost, out.CostUsd, out.InputTokens, out.OutputTokens = int(res.Cost), model.USD(res.Cost), in, outT
 	if res.IsFused {
 		// The fused result is no one model's.
-		out.IsFused, out.Model, out.Fusion, out.SourceModels = true, nil, res.Fusion, &res.SourceModels
+		out.IsFused, out.Model, out.Fusion, out.SourceModels = true, nil, asObject(res.Fusion), &res.SourceModels
 	}
 	if perModel {
 		if perModels == nil {
@@ -114,4 +116,21 @@ func toDefaults(picks map[string]modelsel.Pick) map[string]api.DefaultModel {
 			ScenarioNames: []string{}, SelectedBy: api.DefaultModelSelectedBy(p.Source)}
 	}
 	return out
+}
+
+// asObject is v as a JSON object (a map, its keys written sorted): the
+// fusion summary as a run built it is a struct.
+func asObject(v any) any {
+	if _, ok := v.(map[string]any); ok || v == nil {
+		return v
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return v
+	}
+	var m map[string]any
+	if json.Unmarshal(b, &m) != nil {
+		return v
+	}
+	return m
 }

@@ -1,9 +1,10 @@
-// Package jobcodec is the stored format of the jobs' requests (the job
-// row's request column): app.JobRequests in JSON. The tagged types below are
-// the format, written exactly as the app's request types were marshalled
-// before they lost their tags, so rows written by earlier versions decode
-// and new rows are byte for byte the same (TestFixtures).
 package jobcodec
+
+// The stored format of the jobs' requests (the job row's request column):
+// app.JobRequests in JSON. The tagged types below are the format, written
+// exactly as the app's request types were marshalled before they lost
+// their tags, so rows written by earlier versions decode and new rows are
+// byte for byte the same (TestFixtures).
 
 import (
 	"encoding/json"

@@ -201,7 +201,7 @@ func TestAwaitedJobWhoseEndIsRefused(t *testing.T) {
 	evs := follow(t, waitCtx, w.engine.Stream, j.ID)
 	last := evs[len(evs)-1]
 	is.Equal(last.Type, job.EventFailed)
-	is.Equal(last.Data["error_code"], string(job.CodeStorage))
+	is.Equal(last.Payload.(job.JobFailed).Code, job.CodeStorage)
 	got := waitState(t, w, j.ID, job.Failed)
 	is.Equal(got.ErrorCode, job.CodeStorage)
 	is.Equal(counted.creates.Load(), int32(1)) // stored as it started, once

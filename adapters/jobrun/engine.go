@@ -649,7 +649,7 @@ func (e *Engine) launch(j *job.Job, prior []job.Event, prepared any, row rowStar
 	r := &run{id: j.ID, org: j.OrgID, attempt: j.Attempt, job: *j, cancel: cancel, done: make(chan struct{}),
 		stored: make(chan struct{}), stalled: make(chan struct{}), tracker: job.NewTracker(j.Type), typ: j.Type, deferred: row == rowDeferred}
 	for _, ev := range prior {
-		r.tracker.Observe(ev.Type, ev.Fields())
+		r.tracker.Observe(ev)
 	}
 	e.mu.Lock()
 	e.running[j.ID] = r
@@ -782,8 +782,7 @@ func (e *Engine) finish(ctx context.Context, r *run, out ports.Outcome) {
 		apply = func(j *job.Job, now time.Time) error { return j.Cancel(cc.Reason, now) }
 		drafts = job.Cancellation(cc.Reason)
 		if out.Partial {
-			drafts[0] = drafts[0].Own()
-			drafts[0].Data["result"] = out.Completed.Result
+			drafts = job.PartialCancellation(cc.Reason, out.Completed.Result)
 		}
 	case errors.Is(cause, ports.ErrJobShutdown) && e.ReleaseAtShutdown:
 		e.handBack(bg, r)
@@ -800,9 +799,7 @@ func (e *Engine) finish(ctx context.Context, r *run, out ports.Outcome) {
 		}
 		until = e.Clock.Now().Add(timeout)
 		apply = func(j *job.Job, now time.Time) error { return j.Pause(until, now) }
-		d := job.NewDraft(out.Pause.Event).Own()
-		d.Data["status"], d.Data["is_paused"] = string(job.Paused), true // whatever the payload says
-		drafts = []job.Draft{d}
+		drafts = []job.Draft{job.NewDraft(out.Pause.Event)}
 	case out.Failure != nil:
 		f := out.Failure
 		apply = func(j *job.Job, now time.Time) error { return j.Fail(f.Code, f.Msg, now) }
@@ -1008,9 +1005,8 @@ func (e *Engine) ended(t job.Type, evs []job.Event) {
 	}
 	for _, ev := range evs {
 		if ev.Type.Terminal() {
-			st, _ := ev.Field("status").(string)
-			code, _ := ev.Field("error_code").(string)
-			e.Observer.JobEnded(t, job.State(st), job.ErrorCode(code))
+			end, _ := job.EndedOf(ev)
+			e.Observer.JobEnded(t, end.State, end.Code)
 		}
 	}
 }

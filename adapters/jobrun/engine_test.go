@@ -14,6 +14,7 @@ import (
 
 	"github.com/entityenrich/enrich/adapters/eventhub"
 	"github.com/entityenrich/enrich/adapters/inproc"
+	"github.com/entityenrich/enrich/adapters/jobcodec"
 	"github.com/entityenrich/enrich/adapters/jobrun"
 	"github.com/entityenrich/enrich/adapters/memory"
 	"github.com/entityenrich/enrich/adapters/system"
@@ -70,7 +71,7 @@ type engineWorld struct {
 // before it starts.
 func newEngineWorld(t *testing.T, runners jobrun.Runners, opts ...func(*jobrun.Engine)) *engineWorld {
 	t.Helper()
-	jobs, events, records := memory.NewJobStore(), memory.NewEventLog(), memory.NewRecordStore()
+	jobs, events, records := memory.NewJobStore(), memory.NewEventLog(jobcodec.Events{}), memory.NewRecordStore()
 	queue := inproc.New()
 	uow := memory.NewUnitOfWork(memory.NewOrgStore(), memory.NewUserStore(), memory.NewAPIKeyStore(), memory.NewSchemaStore(),
 		records, jobs, events, memory.NewRefreshTokenStore(), queue)

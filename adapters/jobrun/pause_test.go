@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/matryer/is"
 
+	"github.com/entityenrich/enrich/adapters/jobcodec"
 	"github.com/entityenrich/enrich/adapters/jobrun"
 	"github.com/entityenrich/enrich/domain/job"
 	"github.com/entityenrich/enrich/ports"
@@ -63,7 +65,7 @@ func waitState(t *testing.T, w *engineWorld, id string, st job.State) *job.Job {
 		case st.Terminal():
 			return last.Type.Terminal()
 		case st == job.Paused:
-			return last.Data["status"] == string(job.Paused)
+			return job.StatusOf(last.Payload) == job.Paused
 		}
 		return true
 	}
@@ -132,8 +134,10 @@ func TestPauseAndContinue(t *testing.T) {
 	is.Equal(eventTypes(t, w, j.ID), []job.EventType{job.EventSampleInstanceRoster, job.EventSampleClarificationPause,
 		job.EventJobContinued, job.EventCompleted}) // no job_resumed: a continue is no takeover
 	evs, _ := w.events.List(ctx, j.ID, 1, 1)
-	is.Equal(evs[0].Data["is_paused"], true)
-	is.Equal(evs[0].Data["status"], "paused")
+	line, err := jobcodec.Events{}.AppendJSON(nil, evs[0])
+	is.NoErr(err)
+	is.True(strings.Contains(string(line), `"is_paused":true`))
+	is.True(strings.Contains(string(line), `"status":"paused"`))
 
 	_, err = w.engine.Continue(ctx, j.ID, nil) // continuing twice
 	is.True(errors.Is(err, job.ErrTransition))
@@ -182,7 +186,7 @@ func TestPauseTimesOut(t *testing.T) {
 			types := eventTypes(t, w, j.ID)
 			is.Equal(types[len(types)-1], job.EventCancelled)
 			evs, _ := w.events.List(ctx, j.ID, int64(len(types)-1), 1)
-			is.Equal(evs[0].Data["reason"], job.PauseTimedOut)
+			is.Equal(evs[0].Payload.(job.JobCancelled).Reason, job.PauseTimedOut)
 			_, err := w.engine.Continue(ctx, j.ID, nil)
 			is.True(errors.Is(err, job.ErrTransition))
 			select {

@@ -2,7 +2,6 @@ package memory
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
@@ -146,23 +145,27 @@ func (s *JobStore) CheckFences(_ context.Context, fences []ports.Fence) ([]strin
 	return lost, nil
 }
 
-// EventLog keeps every job's events in memory. Event data is stored as JSON,
-// so it comes back decoded the way the PostgreSQL adapter returns it (numbers
-// as float64) and a caller never shares a map with the log.
+// EventLog keeps every job's events in memory, in their stored form (the
+// codec's), so that they come back decoded the way the PostgreSQL adapter
+// returns them and a caller never shares a map with the log.
 type EventLog struct {
-	mu   sync.RWMutex
-	jobs map[string][]storedEvent // by job id, ordered by seq
+	codec ports.EventCodec
+	mu    sync.RWMutex
+	jobs  map[string][]storedEvent // by job id, ordered by seq
 }
 
 type storedEvent struct {
 	seq       int64
 	typ       job.EventType
-	data      []byte // JSON; nil for a nil map
+	data      []byte // as codec.Encode wrote it
 	createdAt time.Time
 }
 
-// NewEventLog returns an empty EventLog.
-func NewEventLog() *EventLog { return &EventLog{jobs: map[string][]storedEvent{}} }
+// NewEventLog returns an empty EventLog that keeps events in codec's stored
+// form.
+func NewEventLog(codec ports.EventCodec) *EventLog {
+	return &EventLog{codec: codec, jobs: map[string][]storedEvent{}}
+}
 
 // Append stores the events, all or none: a (JobID, Seq) that exists, or that
 // appears twice in the batch, is ErrConflict.
@@ -192,7 +195,7 @@ func (l *EventLog) Append(_ context.Context, events []job.Event) error {
 			seen[k] = true
 		}
 		se := storedEvent{seq: e.Seq, typ: e.Type, createdAt: ts(e.CreatedAt)}
-		b, err := e.StoredData() // nil without data
+		b, err := l.codec.Encode(e) // nil without data
 		if err != nil {
 			return fmt.Errorf("memory: append event %s/%d: %w", e.JobID, e.Seq, err)
 		}
@@ -270,12 +273,11 @@ func (l *EventLog) List(_ context.Context, jobID string, after int64, limit int)
 	var out []job.Event
 	for ; i < len(evs) && (limit <= 0 || len(out) < limit); i++ {
 		se := evs[i]
-		e := job.Event{JobID: jobID, Seq: se.seq, Type: se.typ, CreatedAt: se.createdAt}
-		if se.data != nil {
-			if err := json.Unmarshal(se.data, &e.Data); err != nil {
-				return nil, fmt.Errorf("memory: list events of job %s: %w", jobID, err)
-			}
+		p, c, err := l.codec.Decode(se.typ, se.data)
+		if err != nil {
+			return nil, fmt.Errorf("memory: list events of job %s: %w", jobID, err)
 		}
+		e := job.Event{JobID: jobID, Seq: se.seq, Type: se.typ, Payload: p, Common: c, CreatedAt: se.createdAt}
 		out = append(out, e)
 	}
 	return out, nil

@@ -8,6 +8,7 @@ import (
 
 	"github.com/matryer/is"
 
+	"github.com/entityenrich/enrich/adapters/jobcodec"
 	"github.com/entityenrich/enrich/adapters/memory"
 	"github.com/entityenrich/enrich/domain/access"
 	"github.com/entityenrich/enrich/domain/usage"
@@ -49,7 +50,7 @@ func TestJobStore(t *testing.T) {
 }
 
 func TestEventLog(t *testing.T) {
-	contract.RunEventLog(t, func(*testing.T) ports.EventLog { return memory.NewEventLog() })
+	contract.RunEventLog(t, func(*testing.T) ports.EventLog { return memory.NewEventLog(jobcodec.Events{}) })
 }
 
 // newUoW builds a unit of work over fresh stores, with queue (nil: a
@@ -57,7 +58,7 @@ func TestEventLog(t *testing.T) {
 func newUoW(queue ports.JobEnqueuer) contract.UnitOfWorkFixture {
 	orgs, users, keys := memory.NewOrgStore(), memory.NewUserStore(), memory.NewAPIKeyStore()
 	schemas, records, jobs := memory.NewSchemaStore(), memory.NewRecordStore(), memory.NewJobStore()
-	events, refresh := memory.NewEventLog(), memory.NewRefreshTokenStore()
+	events, refresh := memory.NewEventLog(jobcodec.Events{}), memory.NewRefreshTokenStore()
 	rec := &contract.RecordingQueue{}
 	if queue == nil {
 		queue = rec
@@ -107,7 +108,7 @@ func TestUnitOfWorkEnqueueRefused(t *testing.T) {
 func TestUnitOfWorkWithoutQueue(t *testing.T) {
 	is := is.New(t)
 	u := memory.NewUnitOfWork(memory.NewOrgStore(), memory.NewUserStore(), memory.NewAPIKeyStore(), memory.NewSchemaStore(),
-		memory.NewRecordStore(), memory.NewJobStore(), memory.NewEventLog(), memory.NewRefreshTokenStore(), nil)
+		memory.NewRecordStore(), memory.NewJobStore(), memory.NewEventLog(jobcodec.Events{}), memory.NewRefreshTokenStore(), nil)
 	is.NoErr(u.InTx(context.Background(), func(_ context.Context, r ports.Repos) error {
 		is.Equal(r.Queue, nil)
 		is.True(r.Orgs != nil && r.Users != nil && r.Keys != nil && r.Schemas != nil && r.Records != nil &&
@@ -139,7 +140,7 @@ func TestUnitOfWorkUsage(t *testing.T) {
 	ctx := context.Background()
 	l := memory.NewUsageLedger()
 	u := memory.NewUnitOfWork(memory.NewOrgStore(), memory.NewUserStore(), memory.NewAPIKeyStore(), memory.NewSchemaStore(),
-		memory.NewRecordStore(), memory.NewJobStore(), memory.NewEventLog(), memory.NewRefreshTokenStore(), nil).WithUsage(l)
+		memory.NewRecordStore(), memory.NewJobStore(), memory.NewEventLog(jobcodec.Events{}), memory.NewRefreshTokenStore(), nil).WithUsage(l)
 	e := usage.Entry{ID: "u1", OrgID: "o", JobID: "j", Model: "p::m", Outcome: usage.OK, CreatedAt: time.Now()}
 	err := u.InTx(ctx, func(ctx context.Context, r ports.Repos) error {
 		is.NoErr(r.Usage.AppendUsage(ctx, []usage.Entry{e}))

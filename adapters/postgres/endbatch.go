@@ -76,7 +76,7 @@ type endStmt struct {
 
 // endStmts returns the statements that store end, in order: the job, its
 // records, its usage, its events.
-func endStmts(end ports.JobEnd) ([]endStmt, error) {
+func endStmts(end ports.JobEnd, codec ports.EventCodec) ([]endStmt, error) {
 	j := end.Job
 	stmts := make([]endStmt, 0, 3+len(end.Records)+len(end.Usage))
 	if end.Create {
@@ -104,7 +104,7 @@ func endStmts(end ports.JobEnd) ([]endStmt, error) {
 		for n < len(rest) && rest[n].JobID == rest[0].JobID {
 			n++
 		}
-		ev, err := eventsArgs(rest[:n])
+		ev, err := eventsArgs(rest[:n], codec)
 		if err != nil {
 			return nil, err
 		}
@@ -131,14 +131,14 @@ func usageArgs(e usage.Entry) []any {
 
 // eventsArgs are the events of one job as the parallel arrays of
 // insertEventsSQL.
-func eventsArgs(events []job.Event) ([]any, error) {
+func eventsArgs(events []job.Event, codec ports.EventCodec) ([]any, error) {
 	seqs := make([]int64, len(events))
 	types := make([]string, len(events))
 	data := make([]*string, len(events))
 	at := make([]time.Time, len(events))
 	for i, e := range events {
 		seqs[i], types[i], at[i] = e.Seq, string(e.Type), utc(e.CreatedAt)
-		b, err := e.StoredData()
+		b, err := codec.Encode(e)
 		if err != nil {
 			return nil, fmt.Errorf("postgres: append event %s/%d: %w", e.JobID, e.Seq, err)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect/pgdialect"
 
+	"github.com/entityenrich/enrich/adapters/jobcodec"
 	"github.com/entityenrich/enrich/domain/enrichment"
 	"github.com/entityenrich/enrich/domain/job"
 	"github.com/entityenrich/enrich/domain/usage"
@@ -51,11 +52,12 @@ func TestEndStmts(t *testing.T) {
 	is := is.New(t)
 	j := &job.Job{ID: "j1", OrgID: "o", State: job.Paused, Attempt: 2}
 	end := ports.JobEnd{Job: j, From: job.Running, Events: []job.Event{
-		{JobID: "j1", Seq: 1, Type: "a", Data: map[string]any{"x": 1}},
-		{JobID: "j1", Seq: 2, Type: "b"},
-		{JobID: "j2", Seq: 7, Type: "c"},
+		{JobID: "j1", Seq: 1, Type: job.EventClassificationStarted, Payload: job.ClassificationStarted{Model: "x"}},
+		{JobID: "j1", Seq: 2, Type: "b", Payload: job.Raw{Type: "b"}},
+		{JobID: "j2", Seq: 7, Type: "c", Payload: job.Raw{Type: "c", Data: []byte(`{}`)}},
 	}}
-	stmts, err := endStmts(end)
+	codec := jobcodec.Events{}
+	stmts, err := endStmts(end, codec)
 	is.NoErr(err)
 	is.Equal(len(stmts), 3) // the job and two event statements
 	is.Equal(stmts[0].sql, pauseJobSQL)
@@ -64,20 +66,20 @@ func TestEndStmts(t *testing.T) {
 	}
 	is.Equal(stmts[1].args[0], "j1")
 	is.Equal(stmts[1].args[1], []int64{1, 2})
-	is.Equal(*stmts[1].args[3].([]*string)[0], `{"x":1}`)
+	is.Equal(*stmts[1].args[3].([]*string)[0], `{"status":"running","model":"x"}`)
 	is.True(stmts[1].args[3].([]*string)[1] == nil) // an event without data stores NULL
 	is.Equal(stmts[2].args[0], "j2")
 	_, ok := refusedText(stmts)
 	is.True(ok)
 
-	end.Events[1].Data = map[string]any{"k": "a\x00b"}
-	stmts, err = endStmts(end)
+	end.Events[1].Payload = job.ClassificationStarted{Model: "a\x00b"}
+	stmts, err = endStmts(end, codec)
 	is.NoErr(err)
 	_, ok = refusedText(stmts)
 	is.True(ok) // JSON writes NUL as \u0000, which the json column keeps
 	for _, bad := range []string{"bad\x00", "bad \xff"} {
 		j.Error = bad // as no domain rule would leave it
-		stmts, err = endStmts(end)
+		stmts, err = endStmts(end, codec)
 		is.NoErr(err)
 		_, ok = refusedText(stmts)
 		is.True(!ok)
@@ -103,7 +105,7 @@ func TestEndParams(t *testing.T) {
 	is.Equal(params(pauseJobSQL), 11)
 	is.Equal(params(insertRecordSQL), len(recordArgs(&enrichment.Record{})))
 	is.Equal(params(insertUsageSQL), len(usageArgs(usage.Entry{})))
-	stmts, err := endStmts(ports.JobEnd{Job: &job.Job{}, Create: true})
+	stmts, err := endStmts(ports.JobEnd{Job: &job.Job{}, Create: true}, jobcodec.Events{})
 	is.NoErr(err)
 	is.Equal(len(stmts[0].args), params(insertJobSQL))
 }

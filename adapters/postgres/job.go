@@ -275,11 +275,16 @@ type eventRow struct {
 }
 
 // EventLog keeps every job's events in the job_events table, keyed by
-// (job_id, seq). Data comes back decoded from JSON (numbers as float64).
-type EventLog struct{ db bun.IDB }
+// (job_id, seq), their data in the codec's stored form.
+type EventLog struct {
+	db    bun.IDB
+	codec ports.EventCodec
+}
 
-// NewEventLog returns an EventLog on db.
-func NewEventLog(db bun.IDB) *EventLog { return &EventLog{db: db} }
+// NewEventLog returns an EventLog on db that stores events in codec's form.
+func NewEventLog(db bun.IDB, codec ports.EventCodec) *EventLog {
+	return &EventLog{db: db, codec: codec}
+}
 
 // Append inserts the whole batch in one multi-row INSERT, so the batch is
 // stored all or none and costs one round trip; a (JobID, Seq) that exists is
@@ -288,7 +293,7 @@ func (l *EventLog) Append(ctx context.Context, events []job.Event) error {
 	if len(events) == 0 {
 		return nil
 	}
-	q, err := appendEvents(l.db, events)
+	q, err := appendEvents(l.db, l.codec, events)
 	if err != nil {
 		return err
 	}
@@ -302,11 +307,11 @@ func (l *EventLog) Append(ctx context.Context, events []job.Event) error {
 // PostgreSQL serialises the commits of transactions that notify, fsync
 // included, so followers on other replicas are told after the commit by the
 // event stream (Invalidations.PublishAll, a transaction without WAL).
-func appendEvents(db bun.IDB, events []job.Event) (*bun.InsertQuery, error) {
+func appendEvents(db bun.IDB, codec ports.EventCodec, events []job.Event) (*bun.InsertQuery, error) {
 	rows := make([]eventRow, len(events))
 	for i, e := range events {
 		r := eventRow{JobID: e.JobID, Seq: e.Seq, Type: string(e.Type), CreatedAt: utc(e.CreatedAt)}
-		b, err := e.StoredData()
+		b, err := codec.Encode(e)
 		if err != nil {
 			return nil, fmt.Errorf("postgres: append event %s/%d: %w", e.JobID, e.Seq, err)
 		}
@@ -338,13 +343,12 @@ func (l *EventLog) List(ctx context.Context, jobID string, after int64, limit in
 	}
 	out := make([]job.Event, len(rows))
 	for i, r := range rows {
-		e := job.Event{JobID: r.JobID, Seq: r.Seq, Type: job.EventType(r.Type), CreatedAt: utc(r.CreatedAt)}
-		if len(r.Data) > 0 {
-			if err := json.Unmarshal(r.Data, &e.Data); err != nil {
-				return nil, fmt.Errorf("postgres: list events of job %s: seq %d: %w", jobID, r.Seq, err)
-			}
+		typ := job.EventType(r.Type)
+		p, c, err := l.codec.Decode(typ, r.Data)
+		if err != nil {
+			return nil, fmt.Errorf("postgres: list events of job %s: seq %d: %w", jobID, r.Seq, err)
 		}
-		out[i] = e
+		out[i] = job.Event{JobID: r.JobID, Seq: r.Seq, Type: typ, Payload: p, Common: c, CreatedAt: utc(r.CreatedAt)}
 	}
 	return out, nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/matryer/is"
 	"github.com/uptrace/bun"
 
+	"github.com/entityenrich/enrich/adapters/jobcodec"
 	"github.com/entityenrich/enrich/adapters/postgres"
 	"github.com/entityenrich/enrich/domain/job"
 	"github.com/entityenrich/enrich/ports"
@@ -103,7 +104,7 @@ func TestContract(t *testing.T) {
 				})
 			}
 			t.Run("EventLog", func(t *testing.T) {
-				contract.RunEventLog(t, func(*testing.T) ports.EventLog { return postgres.NewEventLog(db) })
+				contract.RunEventLog(t, func(*testing.T) ports.EventLog { return postgres.NewEventLog(db, jobcodec.Events{}) })
 			})
 			t.Run("UnitOfWork", func(t *testing.T) {
 				contract.RunUnitOfWork(t, func(t *testing.T) contract.UnitOfWorkFixture { return uowFixture(t, db.DB) })
@@ -121,7 +122,7 @@ func TestContract(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					uow := postgres.NewUnitOfWork(db.DB, func(tx bun.Tx) ports.JobEnqueuer { return q.TxEnqueuer(tx) })
+					uow := postgres.NewUnitOfWork(db.DB, jobcodec.Events{}, func(tx bun.Tx) ports.JobEnqueuer { return q.TxEnqueuer(tx) })
 					// Scheduled and snoozed runs wait for River's scheduler (every 5 s).
 					return contract.QueueFixture{Queue: q, UoW: uow, Slack: 6 * time.Second}
 				})
@@ -149,10 +150,10 @@ func TestBatchesAreOneStatement(t *testing.T) {
 
 	var evs []job.Event
 	for i := int64(1); i <= 100; i++ {
-		evs = append(evs, job.Event{JobID: "j1", Seq: i, Type: job.EventAttempt, Data: map[string]any{"attempt": i}, CreatedAt: time.Now()})
+		evs = append(evs, job.Event{JobID: "j1", Seq: i, Type: job.EventAttempt, Payload: job.Attempt{Attempt: int(i)}, CreatedAt: time.Now()})
 	}
 	c.n.Store(0)
-	is.NoErr(postgres.NewEventLog(db).Append(ctx, evs))
+	is.NoErr(postgres.NewEventLog(db, jobcodec.Events{}).Append(ctx, evs))
 	is.Equal(c.n.Load(), int64(1))
 
 	c.n.Store(0)

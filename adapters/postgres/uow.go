@@ -25,6 +25,7 @@ const txAttempts = 4
 // rows locks them first (OrgStore.LockOrg, UpdateUser's FOR UPDATE).
 type UnitOfWork struct {
 	db    *bun.DB
+	codec ports.EventCodec
 	queue func(tx bun.Tx) ports.JobEnqueuer
 	ends  *group[pendingEnd] // the group commit of job ends
 }
@@ -36,11 +37,12 @@ type pendingEnd struct {
 	from  job.State
 }
 
-// NewUnitOfWork returns a UnitOfWork on db. queue, when not nil, gives the
-// enqueuer that writes into the unit's transaction (so a job is queued if and
-// only if the unit commits); when nil, Repos.Queue is nil.
-func NewUnitOfWork(db *bun.DB, queue func(tx bun.Tx) ports.JobEnqueuer) *UnitOfWork {
-	u := &UnitOfWork{db: db, queue: queue}
+// NewUnitOfWork returns a UnitOfWork on db that stores events in codec's
+// form. queue, when not nil, gives the enqueuer that writes into the unit's
+// transaction (so a job is queued if and only if the unit commits); when
+// nil, Repos.Queue is nil.
+func NewUnitOfWork(db *bun.DB, codec ports.EventCodec, queue func(tx bun.Tx) ports.JobEnqueuer) *UnitOfWork {
+	u := &UnitOfWork{db: db, codec: codec, queue: queue}
 	u.ends = &group[pendingEnd]{
 		all: func(ends []pendingEnd) error {
 			var stmts []endStmt
@@ -79,7 +81,7 @@ func (u *UnitOfWork) InTx(ctx context.Context, fn func(ctx context.Context, r po
 func (u *UnitOfWork) repos(tx bun.Tx) ports.Repos {
 	r := ports.Repos{
 		Orgs: NewOrgStore(tx), Users: NewUserStore(tx), Keys: NewAPIKeyStore(tx), Schemas: NewSchemaStore(tx),
-		Records: NewRecordStore(tx), Jobs: NewJobStore(tx), Events: NewEventLog(tx), RefreshTokens: NewRefreshTokenStore(tx),
+		Records: NewRecordStore(tx), Jobs: NewJobStore(tx), Events: NewEventLog(tx, u.codec), RefreshTokens: NewRefreshTokenStore(tx),
 		Usage: NewUsageLedger(tx),
 	}
 	if u.queue != nil {
@@ -124,7 +126,7 @@ const errNotHeld = "EJ409"
 func (u *UnitOfWork) EndJob(ctx context.Context, end ports.JobEnd) error {
 	j := end.Job
 	what := fmt.Sprintf("end job %s attempt %d", j.ID, j.Attempt)
-	stmts, err := endStmts(end)
+	stmts, err := endStmts(end, u.codec)
 	if err != nil {
 		return err
 	}

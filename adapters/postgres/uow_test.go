@@ -11,6 +11,7 @@ import (
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect/pgdialect"
 
+	"github.com/entityenrich/enrich/adapters/jobcodec"
 	"github.com/entityenrich/enrich/adapters/postgres"
 	"github.com/entityenrich/enrich/ports"
 	"github.com/entityenrich/enrich/test/contract"
@@ -42,10 +43,10 @@ func uowFixture(t *testing.T, db *bun.DB) contract.UnitOfWorkFixture {
 		t.Fatal(err)
 	}
 	return contract.UnitOfWorkFixture{
-		UoW: postgres.NewUnitOfWork(db, func(tx bun.Tx) ports.JobEnqueuer { return testQueue{tx} }),
+		UoW: postgres.NewUnitOfWork(db, jobcodec.Events{}, func(tx bun.Tx) ports.JobEnqueuer { return testQueue{tx} }),
 		Repos: ports.Repos{Orgs: postgres.NewOrgStore(db), Users: postgres.NewUserStore(db), Keys: postgres.NewAPIKeyStore(db),
 			Schemas: postgres.NewSchemaStore(db), Records: postgres.NewRecordStore(db), Jobs: postgres.NewJobStore(db),
-			Events: postgres.NewEventLog(db), RefreshTokens: postgres.NewRefreshTokenStore(db), Usage: postgres.NewUsageLedger(db)},
+			Events: postgres.NewEventLog(db, jobcodec.Events{}), RefreshTokens: postgres.NewRefreshTokenStore(db), Usage: postgres.NewUsageLedger(db)},
 		Delivered: func(t *testing.T) []ports.QueuedJob {
 			var rows []queueRow
 			if err := db.NewSelect().Model(&rows).Order("n ASC").Scan(context.Background()); err != nil {
@@ -65,7 +66,7 @@ func uowFixture(t *testing.T, db *bun.DB) contract.UnitOfWorkFixture {
 func TestUnitOfWorkRetries(t *testing.T) {
 	ctx := context.Background()
 	db := migrated(t, pgtest.Native(t))
-	u := postgres.NewUnitOfWork(db.DB, nil)
+	u := postgres.NewUnitOfWork(db.DB, jobcodec.Events{}, nil)
 	for _, code := range []string{"40001", "40P01"} {
 		t.Run(code, func(t *testing.T) {
 			is := is.New(t)
@@ -114,7 +115,7 @@ func TestUnitOfWorkUnavailable(t *testing.T) {
 	db := bun.NewDB(sqldb, pgdialect.New())
 	defer db.Close()
 	called := false
-	err = postgres.NewUnitOfWork(db, nil).InTx(context.Background(), func(context.Context, ports.Repos) error {
+	err = postgres.NewUnitOfWork(db, jobcodec.Events{}, nil).InTx(context.Background(), func(context.Context, ports.Repos) error {
 		called = true
 		return nil
 	})

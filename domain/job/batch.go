@@ -1,7 +1,5 @@
 package job
 
-import "github.com/entityenrich/enrich/domain/model"
-
 // TypeBatchEnrichment enriches many entities of one schema in one job
 // (POST /api/batch/start).
 const TypeBatchEnrichment Type = "batch_enrichment"
@@ -32,9 +30,6 @@ type ClassificationStarted struct {
 }
 
 func (ClassificationStarted) EventType() EventType { return EventClassificationStarted }
-func (p ClassificationStarted) Fields() map[string]any {
-	return map[string]any{"status": string(Running), "model": p.Model}
-}
 
 // ClassificationCompleted closes it: Classification is the verdict (the
 // reference's ClassificationContext, as a map) or nil when the call failed.
@@ -46,17 +41,6 @@ type ClassificationCompleted struct {
 }
 
 func (ClassificationCompleted) EventType() EventType { return EventClassificationCompleted }
-func (p ClassificationCompleted) Fields() map[string]any {
-	m := map[string]any{"status": string(Running), "model": p.Model, "success": p.Success, "classification": nil,
-		"error_message": nil}
-	if p.Classification != nil {
-		m["classification"] = p.Classification
-	}
-	if p.ErrorMessage != "" {
-		m["error_message"] = p.ErrorMessage
-	}
-	return m
-}
 
 // ClassificationMismatchPause pauses a streamed enrichment on a warning
 // verdict until POST /api/llm/continue (or its timeout, or a cancel).
@@ -66,10 +50,7 @@ type ClassificationMismatchPause struct {
 }
 
 func (ClassificationMismatchPause) EventType() EventType { return EventClassificationMismatchPause }
-func (p ClassificationMismatchPause) Fields() map[string]any {
-	return map[string]any{"status": string(Paused), "is_paused": true, "classification": p.Classification,
-		"timeout_seconds": p.TimeoutSeconds}
-}
+func (ClassificationMismatchPause) pauses()              {}
 
 // BatchStarted opens a batch.
 type BatchStarted struct {
@@ -77,9 +58,6 @@ type BatchStarted struct {
 }
 
 func (BatchStarted) EventType() EventType { return EventBatchStarted }
-func (p BatchStarted) Fields() map[string]any {
-	return map[string]any{"status": string(Running), "total_entities": p.Total, "selected_entities": p.Selected}
-}
 
 // EntityStarted opens one entity of a batch.
 type EntityStarted struct {
@@ -88,30 +66,28 @@ type EntityStarted struct {
 }
 
 func (EntityStarted) EventType() EventType { return EventEntityStarted }
-func (p EntityStarted) Fields() map[string]any {
-	return map[string]any{"status": string(Running), "entity_index": p.Index, "entity_label": p.Label}
-}
 
 // EntityResult is one model's outcome for an entity (the reference's
 // SingleEnrichmentResponse, as far as a batch needs it). It carries what a
 // worker taking the batch over needs to store the entity's record.
 type EntityResult struct {
-	Model        string         `json:"model"`
-	Success      bool           `json:"success"`
-	Result       map[string]any `json:"result"`
-	RecordID     string         `json:"record_id"`
-	Cost         int64          `json:"cost"`
-	CostUSD      float64        `json:"cost_usd"`
-	InputTokens  int            `json:"input_tokens"`
-	OutputTokens int            `json:"output_tokens"`
-	ProcessingMS int64          `json:"processing_time_ms"`
-	Strategy     string         `json:"strategy"`
-	Sandbox      bool           `json:"sandbox"`
-	ErrorMessage string         `json:"error_message,omitempty"`
-	ErrorCode    string         `json:"error_code,omitempty"`
+	Model        string
+	Success      bool
+	Result       map[string]any
+	RecordID     string
+	Cost         int64
+	CostUSD      float64
+	InputTokens  int
+	OutputTokens int
+	ProcessingMS int64
+	Strategy     string
+	Sandbox      bool
+	// ErrorMessage and ErrorCode are written for a failure only.
+	ErrorMessage string
+	ErrorCode    string
 	// WebSearchCalls is written only when there were some (a resumed
 	// batch stores the record with it).
-	WebSearchCalls int `json:"web_search_calls,omitempty"`
+	WebSearchCalls int
 }
 
 // EntityCompleted closes one entity of a batch: success when at least one
@@ -129,34 +105,6 @@ type EntityCompleted struct {
 }
 
 func (EntityCompleted) EventType() EventType { return EventEntityCompleted }
-func (p EntityCompleted) Fields() map[string]any {
-	res := make([]any, len(p.Results))
-	for i, r := range p.Results {
-		m := map[string]any{"model": r.Model, "success": r.Success, "result": r.Result, "record_id": nil,
-			"cost": r.Cost, "cost_usd": model.USD(r.Cost), "input_tokens": r.InputTokens, "output_tokens": r.OutputTokens,
-			"processing_time_ms": r.ProcessingMS, "strategy": r.Strategy, "sandbox": r.Sandbox}
-		if r.RecordID != "" {
-			m["record_id"] = r.RecordID
-		}
-		if r.WebSearchCalls > 0 {
-			m["web_search_calls"] = r.WebSearchCalls
-		}
-		if !r.Success {
-			m["error_message"], m["error_code"] = r.ErrorMessage, r.ErrorCode
-		}
-		res[i] = m
-	}
-	m := map[string]any{"status": string(Running), "entity_index": p.Index, "entity_label": p.Label, "success": p.Success,
-		"results": res, "total_cost": p.Cost, "total_cost_usd": model.USD(p.Cost), "total_processing_time_ms": p.ProcessingMS,
-		"error": nil, "record_id": nil}
-	if p.Error != "" {
-		m["error"], m["error_code"] = p.Error, string(p.ErrorCode)
-	}
-	if p.RecordID != "" {
-		m["record_id"] = p.RecordID
-	}
-	return m
-}
 
 // EntitySkipped says an entity of a batch was not enriched, and why (Code).
 type EntitySkipped struct {
@@ -168,17 +116,6 @@ type EntitySkipped struct {
 }
 
 func (EntitySkipped) EventType() EventType { return EventEntitySkipped }
-func (p EntitySkipped) Fields() map[string]any {
-	m := map[string]any{"status": string(Running), "entity_index": p.Index, "entity_label": p.Label, "code": p.Code,
-		"reason": p.Reason}
-	if p.Classification != nil {
-		m["classification"] = p.Classification
-	}
-	if len(p.Paths) > 0 {
-		m["paths"] = p.Paths
-	}
-	return m
-}
 
 // BatchCompleted closes a batch with its summary; StoppedEarlyReason says
 // why entities were left (a cancel), else it is empty.
@@ -188,43 +125,47 @@ type BatchCompleted struct {
 }
 
 func (BatchCompleted) EventType() EventType { return EventBatchCompleted }
-func (p BatchCompleted) Fields() map[string]any {
-	m := map[string]any{"status": string(Running), "summary": p.Summary, "stopped_early_reason": nil}
-	if p.StoppedEarlyReason != "" {
-		m["stopped_early_reason"] = p.StoppedEarlyReason
-	}
-	return m
-}
 
-// OfEntity tags a payload with the batch entity it belongs to
+// InEntity is a payload tagged with the batch entity it belongs to
 // (entity_index), so that an entity's usual events can be told apart.
-func OfEntity(p Payload, index int) Payload { return entityPayload{p, index} }
-
-type entityPayload struct {
+type InEntity struct {
 	Payload
-	index int
+	Index int
 }
 
-func (p entityPayload) Fields() map[string]any {
-	m := p.Payload.Fields()
-	m["entity_index"] = p.index
-	return m
-}
+// OfEntity tags a payload with the batch entity it belongs to.
+func OfEntity(p Payload, index int) Payload { return InEntity{p, index} }
 
-// EntityIndex reads an event's entity_index (as published, or as decoded
-// from the log); false when it has none.
-func EntityIndex(data map[string]any) (int, bool) {
-	v, ok := data["entity_index"]
-	if !ok || v == nil {
-		return 0, false
+// EntityIndex is the batch entity an event belongs to: its tag, or the
+// entity index its payload carries; false when it has none.
+func EntityIndex(e Event) (int, bool) {
+	p := e.Payload
+	if r, ok := p.(Raw); ok {
+		p = r.Typed
 	}
-	switch n := v.(type) {
-	case int:
-		return n, true
-	case int64:
-		return int(n), true
-	case float64:
-		return int(n), true
+	if x, ok := p.(InEntity); ok {
+		return x.Index, true
+	}
+	switch x := Inner(p).(type) {
+	case ModelStarted:
+		return x.EntityIndex, true
+	case EntityStarted:
+		return x.Index, true
+	case EntityCompleted:
+		return x.Index, true
+	case EntitySkipped:
+		return x.Index, true
+	case FusionStarted:
+		return deref(x.EntityIndex)
+	case FusionCompleted:
+		return deref(x.EntityIndex)
 	}
 	return 0, false
+}
+
+func deref(i *int) (int, bool) {
+	if i == nil {
+		return 0, false
+	}
+	return *i, true
 }

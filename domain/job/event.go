@@ -1,7 +1,6 @@
 package job
 
 import (
-	"slices"
 	"time"
 
 	"github.com/entityenrich/enrich/domain/text"
@@ -36,80 +35,32 @@ func (t EventType) Terminal() bool {
 }
 
 // Event is one entry of a job's event log. Seq starts at 1 and increases by
-// one per event of the same job.
+// one per event of the same job. An event has one form, typed: its payload
+// and its common block. Adapters write it in the wire form (JSON on SSE and
+// in stores) and read stored ones back into it (ports.EventCodec).
 type Event struct {
 	JobID string
 	Seq   int64
 	Type  EventType
-	// Data holds the event's payload fields (without "event", which is Type):
-	// all of them for an event read from a log; an event built here keeps
-	// its common block apart, in Common, and an event of a typed payload
-	// that lists its fields (a job's events, model_started to completed)
-	// has none: read its fields with Fields or Field, never Data.
-	Data map[string]any
-	// Common is the common block of an event stamped in this process (nil
-	// when read from a log, where it is in Data). Fields merges the two.
+	// Payload is the event's body, of a type per event type (Raw for an
+	// event read from a log that this version cannot type).
+	Payload Payload
+	// Common is the common block the run's Tracker stamped on the event
+	// (nil for an event without one).
 	Common    *Common
 	CreatedAt time.Time
-	// Payload is the typed payload Data was built from, when the event was
-	// built in this process; nil when it was read from a log. Readers take
-	// it instead of decoding Data (ModelCompletedOf, CompletedOf). It is
-	// never stored or sent.
-	Payload Payload
-}
-
-// Fields returns the event's data with its common block: Data itself for
-// an event read from a log, else a new map.
-func (e Event) Fields() map[string]any { return merged(ownFields(e.Data, e.Payload), e.Common) }
-
-// Field returns one field of the event's data, looking in its common block
-// too (as Fields would hold it, without building the map).
-func (e Event) Field(k string) any { return lookup(e.Data, e.Payload, e.Common, k) }
-
-// ownFields is an event's own fields: data, or, without it, its typed
-// payload's.
-func ownFields(data map[string]any, p Payload) map[string]any {
-	if pp, ok := p.(pairer); ok && data == nil {
-		return fieldsOf(pp)
-	}
-	return data
-}
-
-func lookup(data map[string]any, p Payload, c *Common, k string) any {
-	fs := openFields(data, p)
-	v, ok := fs.get(k)
-	fs.close()
-	if ok {
-		return v
-	}
-	if c != nil {
-		if i := slices.Index(commonKeys[:], k); i >= 0 {
-			return c.value(i)
-		}
-	}
-	return nil
 }
 
 // Draft is an event before the log gives it its number.
 type Draft struct {
 	Type    EventType
-	Data    map[string]any
+	Payload Payload
 	Common  *Common // see Event.Common
-	Payload Payload // see Event.Payload
 }
 
-// Fields returns the draft's data with its common block (Event.Fields).
-func (d Draft) Fields() map[string]any { return merged(ownFields(d.Data, d.Payload), d.Common) }
-
-// Field returns one field of the draft's data (Event.Field).
-func (d Draft) Field(k string) any { return lookup(d.Data, d.Payload, d.Common, k) }
-
-// Own returns the draft with its own fields in Data, for a caller that
-// changes them: a typed payload's are built into a new map.
-func (d Draft) Own() Draft {
-	d.Data = ownFields(d.Data, d.Payload)
-	return d
-}
+// NewDraft builds the unnumbered event of a payload, so that an event's type
+// always matches its body.
+func NewDraft(p Payload) Draft { return Draft{Type: p.EventType(), Payload: p} }
 
 // Failure is the terminal sequence of a failed job: an error event, then
 // failed, both with the code and message.
@@ -120,15 +71,21 @@ func Failure(code ErrorCode, msg string) []Draft {
 
 // Cancellation is the terminal sequence of a cancelled job.
 func Cancellation(reason string) []Draft {
-	return []Draft{NewDraft(JobCancelled{text.Storable(reason)})}
+	return []Draft{NewDraft(JobCancelled{Reason: text.Storable(reason)})}
+}
+
+// PartialCancellation is the terminal sequence of a job a client cancelled
+// whose results are kept (a batch's finished entities): its cancelled event
+// carries result.
+func PartialCancellation(reason string, result map[string]any) []Draft {
+	return []Draft{NewDraft(JobCancelled{Reason: text.Storable(reason), Partial: true, Result: result})}
 }
 
 // Number turns drafts into the job's events after seq.
 func Number(jobID string, after int64, at time.Time, drafts []Draft) []Event {
 	out := make([]Event, len(drafts))
 	for i, d := range drafts {
-		out[i] = Event{JobID: jobID, Seq: after + int64(i) + 1, Type: d.Type, Data: d.Data, Common: d.Common, CreatedAt: at,
-			Payload: d.Payload}
+		out[i] = Event{JobID: jobID, Seq: after + int64(i) + 1, Type: d.Type, Payload: d.Payload, Common: d.Common, CreatedAt: at}
 	}
 	return out
 }

@@ -1,10 +1,6 @@
 package job
 
-import (
-	"encoding/json"
-
-	"github.com/entityenrich/enrich/domain/model"
-)
+import "encoding/json"
 
 // TypeFusion is a merge of stored records (POST /api/fusion/merge and
 // /merge/stream).
@@ -28,14 +24,6 @@ type FusionStarted struct {
 }
 
 func (FusionStarted) EventType() EventType { return EventFusionStarted }
-func (p FusionStarted) Fields() map[string]any {
-	m := map[string]any{"status": string(Running), "source_record_ids": p.SourceRecordIDs,
-		"arbitration_model": nullable(p.ArbitrationModel)}
-	if p.EntityIndex != nil {
-		m["entity_index"] = *p.EntityIndex
-	}
-	return m
-}
 
 // ConflictsDetected counts the fields the models agree and disagree on.
 type ConflictsDetected struct {
@@ -43,10 +31,6 @@ type ConflictsDetected struct {
 }
 
 func (ConflictsDetected) EventType() EventType { return EventConflictsDetected }
-func (p ConflictsDetected) Fields() map[string]any {
-	return map[string]any{"status": string(Running), "agreed_fields": p.Agreed, "conflicted_fields": p.Conflicted,
-		"total_fields": p.Total}
-}
 
 // ArbitrationStarted opens the arbiter's call.
 type ArbitrationStarted struct {
@@ -58,10 +42,6 @@ type ArbitrationStarted struct {
 }
 
 func (ArbitrationStarted) EventType() EventType { return EventArbitrationStarted }
-func (p ArbitrationStarted) Fields() map[string]any {
-	return map[string]any{"status": string(Running), "arbitration_model": p.Model, "conflict_count": p.Conflicts,
-		"escalated": p.Escalated}
-}
 
 // Decision is one field the arbiter decided.
 type Decision struct {
@@ -92,15 +72,6 @@ type ArbitrationCompleted struct {
 }
 
 func (ArbitrationCompleted) EventType() EventType { return EventArbitrationCompleted }
-func (p ArbitrationCompleted) Fields() map[string]any {
-	d := p.Decisions
-	if d == nil {
-		d = []Decision{}
-	}
-	return map[string]any{"status": string(Running), "arbitration_model": p.Model, "success": p.Success,
-		"fallback_to_rule_based": p.Fallback, "decisions": d, "cost": p.Cost, "cost_usd": model.USD(p.Cost),
-		"input_tokens": p.InputTokens, "output_tokens": p.OutputTokens, "error_message": nullable(p.ErrorMessage)}
-}
 
 // FusionCompleted ends a fusion: the merged result and its record, or the
 // reason there is none.
@@ -127,28 +98,3 @@ type FusionCompleted struct {
 }
 
 func (FusionCompleted) EventType() EventType { return EventFusionCompleted }
-func (p FusionCompleted) Fields() map[string]any {
-	w := p.ValidationWarnings
-	if w == nil {
-		w = []string{}
-	}
-	m := map[string]any{"status": string(Running), "success": p.Success, "merged_result": p.Merged,
-		"conflict_report": p.Report, "fusion": p.Summary, "provenance": p.Provenance, "record_id": nullable(p.RecordID),
-		"database": nil, "validation_warnings": w, "cost": p.Cost, "cost_usd": model.USD(p.Cost),
-		"input_tokens": p.InputTokens, "output_tokens": p.OutputTokens, "processing_time_ms": p.ProcessingMS,
-		"arbitration_model_used": nullable(p.ArbiterUsed), "arbitration_key_source": nullable(p.KeySource)}
-	if p.ErrorMessage != "" {
-		m["error_message"] = p.ErrorMessage
-	}
-	if p.EntityIndex != nil {
-		m["entity_index"] = *p.EntityIndex
-	}
-	return m
-}
-
-func nullable(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
-}

@@ -1,9 +1,6 @@
 package job
 
-import (
-	"encoding/json"
-	"fmt"
-)
+import "fmt"
 
 // EventJobContinued is written by POST /api/llm/continue in the commit that
 // moves a paused job back to running: it carries the answers, so that the
@@ -53,17 +50,6 @@ type JobContinued struct {
 }
 
 func (JobContinued) EventType() EventType { return EventJobContinued }
-func (p JobContinued) Fields() map[string]any {
-	ans := map[string]any{}
-	for id, a := range p.Answers {
-		ids := make([]any, len(a.OptionIDs))
-		for i, o := range a.OptionIDs {
-			ids[i] = o
-		}
-		ans[id] = map[string]any{"option_ids": ids, "text": a.Text}
-	}
-	return map[string]any{"status": string(Running), "is_paused": false, "answers": ans, "round": p.Round}
-}
 
 // LastContinue returns the answers of the last job_continued event of a
 // job's events, and whether there is one.
@@ -72,15 +58,11 @@ func LastContinue(evs []Event) (Answers, bool) {
 		if evs[i].Type != EventJobContinued {
 			continue
 		}
-		var body struct {
-			Answers Answers `json:"answers"`
+		p, _ := PayloadOf[JobContinued](evs[i])
+		if p.Answers == nil {
+			p.Answers = Answers{}
 		}
-		b, _ := json.Marshal(evs[i].Data)
-		_ = json.Unmarshal(b, &body)
-		if body.Answers == nil {
-			body.Answers = Answers{}
-		}
-		return body.Answers, true
+		return p.Answers, true
 	}
 	return nil, false
 }

@@ -1,27 +1,72 @@
 package job
 
-import (
-	"strconv"
-
-	"github.com/entityenrich/enrich/domain/model"
-)
-
-// Payload is the typed body of one event type. Fields gives the wire form
-// (the keys of the SSE data line beside "event" and "job_id"), built by hand
-// so that the JSON stays exactly what clients read today, absent keys
-// included.
+// Payload is the typed body of one event type. Its wire form (the keys of
+// the SSE data line beside "event" and "job_id", and of the stored event) is
+// the codec's (ports.EventCodec), which writes exactly what clients read,
+// absent keys included.
 type Payload interface {
 	EventType() EventType
-	Fields() map[string]any
 }
 
-// Draft builds the unnumbered event of a payload, so that an event's type
-// always matches its body.
-func NewDraft(p Payload) Draft {
-	if _, ok := p.(pairer); ok {
-		return Draft{Type: p.EventType(), Payload: p} // its fields are built when asked for
+// PausePayload is the payload of an event that pauses its job: the job's
+// status is paused as of the event. Only this package's pause events are
+// ones.
+type PausePayload interface {
+	Payload
+	pauses()
+}
+
+// StatusOf is the job's status as of an event of payload p: its state for
+// the terminal events, paused for a pause, running for every other.
+func StatusOf(p Payload) State {
+	switch Inner(p).(type) {
+	case JobCompleted:
+		return Completed
+	case JobFailed:
+		return Failed
+	case JobCancelled:
+		return Cancelled
+	case PausePayload:
+		return Paused
 	}
-	return Draft{Type: p.EventType(), Data: p.Fields(), Payload: p}
+	return Running
+}
+
+// Raw is the payload of an event read from a log that this version cannot
+// give back in a form of its own: one of a type it does not know (written
+// by another version), or one whose stored data its typed form would not
+// write back as it is (an earlier version's shape). Data is the event's
+// data as stored (nil: none), and the event is served from it as it is.
+// Typed is what this version reads of it (nil for an unknown type): the
+// readers take that.
+type Raw struct {
+	Type  EventType
+	Data  []byte
+	Typed Payload
+}
+
+func (r Raw) EventType() EventType { return r.Type }
+
+// Inner is the payload p stands for: the one an InEntity tags or a Raw
+// reads, else p itself (nil for a Raw of a type this version does not know).
+func Inner(p Payload) Payload {
+	for {
+		switch x := p.(type) {
+		case InEntity:
+			p = x.Payload
+		case Raw:
+			p = x.Typed
+		default:
+			return p
+		}
+	}
+}
+
+// PayloadOf returns e's payload when it is a T (through a batch entity's
+// tag and a stored event's raw form).
+func PayloadOf[T Payload](e Event) (T, bool) {
+	p, ok := Inner(e.Payload).(T)
+	return p, ok
 }
 
 // StrategySelected says which strategy the server chose for "auto".
@@ -31,9 +76,6 @@ type StrategySelected struct {
 }
 
 func (StrategySelected) EventType() EventType { return EventStrategySelected }
-func (p StrategySelected) Fields() map[string]any {
-	return map[string]any{"status": string(Running), "strategy": p.Strategy, "requested": p.Requested, "reason": p.Reason, "signals": p.Signals}
-}
 
 // ModelAutoSelected says which model the server chose.
 type ModelAutoSelected struct {
@@ -42,9 +84,6 @@ type ModelAutoSelected struct {
 }
 
 func (ModelAutoSelected) EventType() EventType { return EventModelAutoSelected }
-func (p ModelAutoSelected) Fields() map[string]any {
-	return map[string]any{"status": string(Running), "model": p.Model, "task_type": p.TaskType, "pinned": p.Pinned, "source": p.Source}
-}
 
 // ModelStarted opens one model's run.
 type ModelStarted struct {
@@ -53,41 +92,23 @@ type ModelStarted struct {
 	Sandbox                 bool
 }
 
-func (ModelStarted) EventType() EventType     { return EventModelStarted }
-func (p ModelStarted) Fields() map[string]any { return fieldsOf(p) }
-func (p ModelStarted) pairs(ps []pair) []pair {
-	return append(ps, strPair("status", string(Running)), strPair("model", p.Model), intPair("entity_index", p.EntityIndex),
-		strPair("strategy", p.Strategy), intPair("total_expertises", p.Expertises), boolPair("sandbox", p.Sandbox))
-}
+func (ModelStarted) EventType() EventType { return EventModelStarted }
 
 // ExpertiseStarted opens one expertise call of a model.
 type ExpertiseStarted struct {
 	Model, Key, Name string
 }
 
-func (ExpertiseStarted) EventType() EventType     { return EventExpertiseStarted }
-func (p ExpertiseStarted) Fields() map[string]any { return fieldsOf(p) }
-func (p ExpertiseStarted) pairs(ps []pair) []pair {
-	return append(ps, strPair("status", string(Running)), strPair("model", p.Model), strPair("expertise", p.Key),
-		strPair("expertise_key", p.Key), strPair("expertise_name", p.Name))
-}
+func (ExpertiseStarted) EventType() EventType { return EventExpertiseStarted }
 
-// Attempt is one try of an expertise call; Reason says why a retry happens.
+// Attempt is one try of an expertise call; Reason says why a retry happens
+// (a first attempt has none).
 type Attempt struct {
 	Model, Expertise, Reason string
 	Attempt, MaxAttempts     int
 }
 
-func (Attempt) EventType() EventType     { return EventAttempt }
-func (p Attempt) Fields() map[string]any { return fieldsOf(p) }
-func (p Attempt) pairs(ps []pair) []pair {
-	ps = append(ps, strPair("status", string(Running)), strPair("model", p.Model), strPair("expertise", p.Expertise),
-		intPair("attempt", p.Attempt), intPair("max_attempts", p.MaxAttempts))
-	if p.Attempt > 1 {
-		ps = append(ps, strPair("reason", p.Reason))
-	}
-	return ps
-}
+func (Attempt) EventType() EventType { return EventAttempt }
 
 // ProviderQueued says an expertise call waits for a free slot of its
 // provider before it goes out.
@@ -96,9 +117,6 @@ type ProviderQueued struct {
 }
 
 func (ProviderQueued) EventType() EventType { return EventProviderQueued }
-func (p ProviderQueued) Fields() map[string]any {
-	return map[string]any{"status": string(Running), "model": p.Model, "expertise": p.Expertise, "provider": p.Provider}
-}
 
 // ExpertiseCompleted closes one expertise call, with its partial result or
 // its error. A resumed run reuses the partial result and its usage.
@@ -120,26 +138,7 @@ type ExpertiseCompleted struct {
 	WebSearchCalls int
 }
 
-func (ExpertiseCompleted) EventType() EventType     { return EventExpertiseCompleted }
-func (p ExpertiseCompleted) Fields() map[string]any { return fieldsOf(p) }
-func (p ExpertiseCompleted) pairs(ps []pair) []pair {
-	ps = append(ps, strPair("status", string(Running)), strPair("model", p.Model), strPair("expertise_key", p.Key),
-		strPair("expertise_name", p.Name), intPair("completed_expertises", p.Completed),
-		intPair("total_expertises", p.Total), boolPair("success", p.Success), anyPair("partial_result", p.PartialResult),
-		intPair("tokens", p.InputTokens+p.OutputTokens), intPair("input_tokens", p.InputTokens),
-		intPair("output_tokens", p.OutputTokens), int64Pair("cost", p.Cost), floatPair("cost_usd", model.USD(p.Cost)),
-		int64Pair("processing_time_ms", p.ProcessingMS))
-	if p.KeySource != "" {
-		ps = append(ps, strPair("api_key_source", p.KeySource))
-	}
-	if p.WebSearchCalls > 0 {
-		ps = append(ps, intPair("web_search_calls", p.WebSearchCalls))
-	}
-	if !p.Success {
-		ps = append(ps, strPair("error_message", p.ErrorMessage), strPair("error_code", string(p.ErrorCode)))
-	}
-	return ps
-}
+func (ExpertiseCompleted) EventType() EventType { return EventExpertiseCompleted }
 
 // Breakdown is one expertise's share of a model's run.
 type Breakdown struct {
@@ -166,64 +165,7 @@ type ModelCompleted struct {
 	ErrorCode                 ErrorCode
 }
 
-func (ModelCompleted) EventType() EventType     { return EventModelCompleted }
-func (p ModelCompleted) Fields() map[string]any { return fieldsOf(p) }
-func (p ModelCompleted) pairs(ps []pair) []pair {
-	ps = append(ps, strPair("status", string(Running)), strPair("model", p.Model), boolPair("success", p.Success),
-		boolPair("partial_success", p.PartialSuccess), boolPair("cancelled", false), int64Pair("cost", p.Cost),
-		floatPair("cost_usd", model.USD(p.Cost)), intPair("input_tokens", p.InputTokens),
-		intPair("output_tokens", p.OutputTokens), int64Pair("processing_time_ms", p.ProcessingMS),
-		anyPair("expertise_breakdown", breakdowns(p.Breakdown)))
-	if p.Success {
-		return append(ps, anyPair("result", p.Result), strPair("record_id", p.RecordID))
-	}
-	return append(ps, strPair("error_message", p.ErrorMessage), strPair("error_code", string(p.ErrorCode)))
-}
-
-// breakdowns is a model_completed event's expertise_breakdown, written as
-// a list of objects (appendTo) and read as one (value).
-type breakdowns []Breakdown
-
-// value is the list as a map of the event holds it.
-func (bd breakdowns) value() any {
-	out := make([]map[string]any, len(bd))
-	for i, b := range bd {
-		out[i] = map[string]any{"key": b.Key, "name": b.Name, "success": b.Success, "tokens": b.Tokens, "cost": b.Cost,
-			"cost_usd": model.USD(b.Cost)}
-	}
-	return out
-}
-
-// appendTo writes the list as json.Marshal writes value's.
-func (bd breakdowns) appendTo(b []byte) ([]byte, error) {
-	b = append(b, '[')
-	var err error
-	for i, x := range bd {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, `{"cost":`...) // keys sorted
-		b = strconv.AppendInt(b, x.Cost, 10)
-		b = append(b, `,"cost_usd":`...)
-		if b, err = appendFloat(b, model.USD(x.Cost)); err != nil {
-			return nil, err
-		}
-		b = append(b, `,"key":`...)
-		if b, err = appendString(b, x.Key); err != nil {
-			return nil, err
-		}
-		b = append(b, `,"name":`...)
-		if b, err = appendString(b, x.Name); err != nil {
-			return nil, err
-		}
-		b = append(b, `,"success":`...)
-		b = strconv.AppendBool(b, x.Success)
-		b = append(b, `,"tokens":`...)
-		b = strconv.AppendInt(b, int64(x.Tokens), 10)
-		b = append(b, '}')
-	}
-	return append(b, ']'), nil
-}
+func (ModelCompleted) EventType() EventType { return EventModelCompleted }
 
 // SomeModelsFailed is the error event before completed when some of several
 // models failed.
@@ -233,9 +175,6 @@ type SomeModelsFailed struct {
 }
 
 func (SomeModelsFailed) EventType() EventType { return EventError }
-func (p SomeModelsFailed) Fields() map[string]any {
-	return map[string]any{"status": string(Running), "error_message": p.Message, "failed_models": p.FailedModels}
-}
 
 // JobCompleted ends a job that succeeded. Several-model runs also carry
 // every model's result and the failed models.
@@ -248,33 +187,14 @@ type JobCompleted struct {
 	Results      map[string]any
 	FailedModels []string
 	// Fused: Result and RecordID are the fused record's; Fusion is its
-	// summary (a fusion.Summary) and SourceModels the merged models.
+	// summary (a fusion.Summary; a map when read from a log) and
+	// SourceModels the merged models.
 	Fused        bool
 	Fusion       any
 	SourceModels []string
 }
 
-func (JobCompleted) EventType() EventType     { return EventCompleted }
-func (p JobCompleted) Fields() map[string]any { return fieldsOf(p) }
-func (p JobCompleted) pairs(ps []pair) []pair {
-	ps = append(ps, strPair("status", string(Completed)), anyPair("result", p.Result), anyPair("record_ids", p.RecordIDs),
-		int64Pair("cost", p.Cost), floatPair("cost_usd", model.USD(p.Cost)))
-	if p.RecordID != "" {
-		ps = append(ps, strPair("record_id", p.RecordID))
-	} else {
-		ps = append(ps, anyPair("record_id", nil)) // a batch has records, but no one record
-	}
-	if p.Several {
-		ps = append(ps, anyPair("results", p.Results), anyPair("failed_models", p.FailedModels))
-	}
-	if p.Several || p.Fused {
-		ps = append(ps, boolPair("is_fused", p.Fused))
-	}
-	if p.Fused {
-		ps = append(ps, anyPair("fusion", p.Fusion), anyPair("source_models", p.SourceModels))
-	}
-	return ps
-}
+func (JobCompleted) EventType() EventType { return EventCompleted }
 
 // JobError is the error event that precedes failed.
 type JobError struct {
@@ -283,9 +203,6 @@ type JobError struct {
 }
 
 func (JobError) EventType() EventType { return EventError }
-func (p JobError) Fields() map[string]any {
-	return map[string]any{"status": string(Running), "error_code": string(p.Code), "error_message": p.Msg}
-}
 
 // JobFailed ends a job that failed.
 type JobFailed struct {
@@ -294,17 +211,16 @@ type JobFailed struct {
 }
 
 func (JobFailed) EventType() EventType { return EventFailed }
-func (p JobFailed) Fields() map[string]any {
-	return map[string]any{"status": string(Failed), "error_code": string(p.Code), "error_message": p.Msg}
-}
 
-// JobCancelled ends a cancelled job.
-type JobCancelled struct{ Reason string }
+// JobCancelled ends a cancelled job. A run cancelled with results worth
+// keeping (Partial: a batch's finished entities) carries them in Result.
+type JobCancelled struct {
+	Reason  string
+	Partial bool
+	Result  map[string]any
+}
 
 func (JobCancelled) EventType() EventType { return EventCancelled }
-func (p JobCancelled) Fields() map[string]any {
-	return map[string]any{"status": string(Cancelled), "reason": p.Reason}
-}
 
 // JobResumed opens the events of a worker that took a job over.
 type JobResumed struct {
@@ -313,6 +229,3 @@ type JobResumed struct {
 }
 
 func (JobResumed) EventType() EventType { return EventJobResumed }
-func (p JobResumed) Fields() map[string]any {
-	return map[string]any{"status": string(Running), "attempt": p.Attempt, "after_event": p.AfterEvent}
-}

@@ -50,65 +50,64 @@ func (t *Tracker) SetTotalModels(n int) {
 }
 
 // Observe moves the counters by one event (as published, or as read back
-// from the log, whose numbers are float64).
-func (t *Tracker) Observe(typ EventType, data map[string]any) {
+// from the log).
+func (t *Tracker) Observe(e Event) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.observe(typ, data, nil)
+	t.observe(e.Payload)
 }
 
-// observe takes in an event of type typ, its fields data or, without them,
-// its typed payload p's.
-func (t *Tracker) observe(typ EventType, data map[string]any, p Payload) {
-	fs := openFields(data, p)
-	defer fs.close()
-	get := func(k string) any { v, _ := fs.get(k); return v }
-	if s := fs.str("status"); s != "" {
-		t.status = State(s)
+// observe takes in an event of payload p.
+func (t *Tracker) observe(p Payload) {
+	p = Inner(p)
+	if p == nil {
+		return // a type this version does not know
 	}
-	m := fs.str("model")
-	switch typ {
-	case EventModelStarted:
-		if !slices.Contains(t.running, m) {
-			t.running, t.snapshot = append(t.running, m), nil
+	t.status = StatusOf(p)
+	switch x := p.(type) {
+	case ModelStarted:
+		t.started(x.Model)
+	case SchemaModelStarted:
+		t.started(x.Model)
+	case Attempt:
+		t.attempt, t.max, t.lastError = x.Attempt, x.MaxAttempts, ""
+		if x.Attempt > 1 {
+			t.lastError = x.Reason // a first attempt has no reason
 		}
-		t.current = m
-	case EventAttempt:
-		t.attempt, t.max = number(get("attempt")), number(get("max_attempts"))
-		t.lastError = fs.str("reason")
-		if m != "" {
-			t.current = m
+		if x.Model != "" {
+			t.current = x.Model
 		}
-	case EventBatchStarted:
-		t.totalEntities = number(get("total_entities"))
-	case EventEntityCompleted:
-		if ok, _ := get("success").(bool); ok {
+	case BatchStarted:
+		t.totalEntities = x.Total
+	case EntityCompleted:
+		if x.Success {
 			t.doneEntities++
 		} else {
 			t.failedEntities++
 		}
-	case EventEntitySkipped:
+	case EntitySkipped:
 		t.skippedEntities++
-	case EventModelCompleted:
-		t.completed++
-		t.running, t.snapshot = slices.DeleteFunc(t.running, func(r string) bool { return r == m }), nil
-		t.current = ""
-		if len(t.running) > 0 {
-			t.current = t.running[len(t.running)-1]
-		}
+	case ModelCompleted:
+		t.finished(x.Model)
+	case SamplesCompleted:
+		t.finished(x.Model)
 	}
 }
 
-func number(v any) int {
-	switch n := v.(type) {
-	case int:
-		return n
-	case int64:
-		return int(n)
-	case float64:
-		return int(n)
+func (t *Tracker) started(m string) {
+	if !slices.Contains(t.running, m) {
+		t.running, t.snapshot = append(t.running, m), nil
 	}
-	return 0
+	t.current = m
+}
+
+func (t *Tracker) finished(m string) {
+	t.completed++
+	t.running, t.snapshot = slices.DeleteFunc(t.running, func(r string) bool { return r == m }), nil
+	t.current = ""
+	if len(t.running) > 0 {
+		t.current = t.running[len(t.running)-1]
+	}
 }
 
 // Stamp observes d and returns it with the common block (Common) as it
@@ -117,7 +116,7 @@ func number(v any) int {
 func (t *Tracker) Stamp(d Draft) Draft {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.observe(d.Type, d.Data, d.Payload)
+	t.observe(d.Payload)
 	if t.snapshot == nil {
 		t.snapshot = append([]string{}, t.running...)
 	}

@@ -9,77 +9,68 @@ import (
 )
 
 // TestTrackerStampsCommonBlock: every event carries the reference's common
-// block, counted from the events before it; a payload's own fields win.
+// block, counted from the events before it.
 func TestTrackerStampsCommonBlock(t *testing.T) {
 	tr := job.NewTracker(job.TypeEnrichment)
 	tr.SetTotalModels(2)
 	steps := []struct {
-		p     job.Payload
-		check func(is *is.I, d map[string]any)
+		p    job.Payload
+		want job.Common
 	}{
-		{job.ModelStarted{Model: "a::x"}, func(is *is.I, d map[string]any) {
-			is.Equal(d["job_type"], "single_enrichment")
-			is.Equal(d["running_models"], []string{"a::x"})
-			is.Equal(d["current_model"], "a::x")
-			is.Equal(d["total_models"], 2)
-			is.Equal(d["is_paused"], false)
-			is.Equal(d["last_error_summary"], nil)
-			is.Equal(d["total_entities"], nil)
-		}},
-		{job.ModelStarted{Model: "b::y"}, func(is *is.I, d map[string]any) {
-			is.Equal(d["running_models"], []string{"a::x", "b::y"})
-		}},
-		{job.Attempt{Model: "a::x", Expertise: "g", Attempt: 2, MaxAttempts: 5, Reason: "model_output_invalid: x"}, func(is *is.I, d map[string]any) {
-			is.Equal(d["current_attempt"], 2)
-			is.Equal(d["max_attempts"], 5)
-			is.Equal(d["last_error_summary"], "model_output_invalid: x")
-			is.Equal(d["current_model"], "a::x")
-		}},
-		{job.ModelCompleted{Model: "a::x", Success: true}, func(is *is.I, d map[string]any) {
-			is.Equal(d["completed_models"], 1)
-			is.Equal(d["running_models"], []string{"b::y"})
-			is.Equal(d["success"], true) // the payload's own fields stay
-		}},
-		{job.JobFailed{Code: job.CodeInternal, Msg: "m"}, func(is *is.I, d map[string]any) {
-			is.Equal(d["status"], "failed")
-			is.Equal(d["error_code"], "internal_error")
-		}},
+		{job.ModelStarted{Model: "a::x"}, job.Common{JobType: "single_enrichment", Status: job.Running, TotalModels: 2,
+			RunningModels: []string{"a::x"}, CurrentModel: "a::x", TotalEntities: -1}},
+		{job.ModelStarted{Model: "b::y"}, job.Common{JobType: "single_enrichment", Status: job.Running, TotalModels: 2,
+			RunningModels: []string{"a::x", "b::y"}, CurrentModel: "b::y", TotalEntities: -1}},
+		{job.Attempt{Model: "a::x", Expertise: "g", Attempt: 2, MaxAttempts: 5, Reason: "model_output_invalid: x"},
+			job.Common{JobType: "single_enrichment", Status: job.Running, TotalModels: 2, RunningModels: []string{"a::x", "b::y"},
+				CurrentModel: "a::x", CurrentAttempt: 2, MaxAttempts: 5, LastError: "model_output_invalid: x", TotalEntities: -1}},
+		{job.Attempt{Model: "a::x", Expertise: "g", Attempt: 1, MaxAttempts: 5, Reason: "a first attempt has none"},
+			job.Common{JobType: "single_enrichment", Status: job.Running, TotalModels: 2, RunningModels: []string{"a::x", "b::y"},
+				CurrentModel: "a::x", CurrentAttempt: 1, MaxAttempts: 5, TotalEntities: -1}},
+		{job.ModelCompleted{Model: "a::x", Success: true}, job.Common{JobType: "single_enrichment", Status: job.Running,
+			TotalModels: 2, CompletedModels: 1, RunningModels: []string{"b::y"}, CurrentModel: "b::y", CurrentAttempt: 1,
+			MaxAttempts: 5, TotalEntities: -1}},
+		{job.ClassificationMismatchPause{}, job.Common{JobType: "single_enrichment", Status: job.Paused,
+			TotalModels: 2, CompletedModels: 1, RunningModels: []string{"b::y"}, CurrentModel: "b::y", CurrentAttempt: 1,
+			MaxAttempts: 5, TotalEntities: -1}},
+		{job.JobFailed{Code: job.CodeInternal, Msg: "m"}, job.Common{JobType: "single_enrichment", Status: job.Failed,
+			TotalModels: 2, CompletedModels: 1, RunningModels: []string{"b::y"}, CurrentModel: "b::y", CurrentAttempt: 1,
+			MaxAttempts: 5, TotalEntities: -1}},
 	}
 	for _, st := range steps {
 		t.Run(string(st.p.EventType()), func(t *testing.T) {
-			st.check(is.New(t), tr.Stamp(job.NewDraft(st.p)).Fields())
+			is := is.New(t)
+			d := tr.Stamp(job.NewDraft(st.p))
+			is.Equal(d.Payload, st.p) // the payload stays as it is
+			is.Equal(*d.Common, st.want)
 		})
 	}
 	// A run that takes a job over counts the events read back from the log.
 	is := is.New(t)
 	again := job.NewTracker(job.TypeEnrichment)
-	again.Observe(job.EventModelStarted, map[string]any{"model": "a::x", "status": "running"})
-	again.Observe(job.EventAttempt, map[string]any{"model": "a::x", "attempt": float64(3), "max_attempts": float64(5)})
-	d := again.Stamp(job.NewDraft(job.JobResumed{Attempt: 2, AfterEvent: 9})).Fields()
-	is.Equal(d["current_attempt"], 3)
-	is.Equal(d["running_models"], []string{"a::x"})
-	is.Equal(d["after_event"], int64(9))
+	again.Observe(job.Event{Payload: job.ModelStarted{Model: "a::x"}})
+	again.Observe(job.Event{Payload: job.Raw{Type: job.EventAttempt, Typed: job.Attempt{Model: "a::x", Attempt: 3, MaxAttempts: 5}}})
+	again.Observe(job.Event{Payload: job.Raw{Type: "from_another_version", Data: []byte(`{"status":"failed"}`)}})
+	c := again.Stamp(job.NewDraft(job.JobResumed{Attempt: 2, AfterEvent: 9})).Common
+	is.Equal(c.CurrentAttempt, 3)
+	is.Equal(c.RunningModels, []string{"a::x"})
+	is.Equal(c.Status, job.Running)
 }
 
 func TestTrackerCountsEntities(t *testing.T) {
 	is := is.New(t)
 	tr := job.NewTracker(job.TypeBatchEnrichment)
 	d := tr.Stamp(job.NewDraft(job.EntityStarted{Index: 0, Label: "a"}))
-	is.Equal(d.Fields()["total_entities"], nil) // unknown before batch_started
+	is.Equal(d.Common.TotalEntities, -1) // unknown before batch_started
 	tr.Stamp(job.NewDraft(job.BatchStarted{Total: 4, Selected: 3}))
-	tr.Stamp(job.NewDraft(job.EntityCompleted{Index: 0, Success: true}))
+	tr.Stamp(job.NewDraft(job.OfEntity(job.EntityCompleted{Index: 0, Success: true}, 0)))
 	tr.Stamp(job.NewDraft(job.EntityCompleted{Index: 1}))
-	// As read back from the log (numbers are float64).
-	again := job.NewTracker(job.TypeBatchEnrichment)
-	again.Observe(job.EventBatchStarted, map[string]any{"total_entities": float64(4)})
 	d = tr.Stamp(job.NewDraft(job.OfEntity(job.EntitySkipped{Index: 2, Code: job.SkipCancelled}, 2)))
-	is.Equal(d.Fields()["entity_index"], 2)
-	is.Equal(d.Fields()["job_type"], "batch_enrichment")
-	is.Equal(d.Fields()["total_entities"], 4)
-	is.Equal(d.Fields()["completed_entities"], 1)
-	is.Equal(d.Fields()["failed_entities"], 1)
-	is.Equal(d.Fields()["skipped_entities"], 1)
-	is.Equal(again.Stamp(job.NewDraft(job.BatchCompleted{})).Fields()["total_entities"], 4)
+	is.Equal(*d.Common, job.Common{JobType: "batch_enrichment", Status: job.Running, RunningModels: []string{}, TotalEntities: 4,
+		CompletedEntities: 1, FailedEntities: 1, SkippedEntities: 1})
+	again := job.NewTracker(job.TypeBatchEnrichment)
+	again.Observe(job.Event{Payload: job.BatchStarted{Total: 4}})
+	is.Equal(again.Stamp(job.NewDraft(job.BatchCompleted{})).Common.TotalEntities, 4)
 }
 
 // TestStampedRunningModelsStay: an event's running_models is the list as it
@@ -91,8 +82,8 @@ func TestStampedRunningModelsStay(t *testing.T) {
 	b := tr.Stamp(job.NewDraft(job.ModelStarted{Model: "b::y"}))
 	c := tr.Stamp(job.NewDraft(job.ModelCompleted{Model: "a::x", Success: true}))
 	d := tr.Stamp(job.NewDraft(job.ModelStarted{Model: "c::z"}))
-	is.Equal(a.Fields()["running_models"], []string{"a::x"})
-	is.Equal(b.Fields()["running_models"], []string{"a::x", "b::y"})
-	is.Equal(c.Fields()["running_models"], []string{"b::y"})
-	is.Equal(d.Fields()["running_models"], []string{"b::y", "c::z"})
+	is.Equal(a.Common.RunningModels, []string{"a::x"})
+	is.Equal(b.Common.RunningModels, []string{"a::x", "b::y"})
+	is.Equal(c.Common.RunningModels, []string{"b::y"})
+	is.Equal(d.Common.RunningModels, []string{"b::y", "c::z"})
 }

@@ -1,7 +1,7 @@
 package job
 
 import (
-	"encoding/json"
+	"fmt"
 
 	"github.com/entityenrich/enrich/domain/model"
 )
@@ -21,9 +21,6 @@ type SchemaModelStarted struct {
 }
 
 func (SchemaModelStarted) EventType() EventType { return EventModelStarted }
-func (p SchemaModelStarted) Fields() map[string]any {
-	return map[string]any{"status": string(Running), "model": p.Model, "sandbox": p.Sandbox}
-}
 
 // SchemaResult is a schema job's end data: the completed event's result and
 // the job's stored result. Generation is set on a generation, nil on an edit
@@ -68,40 +65,88 @@ func (r SchemaResult) Fields() map[string]any {
 	return m
 }
 
-// schemaResultData reads Fields back (the event's result as published, or as
-// decoded from the log).
-type schemaResultData struct {
-	Model               string         `json:"model"`
-	RecordID            string         `json:"record_id"`
-	Cost                int64          `json:"cost"`
-	InputTokens         int            `json:"input_tokens"`
-	OutputTokens        int            `json:"output_tokens"`
-	Suggestions         []string       `json:"suggestions"`
-	Schema              map[string]any `json:"schema"`
-	SchemaID            *string        `json:"schema_id"`
-	ProcessingMS        int64          `json:"processing_time_ms"`
-	SchemaCreated       *bool          `json:"schema_created"`
-	ExpertiseCount      int            `json:"expertise_count"`
-	SamplePropertyCount int            `json:"sample_property_count"`
+// ReadSchemaResult reads a schema job's end data back from its completed
+// event's result: the map Fields built, or the same decoded from a log
+// (numbers float64, lists []any).
+func ReadSchemaResult(result map[string]any) (SchemaResult, error) {
+	rd := resultReader{m: result}
+	r := SchemaResult{Model: rd.str("model"), RecordID: rd.str("record_id"), Cost: rd.num("cost"),
+		InputTokens: int(rd.num("input_tokens")), OutputTokens: int(rd.num("output_tokens")), Suggestions: rd.strs("suggestions"),
+		ProcessingMS: rd.num("processing_time_ms")}
+	if v, ok := result["schema"]; ok && v != nil {
+		r.Schema, _ = v.(map[string]any)
+		if r.Schema == nil {
+			rd.bad("schema")
+		}
+	}
+	if v, ok := result["schema_id"]; ok && v != nil {
+		id := rd.str("schema_id")
+		r.SchemaID = &id
+	}
+	if v, ok := result["schema_created"]; ok && v != nil {
+		created, isBool := v.(bool)
+		if !isBool {
+			rd.bad("schema_created")
+		}
+		r.Generation = &SchemaGeneration{Created: created, ExpertiseCount: int(rd.num("expertise_count")),
+			SamplePropertyCount: int(rd.num("sample_property_count"))}
+	}
+	return r, rd.err
 }
 
-// ReadSchemaResult reads a schema job's end data from its completed event's
-// result (Fields, as published or decoded from the log).
-func ReadSchemaResult(result map[string]any) (SchemaResult, error) {
-	b, err := json.Marshal(result)
-	if err != nil {
-		return SchemaResult{}, err
+// resultReader reads a result map's values of the types Fields writes or
+// a JSON decoder gives; the first key of another type is err.
+type resultReader struct {
+	m   map[string]any
+	err error
+}
+
+func (r *resultReader) bad(k string) {
+	if r.err == nil {
+		r.err = fmt.Errorf("job: schema result: %s is a %T", k, r.m[k])
 	}
-	var d schemaResultData
-	if err := json.Unmarshal(b, &d); err != nil {
-		return SchemaResult{}, err
+}
+
+func (r *resultReader) str(k string) string {
+	s, ok := r.m[k].(string)
+	if !ok && r.m[k] != nil {
+		r.bad(k)
 	}
-	r := SchemaResult{Model: d.Model, RecordID: d.RecordID, Cost: d.Cost, InputTokens: d.InputTokens,
-		OutputTokens: d.OutputTokens, Suggestions: d.Suggestions, Schema: d.Schema, SchemaID: d.SchemaID,
-		ProcessingMS: d.ProcessingMS}
-	if d.SchemaCreated != nil {
-		r.Generation = &SchemaGeneration{Created: *d.SchemaCreated, ExpertiseCount: d.ExpertiseCount,
-			SamplePropertyCount: d.SamplePropertyCount}
+	return s
+}
+
+func (r *resultReader) num(k string) int64 {
+	switch n := r.m[k].(type) {
+	case nil:
+	case int:
+		return int64(n)
+	case int64:
+		return n
+	case float64:
+		return int64(n)
+	default:
+		r.bad(k)
 	}
-	return r, nil
+	return 0
+}
+
+func (r *resultReader) strs(k string) []string {
+	switch l := r.m[k].(type) {
+	case nil:
+	case []string:
+		return l
+	case []any:
+		out := make([]string, len(l))
+		for i, v := range l {
+			s, ok := v.(string)
+			if !ok {
+				r.bad(k)
+			}
+			out[i] = s
+		}
+		return out
+	default:
+		r.bad(k)
+	}
+	return nil
 }

@@ -34,11 +34,25 @@ func TestSchemaResult(t *testing.T) {
 			b, err := json.Marshal(tt.r.Fields())
 			is.NoErr(err)
 			is.Equal(string(b), tt.want)
+			got, err := job.ReadSchemaResult(tt.r.Fields()) // as published
+			is.NoErr(err)
+			is.Equal(got, tt.r)
 			var back map[string]any
 			is.NoErr(json.Unmarshal(b, &back))
-			got, err := job.ReadSchemaResult(back)
+			got, err = job.ReadSchemaResult(back) // as read back from a log
 			is.NoErr(err)
 			is.Equal(got, tt.r)
 		})
+	}
+}
+
+// TestReadSchemaResultRefuses: a result whose values are not of the types
+// Fields writes is an error naming the key.
+func TestReadSchemaResultRefuses(t *testing.T) {
+	for _, m := range []map[string]any{
+		{"cost": "1"}, {"model": 3.0}, {"suggestions": []any{1.0}}, {"schema": "x"}, {"schema_created": "yes"},
+	} {
+		_, err := job.ReadSchemaResult(m)
+		is.New(t).True(err != nil)
 	}
 }

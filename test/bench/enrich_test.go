@@ -121,7 +121,7 @@ func benchEnrichment(b *testing.B, dsn string) {
 				after = ev.Seq
 				done = done || ev.Type.Terminal()
 				if ev.Type.Terminal() && ev.Type != "completed" {
-					b.Fatalf("job ended with %s: %v", ev.Type, ev.Data)
+					b.Fatalf("job ended with %s: %+v", ev.Type, ev.Payload)
 				}
 			}
 		}

@@ -15,10 +15,17 @@ func events(jobID string, from, to int64) []job.Event {
 	var out []job.Event
 	for seq := from; seq <= to; seq++ {
 		out = append(out, job.Event{JobID: jobID, Seq: seq, Type: job.EventAttempt,
-			Data:      map[string]any{"status": "running", "attempt": seq, "expertise": "general"},
+			Payload:   job.Attempt{Model: "p::m", Expertise: "general", Attempt: int(seq), MaxAttempts: 200},
 			CreatedAt: at(int(seq))})
 	}
 	return out
+}
+
+// common is a run's common block as its tracker stamps it on an event that
+// leaves the job in status st.
+func common(st job.State) *job.Common {
+	return &job.Common{JobType: "single_enrichment", Status: st, TotalModels: 2, RunningModels: []string{"sandbox::echo"},
+		CurrentModel: "sandbox::echo", CurrentAttempt: 1, MaxAttempts: 3, TotalEntities: -1}
 }
 
 func seqs(evs []job.Event) []int64 {
@@ -47,41 +54,61 @@ func RunEventLog(t *testing.T, newLog func(t *testing.T) ports.EventLog) {
 		{"append and list round trip", func(t *testing.T, l ports.EventLog) {
 			is := is.New(t)
 			jobID := newID("job")
+			// Numbers inside maps are float64, as JSON gives them back.
+			signals := map[string]any{"domains": 1.0, "properties": 4.0, "models": []any{"sandbox::echo", "sandbox::b"},
+				"ratio": 0.25, "ok": true, "none": nil, "text": "line\nbreak ünï"}
 			in := []job.Event{
-				{JobID: jobID, Seq: 1, Type: job.EventStrategySelected, CreatedAt: at(0), Data: map[string]any{
-					"status": "running", "strategy": "single_pass", "signals": map[string]any{"domains": 1, "properties": 4},
-					"models": []any{"sandbox::echo", "sandbox::b"}, "ratio": 0.25, "ok": true, "none": nil, "text": "line\nbreak ünï"}},
-				{JobID: jobID, Seq: 2, Type: job.EventModelStarted, CreatedAt: at(1)},
-				{JobID: jobID, Seq: 3, Type: job.EventCompleted, CreatedAt: at(2), Data: map[string]any{}},
+				{JobID: jobID, Seq: 1, Type: job.EventStrategySelected, CreatedAt: at(0), Common: common(job.Running),
+					Payload: job.StrategySelected{Strategy: "single_pass", Requested: "auto", Reason: "r", Signals: signals}},
+				{JobID: jobID, Seq: 2, Type: job.EventModelStarted, CreatedAt: at(1),
+					Payload: job.ModelStarted{Model: "sandbox::echo", Strategy: "single_pass", Expertises: 1}},
+				{JobID: jobID, Seq: 3, Type: job.EventCompleted, CreatedAt: at(2), Common: common(job.Completed),
+					Payload: job.JobCompleted{Result: map[string]any{}, RecordIDs: []string{}}},
 			}
 			is.NoErr(l.Append(ctx, in))
-			in[0].Data["status"] = "mutated" // the log keeps its own copy
+			signals["ratio"] = "mutated" // the log keeps its own copy
 			got, err := l.List(ctx, jobID, 0, 100)
 			is.NoErr(err)
 			is.Equal(seqs(got), []int64{1, 2, 3})
-			in[0].Data["status"] = "running"
+			signals["ratio"] = 0.25
 			for i := range got {
 				is.Equal(got[i].JobID, jobID)
 				is.Equal(got[i].Type, in[i].Type)
 				sameTime(t, "CreatedAt", got[i].CreatedAt, in[i].CreatedAt)
-				sameData(t, "Data", got[i].Data, in[i].Data)
+				is.Equal(got[i].Payload, in[i].Payload)
+				is.Equal(got[i].Common, in[i].Common)
 			}
-			got[0].Data["status"] = "mutated" // and hands out copies
+			got[0].Payload.(job.StrategySelected).Signals.(map[string]any)["ratio"] = "mutated" // and hands out copies
 			again, err := l.List(ctx, jobID, 0, 1)
 			is.NoErr(err)
-			is.Equal(again[0].Data["status"], "running")
+			is.Equal(again[0].Payload.(job.StrategySelected).Signals.(map[string]any)["ratio"], 0.25)
 		}},
 		{"a string is kept exactly, NUL, HTML characters and line separators included", func(t *testing.T, l ports.EventLog) {
 			is := is.New(t)
 			jobID := newID("job")
 			text := "a\x00b <b>&amp;</b> \u2028 \"q\" \\ 東京"
-			is.NoErr(l.Append(ctx, []job.Event{{JobID: jobID, Seq: 1, Type: job.EventModelCompleted, CreatedAt: at(0),
-				Data: map[string]any{"result": map[string]any{"name": text}, "text": text}}}))
+			in := job.ModelCompleted{Model: text, Success: true, Result: map[string]any{"name": text}, RecordID: "r"}
+			is.NoErr(l.Append(ctx, []job.Event{{JobID: jobID, Seq: 1, Type: job.EventModelCompleted, CreatedAt: at(0), Payload: in}}))
 			got, err := l.List(ctx, jobID, 0, 10)
 			is.NoErr(err)
 			is.Equal(len(got), 1)
-			is.Equal(got[0].Data["text"], text)
-			is.Equal(got[0].Data["result"].(map[string]any)["name"], text)
+			is.Equal(got[0].Payload, in)
+		}},
+		{"an event of a type this version does not know is kept as it was", func(t *testing.T, l ports.EventLog) {
+			is := is.New(t)
+			jobID := newID("job")
+			data := []byte(`{"zz":1,"status":"running","a":{"b":[1,2.5,"x<"]}}`)
+			in := []job.Event{
+				{JobID: jobID, Seq: 1, Type: "from_another_version", CreatedAt: at(0), Payload: job.Raw{Type: "from_another_version", Data: data}},
+				{JobID: jobID, Seq: 2, Type: "without_data", CreatedAt: at(1), Payload: job.Raw{Type: "without_data"}},
+			}
+			is.NoErr(l.Append(ctx, in))
+			got, err := l.List(ctx, jobID, 0, 10)
+			is.NoErr(err)
+			is.Equal(len(got), 2)
+			is.Equal(got[0].Payload, in[0].Payload)
+			is.Equal(got[0].Common, nil)
+			is.Equal(len(got[1].Payload.(job.Raw).Data), 0)
 		}},
 		{"list after a sequence number, up to a limit", func(t *testing.T, l ports.EventLog) {
 			is := is.New(t)
@@ -130,7 +157,7 @@ func RunEventLog(t *testing.T, newLog func(t *testing.T) ports.EventLog) {
 			is.NoErr(err)
 			is.Equal(seqs(got), span(1, 100))
 			for _, e := range got {
-				sameData(t, "Data", e.Data, map[string]any{"status": "running", "attempt": e.Seq, "expertise": "general"})
+				is.Equal(e.Payload, job.Attempt{Model: "p::m", Expertise: "general", Attempt: int(e.Seq), MaxAttempts: 200})
 			}
 			got, err = l.List(ctx, jobID, 50, 30)
 			is.NoErr(err)

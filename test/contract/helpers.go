@@ -88,25 +88,6 @@ func sameJSON(t *testing.T, what string, got, want []byte) {
 	}
 }
 
-// sameData asserts that two event payloads are equal once both went through
-// JSON (so 3 and 3.0 are equal). nil and empty are equal.
-func sameData(t *testing.T, what string, got, want map[string]any) {
-	t.Helper()
-	if len(got) == 0 && len(want) == 0 {
-		return
-	}
-	g, err := json.Marshal(got)
-	if err != nil {
-		t.Errorf("%s: %v", what, err)
-		return
-	}
-	w, err := json.Marshal(want)
-	if err != nil {
-		t.Fatalf("contract: bad test data: %v", err)
-	}
-	sameJSON(t, what, g, w)
-}
-
 // pages walks a listing from the first page with the given size, decoding
 // each Next cursor the way the HTTP layer does, and returns the pages.
 func pages[T any](t *testing.T, size int, list func(page.Request) (page.Result[T], error)) [][]T {

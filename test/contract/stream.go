@@ -3,7 +3,6 @@ package contract
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -102,7 +101,7 @@ func RunEventStream(t *testing.T, newStream func(t *testing.T) StreamFixture) {
 		return got
 	}
 	draft := func(i int) job.Draft {
-		return job.Draft{Type: job.EventAttempt, Data: map[string]any{"status": "running", "attempt": i}}
+		return job.NewDraft(job.Attempt{Model: "p::m", Attempt: i, MaxAttempts: 9})
 	}
 	tests := []struct {
 		name string
@@ -122,7 +121,7 @@ func RunEventStream(t *testing.T, newStream func(t *testing.T) StreamFixture) {
 			for i, e := range got {
 				is.Equal(e.Seq, int64(i+1))
 				is.Equal(stored[i].Seq, e.Seq)
-				is.Equal(fmt.Sprint(e.Data["attempt"]), fmt.Sprint(stored[i].Data["attempt"]))
+				is.Equal(e.Payload, stored[i].Payload)
 			}
 		}},
 		{"seal numbers the last events after the unwritten ones", func(t *testing.T, f StreamFixture) {

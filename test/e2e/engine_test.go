@@ -124,7 +124,7 @@ func TestAttemptsExhaustedFailInterrupted(t *testing.T) {
 		Attempt: 2, Owner: "a-replica-that-died", LeaseUntil: old}
 	is.NoErr(s.srv.Stores.Jobs.CreateJob(ctx, j))
 	is.NoErr(s.srv.Stores.Events.Append(ctx, []job.Event{{JobID: j.ID, Seq: 1, Type: job.EventModelStarted,
-		Data: map[string]any{"model": "sandbox::echo"}, CreatedAt: old}}))
+		Payload: job.ModelStarted{Model: "sandbox::echo"}, CreatedAt: old}}))
 	evs := s.follow(ten.key, j.ID, "") // the next sweep (every 5 s) finds it
 	oneTerminal(t, evs)
 	is.Equal(len(evs), 3)

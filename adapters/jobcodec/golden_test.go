@@ -1,33 +1,87 @@
-package job_test
+package jobcodec_test
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"os"
+	"strconv"
 	"testing"
 	"time"
 
+	"github.com/matryer/is"
+
+	"github.com/entityenrich/enrich/adapters/jobcodec"
 	"github.com/entityenrich/enrich/domain/fusion"
 	"github.com/entityenrich/enrich/domain/job"
 )
 
-// TestWriteGolden writes the bytes of the encoder that lives here, for the
-// codec that replaces it (GOLDEN=path).
-func TestWriteGolden(t *testing.T) {
-	path := os.Getenv("GOLDEN")
-	if path == "" {
-		t.Skip("GOLDEN not set")
+// golden is one line of testdata/events.golden.jsonl: an event as the
+// encoder that lived in domain/job wrote it (TestWriteGolden there, before
+// it moved here): its SSE line, its stored data (the bytes when they were
+// always the same, else the value) and the SSE line a log reader served
+// from the stored data.
+type golden struct {
+	Name   string          `json:"name"`
+	Type   string          `json:"type"`
+	SSE    string          `json:"sse"`
+	Stored string          `json:"stored"`
+	Exact  bool            `json:"stored_exact"`
+	Value  json.RawMessage `json:"stored_value"`
+	Served string          `json:"served"`
+}
+
+func readGolden(t *testing.T) []golden {
+	t.Helper()
+	f, err := os.Open("testdata/events.golden.jsonl")
+	if err != nil {
+		t.Fatal(err)
 	}
-	type line struct {
-		Name   string          `json:"name"`
-		Type   string          `json:"type"`
-		SSE    string          `json:"sse,omitempty"`
-		Stored string          `json:"stored,omitempty"`
-		Exact  bool            `json:"stored_exact,omitempty"`
-		Value  json.RawMessage `json:"stored_value,omitempty"`
-		Served string          `json:"served"`
+	defer f.Close()
+	var out []golden
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var g golden
+		if err := json.Unmarshal(sc.Bytes(), &g); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, g)
 	}
-	var out []line
+	return out
+}
+
+// sameValue fails unless a and b are the same JSON value.
+func sameValue(t *testing.T, what string, a, b []byte) {
+	t.Helper()
+	var x, y any
+	if err := json.Unmarshal(a, &x); err != nil {
+		t.Fatalf("%s: %s: %v", what, a, err)
+	}
+	if err := json.Unmarshal(b, &y); err != nil {
+		t.Fatalf("%s: %s: %v", what, b, err)
+	}
+	xa, _ := json.Marshal(x)
+	ya, _ := json.Marshal(y)
+	if !bytes.Equal(xa, ya) {
+		t.Fatalf("%s:\n got %s\nwant %s", what, a, b)
+	}
+}
+
+// TestGolden holds every event type, in each of its shapes, to the bytes
+// of the encoder this codec replaced: each SSE line byte for byte, stored
+// data byte for byte where that encoder's were always the same (else the
+// same value), and an event read back from stored data (ours, or that
+// encoder's) served as a log reader served it. Only the events whose
+// stored data their payload would not write back come back as job.Raw.
+func TestGolden(t *testing.T) {
+	codec := jobcodec.Events{}
+	lines := readGolden(t)
 	at := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
+	n := 0
+	// Of the events this version writes, only decisions with a reason:
+	// encoding/json wrote them in the struct's order, a log reader sorted.
+	raw := map[string]bool{"fused/arbitration_completed/4": true}
 	for _, c := range goldenCases() {
 		tr := job.NewTracker(c.jobType)
 		tr.SetTotalModels(c.models)
@@ -36,67 +90,60 @@ func TestWriteGolden(t *testing.T) {
 				d = tr.Stamp(d)
 			}
 			e := job.Number("job-<1>", int64(i), at, []job.Draft{d})[0]
-			sse, err := e.MarshalJSON()
-			if err != nil {
-				t.Fatal(err)
-			}
-			stored, err := e.StoredData()
-			if err != nil {
-				t.Fatal(err)
-			}
-			exact := true
-			for range 30 {
-				again, _ := e.StoredData()
-				exact = exact && string(again) == string(stored)
-			}
-			var v any
-			if stored != nil {
-				if err := json.Unmarshal(stored, &v); err != nil {
-					t.Fatal(err)
+			g := lines[n]
+			n++
+			name := c.name + "/" + string(e.Type) + "/" + strconv.Itoa(i)
+			t.Run(name, func(t *testing.T) {
+				is := is.New(t)
+				is.Equal(g.Name, c.name)
+				is.Equal(g.Type, string(e.Type))
+				sse, err := codec.AppendJSON(nil, e)
+				is.NoErr(err)
+				is.Equal(string(sse), g.SSE) // the SSE line, byte for byte
+				stored, err := codec.Encode(e)
+				is.NoErr(err)
+				if g.Exact {
+					is.Equal(string(stored), g.Stored) // stored, byte for byte
+				} else {
+					sameValue(t, "stored", stored, g.Value)
 				}
+				old := []byte(g.Stored)
+				if !g.Exact {
+					old = g.Value
+				}
+				for _, data := range [][]byte{stored, old} {
+					p, common, err := codec.Decode(e.Type, data)
+					is.NoErr(err)
+					_, isRaw := p.(job.Raw)
+					is.Equal(isRaw, raw[name]) // typed unless it cannot be
+					served, err := codec.AppendJSON(nil, job.Event{JobID: e.JobID, Seq: e.Seq, Type: e.Type, Payload: p, Common: common})
+					is.NoErr(err)
+					is.Equal(string(served), g.Served) // read back, served as before
+					again, err := codec.Encode(job.Event{Type: e.Type, Payload: p, Common: common})
+					is.NoErr(err)
+					sameValue(t, "stored again", again, stored)
+				}
+			})
+		}
+	}
+	for _, g := range lines[n:] {
+		t.Run("stored/"+g.Name, func(t *testing.T) {
+			is := is.New(t)
+			p, common, err := codec.Decode(job.EventType(g.Type), []byte(g.Stored))
+			is.NoErr(err)
+			served, err := codec.AppendJSON(nil, job.Event{JobID: "job-<1>", Type: job.EventType(g.Type), Payload: p, Common: common})
+			is.NoErr(err)
+			is.Equal(string(served), g.Served)
+			r, isRaw := p.(job.Raw)
+			is.Equal(isRaw, g.Name != "before the common block")
+			if isRaw {
+				is.Equal(string(r.Data), g.Stored) // kept as it was
+				stored, err := codec.Encode(job.Event{Type: job.EventType(g.Type), Payload: p})
+				is.NoErr(err)
+				is.Equal(string(stored), g.Stored)
 			}
-			value, _ := json.Marshal(v)
-			served := served(t, e.JobID, e.Type, stored)
-			l := line{Name: c.name, Type: string(e.Type), SSE: string(sse), Served: served}
-			if exact {
-				l.Stored, l.Exact = string(stored), true
-			} else {
-				l.Value = value
-			}
-			out = append(out, l)
-		}
+		})
 	}
-	for _, s := range storedOnly() {
-		out = append(out, line{Name: s.name, Type: s.typ, Stored: s.data, Exact: true, Served: served(t, "job-<1>", job.EventType(s.typ), []byte(s.data))})
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	enc := json.NewEncoder(f)
-	enc.SetEscapeHTML(false)
-	for _, l := range out {
-		if err := enc.Encode(l); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-// served is an event's SSE line as a log reader serves it: its stored
-// data decoded, then encoded.
-func served(t *testing.T, jobID string, typ job.EventType, stored []byte) string {
-	e := job.Event{JobID: jobID, Seq: 1, Type: typ}
-	if len(stored) > 0 {
-		if err := json.Unmarshal(stored, &e.Data); err != nil {
-			t.Fatal(err)
-		}
-	}
-	b, err := e.MarshalJSON()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }
 
 type goldenCase struct {
@@ -122,19 +169,13 @@ func goldenCases() []goldenCase {
 	report := fusion.Report{Conflicts: []fusion.Conflict{{Path: "name", FieldType: "scalar"}}, AgreedFields: 3, ConflictedFields: 1, TotalFields: 4}
 	prov := map[string]fusion.Provenance{"name": {Models: []string{"p::a"}, Arbitrated: true}}
 	pause := job.NewDraft(job.ClassificationMismatchPause{Classification: map[string]any{"status": "warning", "kind": "person"},
-		TimeoutSeconds: 600}).Own()
-	pause.Data["status"], pause.Data["is_paused"] = string(job.Paused), true
+		TimeoutSeconds: 600})
 	samplePause := job.NewDraft(job.SampleClarificationPause{EntityTitle: "Company", Round: 1, SourceMode: "llm", TimeoutSeconds: 60,
 		Questions: []job.SampleQuestion{{ID: "q1", Label: "Size", Text: "Which <size>?", AllowMultiple: true,
 			Options: []job.SampleOption{{ID: "s", Label: "Small"}, {ID: "l", Label: "Large"}}, DefaultOptionID: "s"},
-			{ID: "q2", Label: "Region", Text: "Where?", Options: []job.SampleOption{}}}}).Own()
-	samplePause.Data["status"], samplePause.Data["is_paused"] = string(job.Paused), true
-	partial := job.Cancellation("client asked")
-	partial[0] = partial[0].Own()
-	partial[0].Data["result"] = map[string]any{"total_entities": 3, "completed": 1}
-	partialNil := job.Cancellation("stopped")
-	partialNil[0] = partialNil[0].Own()
-	partialNil[0].Data["result"] = map[string]any(nil)
+			{ID: "q2", Label: "Region", Text: "Where?", Options: []job.SampleOption{}}}})
+	partial := job.PartialCancellation("client asked", map[string]any{"total_entities": 3, "completed": 1})
+	partialNil := job.PartialCancellation("stopped", nil)
 	return []goldenCase{
 		{name: "enrichment", jobType: job.TypeEnrichment, models: 2, drafts: drafts(
 			job.StrategySelected{Strategy: "multi_expertise", Requested: "auto", Reason: "many domains", Signals: map[string]any{"domains": 3, "fields": 12}},
