@@ -66,7 +66,7 @@ const maxErrorBody = 64 << 10
 
 func (d statusDoer) Do(req *http.Request) (*http.Response, error) {
 	d.strip(req)
-	resp, err := d.hc.Do(req)
+	resp, err := d.hc.Do(inMemoryBody(req))
 	if err != nil {
 		return nil, &httpError{cause: err}
 	}
@@ -74,6 +74,25 @@ func (d statusDoer) Do(req *http.Request) (*http.Response, error) {
 		return resp, nil
 	}
 	return nil, failure(req, resp)
+}
+
+// inMemoryBody returns req with the body GetBody gives. The SDKs wrap each
+// attempt's body in a reader of their own (so that it is closed once),
+// which net/http cannot tell is in memory: it then flushes the headers
+// before it writes the body, two system calls and two packets for every
+// request. The body GetBody gives is a reader net/http knows, so the
+// request leaves in one write.
+func inMemoryBody(req *http.Request) *http.Request {
+	if req.GetBody == nil || req.Body == nil || req.Body == http.NoBody {
+		return req
+	}
+	body, err := req.GetBody()
+	if err != nil {
+		return req
+	}
+	out := req.WithContext(req.Context())
+	out.Body = body
+	return out
 }
 
 // failure reads a failed answer into an *httpError and closes its body. A
