@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	anthropicoption "github.com/anthropics/anthropic-sdk-go/v2/option"
+	openaioption "github.com/openai/openai-go/v3/option"
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/entityenrich/enrich/domain/model"
@@ -52,6 +54,12 @@ type statusDoer struct {
 	hc      *http.Client
 	keyless bool
 }
+
+var (
+	_ openaioption.HTTPClient    = statusDoer{}
+	_ anthropicoption.HTTPClient = statusDoer{}
+	_ http.RoundTripper          = statusDoer{}
+)
 
 // strip removes the key headers of a keyless provider's request.
 func (d statusDoer) strip(req *http.Request) {
