@@ -57,6 +57,9 @@ var (
 	// SandboxPrice is small but not zero, so that costs show up in the
 	// quick start and in tests of billing.
 	SandboxPrice = model.Price{InputPerMTok: 10_000, OutputPerMTok: 30_000}
+	// SandboxSearchPrice is what one of sandbox::search's searches costs,
+	// small but not zero like SandboxPrice.
+	SandboxSearchPrice int64 = 100
 )
 
 type entry struct {
@@ -143,6 +146,9 @@ func NewRegistry(cfg Config) (*Registry, error) {
 			pr, ok := cfg.Prices[key.String()]
 			if !ok {
 				pr = SandboxPrice
+				if s.WebSearch {
+					pr.PerSearch = SandboxSearchPrice
+				}
 			}
 			r.entries[key] = &entry{fixed: sandbox.New(s.Name, cfg.SandboxLatency), info: model.Info{
 				Key:           key,
@@ -150,6 +156,8 @@ func NewRegistry(cfg Config) (*Registry, error) {
 				Price:         pr,
 				Sandbox:       true,
 				ContextLength: 128_000,
+				// sandbox::search answers web-search calls itself (Generate).
+				WebSearch: s.WebSearch, WebSearchTool: s.WebSearch,
 			}}
 		}
 	}

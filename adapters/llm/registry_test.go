@@ -280,7 +280,7 @@ func TestCatalog(t *testing.T) {
 		keys = append(keys, m.Key.String())
 	}
 	is.Equal(keys, []string{"local::llama", "local::qwen3", "openai::gpt-4o-mini", "openai::gpt-x",
-		"sandbox::alt", "sandbox::broken", "sandbox::contrarian", "sandbox::echo", "sandbox::flaky", "sandbox::slow"})
+		"sandbox::alt", "sandbox::broken", "sandbox::contrarian", "sandbox::echo", "sandbox::flaky", "sandbox::search", "sandbox::slow"})
 
 	tests := []struct {
 		key     string
