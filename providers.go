@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/wire"
 
+	"github.com/entityenrich/enrich/adapters/cache"
 	"github.com/entityenrich/enrich/adapters/crypto"
 	"github.com/entityenrich/enrich/adapters/eventhub"
 	"github.com/entityenrich/enrich/adapters/httpapi"
@@ -37,7 +38,8 @@ var coreSet = wire.NewSet(
 	wire.Struct(new(system.IDs)),
 	wire.Bind(new(ports.IDs), new(system.IDs)),
 	jsonschema.New,
-	wire.Bind(new(ports.SchemaCompiler), new(*jsonschema.Compiler)),
+	provideCompiler,
+	wire.Bind(new(ports.SchemaCompiler), new(*cache.Compiler)),
 	provideRegistry,
 	metrics.New,
 	provideLLM,
@@ -60,8 +62,11 @@ var coreSet = wire.NewSet(
 	provideEngine,
 	jobcodec.New,
 	wire.Bind(new(app.JobRequests), new(jobcodec.Codec)),
+	provideAuthCache,
+	wire.Bind(new(ports.AuthCache), new(*cache.Auth)),
 	provideAccess,
 	provideSchemaCache,
+	wire.Bind(new(ports.SchemaCache), new(*cache.Schemas)),
 	provideSchemas,
 	provideRecords,
 	provideJobs,
@@ -163,7 +168,18 @@ func replicaName() string {
 	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(b[:]))
 }
 
-func provideAccess(cfg Config, st *Stores, pw ports.Passwords, clock ports.Clock, ids ports.IDs, lg *slog.Logger) *app.AccessService {
+// provideCompiler keeps the compiled JSON Schemas by content.
+func provideCompiler(cfg Config, c *jsonschema.Compiler) *cache.Compiler {
+	return cache.NewCompiler(c, cfg.Caches.Validators)
+}
+
+// provideAuthCache is the cache of the keys and users that authenticate
+// requests (AuthCacheTTL 0: reads go to the stores).
+func provideAuthCache(cfg Config, st *Stores, clock ports.Clock, lg *slog.Logger) *cache.Auth {
+	return cache.NewAuth(st.Keys, st.Users, st.Invalidations, clock, lg, cache.AuthConfig{TTL: cfg.AuthCacheTTL, MaxEntries: cfg.Caches.AuthEntries})
+}
+
+func provideAccess(cfg Config, st *Stores, ac ports.AuthCache, pw ports.Passwords, clock ports.Clock, ids ports.IDs, lg *slog.Logger) *app.AccessService {
 	now := func() time.Time { return clock.Now() }
 	admins := map[string]bool{}
 	for _, e := range cfg.SysAdminEmails {
@@ -173,17 +189,17 @@ func provideAccess(cfg Config, st *Stores, pw ports.Passwords, clock ports.Clock
 	}
 	return &app.AccessService{UoW: st.UoW, Orgs: st.Orgs, Users: st.Users, Keys: st.Keys, Passwords: pw,
 		Access: crypto.NewTokens([]byte(cfg.JWTSecret), cfg.AccessTokenTTL, now), RefreshTokens: st.RefreshTokens,
-		Throttle: access.NewThrottle(), SysAdminEmails: admins, CacheTTL: cfg.AuthCacheTTL, Invalidations: st.Invalidations,
+		Throttle: access.NewThrottle(), SysAdminEmails: admins, Cache: ac,
 		Clock: clock, IDs: ids, Log: lg, AccessTTL: cfg.AccessTokenTTL}
 }
 
 // provideSchemaCache is the one schema cache of the process: job starts
-// read through it, and every service that writes schemas drops from it.
-func provideSchemaCache(cfg Config, st *Stores, clock ports.Clock, lg *slog.Logger) *app.SchemaCache {
-	return &app.SchemaCache{TTL: cfg.SchemaCacheTTL, Invalidations: st.Invalidations, Clock: clock, Log: lg}
+// read through it, and every service that writes schemas tells it.
+func provideSchemaCache(cfg Config, st *Stores, clock ports.Clock, lg *slog.Logger) *cache.Schemas {
+	return cache.NewSchemas(st.Schemas, st.Invalidations, clock, lg, cache.SchemaConfig{TTL: cfg.SchemaCacheTTL, MaxBytes: cfg.Caches.SchemaBytes})
 }
 
-func provideSchemas(cfg Config, st *Stores, sc *app.SchemaCache, c ports.SchemaCompiler, clock ports.Clock, ids ports.IDs) *app.SchemaService {
+func provideSchemas(cfg Config, st *Stores, sc ports.SchemaCache, c ports.SchemaCompiler, clock ports.Clock, ids ports.IDs) *app.SchemaService {
 	return &app.SchemaService{Schemas: st.Schemas, Records: st.Records, UoW: st.UoW, Compiler: c, Clock: clock, IDs: ids,
 		RestoreWindow: cfg.SchemaRestoreWindow, SchemaCache: sc}
 }
@@ -197,12 +213,13 @@ func provideJobs(st *Stores, en *app.Engine, s ports.EventStream, clock ports.Cl
 		Invalidations: st.Invalidations}
 }
 
-func provideEnrichment(cfg Config, st *Stores, sch *app.SchemaCache, en *app.Engine, s ports.EventStream, js *app.JobService, l ports.LLM,
+func provideEnrichment(cfg Config, st *Stores, sch ports.SchemaCache, en *app.Engine, s ports.EventStream, js *app.JobService, l ports.LLM,
 	cat ports.ModelCatalog, c ports.SchemaCompiler, kr *app.KeyRing, reqs app.JobRequests, clock ports.Clock, ids ports.IDs,
 	lg *slog.Logger) *app.EnrichmentService {
 	svc := &app.EnrichmentService{Schemas: st.Schemas, SchemaCache: sch, Orgs: st.Orgs, Engine: en, Stream: s, JobSvc: js, Requests: reqs,
 		LLM: l, Catalog: cat, Compiler: c, Keys: kr, Clock: clock, IDs: ids, Log: lg, MaxAttempts: cfg.LLMAttempts,
-		BatchMaxEntities: cfg.BatchMaxEntities, BatchConcurrency: cfg.BatchConcurrency}
+		BatchMaxEntities: cfg.BatchMaxEntities, BatchConcurrency: cfg.BatchConcurrency,
+		Contracts: cache.NewMemo[[32]byte, map[string]any](cfg.Caches.Shapes), Shapes: cache.NewMemo[string, *app.Shape](cfg.Caches.Shapes)}
 	en.Runners[job.TypeEnrichment] = svc
 	en.Runners[job.TypeBatchEnrichment] = svc.BatchRunner()
 	return svc
@@ -242,13 +259,14 @@ func provideSamples(en *app.Engine, enr *app.EnrichmentService, s ports.EventStr
 func provideEmbedded(st *Stores, a *app.AccessService, sc *app.SchemaService, rc *app.RecordService, en *app.EnrichmentService,
 	js *app.JobService, pk *app.ProviderKeyService, cs *app.CostService, an *app.AnalysisService, smp *app.SampleService,
 	sg *app.SchemaGenService, fs *app.FetchService, fu *app.FusionService, h *eventhub.Hub, eng *app.Engine, lg *slog.Logger,
-	m *metrics.Metrics, op *app.OrgProviderService) *Embedded {
+	m *metrics.Metrics, op *app.OrgProviderService, scc *cache.Schemas, ac *cache.Auth) *Embedded {
 	m.WatchRunning(func() int { return len(eng.Running()) })
 	return &Embedded{Access: a, Schemas: sc, Records: rc, Enrichment: en, Jobs: js, ProviderKeys: pk, Costs: cs, Analysis: an,
-		Samples: smp, SchemaGen: sg, Fetch: fs, Fusion: fu, Stores: st, Log: lg, Metrics: m, stream: h, engine: eng, OrgProviders: op}
+		Samples: smp, SchemaGen: sg, Fetch: fs, Fusion: fu, Stores: st, Log: lg, Metrics: m, stream: h, engine: eng, OrgProviders: op,
+		schemaCache: scc, authCache: ac}
 }
 
-func provideAnalysis(st *Stores, sch *app.SchemaCache, l ports.LLM, cat ports.ModelCatalog, c ports.SchemaCompiler, kr *app.KeyRing,
+func provideAnalysis(st *Stores, sch ports.SchemaCache, l ports.LLM, cat ports.ModelCatalog, c ports.SchemaCompiler, kr *app.KeyRing,
 	clock ports.Clock, ids ports.IDs, lg *slog.Logger) *app.AnalysisService {
 	return &app.AnalysisService{Schemas: st.Schemas, Records: st.Records, UoW: st.UoW, LLM: l, Catalog: cat, Compiler: c,
 		Keys: kr, Orgs: st.Orgs, Clock: clock, IDs: ids, Log: lg, SchemaCache: sch}

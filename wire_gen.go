@@ -20,14 +20,16 @@ import (
 // initMemory builds the service on memory adapters.
 func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	stores := provideMemoryStores()
-	passwords := providePasswords(cfg)
 	clock := system.Clock{}
-	iDs := system.IDs{}
 	logger := provideLogger(cfg)
-	accessService := provideAccess(cfg, stores, passwords, clock, iDs, logger)
-	schemaCache := provideSchemaCache(cfg, stores, clock, logger)
+	auth := provideAuthCache(cfg, stores, clock, logger)
+	passwords := providePasswords(cfg)
+	iDs := system.IDs{}
+	accessService := provideAccess(cfg, stores, auth, passwords, clock, iDs, logger)
+	schemas := provideSchemaCache(cfg, stores, clock, logger)
 	compiler := jsonschema.New()
-	schemaService := provideSchemas(cfg, stores, schemaCache, compiler, clock, iDs)
+	cacheCompiler := provideCompiler(cfg, compiler)
+	schemaService := provideSchemas(cfg, stores, schemas, cacheCompiler, clock, iDs)
 	recordStore := stores.Records
 	recordService := provideRecords(recordStore, clock)
 	hub, cleanup := provideStream(stores, clock, logger)
@@ -49,16 +51,16 @@ func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	providerStore := provideOrgProviderStore(stores)
 	keyRing := provideKeyRing(providerKeyStore, fernet, registry, registry, clock, logger, providerStore)
 	codec := jobcodec.New()
-	enrichmentService := provideEnrichment(cfg, stores, schemaCache, engine, hub, jobService, llm, registry, compiler, keyRing, codec, clock, iDs, logger)
+	enrichmentService := provideEnrichment(cfg, stores, schemas, engine, hub, jobService, llm, registry, cacheCompiler, keyRing, codec, clock, iDs, logger)
 	providerKeyService := provideProviderKeys(stores, providerKeyStore, fernet, registry, registry, registry, clock, iDs, logger)
 	costService := provideCosts(stores, clock)
-	analysisService := provideAnalysis(stores, schemaCache, llm, registry, compiler, keyRing, clock, iDs, logger)
+	analysisService := provideAnalysis(stores, schemas, llm, registry, cacheCompiler, keyRing, clock, iDs, logger)
 	sampleService := provideSamples(engine, enrichmentService, hub, jobService, clock, iDs, logger)
-	schemaGenService := provideSchemaGen(stores, engine, hub, jobService, enrichmentService, schemaService, compiler, clock, iDs, logger)
+	schemaGenService := provideSchemaGen(stores, engine, hub, jobService, enrichmentService, schemaService, cacheCompiler, clock, iDs, logger)
 	fetchService := provideFetch(cfg, enrichmentService, clock)
 	fusionService := provideFusion(stores, engine, hub, jobService, enrichmentService, clock, iDs, logger)
 	orgProviderService := provideOrgProviders(providerStore, fernet, registry, registry, registry, clock, iDs, logger)
-	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService)
+	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth)
 	return embedded, func() {
 		cleanup()
 	}, nil
@@ -76,13 +78,15 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
-	passwords := providePasswords(cfg)
 	clock := system.Clock{}
+	auth := provideAuthCache(cfg, stores, clock, logger)
+	passwords := providePasswords(cfg)
 	iDs := system.IDs{}
-	accessService := provideAccess(cfg, stores, passwords, clock, iDs, logger)
-	schemaCache := provideSchemaCache(cfg, stores, clock, logger)
+	accessService := provideAccess(cfg, stores, auth, passwords, clock, iDs, logger)
+	schemas := provideSchemaCache(cfg, stores, clock, logger)
 	compiler := jsonschema.New()
-	schemaService := provideSchemas(cfg, stores, schemaCache, compiler, clock, iDs)
+	cacheCompiler := provideCompiler(cfg, compiler)
+	schemaService := provideSchemas(cfg, stores, schemas, cacheCompiler, clock, iDs)
 	recordStore := stores.Records
 	recordService := provideRecords(recordStore, clock)
 	hub, cleanup2 := provideStream(stores, clock, logger)
@@ -106,16 +110,16 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	providerStore := provideOrgProviderStore(stores)
 	keyRing := provideKeyRing(providerKeyStore, fernet, registry, registry, clock, logger, providerStore)
 	codec := jobcodec.New()
-	enrichmentService := provideEnrichment(cfg, stores, schemaCache, engine, hub, jobService, llm, registry, compiler, keyRing, codec, clock, iDs, logger)
+	enrichmentService := provideEnrichment(cfg, stores, schemas, engine, hub, jobService, llm, registry, cacheCompiler, keyRing, codec, clock, iDs, logger)
 	providerKeyService := provideProviderKeys(stores, providerKeyStore, fernet, registry, registry, registry, clock, iDs, logger)
 	costService := provideCosts(stores, clock)
-	analysisService := provideAnalysis(stores, schemaCache, llm, registry, compiler, keyRing, clock, iDs, logger)
+	analysisService := provideAnalysis(stores, schemas, llm, registry, cacheCompiler, keyRing, clock, iDs, logger)
 	sampleService := provideSamples(engine, enrichmentService, hub, jobService, clock, iDs, logger)
-	schemaGenService := provideSchemaGen(stores, engine, hub, jobService, enrichmentService, schemaService, compiler, clock, iDs, logger)
+	schemaGenService := provideSchemaGen(stores, engine, hub, jobService, enrichmentService, schemaService, cacheCompiler, clock, iDs, logger)
 	fetchService := provideFetch(cfg, enrichmentService, clock)
 	fusionService := provideFusion(stores, engine, hub, jobService, enrichmentService, clock, iDs, logger)
 	orgProviderService := provideOrgProviders(providerStore, fernet, registry, registry, registry, clock, iDs, logger)
-	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService)
+	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth)
 	return embedded, func() {
 		cleanup2()
 		cleanup()
@@ -124,14 +128,16 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 
 // initWithStores builds the service on caller-supplied stores.
 func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, func(), error) {
-	passwords := providePasswords(cfg)
 	clock := system.Clock{}
-	iDs := system.IDs{}
 	logger := provideLogger(cfg)
-	accessService := provideAccess(cfg, st, passwords, clock, iDs, logger)
-	schemaCache := provideSchemaCache(cfg, st, clock, logger)
+	auth := provideAuthCache(cfg, st, clock, logger)
+	passwords := providePasswords(cfg)
+	iDs := system.IDs{}
+	accessService := provideAccess(cfg, st, auth, passwords, clock, iDs, logger)
+	schemas := provideSchemaCache(cfg, st, clock, logger)
 	compiler := jsonschema.New()
-	schemaService := provideSchemas(cfg, st, schemaCache, compiler, clock, iDs)
+	cacheCompiler := provideCompiler(cfg, compiler)
+	schemaService := provideSchemas(cfg, st, schemas, cacheCompiler, clock, iDs)
 	recordStore := st.Records
 	recordService := provideRecords(recordStore, clock)
 	hub, cleanup := provideStream(st, clock, logger)
@@ -153,16 +159,16 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 	providerStore := provideOrgProviderStore(st)
 	keyRing := provideKeyRing(providerKeyStore, fernet, registry, registry, clock, logger, providerStore)
 	codec := jobcodec.New()
-	enrichmentService := provideEnrichment(cfg, st, schemaCache, engine, hub, jobService, llm, registry, compiler, keyRing, codec, clock, iDs, logger)
+	enrichmentService := provideEnrichment(cfg, st, schemas, engine, hub, jobService, llm, registry, cacheCompiler, keyRing, codec, clock, iDs, logger)
 	providerKeyService := provideProviderKeys(st, providerKeyStore, fernet, registry, registry, registry, clock, iDs, logger)
 	costService := provideCosts(st, clock)
-	analysisService := provideAnalysis(st, schemaCache, llm, registry, compiler, keyRing, clock, iDs, logger)
+	analysisService := provideAnalysis(st, schemas, llm, registry, cacheCompiler, keyRing, clock, iDs, logger)
 	sampleService := provideSamples(engine, enrichmentService, hub, jobService, clock, iDs, logger)
-	schemaGenService := provideSchemaGen(st, engine, hub, jobService, enrichmentService, schemaService, compiler, clock, iDs, logger)
+	schemaGenService := provideSchemaGen(st, engine, hub, jobService, enrichmentService, schemaService, cacheCompiler, clock, iDs, logger)
 	fetchService := provideFetch(cfg, enrichmentService, clock)
 	fusionService := provideFusion(st, engine, hub, jobService, enrichmentService, clock, iDs, logger)
 	orgProviderService := provideOrgProviders(providerStore, fernet, registry, registry, registry, clock, iDs, logger)
-	embedded := provideEmbedded(st, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService)
+	embedded := provideEmbedded(st, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth)
 	return embedded, func() {
 		cleanup()
 	}, nil

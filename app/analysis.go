@@ -41,7 +41,7 @@ type AnalysisService struct {
 	Log   *slog.Logger
 	// SchemaCache is told of the annotations written to a schema (nil: no
 	// cache).
-	SchemaCache *SchemaCache
+	SchemaCache ports.SchemaCache
 	// MaxAttempts bounds the tries of one analysis (default
 	// DefaultAnalysisAttempts).
 	MaxAttempts int
@@ -201,7 +201,7 @@ func (s *AnalysisService) AnalyzeSchema(ctx context.Context, p *access.Principal
 	if err != nil {
 		return nil, err
 	}
-	s.SchemaCache.written(ctx, p.OrgID, id)
+	schemaChanged(ctx, s.SchemaCache, p.OrgID, id)
 	res := &AnalysisResult{Report: rep, Model: m.Key.String(), Schema: updated}
 	rec := s.record(p.OrgID, id, m, nil, rep, calls)
 	if err := s.store(ctx, rec, calls); err != nil {

@@ -147,7 +147,7 @@ func (s *FusionService) schemaOf(ctx context.Context, orgID string, pl *mergePla
 	if pl.schemaID == "" {
 		return
 	}
-	sc, err := s.Enrich.SchemaCache.live(ctx, s.Enrich.Schemas, orgID, pl.schemaID)
+	sc, err := jobSchema(ctx, s.Enrich.SchemaCache, s.Enrich.Schemas, orgID, pl.schemaID)
 	if err != nil {
 		return
 	}
@@ -162,7 +162,7 @@ func (s *FusionService) schemaOf(ctx context.Context, orgID string, pl *mergePla
 	}
 	pl.doc = doc
 	raw, _ := json.Marshal(doc)
-	if v, err := s.Enrich.compile(raw); err == nil {
+	if v, err := s.Enrich.Compiler.Compile(raw); err == nil {
 		pl.validator = v
 	}
 }
