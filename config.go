@@ -12,8 +12,8 @@ import (
 	"github.com/caarlos0/env/v11"
 
 	"github.com/entityenrich/enrich/adapters/crypto"
+	"github.com/entityenrich/enrich/adapters/jobrun"
 	"github.com/entityenrich/enrich/adapters/llm"
-	"github.com/entityenrich/enrich/app"
 	"github.com/entityenrich/enrich/domain/enrichment"
 )
 
@@ -244,16 +244,16 @@ func (c Config) withDefaults() (Config, []string, error) {
 		c.ShutdownGrace = 20 * time.Second
 	}
 	if c.Workers <= 0 {
-		c.Workers = app.DefaultWorkers
+		c.Workers = jobrun.DefaultWorkers
 	}
 	if c.PerOrgWorkers <= 0 {
-		c.PerOrgWorkers = app.DefaultOrgWorkers
+		c.PerOrgWorkers = jobrun.DefaultOrgWorkers
 	}
 	if c.LeaseTTL <= 0 {
-		c.LeaseTTL = app.DefaultLeaseTTL
+		c.LeaseTTL = jobrun.DefaultLeaseTTL
 	}
 	if c.JobAttempts <= 0 {
-		c.JobAttempts = app.DefaultJobAttempts
+		c.JobAttempts = jobrun.DefaultJobAttempts
 	}
 	if c.LLMAttempts <= 0 {
 		c.LLMAttempts = enrichment.DefaultMaxAttempts

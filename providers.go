@@ -16,8 +16,10 @@ import (
 	"github.com/entityenrich/enrich/adapters/eventhub"
 	"github.com/entityenrich/enrich/adapters/httpapi"
 	"github.com/entityenrich/enrich/adapters/jobcodec"
+	"github.com/entityenrich/enrich/adapters/jobrun"
 	"github.com/entityenrich/enrich/adapters/jsonschema"
 	"github.com/entityenrich/enrich/adapters/llm"
+	"github.com/entityenrich/enrich/adapters/llmlimit"
 	"github.com/entityenrich/enrich/adapters/memory"
 	"github.com/entityenrich/enrich/adapters/metrics"
 	"github.com/entityenrich/enrich/adapters/netguard"
@@ -60,6 +62,7 @@ var coreSet = wire.NewSet(
 	provideStream,
 	wire.Bind(new(ports.EventStream), new(*eventhub.Hub)),
 	provideEngine,
+	wire.Bind(new(ports.JobRunner), new(*jobrun.Engine)),
 	jobcodec.New,
 	wire.Bind(new(app.JobRequests), new(jobcodec.Codec)),
 	provideAuthCache,
@@ -103,14 +106,14 @@ func provideRegistry(cfg Config) (*llm.Registry, error) {
 // behind the per-provider concurrency limits (a call's wait for a slot is
 // not part of its measured latency).
 func provideLLM(cfg Config, reg *llm.Registry, m *metrics.Metrics) ports.LLM {
-	limits := app.ProviderLimits{Overall: cfg.LLMConcurrency, PerOrg: cfg.LLMOrgConcurrency, Providers: map[string]int{},
+	limits := llmlimit.Limits{Overall: cfg.LLMConcurrency, PerOrg: cfg.LLMOrgConcurrency, Providers: map[string]int{},
 		Exempt: []string{llm.SandboxProvider}}
 	for _, p := range cfg.Providers {
 		if p.Concurrency > 0 {
 			limits.Providers[p.Name] = p.Concurrency
 		}
 	}
-	return app.NewLimitedLLM(m.InstrumentLLM(reg), limits)
+	return llmlimit.New(m.InstrumentLLM(reg), limits)
 }
 
 // provideCipher seals provider keys with ENRICH_ENCRYPTION_KEYS (withDefaults
@@ -153,10 +156,10 @@ func provideStream(st *Stores, clock ports.Clock, lg *slog.Logger) (*eventhub.Hu
 	return h, h.Close
 }
 
-func provideEngine(cfg Config, st *Stores, s ports.EventStream, clock ports.Clock, lg *slog.Logger, m *metrics.Metrics) *app.Engine {
-	return &app.Engine{Observer: m, UoW: st.UoW, Jobs: st.Jobs, Events: st.Events, Queue: st.Queue, Stream: s, Clock: clock, Log: lg,
-		Owner: replicaName(), LeaseTTL: cfg.LeaseTTL, Workers: cfg.Workers, PerOrg: cfg.PerOrgWorkers,
-		MaxAttempts: cfg.JobAttempts, ReleaseAtShutdown: st.Kind != "memory", Runners: map[job.Type]app.Runner{}}
+func provideEngine(cfg Config, st *Stores, s ports.EventStream, clock ports.Clock, lg *slog.Logger, m *metrics.Metrics) *jobrun.Engine {
+	return &jobrun.Engine{Observer: m, UoW: st.UoW, Jobs: st.Jobs, Events: st.Events, Queue: st.Queue, Stream: s, Clock: clock, Log: lg,
+		Invalidations: st.Invalidations, Owner: replicaName(), LeaseTTL: cfg.LeaseTTL, Workers: cfg.Workers, PerOrg: cfg.PerOrgWorkers,
+		MaxAttempts: cfg.JobAttempts, ReleaseAtShutdown: st.Kind != "memory", Runners: map[job.Type]ports.Runner{}}
 }
 
 // replicaName names this process in job leases: host, pid and a random
@@ -208,15 +211,14 @@ func provideRecords(st ports.RecordStore, clock ports.Clock) *app.RecordService 
 	return &app.RecordService{Records: st, Clock: clock}
 }
 
-func provideJobs(st *Stores, en *app.Engine, s ports.EventStream, clock ports.Clock, lg *slog.Logger) *app.JobService {
-	return &app.JobService{Jobs: st.Jobs, EventLog: st.Events, Engine: en, Stream: s, Clock: clock, Log: lg,
-		Invalidations: st.Invalidations}
+func provideJobs(st *Stores, jr ports.JobRunner, s ports.EventStream, lg *slog.Logger) *app.JobService {
+	return &app.JobService{Jobs: st.Jobs, EventLog: st.Events, JobRunner: jr, Stream: s, Log: lg}
 }
 
-func provideEnrichment(cfg Config, st *Stores, sch ports.SchemaCache, en *app.Engine, s ports.EventStream, js *app.JobService, l ports.LLM,
+func provideEnrichment(cfg Config, st *Stores, sch ports.SchemaCache, en *jobrun.Engine, s ports.EventStream, js *app.JobService, l ports.LLM,
 	cat ports.ModelCatalog, c ports.SchemaCompiler, kr *app.KeyRing, reqs app.JobRequests, clock ports.Clock, ids ports.IDs,
 	lg *slog.Logger) *app.EnrichmentService {
-	svc := &app.EnrichmentService{Schemas: st.Schemas, SchemaCache: sch, Orgs: st.Orgs, Engine: en, Stream: s, JobSvc: js, Requests: reqs,
+	svc := &app.EnrichmentService{Schemas: st.Schemas, SchemaCache: sch, Orgs: st.Orgs, JobRunner: en, Stream: s, JobSvc: js, Requests: reqs,
 		LLM: l, Catalog: cat, Compiler: c, Keys: kr, Clock: clock, IDs: ids, Log: lg, MaxAttempts: cfg.LLMAttempts,
 		BatchMaxEntities: cfg.BatchMaxEntities, BatchConcurrency: cfg.BatchConcurrency,
 		Contracts: cache.NewMemo[[32]byte, map[string]any](cfg.Caches.Shapes), Shapes: cache.NewMemo[string, *app.Shape](cfg.Caches.Shapes)}
@@ -230,9 +232,9 @@ func provideCosts(st *Stores, clock ports.Clock) *app.CostService {
 }
 
 // provideSchemaGen is the Runner of schema generation and AI edit jobs.
-func provideSchemaGen(st *Stores, en *app.Engine, s ports.EventStream, js *app.JobService, enr *app.EnrichmentService,
+func provideSchemaGen(st *Stores, en *jobrun.Engine, s ports.EventStream, js *app.JobService, enr *app.EnrichmentService,
 	sc *app.SchemaService, c ports.SchemaCompiler, clock ports.Clock, ids ports.IDs, lg *slog.Logger) *app.SchemaGenService {
-	svc := &app.SchemaGenService{Enrich: enr, Schemas: st.Schemas, Saved: sc, Compiler: c, Engine: en, Stream: s, JobSvc: js,
+	svc := &app.SchemaGenService{Enrich: enr, Schemas: st.Schemas, Saved: sc, Compiler: c, JobRunner: en, Stream: s, JobSvc: js,
 		Clock: clock, IDs: ids, Log: lg, SchemaCache: sc.SchemaCache}
 	en.Runners[job.TypeSchemaGeneration] = svc
 	en.Runners[job.TypeSchemaEdit] = svc
@@ -241,24 +243,24 @@ func provideSchemaGen(st *Stores, en *app.Engine, s ports.EventStream, js *app.J
 
 // provideFusion builds the merge of stored records, the Runner of fusion
 // jobs.
-func provideFusion(st *Stores, en *app.Engine, s ports.EventStream, js *app.JobService, enr *app.EnrichmentService,
+func provideFusion(st *Stores, en *jobrun.Engine, s ports.EventStream, js *app.JobService, enr *app.EnrichmentService,
 	clock ports.Clock, ids ports.IDs, lg *slog.Logger) *app.FusionService {
-	svc := &app.FusionService{Enrich: enr, Records: st.Records, Engine: en, Stream: s, JobSvc: js, Clock: clock, IDs: ids, Log: lg}
+	svc := &app.FusionService{Enrich: enr, Records: st.Records, JobRunner: en, Stream: s, JobSvc: js, Clock: clock, IDs: ids, Log: lg}
 	en.Runners[job.TypeFusion] = svc
 	return svc
 }
 
 // provideSamples builds sample generation, the Runner of its jobs.
-func provideSamples(en *app.Engine, enr *app.EnrichmentService, s ports.EventStream, js *app.JobService, clock ports.Clock,
+func provideSamples(en *jobrun.Engine, enr *app.EnrichmentService, s ports.EventStream, js *app.JobService, clock ports.Clock,
 	ids ports.IDs, lg *slog.Logger) *app.SampleService {
-	svc := &app.SampleService{Enrich: enr, Engine: en, Stream: s, JobSvc: js, Clock: clock, IDs: ids, Log: lg}
+	svc := &app.SampleService{Enrich: enr, JobRunner: en, Stream: s, JobSvc: js, Clock: clock, IDs: ids, Log: lg}
 	en.Runners[job.TypeSampleGeneration] = svc
 	return svc
 }
 
 func provideEmbedded(st *Stores, a *app.AccessService, sc *app.SchemaService, rc *app.RecordService, en *app.EnrichmentService,
 	js *app.JobService, pk *app.ProviderKeyService, cs *app.CostService, an *app.AnalysisService, smp *app.SampleService,
-	sg *app.SchemaGenService, fs *app.FetchService, fu *app.FusionService, h *eventhub.Hub, eng *app.Engine, lg *slog.Logger,
+	sg *app.SchemaGenService, fs *app.FetchService, fu *app.FusionService, h *eventhub.Hub, eng *jobrun.Engine, lg *slog.Logger,
 	m *metrics.Metrics, op *app.OrgProviderService, scc *cache.Schemas, ac *cache.Auth) *Embedded {
 	m.WatchRunning(func() int { return len(eng.Running()) })
 	return &Embedded{Access: a, Schemas: sc, Records: rc, Enrichment: en, Jobs: js, ProviderKeys: pk, Costs: cs, Analysis: an,

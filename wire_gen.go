@@ -35,7 +35,7 @@ func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	hub, cleanup := provideStream(stores, clock, logger)
 	metricsMetrics := metrics.New()
 	engine := provideEngine(cfg, stores, hub, clock, logger, metricsMetrics)
-	jobService := provideJobs(stores, engine, hub, clock, logger)
+	jobService := provideJobs(stores, engine, hub, logger)
 	registry, err := provideRegistry(cfg)
 	if err != nil {
 		cleanup()
@@ -92,7 +92,7 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	hub, cleanup2 := provideStream(stores, clock, logger)
 	metricsMetrics := metrics.New()
 	engine := provideEngine(cfg, stores, hub, clock, logger, metricsMetrics)
-	jobService := provideJobs(stores, engine, hub, clock, logger)
+	jobService := provideJobs(stores, engine, hub, logger)
 	registry, err := provideRegistry(cfg)
 	if err != nil {
 		cleanup2()
@@ -143,7 +143,7 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 	hub, cleanup := provideStream(st, clock, logger)
 	metricsMetrics := metrics.New()
 	engine := provideEngine(cfg, st, hub, clock, logger, metricsMetrics)
-	jobService := provideJobs(st, engine, hub, clock, logger)
+	jobService := provideJobs(st, engine, hub, logger)
 	registry, err := provideRegistry(cfg)
 	if err != nil {
 		cleanup()

@@ -171,7 +171,7 @@ func (s *EnrichmentService) StartBatch(ctx context.Context, p *access.Principal,
 	if err != nil {
 		return nil, err
 	}
-	j, err := s.Engine.Submit(ctx, s.IDs.NewID(), p.OrgID, job.TypeBatchEnrichment, body, bp)
+	j, err := s.JobRunner.Submit(ctx, s.IDs.NewID(), p.OrgID, job.TypeBatchEnrichment, body, bp)
 	if err != nil {
 		return nil, err
 	}
@@ -187,11 +187,13 @@ func (s *EnrichmentService) StartBatch(ctx context.Context, p *access.Principal,
 }
 
 // BatchRunner is the Runner of batch jobs.
-func (s *EnrichmentService) BatchRunner() Runner { return batchRunner{s} }
+func (s *EnrichmentService) BatchRunner() ports.Runner { return batchRunner{s} }
 
 type batchRunner struct{ s *EnrichmentService }
 
-func (r batchRunner) Run(ctx context.Context, w *Work) Outcome { return r.s.runBatch(ctx, w) }
+func (r batchRunner) Run(ctx context.Context, w *ports.Work) ports.Outcome {
+	return r.s.runBatch(ctx, w)
+}
 
 // entityLabelKeys name an entity in its events, first found first.
 var entityLabelKeys = []string{"name", "title", "label", "company_name", "full_name", "id"}
@@ -292,12 +294,12 @@ func (s *EnrichmentService) priorBatch(bp *batchPlan, jobID string, prior []job.
 // show ended. A cancel stops new entities and the calls in flight; the job
 // ends cancelled with the summary so far, and the records of the entities
 // that completed are stored.
-func (s *EnrichmentService) runBatch(ctx context.Context, w *Work) Outcome {
+func (s *EnrichmentService) runBatch(ctx context.Context, w *ports.Work) ports.Outcome {
 	bp, _ := w.Prepared.(*batchPlan)
 	if bp == nil {
 		req, err := s.Requests.DecodeBatch(w.Job.Request)
 		if err != nil {
-			return Outcome{Failure: &Failure{job.CodeInternal, "the stored request does not decode"}}
+			return ports.Outcome{Failure: &ports.Failure{Code: job.CodeInternal, Msg: "the stored request does not decode"}}
 		}
 		if bp, err = s.prepareBatch(ctx, w.Job.OrgID, req); err != nil {
 			return s.unprepared(err)
@@ -310,7 +312,7 @@ func (s *EnrichmentService) runBatch(ctx context.Context, w *Work) Outcome {
 	return out
 }
 
-func (s *EnrichmentService) batch(ctx context.Context, w *Work, bp *batchPlan) Outcome {
+func (s *EnrichmentService) batch(ctx context.Context, w *ports.Work, bp *batchPlan) ports.Outcome {
 	t0 := time.Now()
 	pl := bp.pl
 	ended, byEntity, once := s.priorBatch(bp, w.Job.ID, w.Prior)
@@ -385,13 +387,13 @@ func (s *EnrichmentService) batch(ctx context.Context, w *Work, bp *batchPlan) O
 	w.Publish(job.BatchCompleted{Summary: summary, StoppedEarlyReason: stopped})
 	res, _ := json.Marshal(summary)
 	s.Log.Info("batch finished", "job_id", w.Job.ID, "entities", len(bp.selected), "records", len(records), "stopped", stopped)
-	return Outcome{Result: res, Records: records, Partial: stopped != "",
+	return ports.Outcome{Result: res, Records: records, Partial: stopped != "",
 		Completed: job.JobCompleted{Result: summary, RecordIDs: ids, Cost: cost}}
 }
 
 // batchEntity enriches one entity of a batch; nil when a cancel cut it
 // short (the batch reports it skipped).
-func (s *EnrichmentService) batchEntity(ctx context.Context, w *Work, bp *batchPlan, i int, prior []job.Event) *entityReport {
+func (s *EnrichmentService) batchEntity(ctx context.Context, w *ports.Work, bp *batchPlan, i int, prior []job.Event) *entityReport {
 	t0 := time.Now()
 	pl := bp.pl
 	fields := bp.fields[i]

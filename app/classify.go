@@ -78,7 +78,7 @@ func (s *EnrichmentService) pauseTimeout(req EnrichRequest) time.Duration {
 	if req.PauseTimeoutSeconds != nil {
 		return time.Duration(*req.PauseTimeoutSeconds) * time.Second
 	}
-	return cmpDuration(s.PauseTimeout, DefaultPauseTimeout)
+	return cmpDuration(s.PauseTimeout, ports.DefaultPauseTimeout)
 }
 
 // checkPauseTimeout validates pause_timeout_seconds.
@@ -109,7 +109,7 @@ type classified struct {
 // past it. A job continued or taken over after the call does not classify
 // again: the verdict is read from its classification_completed event. A
 // failed call never blocks: the run goes on without a verdict.
-func (s *EnrichmentService) preflight(ctx context.Context, w *Work, pl *plan) (*enrichment.Classification, *Pause) {
+func (s *EnrichmentService) preflight(ctx context.Context, w *ports.Work, pl *plan) (*enrichment.Classification, *ports.Pause) {
 	if pl.classifier == nil {
 		return nil, nil
 	}
@@ -126,7 +126,7 @@ func (s *EnrichmentService) preflight(ctx context.Context, w *Work, pl *plan) (*
 	}
 	if c.Warns() && !w.Continued {
 		t := s.pauseTimeout(pl.req)
-		return c, &Pause{Timeout: t, Event: job.ClassificationMismatchPause{Classification: ctxMap, TimeoutSeconds: int(t / time.Second)}}
+		return c, &ports.Pause{Timeout: t, Event: job.ClassificationMismatchPause{Classification: ctxMap, TimeoutSeconds: int(t / time.Second)}}
 	}
 	return c, nil
 }

@@ -179,7 +179,7 @@ func (s *EnrichmentService) fuse(ctx context.Context, fr fusionRun, log *usageLo
 		Cost: out.cost, InputTokens: out.in, OutputTokens: out.outT, Sandbox: sandbox, CreatedAt: s.Clock.Now(),
 		Fusion: &enrichment.Fusion{Sources: sources, Provenance: out.result.Provenance, Summary: out.result.Summary,
 			Report: out.result.Report, ArbitrationCost: out.cost}}
-	fr.pub(job.FusionCompleted{Success: true, Merged: out.result.Merged, Report: out.result.Report, Summary: out.result.Summary,
+	fr.pub(job.FusionCompleted{Success: true, Merged: out.result.Annotated(), Report: out.result.Report, Summary: out.result.Summary,
 		Provenance: out.result.Provenance, RecordID: out.record.ID, Cost: out.cost, InputTokens: out.in, OutputTokens: out.outT,
 		ProcessingMS: time.Since(t0).Milliseconds(), ValidationWarnings: out.warnings, ArbiterUsed: out.arbiter, KeySource: out.keySrc,
 		EntityIndex: fr.entityIndex})
@@ -335,7 +335,7 @@ func (s *EnrichmentService) arbiterOf(ctx context.Context, orgID string, name *s
 // autoFuse fuses the successful models of an enrichment job. A fusion that
 // cannot produce a valid record leaves the job's single-model answer
 // (fusion_completed says why).
-func (s *EnrichmentService) autoFuse(ctx context.Context, w *Work, pl *plan, ok []outcome) *fused {
+func (s *EnrichmentService) autoFuse(ctx context.Context, w *ports.Work, pl *plan, ok []outcome) *fused {
 	return s.fuseEntity(ctx, w, pl, entityFusion{entity: pl.req.EntityData, fields: pl.entity, pub: w.Publish, prior: w.Prior}, ok)
 }
 
@@ -353,7 +353,7 @@ type entityFusion struct {
 // fuseEntity fuses one entity's successful models. A fusion that cannot
 // produce a valid record leaves the entity's single-model answer
 // (fusion_completed says why).
-func (s *EnrichmentService) fuseEntity(ctx context.Context, w *Work, pl *plan, ef entityFusion, ok []outcome) *fused {
+func (s *EnrichmentService) fuseEntity(ctx context.Context, w *ports.Work, pl *plan, ef entityFusion, ok []outcome) *fused {
 	srcs := make([]fuseSource, len(ok))
 	for i, o := range ok {
 		srcs[i] = fuseSource{record: o.record, result: o.raw, info: o.info}

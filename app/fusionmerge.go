@@ -22,14 +22,14 @@ import (
 // and the fused record and the arbiter's usage are stored with the job's
 // end. It is the Runner of job.TypeFusion.
 type FusionService struct {
-	Enrich  *EnrichmentService
-	Records ports.RecordStore
-	Engine  *Engine
-	Stream  ports.EventStream
-	JobSvc  *JobService
-	Clock   ports.Clock
-	IDs     ports.IDs
-	Log     *slog.Logger
+	Enrich    *EnrichmentService
+	Records   ports.RecordStore
+	JobRunner ports.JobRunner
+	Stream    ports.EventStream
+	JobSvc    *JobService
+	Clock     ports.Clock
+	IDs       ports.IDs
+	Log       *slog.Logger
 }
 
 // Bounds of a merge's result_ids.
@@ -211,20 +211,20 @@ func (s *FusionService) Start(ctx context.Context, p *access.Principal, req Merg
 	if err != nil {
 		return nil, err
 	}
-	j, err := s.Engine.Submit(ctx, s.IDs.NewID(), p.OrgID, job.TypeFusion, body, pl)
+	j, err := s.JobRunner.Submit(ctx, s.IDs.NewID(), p.OrgID, job.TypeFusion, body, pl)
 	if err != nil {
 		return nil, err
 	}
 	return j, nil
 }
 
-// Run runs a merge job for the Engine.
-func (s *FusionService) Run(ctx context.Context, w *Work) Outcome {
+// Run runs a merge job for the job runtime.
+func (s *FusionService) Run(ctx context.Context, w *ports.Work) ports.Outcome {
 	pl, _ := w.Prepared.(*mergePlan)
 	if pl == nil {
 		req, err := s.Enrich.Requests.DecodeMerge(w.Job.Request)
 		if err != nil {
-			return Outcome{Failure: &Failure{job.CodeInternal, "the stored request does not decode"}}
+			return ports.Outcome{Failure: &ports.Failure{Code: job.CodeInternal, Msg: "the stored request does not decode"}}
 		}
 		if pl, err = s.prepare(ctx, w.Job.OrgID, req); err != nil {
 			return s.Enrich.unprepared(err)
@@ -240,14 +240,14 @@ func (s *FusionService) Run(ctx context.Context, w *Work) Outcome {
 	f, err := s.Enrich.fuse(ctx, fr, log)
 	usage := log.take()
 	if ctx.Err() != nil {
-		return Outcome{Usage: usage}
+		return ports.Outcome{Usage: usage}
 	}
 	if err != nil {
 		w.Publish(job.FusionCompleted{Success: false, ErrorMessage: err.Error()})
-		return Outcome{Failure: &Failure{job.CodeOutputInvalid, err.Error()}, Usage: usage}
+		return ports.Outcome{Failure: &ports.Failure{Code: job.CodeOutputInvalid, Msg: err.Error()}, Usage: usage}
 	}
 	res, _ := json.Marshal(f.result.Merged)
-	return Outcome{Result: res, Records: []*enrichment.Record{f.record}, Usage: usage,
+	return ports.Outcome{Result: res, Records: []*enrichment.Record{f.record}, Usage: usage,
 		Completed: job.JobCompleted{Result: f.result.Merged, RecordID: f.record.ID, RecordIDs: []string{f.record.ID}, Cost: f.cost,
 			Fused: true, Fusion: f.result.Summary, SourceModels: sourceModels(pl.sources)}}
 }

@@ -78,14 +78,14 @@ func recordID(jobID string, m model.Key) string {
 	return hex.EncodeToString(h[:16])
 }
 
-// Run runs an enrichment job for the Engine: it reads the stored request,
+// Run runs an enrichment job for the job runtime: it reads the stored request,
 // plans it again, and calls the models, skipping what prior events show done.
-func (s *EnrichmentService) Run(ctx context.Context, w *Work) Outcome {
+func (s *EnrichmentService) Run(ctx context.Context, w *ports.Work) ports.Outcome {
 	pl, _ := w.Prepared.(*plan)
 	if pl == nil {
 		req, err := s.Requests.DecodeEnrich(w.Job.Request)
 		if err != nil {
-			return Outcome{Failure: &Failure{job.CodeInternal, "the stored request does not decode"}}
+			return ports.Outcome{Failure: &ports.Failure{Code: job.CodeInternal, Msg: "the stored request does not decode"}}
 		}
 		if pl, err = s.prepare(ctx, w.Job.OrgID, req); err != nil {
 			return s.unprepared(err)
@@ -99,12 +99,12 @@ func (s *EnrichmentService) Run(ctx context.Context, w *Work) Outcome {
 
 // unprepared fails a job whose stored request no longer plans (its schema
 // was deleted or changed, or its provider has no usable key any more).
-func (s *EnrichmentService) unprepared(err error) Outcome {
+func (s *EnrichmentService) unprepared(err error) ports.Outcome {
 	e, ok := AsError(err)
 	if !ok {
 		// A store's or an adapter's text stays in the log.
 		s.Log.Error("stored enrichment request does not plan", "err", err)
-		return Outcome{Failure: &Failure{job.CodeInternal, job.CodeInternal.Message()}}
+		return ports.Outcome{Failure: &ports.Failure{Code: job.CodeInternal, Msg: job.CodeInternal.Message()}}
 	}
 	code := job.CodeInternal
 	switch e.Code {
@@ -116,10 +116,10 @@ func (s *EnrichmentService) unprepared(err error) Outcome {
 	case "no_usable_provider_key":
 		code = job.CodeNoUsableKey
 	}
-	return Outcome{Failure: &Failure{code, e.Detail}}
+	return ports.Outcome{Failure: &ports.Failure{Code: code, Msg: e.Detail}}
 }
 
-func (s *EnrichmentService) run(ctx context.Context, w *Work, pl *plan) Outcome {
+func (s *EnrichmentService) run(ctx context.Context, w *ports.Work, pl *plan) ports.Outcome {
 	rs := readPrior(w.Prior)
 	pub := w.Publish
 	if w.Tracker != nil {
@@ -133,10 +133,10 @@ func (s *EnrichmentService) run(ctx context.Context, w *Work, pl *plan) Outcome 
 	// verdict pauses the job until a continue (app/classify.go).
 	cls, pause := s.preflight(ctx, w, pl)
 	if pause != nil {
-		return Outcome{Pause: pause}
+		return ports.Outcome{Pause: pause}
 	}
 	if ctx.Err() != nil {
-		return Outcome{} // the Engine reads the cause
+		return ports.Outcome{} // the job runtime reads the cause
 	}
 	if (enrichment.Strategy(pl.req.Strategy) == enrichment.Auto || pl.req.Strategy == "") && !rs.started[job.EventStrategySelected] {
 		pub(job.StrategySelected{Strategy: string(pl.choice.Strategy), Requested: "auto", Reason: pl.choice.Reason, Signals: pl.choice.Signals})
@@ -145,10 +145,10 @@ func (s *EnrichmentService) run(ctx context.Context, w *Work, pl *plan) Outcome 
 	eo := s.enrichEntity(ctx, &entityRun{pl: pl, jobID: w.Job.ID, recKey: w.Job.ID, entity: pl.req.EntityData,
 		fields: pl.entity, rs: rs, pub: pub, classification: cls})
 	if ctx.Err() != nil {
-		return Outcome{} // the Engine reads the cause
+		return ports.Outcome{} // the job runtime reads the cause
 	}
 	if eo.failure != nil {
-		return Outcome{Failure: eo.failure}
+		return ports.Outcome{Failure: eo.failure}
 	}
 	results := map[string]any{}
 	for _, o := range eo.ok {
@@ -173,12 +173,12 @@ func (s *EnrichmentService) run(ctx context.Context, w *Work, pl *plan) Outcome 
 			sort.Strings(data.SourceModels)
 		}
 		if ctx.Err() != nil {
-			return Outcome{}
+			return ports.Outcome{}
 		}
 	}
 	res, _ := json.Marshal(data.Result)
 	s.Log.Info("enrichment finished", "job_id", w.Job.ID, "records", len(records), "cost", data.Cost, "fused", data.Fused)
-	return Outcome{Result: res, Records: records, Completed: data}
+	return ports.Outcome{Result: res, Records: records, Completed: data}
 }
 
 // entityRun is one entity's enrichment within a job: the single
@@ -216,7 +216,7 @@ type entityOutcome struct {
 	recordID string
 	cost     int64
 	// failure is set when every model failed.
-	failure *Failure
+	failure *ports.Failure
 }
 
 // enrichEntity runs every model of the plan on one entity, in parallel, and
@@ -250,7 +250,7 @@ func (s *EnrichmentService) enrichEntity(ctx context.Context, er *entityRun) *en
 		}
 	}
 	if len(eo.ok) == 0 {
-		eo.failure = &Failure{outs[0].code, outs[0].err.Error()}
+		eo.failure = &ports.Failure{Code: outs[0].code, Msg: outs[0].err.Error()}
 		return eo
 	}
 	for _, o := range eo.ok {
@@ -385,7 +385,7 @@ func (s *EnrichmentService) runModel(ctx context.Context, er *entityRun, m model
 }
 
 // finish merges one model's parts, validates the whole, and builds the
-// record, which the Engine stores with the job's end.
+// record, which the job runtime stores with the job's end.
 func (s *EnrichmentService) finish(er *entityRun, m model.Info, parts []map[string]any, o *outcome) (map[string]any, error) {
 	pl := er.pl
 	merged, err := enrichment.Merge(parts)

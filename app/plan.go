@@ -19,21 +19,21 @@ import (
 
 // EnrichmentService starts enrichment jobs and runs them: plan the schema
 // into expertise calls, call each model, validate and retry, merge, and
-// narrate it all as events. The Engine makes the jobs durable; this service
+// narrate it all as events. The job runtime (ports.JobRunner) makes the jobs durable; this service
 // is their Runner.
 type EnrichmentService struct {
 	Schemas ports.SchemaStore
 	// Orgs keeps the organizations' pinned default models (nil: none).
-	Orgs     ports.OrgStore
-	Engine   *Engine
-	Stream   ports.EventStream
-	JobSvc   *JobService
-	LLM      ports.LLM
-	Catalog  ports.ModelCatalog
-	Compiler ports.SchemaCompiler
-	Clock    ports.Clock
-	IDs      ports.IDs
-	Log      *slog.Logger
+	Orgs      ports.OrgStore
+	JobRunner ports.JobRunner
+	Stream    ports.EventStream
+	JobSvc    *JobService
+	LLM       ports.LLM
+	Catalog   ports.ModelCatalog
+	Compiler  ports.SchemaCompiler
+	Clock     ports.Clock
+	IDs       ports.IDs
+	Log       *slog.Logger
 	// Requests encodes and decodes the stored requests of every job kind
 	// (enrichment, batch, and the services built on this one).
 	Requests JobRequests
@@ -60,7 +60,7 @@ type EnrichmentService struct {
 	// enrichment.DefaultMaxAttempts).
 	MaxAttempts int
 	// PauseTimeout is how long a classification pause waits for a continue
-	// unless the request says (default DefaultPauseTimeout).
+	// unless the request says (default ports.DefaultPauseTimeout).
 	PauseTimeout time.Duration
 	// BatchMaxEntities bounds the entities of one batch (default
 	// DefaultBatchMaxEntities); BatchConcurrency the entities of one batch
@@ -98,7 +98,7 @@ type EnrichRequest struct {
 	AttachmentIDs       []string
 	TargetSchema        json.RawMessage
 	// PauseTimeoutSeconds (ours) bounds how long a classification pause
-	// waits for a continue (default DefaultPauseTimeout).
+	// waits for a continue (default ports.DefaultPauseTimeout).
 	PauseTimeoutSeconds *int
 }
 

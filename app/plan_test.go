@@ -63,12 +63,12 @@ func newEnrichment(t *testing.T, llm ports.LLM) (*app.EnrichmentService, string)
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, sc.ID
 }
 
-func run(t *testing.T, svc *app.EnrichmentService, req app.EnrichRequest) (app.Outcome, []job.Payload) {
+func run(t *testing.T, svc *app.EnrichmentService, req app.EnrichRequest) (ports.Outcome, []job.Payload) {
 	t.Helper()
 	body, _ := jobcodec.New().EncodeEnrich(req)
 	var mu sync.Mutex
 	var evs []job.Payload
-	out := svc.Run(context.Background(), &app.Work{Job: &job.Job{ID: "j", OrgID: "org", Type: job.TypeEnrichment, Request: body},
+	out := svc.Run(context.Background(), &ports.Work{Job: &job.Job{ID: "j", OrgID: "org", Type: job.TypeEnrichment, Request: body},
 		Publish: func(p job.Payload) { mu.Lock(); evs = append(evs, p); mu.Unlock() }})
 	return out, evs
 }

@@ -26,18 +26,18 @@ import (
 // job.TypeSampleGeneration. Its LLM calls go through the enrichment
 // service's (provider keys, usage ledger).
 type SampleService struct {
-	Enrich *EnrichmentService
-	Engine *Engine
-	Stream ports.EventStream
-	JobSvc *JobService
-	Clock  ports.Clock
-	IDs    ports.IDs
-	Log    *slog.Logger
+	Enrich    *EnrichmentService
+	JobRunner ports.JobRunner
+	Stream    ports.EventStream
+	JobSvc    *JobService
+	Clock     ports.Clock
+	IDs       ports.IDs
+	Log       *slog.Logger
 	// Parallelism bounds the concurrent calls of samples 2..N of one job
 	// (default sample.DefaultParallel).
 	Parallelism int
 	// PauseTimeout is how long a clarification pause waits for a continue
-	// unless the request says (default DefaultPauseTimeout).
+	// unless the request says (default ports.DefaultPauseTimeout).
 	PauseTimeout time.Duration
 }
 
@@ -59,7 +59,7 @@ type SampleRequest struct {
 	Model             string
 	AttachmentIDs     []string
 	// PauseTimeoutSeconds (ours) bounds how long a clarification pause
-	// waits for a continue (default DefaultPauseTimeout).
+	// waits for a continue (default ports.DefaultPauseTimeout).
 	PauseTimeoutSeconds *int
 	// AcceptLanguage is the request's Accept-Language primary language,
 	// used when language is omitted or auto (a header, not part of the body;
@@ -147,7 +147,7 @@ func (s *SampleService) prepare(ctx context.Context, orgID string, req SampleReq
 		}
 		pl.language = lang
 	}
-	pl.timeout = cmpDuration(s.PauseTimeout, DefaultPauseTimeout)
+	pl.timeout = cmpDuration(s.PauseTimeout, ports.DefaultPauseTimeout)
 	if req.PauseTimeoutSeconds != nil {
 		t := time.Duration(*req.PauseTimeoutSeconds) * time.Second
 		if t < time.Second || t > MaxPauseTimeout {
@@ -205,7 +205,7 @@ func (s *SampleService) Start(ctx context.Context, p *access.Principal, req Samp
 	if err != nil {
 		return nil, err
 	}
-	j, err := s.Engine.Submit(ctx, s.IDs.NewID(), p.OrgID, job.TypeSampleGeneration, body, pl)
+	j, err := s.JobRunner.Submit(ctx, s.IDs.NewID(), p.OrgID, job.TypeSampleGeneration, body, pl)
 	if err != nil {
 		return nil, err
 	}
@@ -254,13 +254,13 @@ type sampleRun struct {
 	cost  int64
 }
 
-// Run runs a sample generation job for the Engine.
-func (s *SampleService) Run(ctx context.Context, w *Work) Outcome {
+// Run runs a sample generation job for the job runtime.
+func (s *SampleService) Run(ctx context.Context, w *ports.Work) ports.Outcome {
 	pl, _ := w.Prepared.(*samplePlan)
 	if pl == nil {
 		req, err := s.Enrich.Requests.DecodeSample(w.Job.Request)
 		if err != nil {
-			return Outcome{Failure: &Failure{job.CodeInternal, "the stored request does not decode"}}
+			return ports.Outcome{Failure: &ports.Failure{Code: job.CodeInternal, Msg: "the stored request does not decode"}}
 		}
 		if pl, err = s.prepare(ctx, w.Job.OrgID, req); err != nil {
 			return s.Enrich.unprepared(err)
@@ -277,7 +277,7 @@ func (s *SampleService) Run(ctx context.Context, w *Work) Outcome {
 	return out
 }
 
-func (r *sampleRun) run(ctx context.Context, w *Work) Outcome {
+func (r *sampleRun) run(ctx context.Context, w *ports.Work) ports.Outcome {
 	t0 := time.Now()
 	pl := r.pl
 	st := readSamplePrior(w.Prior)
@@ -323,7 +323,7 @@ func (r *sampleRun) run(ctx context.Context, w *Work) Outcome {
 		}
 		if p.AskQuestions && len(ans.Questions) > 0 {
 			if !pl.auto {
-				return Outcome{Pause: &Pause{Timeout: pl.timeout, Event: job.SampleClarificationPause{
+				return ports.Outcome{Pause: &ports.Pause{Timeout: pl.timeout, Event: job.SampleClarificationPause{
 					EntityTitle: base.EntityType, Questions: ans.Questions, Round: st.pauses,
 					SourceMode: sample.SourceDescribe, TimeoutSeconds: int(pl.timeout / time.Second)}}}
 			}
@@ -387,7 +387,7 @@ func (r *sampleRun) run(ctx context.Context, w *Work) Outcome {
 		"model": pl.model.Key.String(), "fields": fields, "clarifications": answersMap(applied),
 		"input_tokens": in, "output_tokens": out, "cost": cost, "cost_usd": model.USD(cost)}
 	body, _ := json.Marshal(res)
-	return Outcome{Result: body, Completed: job.JobCompleted{Result: res, Cost: cost}}
+	return ports.Outcome{Result: body, Completed: job.JobCompleted{Result: res, Cost: cost}}
 }
 
 func answersMap(a job.Answers) map[string]any {
@@ -495,12 +495,12 @@ func parseSampleAnswer(text string, p sample.Params) (sample.Answer, error) {
 }
 
 // failed ends the run on a call that failed for good.
-func (r *sampleRun) failed(err error) Outcome {
+func (r *sampleRun) failed(err error) ports.Outcome {
 	var f *callFailure
 	if errors.As(err, &f) {
-		return Outcome{Failure: &Failure{f.code, f.msg}}
+		return ports.Outcome{Failure: &ports.Failure{Code: f.code, Msg: f.msg}}
 	}
-	return Outcome{Failure: &Failure{job.CodeInternal, job.CodeInternal.Message()}}
+	return ports.Outcome{Failure: &ports.Failure{Code: job.CodeInternal, Msg: job.CodeInternal.Message()}}
 }
 
 // SampleResult is what the blocking variant returns: the samples job's

@@ -21,14 +21,14 @@ import (
 const sampleAnswer = `{"sample": {"name": "x", "n": 1}, "questions": [{"id": "q1", "text": "which?", "default_option_id": "a",
   "options": [{"id": "a", "label": "A"}, {"id": "b", "label": "B"}]}]}`
 
-func runSamples(t *testing.T, llm ports.LLM, req app.SampleRequest, prior []job.Event) (app.Outcome, []job.Payload) {
+func runSamples(t *testing.T, llm ports.LLM, req app.SampleRequest, prior []job.Event) (ports.Outcome, []job.Payload) {
 	t.Helper()
 	enr, _ := newEnrichment(t, llm)
 	svc := &app.SampleService{Enrich: enr, Clock: enr.Clock, IDs: enr.IDs, Log: enr.Log}
 	body, _ := jobcodec.New().EncodeSample(req)
 	var mu sync.Mutex
 	var evs []job.Payload
-	w := &app.Work{Job: &job.Job{ID: "j", OrgID: "org", Type: job.TypeSampleGeneration, Request: body}, Prior: prior,
+	w := &ports.Work{Job: &job.Job{ID: "j", OrgID: "org", Type: job.TypeSampleGeneration, Request: body}, Prior: prior,
 		Publish: func(p job.Payload) { mu.Lock(); evs = append(evs, p); mu.Unlock() }}
 	w.Answers, w.Continued = job.LastContinue(prior)
 	return svc.Run(context.Background(), w), evs

@@ -21,7 +21,7 @@ import (
 )
 
 // SchemaGenService generates schemas from sample objects and applies
-// natural-language edits to saved schemas, both as jobs on the Engine (it
+// natural-language edits to saved schemas, both as jobs on the job runtime (it
 // is their Runner). Every answer goes through one validated loop: it must
 // parse, compile as JSON Schema and pass schema.CheckStructure, else the
 // problem is fed back to the model, up to MaxAttempts tries.
@@ -29,16 +29,16 @@ type SchemaGenService struct {
 	// Enrich lends its model catalog, key rotation and LLM calls (with the
 	// usage ledger), so that schema jobs pay and rotate keys as enrichment
 	// does.
-	Enrich   *EnrichmentService
-	Schemas  ports.SchemaStore
-	Saved    *SchemaService
-	Compiler ports.SchemaCompiler
-	Engine   *Engine
-	Stream   ports.EventStream
-	JobSvc   *JobService
-	Clock    ports.Clock
-	IDs      ports.IDs
-	Log      *slog.Logger
+	Enrich    *EnrichmentService
+	Schemas   ports.SchemaStore
+	Saved     *SchemaService
+	Compiler  ports.SchemaCompiler
+	JobRunner ports.JobRunner
+	Stream    ports.EventStream
+	JobSvc    *JobService
+	Clock     ports.Clock
+	IDs       ports.IDs
+	Log       *slog.Logger
 	// SchemaCache is told of the AI edits' writes (nil: no cache).
 	SchemaCache ports.SchemaCache
 
@@ -308,7 +308,7 @@ func (s *SchemaGenService) StartEdit(ctx context.Context, p *access.Principal, r
 }
 
 func (s *SchemaGenService) create(ctx context.Context, p *access.Principal, t job.Type, request []byte, sp *schemaPlan) (*job.Job, error) {
-	j, err := s.Engine.Submit(ctx, s.IDs.NewID(), p.OrgID, t, request, sp)
+	j, err := s.JobRunner.Submit(ctx, s.IDs.NewID(), p.OrgID, t, request, sp)
 	if err != nil {
 		return nil, err
 	}
@@ -366,9 +366,9 @@ func jobPrincipal(orgID string) *access.Principal {
 	return &access.Principal{OrgID: orgID, Role: access.Editor, Scopes: access.DefaultScopes()}
 }
 
-// Run runs a schema job for the Engine: it reads the stored request (and
+// Run runs a schema job for the job runtime: it reads the stored request (and
 // prepares it again when the job was taken over), then the validated loop.
-func (s *SchemaGenService) Run(ctx context.Context, w *Work) Outcome {
+func (s *SchemaGenService) Run(ctx context.Context, w *ports.Work) ports.Outcome {
 	sp, _ := w.Prepared.(*schemaPlan)
 	if sp == nil {
 		var err error
@@ -459,7 +459,7 @@ func (s *SchemaGenService) check(text string, sp *schemaPlan) (validated, error)
 	return validated{doc: a.Schema, raw: raw, suggestions: a.Suggestions}, nil
 }
 
-func (s *SchemaGenService) run(ctx context.Context, w *Work, sp *schemaPlan) Outcome {
+func (s *SchemaGenService) run(ctx context.Context, w *ports.Work, sp *schemaPlan) ports.Outcome {
 	start := time.Now()
 	pub := w.Publish
 	if w.Tracker != nil {
@@ -490,7 +490,7 @@ func (s *SchemaGenService) run(ctx context.Context, w *Work, sp *schemaPlan) Out
 		outT += resp.OutputTokens
 		if err != nil {
 			if ctx.Err() != nil {
-				return Outcome{}
+				return ports.Outcome{}
 			}
 			code = classify(err)
 			public = code.Message()
@@ -507,7 +507,7 @@ func (s *SchemaGenService) run(ctx context.Context, w *Work, sp *schemaPlan) Out
 				select {
 				case <-time.After(backoff * time.Duration(attempt)):
 				case <-ctx.Done():
-					return Outcome{}
+					return ports.Outcome{}
 				}
 			}
 			continue
@@ -533,10 +533,10 @@ func (s *SchemaGenService) run(ctx context.Context, w *Work, sp *schemaPlan) Out
 		}
 		mc.ErrorMessage, mc.ErrorCode = msg, code
 		pub(mc)
-		return Outcome{Failure: &Failure{code, msg}}
+		return ports.Outcome{Failure: &ports.Failure{Code: code, Msg: msg}}
 	}
 	if ctx.Err() != nil {
-		return Outcome{}
+		return ports.Outcome{}
 	}
 	rec := &enrichment.Record{ID: recordID(w.Job.ID, sp.model.Key), OrgID: w.Job.OrgID, JobID: w.Job.ID, Model: key,
 		StructuredOutput: got.raw, Cost: cost, InputTokens: in, OutputTokens: outT, Sandbox: sp.model.Sandbox, CreatedAt: s.Clock.Now()}
@@ -570,20 +570,20 @@ func (s *SchemaGenService) run(ctx context.Context, w *Work, sp *schemaPlan) Out
 	fields := result.Fields()
 	res, _ := json.Marshal(fields)
 	s.Log.Info("schema job finished", "job_id", w.Job.ID, "type", w.Job.Type, "schema_id", fields["schema_id"], "cost", cost)
-	return Outcome{Result: res, Records: []*enrichment.Record{rec},
+	return ports.Outcome{Result: res, Records: []*enrichment.Record{rec},
 		Completed: job.JobCompleted{Result: fields, RecordID: rec.ID, RecordIDs: []string{rec.ID}, Cost: cost}}
 }
 
 // saveFailed fails a job whose result could not be saved.
-func (s *SchemaGenService) saveFailed(err error) Outcome {
+func (s *SchemaGenService) saveFailed(err error) ports.Outcome {
 	if e, ok := AsError(err); ok && errors.Is(err, ports.ErrNotFound) {
-		return Outcome{Failure: &Failure{job.CodeSchemaInvalid, e.Detail}}
+		return ports.Outcome{Failure: &ports.Failure{Code: job.CodeSchemaInvalid, Msg: e.Detail}}
 	}
 	if e, ok := AsError(err); ok && errors.Is(err, ports.ErrInvalid) {
-		return Outcome{Failure: &Failure{job.CodeOutputInvalid, e.Detail}}
+		return ports.Outcome{Failure: &ports.Failure{Code: job.CodeOutputInvalid, Msg: e.Detail}}
 	}
 	s.Log.Error("schema job result not saved", "err", err)
-	return Outcome{Failure: &Failure{job.CodeStorage, job.CodeStorage.Message()}}
+	return ports.Outcome{Failure: &ports.Failure{Code: job.CodeStorage, Msg: job.CodeStorage.Message()}}
 }
 
 // saveGenerated saves a generated schema for the organization, or returns

@@ -53,7 +53,7 @@ func newSchemaGen(t *testing.T, llm ports.LLM) (*app.SchemaGenService, ports.Sch
 		Compiler: c, Clock: system.Clock{}, IDs: system.IDs{}, Log: lg, RetryBackoff: 1}, store
 }
 
-func runSchemaJob(t *testing.T, svc *app.SchemaGenService, typ job.Type, req any) (app.Outcome, []job.Payload) {
+func runSchemaJob(t *testing.T, svc *app.SchemaGenService, typ job.Type, req any) (ports.Outcome, []job.Payload) {
 	t.Helper()
 	var body []byte
 	switch r := req.(type) {
@@ -66,7 +66,7 @@ func runSchemaJob(t *testing.T, svc *app.SchemaGenService, typ job.Type, req any
 	}
 	var mu sync.Mutex
 	var evs []job.Payload
-	out := svc.Run(context.Background(), &app.Work{Job: &job.Job{ID: "j", OrgID: "org", Type: typ, Request: body},
+	out := svc.Run(context.Background(), &ports.Work{Job: &job.Job{ID: "j", OrgID: "org", Type: typ, Request: body},
 		Publish: func(p job.Payload) { mu.Lock(); evs = append(evs, p); mu.Unlock() }})
 	return out, evs
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/entityenrich/enrich/domain/enrichment"
 	"github.com/entityenrich/enrich/domain/job"
 	"github.com/entityenrich/enrich/domain/schema"
+	"github.com/entityenrich/enrich/ports"
 )
 
 // TestShapesStayAsBuilt: runs share a contract's decoded document and its
@@ -69,7 +70,7 @@ func TestShapesStayAsBuilt(t *testing.T) {
 				Models: c.models, Strategy: c.strategy, Languages: c.langs}
 			body, err := jobcodec.New().EncodeEnrich(req)
 			is.NoErr(err)
-			out := svc.Run(ctx, &app.Work{Job: &job.Job{ID: "j", OrgID: "org", Type: job.TypeEnrichment, Request: body},
+			out := svc.Run(ctx, &ports.Work{Job: &job.Job{ID: "j", OrgID: "org", Type: job.TypeEnrichment, Request: body},
 				Publish: func(job.Payload) {}})
 			if out.Failure != nil {
 				t.Fatalf("%+v: %s: %s", c, out.Failure.Code, out.Failure.Msg)

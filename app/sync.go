@@ -17,13 +17,12 @@ import (
 // Start validates the request and creates the job with its queue entry. It
 // returns the job for the SSE stream.
 func (s *EnrichmentService) Start(ctx context.Context, p *access.Principal, req EnrichRequest) (*job.Job, error) {
-	return s.start(ctx, p, req, s.Engine.Submit)
+	return s.start(ctx, p, req, false)
 }
 
-// submitFunc is Engine.Submit or Engine.SubmitAwaited.
-type submitFunc func(ctx context.Context, id, orgID string, t job.Type, request []byte, prepared any) (*job.Job, error)
-
-func (s *EnrichmentService) start(ctx context.Context, p *access.Principal, req EnrichRequest, submit submitFunc) (*job.Job, error) {
+// start submits the enrichment with JobRunner.Submit, or with
+// JobRunner.SubmitAwaited for a caller that awaits its end.
+func (s *EnrichmentService) start(ctx context.Context, p *access.Principal, req EnrichRequest, awaited bool) (*job.Job, error) {
 	if err := access.Authorize(p, access.ActEnrich); err != nil {
 		return nil, err
 	}
@@ -34,6 +33,10 @@ func (s *EnrichmentService) start(ctx context.Context, p *access.Principal, req 
 	body, err := s.Requests.EncodeEnrich(req)
 	if err != nil {
 		return nil, err
+	}
+	submit := s.JobRunner.Submit
+	if awaited {
+		submit = s.JobRunner.SubmitAwaited
 	}
 	j, err := submit(ctx, s.IDs.NewID(), p.OrgID, job.TypeEnrichment, body, pl)
 	if err != nil {
@@ -113,7 +116,7 @@ var ErrSyncTimeout = errors.New("the job did not finish in time and was cancelle
 // deadline). A job that fails or is cancelled is a *JobEnded.
 func (s *EnrichmentService) Sync(ctx context.Context, p *access.Principal, req EnrichRequest) (*SyncResult, error) {
 	t0 := time.Now()
-	j, err := s.start(ctx, p, req, s.Engine.SubmitAwaited)
+	j, err := s.start(ctx, p, req, true)
 	if err != nil {
 		return nil, err
 	}
@@ -157,16 +160,16 @@ func (s *EnrichmentService) Sync(ctx context.Context, p *access.Principal, req E
 // route's client went away, or its timeout_seconds elapsed — the job is
 // cancelled and ctx's error returned (wrapped in ErrSyncTimeout for a
 // deadline). When the job's row cannot be stored, or its end meets an
-// unreachable store (Engine.Await), that cause is returned and the job is
+// unreachable store (JobRunner.Await), that cause is returned and the job is
 // left to its run, which retries.
 func awaitEnd(ctx context.Context, stream ports.EventStream, jobs *JobService, log *slog.Logger, p *access.Principal,
 	j *job.Job, seen func(job.Event) error) (job.Event, *job.Job, error) {
-	ctx, stop := jobs.Engine.Await(ctx, j.ID)
+	ctx, stop := jobs.JobRunner.Await(ctx, j.ID)
 	defer stop()
 	var after int64
 	for {
 		evs, err := stream.Wait(ctx, j.ID, after)
-		if cause := context.Cause(ctx); err != nil && (errors.Is(cause, errNotStored) || errors.Is(cause, errStalled)) {
+		if cause := context.Cause(ctx); err != nil && (errors.Is(cause, ports.ErrJobNotStored) || errors.Is(cause, ports.ErrJobStalled)) {
 			return job.Event{}, nil, cause
 		}
 		if err != nil {

@@ -92,10 +92,10 @@ func TestResumedBatchKeepsWebSearches(t *testing.T) {
 		Strategy: "single_pass"}, Entities: []json.RawMessage{json.RawMessage(`{"name":"Acme"}`)}}
 	body, err := jobcodec.New().EncodeBatch(req)
 	is.NoErr(err)
-	run := func(prior []job.Event) (app.Outcome, []job.Payload) {
+	run := func(prior []job.Event) (ports.Outcome, []job.Payload) {
 		var mu sync.Mutex
 		var evs []job.Payload
-		out := svc.BatchRunner().Run(context.Background(), &app.Work{Job: &job.Job{ID: "j", OrgID: "org", Type: job.TypeBatchEnrichment,
+		out := svc.BatchRunner().Run(context.Background(), &ports.Work{Job: &job.Job{ID: "j", OrgID: "org", Type: job.TypeBatchEnrichment,
 			Request: body}, Prior: prior, Publish: func(p job.Payload) { mu.Lock(); evs = append(evs, p); mu.Unlock() }})
 		return out, evs
 	}

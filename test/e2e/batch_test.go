@@ -11,8 +11,8 @@ import (
 
 	"github.com/matryer/is"
 
+	"github.com/entityenrich/enrich/adapters/jobrun"
 	"github.com/entityenrich/enrich/adapters/llm"
-	"github.com/entityenrich/enrich/app"
 	"github.com/entityenrich/enrich/test/fakeopenai"
 )
 
@@ -268,7 +268,7 @@ func TestBatchCancelAcrossInstances(t *testing.T) {
 	var c struct{ Status string }
 	is.Equal(b.call("POST", "/api/llm/cancel/"+st.JobID, ten.key, nil, &c), 200)
 	is.Equal(c.Status, "cancelled")
-	is.True(time.Since(t0) < app.HolderCancelWait) // A answered; B did not wait it out
+	is.True(time.Since(t0) < jobrun.HolderCancelWait) // A answered; B did not wait it out
 	evs := b.follow(ten.key, st.JobID, "")
 	consecutive(t, evs)
 	is.Equal(last(evs).Name, "cancelled")

@@ -1,4 +1,4 @@
-package app_test
+package llmlimit_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 
 	"github.com/matryer/is"
 
-	"github.com/entityenrich/enrich/app"
+	"github.com/entityenrich/enrich/adapters/llmlimit"
 	"github.com/entityenrich/enrich/domain/model"
 	"github.com/entityenrich/enrich/ports"
 )
@@ -59,7 +59,7 @@ func (g *gateLLM) peakOf(k string) int {
 	return g.peak[k]
 }
 
-func TestLimitedLLM(t *testing.T) {
+func TestLLM(t *testing.T) {
 	call := func(l ports.LLM, org, provider string, queued *atomic.Int32) error {
 		_, err := l.Generate(context.Background(), ports.LLMRequest{OrgID: org, Model: model.Key{Provider: provider, Model: "m"},
 			Queued: func() { queued.Add(1) }})
@@ -67,26 +67,26 @@ func TestLimitedLLM(t *testing.T) {
 	}
 	tests := []struct {
 		name   string
-		limits app.ProviderLimits
+		limits llmlimit.Limits
 		calls  []string // org/provider of each concurrent call
 		peaks  map[string]int
 		queued int32
 	}{
-		{"overall bound per provider", app.ProviderLimits{Overall: 2}, []string{"a/p", "a/p", "b/p", "b/p", "a/q"},
+		{"overall bound per provider", llmlimit.Limits{Overall: 2}, []string{"a/p", "a/p", "b/p", "b/p", "a/q"},
 			map[string]int{"p": 2, "q": 1}, 2},
-		{"per organization bound leaves others free", app.ProviderLimits{Overall: 10, PerOrg: 1}, []string{"a/p", "a/p", "a/p", "b/p"},
+		{"per organization bound leaves others free", llmlimit.Limits{Overall: 10, PerOrg: 1}, []string{"a/p", "a/p", "a/p", "b/p"},
 			map[string]int{"a/p": 1, "b/p": 1, "p": 2}, 2},
-		{"a provider's own bound", app.ProviderLimits{Overall: 10, Providers: map[string]int{"p": 1}}, []string{"a/p", "b/p", "a/q", "b/q"},
+		{"a provider's own bound", llmlimit.Limits{Overall: 10, Providers: map[string]int{"p": 1}}, []string{"a/p", "b/p", "a/q", "b/q"},
 			map[string]int{"p": 1, "q": 2}, 1},
-		{"exempt providers are never bounded", app.ProviderLimits{Overall: 1, PerOrg: 1, Exempt: []string{"sandbox"}},
+		{"exempt providers are never bounded", llmlimit.Limits{Overall: 1, PerOrg: 1, Exempt: []string{"sandbox"}},
 			[]string{"a/sandbox", "a/sandbox", "a/sandbox"}, map[string]int{"sandbox": 3}, 0},
-		{"zero is no bound", app.ProviderLimits{}, []string{"a/p", "a/p", "a/p"}, map[string]int{"p": 3}, 0},
+		{"zero is no bound", llmlimit.Limits{}, []string{"a/p", "a/p", "a/p"}, map[string]int{"p": 3}, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			is := is.New(t)
 			g := newGate()
-			l := app.NewLimitedLLM(g, tt.limits)
+			l := llmlimit.New(g, tt.limits)
 			var queued atomic.Int32
 			var wg sync.WaitGroup
 			errs := make(chan error, len(tt.calls))
@@ -138,10 +138,10 @@ func cut(s string) (org, provider string, ok bool) {
 }
 
 // A call that gives up while it waits takes no slot with it.
-func TestLimitedLLMGivingUpFreesNothingItDidNotTake(t *testing.T) {
+func TestLLMGivingUpFreesNothingItDidNotTake(t *testing.T) {
 	is := is.New(t)
 	g := newGate()
-	l := app.NewLimitedLLM(g, app.ProviderLimits{Overall: 1, PerOrg: 1})
+	l := llmlimit.New(g, llmlimit.Limits{Overall: 1, PerOrg: 1})
 	req := ports.LLMRequest{OrgID: "a", Model: model.Key{Provider: "p", Model: "m"}}
 	done := make(chan error, 1)
 	go func() {

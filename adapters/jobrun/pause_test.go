@@ -1,4 +1,4 @@
-package app_test
+package jobrun_test
 
 import (
 	"context"
@@ -10,39 +10,37 @@ import (
 
 	"github.com/matryer/is"
 
-	"github.com/entityenrich/enrich/app"
-	"github.com/entityenrich/enrich/domain/access"
+	"github.com/entityenrich/enrich/adapters/jobrun"
 	"github.com/entityenrich/enrich/domain/job"
+	"github.com/entityenrich/enrich/ports"
 )
 
 // pauseRunner pauses a fresh job with one question; continued, it completes
 // with the answers it was given and the events it saw before.
 type pauseRunner struct {
 	timeout time.Duration
-	runs    chan *app.Work
+	runs    chan *ports.Work
 }
 
-func (r pauseRunner) Run(_ context.Context, w *app.Work) app.Outcome {
+func (r pauseRunner) Run(_ context.Context, w *ports.Work) ports.Outcome {
 	r.runs <- w
 	if !w.Continued {
 		w.Publish(job.SampleInstanceRoster{Instances: []string{"a", "b"}})
-		return app.Outcome{Pause: &app.Pause{Timeout: r.timeout, Event: job.SampleClarificationPause{
+		return ports.Outcome{Pause: &ports.Pause{Timeout: r.timeout, Event: job.SampleClarificationPause{
 			EntityTitle: "thing", Round: 0, SourceMode: "describe_subject", TimeoutSeconds: int(r.timeout / time.Second),
 			Questions: []job.SampleQuestion{{ID: "q1", Text: "which?", Options: []job.SampleOption{{ID: "x", Label: "X"}}, DefaultOptionID: "x"}}}}}
 	}
 	res, _ := json.Marshal(map[string]any{"answers": w.Answers, "prior": len(w.Prior)})
-	return app.Outcome{Result: res, Completed: job.JobCompleted{Result: map[string]any{"answers": w.Answers}}}
+	return ports.Outcome{Result: res, Completed: job.JobCompleted{Result: map[string]any{"answers": w.Answers}}}
 }
 
-func newPauseWorld(t *testing.T, timeout time.Duration) (*engineWorld, *app.JobService, chan *app.Work) {
-	runs := make(chan *app.Work, 8)
-	w := newEngineWorld(t, func(e *app.Engine) {
+func newPauseWorld(t *testing.T, timeout time.Duration) (*engineWorld, chan *ports.Work) {
+	runs := make(chan *ports.Work, 8)
+	w := newEngineWorld(t, func(e *jobrun.Engine) {
 		e.Runners[job.TypeSampleGeneration] = pauseRunner{timeout: timeout, runs: runs}
 	})
 	close(w.jobs.gate)
-	svc := &app.JobService{Jobs: w.jobs, EventLog: w.events, Engine: w.engine, Stream: w.engine.Stream,
-		Clock: w.engine.Clock, Log: w.engine.Log}
-	return w, svc, runs
+	return w, runs
 }
 
 func newPauseJob(n int) *job.Job {
@@ -98,8 +96,6 @@ func eventTypes(t *testing.T, w *engineWorld, id string) []job.EventType {
 	return out
 }
 
-var pauseOwner = &access.Principal{OrgID: "org", UserID: "u", Role: access.Owner, Scopes: access.DefaultScopes()}
-
 // TestPauseAndContinue: a run that pauses writes its pause event with the job
 // paused and unheld, and frees its worker (another job runs meanwhile);
 // continue with answers resumes it on the same stream, its Runner seeing the
@@ -107,7 +103,7 @@ var pauseOwner = &access.Principal{OrgID: "org", UserID: "u", Role: access.Owner
 func TestPauseAndContinue(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
-	w, svc, runs := newPauseWorld(t, time.Minute)
+	w, runs := newPauseWorld(t, time.Minute)
 	j := newPauseJob(1)
 	is.NoErr(w.engine.Create(ctx, j, nil))
 	first := <-runs
@@ -122,13 +118,10 @@ func TestPauseAndContinue(t *testing.T) {
 	is.Equal(<-w.ran, other.ID)
 	waitState(t, w, other.ID, job.Completed)
 
-	_, err := svc.Continue(ctx, pauseOwner, other.ID, nil)
-	is.True(errors.Is(err, job.ErrTransition) || err != nil) // a completed job is not paused
-	e, ok := app.AsError(err)
-	is.True(ok)
-	is.Equal(e.Code, "job_not_paused")
+	_, err := w.engine.Continue(ctx, other.ID, nil)
+	is.True(errors.Is(err, job.ErrTransition)) // a completed job is not paused
 
-	got, err := svc.Continue(ctx, pauseOwner, j.ID, job.Answers{"q1": {OptionIDs: []string{"x"}, Text: "more"}})
+	got, err := w.engine.Continue(ctx, j.ID, job.Answers{"q1": {OptionIDs: []string{"x"}, Text: "more"}})
 	is.NoErr(err)
 	is.Equal(got.State, job.Running)
 	second := <-runs
@@ -144,9 +137,8 @@ func TestPauseAndContinue(t *testing.T) {
 	is.Equal(evs[0].Data["is_paused"], true)
 	is.Equal(evs[0].Data["status"], "paused")
 
-	_, err = svc.Continue(ctx, pauseOwner, j.ID, nil) // continuing twice
-	e, _ = app.AsError(err)
-	is.Equal(e.Code, "job_not_paused")
+	_, err = w.engine.Continue(ctx, j.ID, nil) // continuing twice
+	is.True(errors.Is(err, job.ErrTransition))
 }
 
 // TestContinueWithoutBody: a continue with no answers resumes the job too
@@ -154,12 +146,12 @@ func TestPauseAndContinue(t *testing.T) {
 func TestContinueWithoutBody(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
-	w, svc, runs := newPauseWorld(t, time.Minute)
+	w, runs := newPauseWorld(t, time.Minute)
 	j := newPauseJob(1)
 	is.NoErr(w.engine.Create(ctx, j, nil))
 	<-runs
 	waitState(t, w, j.ID, job.Paused)
-	_, err := svc.Continue(ctx, pauseOwner, j.ID, nil)
+	_, err := w.engine.Continue(ctx, j.ID, nil)
 	is.NoErr(err)
 	second := <-runs
 	is.True(second.Continued)
@@ -168,7 +160,7 @@ func TestContinueWithoutBody(t *testing.T) {
 }
 
 // TestPauseTimesOut: a pause nobody answers is cancelled at its timeout, with
-// a cancelled event saying why; a late continue is 409.
+// a cancelled event saying why; a late continue is refused.
 func TestPauseTimesOut(t *testing.T) {
 	for _, tt := range []struct {
 		name  string
@@ -177,7 +169,7 @@ func TestPauseTimesOut(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			is := is.New(t)
 			ctx := context.Background()
-			w, svc, runs := newPauseWorld(t, 100*time.Millisecond)
+			w, runs := newPauseWorld(t, 100*time.Millisecond)
 			j := newPauseJob(1)
 			is.NoErr(w.engine.Create(ctx, j, nil))
 			<-runs
@@ -193,9 +185,8 @@ func TestPauseTimesOut(t *testing.T) {
 			is.Equal(types[len(types)-1], job.EventCancelled)
 			evs, _ := w.events.List(ctx, j.ID, int64(len(types)-1), 1)
 			is.Equal(evs[0].Data["reason"], job.PauseTimedOut)
-			_, err := svc.Continue(ctx, pauseOwner, j.ID, nil)
-			e, _ := app.AsError(err)
-			is.Equal(e.Code, "job_not_paused")
+			_, err := w.engine.Continue(ctx, j.ID, nil)
+			is.True(errors.Is(err, job.ErrTransition))
 			select {
 			case <-runs:
 				t.Fatal("a timed-out pause ran again")
@@ -210,16 +201,15 @@ func TestPauseTimesOut(t *testing.T) {
 func TestContinueAfterDeadlineBeforeSweep(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
-	w, svc, runs := newPauseWorld(t, 50*time.Millisecond)
+	w, runs := newPauseWorld(t, 50*time.Millisecond)
 	j := newPauseJob(1)
 	is.NoErr(w.engine.Create(ctx, j, nil))
 	<-runs
 	waitState(t, w, j.ID, job.Paused)
 	is.NoErr(w.engine.Queue.Cancel(ctx, j.ID))
 	time.Sleep(80 * time.Millisecond)
-	_, err := svc.Continue(ctx, pauseOwner, j.ID, nil)
-	e, _ := app.AsError(err)
-	is.Equal(e.Code, "job_not_paused")
+	_, err := w.engine.Continue(ctx, j.ID, nil)
+	is.True(errors.Is(err, job.ErrTransition))
 	done := waitState(t, w, j.ID, job.Cancelled)
 	is.Equal(done.Error, job.PauseTimedOut)
 }
@@ -248,18 +238,18 @@ func TestCancelWhilePaused(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
 	clock := &shiftClock{}
-	runs := make(chan *app.Work, 8)
-	w := newEngineWorld(t, func(e *app.Engine) {
+	runs := make(chan *ports.Work, 8)
+	w := newEngineWorld(t, func(e *jobrun.Engine) {
 		e.Clock = clock
 		e.Runners[job.TypeSampleGeneration] = pauseRunner{timeout: time.Minute, runs: runs}
 	})
 	close(w.jobs.gate)
-	svc := &app.JobService{Jobs: w.jobs, EventLog: w.events, Engine: w.engine, Stream: w.engine.Stream, Clock: clock, Log: w.engine.Log}
 	j := newPauseJob(1)
 	is.NoErr(w.engine.Create(ctx, j, nil))
 	<-runs
 	waitState(t, w, j.ID, job.Paused)
-	got, err := svc.Cancel(ctx, pauseOwner, j.ID, "cancelled by client")
+	is.NoErr(w.engine.Cancel(ctx, "org", j.ID, "cancelled by client"))
+	got, err := w.jobs.GetJob(ctx, "org", j.ID)
 	is.NoErr(err)
 	is.Equal(got.State, job.Cancelled)
 	clock.shift(2 * time.Minute) // past the pause's deadline
@@ -276,8 +266,8 @@ func TestSweepTimesOutWithTheClock(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
 	clock := &shiftClock{}
-	runs := make(chan *app.Work, 8)
-	w := newEngineWorld(t, func(e *app.Engine) {
+	runs := make(chan *ports.Work, 8)
+	w := newEngineWorld(t, func(e *jobrun.Engine) {
 		e.Clock = clock
 		e.Runners[job.TypeSampleGeneration] = pauseRunner{timeout: time.Minute, runs: runs}
 	})

@@ -1,4 +1,4 @@
-package app_test
+package jobrun_test
 
 import (
 	"context"
@@ -13,9 +13,9 @@ import (
 
 	"github.com/entityenrich/enrich/adapters/eventhub"
 	"github.com/entityenrich/enrich/adapters/inproc"
+	"github.com/entityenrich/enrich/adapters/jobrun"
 	"github.com/entityenrich/enrich/adapters/memory"
 	"github.com/entityenrich/enrich/adapters/system"
-	"github.com/entityenrich/enrich/app"
 	"github.com/entityenrich/enrich/domain/enrichment"
 	"github.com/entityenrich/enrich/domain/job"
 	"github.com/entityenrich/enrich/ports"
@@ -44,7 +44,7 @@ type stepRunner struct {
 	hold chan struct{}
 }
 
-func (r stepRunner) Run(_ context.Context, w *app.Work) app.Outcome {
+func (r stepRunner) Run(_ context.Context, w *ports.Work) ports.Outcome {
 	w.Publish(job.ModelStarted{Model: "sandbox::echo"})
 	r.ran <- w.Job.ID
 	if r.hold != nil {
@@ -52,19 +52,19 @@ func (r stepRunner) Run(_ context.Context, w *app.Work) app.Outcome {
 	}
 	rec := &enrichment.Record{ID: "rec-" + w.Job.ID, OrgID: w.Job.OrgID, Type: enrichment.RecordEnrichment,
 		JobID: w.Job.ID, Model: "sandbox::echo", CreatedAt: time.Now()}
-	return app.Outcome{Result: []byte(`{"ok": true}`), Records: []*enrichment.Record{rec},
+	return ports.Outcome{Result: []byte(`{"ok": true}`), Records: []*enrichment.Record{rec},
 		Completed: job.JobCompleted{RecordID: rec.ID}}
 }
 
 type engineWorld struct {
-	engine  *app.Engine
+	engine  *jobrun.Engine
 	jobs    *gatedJobs
 	events  *memory.EventLog
 	records *memory.RecordStore
 	ran     chan string
 }
 
-func newEngineWorld(t *testing.T, opts ...func(*app.Engine)) *engineWorld {
+func newEngineWorld(t *testing.T, opts ...func(*jobrun.Engine)) *engineWorld {
 	t.Helper()
 	jobs, events, records := memory.NewJobStore(), memory.NewEventLog(), memory.NewRecordStore()
 	queue := inproc.New()
@@ -76,8 +76,8 @@ func newEngineWorld(t *testing.T, opts ...func(*app.Engine)) *engineWorld {
 	t.Cleanup(hub.Close)
 	w := &engineWorld{jobs: &gatedJobs{JobStore: jobs, gate: make(chan struct{})}, events: events, records: records,
 		ran: make(chan string, 4)}
-	w.engine = &app.Engine{UoW: uow, Jobs: w.jobs, Events: events, Queue: queue, Stream: hub, Clock: clock, Log: lg,
-		Owner: "test", Workers: 1, PerOrg: 1, Runners: map[job.Type]app.Runner{job.TypeEnrichment: stepRunner{ran: w.ran}}}
+	w.engine = &jobrun.Engine{UoW: uow, Jobs: w.jobs, Events: events, Queue: queue, Stream: hub, Clock: clock, Log: lg,
+		Owner: "test", Workers: 1, PerOrg: 1, Runners: map[job.Type]ports.Runner{job.TypeEnrichment: stepRunner{ran: w.ran}}}
 	for _, o := range opts {
 		o(w.engine)
 	}
@@ -179,7 +179,7 @@ func TestSlotWait(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			is := is.New(t)
 			hold = make(chan struct{})
-			w := newEngineWorld(t, func(e *app.Engine) {
+			w := newEngineWorld(t, func(e *jobrun.Engine) {
 				e.SlotWait = tt.wait
 				e.Runners[job.TypeEnrichment] = stepRunner{ran: make(chan string, 4), hold: hold}
 			})

@@ -1,4 +1,4 @@
-package app
+package jobrun
 
 import (
 	"cmp"
@@ -6,79 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/entityenrich/enrich/domain/enrichment"
 	"github.com/entityenrich/enrich/domain/job"
 	"github.com/entityenrich/enrich/domain/usage"
 	"github.com/entityenrich/enrich/ports"
 )
-
-// Work is one worker's hold on a job, handed to the job's Runner.
-type Work struct {
-	Job *job.Job
-	// Prior are the job's events written before this worker took it over
-	// (none for a fresh job): a resumed run skips the work they show done.
-	Prior []job.Event
-	// Publish sends an event of the job to its followers.
-	Publish func(p job.Payload)
-	// Prepared is what the Runner prepared when it created the job in this
-	// process (nil for a job taken over): it need not read and plan again.
-	Prepared any
-	// Tracker stamps the common progress block on every event Publish
-	// sends; the Runner tells it the job's size (SetTotalModels).
-	Tracker *job.Tracker
-	// Continued is set when the job was paused and continued: Answers are
-	// the continue's answers (empty when it sent none), read from the last
-	// job_continued event of Prior.
-	Continued bool
-	Answers   job.Answers
-}
-
-// Outcome is how a run ended. Exactly one of the cases holds: Failure set
-// (the job fails), Pause set (the job pauses until a continue), or Result
-// set (it completes, with its records).
-type Outcome struct {
-	Pause     *Pause
-	Result    []byte
-	Records   []*enrichment.Record
-	Completed job.JobCompleted
-	Failure   *Failure
-	// Usage is the run's LLM calls, written to the ledger with the job's
-	// end whatever the end (the calls were made and paid for).
-	Usage []usage.Entry
-	// Partial says a run a client cancelled has results worth keeping (a
-	// batch's finished entities): its Records are stored with the
-	// cancellation, and Completed.Result is the cancelled event's result.
-	Partial bool
-}
-
-// Pause ends a run by pausing its job: Event is written (its status
-// paused), the lease is released and the worker freed, all in the commit of
-// the pause. POST /api/llm/continue resumes the job on any replica (its
-// Runner then sees Work.Continued and the answers); a pause nobody answers
-// within Timeout (DefaultPauseTimeout when zero) is cancelled.
-type Pause struct {
-	Event   job.Payload
-	Timeout time.Duration
-}
-
-// DefaultPauseTimeout is how long a pause waits for a continue by default.
-const DefaultPauseTimeout = 10 * time.Minute
-
-// Failure is a typed job failure.
-type Failure struct {
-	Code job.ErrorCode
-	Msg  string
-}
-
-// Runner runs one type of job.
-type Runner interface {
-	Run(ctx context.Context, w *Work) Outcome
-}
 
 // Engine runs jobs as durable work. A job is created in one commit, claimed
 // at once by a free worker here or queued for any replica's; a worker holds
@@ -94,6 +29,10 @@ type Engine struct {
 	Stream ports.EventStream
 	Clock  ports.Clock
 	Log    *slog.Logger
+	// Invalidations tells the replica that runs a job that it was cancelled
+	// (nil: this process is the only one; the owner also finds out when it
+	// renews its lease).
+	Invalidations ports.Invalidations
 
 	// Owner names this replica in job leases.
 	Owner string
@@ -123,7 +62,7 @@ type Engine struct {
 	// holder died (default 5 s).
 	SweepEvery time.Duration
 	// Runners run each type of job.
-	Runners map[job.Type]Runner
+	Runners map[job.Type]ports.Runner
 	// Observer is told when a job ends here (nil: nobody).
 	Observer ports.JobObserver
 	// RunIdle is how long a run's goroutine waits for the next run before
@@ -203,22 +142,6 @@ func (r *run) isStored() bool {
 		return false
 	}
 }
-
-// Causes of a run's context ending.
-var (
-	errLost     = errors.New("the job is held elsewhere now")
-	errShutdown = errors.New("the server stopped while the job ran")
-)
-
-// cancelCause is a cancellation asked by a client.
-type cancelCause struct{ reason string }
-
-func (c *cancelCause) Error() string { return "cancelled: " + c.reason }
-
-// storageCause is a failure to store the job's events.
-type storageCause struct{ err error }
-
-func (c *storageCause) Error() string { return c.err.Error() }
 
 // Engine defaults, used for the fields left zero (the root Config fills
 // them with these too).
@@ -434,9 +357,6 @@ func (e *Engine) submit(ctx context.Context, id, orgID string, t job.Type, reque
 	now := e.Clock.Now()
 	j := &job.Job{ID: id, OrgID: orgID, Type: t, State: job.Pending, Request: request, CreatedAt: now, UpdatedAt: now, HeartbeatAt: now}
 	if err := e.create(ctx, j, prepared, awaited); err != nil {
-		if errors.Is(err, ports.ErrCapacity) {
-			return nil, coded(ports.ErrCapacity, "capacity", "the server has no capacity for the job, try again shortly")
-		}
 		return nil, err
 	}
 	return j, nil
@@ -482,15 +402,6 @@ func (e *Engine) create(ctx context.Context, j *job.Job, prepared any, awaited b
 	})
 }
 
-// errNotStored ends a run whose job's row could not be stored.
-var errNotStored = errors.New("the job could not be stored")
-
-// errStalled ends the wait of a run's caller when the run's end, which
-// also stores its job, meets an unreachable store. The run goes on
-// retrying: the job and its results are stored if the store comes back in
-// time, and it can be looked up by its id then.
-var errStalled = errors.New("the job's end cannot be stored now")
-
 // stall tells the run's awaiting caller, once, that its end meets an
 // unreachable store (err).
 func (r *run) stall(err error) {
@@ -527,14 +438,14 @@ func (r *run) tellAwaiters() {
 func (r *run) tell(cancel context.CancelCauseFunc) bool {
 	select {
 	case <-r.stalled:
-		cancel(fmt.Errorf("%w: %w", errStalled, r.stallErr))
+		cancel(fmt.Errorf("%w: %w", ports.ErrJobStalled, r.stallErr))
 		return true
 	default:
 	}
 	select {
 	case <-r.stored:
 		if r.storeErr != nil {
-			cancel(fmt.Errorf("%w: %w", errNotStored, r.storeErr))
+			cancel(fmt.Errorf("%w: %w", ports.ErrJobNotStored, r.storeErr))
 		}
 		return true
 	default:
@@ -554,8 +465,8 @@ func (e *Engine) storeDeferred(r *run) {
 
 // Await returns a context for following job id to its end (ctx's, unless
 // the job is a deferred run here: then it also ends, with a cause wrapping
-// errNotStored, when the job's row cannot be stored, so that the follower
-// does not wait for events that will never be; or wrapping errStalled,
+// ports.ErrJobNotStored, when the job's row cannot be stored, so that the follower
+// does not wait for events that will never be; or wrapping ports.ErrJobStalled,
 // when the store cannot be reached to store it, so that the follower is
 // answered at once rather than after the end's retries).
 func (e *Engine) Await(ctx context.Context, id string) (context.Context, context.CancelFunc) {
@@ -574,38 +485,12 @@ func (e *Engine) Await(ctx context.Context, id string) (context.Context, context
 	return ctx, func() { cancel(nil) }
 }
 
-// cancelUnstored cancels a deferred run of org's whose row is not stored
-// yet and waits for its end (which stores the job, cancelled); false when
-// there is no such run here, or its row is stored (after waiting for a
-// store in flight): cancel it as any other.
-func (e *Engine) cancelUnstored(ctx context.Context, org, id, reason string) bool {
-	e.mu.Lock()
-	r := e.running[id]
-	e.mu.Unlock()
-	if r == nil || !r.deferred || r.org != org {
-		return false
-	}
-	if r.row.Load() == rowCreating {
-		select {
-		case <-r.stored:
-		case <-ctx.Done():
-		}
-		return false
-	}
-	r.cancel(&cancelCause{reason})
-	select {
-	case <-r.done:
-	case <-ctx.Done():
-	}
-	return true
-}
-
 // stored tells a run started before its job's row was stored how the store
 // went: the run owns its event stream from now on, or it stops.
 func (e *Engine) stored(r *run, err error) {
 	if err != nil {
 		r.storeErr = err
-		r.cancel(errNotStored)
+		r.cancel(ports.ErrJobNotStored)
 	} else {
 		e.own(r, 0)
 	}
@@ -629,10 +514,10 @@ func (e *Engine) own(r *run, after int64) {
 func (e *Engine) lost(r *run) func(error) {
 	return func(err error) {
 		if errors.Is(err, ports.ErrFenced) {
-			r.cancel(errLost)
+			r.cancel(ports.ErrJobLost)
 			return
 		}
-		r.cancel(&storageCause{err})
+		r.cancel(&ports.JobStorageFailed{Err: err})
 	}
 }
 
@@ -823,7 +708,7 @@ func (e *Engine) execute(ctx context.Context, r *run, j *job.Job, prior []job.Ev
 	if len(prior) > 0 {
 		after = prior[len(prior)-1].Seq
 	}
-	w := &Work{Job: j, Prior: prior, Prepared: prepared, Tracker: r.tracker,
+	w := &ports.Work{Job: j, Prior: prior, Prepared: prepared, Tracker: r.tracker,
 		Publish: func(p job.Payload) { e.publish(r, r.tracker.Stamp(job.NewDraft(p))) }}
 	w.Answers, w.Continued = job.LastContinue(prior)
 	continuing := len(prior) > 0 && prior[len(prior)-1].Type == job.EventJobContinued
@@ -832,9 +717,9 @@ func (e *Engine) execute(ctx context.Context, r *run, j *job.Job, prior []job.Ev
 		e.Log.Info("job resumed", "job_id", j.ID, "attempt", j.Attempt, "after_event", after)
 	}
 	runner := e.Runners[j.Type]
-	var out Outcome
+	var out ports.Outcome
 	if runner == nil {
-		out.Failure = &Failure{job.CodeInternal, fmt.Sprintf("no runner for jobs of type %q", j.Type)}
+		out.Failure = &ports.Failure{Code: job.CodeInternal, Msg: fmt.Sprintf("no runner for jobs of type %q", j.Type)}
 	} else {
 		out = runner.Run(ctx, w)
 	}
@@ -843,12 +728,12 @@ func (e *Engine) execute(ctx context.Context, r *run, j *job.Job, prior []job.Ev
 
 // finish ends the run: the job's last events, records and state in one
 // commit, under the run's fence.
-func (e *Engine) finish(ctx context.Context, r *run, out Outcome) {
+func (e *Engine) finish(ctx context.Context, r *run, out ports.Outcome) {
 	bg := context.WithoutCancel(ctx)
 	cause := context.Cause(ctx)
 	// create: the job's row is not stored, and is stored with its end.
 	create := r.deferred && r.row.CompareAndSwap(rowWaiting, rowEnding)
-	if create && errors.Is(cause, errShutdown) && e.ReleaseAtShutdown {
+	if create && errors.Is(cause, ports.ErrJobShutdown) && e.ReleaseAtShutdown {
 		// Handed back to resume elsewhere: the row must exist first.
 		e.stored(r, e.retry(bg, func() error { return e.Jobs.CreateJob(bg, new(r.job)) }))
 		create = false
@@ -860,37 +745,39 @@ func (e *Engine) finish(ctx context.Context, r *run, out Outcome) {
 			return // nothing of the job exists
 		}
 	}
-	var cc *cancelCause
-	var sc *storageCause
+	var cc *ports.JobCancelled
+	var sc *ports.JobStorageFailed
 	var apply func(j *job.Job, now time.Time) error
 	var drafts []job.Draft
 	var until time.Time
 	switch {
-	case errors.Is(cause, errLost):
-		e.Stream.Sealed(r.id, nil, errLost)
+	case errors.Is(cause, ports.ErrJobLost):
+		e.Stream.Sealed(r.id, nil, ports.ErrJobLost)
 		e.Log.Info("job left to its new holder", "job_id", r.id, "attempt", r.attempt)
 		return
 	case errors.As(cause, &sc):
-		e.Log.Error("job events could not be stored", "job_id", r.id, "err", sc.err)
-		e.failUnstorable(bg, r, sc.err)
+		e.Log.Error("job events could not be stored", "job_id", r.id, "err", sc.Err)
+		e.failUnstorable(bg, r, sc.Err)
 		return
 	case errors.As(cause, &cc):
-		apply = func(j *job.Job, now time.Time) error { return j.Cancel(cc.reason, now) }
-		drafts = job.Cancellation(cc.reason)
+		apply = func(j *job.Job, now time.Time) error { return j.Cancel(cc.Reason, now) }
+		drafts = job.Cancellation(cc.Reason)
 		if out.Partial {
 			drafts[0] = drafts[0].Own()
 			drafts[0].Data["result"] = out.Completed.Result
 		}
-	case errors.Is(cause, errShutdown) && e.ReleaseAtShutdown:
+	case errors.Is(cause, ports.ErrJobShutdown) && e.ReleaseAtShutdown:
 		e.handBack(bg, r)
 		return
-	case errors.Is(cause, errShutdown):
-		apply = func(j *job.Job, now time.Time) error { return j.Fail(job.CodeShutdown, errShutdown.Error(), now) }
-		drafts = job.Failure(job.CodeShutdown, errShutdown.Error())
+	case errors.Is(cause, ports.ErrJobShutdown):
+		apply = func(j *job.Job, now time.Time) error {
+			return j.Fail(job.CodeShutdown, ports.ErrJobShutdown.Error(), now)
+		}
+		drafts = job.Failure(job.CodeShutdown, ports.ErrJobShutdown.Error())
 	case out.Pause != nil:
 		timeout := out.Pause.Timeout
 		if timeout <= 0 {
-			timeout = DefaultPauseTimeout
+			timeout = ports.DefaultPauseTimeout
 		}
 		until = e.Clock.Now().Add(timeout)
 		apply = func(j *job.Job, now time.Time) error { return j.Pause(until, now) }
@@ -925,17 +812,17 @@ func (e *Engine) finish(ctx context.Context, r *run, out Outcome) {
 		case <-time.After(5 * time.Second):
 		}
 		if errors.As(context.Cause(ctx), &sc) {
-			e.failUnstorable(bg, r, sc.err)
+			e.failUnstorable(bg, r, sc.Err)
 			return
 		}
-		e.Stream.Sealed(r.id, nil, errLost)
+		e.Stream.Sealed(r.id, nil, ports.ErrJobLost)
 		e.Log.Info("job left to its new holder", "job_id", r.id, "attempt", r.attempt)
 		return
 	}
 	end := ports.JobEnd{Job: new(r.job), From: r.job.State, Create: create, Events: evs, Usage: withTask(out.Usage, r.typ)}
 	err := apply(end.Job, e.Clock.Now())
-	paused := out.Pause != nil && out.Failure == nil && cc == nil && !errors.Is(cause, errShutdown)
-	if out.Failure == nil && cc == nil && !errors.Is(cause, errShutdown) && !paused {
+	paused := out.Pause != nil && out.Failure == nil && cc == nil && !errors.Is(cause, ports.ErrJobShutdown)
+	if out.Failure == nil && cc == nil && !errors.Is(cause, ports.ErrJobShutdown) && !paused {
 		end.Records = out.Records
 	}
 	if cc != nil && out.Partial {
@@ -1044,7 +931,7 @@ func (e *Engine) failUnstorable(ctx context.Context, r *run, cause error) {
 // worker resumes it at once.
 func (e *Engine) handBack(ctx context.Context, r *run) {
 	e.Stream.Seal(ctx, r.id, nil) // what is unwritten is dropped: the next worker redoes it
-	e.Stream.Sealed(r.id, nil, errShutdown)
+	e.Stream.Sealed(r.id, nil, ports.ErrJobShutdown)
 	_, err := e.Jobs.UpdateJob(ctx, r.id, func(j *job.Job) error {
 		if !j.Holds(r.attempt) {
 			return ports.ErrFenced
@@ -1176,38 +1063,8 @@ func (e *Engine) Lost(id string) {
 	r := e.running[id]
 	e.mu.Unlock()
 	if r != nil {
-		r.cancel(errLost)
+		r.cancel(ports.ErrJobLost)
 	}
-}
-
-// CancelRequested cancels a job running here at another replica's request
-// (JobService.Cancel asks the holder first); the run ends it as cancelled.
-// The request is id, a newline and the reason.
-func (e *Engine) CancelRequested(request string) {
-	id, reason, _ := strings.Cut(request, "\n")
-	e.mu.Lock()
-	r := e.running[id]
-	e.mu.Unlock()
-	if r != nil {
-		r.cancel(&cancelCause{reason})
-	}
-}
-
-// CancelHere cancels a job running here and waits until its end is stored;
-// false when the job does not run here.
-func (e *Engine) CancelHere(ctx context.Context, id, reason string) bool {
-	e.mu.Lock()
-	r := e.running[id]
-	e.mu.Unlock()
-	if r == nil {
-		return false
-	}
-	r.cancel(&cancelCause{reason})
-	select {
-	case <-r.done:
-	case <-ctx.Done():
-	}
-	return true
 }
 
 // Stop refuses new work, lets running jobs finish until ctx ends, then stops
@@ -1234,7 +1091,7 @@ func (e *Engine) Stop(ctx context.Context) error {
 		err = ctx.Err()
 		e.mu.Lock()
 		for _, r := range e.running {
-			r.cancel(errShutdown)
+			r.cancel(ports.ErrJobShutdown)
 		}
 		e.mu.Unlock()
 	}

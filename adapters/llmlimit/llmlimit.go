@@ -1,4 +1,6 @@
-package app
+// Package llmlimit bounds the concurrent LLM calls of this process per
+// provider, overall and per organization: a ports.LLM around another.
+package llmlimit
 
 import (
 	"context"
@@ -7,9 +9,9 @@ import (
 	"github.com/entityenrich/enrich/ports"
 )
 
-// ProviderLimits bound the concurrent LLM calls of this process per
+// Limits bound the concurrent LLM calls of this process per
 // provider: overall, and per organization. Zero means no bound.
-type ProviderLimits struct {
+type Limits struct {
 	// Overall bounds the calls in flight to one provider.
 	Overall int
 	// PerOrg bounds one organization's calls in flight to one provider, so
@@ -22,27 +24,27 @@ type ProviderLimits struct {
 	Exempt []string
 }
 
-// LimitedLLM is an LLM whose calls wait for a slot of their provider (and of
+// LLM is a ports.LLM whose calls wait for a slot of their provider (and of
 // their organization at that provider) before they go out. A call that has
 // to wait says so once through its request's Queued callback, so that the
 // job can show it. Slots are held for the call's duration only.
-type LimitedLLM struct {
+type LLM struct {
 	Next   ports.LLM
-	Limits ProviderLimits
+	Limits Limits
 
 	mu   sync.Mutex
 	sems map[string]chan struct{}
 }
 
-var _ ports.LLM = (*LimitedLLM)(nil)
+var _ ports.LLM = (*LLM)(nil)
 
-// NewLimitedLLM bounds next's calls by limits.
-func NewLimitedLLM(next ports.LLM, limits ProviderLimits) *LimitedLLM {
-	return &LimitedLLM{Next: next, Limits: limits, sems: map[string]chan struct{}{}}
+// New bounds next's calls by limits.
+func New(next ports.LLM, limits Limits) *LLM {
+	return &LLM{Next: next, Limits: limits, sems: map[string]chan struct{}{}}
 }
 
 // sem returns the semaphore named key of size n (nil for no bound).
-func (l *LimitedLLM) sem(key string, n int) chan struct{} {
+func (l *LLM) sem(key string, n int) chan struct{} {
 	if n <= 0 {
 		return nil
 	}
@@ -58,7 +60,7 @@ func (l *LimitedLLM) sem(key string, n int) chan struct{} {
 
 // slots are the semaphores a call to provider p for organization org takes,
 // in the order it takes them.
-func (l *LimitedLLM) slots(org, p string) []chan struct{} {
+func (l *LLM) slots(org, p string) []chan struct{} {
 	for _, ex := range l.Limits.Exempt {
 		if ex == p {
 			return nil
@@ -80,7 +82,7 @@ func (l *LimitedLLM) slots(org, p string) []chan struct{} {
 // Generate waits for the organization's slot at the provider, then the
 // provider's, makes the call and frees both. The order is always the same,
 // so two calls never hold each other's slot.
-func (l *LimitedLLM) Generate(ctx context.Context, req ports.LLMRequest) (ports.LLMResponse, error) {
+func (l *LLM) Generate(ctx context.Context, req ports.LLMRequest) (ports.LLMResponse, error) {
 	slots := l.slots(req.OrgID, req.Model.Provider)
 	taken := 0
 	defer func() {

@@ -1,4 +1,4 @@
-package app_test
+package jobrun_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 
 	"github.com/matryer/is"
 
-	"github.com/entityenrich/enrich/app"
+	"github.com/entityenrich/enrich/adapters/jobrun"
 	"github.com/entityenrich/enrich/domain/enrichment"
 	"github.com/entityenrich/enrich/domain/job"
 	"github.com/entityenrich/enrich/ports"
@@ -36,34 +36,32 @@ func (c *countedJobs) CreateJob(ctx context.Context, j *job.Job) error {
 // completes with a record (or, cancelled, ends as its context says).
 type holdRunner struct{ hold chan struct{} }
 
-func (r holdRunner) Run(ctx context.Context, w *app.Work) app.Outcome {
+func (r holdRunner) Run(ctx context.Context, w *ports.Work) ports.Outcome {
 	w.Publish(job.ModelStarted{Model: "sandbox::echo"})
 	select {
 	case <-r.hold:
 	case <-ctx.Done():
-		return app.Outcome{}
+		return ports.Outcome{}
 	}
 	rec := &enrichment.Record{ID: "rec-" + w.Job.ID, OrgID: w.Job.OrgID, Type: enrichment.RecordEnrichment,
 		JobID: w.Job.ID, Model: "sandbox::echo", CreatedAt: time.Now()}
-	return app.Outcome{Result: []byte(`{"ok": true}`), Records: []*enrichment.Record{rec},
+	return ports.Outcome{Result: []byte(`{"ok": true}`), Records: []*enrichment.Record{rec},
 		Completed: job.JobCompleted{RecordID: rec.ID}}
 }
 
 // newDeferWorld is an engine whose runs wait on hold, with DeferCreate d.
-func newDeferWorld(t *testing.T, d time.Duration, storeErr error) (*engineWorld, *countedJobs, *app.JobService, chan struct{}) {
+func newDeferWorld(t *testing.T, d time.Duration, storeErr error) (*engineWorld, *countedJobs, chan struct{}) {
 	t.Helper()
 	hold := make(chan struct{})
 	var counted *countedJobs
-	w := newEngineWorld(t, func(e *app.Engine) {
+	w := newEngineWorld(t, func(e *jobrun.Engine) {
 		e.DeferCreate = d
 		counted = &countedJobs{JobStore: e.Jobs, err: storeErr}
 		e.Jobs = counted
 		e.Runners[job.TypeEnrichment] = holdRunner{hold: hold}
 	})
 	close(w.jobs.gate)
-	svc := &app.JobService{Jobs: w.jobs, EventLog: w.events, Engine: w.engine, Stream: w.engine.Stream,
-		Clock: w.engine.Clock, Log: w.engine.Log}
-	return w, counted, svc, hold
+	return w, counted, hold
 }
 
 // follow reads the job's events from the stream up to its terminal one.
@@ -89,7 +87,7 @@ func follow(t *testing.T, ctx context.Context, s ports.EventStream, id string) [
 func TestAwaitedJobIsStoredWithItsEnd(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
-	w, counted, _, hold := newDeferWorld(t, time.Minute, nil)
+	w, counted, hold := newDeferWorld(t, time.Minute, nil)
 	j, err := w.engine.SubmitAwaited(ctx, "job-a", "org", job.TypeEnrichment, []byte("{}"), nil)
 	is.NoErr(err)
 	is.Equal(j.State, job.Running) // claimed here
@@ -117,7 +115,7 @@ func TestAwaitedJobIsStoredWithItsEnd(t *testing.T) {
 func TestAwaitedJobOutlivingDeferCreateIsStoredThen(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
-	w, counted, _, hold := newDeferWorld(t, 20*time.Millisecond, nil)
+	w, counted, hold := newDeferWorld(t, 20*time.Millisecond, nil)
 	j, err := w.engine.SubmitAwaited(ctx, "job-b", "org", job.TypeEnrichment, []byte("{}"), nil)
 	is.NoErr(err)
 	running := waitState(t, w, j.ID, job.Running)
@@ -133,26 +131,23 @@ func TestAwaitedJobOutlivingDeferCreateIsStoredThen(t *testing.T) {
 
 // TestAwaitedJobCancelledBeforeItsRow: cancelling a job whose row is not
 // stored yet ends it cancelled, stored with its cancellation; cancelling it
-// again is 409; another organization cannot see it.
+// again is a refused transition; another organization cannot see it.
 func TestAwaitedJobCancelledBeforeItsRow(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
-	w, _, svc, _ := newDeferWorld(t, time.Minute, nil)
+	w, _, _ := newDeferWorld(t, time.Minute, nil)
 	j, err := w.engine.SubmitAwaited(ctx, "job-c", "org", job.TypeEnrichment, []byte("{}"), nil)
 	is.NoErr(err)
-	stranger := *pauseOwner
-	stranger.OrgID = "other"
-	_, err = svc.Cancel(ctx, &stranger, j.ID, "not mine")
+	err = w.engine.Cancel(ctx, "other", j.ID, "not mine")
 	is.True(errors.Is(err, ports.ErrNotFound))
 
-	got, err := svc.Cancel(ctx, pauseOwner, j.ID, "client went away")
+	is.NoErr(w.engine.Cancel(ctx, "org", j.ID, "client went away"))
+	got, err := w.jobs.GetJob(ctx, "org", j.ID)
 	is.NoErr(err)
 	is.Equal(got.State, job.Cancelled)
 	is.Equal(eventTypes(t, w, j.ID), []job.EventType{job.EventModelStarted, job.EventCancelled})
-	_, err = svc.Cancel(ctx, pauseOwner, j.ID, "again")
-	var ae *app.Error
-	is.True(errors.As(err, &ae))
-	is.Equal(ae.Code, "job_not_cancellable")
+	err = w.engine.Cancel(ctx, "org", j.ID, "again")
+	is.True(errors.Is(err, job.ErrTransition))
 	w.settled(t)
 }
 
@@ -164,7 +159,7 @@ func TestAwaitedJobThatCannotBeStored(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
 	storeErr := fmt.Errorf("test: %w", ports.ErrInvalid)
-	w, _, _, _ := newDeferWorld(t, 10*time.Millisecond, storeErr)
+	w, _, _ := newDeferWorld(t, 10*time.Millisecond, storeErr)
 	j, err := w.engine.SubmitAwaited(ctx, "job-d", "org", job.TypeEnrichment, []byte("{}"), nil)
 	is.NoErr(err)
 	waitCtx, stop := w.engine.Await(ctx, j.ID)
@@ -197,7 +192,7 @@ func (u refusingEnds) EndJob(ctx context.Context, end ports.JobEnd) error {
 func TestAwaitedJobWhoseEndIsRefused(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
-	w, counted, _, hold := newDeferWorld(t, time.Minute, nil)
+	w, counted, hold := newDeferWorld(t, time.Minute, nil)
 	w.engine.UoW = refusingEnds{w.engine.UoW}
 	j, err := w.engine.SubmitAwaited(ctx, "job-e", "org", job.TypeEnrichment, []byte("{}"), nil)
 	is.NoErr(err)
@@ -222,7 +217,7 @@ func TestAwaitedJobWhoseEndIsRefused(t *testing.T) {
 func TestAwaitedJobAtShutdownIsHandedBack(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
-	w, counted, _, _ := newDeferWorld(t, time.Minute, nil)
+	w, counted, _ := newDeferWorld(t, time.Minute, nil)
 	w.engine.ReleaseAtShutdown = true
 	j, err := w.engine.SubmitAwaited(ctx, "job-f", "org", job.TypeEnrichment, []byte("{}"), nil)
 	is.NoErr(err)
@@ -264,7 +259,7 @@ func (u *unreachableEnds) EndJob(ctx context.Context, end ports.JobEnd) error {
 func TestAwaitedJobWhoseEndMeetsAnOutage(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
-	w, counted, _, hold := newDeferWorld(t, time.Minute, nil)
+	w, counted, hold := newDeferWorld(t, time.Minute, nil)
 	ends := &unreachableEnds{UnitOfWork: w.engine.UoW, up: make(chan struct{})}
 	w.engine.UoW = ends
 	j, err := w.engine.SubmitAwaited(ctx, "job-g", "org", job.TypeEnrichment, []byte("{}"), nil)

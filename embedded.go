@@ -16,6 +16,7 @@ import (
 	"github.com/entityenrich/enrich/adapters/cache"
 	"github.com/entityenrich/enrich/adapters/eventhub"
 	"github.com/entityenrich/enrich/adapters/httpapi"
+	"github.com/entityenrich/enrich/adapters/jobrun"
 	"github.com/entityenrich/enrich/adapters/metrics"
 	"github.com/entityenrich/enrich/app"
 	"github.com/entityenrich/enrich/ports"
@@ -87,7 +88,7 @@ type Embedded struct {
 	Metrics *metrics.Metrics
 
 	stream *eventhub.Hub
-	engine *app.Engine
+	engine *jobrun.Engine
 	cfg    Config
 	// The caches that other instances' changes reach (listen).
 	schemaCache *cache.Schemas
