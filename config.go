@@ -145,15 +145,17 @@ type CacheLimits struct {
 	Shapes int
 	// KeyCandidatesTTL is how long a batch of provider-key picks on
 	// PostgreSQL reuses the candidate keys it read (a key added by another
-	// replica is seen that much later at most).
-	KeyCandidatesTTL time.Duration
+	// replica is seen that much later at most); KeyCandidateGroups bounds
+	// the organizations and providers whose candidates are kept.
+	KeyCandidatesTTL   time.Duration
+	KeyCandidateGroups int
 }
 
 // DefaultCaches returns the caches' default bounds: the one place where
 // they are declared.
 func DefaultCaches() CacheLimits {
 	return CacheLimits{SchemaBytes: 64 << 20, AuthEntries: 100_000, Validators: 1024, Shapes: 1024,
-		KeyCandidatesTTL: 500 * time.Millisecond}
+		KeyCandidatesTTL: 500 * time.Millisecond, KeyCandidateGroups: 10_000}
 }
 
 // withDefaults fills the zero fields from DefaultCaches.
@@ -168,6 +170,7 @@ func (l CacheLimits) withDefaults() CacheLimits {
 	fill(&l.AuthEntries, d.AuthEntries)
 	fill(&l.Validators, d.Validators)
 	fill(&l.Shapes, d.Shapes)
+	fill(&l.KeyCandidateGroups, d.KeyCandidateGroups)
 	if l.KeyCandidatesTTL <= 0 {
 		l.KeyCandidatesTTL = d.KeyCandidatesTTL
 	}

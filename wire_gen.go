@@ -73,12 +73,12 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	stores, err := providePostgresStores(db, cfg, logger)
+	clock := system.Clock{}
+	stores, err := providePostgresStores(db, cfg, clock, logger)
 	if err != nil {
 		cleanup()
 		return nil, nil, err
 	}
-	clock := system.Clock{}
 	auth := provideAuthCache(cfg, stores, clock, logger)
 	passwords := providePasswords(cfg)
 	iDs := system.IDs{}
