@@ -13,6 +13,7 @@ import (
 	"github.com/entityenrich/enrich/adapters/jsonschema"
 	"github.com/entityenrich/enrich/adapters/metrics"
 	"github.com/entityenrich/enrich/adapters/system"
+	"github.com/entityenrich/enrich/app"
 )
 
 // Injectors from wire.go:
@@ -20,46 +21,70 @@ import (
 // initMemory builds the service on memory adapters.
 func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	stores := provideMemoryStores()
+	unitOfWork := stores.UoW
+	orgStore := stores.Orgs
+	userStore := stores.Users
+	apiKeyStore := stores.Keys
+	refreshTokenStore := stores.RefreshTokens
+	passwords := providePasswords(cfg)
 	clock := system.Clock{}
+	tokens := provideTokens(cfg, clock)
 	logger := provideLogger(cfg)
 	auth := provideAuthCache(cfg, stores, clock, logger)
-	passwords := providePasswords(cfg)
 	iDs := system.IDs{}
-	accessService := provideAccess(cfg, stores, auth, passwords, clock, iDs, logger)
-	schemas := provideSchemaCache(cfg, stores, clock, logger)
+	accessConfig := provideAccessConfig(cfg)
+	accessService := app.NewAccessService(unitOfWork, orgStore, userStore, apiKeyStore, refreshTokenStore, passwords, tokens, auth, clock, iDs, logger, accessConfig)
+	schemaStore := stores.Schemas
+	recordStore := stores.Records
 	compiler := jsonschema.New()
 	cacheCompiler := provideCompiler(cfg, compiler)
-	schemaService := provideSchemas(cfg, stores, schemas, cacheCompiler, clock, iDs)
-	recordStore := stores.Records
-	recordService := provideRecords(recordStore, clock)
-	hub, cleanup := provideStream(stores, clock, logger)
-	metricsMetrics := metrics.New()
-	engine := provideEngine(cfg, stores, hub, clock, logger, metricsMetrics)
-	jobService := provideJobs(stores, engine, hub, logger)
+	schemas := provideSchemaCache(cfg, stores, clock, logger)
+	schemaConfig := provideSchemaConfig(cfg)
+	schemaService := app.NewSchemaService(schemaStore, recordStore, unitOfWork, cacheCompiler, schemas, clock, iDs, schemaConfig)
+	recordService := app.NewRecordService(recordStore, clock)
 	registry, err := provideRegistry(cfg)
 	if err != nil {
-		cleanup()
 		return nil, nil, err
 	}
+	metricsMetrics := metrics.New()
 	llm := provideLLM(cfg, registry, metricsMetrics)
-	providerKeyStore := provideProviderKeyStore(stores)
+	providerKeyStore, err := provideProviderKeyStore(stores, logger)
+	if err != nil {
+		return nil, nil, err
+	}
 	fernet, err := provideCipher(cfg)
 	if err != nil {
-		cleanup()
 		return nil, nil, err
 	}
-	providerStore := provideOrgProviderStore(stores)
+	providerStore, err := provideOrgProviderStore(stores, logger)
+	if err != nil {
+		return nil, nil, err
+	}
 	keyRing := provideKeyRing(providerKeyStore, fernet, registry, registry, clock, logger, providerStore)
 	codec := jobcodec.New()
-	enrichmentService := provideEnrichment(cfg, stores, schemas, engine, hub, jobService, llm, registry, cacheCompiler, keyRing, codec, clock, iDs, logger)
-	providerKeyService := provideProviderKeys(stores, providerKeyStore, fernet, registry, registry, registry, clock, iDs, logger)
-	costService := provideCosts(stores, clock)
-	analysisService := provideAnalysis(stores, schemas, llm, registry, cacheCompiler, keyRing, clock, iDs, logger)
-	sampleService := provideSamples(engine, enrichmentService, hub, jobService, clock, iDs, logger)
-	schemaGenService := provideSchemaGen(stores, engine, hub, jobService, enrichmentService, schemaService, cacheCompiler, clock, iDs, logger)
-	fetchService := provideFetch(cfg, enrichmentService, clock)
-	fusionService := provideFusion(stores, engine, hub, jobService, enrichmentService, clock, iDs, logger)
-	orgProviderService := provideOrgProviders(providerStore, fernet, registry, registry, registry, clock, iDs, logger)
+	enrichMemos := provideEnrichMemos(cfg)
+	enrichConfig := provideEnrichConfig(cfg)
+	enricher := app.NewEnricher(schemaStore, schemas, orgStore, llm, registry, cacheCompiler, keyRing, codec, clock, iDs, logger, enrichMemos, enrichConfig)
+	hub, cleanup := provideStream(stores, clock, logger)
+	schemaGenerator := app.NewSchemaGenerator(enricher, schemaStore, schemaService, cacheCompiler, clock, iDs, logger)
+	merger := app.NewMerger(enricher, recordStore, clock, iDs, logger)
+	sampleGenerator := app.NewSampleGenerator(enricher, clock, iDs, logger)
+	runners := provideRunners(enricher, schemaGenerator, merger, sampleGenerator)
+	engine := provideEngine(cfg, stores, hub, clock, logger, metricsMetrics, runners)
+	jobStore := stores.Jobs
+	eventLog := stores.Events
+	jobService := app.NewJobService(jobStore, eventLog, engine, hub, logger)
+	enrichmentService := app.NewEnrichmentService(enricher, engine, hub, jobService)
+	usageLedger := stores.Usage
+	providerKeyService := app.NewProviderKeyService(providerKeyStore, fernet, registry, registry, registry, usageLedger, clock, iDs, logger)
+	costService := app.NewCostService(usageLedger, clock)
+	analysisService := app.NewAnalysisService(schemaStore, recordStore, unitOfWork, llm, registry, cacheCompiler, keyRing, orgStore, schemas, clock, iDs, logger)
+	sampleService := app.NewSampleService(sampleGenerator, engine, hub, jobService)
+	schemaGenService := app.NewSchemaGenService(schemaGenerator, engine, hub, jobService)
+	entityFetcher := provideFetcher(cfg)
+	fetchService := app.NewFetchService(entityFetcher, enrichmentService, clock, enrichConfig)
+	fusionService := app.NewFusionService(merger, engine, hub, jobService)
+	orgProviderService := app.NewOrgProviderService(providerStore, fernet, registry, registry, registry, clock, iDs, logger)
 	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth)
 	return embedded, func() {
 		cleanup()
@@ -79,46 +104,72 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
-	auth := provideAuthCache(cfg, stores, clock, logger)
+	unitOfWork := stores.UoW
+	orgStore := stores.Orgs
+	userStore := stores.Users
+	apiKeyStore := stores.Keys
+	refreshTokenStore := stores.RefreshTokens
 	passwords := providePasswords(cfg)
+	tokens := provideTokens(cfg, clock)
+	auth := provideAuthCache(cfg, stores, clock, logger)
 	iDs := system.IDs{}
-	accessService := provideAccess(cfg, stores, auth, passwords, clock, iDs, logger)
-	schemas := provideSchemaCache(cfg, stores, clock, logger)
+	accessConfig := provideAccessConfig(cfg)
+	accessService := app.NewAccessService(unitOfWork, orgStore, userStore, apiKeyStore, refreshTokenStore, passwords, tokens, auth, clock, iDs, logger, accessConfig)
+	schemaStore := stores.Schemas
+	recordStore := stores.Records
 	compiler := jsonschema.New()
 	cacheCompiler := provideCompiler(cfg, compiler)
-	schemaService := provideSchemas(cfg, stores, schemas, cacheCompiler, clock, iDs)
-	recordStore := stores.Records
-	recordService := provideRecords(recordStore, clock)
-	hub, cleanup2 := provideStream(stores, clock, logger)
-	metricsMetrics := metrics.New()
-	engine := provideEngine(cfg, stores, hub, clock, logger, metricsMetrics)
-	jobService := provideJobs(stores, engine, hub, logger)
+	schemas := provideSchemaCache(cfg, stores, clock, logger)
+	schemaConfig := provideSchemaConfig(cfg)
+	schemaService := app.NewSchemaService(schemaStore, recordStore, unitOfWork, cacheCompiler, schemas, clock, iDs, schemaConfig)
+	recordService := app.NewRecordService(recordStore, clock)
 	registry, err := provideRegistry(cfg)
 	if err != nil {
-		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
+	metricsMetrics := metrics.New()
 	llm := provideLLM(cfg, registry, metricsMetrics)
-	providerKeyStore := provideProviderKeyStore(stores)
+	providerKeyStore, err := provideProviderKeyStore(stores, logger)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
 	fernet, err := provideCipher(cfg)
 	if err != nil {
-		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
-	providerStore := provideOrgProviderStore(stores)
+	providerStore, err := provideOrgProviderStore(stores, logger)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
 	keyRing := provideKeyRing(providerKeyStore, fernet, registry, registry, clock, logger, providerStore)
 	codec := jobcodec.New()
-	enrichmentService := provideEnrichment(cfg, stores, schemas, engine, hub, jobService, llm, registry, cacheCompiler, keyRing, codec, clock, iDs, logger)
-	providerKeyService := provideProviderKeys(stores, providerKeyStore, fernet, registry, registry, registry, clock, iDs, logger)
-	costService := provideCosts(stores, clock)
-	analysisService := provideAnalysis(stores, schemas, llm, registry, cacheCompiler, keyRing, clock, iDs, logger)
-	sampleService := provideSamples(engine, enrichmentService, hub, jobService, clock, iDs, logger)
-	schemaGenService := provideSchemaGen(stores, engine, hub, jobService, enrichmentService, schemaService, cacheCompiler, clock, iDs, logger)
-	fetchService := provideFetch(cfg, enrichmentService, clock)
-	fusionService := provideFusion(stores, engine, hub, jobService, enrichmentService, clock, iDs, logger)
-	orgProviderService := provideOrgProviders(providerStore, fernet, registry, registry, registry, clock, iDs, logger)
+	enrichMemos := provideEnrichMemos(cfg)
+	enrichConfig := provideEnrichConfig(cfg)
+	enricher := app.NewEnricher(schemaStore, schemas, orgStore, llm, registry, cacheCompiler, keyRing, codec, clock, iDs, logger, enrichMemos, enrichConfig)
+	hub, cleanup2 := provideStream(stores, clock, logger)
+	schemaGenerator := app.NewSchemaGenerator(enricher, schemaStore, schemaService, cacheCompiler, clock, iDs, logger)
+	merger := app.NewMerger(enricher, recordStore, clock, iDs, logger)
+	sampleGenerator := app.NewSampleGenerator(enricher, clock, iDs, logger)
+	runners := provideRunners(enricher, schemaGenerator, merger, sampleGenerator)
+	engine := provideEngine(cfg, stores, hub, clock, logger, metricsMetrics, runners)
+	jobStore := stores.Jobs
+	eventLog := stores.Events
+	jobService := app.NewJobService(jobStore, eventLog, engine, hub, logger)
+	enrichmentService := app.NewEnrichmentService(enricher, engine, hub, jobService)
+	usageLedger := stores.Usage
+	providerKeyService := app.NewProviderKeyService(providerKeyStore, fernet, registry, registry, registry, usageLedger, clock, iDs, logger)
+	costService := app.NewCostService(usageLedger, clock)
+	analysisService := app.NewAnalysisService(schemaStore, recordStore, unitOfWork, llm, registry, cacheCompiler, keyRing, orgStore, schemas, clock, iDs, logger)
+	sampleService := app.NewSampleService(sampleGenerator, engine, hub, jobService)
+	schemaGenService := app.NewSchemaGenService(schemaGenerator, engine, hub, jobService)
+	entityFetcher := provideFetcher(cfg)
+	fetchService := app.NewFetchService(entityFetcher, enrichmentService, clock, enrichConfig)
+	fusionService := app.NewFusionService(merger, engine, hub, jobService)
+	orgProviderService := app.NewOrgProviderService(providerStore, fernet, registry, registry, registry, clock, iDs, logger)
 	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth)
 	return embedded, func() {
 		cleanup2()
@@ -128,46 +179,70 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 
 // initWithStores builds the service on caller-supplied stores.
 func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, func(), error) {
+	unitOfWork := st.UoW
+	orgStore := st.Orgs
+	userStore := st.Users
+	apiKeyStore := st.Keys
+	refreshTokenStore := st.RefreshTokens
+	passwords := providePasswords(cfg)
 	clock := system.Clock{}
+	tokens := provideTokens(cfg, clock)
 	logger := provideLogger(cfg)
 	auth := provideAuthCache(cfg, st, clock, logger)
-	passwords := providePasswords(cfg)
 	iDs := system.IDs{}
-	accessService := provideAccess(cfg, st, auth, passwords, clock, iDs, logger)
-	schemas := provideSchemaCache(cfg, st, clock, logger)
+	accessConfig := provideAccessConfig(cfg)
+	accessService := app.NewAccessService(unitOfWork, orgStore, userStore, apiKeyStore, refreshTokenStore, passwords, tokens, auth, clock, iDs, logger, accessConfig)
+	schemaStore := st.Schemas
+	recordStore := st.Records
 	compiler := jsonschema.New()
 	cacheCompiler := provideCompiler(cfg, compiler)
-	schemaService := provideSchemas(cfg, st, schemas, cacheCompiler, clock, iDs)
-	recordStore := st.Records
-	recordService := provideRecords(recordStore, clock)
-	hub, cleanup := provideStream(st, clock, logger)
-	metricsMetrics := metrics.New()
-	engine := provideEngine(cfg, st, hub, clock, logger, metricsMetrics)
-	jobService := provideJobs(st, engine, hub, logger)
+	schemas := provideSchemaCache(cfg, st, clock, logger)
+	schemaConfig := provideSchemaConfig(cfg)
+	schemaService := app.NewSchemaService(schemaStore, recordStore, unitOfWork, cacheCompiler, schemas, clock, iDs, schemaConfig)
+	recordService := app.NewRecordService(recordStore, clock)
 	registry, err := provideRegistry(cfg)
 	if err != nil {
-		cleanup()
 		return nil, nil, err
 	}
+	metricsMetrics := metrics.New()
 	llm := provideLLM(cfg, registry, metricsMetrics)
-	providerKeyStore := provideProviderKeyStore(st)
+	providerKeyStore, err := provideProviderKeyStore(st, logger)
+	if err != nil {
+		return nil, nil, err
+	}
 	fernet, err := provideCipher(cfg)
 	if err != nil {
-		cleanup()
 		return nil, nil, err
 	}
-	providerStore := provideOrgProviderStore(st)
+	providerStore, err := provideOrgProviderStore(st, logger)
+	if err != nil {
+		return nil, nil, err
+	}
 	keyRing := provideKeyRing(providerKeyStore, fernet, registry, registry, clock, logger, providerStore)
 	codec := jobcodec.New()
-	enrichmentService := provideEnrichment(cfg, st, schemas, engine, hub, jobService, llm, registry, cacheCompiler, keyRing, codec, clock, iDs, logger)
-	providerKeyService := provideProviderKeys(st, providerKeyStore, fernet, registry, registry, registry, clock, iDs, logger)
-	costService := provideCosts(st, clock)
-	analysisService := provideAnalysis(st, schemas, llm, registry, cacheCompiler, keyRing, clock, iDs, logger)
-	sampleService := provideSamples(engine, enrichmentService, hub, jobService, clock, iDs, logger)
-	schemaGenService := provideSchemaGen(st, engine, hub, jobService, enrichmentService, schemaService, cacheCompiler, clock, iDs, logger)
-	fetchService := provideFetch(cfg, enrichmentService, clock)
-	fusionService := provideFusion(st, engine, hub, jobService, enrichmentService, clock, iDs, logger)
-	orgProviderService := provideOrgProviders(providerStore, fernet, registry, registry, registry, clock, iDs, logger)
+	enrichMemos := provideEnrichMemos(cfg)
+	enrichConfig := provideEnrichConfig(cfg)
+	enricher := app.NewEnricher(schemaStore, schemas, orgStore, llm, registry, cacheCompiler, keyRing, codec, clock, iDs, logger, enrichMemos, enrichConfig)
+	hub, cleanup := provideStream(st, clock, logger)
+	schemaGenerator := app.NewSchemaGenerator(enricher, schemaStore, schemaService, cacheCompiler, clock, iDs, logger)
+	merger := app.NewMerger(enricher, recordStore, clock, iDs, logger)
+	sampleGenerator := app.NewSampleGenerator(enricher, clock, iDs, logger)
+	runners := provideRunners(enricher, schemaGenerator, merger, sampleGenerator)
+	engine := provideEngine(cfg, st, hub, clock, logger, metricsMetrics, runners)
+	jobStore := st.Jobs
+	eventLog := st.Events
+	jobService := app.NewJobService(jobStore, eventLog, engine, hub, logger)
+	enrichmentService := app.NewEnrichmentService(enricher, engine, hub, jobService)
+	usageLedger := st.Usage
+	providerKeyService := app.NewProviderKeyService(providerKeyStore, fernet, registry, registry, registry, usageLedger, clock, iDs, logger)
+	costService := app.NewCostService(usageLedger, clock)
+	analysisService := app.NewAnalysisService(schemaStore, recordStore, unitOfWork, llm, registry, cacheCompiler, keyRing, orgStore, schemas, clock, iDs, logger)
+	sampleService := app.NewSampleService(sampleGenerator, engine, hub, jobService)
+	schemaGenService := app.NewSchemaGenService(schemaGenerator, engine, hub, jobService)
+	entityFetcher := provideFetcher(cfg)
+	fetchService := app.NewFetchService(entityFetcher, enrichmentService, clock, enrichConfig)
+	fusionService := app.NewFusionService(merger, engine, hub, jobService)
+	orgProviderService := app.NewOrgProviderService(providerStore, fernet, registry, registry, registry, clock, iDs, logger)
 	embedded := provideEmbedded(st, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth)
 	return embedded, func() {
 		cleanup()

@@ -12,7 +12,7 @@ import (
 // (nil: the default) with strategy: the decoded contract, and the shape's
 // localized document, its document without the preserved paths and its
 // calls' domains. ok is false when no shape is kept for them.
-func (s *EnrichmentService) CachedShape(sc *schema.Schema, langs []string, strategy enrichment.Strategy) (contract, localized, doc map[string]any, calls []enrichment.Domain, ok bool) {
+func (s *Enricher) CachedShape(sc *schema.Schema, langs []string, strategy enrichment.Strategy) (contract, localized, doc map[string]any, calls []enrichment.Domain, ok bool) {
 	ctx := context.Background()
 	contract, sum, err := s.contract(ctx, sc)
 	if err != nil || s.Shapes == nil {

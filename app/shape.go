@@ -15,7 +15,7 @@ import (
 // A Shape is what preparing a run derives from a schema's contract alone,
 // for one set of languages, preserved paths and strategy: the contract
 // localized, the expertise calls and their compiled validators. Every run
-// that shares those shares one shape (EnrichmentService.Shapes), so a job
+// that shares those shares one shape (Enricher.Shapes), so a job
 // start no longer decodes, localizes, encodes and plans the same contract
 // again. A shape and its documents are never changed once built: the
 // domain's transformations (Localize, WithoutPaths, SubSchema) copy what
@@ -42,7 +42,7 @@ func memo[K comparable, V any](ctx context.Context, m ports.Memo[K, V], key K, b
 
 // contract returns the decoded contract of sc (shared: never change it) and
 // its content hash.
-func (s *EnrichmentService) contract(ctx context.Context, sc *schema.Schema) (map[string]any, [32]byte, error) {
+func (s *Enricher) contract(ctx context.Context, sc *schema.Schema) (map[string]any, [32]byte, error) {
 	raw := sc.Contract()
 	sum := sha256.Sum256(raw)
 	doc, err := memo(ctx, s.Contracts, sum, func(context.Context, [32]byte) (map[string]any, error) {
@@ -59,7 +59,7 @@ func (s *EnrichmentService) contract(ctx context.Context, sc *schema.Schema) (ma
 // with the part of the shape that was built (localized is always set, so
 // that the caller can check the entity first, as before); only shapes that
 // succeeded are kept.
-func (s *EnrichmentService) shapeOf(ctx context.Context, schemaID string, sum [32]byte, doc map[string]any, langs []string,
+func (s *Enricher) shapeOf(ctx context.Context, schemaID string, sum [32]byte, doc map[string]any, langs []string,
 	preserve [][]string, strategy enrichment.Strategy) (*Shape, error) {
 	var built *Shape
 	build := func(context.Context, string) (*Shape, error) {
@@ -79,7 +79,7 @@ func (s *EnrichmentService) shapeOf(ctx context.Context, schemaID string, sum [3
 }
 
 // buildShape completes sh, whose localized document is set.
-func (s *EnrichmentService) buildShape(sh *Shape, schemaID string, preserve [][]string, strategy enrichment.Strategy) error {
+func (s *Enricher) buildShape(sh *Shape, schemaID string, preserve [][]string, strategy enrichment.Strategy) error {
 	sh.doc = enrichment.WithoutPaths(sh.localized, preserve)
 	localized, err := json.Marshal(sh.doc)
 	if err != nil {

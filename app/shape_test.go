@@ -46,7 +46,7 @@ func TestShapesStayAsBuilt(t *testing.T) {
 	    "ticker": {"type": "string", "expertise": "finance"},
 	    "hq": {"type": "object", "properties": {"city": {"type": "string"}, "country": {"type": "string"}}}}}`)}
 	is.NoErr(store.CreateSchema(ctx, sc))
-	svc := &app.EnrichmentService{Schemas: store, Requests: jobcodec.New(), LLM: reg, Catalog: reg, Compiler: jsonschema.New(),
+	svc := &app.Enricher{Schemas: store, Requests: jobcodec.New(), LLM: reg, Catalog: reg, Compiler: jsonschema.New(),
 		Clock: system.Clock{}, IDs: system.IDs{}, RetryBackoff: 1, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Contracts: cache.NewMemo[[32]byte, map[string]any](1024), Shapes: cache.NewMemo[string, *app.Shape](1024)}
 
@@ -124,7 +124,7 @@ func TestShapeErrorsAreNotKept(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := &app.EnrichmentService{Schemas: store, Requests: jobcodec.New(), LLM: reg, Catalog: reg, Compiler: jsonschema.New(),
+	svc := &app.Enricher{Schemas: store, Requests: jobcodec.New(), LLM: reg, Catalog: reg, Compiler: jsonschema.New(),
 		Clock: system.Clock{}, IDs: system.IDs{}, RetryBackoff: 1, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Contracts: cache.NewMemo[[32]byte, map[string]any](1024), Shapes: cache.NewMemo[string, *app.Shape](1024)}
 	for _, tt := range []struct {
