@@ -149,13 +149,17 @@ type CacheLimits struct {
 	// the organizations and providers whose candidates are kept.
 	KeyCandidatesTTL   time.Duration
 	KeyCandidateGroups int
+	// Clients bounds the provider clients kept, one per model and
+	// credential version (adapters/llm).
+	Clients int
 }
 
 // DefaultCaches returns the caches' default bounds: the one place where
 // they are declared.
 func DefaultCaches() CacheLimits {
 	return CacheLimits{SchemaBytes: 64 << 20, AuthEntries: 100_000, Validators: 1024, Shapes: 1024,
-		KeyCandidatesTTL: 500 * time.Millisecond, KeyCandidateGroups: 10_000}
+		KeyCandidatesTTL: 500 * time.Millisecond, KeyCandidateGroups: 10_000,
+		Clients: 4096}
 }
 
 // withDefaults fills the zero fields from DefaultCaches.
@@ -171,6 +175,7 @@ func (l CacheLimits) withDefaults() CacheLimits {
 	fill(&l.Validators, d.Validators)
 	fill(&l.Shapes, d.Shapes)
 	fill(&l.KeyCandidateGroups, d.KeyCandidateGroups)
+	fill(&l.Clients, d.Clients)
 	if l.KeyCandidatesTTL <= 0 {
 		l.KeyCandidatesTTL = d.KeyCandidatesTTL
 	}

@@ -112,7 +112,8 @@ func provideRegistry(cfg Config) (*llm.Registry, error) {
 		return nil, fmt.Errorf("ENRICH_MODEL_CATALOG %s: %w", cfg.ModelCatalog, err)
 	}
 	return llm.NewRegistry(llm.Config{Providers: cfg.Providers, Catalog: cat, Sandbox: cfg.Sandbox, SandboxLatency: cfg.SandboxLatency,
-		GuardedHTTPClient: llm.GuardedHTTPClientFor(netguard.Options{AllowLoopbackPorts: cfg.OrgProviderAllowLoopbackPorts})})
+		GuardedHTTPClient: llm.GuardedHTTPClientFor(netguard.Options{AllowLoopbackPorts: cfg.OrgProviderAllowLoopbackPorts}),
+		ClientCacheSize: cfg.Caches.Clients})
 }
 
 // provideLLM is the provider registry with the call metrics around it,

@@ -25,7 +25,7 @@ type AuthConfig struct {
 	// TTL bounds an entry's life (0: nothing is kept; every read goes to
 	// the stores).
 	TTL time.Duration
-	// MaxEntries bounds the prefixes and the users, each.
+	// MaxEntries bounds the prefixes and the users, each (0: no bound).
 	MaxEntries int
 }
 

@@ -17,9 +17,9 @@ type Memo[K comparable, V any] struct {
 
 var _ ports.Memo[string, int] = (*Memo[string, int])(nil)
 
-// NewMemo returns a Memo of at most size values.
+// NewMemo returns a Memo of at most size values (size <= 0: no bound).
 func NewMemo[K comparable, V any](size int) *Memo[K, V] {
-	return &Memo[K, V]{c: otter.Must(&otter.Options[K, V]{MaximumSize: size})}
+	return &Memo[K, V]{c: otter.Must(&otter.Options[K, V]{MaximumSize: max(size, 0)})}
 }
 
 // Get returns key's value, building it on a miss (ports.Memo).
@@ -38,7 +38,7 @@ type Compiler struct {
 
 var _ ports.SchemaCompiler = (*Compiler)(nil)
 
-// NewCompiler keeps up to size of next's validators.
+// NewCompiler keeps up to size of next's validators (size <= 0: no bound).
 func NewCompiler(next ports.SchemaCompiler, size int) *Compiler {
 	return &Compiler{next: next, memo: NewMemo[[sha256.Size]byte, ports.Validator](size)}
 }

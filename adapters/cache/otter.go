@@ -26,13 +26,16 @@ func (c clock) NowNano() int64 { return c.start.UnixNano() + int64(c.Now().Sub(c
 // collector: otter's clean-up goroutine ends with its cache.
 func (clock) Tick(d time.Duration) <-chan time.Time { return time.NewTicker(d).C }
 
-// expiring returns a cache of at most size entries (or of weight maxWeight
-// by weigh, when weigh is set) that live for ttl after their write, by c.
+// expiring returns a cache of at most size entries (or of weight size by
+// weigh, when weigh is set; size <= 0: no bound) that live for ttl after
+// their write, by c.
 func expiring[K comparable, V any](c ports.Clock, ttl time.Duration, size int, weigh func(K, V) uint32) *otter.Cache[K, V] {
 	o := &otter.Options[K, V]{ExpiryCalculator: otter.ExpiryWriting[K, V](ttl), Clock: newClock(c)}
-	if weigh != nil {
+	switch {
+	case size <= 0:
+	case weigh != nil:
 		o.MaximumWeight, o.Weigher = uint64(size), weigh
-	} else {
+	default:
 		o.MaximumSize = size
 	}
 	return otter.Must(o)

@@ -28,7 +28,7 @@ type SchemaConfig struct {
 	// (0: nothing is kept; every read goes to the store).
 	TTL time.Duration
 	// MaxBytes bounds the entries' documents, each counted with
-	// schemaOverhead.
+	// schemaOverhead (0: no bound).
 	MaxBytes int
 }
 
