@@ -486,75 +486,32 @@ func (s *SchemaGenerator) run(ctx context.Context, w *ports.Work, sp *schemaPlan
 		w.Tracker.SetTotalModels(1)
 	}
 	key := sp.model.Key.String()
-	if sp.pick != nil {
+	rs := readPrior(w.Prior)
+	if sp.pick != nil && !rs.started[job.EventModelAutoSelected] {
 		pub(job.ModelAutoSelected{Model: key, TaskType: TaskSchemaGeneration, Pinned: sp.pick.Pinned, Source: sp.pick.Source})
 	}
-	pub(job.SchemaModelStarted{Model: key, Sandbox: sp.model.Sandbox})
-	var msgs []enrichment.Message
-	if sp.gen != nil {
-		msgs = schema.GenerationPrompt(sp.collapsed.Samples, schema.GenerationOptions{Language: deref(sp.gen.Language),
-			GenerateSemanticIDs: sp.gen.GenerateSemanticIDs, Localized: sp.collapsed.Localized})
-	} else {
-		msgs = schema.EditPrompt(sp.current.Content, sp.edit.Prompt)
+	if !rs.started[job.EventModelStarted] {
+		pub(job.SchemaModelStarted{Model: key, Sandbox: sp.model.Sandbox})
 	}
-	max := s.attempts()
-	var in, outT int
-	var reason, public string
-	var code job.ErrorCode
+	// A worker that took the job over after its model_completed reuses
+	// that answer: the model is neither paid for nor announced again.
+	prior, ended := rs.completed[key]
+	if ended && !prior.Success {
+		return ports.Outcome{Failure: &ports.Failure{Code: prior.ErrorCode, Msg: prior.ErrorMessage}}
+	}
 	var got *validated
-	for attempt := 1; attempt <= max; attempt++ {
-		pub(job.Attempt{Model: key, Expertise: string(sp.task), Attempt: attempt, MaxAttempts: max, Reason: reason})
-		resp, err := s.Enrich.generate(ctx, sp.pl, sp.model, ports.LLMRequest{Model: sp.model.Key, Messages: msgs,
-			Schema: answerSchema, SchemaName: string(sp.task), ResponseSchema: true, Task: sp.task})
-		in += resp.InputTokens
-		outT += resp.OutputTokens
-		if err != nil {
-			if ctx.Err() != nil {
-				return ports.Outcome{}
-			}
-			code = classify(err)
-			public = code.Message()
-			reason = fmt.Sprintf("%s: %s", code, public)
-			s.Log.Warn("llm call failed", "model", key, "task", sp.task, "attempt", attempt, "code", code, "err", err)
-			if permanent(err) {
-				break
-			}
-			if attempt < max {
-				backoff := s.RetryBackoff
-				if backoff == 0 {
-					backoff = 100 * time.Millisecond
-				}
-				select {
-				case <-time.After(backoff * time.Duration(attempt)):
-				case <-ctx.Done():
-					return ports.Outcome{}
-				}
-			}
-			continue
+	var in, outT int
+	if ended {
+		raw, _ := json.Marshal(prior.Result)
+		got, in, outT = &validated{doc: prior.Result, raw: raw, suggestions: []string{}}, prior.InputTokens, prior.OutputTokens
+	} else {
+		var failed *ports.Outcome
+		if got, in, outT, failed = s.ask(ctx, sp, pub, start); failed != nil {
+			return *failed
 		}
-		v, perr := s.check(resp.Text, sp)
-		if perr == nil {
-			got = &v
-			break
-		}
-		// The validator's account names paths of the model's own output:
-		// it is ours to show.
-		code = job.CodeOutputInvalid
-		public = fmt.Sprintf("%s: %v", code.Message(), perr)
-		reason = fmt.Sprintf("%s: %v", code, perr)
-		msgs = enrichment.Retry(msgs, resp.Text, perr)
 	}
 	cost := sp.model.Price.Cost(in, outT)
 	mc := job.ModelCompleted{Model: key, Cost: cost, InputTokens: in, OutputTokens: outT, ProcessingMS: time.Since(start).Milliseconds()}
-	if got == nil {
-		msg := fmt.Sprintf("%d attempts failed, last: %s", max, public)
-		if code != job.CodeOutputInvalid {
-			msg = fmt.Sprintf("the model failed: %s", public)
-		}
-		mc.ErrorMessage, mc.ErrorCode = msg, code
-		pub(mc)
-		return ports.Outcome{Failure: &ports.Failure{Code: code, Msg: msg}}
-	}
 	if ctx.Err() != nil {
 		return ports.Outcome{}
 	}
@@ -586,7 +543,9 @@ func (s *SchemaGenerator) run(ctx context.Context, w *ports.Work, sp *schemaPlan
 	}
 	result.ProcessingMS = time.Since(start).Milliseconds()
 	mc.Success, mc.Result, mc.RecordID = true, got.doc, rec.ID
-	pub(mc)
+	if !ended {
+		pub(mc)
+	}
 	fields := result.Fields()
 	res, _ := json.Marshal(fields)
 	s.Log.Info("schema job finished", "job_id", w.Job.ID, "type", w.Job.Type, "schema_id", fields["schema_id"], "cost", cost)
@@ -651,4 +610,76 @@ func truncate(s string, n int) string {
 		n--
 	}
 	return s[:n]
+}
+
+// ask calls the schema job's model until an answer passes every rule, up to
+// s.attempts() attempts. failed, when set, ends the run: the model failed
+// (its model_completed is published here), or ctx ended.
+func (s *SchemaGenerator) ask(ctx context.Context, sp *schemaPlan, pub func(job.Payload), start time.Time) (got *validated, in, outT int, failed *ports.Outcome) {
+	key := sp.model.Key.String()
+	var msgs []enrichment.Message
+	if sp.gen != nil {
+		msgs = schema.GenerationPrompt(sp.collapsed.Samples, schema.GenerationOptions{Language: deref(sp.gen.Language),
+			GenerateSemanticIDs: sp.gen.GenerateSemanticIDs, Localized: sp.collapsed.Localized})
+	} else {
+		msgs = schema.EditPrompt(sp.current.Content, sp.edit.Prompt)
+	}
+	max := s.attempts()
+	var reason, public string
+	var code job.ErrorCode
+	for attempt := 1; attempt <= max; attempt++ {
+		pub(job.Attempt{Model: key, Expertise: string(sp.task), Attempt: attempt, MaxAttempts: max, Reason: reason})
+		resp, err := s.Enrich.generate(ctx, sp.pl, sp.model, ports.LLMRequest{Model: sp.model.Key, Messages: msgs,
+			Schema: answerSchema, SchemaName: string(sp.task), ResponseSchema: true, Task: sp.task})
+		in += resp.InputTokens
+		outT += resp.OutputTokens
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, in, outT, &ports.Outcome{}
+			}
+			code = classify(err)
+			public = code.Message()
+			reason = fmt.Sprintf("%s: %s", code, public)
+			s.Log.Warn("llm call failed", "model", key, "task", sp.task, "attempt", attempt, "code", code, "err", err)
+			if permanent(err) {
+				break
+			}
+			if attempt < max && !s.backOff(ctx, attempt) {
+				return nil, in, outT, &ports.Outcome{}
+			}
+			continue
+		}
+		v, perr := s.check(resp.Text, sp)
+		if perr == nil {
+			return &v, in, outT, nil
+		}
+		// The validator's account names paths of the model's own output:
+		// it is ours to show.
+		code = job.CodeOutputInvalid
+		public = fmt.Sprintf("%s: %v", code.Message(), perr)
+		reason = fmt.Sprintf("%s: %v", code, perr)
+		msgs = enrichment.Retry(msgs, resp.Text, perr)
+	}
+	msg := fmt.Sprintf("%d attempts failed, last: %s", max, public)
+	if code != job.CodeOutputInvalid {
+		msg = fmt.Sprintf("the model failed: %s", public)
+	}
+	pub(job.ModelCompleted{Model: key, Cost: sp.model.Price.Cost(in, outT), InputTokens: in, OutputTokens: outT,
+		ProcessingMS: time.Since(start).Milliseconds(), ErrorMessage: msg, ErrorCode: code})
+	return nil, in, outT, &ports.Outcome{Failure: &ports.Failure{Code: code, Msg: msg}}
+}
+
+// backOff waits before attempt+1 after a failed call; false when ctx ended
+// first.
+func (s *SchemaGenerator) backOff(ctx context.Context, attempt int) bool {
+	backoff := s.RetryBackoff
+	if backoff == 0 {
+		backoff = 100 * time.Millisecond
+	}
+	select {
+	case <-time.After(backoff * time.Duration(attempt)):
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
