@@ -113,7 +113,7 @@ func provideRegistry(cfg Config) (*llm.Registry, error) {
 	}
 	return llm.NewRegistry(llm.Config{Providers: cfg.Providers, Catalog: cat, Sandbox: cfg.Sandbox, SandboxLatency: cfg.SandboxLatency,
 		GuardedHTTPClient: llm.GuardedHTTPClientFor(netguard.Options{AllowLoopbackPorts: cfg.OrgProviderAllowLoopbackPorts}),
-		ClientCacheSize: cfg.Caches.Clients})
+		ClientCacheSize:   cfg.Caches.Clients})
 }
 
 // provideLLM is the provider registry with the call metrics around it,
