@@ -115,6 +115,9 @@ type run struct {
 	pubMu sync.Mutex
 	owned bool        // the event stream is owned: events go to it
 	held  []job.Draft // events published before the stream was owned
+	// heldUsage are ledger entries charged before the stream was owned:
+	// they go to it with the held events, or with the job's end.
+	heldUsage []usage.Entry
 }
 
 // The states of a deferred run's row.
@@ -506,7 +509,8 @@ func (e *Engine) own(r *run, after int64) {
 	for _, d := range r.held {
 		e.Stream.Publish(r.id, d)
 	}
-	r.held, r.owned = nil, true
+	e.Stream.Charge(r.id, r.heldUsage)
+	r.held, r.heldUsage, r.owned = nil, nil, true
 }
 
 // lost is told by the stream that the run's events cannot be written here
@@ -519,6 +523,20 @@ func (e *Engine) lost(r *run) func(error) {
 		}
 		r.cancel(&ports.JobStorageFailed{Err: err})
 	}
+}
+
+// charge gives the job's stream the ledger entry of an answered call of the
+// run, or keeps it until the run owns the stream (or ends).
+func (e *Engine) charge(r *run, u usage.Entry) {
+	u.OrgID, u.JobID = cmp.Or(u.OrgID, r.org), cmp.Or(u.JobID, r.id)
+	u.Task = cmp.Or(u.Task, string(r.typ))
+	r.pubMu.Lock()
+	defer r.pubMu.Unlock()
+	if !r.owned {
+		r.heldUsage = append(r.heldUsage, u)
+		return
+	}
+	e.Stream.Charge(r.id, []usage.Entry{u})
 }
 
 // publish gives the job's stream an event of the run, or keeps it until the
@@ -709,7 +727,8 @@ func (e *Engine) execute(ctx context.Context, r *run, j *job.Job, prior []job.Ev
 		after = prior[len(prior)-1].Seq
 	}
 	w := &ports.Work{Job: j, Prior: prior, Prepared: prepared, Tracker: r.tracker,
-		Publish: func(p job.Payload) { e.publish(r, r.tracker.Stamp(job.NewDraft(p))) }}
+		Publish: func(p job.Payload) { e.publish(r, r.tracker.Stamp(job.NewDraft(p))) },
+		Charge:  func(u usage.Entry) { e.charge(r, u) }}
 	w.Answers, w.Continued = job.LastContinue(prior)
 	continuing := len(prior) > 0 && prior[len(prior)-1].Type == job.EventJobContinued
 	if j.Attempt > 1 && len(prior) > 0 && !continuing {
@@ -731,6 +750,16 @@ func (e *Engine) execute(ctx context.Context, r *run, j *job.Job, prior []job.Ev
 func (e *Engine) finish(ctx context.Context, r *run, out ports.Outcome) {
 	bg := context.WithoutCancel(ctx)
 	cause := context.Cause(ctx)
+	// unbilled are the run's ledger entries that only the end can write:
+	// those held before the stream was owned, those the Runner returned,
+	// and (after Seal) those the stream had not written yet. When the end
+	// does not store them, the stream writes them on their own: every
+	// answered call is billed, whoever ends the job.
+	r.pubMu.Lock()
+	unbilled := append(r.heldUsage, withTask(out.Usage, r.typ)...)
+	r.heldUsage = nil
+	r.pubMu.Unlock()
+	defer func() { e.Stream.Charge(r.id, unbilled) }()
 	// create: the job's row is not stored, and is stored with its end.
 	create := r.deferred && r.row.CompareAndSwap(rowWaiting, rowEnding)
 	if create && errors.Is(cause, ports.ErrJobShutdown) && e.ReleaseAtShutdown {
@@ -793,6 +822,7 @@ func (e *Engine) finish(ctx context.Context, r *run, out ports.Outcome) {
 		drafts = []job.Draft{job.NewDraft(out.Completed)}
 	}
 	var evs []job.Event
+	var spent []usage.Entry
 	if create {
 		// Nothing was written before the row: every event goes in the end,
 		// numbered from 1.
@@ -800,10 +830,11 @@ func (e *Engine) finish(ctx context.Context, r *run, out ports.Outcome) {
 		held := r.held
 		r.held, r.owned = nil, true
 		r.pubMu.Unlock()
-		evs = e.Stream.Seal(bg, r.id, append(held, r.tracker.StampAll(drafts)...))
+		evs, spent = e.Stream.Seal(bg, r.id, append(held, r.tracker.StampAll(drafts)...))
 	} else {
-		evs = e.Stream.Seal(bg, r.id, r.tracker.StampAll(drafts))
+		evs, spent = e.Stream.Seal(bg, r.id, r.tracker.StampAll(drafts))
 	}
+	unbilled = append(unbilled, spent...)
 	if len(evs) == 0 {
 		// The stream dropped the job just now (fenced off, or its events
 		// refused): the run's context learns why at once.
@@ -819,7 +850,7 @@ func (e *Engine) finish(ctx context.Context, r *run, out ports.Outcome) {
 		e.Log.Info("job left to its new holder", "job_id", r.id, "attempt", r.attempt)
 		return
 	}
-	end := ports.JobEnd{Job: new(r.job), From: r.job.State, Create: create, Events: evs, Usage: withTask(out.Usage, r.typ)}
+	end := ports.JobEnd{Job: new(r.job), From: r.job.State, Create: create, Events: evs, Usage: unbilled}
 	err := apply(end.Job, e.Clock.Now())
 	paused := out.Pause != nil && out.Failure == nil && cc == nil && !errors.Is(cause, ports.ErrJobShutdown)
 	if out.Failure == nil && cc == nil && !errors.Is(cause, ports.ErrJobShutdown) && !paused {
@@ -836,6 +867,9 @@ func (e *Engine) finish(ctx context.Context, r *run, out ports.Outcome) {
 			}
 			return err
 		})
+	}
+	if err == nil {
+		unbilled = nil // stored with the end
 	}
 	if create && !e.storedWithEnd(bg, r, err) {
 		e.Stream.Sealed(r.id, nil, err)
@@ -930,8 +964,9 @@ func (e *Engine) failUnstorable(ctx context.Context, r *run, cause error) {
 // handBack clears the lease of a job stopped by shutdown, so that the next
 // worker resumes it at once.
 func (e *Engine) handBack(ctx context.Context, r *run) {
-	e.Stream.Seal(ctx, r.id, nil) // what is unwritten is dropped: the next worker redoes it
+	_, spent := e.Stream.Seal(ctx, r.id, nil) // unwritten events are dropped: the next worker redoes them
 	e.Stream.Sealed(r.id, nil, ports.ErrJobShutdown)
+	e.Stream.Charge(r.id, spent) // but the calls were paid for
 	_, err := e.Jobs.UpdateJob(ctx, r.id, func(j *job.Job) error {
 		if !j.Holds(r.attempt) {
 			return ports.ErrFenced
