@@ -39,10 +39,11 @@ type Stores struct {
 	Queue ports.JobQueue
 	// RefreshTokens keeps session refresh tokens.
 	RefreshTokens ports.RefreshTokenStore
-	// ProviderKeys keeps LLM provider keys (nil: kept in memory).
+	// ProviderKeys keeps LLM provider keys (nil: kept in memory when Kind
+	// is memory, and the log says so; refused for any other Kind).
 	ProviderKeys ports.ProviderKeyStore
-	// OrgProviders keeps organizations' own providers (nil: kept in
-	// memory).
+	// OrgProviders keeps organizations' own providers (nil: as
+	// ProviderKeys).
 	OrgProviders ports.ProviderStore
 	// Usage is the LLM call ledger, written by UoW (Repos.Usage); this
 	// handle reads it (nil: none kept).

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/google/wire"
 
@@ -25,14 +24,14 @@ import (
 	"github.com/entityenrich/enrich/adapters/system"
 	"github.com/entityenrich/enrich/adapters/urlfetch"
 	"github.com/entityenrich/enrich/app"
-	"github.com/entityenrich/enrich/domain/access"
 	"github.com/entityenrich/enrich/domain/job"
 	"github.com/entityenrich/enrich/ports"
 )
 
 // coreSet builds the app services from a *Stores and a Config.
 var coreSet = wire.NewSet(
-	wire.FieldsOf(new(*Stores), "Orgs", "Users", "Keys", "Schemas", "Records", "Jobs", "Events", "UoW", "Queue"),
+	wire.FieldsOf(new(*Stores), "Orgs", "Users", "Keys", "Schemas", "Records", "Jobs", "Events", "UoW", "Queue", "RefreshTokens",
+		"Usage", "Invalidations"),
 	provideLogger,
 	wire.Struct(new(system.Clock)),
 	wire.Bind(new(ports.Clock), new(system.Clock)),
@@ -50,31 +49,44 @@ var coreSet = wire.NewSet(
 	wire.Bind(new(ports.ProviderProbe), new(*llm.Registry)),
 	provideCipher,
 	wire.Bind(new(ports.Cipher), new(*crypto.Fernet)),
-	provideProviderKeyStore,
-	provideKeyRing,
-	provideProviderKeys,
-	provideOrgProviderStore,
-	provideOrgProviders,
 	providePasswords,
 	wire.Bind(new(ports.Passwords), new(*crypto.Passwords)),
+	provideTokens,
 	provideStream,
 	wire.Bind(new(ports.EventStream), new(*eventhub.Hub)),
-	provideEngine,
-	wire.Bind(new(ports.JobRunner), new(*jobrun.Engine)),
 	jobcodec.New,
 	wire.Bind(new(app.JobRequests), new(jobcodec.Codec)),
-	provideAccess,
+	provideFetcher,
+	provideProviderKeyStore,
+	provideOrgProviderStore,
+	provideKeyRing,
 	provideSchemaCache,
-	provideSchemas,
-	provideRecords,
-	provideJobs,
-	provideEnrichment,
-	provideCosts,
-	provideAnalysis,
-	provideSamples,
-	provideSchemaGen,
-	provideFetch,
-	provideFusion,
+	provideAccessConfig,
+	provideSchemaConfig,
+	provideEnrichConfig,
+	// The job runtime and the Runners of its jobs (which submit nothing).
+	app.NewEnricher,
+	app.NewSchemaGenerator,
+	app.NewMerger,
+	app.NewSampleGenerator,
+	provideRunners,
+	provideEngine,
+	wire.Bind(new(ports.JobRunner), new(*jobrun.Engine)),
+	// The use cases.
+	app.NewAccessService,
+	app.NewSchemaService,
+	app.NewRecordService,
+	app.NewJobService,
+	app.NewEnrichmentService,
+	wire.Bind(new(app.BatchStarter), new(*app.EnrichmentService)),
+	app.NewSampleService,
+	app.NewSchemaGenService,
+	app.NewFusionService,
+	app.NewCostService,
+	app.NewAnalysisService,
+	app.NewFetchService,
+	app.NewProviderKeyService,
+	app.NewOrgProviderService,
 	provideEmbedded,
 )
 
@@ -117,24 +129,44 @@ func provideCipher(cfg Config) (*crypto.Fernet, error) {
 	return crypto.NewFernet(strings.Split(cfg.EncryptionKeys, ","))
 }
 
-// provideProviderKeyStore is the stores' provider-key store; caller-supplied
-// stores without one keep provider keys in memory.
-func provideProviderKeyStore(st *Stores) ports.ProviderKeyStore {
+// provideProviderKeyStore is the stores' provider-key store.
+func provideProviderKeyStore(st *Stores, lg *slog.Logger) (ports.ProviderKeyStore, error) {
 	if st.ProviderKeys == nil {
+		if err := inMemory(st, lg, "ProviderKeys", "provider keys"); err != nil {
+			return nil, err
+		}
 		st.ProviderKeys = memory.NewProviderKeyStore()
 	}
-	return st.ProviderKeys
+	return st.ProviderKeys, nil
+}
+
+// provideOrgProviderStore is the stores' store of organizations' own
+// providers.
+func provideOrgProviderStore(st *Stores, lg *slog.Logger) (ports.ProviderStore, error) {
+	if st.OrgProviders == nil {
+		if err := inMemory(st, lg, "OrgProviders", "organizations' own providers"); err != nil {
+			return nil, err
+		}
+		st.OrgProviders = memory.NewProviderStore()
+	}
+	return st.OrgProviders, nil
+}
+
+// inMemory decides for stores that lack the store of field: memory stores
+// get a memory one, and the log says so; any other stores are refused,
+// because what is saved there would vanish at the next restart while the
+// rest of the data stayed.
+func inMemory(st *Stores, lg *slog.Logger, field, what string) error {
+	if st.Kind != "memory" {
+		return fmt.Errorf("stores of kind %q have no %s store (Stores.%s): %s would be kept in memory only", st.Kind, what, field, what)
+	}
+	lg.Info("the stores have no store of "+what+": kept in memory", "field", field)
+	return nil
 }
 
 func provideKeyRing(ks ports.ProviderKeyStore, c ports.Cipher, p ports.Providers, cc ports.ClientCache, clock ports.Clock, lg *slog.Logger,
 	ops ports.ProviderStore) *app.KeyRing {
 	return &app.KeyRing{Keys: ks, Cipher: c, Providers: p, Clients: cc, Clock: clock, Log: lg, Endpoints: ops}
-}
-
-func provideProviderKeys(st *Stores, ks ports.ProviderKeyStore, c ports.Cipher, p ports.Providers, t ports.KeyTester,
-	cc ports.ClientCache, clock ports.Clock, ids ports.IDs, lg *slog.Logger) *app.ProviderKeyService {
-	return &app.ProviderKeyService{Keys: ks, Cipher: c, Providers: p, Tester: t, Clients: cc, Ledger: st.Usage, Clock: clock,
-		IDs: ids, Log: lg}
 }
 
 func providePasswords(cfg Config) *crypto.Passwords {
@@ -151,10 +183,56 @@ func provideStream(st *Stores, clock ports.Clock, lg *slog.Logger) (*eventhub.Hu
 	return h, h.Close
 }
 
-func provideEngine(cfg Config, st *Stores, s ports.EventStream, clock ports.Clock, lg *slog.Logger, m *metrics.Metrics) *jobrun.Engine {
-	return &jobrun.Engine{Observer: m, UoW: st.UoW, Jobs: st.Jobs, Events: st.Events, Queue: st.Queue, Stream: s, Clock: clock, Log: lg,
-		Invalidations: st.Invalidations, Owner: replicaName(), LeaseTTL: cfg.LeaseTTL, Workers: cfg.Workers, PerOrg: cfg.PerOrgWorkers,
-		MaxAttempts: cfg.JobAttempts, ReleaseAtShutdown: st.Kind != "memory", Runners: map[job.Type]ports.Runner{}}
+// provideTokens signs session access tokens with ENRICH_JWT_SECRET.
+func provideTokens(cfg Config, clock ports.Clock) ports.Tokens {
+	return crypto.NewTokens([]byte(cfg.JWTSecret), cfg.AccessTokenTTL, clock.Now)
+}
+
+// provideFetcher fetches batches from customers' URLs through the SSRF
+// guard; loopback ports are let through only when the configuration names
+// them (tests).
+func provideFetcher(cfg Config) ports.EntityFetcher {
+	return urlfetch.New(urlfetch.Config{Guard: netguard.Options{AllowLoopbackPorts: cfg.FetchAllowLoopbackPorts}})
+}
+
+func provideAccessConfig(cfg Config) app.AccessConfig {
+	return app.AccessConfig{AccessTTL: cfg.AccessTokenTTL, CacheTTL: cfg.AuthCacheTTL, SysAdminEmails: cfg.SysAdminEmails}
+}
+
+func provideSchemaConfig(cfg Config) app.SchemaConfig {
+	return app.SchemaConfig{RestoreWindow: cfg.SchemaRestoreWindow}
+}
+
+func provideEnrichConfig(cfg Config) app.EnrichConfig {
+	return app.EnrichConfig{MaxAttempts: cfg.LLMAttempts, BatchMaxEntities: cfg.BatchMaxEntities, BatchConcurrency: cfg.BatchConcurrency}
+}
+
+// provideSchemaCache is the one schema cache of the process: job starts
+// read through it, and every service that writes schemas drops from it.
+func provideSchemaCache(cfg Config, st *Stores, clock ports.Clock, lg *slog.Logger) *app.SchemaCache {
+	return &app.SchemaCache{TTL: cfg.SchemaCacheTTL, Invalidations: st.Invalidations, Clock: clock, Log: lg}
+}
+
+// provideRunners is the table from job type to the Runner of its jobs,
+// handed to the job runtime.
+func provideRunners(enr *app.Enricher, sg *app.SchemaGenerator, mg *app.Merger, smp *app.SampleGenerator) jobrun.Runners {
+	return jobrun.Runners{
+		job.TypeEnrichment:       enr,
+		job.TypeBatchEnrichment:  enr.BatchRunner(),
+		job.TypeSchemaGeneration: sg,
+		job.TypeSchemaEdit:       sg,
+		job.TypeFusion:           mg,
+		job.TypeSampleGeneration: smp,
+	}
+}
+
+func provideEngine(cfg Config, st *Stores, s ports.EventStream, clock ports.Clock, lg *slog.Logger, m *metrics.Metrics,
+	runners jobrun.Runners) *jobrun.Engine {
+	return jobrun.New(jobrun.Deps{UoW: st.UoW, Jobs: st.Jobs, Events: st.Events, Queue: st.Queue, Stream: s, Clock: clock, Log: lg,
+		Invalidations: st.Invalidations, Observer: m},
+		jobrun.Config{Owner: replicaName(), LeaseTTL: cfg.LeaseTTL, Workers: cfg.Workers, PerOrg: cfg.PerOrgWorkers,
+			MaxAttempts: cfg.JobAttempts, ReleaseAtShutdown: st.Kind != "memory"},
+		runners)
 }
 
 // replicaName names this process in job leases: host, pid and a random
@@ -166,81 +244,6 @@ func replicaName() string {
 	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(b[:]))
 }
 
-func provideAccess(cfg Config, st *Stores, pw ports.Passwords, clock ports.Clock, ids ports.IDs, lg *slog.Logger) *app.AccessService {
-	now := func() time.Time { return clock.Now() }
-	admins := map[string]bool{}
-	for _, e := range cfg.SysAdminEmails {
-		if e = strings.ToLower(strings.TrimSpace(e)); e != "" {
-			admins[e] = true
-		}
-	}
-	return &app.AccessService{UoW: st.UoW, Orgs: st.Orgs, Users: st.Users, Keys: st.Keys, Passwords: pw,
-		Access: crypto.NewTokens([]byte(cfg.JWTSecret), cfg.AccessTokenTTL, now), RefreshTokens: st.RefreshTokens,
-		Throttle: access.NewThrottle(), SysAdminEmails: admins, CacheTTL: cfg.AuthCacheTTL, Invalidations: st.Invalidations,
-		Clock: clock, IDs: ids, Log: lg, AccessTTL: cfg.AccessTokenTTL}
-}
-
-// provideSchemaCache is the one schema cache of the process: job starts
-// read through it, and every service that writes schemas drops from it.
-func provideSchemaCache(cfg Config, st *Stores, clock ports.Clock, lg *slog.Logger) *app.SchemaCache {
-	return &app.SchemaCache{TTL: cfg.SchemaCacheTTL, Invalidations: st.Invalidations, Clock: clock, Log: lg}
-}
-
-func provideSchemas(cfg Config, st *Stores, sc *app.SchemaCache, c ports.SchemaCompiler, clock ports.Clock, ids ports.IDs) *app.SchemaService {
-	return &app.SchemaService{Schemas: st.Schemas, Records: st.Records, UoW: st.UoW, Compiler: c, Clock: clock, IDs: ids,
-		RestoreWindow: cfg.SchemaRestoreWindow, SchemaCache: sc}
-}
-
-func provideRecords(st ports.RecordStore, clock ports.Clock) *app.RecordService {
-	return &app.RecordService{Records: st, Clock: clock}
-}
-
-func provideJobs(st *Stores, jr ports.JobRunner, s ports.EventStream, lg *slog.Logger) *app.JobService {
-	return &app.JobService{Jobs: st.Jobs, EventLog: st.Events, JobRunner: jr, Stream: s, Log: lg}
-}
-
-func provideEnrichment(cfg Config, st *Stores, sch *app.SchemaCache, en *jobrun.Engine, s ports.EventStream, js *app.JobService, l ports.LLM,
-	cat ports.ModelCatalog, c ports.SchemaCompiler, kr *app.KeyRing, reqs app.JobRequests, clock ports.Clock, ids ports.IDs,
-	lg *slog.Logger) *app.EnrichmentService {
-	svc := &app.EnrichmentService{Schemas: st.Schemas, SchemaCache: sch, Orgs: st.Orgs, JobRunner: en, Stream: s, JobSvc: js, Requests: reqs,
-		LLM: l, Catalog: cat, Compiler: c, Keys: kr, Clock: clock, IDs: ids, Log: lg, MaxAttempts: cfg.LLMAttempts,
-		BatchMaxEntities: cfg.BatchMaxEntities, BatchConcurrency: cfg.BatchConcurrency}
-	en.Runners[job.TypeEnrichment] = svc
-	en.Runners[job.TypeBatchEnrichment] = svc.BatchRunner()
-	return svc
-}
-
-func provideCosts(st *Stores, clock ports.Clock) *app.CostService {
-	return &app.CostService{Ledger: st.Usage, Clock: clock}
-}
-
-// provideSchemaGen is the Runner of schema generation and AI edit jobs.
-func provideSchemaGen(st *Stores, en *jobrun.Engine, s ports.EventStream, js *app.JobService, enr *app.EnrichmentService,
-	sc *app.SchemaService, c ports.SchemaCompiler, clock ports.Clock, ids ports.IDs, lg *slog.Logger) *app.SchemaGenService {
-	svc := &app.SchemaGenService{Enrich: enr, Schemas: st.Schemas, Saved: sc, Compiler: c, JobRunner: en, Stream: s, JobSvc: js,
-		Clock: clock, IDs: ids, Log: lg, SchemaCache: sc.SchemaCache}
-	en.Runners[job.TypeSchemaGeneration] = svc
-	en.Runners[job.TypeSchemaEdit] = svc
-	return svc
-}
-
-// provideFusion builds the merge of stored records, the Runner of fusion
-// jobs.
-func provideFusion(st *Stores, en *jobrun.Engine, s ports.EventStream, js *app.JobService, enr *app.EnrichmentService,
-	clock ports.Clock, ids ports.IDs, lg *slog.Logger) *app.FusionService {
-	svc := &app.FusionService{Enrich: enr, Records: st.Records, JobRunner: en, Stream: s, JobSvc: js, Clock: clock, IDs: ids, Log: lg}
-	en.Runners[job.TypeFusion] = svc
-	return svc
-}
-
-// provideSamples builds sample generation, the Runner of its jobs.
-func provideSamples(en *jobrun.Engine, enr *app.EnrichmentService, s ports.EventStream, js *app.JobService, clock ports.Clock,
-	ids ports.IDs, lg *slog.Logger) *app.SampleService {
-	svc := &app.SampleService{Enrich: enr, JobRunner: en, Stream: s, JobSvc: js, Clock: clock, IDs: ids, Log: lg}
-	en.Runners[job.TypeSampleGeneration] = svc
-	return svc
-}
-
 func provideEmbedded(st *Stores, a *app.AccessService, sc *app.SchemaService, rc *app.RecordService, en *app.EnrichmentService,
 	js *app.JobService, pk *app.ProviderKeyService, cs *app.CostService, an *app.AnalysisService, smp *app.SampleService,
 	sg *app.SchemaGenService, fs *app.FetchService, fu *app.FusionService, h *eventhub.Hub, eng *jobrun.Engine, lg *slog.Logger,
@@ -248,20 +251,6 @@ func provideEmbedded(st *Stores, a *app.AccessService, sc *app.SchemaService, rc
 	m.WatchRunning(func() int { return len(eng.Running()) })
 	return &Embedded{Access: a, Schemas: sc, Records: rc, Enrichment: en, Jobs: js, ProviderKeys: pk, Costs: cs, Analysis: an,
 		Samples: smp, SchemaGen: sg, Fetch: fs, Fusion: fu, Stores: st, Log: lg, Metrics: m, stream: h, engine: eng, OrgProviders: op}
-}
-
-func provideAnalysis(st *Stores, sch *app.SchemaCache, l ports.LLM, cat ports.ModelCatalog, c ports.SchemaCompiler, kr *app.KeyRing,
-	clock ports.Clock, ids ports.IDs, lg *slog.Logger) *app.AnalysisService {
-	return &app.AnalysisService{Schemas: st.Schemas, Records: st.Records, UoW: st.UoW, LLM: l, Catalog: cat, Compiler: c,
-		Keys: kr, Orgs: st.Orgs, Clock: clock, IDs: ids, Log: lg, SchemaCache: sch}
-}
-
-// provideFetch fetches batches from customers' URLs through the SSRF guard;
-// loopback ports are let through only when the configuration names them
-// (tests).
-func provideFetch(cfg Config, en *app.EnrichmentService, clock ports.Clock) *app.FetchService {
-	f := urlfetch.New(urlfetch.Config{Guard: netguard.Options{AllowLoopbackPorts: cfg.FetchAllowLoopbackPorts}})
-	return &app.FetchService{Fetcher: f, Batches: en, MaxEntities: cfg.BatchMaxEntities, Clock: clock}
 }
 
 // httpSet builds the HTTP API from an Embedded core.
@@ -289,19 +278,3 @@ func provideHTTPConfig(e *Embedded) httpapi.Config {
 }
 
 func provideReadiness(e *Embedded) httpapi.Readiness { return e.Stores.Ready }
-
-// provideOrgProviderStore is the stores' store of organizations' own
-// providers; caller-supplied stores without one get a memory store.
-func provideOrgProviderStore(st *Stores) ports.ProviderStore {
-	if st.OrgProviders == nil {
-		st.OrgProviders = memory.NewProviderStore()
-	}
-	return st.OrgProviders
-}
-
-// provideOrgProviders manages organizations' own providers; their
-// endpoints are reached through the registry's SSRF-guarded client.
-func provideOrgProviders(ps ports.ProviderStore, c ports.Cipher, p ports.Providers, probe ports.ProviderProbe, cc ports.ClientCache,
-	clock ports.Clock, ids ports.IDs, lg *slog.Logger) *app.OrgProviderService {
-	return &app.OrgProviderService{Store: ps, Cipher: c, Providers: p, Probe: probe, Clients: cc, Clock: clock, IDs: ids, Log: lg}
-}

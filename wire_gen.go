@@ -13,6 +13,7 @@ import (
 	"github.com/entityenrich/enrich/adapters/jsonschema"
 	"github.com/entityenrich/enrich/adapters/metrics"
 	"github.com/entityenrich/enrich/adapters/system"
+	"github.com/entityenrich/enrich/app"
 )
 
 // Injectors from wire.go:
@@ -20,44 +21,68 @@ import (
 // initMemory builds the service on memory adapters.
 func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	stores := provideMemoryStores()
+	unitOfWork := stores.UoW
+	orgStore := stores.Orgs
+	userStore := stores.Users
+	apiKeyStore := stores.Keys
+	refreshTokenStore := stores.RefreshTokens
 	passwords := providePasswords(cfg)
 	clock := system.Clock{}
+	tokens := provideTokens(cfg, clock)
+	invalidations := stores.Invalidations
 	iDs := system.IDs{}
 	logger := provideLogger(cfg)
-	accessService := provideAccess(cfg, stores, passwords, clock, iDs, logger)
-	schemaCache := provideSchemaCache(cfg, stores, clock, logger)
-	compiler := jsonschema.New()
-	schemaService := provideSchemas(cfg, stores, schemaCache, compiler, clock, iDs)
+	accessConfig := provideAccessConfig(cfg)
+	accessService := app.NewAccessService(unitOfWork, orgStore, userStore, apiKeyStore, refreshTokenStore, passwords, tokens, invalidations, clock, iDs, logger, accessConfig)
+	schemaStore := stores.Schemas
 	recordStore := stores.Records
-	recordService := provideRecords(recordStore, clock)
-	hub, cleanup := provideStream(stores, clock, logger)
-	metricsMetrics := metrics.New()
-	engine := provideEngine(cfg, stores, hub, clock, logger, metricsMetrics)
-	jobService := provideJobs(stores, engine, hub, logger)
+	compiler := jsonschema.New()
+	schemaCache := provideSchemaCache(cfg, stores, clock, logger)
+	schemaConfig := provideSchemaConfig(cfg)
+	schemaService := app.NewSchemaService(schemaStore, recordStore, unitOfWork, compiler, schemaCache, clock, iDs, schemaConfig)
+	recordService := app.NewRecordService(recordStore, clock)
 	registry, err := provideRegistry(cfg)
 	if err != nil {
-		cleanup()
 		return nil, nil, err
 	}
+	metricsMetrics := metrics.New()
 	llm := provideLLM(cfg, registry, metricsMetrics)
-	providerKeyStore := provideProviderKeyStore(stores)
+	providerKeyStore, err := provideProviderKeyStore(stores, logger)
+	if err != nil {
+		return nil, nil, err
+	}
 	fernet, err := provideCipher(cfg)
 	if err != nil {
-		cleanup()
 		return nil, nil, err
 	}
-	providerStore := provideOrgProviderStore(stores)
+	providerStore, err := provideOrgProviderStore(stores, logger)
+	if err != nil {
+		return nil, nil, err
+	}
 	keyRing := provideKeyRing(providerKeyStore, fernet, registry, registry, clock, logger, providerStore)
 	codec := jobcodec.New()
-	enrichmentService := provideEnrichment(cfg, stores, schemaCache, engine, hub, jobService, llm, registry, compiler, keyRing, codec, clock, iDs, logger)
-	providerKeyService := provideProviderKeys(stores, providerKeyStore, fernet, registry, registry, registry, clock, iDs, logger)
-	costService := provideCosts(stores, clock)
-	analysisService := provideAnalysis(stores, schemaCache, llm, registry, compiler, keyRing, clock, iDs, logger)
-	sampleService := provideSamples(engine, enrichmentService, hub, jobService, clock, iDs, logger)
-	schemaGenService := provideSchemaGen(stores, engine, hub, jobService, enrichmentService, schemaService, compiler, clock, iDs, logger)
-	fetchService := provideFetch(cfg, enrichmentService, clock)
-	fusionService := provideFusion(stores, engine, hub, jobService, enrichmentService, clock, iDs, logger)
-	orgProviderService := provideOrgProviders(providerStore, fernet, registry, registry, registry, clock, iDs, logger)
+	enrichConfig := provideEnrichConfig(cfg)
+	enricher := app.NewEnricher(schemaStore, schemaCache, orgStore, llm, registry, compiler, keyRing, codec, clock, iDs, logger, enrichConfig)
+	hub, cleanup := provideStream(stores, clock, logger)
+	schemaGenerator := app.NewSchemaGenerator(enricher, schemaStore, schemaService, compiler, clock, iDs, logger)
+	merger := app.NewMerger(enricher, recordStore, clock, iDs, logger)
+	sampleGenerator := app.NewSampleGenerator(enricher, clock, iDs, logger)
+	runners := provideRunners(enricher, schemaGenerator, merger, sampleGenerator)
+	engine := provideEngine(cfg, stores, hub, clock, logger, metricsMetrics, runners)
+	jobStore := stores.Jobs
+	eventLog := stores.Events
+	jobService := app.NewJobService(jobStore, eventLog, engine, hub, logger)
+	enrichmentService := app.NewEnrichmentService(enricher, engine, hub, jobService)
+	usageLedger := stores.Usage
+	providerKeyService := app.NewProviderKeyService(providerKeyStore, fernet, registry, registry, registry, usageLedger, clock, iDs, logger)
+	costService := app.NewCostService(usageLedger, clock)
+	analysisService := app.NewAnalysisService(schemaStore, recordStore, unitOfWork, llm, registry, compiler, keyRing, orgStore, schemaCache, clock, iDs, logger)
+	sampleService := app.NewSampleService(sampleGenerator, engine, hub, jobService)
+	schemaGenService := app.NewSchemaGenService(schemaGenerator, engine, hub, jobService)
+	entityFetcher := provideFetcher(cfg)
+	fetchService := app.NewFetchService(entityFetcher, enrichmentService, clock, enrichConfig)
+	fusionService := app.NewFusionService(merger, engine, hub, jobService)
+	orgProviderService := app.NewOrgProviderService(providerStore, fernet, registry, registry, registry, clock, iDs, logger)
 	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService)
 	return embedded, func() {
 		cleanup()
@@ -76,45 +101,71 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
+	unitOfWork := stores.UoW
+	orgStore := stores.Orgs
+	userStore := stores.Users
+	apiKeyStore := stores.Keys
+	refreshTokenStore := stores.RefreshTokens
 	passwords := providePasswords(cfg)
 	clock := system.Clock{}
+	tokens := provideTokens(cfg, clock)
+	invalidations := stores.Invalidations
 	iDs := system.IDs{}
-	accessService := provideAccess(cfg, stores, passwords, clock, iDs, logger)
-	schemaCache := provideSchemaCache(cfg, stores, clock, logger)
-	compiler := jsonschema.New()
-	schemaService := provideSchemas(cfg, stores, schemaCache, compiler, clock, iDs)
+	accessConfig := provideAccessConfig(cfg)
+	accessService := app.NewAccessService(unitOfWork, orgStore, userStore, apiKeyStore, refreshTokenStore, passwords, tokens, invalidations, clock, iDs, logger, accessConfig)
+	schemaStore := stores.Schemas
 	recordStore := stores.Records
-	recordService := provideRecords(recordStore, clock)
-	hub, cleanup2 := provideStream(stores, clock, logger)
-	metricsMetrics := metrics.New()
-	engine := provideEngine(cfg, stores, hub, clock, logger, metricsMetrics)
-	jobService := provideJobs(stores, engine, hub, logger)
+	compiler := jsonschema.New()
+	schemaCache := provideSchemaCache(cfg, stores, clock, logger)
+	schemaConfig := provideSchemaConfig(cfg)
+	schemaService := app.NewSchemaService(schemaStore, recordStore, unitOfWork, compiler, schemaCache, clock, iDs, schemaConfig)
+	recordService := app.NewRecordService(recordStore, clock)
 	registry, err := provideRegistry(cfg)
 	if err != nil {
-		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
+	metricsMetrics := metrics.New()
 	llm := provideLLM(cfg, registry, metricsMetrics)
-	providerKeyStore := provideProviderKeyStore(stores)
+	providerKeyStore, err := provideProviderKeyStore(stores, logger)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
 	fernet, err := provideCipher(cfg)
 	if err != nil {
-		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
-	providerStore := provideOrgProviderStore(stores)
+	providerStore, err := provideOrgProviderStore(stores, logger)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
 	keyRing := provideKeyRing(providerKeyStore, fernet, registry, registry, clock, logger, providerStore)
 	codec := jobcodec.New()
-	enrichmentService := provideEnrichment(cfg, stores, schemaCache, engine, hub, jobService, llm, registry, compiler, keyRing, codec, clock, iDs, logger)
-	providerKeyService := provideProviderKeys(stores, providerKeyStore, fernet, registry, registry, registry, clock, iDs, logger)
-	costService := provideCosts(stores, clock)
-	analysisService := provideAnalysis(stores, schemaCache, llm, registry, compiler, keyRing, clock, iDs, logger)
-	sampleService := provideSamples(engine, enrichmentService, hub, jobService, clock, iDs, logger)
-	schemaGenService := provideSchemaGen(stores, engine, hub, jobService, enrichmentService, schemaService, compiler, clock, iDs, logger)
-	fetchService := provideFetch(cfg, enrichmentService, clock)
-	fusionService := provideFusion(stores, engine, hub, jobService, enrichmentService, clock, iDs, logger)
-	orgProviderService := provideOrgProviders(providerStore, fernet, registry, registry, registry, clock, iDs, logger)
+	enrichConfig := provideEnrichConfig(cfg)
+	enricher := app.NewEnricher(schemaStore, schemaCache, orgStore, llm, registry, compiler, keyRing, codec, clock, iDs, logger, enrichConfig)
+	hub, cleanup2 := provideStream(stores, clock, logger)
+	schemaGenerator := app.NewSchemaGenerator(enricher, schemaStore, schemaService, compiler, clock, iDs, logger)
+	merger := app.NewMerger(enricher, recordStore, clock, iDs, logger)
+	sampleGenerator := app.NewSampleGenerator(enricher, clock, iDs, logger)
+	runners := provideRunners(enricher, schemaGenerator, merger, sampleGenerator)
+	engine := provideEngine(cfg, stores, hub, clock, logger, metricsMetrics, runners)
+	jobStore := stores.Jobs
+	eventLog := stores.Events
+	jobService := app.NewJobService(jobStore, eventLog, engine, hub, logger)
+	enrichmentService := app.NewEnrichmentService(enricher, engine, hub, jobService)
+	usageLedger := stores.Usage
+	providerKeyService := app.NewProviderKeyService(providerKeyStore, fernet, registry, registry, registry, usageLedger, clock, iDs, logger)
+	costService := app.NewCostService(usageLedger, clock)
+	analysisService := app.NewAnalysisService(schemaStore, recordStore, unitOfWork, llm, registry, compiler, keyRing, orgStore, schemaCache, clock, iDs, logger)
+	sampleService := app.NewSampleService(sampleGenerator, engine, hub, jobService)
+	schemaGenService := app.NewSchemaGenService(schemaGenerator, engine, hub, jobService)
+	entityFetcher := provideFetcher(cfg)
+	fetchService := app.NewFetchService(entityFetcher, enrichmentService, clock, enrichConfig)
+	fusionService := app.NewFusionService(merger, engine, hub, jobService)
+	orgProviderService := app.NewOrgProviderService(providerStore, fernet, registry, registry, registry, clock, iDs, logger)
 	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService)
 	return embedded, func() {
 		cleanup2()
@@ -124,44 +175,68 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 
 // initWithStores builds the service on caller-supplied stores.
 func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, func(), error) {
+	unitOfWork := st.UoW
+	orgStore := st.Orgs
+	userStore := st.Users
+	apiKeyStore := st.Keys
+	refreshTokenStore := st.RefreshTokens
 	passwords := providePasswords(cfg)
 	clock := system.Clock{}
+	tokens := provideTokens(cfg, clock)
+	invalidations := st.Invalidations
 	iDs := system.IDs{}
 	logger := provideLogger(cfg)
-	accessService := provideAccess(cfg, st, passwords, clock, iDs, logger)
-	schemaCache := provideSchemaCache(cfg, st, clock, logger)
-	compiler := jsonschema.New()
-	schemaService := provideSchemas(cfg, st, schemaCache, compiler, clock, iDs)
+	accessConfig := provideAccessConfig(cfg)
+	accessService := app.NewAccessService(unitOfWork, orgStore, userStore, apiKeyStore, refreshTokenStore, passwords, tokens, invalidations, clock, iDs, logger, accessConfig)
+	schemaStore := st.Schemas
 	recordStore := st.Records
-	recordService := provideRecords(recordStore, clock)
-	hub, cleanup := provideStream(st, clock, logger)
-	metricsMetrics := metrics.New()
-	engine := provideEngine(cfg, st, hub, clock, logger, metricsMetrics)
-	jobService := provideJobs(st, engine, hub, logger)
+	compiler := jsonschema.New()
+	schemaCache := provideSchemaCache(cfg, st, clock, logger)
+	schemaConfig := provideSchemaConfig(cfg)
+	schemaService := app.NewSchemaService(schemaStore, recordStore, unitOfWork, compiler, schemaCache, clock, iDs, schemaConfig)
+	recordService := app.NewRecordService(recordStore, clock)
 	registry, err := provideRegistry(cfg)
 	if err != nil {
-		cleanup()
 		return nil, nil, err
 	}
+	metricsMetrics := metrics.New()
 	llm := provideLLM(cfg, registry, metricsMetrics)
-	providerKeyStore := provideProviderKeyStore(st)
+	providerKeyStore, err := provideProviderKeyStore(st, logger)
+	if err != nil {
+		return nil, nil, err
+	}
 	fernet, err := provideCipher(cfg)
 	if err != nil {
-		cleanup()
 		return nil, nil, err
 	}
-	providerStore := provideOrgProviderStore(st)
+	providerStore, err := provideOrgProviderStore(st, logger)
+	if err != nil {
+		return nil, nil, err
+	}
 	keyRing := provideKeyRing(providerKeyStore, fernet, registry, registry, clock, logger, providerStore)
 	codec := jobcodec.New()
-	enrichmentService := provideEnrichment(cfg, st, schemaCache, engine, hub, jobService, llm, registry, compiler, keyRing, codec, clock, iDs, logger)
-	providerKeyService := provideProviderKeys(st, providerKeyStore, fernet, registry, registry, registry, clock, iDs, logger)
-	costService := provideCosts(st, clock)
-	analysisService := provideAnalysis(st, schemaCache, llm, registry, compiler, keyRing, clock, iDs, logger)
-	sampleService := provideSamples(engine, enrichmentService, hub, jobService, clock, iDs, logger)
-	schemaGenService := provideSchemaGen(st, engine, hub, jobService, enrichmentService, schemaService, compiler, clock, iDs, logger)
-	fetchService := provideFetch(cfg, enrichmentService, clock)
-	fusionService := provideFusion(st, engine, hub, jobService, enrichmentService, clock, iDs, logger)
-	orgProviderService := provideOrgProviders(providerStore, fernet, registry, registry, registry, clock, iDs, logger)
+	enrichConfig := provideEnrichConfig(cfg)
+	enricher := app.NewEnricher(schemaStore, schemaCache, orgStore, llm, registry, compiler, keyRing, codec, clock, iDs, logger, enrichConfig)
+	hub, cleanup := provideStream(st, clock, logger)
+	schemaGenerator := app.NewSchemaGenerator(enricher, schemaStore, schemaService, compiler, clock, iDs, logger)
+	merger := app.NewMerger(enricher, recordStore, clock, iDs, logger)
+	sampleGenerator := app.NewSampleGenerator(enricher, clock, iDs, logger)
+	runners := provideRunners(enricher, schemaGenerator, merger, sampleGenerator)
+	engine := provideEngine(cfg, st, hub, clock, logger, metricsMetrics, runners)
+	jobStore := st.Jobs
+	eventLog := st.Events
+	jobService := app.NewJobService(jobStore, eventLog, engine, hub, logger)
+	enrichmentService := app.NewEnrichmentService(enricher, engine, hub, jobService)
+	usageLedger := st.Usage
+	providerKeyService := app.NewProviderKeyService(providerKeyStore, fernet, registry, registry, registry, usageLedger, clock, iDs, logger)
+	costService := app.NewCostService(usageLedger, clock)
+	analysisService := app.NewAnalysisService(schemaStore, recordStore, unitOfWork, llm, registry, compiler, keyRing, orgStore, schemaCache, clock, iDs, logger)
+	sampleService := app.NewSampleService(sampleGenerator, engine, hub, jobService)
+	schemaGenService := app.NewSchemaGenService(schemaGenerator, engine, hub, jobService)
+	entityFetcher := provideFetcher(cfg)
+	fetchService := app.NewFetchService(entityFetcher, enrichmentService, clock, enrichConfig)
+	fusionService := app.NewFusionService(merger, engine, hub, jobService)
+	orgProviderService := app.NewOrgProviderService(providerStore, fernet, registry, registry, registry, clock, iDs, logger)
 	embedded := provideEmbedded(st, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService)
 	return embedded, func() {
 		cleanup()

@@ -56,6 +56,34 @@ type AccessService struct {
 	dummy     string
 }
 
+// AccessConfig tunes the AccessService.
+type AccessConfig struct {
+	// AccessTTL is how long a session's access token lasts.
+	AccessTTL time.Duration
+	// CacheTTL bounds how long an authenticated key or user is reused
+	// without a storage read (0: no cache).
+	CacheTTL time.Duration
+	// SysAdminEmails are users who are system administrators by
+	// configuration (compared without case or surrounding space).
+	SysAdminEmails []string
+}
+
+// NewAccessService returns the access service on its stores. uow and inv
+// may be nil (see the fields).
+func NewAccessService(uow ports.UnitOfWork, orgs ports.OrgStore, users ports.UserStore, keys ports.APIKeyStore,
+	refresh ports.RefreshTokenStore, pw ports.Passwords, tokens ports.Tokens, inv ports.Invalidations, clock ports.Clock,
+	ids ports.IDs, log *slog.Logger, cfg AccessConfig) *AccessService {
+	admins := map[string]bool{}
+	for _, e := range cfg.SysAdminEmails {
+		if e = strings.ToLower(strings.TrimSpace(e)); e != "" {
+			admins[e] = true
+		}
+	}
+	return &AccessService{UoW: uow, Orgs: orgs, Users: users, Keys: keys, RefreshTokens: refresh, Passwords: pw, Access: tokens,
+		Invalidations: inv, Clock: clock, IDs: ids, Log: log, AccessTTL: cfg.AccessTTL, CacheTTL: cfg.CacheTTL,
+		SysAdminEmails: admins, Throttle: access.NewThrottle()}
+}
+
 func (s *AccessService) dummyHash() string {
 	s.dummyOnce.Do(func() {
 		h, err := s.Passwords.Hash("not a password anyone has")

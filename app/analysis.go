@@ -54,6 +54,15 @@ type AnalysisService struct {
 	compileErr error
 }
 
+// NewAnalysisService returns the schema analyses. uow, keys, orgs and cache
+// may be nil (see the fields).
+func NewAnalysisService(schemas ports.SchemaStore, records ports.RecordStore, uow ports.UnitOfWork, llm ports.LLM,
+	catalog ports.ModelCatalog, compiler ports.SchemaCompiler, keys *KeyRing, orgs ports.OrgStore, cache *SchemaCache,
+	clock ports.Clock, ids ports.IDs, log *slog.Logger) *AnalysisService {
+	return &AnalysisService{Schemas: schemas, Records: records, UoW: uow, LLM: llm, Catalog: catalog, Compiler: compiler, Keys: keys,
+		Orgs: orgs, SchemaCache: cache, Clock: clock, IDs: ids, Log: log}
+}
+
 // DefaultAnalysisAttempts is how many times an analysis asks the model
 // before it fails with model_output_invalid.
 const DefaultAnalysisAttempts = 3

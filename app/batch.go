@@ -62,11 +62,11 @@ type batchPlan struct {
 	invalid  map[int]*Error
 }
 
-func (s *EnrichmentService) batchMax() int {
+func (s *Enricher) batchMax() int {
 	return cmpInt(s.BatchMaxEntities, DefaultBatchMaxEntities)
 }
 
-func (s *EnrichmentService) prepareBatch(ctx context.Context, orgID string, req BatchRequest) (*batchPlan, error) {
+func (s *Enricher) prepareBatch(ctx context.Context, orgID string, req BatchRequest) (*batchPlan, error) {
 	if len(req.EntityData) > 0 && string(req.EntityData) != "null" {
 		return nil, Invalid("entity_data", "entity_data: a batch takes its entities in entities")
 	}
@@ -141,7 +141,7 @@ func (s *EnrichmentService) prepareBatch(ctx context.Context, orgID string, req 
 
 // checkEntity checks one entity of a batch against its plan's input
 // contract, like prepare checks a single enrichment's.
-func (s *EnrichmentService) checkEntity(pl *plan, fields map[string]any) error {
+func (s *Enricher) checkEntity(pl *plan, fields map[string]any) error {
 	if _, err := checkContract(pl.contractDoc, fields); err != nil {
 		return err
 	}
@@ -187,9 +187,9 @@ func (s *EnrichmentService) StartBatch(ctx context.Context, p *access.Principal,
 }
 
 // BatchRunner is the Runner of batch jobs.
-func (s *EnrichmentService) BatchRunner() ports.Runner { return batchRunner{s} }
+func (s *Enricher) BatchRunner() ports.Runner { return batchRunner{s} }
 
-type batchRunner struct{ s *EnrichmentService }
+type batchRunner struct{ s *Enricher }
 
 func (r batchRunner) Run(ctx context.Context, w *ports.Work) ports.Outcome {
 	return r.s.runBatch(ctx, w)
@@ -240,7 +240,7 @@ const (
 // reports (with the records of the completed ones, rebuilt from their
 // entity_completed events, which the job's end stores) and which events
 // were written once per batch.
-func (s *EnrichmentService) priorBatch(bp *batchPlan, jobID string, prior []job.Event) (map[int]*entityReport, map[int][]job.Event, map[job.EventType]bool) {
+func (s *Enricher) priorBatch(bp *batchPlan, jobID string, prior []job.Event) (map[int]*entityReport, map[int][]job.Event, map[job.EventType]bool) {
 	ended := map[int]*entityReport{}
 	byEntity := map[int][]job.Event{}
 	once := map[job.EventType]bool{}
@@ -294,7 +294,7 @@ func (s *EnrichmentService) priorBatch(bp *batchPlan, jobID string, prior []job.
 // show ended. A cancel stops new entities and the calls in flight; the job
 // ends cancelled with the summary so far, and the records of the entities
 // that completed are stored.
-func (s *EnrichmentService) runBatch(ctx context.Context, w *ports.Work) ports.Outcome {
+func (s *Enricher) runBatch(ctx context.Context, w *ports.Work) ports.Outcome {
 	bp, _ := w.Prepared.(*batchPlan)
 	if bp == nil {
 		req, err := s.Requests.DecodeBatch(w.Job.Request)
@@ -312,7 +312,7 @@ func (s *EnrichmentService) runBatch(ctx context.Context, w *ports.Work) ports.O
 	return out
 }
 
-func (s *EnrichmentService) batch(ctx context.Context, w *ports.Work, bp *batchPlan) ports.Outcome {
+func (s *Enricher) batch(ctx context.Context, w *ports.Work, bp *batchPlan) ports.Outcome {
 	t0 := time.Now()
 	pl := bp.pl
 	ended, byEntity, once := s.priorBatch(bp, w.Job.ID, w.Prior)
@@ -393,7 +393,7 @@ func (s *EnrichmentService) batch(ctx context.Context, w *ports.Work, bp *batchP
 
 // batchEntity enriches one entity of a batch; nil when a cancel cut it
 // short (the batch reports it skipped).
-func (s *EnrichmentService) batchEntity(ctx context.Context, w *ports.Work, bp *batchPlan, i int, prior []job.Event) *entityReport {
+func (s *Enricher) batchEntity(ctx context.Context, w *ports.Work, bp *batchPlan, i int, prior []job.Event) *entityReport {
 	t0 := time.Now()
 	pl := bp.pl
 	fields := bp.fields[i]

@@ -30,13 +30,23 @@ type FetchService struct {
 	Fetcher ports.EntityFetcher
 	// Batches starts the batch a fetch asks for (nil: a fetch only returns
 	// the entities).
-	Batches interface {
-		StartBatch(ctx context.Context, p *access.Principal, req BatchRequest) (*BatchStarted, error)
-	}
+	Batches BatchStarter
 	// MaxEntities is the batch limit (ENRICH_BATCH_MAX_ENTITIES; 0:
 	// fetch.DefaultMaxEntities).
 	MaxEntities int
 	Clock       ports.Clock
+}
+
+// BatchStarter starts a batch (EnrichmentService.StartBatch).
+type BatchStarter interface {
+	StartBatch(ctx context.Context, p *access.Principal, req BatchRequest) (*BatchStarted, error)
+}
+
+// NewFetchService fetches batches through fetcher and starts them with
+// batches (nil: a fetch only returns the entities), up to the batch limit
+// of cfg.
+func NewFetchService(fetcher ports.EntityFetcher, batches BatchStarter, clock ports.Clock, cfg EnrichConfig) *FetchService {
+	return &FetchService{Fetcher: fetcher, Batches: batches, MaxEntities: cfg.BatchMaxEntities, Clock: clock}
 }
 
 // FetchAuthInput is the request's auth (the reference's AuthConfig).

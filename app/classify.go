@@ -55,7 +55,7 @@ func (e *ClassificationRefused) Code() string {
 
 // resolveClassifier resolves classification_model: nil when absent or
 // empty, auto through AutoPick (the enrichment task), else a catalog model.
-func (s *EnrichmentService) resolveClassifier(ctx context.Context, orgID string, v *string) (*model.Info, error) {
+func (s *Enricher) resolveClassifier(ctx context.Context, orgID string, v *string) (*model.Info, error) {
 	if v == nil || *v == "" {
 		return nil, nil
 	}
@@ -74,7 +74,7 @@ func (s *EnrichmentService) resolveClassifier(ctx context.Context, orgID string,
 }
 
 // pauseTimeout is how long a classification pause waits for a continue.
-func (s *EnrichmentService) pauseTimeout(req EnrichRequest) time.Duration {
+func (s *Enricher) pauseTimeout(req EnrichRequest) time.Duration {
 	if req.PauseTimeoutSeconds != nil {
 		return time.Duration(*req.PauseTimeoutSeconds) * time.Second
 	}
@@ -109,7 +109,7 @@ type classified struct {
 // past it. A job continued or taken over after the call does not classify
 // again: the verdict is read from its classification_completed event. A
 // failed call never blocks: the run goes on without a verdict.
-func (s *EnrichmentService) preflight(ctx context.Context, w *ports.Work, pl *plan) (*enrichment.Classification, *ports.Pause) {
+func (s *Enricher) preflight(ctx context.Context, w *ports.Work, pl *plan) (*enrichment.Classification, *ports.Pause) {
 	if pl.classifier == nil {
 		return nil, nil
 	}
@@ -158,7 +158,7 @@ func priorClassification(prior []job.Event, index int) (c *enrichment.Classifica
 
 // classifyEntity makes the classification call of one entity and narrates
 // it (classification_started, classification_completed) through pub.
-func (s *EnrichmentService) classifyEntity(ctx context.Context, pl *plan, entity json.RawMessage, pub func(job.Payload)) classified {
+func (s *Enricher) classifyEntity(ctx context.Context, pl *plan, entity json.RawMessage, pub func(job.Payload)) classified {
 	m := *pl.classifier
 	pub(job.ClassificationStarted{Model: m.Key.String()})
 	got := s.classify(ctx, pl, m, entity)
@@ -175,7 +175,7 @@ func (s *EnrichmentService) classifyEntity(ctx context.Context, pl *plan, entity
 
 // classify asks the classifier whether entity is the kind of thing the
 // plan's schema describes.
-func (s *EnrichmentService) classify(ctx context.Context, pl *plan, m model.Info, entity json.RawMessage) classified {
+func (s *Enricher) classify(ctx context.Context, pl *plan, m model.Info, entity json.RawMessage) classified {
 	t0 := time.Now()
 	got := classified{model: m.Key.String()}
 	in := enrichment.ClassificationInput{SchemaName: pl.schema.Name, Description: pl.schema.Description,

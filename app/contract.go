@@ -47,7 +47,7 @@ func contractError(vs []schema.Violation) error {
 // property's schema in doc (localized): the value goes into the result as
 // sent, so it must fit there. A misfit is input_contract_unsatisfied
 // naming the path.
-func (s *EnrichmentService) checkPreserved(doc, entity map[string]any, preserve [][]string) error {
+func (s *Enricher) checkPreserved(doc, entity map[string]any, preserve [][]string) error {
 	var vs []schema.Violation
 	for _, path := range preserve {
 		prop, ok := enrichment.PropertySchema(doc, path)

@@ -20,6 +20,11 @@ type CostService struct {
 	Clock  ports.Clock
 }
 
+// NewCostService answers the cost analytics from ledger (nil: none kept).
+func NewCostService(ledger ports.UsageLedger, clock ports.Clock) *CostService {
+	return &CostService{Ledger: ledger, Clock: clock}
+}
+
 // CostQuery narrows the analytics. The period is [Start, End); a missing
 // Start is the beginning of the ledger, a missing End is now. OrgID (another
 // organization) and AllOrgs are for system administrators.

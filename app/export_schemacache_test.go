@@ -8,7 +8,7 @@ import (
 
 // PlannedSchema plans req as every job start does (Start, Sync, a batch, a
 // worker taking a job over) and returns the schema the plan runs on.
-func (s *EnrichmentService) PlannedSchema(ctx context.Context, orgID string, req EnrichRequest) (*schema.Schema, error) {
+func (s *Enricher) PlannedSchema(ctx context.Context, orgID string, req EnrichRequest) (*schema.Schema, error) {
 	pl, err := s.prepare(ctx, orgID, req)
 	if err != nil {
 		return nil, err

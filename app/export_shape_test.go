@@ -9,7 +9,7 @@ import (
 // (nil: the default) with strategy: the decoded contract, and the shape's
 // localized document, its document without the preserved paths and its
 // calls' domains. ok is false when no shape is cached for them.
-func (s *EnrichmentService) CachedShape(sc *schema.Schema, langs []string, strategy enrichment.Strategy) (contract, localized, doc map[string]any, calls []enrichment.Domain, ok bool) {
+func (s *Enricher) CachedShape(sc *schema.Schema, langs []string, strategy enrichment.Strategy) (contract, localized, doc map[string]any, calls []enrichment.Domain, ok bool) {
 	contract, sum, err := s.contract(sc)
 	if err != nil {
 		return nil, nil, nil, nil, false

@@ -98,7 +98,7 @@ func readPriorFusion(prior []job.Event) priorFusion {
 // when one is requested (or when numbers disagree wildly, an automatically
 // selected one), validates the merge and builds the fused record. Its
 // ledger entries go to log. An error means no fused record.
-func (s *EnrichmentService) fuse(ctx context.Context, fr fusionRun, log *usageLog) (*fused, error) {
+func (s *Enricher) fuse(ctx context.Context, fr fusionRun, log *usageLog) (*fused, error) {
 	t0 := time.Now()
 	pf := readPriorFusion(fr.prior)
 	ids := make([]string, len(fr.sources))
@@ -222,7 +222,7 @@ func arbitrationPrompt(conflicts []fusion.Conflict) []enrichment.Message {
 // arbitrateInto makes the arbiter's one call (or reuses the decisions an
 // earlier worker of the job got) and applies its decisions; when the call
 // fails or its answer is unusable, the rules stand.
-func (s *EnrichmentService) arbitrateInto(ctx context.Context, fr fusionRun, pf priorFusion, m model.Info, escalated bool,
+func (s *Enricher) arbitrateInto(ctx context.Context, fr fusionRun, pf priorFusion, m model.Info, escalated bool,
 	conflicts []fusion.Conflict, out *fused, log *usageLog) {
 	key := m.Key.String()
 	if pf.decisions != nil && pf.arbiter == key {
@@ -314,7 +314,7 @@ func sourceModels(srcs []fuseSource) []string {
 
 // arbiterOf resolves a request's arbitration_model: nil for none, a
 // catalog model, or auto (the organization's enrichment default).
-func (s *EnrichmentService) arbiterOf(ctx context.Context, orgID string, name *string) (*model.Info, error) {
+func (s *Enricher) arbiterOf(ctx context.Context, orgID string, name *string) (*model.Info, error) {
 	if name == nil || *name == "" {
 		return nil, nil
 	}
@@ -335,7 +335,7 @@ func (s *EnrichmentService) arbiterOf(ctx context.Context, orgID string, name *s
 // autoFuse fuses the successful models of an enrichment job. A fusion that
 // cannot produce a valid record leaves the job's single-model answer
 // (fusion_completed says why).
-func (s *EnrichmentService) autoFuse(ctx context.Context, w *ports.Work, pl *plan, ok []outcome) *fused {
+func (s *Enricher) autoFuse(ctx context.Context, w *ports.Work, pl *plan, ok []outcome) *fused {
 	return s.fuseEntity(ctx, w, pl, entityFusion{entity: pl.req.EntityData, fields: pl.entity, pub: w.Publish, prior: w.Prior}, ok)
 }
 
@@ -353,7 +353,7 @@ type entityFusion struct {
 // fuseEntity fuses one entity's successful models. A fusion that cannot
 // produce a valid record leaves the entity's single-model answer
 // (fusion_completed says why).
-func (s *EnrichmentService) fuseEntity(ctx context.Context, w *ports.Work, pl *plan, ef entityFusion, ok []outcome) *fused {
+func (s *Enricher) fuseEntity(ctx context.Context, w *ports.Work, pl *plan, ef entityFusion, ok []outcome) *fused {
 	srcs := make([]fuseSource, len(ok))
 	for i, o := range ok {
 		srcs[i] = fuseSource{record: o.record, result: o.raw, info: o.info}

@@ -55,7 +55,7 @@ func (c catalog) Model(k model.Key) (model.Info, error) {
 	return model.Info{}, ports.ErrUnknownModel
 }
 
-func fusionService(t *testing.T, llm ports.LLM) *app.EnrichmentService {
+func fusionService(t *testing.T, llm ports.LLM) *app.Enricher {
 	t.Helper()
 	store := memory.NewSchemaStore()
 	sc := &schema.Schema{ID: "sch", OrgID: "org", Name: "Company",
@@ -66,11 +66,11 @@ func fusionService(t *testing.T, llm ports.LLM) *app.EnrichmentService {
 	price := model.Price{InputPerMTok: 1_000_000, OutputPerMTok: 2_000_000}
 	cat := catalog{{Key: model.Key{Provider: "p", Model: "a"}, Price: price}, {Key: model.Key{Provider: "p", Model: "b"}, Price: price},
 		{Key: model.Key{Provider: "q", Model: "judge"}, Price: price}}
-	return &app.EnrichmentService{Schemas: store, Requests: jobcodec.New(), LLM: llm, Catalog: cat, Compiler: jsonschema.New(), Clock: system.Clock{},
+	return &app.Enricher{Schemas: store, Requests: jobcodec.New(), LLM: llm, Catalog: cat, Compiler: jsonschema.New(), Clock: system.Clock{},
 		IDs: system.IDs{}, RetryBackoff: 1, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 }
 
-func runWork(t *testing.T, svc *app.EnrichmentService, req app.EnrichRequest, prior []job.Event) (ports.Outcome, []job.Payload) {
+func runWork(t *testing.T, svc *app.Enricher, req app.EnrichRequest, prior []job.Event) (ports.Outcome, []job.Payload) {
 	t.Helper()
 	body, _ := jobcodec.New().EncodeEnrich(req)
 	var mu sync.Mutex

@@ -20,16 +20,31 @@ import (
 // record (POST /api/fusion/merge and /merge/stream). A merge is a job of
 // type fusion, so the blocking and the streamed variants run the same code,
 // and the fused record and the arbiter's usage are stored with the job's
-// end. It is the Runner of job.TypeFusion.
+// end. It submits the jobs its Merger runs.
 type FusionService struct {
-	Enrich    *EnrichmentService
-	Records   ports.RecordStore
+	*Merger
 	JobRunner ports.JobRunner
 	Stream    ports.EventStream
 	JobSvc    *JobService
-	Clock     ports.Clock
-	IDs       ports.IDs
-	Log       *slog.Logger
+}
+
+// NewFusionService submits the jobs m runs to jr.
+func NewFusionService(m *Merger, jr ports.JobRunner, stream ports.EventStream, jobs *JobService) *FusionService {
+	return &FusionService{Merger: m, JobRunner: jr, Stream: stream, JobSvc: jobs}
+}
+
+// Merger plans and runs merge jobs: it is the Runner of job.TypeFusion.
+type Merger struct {
+	Enrich  *Enricher
+	Records ports.RecordStore
+	Clock   ports.Clock
+	IDs     ports.IDs
+	Log     *slog.Logger
+}
+
+// NewMerger runs merge jobs over records with enr's fusion.
+func NewMerger(enr *Enricher, records ports.RecordStore, clock ports.Clock, ids ports.IDs, log *slog.Logger) *Merger {
+	return &Merger{Enrich: enr, Records: records, Clock: clock, IDs: ids, Log: log}
 }
 
 // Bounds of a merge's result_ids.
@@ -61,7 +76,7 @@ type mergePlan struct {
 	strategy  enrichment.Strategy
 }
 
-func (s *FusionService) prepare(ctx context.Context, orgID string, req MergeRequest) (*mergePlan, error) {
+func (s *Merger) prepare(ctx context.Context, orgID string, req MergeRequest) (*mergePlan, error) {
 	n := len(req.ResultIDs)
 	if n < MinMergeRecords || n > MaxMergeRecords {
 		return nil, Invalid("result_ids", "result_ids: between %d and %d record ids", MinMergeRecords, MaxMergeRecords)
@@ -142,7 +157,7 @@ func (s *FusionService) prepare(ctx context.Context, orgID string, req MergeRequ
 // multilingual fields and to validate the merge. The languages are those of
 // the records' multilingual values ("en" first when present, else in name
 // order: the stored records do not say which was primary).
-func (s *FusionService) schemaOf(ctx context.Context, orgID string, pl *mergePlan) {
+func (s *Merger) schemaOf(ctx context.Context, orgID string, pl *mergePlan) {
 	pl.primary = DefaultLanguage
 	if pl.schemaID == "" {
 		return
@@ -219,7 +234,7 @@ func (s *FusionService) Start(ctx context.Context, p *access.Principal, req Merg
 }
 
 // Run runs a merge job for the job runtime.
-func (s *FusionService) Run(ctx context.Context, w *ports.Work) ports.Outcome {
+func (s *Merger) Run(ctx context.Context, w *ports.Work) ports.Outcome {
 	pl, _ := w.Prepared.(*mergePlan)
 	if pl == nil {
 		req, err := s.Enrich.Requests.DecodeMerge(w.Job.Request)

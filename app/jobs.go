@@ -19,6 +19,13 @@ type JobService struct {
 	Log       *slog.Logger
 }
 
+// NewJobService follows, cancels and continues the jobs of jobs and
+// events, run by jr.
+func NewJobService(jobs ports.JobStore, events ports.EventLog, jr ports.JobRunner, stream ports.EventStream,
+	log *slog.Logger) *JobService {
+	return &JobService{Jobs: jobs, EventLog: events, JobRunner: jr, Stream: stream, Log: log}
+}
+
 // Get returns one of the organization's jobs.
 func (s *JobService) Get(ctx context.Context, p *access.Principal, id string) (*job.Job, error) {
 	if err := access.Authorize(p, access.ActFollowJob); err != nil {

@@ -43,7 +43,7 @@ const (
 
 // Options lists models (with whether the organization can use each),
 // languages, strategies and what auto currently resolves to for it.
-func (s *EnrichmentService) Options(ctx context.Context, p *access.Principal) (Options, error) {
+func (s *Enricher) Options(ctx context.Context, p *access.Principal) (Options, error) {
 	if err := access.Authorize(p, access.ActEnrichmentOptions); err != nil {
 		return Options{}, err
 	}
@@ -86,7 +86,7 @@ func (s *EnrichmentService) Options(ctx context.Context, p *access.Principal) (O
 }
 
 // ModelDefaults returns the organization's pinned default models by task.
-func (s *EnrichmentService) ModelDefaults(ctx context.Context, p *access.Principal) (map[string]string, error) {
+func (s *Enricher) ModelDefaults(ctx context.Context, p *access.Principal) (map[string]string, error) {
 	if err := access.Authorize(p, access.ActGetModelDefaults); err != nil {
 		return nil, err
 	}
@@ -103,7 +103,7 @@ func (s *EnrichmentService) ModelDefaults(ctx context.Context, p *access.Princip
 // whether the organization can call it is decided at each
 // use, so a pinned model without a usable key is passed over, not refused
 // here.
-func (s *EnrichmentService) SetModelDefaults(ctx context.Context, p *access.Principal, change map[string]*string) (map[string]string, error) {
+func (s *Enricher) SetModelDefaults(ctx context.Context, p *access.Principal, change map[string]*string) (map[string]string, error) {
 	if err := access.Authorize(p, access.ActSetModelDefaults); err != nil {
 		return nil, err
 	}
@@ -160,12 +160,12 @@ func (s *EnrichmentService) SetModelDefaults(ctx context.Context, p *access.Prin
 }
 
 // picker is the service's automatic selection.
-func (s *EnrichmentService) picker() *ModelPicker {
+func (s *Enricher) picker() *ModelPicker {
 	return &ModelPicker{Catalog: s.Catalog, Keys: s.Keys, Orgs: s.Orgs}
 }
 
 // AutoPick resolves auto for one task (see ModelPicker.Pick).
-func (s *EnrichmentService) AutoPick(ctx context.Context, orgID, task string, n modelsel.Needs) (modelsel.Pick, error) {
+func (s *Enricher) AutoPick(ctx context.Context, orgID, task string, n modelsel.Needs) (modelsel.Pick, error) {
 	return s.picker().Pick(ctx, orgID, task, n)
 }
 

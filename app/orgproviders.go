@@ -54,6 +54,14 @@ type OrgProviderService struct {
 	Log     *slog.Logger
 }
 
+// NewOrgProviderService manages organizations' own providers in store.
+// clients may be nil (see the field).
+func NewOrgProviderService(store ports.ProviderStore, cipher ports.Cipher, providers ports.Providers, probe ports.ProviderProbe,
+	clients ports.ClientCache, clock ports.Clock, ids ports.IDs, log *slog.Logger) *OrgProviderService {
+	return &OrgProviderService{Store: store, Cipher: cipher, Providers: providers, Probe: probe, Clients: clients, Clock: clock,
+		IDs: ids, Log: log}
+}
+
 // NewOrgModel is a model to add: prices in USD per million tokens.
 type NewOrgModel struct {
 	Name          string

@@ -89,7 +89,7 @@ func recordID(jobID string, m model.Key) string {
 
 // Run runs an enrichment job for the job runtime: it reads the stored request,
 // plans it again, and calls the models, skipping what prior events show done.
-func (s *EnrichmentService) Run(ctx context.Context, w *ports.Work) ports.Outcome {
+func (s *Enricher) Run(ctx context.Context, w *ports.Work) ports.Outcome {
 	pl, _ := w.Prepared.(*plan)
 	if pl == nil {
 		req, err := s.Requests.DecodeEnrich(w.Job.Request)
@@ -108,7 +108,7 @@ func (s *EnrichmentService) Run(ctx context.Context, w *ports.Work) ports.Outcom
 
 // unprepared fails a job whose stored request no longer plans (its schema
 // was deleted or changed, or its provider has no usable key any more).
-func (s *EnrichmentService) unprepared(err error) ports.Outcome {
+func (s *Enricher) unprepared(err error) ports.Outcome {
 	e, ok := AsError(err)
 	if !ok {
 		// A store's or an adapter's text stays in the log.
@@ -128,7 +128,7 @@ func (s *EnrichmentService) unprepared(err error) ports.Outcome {
 	return ports.Outcome{Failure: &ports.Failure{Code: code, Msg: e.Detail}}
 }
 
-func (s *EnrichmentService) run(ctx context.Context, w *ports.Work, pl *plan) ports.Outcome {
+func (s *Enricher) run(ctx context.Context, w *ports.Work, pl *plan) ports.Outcome {
 	rs := readPrior(w.Prior)
 	pub := w.Publish
 	if w.Tracker != nil {
@@ -231,7 +231,7 @@ type entityOutcome struct {
 // enrichEntity runs every model of the plan on one entity, in parallel, and
 // gathers their outcomes. Both the single enrichment and each entity of a
 // batch run it.
-func (s *EnrichmentService) enrichEntity(ctx context.Context, er *entityRun) *entityOutcome {
+func (s *Enricher) enrichEntity(ctx context.Context, er *entityRun) *entityOutcome {
 	pl := er.pl
 	outs := make([]outcome, len(pl.models))
 	if len(pl.models) == 1 { // a lone model runs on this goroutine, as a lone call does
@@ -272,7 +272,7 @@ func (s *EnrichmentService) enrichEntity(ctx context.Context, er *entityRun) *en
 	return eo
 }
 
-func (s *EnrichmentService) runModel(ctx context.Context, er *entityRun, m model.Info) outcome {
+func (s *Enricher) runModel(ctx context.Context, er *entityRun, m model.Info) outcome {
 	pl, rs, pub := er.pl, er.rs, er.pub
 	key := m.Key.String()
 	start := time.Now()
@@ -404,7 +404,7 @@ func (s *EnrichmentService) runModel(ctx context.Context, er *entityRun, m model
 
 // finish merges one model's parts, validates the whole, and builds the
 // record, which the job runtime stores with the job's end.
-func (s *EnrichmentService) finish(er *entityRun, m model.Info, parts []map[string]any, o *outcome) (map[string]any, error) {
+func (s *Enricher) finish(er *entityRun, m model.Info, parts []map[string]any, o *outcome) (map[string]any, error) {
 	pl := er.pl
 	merged, err := enrichment.Merge(parts)
 	if err != nil {
@@ -441,7 +441,7 @@ func (e *callError) Error() string { return e.msg }
 func (e *callError) Unwrap() error { return e.cause }
 
 // attempts is how many times one expertise call is tried.
-func (s *EnrichmentService) attempts() int {
+func (s *Enricher) attempts() int {
 	if s.MaxAttempts > 0 {
 		return s.MaxAttempts
 	}
@@ -456,7 +456,7 @@ func (s *EnrichmentService) attempts() int {
 // (billed each).
 type callTokens struct{ in, out, searches int }
 
-func (s *EnrichmentService) callWithRetries(ctx context.Context, er *entityRun, m model.Info, c call) (map[string]any, callTokens, job.ErrorCode, error) {
+func (s *Enricher) callWithRetries(ctx context.Context, er *entityRun, m model.Info, c call) (map[string]any, callTokens, job.ErrorCode, error) {
 	pl, pub := er.pl, er.pub
 	msgs := enrichment.WithClassification(enrichment.WithLanguages(enrichment.PromptWith(pl.schema.Name, er.entity, c.domain, c.schema), pl.req.Languages),
 		er.classification)
@@ -519,8 +519,9 @@ func (s *EnrichmentService) callWithRetries(ctx context.Context, er *entityRun, 
 // provider refuses the key (it leaves rotation) or rate-limits it (it rests
 // for the Retry-After), the call moves to the next usable key at once: a
 // key switch is not one of the job's validated-retry attempts (see
-// docs/decisions.md). With no other key the provider's error stands.
-func (s *EnrichmentService) generate(ctx context.Context, pl *plan, m model.Info, req ports.LLMRequest) (ports.LLMResponse, error) {
+// docs/providers.md, "Keys and rotation"). With no other key the provider's
+// error stands.
+func (s *Enricher) generate(ctx context.Context, pl *plan, m model.Info, req ports.LLMRequest) (ports.LLMResponse, error) {
 	rk := pl.keys[m.Key.Provider]
 	for switches := 0; ; switches++ {
 		cred := rk.current()
@@ -548,12 +549,12 @@ func (s *EnrichmentService) generate(ctx context.Context, pl *plan, m model.Info
 }
 
 // recordCall adds one call to the run's ledger entries.
-func (s *EnrichmentService) recordCall(pl *plan, m model.Info, cred *ports.Credential, task ports.LLMTask, resp ports.LLMResponse, err error, took time.Duration) {
+func (s *Enricher) recordCall(pl *plan, m model.Info, cred *ports.Credential, task ports.LLMTask, resp ports.LLMResponse, err error, took time.Duration) {
 	if errors.Is(err, ports.ErrUnknownModel) || errors.Is(err, rotation.ErrNoUsableKey) {
 		return // no request left the process
 	}
 	e := usage.Entry{ID: s.IDs.NewID(), Model: m.Key.String(), InputTokens: resp.InputTokens, OutputTokens: resp.OutputTokens,
-		Cost: m.Price.CallCost(resp.InputTokens, resp.OutputTokens, resp.Searches), LatencyMS: took.Milliseconds(), Outcome: usage.OK, CreatedAt: s.Clock.Now()}
+		WebSearchCalls: resp.Searches, Cost: m.Price.CallCost(resp.InputTokens, resp.OutputTokens, resp.Searches), LatencyMS: took.Milliseconds(), Outcome: usage.OK, CreatedAt: s.Clock.Now()}
 	if cred != nil {
 		e.KeySource, e.KeyID = string(cred.Source), cred.KeyID
 	}

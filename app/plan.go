@@ -18,23 +18,21 @@ import (
 	"github.com/entityenrich/enrich/ports"
 )
 
-// EnrichmentService starts enrichment jobs and runs them: plan the schema
-// into expertise calls, call each model, validate and retry, merge, and
-// narrate it all as events. The job runtime (ports.JobRunner) makes the jobs durable; this service
-// is their Runner.
-type EnrichmentService struct {
+// Enricher plans and runs enrichment jobs: plan the schema into expertise
+// calls, call each model, validate and retry, merge, and narrate it all as
+// events. It is the Runner of enrichment jobs (and, through BatchRunner, of
+// batches); the job runtime makes the jobs durable, and EnrichmentService
+// submits them.
+type Enricher struct {
 	Schemas ports.SchemaStore
 	// Orgs keeps the organizations' pinned default models (nil: none).
-	Orgs      ports.OrgStore
-	JobRunner ports.JobRunner
-	Stream    ports.EventStream
-	JobSvc    *JobService
-	LLM       ports.LLM
-	Catalog   ports.ModelCatalog
-	Compiler  ports.SchemaCompiler
-	Clock     ports.Clock
-	IDs       ports.IDs
-	Log       *slog.Logger
+	Orgs     ports.OrgStore
+	LLM      ports.LLM
+	Catalog  ports.ModelCatalog
+	Compiler ports.SchemaCompiler
+	Clock    ports.Clock
+	IDs      ports.IDs
+	Log      *slog.Logger
 	// Requests encodes and decodes the stored requests of every job kind
 	// (enrichment, batch, and the services built on this one).
 	Requests JobRequests
@@ -66,6 +64,25 @@ type EnrichmentService struct {
 	shapes shapes
 }
 
+// EnrichConfig tunes the Enricher.
+type EnrichConfig struct {
+	// MaxAttempts bounds the tries of one expertise call (0:
+	// enrichment.DefaultMaxAttempts).
+	MaxAttempts int
+	// BatchMaxEntities and BatchConcurrency: see the Enricher's fields.
+	BatchMaxEntities, BatchConcurrency int
+}
+
+// NewEnricher plans and runs enrichment jobs on its ports. orgs, keys and
+// cache may be nil (see the fields).
+func NewEnricher(schemas ports.SchemaStore, cache *SchemaCache, orgs ports.OrgStore, llm ports.LLM, catalog ports.ModelCatalog,
+	compiler ports.SchemaCompiler, keys *KeyRing, requests JobRequests, clock ports.Clock, ids ports.IDs, log *slog.Logger,
+	cfg EnrichConfig) *Enricher {
+	return &Enricher{Schemas: schemas, SchemaCache: cache, Orgs: orgs, LLM: llm, Catalog: catalog, Compiler: compiler, Keys: keys,
+		Requests: requests, Clock: clock, IDs: ids, Log: log, MaxAttempts: cfg.MaxAttempts, BatchMaxEntities: cfg.BatchMaxEntities,
+		BatchConcurrency: cfg.BatchConcurrency}
+}
+
 // validators caches compiled schemas by content: compiling is the costliest
 // step of preparing a job, and the same schema is enriched again and again.
 type validators struct {
@@ -75,7 +92,7 @@ type validators struct {
 
 const maxCachedValidators = 1024
 
-func (s *EnrichmentService) compile(doc []byte) (ports.Validator, error) {
+func (s *Enricher) compile(doc []byte) (ports.Validator, error) {
 	key := sha256.Sum256(doc)
 	s.cache.mu.Lock()
 	v, ok := s.cache.m[key]
@@ -165,7 +182,7 @@ func checkLanguages(langs []string) error {
 // unsupported validates the fields whose capability is still to come and
 // then refuses the first one set with 400 not_supported_yet naming it: they
 // are never silently ignored.
-func (s *EnrichmentService) unsupported(req EnrichRequest) error {
+func (s *Enricher) unsupported(req EnrichRequest) error {
 	for i, id := range req.AttachmentIDs {
 		if strings.TrimSpace(id) == "" {
 			return Invalid(fmt.Sprintf("attachment_ids.%d", i), "attachment_ids.%d is empty", i)
@@ -181,7 +198,7 @@ func (s *EnrichmentService) unsupported(req EnrichRequest) error {
 }
 
 // knownModel checks a composite key against the catalog.
-func (s *EnrichmentService) knownModel(field, k string) (model.Info, error) {
+func (s *Enricher) knownModel(field, k string) (model.Info, error) {
 	key, err := model.ParseKey(k)
 	if err != nil {
 		return model.Info{}, coded(ports.ErrInvalid, "invalid_model", "%s: %v", field, err).(*Error).at(field)
@@ -263,14 +280,14 @@ type call struct {
 	schema []byte
 }
 
-func (s *EnrichmentService) prepare(ctx context.Context, orgID string, req EnrichRequest) (*plan, error) {
+func (s *Enricher) prepare(ctx context.Context, orgID string, req EnrichRequest) (*plan, error) {
 	return s.prepareFor(ctx, orgID, req, false)
 }
 
 // prepareFor plans req; for a batch (no entity_data: each entity is checked
 // against the plan's contract on its own, see app/batch.go) it keeps the
 // documents the entity checks need.
-func (s *EnrichmentService) prepareFor(ctx context.Context, orgID string, req EnrichRequest, batch bool) (*plan, error) {
+func (s *Enricher) prepareFor(ctx context.Context, orgID string, req EnrichRequest, batch bool) (*plan, error) {
 	if err := checkEnrichText(req); err != nil {
 		return nil, err
 	}
@@ -354,7 +371,7 @@ func (s *EnrichmentService) prepareFor(ctx context.Context, orgID string, req En
 // pickKeys chooses the key of every provider the run calls, so that a run
 // with no usable key is refused before it starts; the run then sticks to
 // these keys while they work.
-func (s *EnrichmentService) pickKeys(ctx context.Context, orgID string, models []model.Info) (map[string]*runKey, error) {
+func (s *Enricher) pickKeys(ctx context.Context, orgID string, models []model.Info) (map[string]*runKey, error) {
 	if s.Keys == nil {
 		return nil, nil
 	}
@@ -374,7 +391,7 @@ func (s *EnrichmentService) pickKeys(ctx context.Context, orgID string, models [
 }
 
 // resolveModels merges models and model, resolves auto, and checks every key.
-func (s *EnrichmentService) resolveModels(ctx context.Context, orgID string, req EnrichRequest) ([]model.Info, *modelsel.Pick, error) {
+func (s *Enricher) resolveModels(ctx context.Context, orgID string, req EnrichRequest) ([]model.Info, *modelsel.Pick, error) {
 	keys := append([]string(nil), req.Models...)
 	field := "models"
 	if req.Model != "" {

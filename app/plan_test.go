@@ -50,7 +50,7 @@ func (c oneModel) Model(k model.Key) (model.Info, error) {
 	return model.Info{}, ports.ErrUnknownModel
 }
 
-func newEnrichment(t *testing.T, llm ports.LLM) (*app.EnrichmentService, string) {
+func newEnrichment(t *testing.T, llm ports.LLM) (*app.Enricher, string) {
 	t.Helper()
 	store := memory.NewSchemaStore()
 	sc := &schema.Schema{ID: "sch", OrgID: "org", Name: "Company",
@@ -58,12 +58,12 @@ func newEnrichment(t *testing.T, llm ports.LLM) (*app.EnrichmentService, string)
 	if err := store.CreateSchema(context.Background(), sc); err != nil {
 		t.Fatal(err)
 	}
-	return &app.EnrichmentService{Schemas: store, Requests: jobcodec.New(), LLM: llm, Catalog: oneModel{model.Info{Key: model.Key{Provider: "p", Model: "m"}}},
+	return &app.Enricher{Schemas: store, Requests: jobcodec.New(), LLM: llm, Catalog: oneModel{model.Info{Key: model.Key{Provider: "p", Model: "m"}}},
 		Compiler: jsonschema.New(), Clock: system.Clock{}, IDs: system.IDs{}, RetryBackoff: 1,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, sc.ID
 }
 
-func run(t *testing.T, svc *app.EnrichmentService, req app.EnrichRequest) (ports.Outcome, []job.Payload) {
+func run(t *testing.T, svc *app.Enricher, req app.EnrichRequest) (ports.Outcome, []job.Payload) {
 	t.Helper()
 	body, _ := jobcodec.New().EncodeEnrich(req)
 	var mu sync.Mutex
@@ -183,7 +183,7 @@ func TestUnsupportedFieldsAreRefusedByName(t *testing.T) {
 			is := is.New(t)
 			req := base()
 			tt.edit(&req)
-			_, err := svc.Start(context.Background(), p, req)
+			_, err := (&app.EnrichmentService{Enricher: svc}).Start(context.Background(), p, req)
 			e, ok := app.AsError(err)
 			is.True(ok)
 			is.Equal(e.Code, tt.code)

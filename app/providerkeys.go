@@ -52,6 +52,14 @@ type ProviderKeyService struct {
 	Log    *slog.Logger
 }
 
+// NewProviderKeyService manages provider keys in keys. clients and ledger
+// may be nil (see the fields).
+func NewProviderKeyService(keys ports.ProviderKeyStore, cipher ports.Cipher, providers ports.Providers, tester ports.KeyTester,
+	clients ports.ClientCache, ledger ports.UsageLedger, clock ports.Clock, ids ports.IDs, log *slog.Logger) *ProviderKeyService {
+	return &ProviderKeyService{Keys: keys, Cipher: cipher, Providers: providers, Tester: tester, Clients: clients, Ledger: ledger,
+		Clock: clock, IDs: ids, Log: log}
+}
+
 // NewProviderKey is a key to add.
 type NewProviderKey struct {
 	Provider string

@@ -18,6 +18,11 @@ type RecordService struct {
 	Clock ports.Clock
 }
 
+// NewRecordService serves the records in records.
+func NewRecordService(records ports.RecordStore, clock ports.Clock) *RecordService {
+	return &RecordService{Records: records, Clock: clock}
+}
+
 // Get returns one of the organization's records.
 func (s *RecordService) Get(ctx context.Context, p *access.Principal, id string) (*enrichment.Record, error) {
 	return s.get(ctx, p, id, false)

@@ -19,26 +19,28 @@ import (
 	"github.com/entityenrich/enrich/ports"
 )
 
-// SampleService generates sample objects of one entity type as a job
-// (POST /api/schema/sample/generate/stream and /sync): sample 1 fixes the
-// field set and may pause the job on clarification questions; samples 2..N
-// run in parallel and fill the same fields. It is the Runner of
-// job.TypeSampleGeneration. Its LLM calls go through the enrichment
-// service's (provider keys, usage ledger).
-type SampleService struct {
-	Enrich    *EnrichmentService
-	JobRunner ports.JobRunner
-	Stream    ports.EventStream
-	JobSvc    *JobService
-	Clock     ports.Clock
-	IDs       ports.IDs
-	Log       *slog.Logger
+// SampleGenerator generates sample objects of one entity type as a job:
+// sample 1 fixes the field set and may pause the job on clarification
+// questions; samples 2..N run in parallel and fill the same fields. It is
+// the Runner of job.TypeSampleGeneration. Its LLM calls go through the
+// Enricher's (provider keys, usage ledger).
+type SampleGenerator struct {
+	Enrich *Enricher
+	Clock  ports.Clock
+	IDs    ports.IDs
+	Log    *slog.Logger
 	// Parallelism bounds the concurrent calls of samples 2..N of one job
 	// (default sample.DefaultParallel).
 	Parallelism int
 	// PauseTimeout is how long a clarification pause waits for a continue
 	// unless the request says (default ports.DefaultPauseTimeout).
 	PauseTimeout time.Duration
+}
+
+// NewSampleGenerator runs sample generation jobs with enr's models, keys
+// and calls.
+func NewSampleGenerator(enr *Enricher, clock ports.Clock, ids ports.IDs, log *slog.Logger) *SampleGenerator {
+	return &SampleGenerator{Enrich: enr, Clock: clock, IDs: ids, Log: log}
 }
 
 // MaxPauseTimeout bounds a request's pause_timeout_seconds.
@@ -83,7 +85,7 @@ type samplePlan struct {
 	search bool
 }
 
-func (s *SampleService) prepare(ctx context.Context, orgID string, req SampleRequest) (*samplePlan, error) {
+func (s *SampleGenerator) prepare(ctx context.Context, orgID string, req SampleRequest) (*samplePlan, error) {
 	for _, c := range []struct {
 		field string
 		v     any
@@ -188,6 +190,21 @@ func cmpDuration(d, def time.Duration) time.Duration {
 	return def
 }
 
+// SampleService generates samples as a job (POST
+// /api/schema/sample/generate/stream and /sync): it submits the jobs its
+// SampleGenerator runs.
+type SampleService struct {
+	*SampleGenerator
+	JobRunner ports.JobRunner
+	Stream    ports.EventStream
+	JobSvc    *JobService
+}
+
+// NewSampleService submits the jobs gen runs to jr.
+func NewSampleService(gen *SampleGenerator, jr ports.JobRunner, stream ports.EventStream, jobs *JobService) *SampleService {
+	return &SampleService{SampleGenerator: gen, JobRunner: jr, Stream: stream, JobSvc: jobs}
+}
+
 // Start validates the request and creates the sample generation job.
 func (s *SampleService) Start(ctx context.Context, p *access.Principal, req SampleRequest) (*job.Job, error) {
 	if err := access.Authorize(p, access.ActGenerateSamples); err != nil {
@@ -245,7 +262,7 @@ func readSamplePrior(prior []job.Event) sampleState {
 
 // sampleRun is one run of a sample job.
 type sampleRun struct {
-	s     *SampleService
+	s     *SampleGenerator
 	pl    *samplePlan
 	calls *plan // keys and usage of the run's calls
 	mu    sync.Mutex
@@ -255,7 +272,7 @@ type sampleRun struct {
 }
 
 // Run runs a sample generation job for the job runtime.
-func (s *SampleService) Run(ctx context.Context, w *ports.Work) ports.Outcome {
+func (s *SampleGenerator) Run(ctx context.Context, w *ports.Work) ports.Outcome {
 	pl, _ := w.Prepared.(*samplePlan)
 	if pl == nil {
 		req, err := s.Enrich.Requests.DecodeSample(w.Job.Request)

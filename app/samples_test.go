@@ -24,7 +24,7 @@ const sampleAnswer = `{"sample": {"name": "x", "n": 1}, "questions": [{"id": "q1
 func runSamples(t *testing.T, llm ports.LLM, req app.SampleRequest, prior []job.Event) (ports.Outcome, []job.Payload) {
 	t.Helper()
 	enr, _ := newEnrichment(t, llm)
-	svc := &app.SampleService{Enrich: enr, Clock: enr.Clock, IDs: enr.IDs, Log: enr.Log}
+	svc := &app.SampleGenerator{Enrich: enr, Clock: enr.Clock, IDs: enr.IDs, Log: enr.Log}
 	body, _ := jobcodec.New().EncodeSample(req)
 	var mu sync.Mutex
 	var evs []job.Payload

@@ -82,7 +82,7 @@ type cacheWorld struct {
 	cache   *app.SchemaCache
 	notes   *published
 	schemas *app.SchemaService
-	enrich  *app.EnrichmentService
+	enrich  *app.Enricher
 	now     *time.Time
 	id      string
 }
@@ -106,7 +106,7 @@ func newCacheWorld(t *testing.T, ttl time.Duration) *cacheWorld {
 		memory.NewJobStore(), memory.NewEventLog(), memory.NewRefreshTokenStore(), inproc.New())
 	w.schemas = &app.SchemaService{Schemas: w.store, Records: records, UoW: uow, Compiler: jsonschema.New(), Clock: clock,
 		IDs: &uuidish{}, SchemaCache: w.cache}
-	w.enrich = &app.EnrichmentService{Schemas: w.store, SchemaCache: w.cache, Requests: jobcodec.New(),
+	w.enrich = &app.Enricher{Schemas: w.store, SchemaCache: w.cache, Requests: jobcodec.New(),
 		Catalog: oneModel{model.Info{Key: model.Key{Provider: "p", Model: "m"}}}, Compiler: jsonschema.New(), Clock: clock,
 		Log: lg}
 	sc, err := w.schemas.Create(context.Background(), schemaOwner, app.NewSchemaInput{Name: "Company", Schema: json.RawMessage(cacheDocV1)})

@@ -20,25 +20,22 @@ import (
 	"github.com/entityenrich/enrich/ports"
 )
 
-// SchemaGenService generates schemas from sample objects and applies
-// natural-language edits to saved schemas, both as jobs on the job runtime (it
-// is their Runner). Every answer goes through one validated loop: it must
-// parse, compile as JSON Schema and pass schema.CheckStructure, else the
-// problem is fed back to the model, up to MaxAttempts tries.
-type SchemaGenService struct {
+// SchemaGenerator generates schemas from sample objects and applies
+// natural-language edits to saved schemas: it is the Runner of their jobs.
+// Every answer goes through one validated loop: it must parse, compile as
+// JSON Schema and pass schema.CheckStructure, else the problem is fed back
+// to the model, up to MaxAttempts tries.
+type SchemaGenerator struct {
 	// Enrich lends its model catalog, key rotation and LLM calls (with the
 	// usage ledger), so that schema jobs pay and rotate keys as enrichment
 	// does.
-	Enrich    *EnrichmentService
-	Schemas   ports.SchemaStore
-	Saved     *SchemaService
-	Compiler  ports.SchemaCompiler
-	JobRunner ports.JobRunner
-	Stream    ports.EventStream
-	JobSvc    *JobService
-	Clock     ports.Clock
-	IDs       ports.IDs
-	Log       *slog.Logger
+	Enrich   *Enricher
+	Schemas  ports.SchemaStore
+	Saved    *SchemaService
+	Compiler ports.SchemaCompiler
+	Clock    ports.Clock
+	IDs      ports.IDs
+	Log      *slog.Logger
 	// SchemaCache is told of the AI edits' writes (nil: no cache).
 	SchemaCache *SchemaCache
 
@@ -48,6 +45,14 @@ type SchemaGenService struct {
 	// RetryBackoff is the pause before retrying a transport failure
 	// (default 100 ms, times the attempt number).
 	RetryBackoff time.Duration
+}
+
+// NewSchemaGenerator runs schema generation and AI edit jobs with enr's
+// models, keys and calls, saving through saved (and its cache).
+func NewSchemaGenerator(enr *Enricher, schemas ports.SchemaStore, saved *SchemaService, compiler ports.SchemaCompiler,
+	clock ports.Clock, ids ports.IDs, log *slog.Logger) *SchemaGenerator {
+	return &SchemaGenerator{Enrich: enr, Schemas: schemas, Saved: saved, Compiler: compiler, Clock: clock, IDs: ids, Log: log,
+		SchemaCache: saved.SchemaCache}
 }
 
 // DefaultSchemaAttempts is how many answers a schema job may ask for in
@@ -114,13 +119,13 @@ type schemaPlan struct {
 	model   model.Info
 	pick    *modelsel.Pick
 	// pl carries the run's provider keys and usage entries for
-	// EnrichmentService.generate.
+	// Enricher.generate.
 	pl *plan
 }
 
 // CheckSamples is the free dry check of a sample set: the localized
 // collapse, then commonality and field conformance, without any model.
-func (s *SchemaGenService) CheckSamples(ctx context.Context, p *access.Principal, in SampleSetRequest) (schema.Conformance, error) {
+func (s *SchemaGenerator) CheckSamples(ctx context.Context, p *access.Principal, in SampleSetRequest) (schema.Conformance, error) {
 	if err := access.Authorize(p, access.ActCheckSamples); err != nil {
 		return schema.Conformance{}, err
 	}
@@ -177,7 +182,7 @@ func sampleError(c schema.Conformance) error {
 // pickModel resolves the request's model: a known composite key, or auto
 // (the default), which picks the organization's default for the
 // schema_generation task.
-func (s *SchemaGenService) pickModel(ctx context.Context, orgID, k string) (model.Info, *modelsel.Pick, error) {
+func (s *SchemaGenerator) pickModel(ctx context.Context, orgID, k string) (model.Info, *modelsel.Pick, error) {
 	if k == "" || k == model.Auto {
 		p, err := s.Enrich.AutoPick(ctx, orgID, modelsel.TaskSchemaGeneration, modelsel.Needs{})
 		if err != nil {
@@ -191,7 +196,7 @@ func (s *SchemaGenService) pickModel(ctx context.Context, orgID, k string) (mode
 
 // finishPlan resolves the model and, last (a pick records a use), the
 // provider key.
-func (s *SchemaGenService) finishPlan(ctx context.Context, orgID, modelKey string, sp *schemaPlan) (*schemaPlan, error) {
+func (s *SchemaGenerator) finishPlan(ctx context.Context, orgID, modelKey string, sp *schemaPlan) (*schemaPlan, error) {
 	var err error
 	if sp.model, sp.pick, err = s.pickModel(ctx, orgID, modelKey); err != nil {
 		return nil, err
@@ -215,7 +220,7 @@ func checkAttachments(ids []string) error {
 	return nil
 }
 
-func (s *SchemaGenService) prepareGeneration(ctx context.Context, orgID string, req GenerateRequest) (*schemaPlan, error) {
+func (s *SchemaGenerator) prepareGeneration(ctx context.Context, orgID string, req GenerateRequest) (*schemaPlan, error) {
 	for _, c := range []struct {
 		field string
 		v     any
@@ -247,7 +252,7 @@ func (s *SchemaGenService) prepareGeneration(ctx context.Context, orgID string, 
 	return s.finishPlan(ctx, orgID, req.Model, &schemaPlan{task: ports.TaskSchemaGeneration, gen: &req, samples: samples, collapsed: c})
 }
 
-func (s *SchemaGenService) prepareEdit(ctx context.Context, orgID string, req EditRequest) (*schemaPlan, error) {
+func (s *SchemaGenerator) prepareEdit(ctx context.Context, orgID string, req EditRequest) (*schemaPlan, error) {
 	for _, c := range []struct {
 		field string
 		v     any
@@ -272,6 +277,21 @@ func (s *SchemaGenService) prepareEdit(ctx context.Context, orgID string, req Ed
 		return nil, err
 	}
 	return s.finishPlan(ctx, orgID, req.Model, &schemaPlan{task: ports.TaskSchemaEdit, edit: &req, current: sc})
+}
+
+// SchemaGenService generates schemas from sample objects and applies
+// natural-language edits to saved schemas, both as jobs on the job runtime,
+// streamed or awaited; its SchemaGenerator runs them.
+type SchemaGenService struct {
+	*SchemaGenerator
+	JobRunner ports.JobRunner
+	Stream    ports.EventStream
+	JobSvc    *JobService
+}
+
+// NewSchemaGenService submits the jobs gen runs to jr.
+func NewSchemaGenService(gen *SchemaGenerator, jr ports.JobRunner, stream ports.EventStream, jobs *JobService) *SchemaGenService {
+	return &SchemaGenService{SchemaGenerator: gen, JobRunner: jr, Stream: stream, JobSvc: jobs}
 }
 
 // StartGeneration validates a generation request (the sample checks
@@ -368,7 +388,7 @@ func jobPrincipal(orgID string) *access.Principal {
 
 // Run runs a schema job for the job runtime: it reads the stored request (and
 // prepares it again when the job was taken over), then the validated loop.
-func (s *SchemaGenService) Run(ctx context.Context, w *ports.Work) ports.Outcome {
+func (s *SchemaGenerator) Run(ctx context.Context, w *ports.Work) ports.Outcome {
 	sp, _ := w.Prepared.(*schemaPlan)
 	if sp == nil {
 		var err error
@@ -396,7 +416,7 @@ func (s *SchemaGenService) Run(ctx context.Context, w *ports.Work) ports.Outcome
 	return out
 }
 
-func (s *SchemaGenService) attempts() int {
+func (s *SchemaGenerator) attempts() int {
 	if s.MaxAttempts > 0 {
 		return s.MaxAttempts
 	}
@@ -423,7 +443,7 @@ type validated struct {
 
 // check reads and validates one answer; the error is what the model is
 // told on the next attempt.
-func (s *SchemaGenService) check(text string, sp *schemaPlan) (validated, error) {
+func (s *SchemaGenerator) check(text string, sp *schemaPlan) (validated, error) {
 	a, err := schema.ParseAnswer(text)
 	if err != nil {
 		return validated{}, err
@@ -459,7 +479,7 @@ func (s *SchemaGenService) check(text string, sp *schemaPlan) (validated, error)
 	return validated{doc: a.Schema, raw: raw, suggestions: a.Suggestions}, nil
 }
 
-func (s *SchemaGenService) run(ctx context.Context, w *ports.Work, sp *schemaPlan) ports.Outcome {
+func (s *SchemaGenerator) run(ctx context.Context, w *ports.Work, sp *schemaPlan) ports.Outcome {
 	start := time.Now()
 	pub := w.Publish
 	if w.Tracker != nil {
@@ -534,7 +554,7 @@ func (s *SchemaGenService) run(ctx context.Context, w *ports.Work, sp *schemaPla
 }
 
 // saveFailed fails a job whose result could not be saved.
-func (s *SchemaGenService) saveFailed(err error) ports.Outcome {
+func (s *SchemaGenerator) saveFailed(err error) ports.Outcome {
 	if e, ok := AsError(err); ok && errors.Is(err, ports.ErrNotFound) {
 		return ports.Outcome{Failure: &ports.Failure{Code: job.CodeSchemaInvalid, Msg: e.Detail}}
 	}
@@ -550,7 +570,7 @@ func (s *SchemaGenService) saveFailed(err error) ports.Outcome {
 // place to switch to the lifecycle's SchemaService.SaveDeduplicated: until
 // then it looks for the content hash among the organization's newest
 // schemas itself.
-func (s *SchemaGenService) saveGenerated(ctx context.Context, orgID string, v *validated) (*schema.Schema, bool, error) {
+func (s *SchemaGenerator) saveGenerated(ctx context.Context, orgID string, v *validated) (*schema.Schema, bool, error) {
 	doc := compact(v.raw)
 	name, _ := v.doc["title"].(string)
 	if strings.TrimSpace(name) == "" {
@@ -563,7 +583,7 @@ func (s *SchemaGenService) saveGenerated(ctx context.Context, orgID string, v *v
 }
 
 // saveEdit writes an AI edit to the schema's working copy.
-func (s *SchemaGenService) saveEdit(ctx context.Context, orgID, id string, doc json.RawMessage) error {
+func (s *SchemaGenerator) saveEdit(ctx context.Context, orgID, id string, doc json.RawMessage) error {
 	_, err := s.Schemas.UpdateSchema(ctx, orgID, id, func(sc *schema.Schema) error {
 		if sc.Deleted() {
 			return ports.ErrNotFound // moved to the trash while the edit ran
@@ -595,7 +615,7 @@ func truncate(s string, n int) string {
 // ask calls the schema job's model until an answer passes every rule, up to
 // s.attempts() attempts. failed, when set, ends the run: the model failed
 // (its model_completed is published here), or ctx ended.
-func (s *SchemaGenService) ask(ctx context.Context, sp *schemaPlan, pub func(job.Payload), start time.Time) (got *validated, in, outT int, failed *ports.Outcome) {
+func (s *SchemaGenerator) ask(ctx context.Context, sp *schemaPlan, pub func(job.Payload), start time.Time) (got *validated, in, outT int, failed *ports.Outcome) {
 	key := sp.model.Key.String()
 	var msgs []enrichment.Message
 	if sp.gen != nil {
@@ -651,7 +671,7 @@ func (s *SchemaGenService) ask(ctx context.Context, sp *schemaPlan, pub func(job
 
 // backOff waits before attempt+1 after a failed call; false when ctx ended
 // first.
-func (s *SchemaGenService) backOff(ctx context.Context, attempt int) bool {
+func (s *SchemaGenerator) backOff(ctx context.Context, attempt int) bool {
 	backoff := s.RetryBackoff
 	if backoff == 0 {
 		backoff = 100 * time.Millisecond

@@ -41,19 +41,19 @@ func (l *seqLLM) Generate(_ context.Context, req ports.LLMRequest) (ports.LLMRes
 	return ports.LLMResponse{Text: a, InputTokens: 100, OutputTokens: 10}, l.err
 }
 
-func newSchemaGen(t *testing.T, llm ports.LLM) (*app.SchemaGenService, ports.SchemaStore) {
+func newSchemaGen(t *testing.T, llm ports.LLM) (*app.SchemaGenerator, ports.SchemaStore) {
 	t.Helper()
 	store := memory.NewSchemaStore()
 	c := jsonschema.New()
 	lg := slog.New(slog.NewTextHandler(io.Discard, nil))
 	m := model.Info{Key: model.Key{Provider: "p", Model: "m"}, Price: model.Price{InputPerMTok: 1_000_000, OutputPerMTok: 2_000_000}}
-	enr := &app.EnrichmentService{Schemas: store, Requests: jobcodec.New(), LLM: llm, Catalog: oneModel{m}, Compiler: c, Clock: system.Clock{}, IDs: system.IDs{},
+	enr := &app.Enricher{Schemas: store, Requests: jobcodec.New(), LLM: llm, Catalog: oneModel{m}, Compiler: c, Clock: system.Clock{}, IDs: system.IDs{},
 		RetryBackoff: 1, Log: lg}
-	return &app.SchemaGenService{Enrich: enr, Schemas: store, Saved: &app.SchemaService{Schemas: store, Compiler: c, Clock: system.Clock{}, IDs: system.IDs{}},
+	return &app.SchemaGenerator{Enrich: enr, Schemas: store, Saved: &app.SchemaService{Schemas: store, Compiler: c, Clock: system.Clock{}, IDs: system.IDs{}},
 		Compiler: c, Clock: system.Clock{}, IDs: system.IDs{}, Log: lg, RetryBackoff: 1}, store
 }
 
-func runSchemaJob(t *testing.T, svc *app.SchemaGenService, typ job.Type, req any) (ports.Outcome, []job.Payload) {
+func runSchemaJob(t *testing.T, svc *app.SchemaGenerator, typ job.Type, req any) (ports.Outcome, []job.Payload) {
 	t.Helper()
 	var body []byte
 	switch r := req.(type) {

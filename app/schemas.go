@@ -36,6 +36,21 @@ type SchemaService struct {
 	SchemaCache *SchemaCache
 }
 
+// SchemaConfig tunes the SchemaService.
+type SchemaConfig struct {
+	// RestoreWindow is how long a deleted schema can be restored (0:
+	// schema.RestoreWindow).
+	RestoreWindow time.Duration
+}
+
+// NewSchemaService manages the schemas in schemas. uow and cache may be nil
+// (see the fields).
+func NewSchemaService(schemas ports.SchemaStore, records ports.RecordStore, uow ports.UnitOfWork, compiler ports.SchemaCompiler,
+	cache *SchemaCache, clock ports.Clock, ids ports.IDs, cfg SchemaConfig) *SchemaService {
+	return &SchemaService{Schemas: schemas, Records: records, UoW: uow, Compiler: compiler, SchemaCache: cache, Clock: clock, IDs: ids,
+		RestoreWindow: cfg.RestoreWindow}
+}
+
 // NewSchemaInput is a schema to save.
 type NewSchemaInput struct {
 	Name        string

@@ -42,7 +42,7 @@ const maxCachedShapes = 1024
 
 // contract returns the decoded contract of sc (shared: never change it) and
 // its content hash.
-func (s *EnrichmentService) contract(sc *schema.Schema) (map[string]any, [32]byte, error) {
+func (s *Enricher) contract(sc *schema.Schema) (map[string]any, [32]byte, error) {
 	raw := sc.Contract()
 	sum := sha256.Sum256(raw)
 	s.shapes.mu.Lock()
@@ -69,7 +69,7 @@ func (s *EnrichmentService) contract(sc *schema.Schema) (map[string]any, [32]byt
 // with the part of the shape that was built (localized is always set, so
 // that the caller can check the entity first, as before); only shapes that
 // succeeded are kept.
-func (s *EnrichmentService) shapeOf(schemaID string, sum [32]byte, doc map[string]any, langs []string, preserve [][]string, strategy enrichment.Strategy) (*shape, error) {
+func (s *Enricher) shapeOf(schemaID string, sum [32]byte, doc map[string]any, langs []string, preserve [][]string, strategy enrichment.Strategy) (*shape, error) {
 	key := shapeKey(sum, langs, preserve, strategy)
 	s.shapes.mu.Lock()
 	sh, ok := s.shapes.m[key]

@@ -45,7 +45,7 @@ func TestShapesStayAsBuilt(t *testing.T) {
 	    "ticker": {"type": "string", "expertise": "finance"},
 	    "hq": {"type": "object", "properties": {"city": {"type": "string"}, "country": {"type": "string"}}}}}`)}
 	is.NoErr(store.CreateSchema(ctx, sc))
-	svc := &app.EnrichmentService{Schemas: store, Requests: jobcodec.New(), LLM: reg, Catalog: reg, Compiler: jsonschema.New(),
+	svc := &app.Enricher{Schemas: store, Requests: jobcodec.New(), LLM: reg, Catalog: reg, Compiler: jsonschema.New(),
 		Clock: system.Clock{}, IDs: system.IDs{}, RetryBackoff: 1, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 
 	type combo struct {
@@ -122,7 +122,7 @@ func TestShapeErrorsAreNotKept(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := &app.EnrichmentService{Schemas: store, Requests: jobcodec.New(), LLM: reg, Catalog: reg, Compiler: jsonschema.New(),
+	svc := &app.Enricher{Schemas: store, Requests: jobcodec.New(), LLM: reg, Catalog: reg, Compiler: jsonschema.New(),
 		Clock: system.Clock{}, IDs: system.IDs{}, RetryBackoff: 1, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	for _, tt := range []struct {
 		name, entity, code string

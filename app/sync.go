@@ -14,6 +14,22 @@ import (
 	"github.com/entityenrich/enrich/ports"
 )
 
+// EnrichmentService starts enrichment jobs on the job runtime, streamed or
+// awaited (a blocking run), and batches of them; its Enricher plans them and
+// is their Runner.
+type EnrichmentService struct {
+	*Enricher
+	JobRunner ports.JobRunner
+	Stream    ports.EventStream
+	JobSvc    *JobService
+}
+
+// NewEnrichmentService submits the jobs enr runs to jr; jobs cancels a
+// blocking run whose caller leaves.
+func NewEnrichmentService(enr *Enricher, jr ports.JobRunner, stream ports.EventStream, jobs *JobService) *EnrichmentService {
+	return &EnrichmentService{Enricher: enr, JobRunner: jr, Stream: stream, JobSvc: jobs}
+}
+
 // Start validates the request and creates the job with its queue entry. It
 // returns the job for the SSE stream.
 func (s *EnrichmentService) Start(ctx context.Context, p *access.Principal, req EnrichRequest) (*job.Job, error) {

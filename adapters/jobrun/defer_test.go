@@ -54,11 +54,10 @@ func newDeferWorld(t *testing.T, d time.Duration, storeErr error) (*engineWorld,
 	t.Helper()
 	hold := make(chan struct{})
 	var counted *countedJobs
-	w := newEngineWorld(t, func(e *jobrun.Engine) {
+	w := newEngineWorld(t, jobrun.Runners{job.TypeEnrichment: holdRunner{hold: hold}}, func(e *jobrun.Engine) {
 		e.DeferCreate = d
 		counted = &countedJobs{JobStore: e.Jobs, err: storeErr}
 		e.Jobs = counted
-		e.Runners[job.TypeEnrichment] = holdRunner{hold: hold}
 	})
 	close(w.jobs.gate)
 	return w, counted, hold

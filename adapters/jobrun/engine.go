@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,13 +16,8 @@ import (
 	"github.com/entityenrich/enrich/ports"
 )
 
-// Engine runs jobs as durable work. A job is created in one commit, claimed
-// at once by a free worker here or queued for any replica's; a worker holds
-// it with a lease and a fencing token (the job's attempt) and ends it with
-// its records, state and last events in one commit. The queue's periodic
-// sweep finds jobs whose holder died (lease lapsed) and queues them; the
-// replica that a queued job reaches takes it over and resumes it.
-type Engine struct {
+// Deps are the ports the runtime runs on.
+type Deps struct {
 	UoW    ports.UnitOfWork
 	Jobs   ports.JobStore
 	Events ports.EventLog
@@ -33,7 +29,12 @@ type Engine struct {
 	// (nil: this process is the only one; the owner also finds out when it
 	// renews its lease).
 	Invalidations ports.Invalidations
+	// Observer is told when a job ends here (nil: nobody).
+	Observer ports.JobObserver
+}
 
+// Config tunes the runtime. Zero fields take the defaults (Default...).
+type Config struct {
 	// Owner names this replica in job leases.
 	Owner string
 	// LeaseTTL is how long a claim lasts unless renewed (renewed every
@@ -61,13 +62,31 @@ type Engine struct {
 	// SweepEvery is how often the queue's leader looks for jobs whose
 	// holder died (default 5 s).
 	SweepEvery time.Duration
-	// Runners run each type of job.
-	Runners map[job.Type]ports.Runner
-	// Observer is told when a job ends here (nil: nobody).
-	Observer ports.JobObserver
 	// RunIdle is how long a run's goroutine waits for the next run before
 	// it exits (default 10 s).
 	RunIdle time.Duration
+}
+
+// Runners is the table from job type to the Runner of its jobs. A job of a
+// type it lacks fails with code internal_error.
+type Runners map[job.Type]ports.Runner
+
+// New returns the runtime on d, tuned by c, running each type of job with
+// its Runner in runners. Start begins its work.
+func New(d Deps, c Config, runners Runners) *Engine {
+	return &Engine{Deps: d, Config: c, byType: maps.Clone(runners)}
+}
+
+// Engine runs jobs as durable work. A job is created in one commit, claimed
+// at once by a free worker here or queued for any replica's; a worker holds
+// it with a lease and a fencing token (the job's attempt) and ends it with
+// its records, state and last events in one commit. The queue's periodic
+// sweep finds jobs whose holder died (lease lapsed) and queues them; the
+// replica that a queued job reaches takes it over and resumes it.
+type Engine struct {
+	Deps
+	Config
+	byType Runners
 
 	mu      sync.Mutex
 	running map[string]*run
@@ -735,7 +754,7 @@ func (e *Engine) execute(ctx context.Context, r *run, j *job.Job, prior []job.Ev
 		w.Publish(job.JobResumed{Attempt: j.Attempt, AfterEvent: after})
 		e.Log.Info("job resumed", "job_id", j.ID, "attempt", j.Attempt, "after_event", after)
 	}
-	runner := e.Runners[j.Type]
+	runner := e.byType[j.Type]
 	var out ports.Outcome
 	if runner == nil {
 		out.Failure = &ports.Failure{Code: job.CodeInternal, Msg: fmt.Sprintf("no runner for jobs of type %q", j.Type)}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sync"
 	"testing"
 	"time"
@@ -64,7 +65,10 @@ type engineWorld struct {
 	ran     chan string
 }
 
-func newEngineWorld(t *testing.T, opts ...func(*jobrun.Engine)) *engineWorld {
+// newEngineWorld is an engine on memory stores with one worker, whose
+// enrichment jobs run stepRunner unless runners says otherwise; opts tune it
+// before it starts.
+func newEngineWorld(t *testing.T, runners jobrun.Runners, opts ...func(*jobrun.Engine)) *engineWorld {
 	t.Helper()
 	jobs, events, records := memory.NewJobStore(), memory.NewEventLog(), memory.NewRecordStore()
 	queue := inproc.New()
@@ -76,8 +80,10 @@ func newEngineWorld(t *testing.T, opts ...func(*jobrun.Engine)) *engineWorld {
 	t.Cleanup(hub.Close)
 	w := &engineWorld{jobs: &gatedJobs{JobStore: jobs, gate: make(chan struct{})}, events: events, records: records,
 		ran: make(chan string, 4)}
-	w.engine = &jobrun.Engine{UoW: uow, Jobs: w.jobs, Events: events, Queue: queue, Stream: hub, Clock: clock, Log: lg,
-		Owner: "test", Workers: 1, PerOrg: 1, Runners: map[job.Type]ports.Runner{job.TypeEnrichment: stepRunner{ran: w.ran}}}
+	table := jobrun.Runners{job.TypeEnrichment: stepRunner{ran: w.ran}}
+	maps.Copy(table, runners)
+	w.engine = jobrun.New(jobrun.Deps{UoW: uow, Jobs: w.jobs, Events: events, Queue: queue, Stream: hub, Clock: clock, Log: lg},
+		jobrun.Config{Owner: "test", Workers: 1, PerOrg: 1}, table)
 	for _, o := range opts {
 		o(w.engine)
 	}
@@ -119,7 +125,7 @@ func TestRunOverlapsItsCreate(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			is := is.New(t)
-			w := newEngineWorld(t)
+			w := newEngineWorld(t, nil)
 			w.jobs.err = tt.failure
 			j := newTestJob(1)
 			created := make(chan error, 1)
@@ -179,10 +185,8 @@ func TestSlotWait(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			is := is.New(t)
 			hold = make(chan struct{})
-			w := newEngineWorld(t, func(e *jobrun.Engine) {
-				e.SlotWait = tt.wait
-				e.Runners[job.TypeEnrichment] = stepRunner{ran: make(chan string, 4), hold: hold}
-			})
+			w := newEngineWorld(t, jobrun.Runners{job.TypeEnrichment: stepRunner{ran: make(chan string, 4), hold: hold}},
+				func(e *jobrun.Engine) { e.SlotWait = tt.wait })
 			close(w.jobs.gate)
 			var letGo sync.Once
 			free := func() { letGo.Do(func() { close(hold) }) }
@@ -220,7 +224,7 @@ func TestSlotWait(t *testing.T) {
 // stack has grown, and Stop ends every waiting goroutine.
 func TestRunGoroutinesAreReused(t *testing.T) {
 	is := is.New(t)
-	w := newEngineWorld(t)
+	w := newEngineWorld(t, nil)
 	close(w.jobs.gate) // rows are stored at once
 	for n := 1; n <= 5; n++ {
 		runTestJob(t, w, n)
@@ -236,7 +240,7 @@ func TestRunGoroutinesAreReused(t *testing.T) {
 // next run exits; the next job starts a new one.
 func TestIdleRunGoroutinesExit(t *testing.T) {
 	is := is.New(t)
-	w := newEngineWorld(t)
+	w := newEngineWorld(t, nil)
 	w.engine.RunIdle = 20 * time.Millisecond
 	close(w.jobs.gate) // rows are stored at once
 	for n := 1; n <= 2; n++ {

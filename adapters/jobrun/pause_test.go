@@ -36,9 +36,7 @@ func (r pauseRunner) Run(_ context.Context, w *ports.Work) ports.Outcome {
 
 func newPauseWorld(t *testing.T, timeout time.Duration) (*engineWorld, chan *ports.Work) {
 	runs := make(chan *ports.Work, 8)
-	w := newEngineWorld(t, func(e *jobrun.Engine) {
-		e.Runners[job.TypeSampleGeneration] = pauseRunner{timeout: timeout, runs: runs}
-	})
+	w := newEngineWorld(t, jobrun.Runners{job.TypeSampleGeneration: pauseRunner{timeout: timeout, runs: runs}})
 	close(w.jobs.gate)
 	return w, runs
 }
@@ -239,10 +237,8 @@ func TestCancelWhilePaused(t *testing.T) {
 	ctx := context.Background()
 	clock := &shiftClock{}
 	runs := make(chan *ports.Work, 8)
-	w := newEngineWorld(t, func(e *jobrun.Engine) {
-		e.Clock = clock
-		e.Runners[job.TypeSampleGeneration] = pauseRunner{timeout: time.Minute, runs: runs}
-	})
+	w := newEngineWorld(t, jobrun.Runners{job.TypeSampleGeneration: pauseRunner{timeout: time.Minute, runs: runs}},
+		func(e *jobrun.Engine) { e.Clock = clock })
 	close(w.jobs.gate)
 	j := newPauseJob(1)
 	is.NoErr(w.engine.Create(ctx, j, nil))
@@ -267,10 +263,8 @@ func TestSweepTimesOutWithTheClock(t *testing.T) {
 	ctx := context.Background()
 	clock := &shiftClock{}
 	runs := make(chan *ports.Work, 8)
-	w := newEngineWorld(t, func(e *jobrun.Engine) {
-		e.Clock = clock
-		e.Runners[job.TypeSampleGeneration] = pauseRunner{timeout: time.Minute, runs: runs}
-	})
+	w := newEngineWorld(t, jobrun.Runners{job.TypeSampleGeneration: pauseRunner{timeout: time.Minute, runs: runs}},
+		func(e *jobrun.Engine) { e.Clock = clock })
 	close(w.jobs.gate)
 	j := newPauseJob(1)
 	is.NoErr(w.engine.Create(ctx, j, nil))
