@@ -54,9 +54,9 @@ func newLedgerWorld(t *testing.T) *ledgerWorld {
 	replica := func(owner string) *jobrun.Engine {
 		hub := eventhub.New(uow, events, system.Clock{}, lg, eventhub.Config{})
 		t.Cleanup(hub.Close)
-		return &jobrun.Engine{UoW: uow, Jobs: jobs, Events: events, Queue: queue, Stream: hub, Clock: system.Clock{}, Log: lg,
-			Owner: owner, Workers: 2, PerOrg: 2, LeaseTTL: 300 * time.Millisecond,
-			Runners: map[job.Type]ports.Runner{job.TypeEnrichment: billingRunner{answered: w.answered}}}
+		return jobrun.New(jobrun.Deps{UoW: uow, Jobs: jobs, Events: events, Queue: queue, Stream: hub, Clock: system.Clock{}, Log: lg},
+			jobrun.Config{Owner: owner, Workers: 2, PerOrg: 2, LeaseTTL: 300 * time.Millisecond},
+			jobrun.Runners{job.TypeEnrichment: billingRunner{answered: w.answered}})
 	}
 	w.here, w.there = replica("here"), replica("there")
 	if err := w.here.Start(context.Background()); err != nil {
