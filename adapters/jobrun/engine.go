@@ -59,7 +59,7 @@ type Config struct {
 	// to resume elsewhere; when false (memory storage, which dies with the
 	// process) they fail with code shutdown.
 	ReleaseAtShutdown bool
-	// SweepEvery is how often the queue's leader looks for jobs whose
+	// SweepEvery is how often each replica looks for jobs whose
 	// holder died (default 5 s).
 	SweepEvery time.Duration
 	// RunIdle is how long a run's goroutine waits for the next run before
@@ -195,7 +195,7 @@ func (e *Engine) Start(ctx context.Context) error {
 		defer e.wg.Done()
 		e.renew()
 	}()
-	return e.Queue.Start(e.base, ports.Handlers{Dispatch: e.Dispatch, Sweep: e.Sweep, SweepEvery: e.SweepEvery})
+	return e.Queue.Start(e.base, ports.Handlers{Dispatch: e.Dispatch, Sweep: e.Sweep, SweepEvery: e.SweepEvery, Slots: e.Workers})
 }
 
 // Sweep queues every job whose holder's lease lapsed, so that some replica
@@ -207,12 +207,27 @@ func (e *Engine) Sweep(ctx context.Context) error {
 		return err
 	}
 	for _, j := range lapsed {
-		if err := e.Queue.Enqueue(ctx, ports.QueuedJob{JobID: j.ID, OrgID: j.OrgID}); err != nil {
+		if err := e.Queue.Enqueue(ctx, ports.QueuedJob{JobID: j.ID, OrgID: j.OrgID, Resume: true}); err != nil {
 			return err
 		}
 	}
 	if len(lapsed) > 0 {
 		e.Log.Info("interrupted jobs queued for takeover", "jobs", len(lapsed))
+	}
+	// A dispatch waits for a worker here for at most half a lease: a run
+	// taken longer ago whose job never started lost its dispatcher.
+	stranded, err := e.Queue.Stranded(ctx, e.Clock.Now().Add(-e.LeaseTTL), 500)
+	if err != nil {
+		e.Log.Warn("sweep for stranded jobs", "err", err)
+		return err
+	}
+	for _, q := range stranded {
+		if err := e.Queue.Enqueue(ctx, ports.QueuedJob{JobID: q.JobID, OrgID: q.OrgID, Resume: true}); err != nil {
+			return err
+		}
+	}
+	if len(stranded) > 0 {
+		e.Log.Info("jobs whose dispatcher died queued again", "jobs", len(stranded))
 	}
 	paused, err := e.Jobs.ListPauseLapsed(ctx, e.Clock.Now(), 500)
 	if err != nil {
@@ -275,7 +290,7 @@ func (e *Engine) Continue(ctx context.Context, id string, answers job.Answers) (
 			if err := r.Events.Append(ctx, job.Number(id, last, e.Clock.Now(), []job.Draft{d})); err != nil {
 				return err
 			}
-			return r.Queue.Enqueue(ctx, ports.QueuedJob{JobID: id, OrgID: j.OrgID})
+			return r.Queue.Enqueue(ctx, ports.QueuedJob{JobID: id, OrgID: j.OrgID, Resume: true})
 		})
 	})
 	if err != nil {
@@ -300,14 +315,6 @@ func (e *Engine) Running() []string {
 		out = append(out, id)
 	}
 	return out
-}
-
-// reserve takes a worker slot for org; false when there is none.
-func (e *Engine) reserve(org string) bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	ok, _ := e.reserveLocked(org)
-	return ok
 }
 
 // reserveLocked takes a slot, or returns a channel closed when one frees.
@@ -579,7 +586,7 @@ func (e *Engine) Dispatch(ctx context.Context, q ports.QueuedJob) (ports.Dispatc
 	if here {
 		return ports.Dispatch{}, nil
 	}
-	if !e.reserve(q.OrgID) {
+	if !e.reserveForDispatch(ctx, q.OrgID) {
 		return ports.Dispatch{Snooze: time.Second}, nil // no capacity here: stays pending
 	}
 	// A dispatch that finds the job ended or held (the sweep raced its
@@ -640,8 +647,39 @@ func (e *Engine) Dispatch(ctx context.Context, q ports.QueuedJob) (ports.Dispatc
 		e.release(q.OrgID)
 		return ports.Dispatch{}, err
 	}
-	e.launch(j, evs, nil, rowStored)
-	return ports.Dispatch{}, nil
+	r := e.launch(j, evs, nil, rowStored)
+	return ports.Dispatch{Done: r.done}, nil
+}
+
+// reserveForDispatch takes a worker slot for a queued job of org. The queue
+// hands this replica no more jobs than it has slots, but jobs created here
+// take slots too: then the dispatch waits for one to free, up to half a
+// lease (the sweep takes a dispatch older than a lease for a dead one's).
+// Past the organization's own limit it does not wait: the slot it would
+// hold might serve another organization's job.
+func (e *Engine) reserveForDispatch(ctx context.Context, org string) bool {
+	var deadline <-chan time.Time
+	for {
+		e.mu.Lock()
+		ok, freed := e.reserveLocked(org)
+		full := e.total >= e.Workers && !e.closing
+		e.mu.Unlock()
+		if ok || !full {
+			return ok
+		}
+		if deadline == nil {
+			t := time.NewTimer(e.LeaseTTL / 2)
+			defer t.Stop()
+			deadline = t.C
+		}
+		select {
+		case <-freed:
+		case <-deadline:
+			return false
+		case <-ctx.Done():
+			return false
+		}
+	}
 }
 
 func (e *Engine) priorEvents(ctx context.Context, id string) ([]job.Event, error) {
@@ -903,7 +941,7 @@ func (e *Engine) finish(ctx context.Context, r *run, out ports.Outcome) {
 		e.Log.Info("job paused", "job_id", r.id, "until", until)
 		// The sweep cancels the pause once it lapsed; a dispatch at the
 		// deadline does it sooner (best effort: the sweep stays the rule).
-		if qerr := e.Queue.Enqueue(bg, ports.QueuedJob{JobID: r.id, OrgID: r.org, At: until}); qerr != nil {
+		if qerr := e.Queue.Enqueue(bg, ports.QueuedJob{JobID: r.id, OrgID: r.org, At: until, Resume: true}); qerr != nil {
 			e.Log.Warn("pause timeout not scheduled; the sweep will end it", "job_id", r.id, "err", qerr)
 		}
 	case err == nil:
@@ -994,7 +1032,7 @@ func (e *Engine) handBack(ctx context.Context, r *run) {
 		return nil
 	})
 	if err == nil {
-		err = e.Queue.Enqueue(ctx, ports.QueuedJob{JobID: r.id, OrgID: r.org})
+		err = e.Queue.Enqueue(ctx, ports.QueuedJob{JobID: r.id, OrgID: r.org, Resume: true})
 	}
 	if err != nil && !errors.Is(err, ports.ErrFenced) {
 		e.Log.Warn("job not handed back; its lease will lapse", "job_id", r.id, "err", err)
