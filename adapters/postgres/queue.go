@@ -221,13 +221,13 @@ func (q *Queue) sweep(ctx context.Context, fn func(context.Context) error, inter
 }
 
 // strandedSQL finds pending jobs whose only live River runs are running
-// since before $1 (taken by a dispatcher that never finished them) and none
+// since before the first argument (taken by a dispatcher that never finished them) and none
 // waits to be fetched.
 const strandedSQL = `SELECT DISTINCT j.id, j.org_id FROM river_job r JOIN jobs j ON j.id = r.args->>'job_id'
-WHERE r.kind = 'enrich_job' AND r.state = 'running' AND r.attempted_at < $1 AND j.state = 'pending'
+WHERE r.kind = 'enrich_job' AND r.state = 'running' AND r.attempted_at < ? AND j.state = 'pending'
 AND NOT EXISTS (SELECT 1 FROM river_job w WHERE w.kind = 'enrich_job' AND w.args->>'job_id' = j.id
   AND w.state IN ('available', 'scheduled', 'retryable', 'pending'))
-LIMIT $2`
+LIMIT ?`
 
 // Stranded lists pending jobs whose runs a dead dispatcher took.
 func (q *Queue) Stranded(ctx context.Context, takenBefore time.Time, limit int) ([]ports.QueuedJob, error) {
