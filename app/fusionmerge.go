@@ -248,7 +248,8 @@ func (s *Merger) Run(ctx context.Context, w *ports.Work) ports.Outcome {
 	if w.Tracker != nil {
 		w.Tracker.SetTotalModels(len(pl.sources))
 	}
-	log := &usageLog{orgID: w.Job.OrgID, jobID: w.Job.ID}
+	log := &usageLog{}
+	log.bind(w)
 	fr := fusionRun{orgID: w.Job.OrgID, jobID: w.Job.ID, recordID: fusionRecordID(w.Job.ID, pl.sources), doc: pl.doc, validator: pl.validator,
 		primary: pl.primary, strategy: pl.strategy, entity: pl.entity, schemaID: pl.schemaID, sources: pl.sources,
 		arbiter: pl.arbiter, pub: w.Publish, prior: w.Prior}

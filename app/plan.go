@@ -222,12 +222,25 @@ type usageLog struct {
 	mu           sync.Mutex
 	orgID, jobID string
 	entries      []usage.Entry
+	// charge, when set, takes each entry as its call is answered (the job
+	// runtime's Work.Charge, which writes it durably): the log keeps none.
+	charge func(usage.Entry)
+}
+
+// bind makes the log the ledger of job run w: its entries name w's job and
+// organization, and go to w.Charge as they come.
+func (l *usageLog) bind(w *ports.Work) {
+	l.orgID, l.jobID, l.charge = w.Job.OrgID, w.Job.ID, w.Charge
 }
 
 func (l *usageLog) add(e usage.Entry) {
+	e.OrgID, e.JobID = l.orgID, l.jobID
+	if l.charge != nil {
+		l.charge(e)
+		return
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	e.OrgID, e.JobID = l.orgID, l.jobID
 	l.entries = append(l.entries, e)
 }
 

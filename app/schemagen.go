@@ -410,7 +410,7 @@ func (s *SchemaGenerator) Run(ctx context.Context, w *ports.Work) ports.Outcome 
 			return s.Enrich.unprepared(err)
 		}
 	}
-	sp.pl.usage.orgID, sp.pl.usage.jobID = w.Job.OrgID, w.Job.ID
+	sp.pl.usage.bind(w)
 	out := s.run(ctx, w, sp)
 	out.Usage = sp.pl.usage.take()
 	return out
