@@ -162,7 +162,7 @@ func (s *Merger) schemaOf(ctx context.Context, orgID string, pl *mergePlan) {
 	if pl.schemaID == "" {
 		return
 	}
-	sc, err := s.Enrich.SchemaCache.live(ctx, s.Enrich.Schemas, orgID, pl.schemaID)
+	sc, err := jobSchema(ctx, s.Enrich.SchemaCache, s.Enrich.Schemas, orgID, pl.schemaID)
 	if err != nil {
 		return
 	}
@@ -177,7 +177,7 @@ func (s *Merger) schemaOf(ctx context.Context, orgID string, pl *mergePlan) {
 	}
 	pl.doc = doc
 	raw, _ := json.Marshal(doc)
-	if v, err := s.Enrich.compile(raw); err == nil {
+	if v, err := s.Enrich.Compiler.Compile(raw); err == nil {
 		pl.validator = v
 	}
 }
@@ -248,7 +248,8 @@ func (s *Merger) Run(ctx context.Context, w *ports.Work) ports.Outcome {
 	if w.Tracker != nil {
 		w.Tracker.SetTotalModels(len(pl.sources))
 	}
-	log := &usageLog{orgID: w.Job.OrgID, jobID: w.Job.ID}
+	log := &usageLog{}
+	log.bind(w)
 	fr := fusionRun{orgID: w.Job.OrgID, jobID: w.Job.ID, recordID: fusionRecordID(w.Job.ID, pl.sources), doc: pl.doc, validator: pl.validator,
 		primary: pl.primary, strategy: pl.strategy, entity: pl.entity, schemaID: pl.schemaID, sources: pl.sources,
 		arbiter: pl.arbiter, pub: w.Publish, prior: w.Prior}

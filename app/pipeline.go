@@ -104,7 +104,7 @@ func (s *Enricher) Run(ctx context.Context, w *ports.Work) ports.Outcome {
 			return s.unprepared(err)
 		}
 	}
-	pl.usage.orgID, pl.usage.jobID = w.Job.OrgID, w.Job.ID
+	pl.usage.bind(w)
 	out := s.run(ctx, w, pl)
 	out.Usage = pl.usage.take()
 	return out

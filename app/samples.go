@@ -288,7 +288,7 @@ func (s *SampleGenerator) Run(ctx context.Context, w *ports.Work) ports.Outcome 
 		return s.Enrich.unprepared(err)
 	}
 	r := &sampleRun{s: s, pl: pl, calls: &plan{keys: keys}}
-	r.calls.usage.orgID, r.calls.usage.jobID = w.Job.OrgID, w.Job.ID
+	r.calls.usage.bind(w)
 	out := r.run(ctx, w)
 	out.Usage = r.calls.usage.take()
 	return out

@@ -59,7 +59,7 @@ type Config struct {
 	// to resume elsewhere; when false (memory storage, which dies with the
 	// process) they fail with code shutdown.
 	ReleaseAtShutdown bool
-	// SweepEvery is how often the queue's leader looks for jobs whose
+	// SweepEvery is how often each replica looks for jobs whose
 	// holder died (default 5 s).
 	SweepEvery time.Duration
 	// RunIdle is how long a run's goroutine waits for the next run before
@@ -134,6 +134,9 @@ type run struct {
 	pubMu sync.Mutex
 	owned bool        // the event stream is owned: events go to it
 	held  []job.Draft // events published before the stream was owned
+	// heldUsage are ledger entries charged before the stream was owned:
+	// they go to it with the held events, or with the job's end.
+	heldUsage []usage.Entry
 }
 
 // The states of a deferred run's row.
@@ -192,7 +195,7 @@ func (e *Engine) Start(ctx context.Context) error {
 		defer e.wg.Done()
 		e.renew()
 	}()
-	return e.Queue.Start(e.base, ports.Handlers{Dispatch: e.Dispatch, Sweep: e.Sweep, SweepEvery: e.SweepEvery})
+	return e.Queue.Start(e.base, ports.Handlers{Dispatch: e.Dispatch, Sweep: e.Sweep, SweepEvery: e.SweepEvery, Slots: e.Workers})
 }
 
 // Sweep queues every job whose holder's lease lapsed, so that some replica
@@ -204,12 +207,27 @@ func (e *Engine) Sweep(ctx context.Context) error {
 		return err
 	}
 	for _, j := range lapsed {
-		if err := e.Queue.Enqueue(ctx, ports.QueuedJob{JobID: j.ID, OrgID: j.OrgID}); err != nil {
+		if err := e.Queue.Enqueue(ctx, ports.QueuedJob{JobID: j.ID, OrgID: j.OrgID, Resume: true}); err != nil {
 			return err
 		}
 	}
 	if len(lapsed) > 0 {
 		e.Log.Info("interrupted jobs queued for takeover", "jobs", len(lapsed))
+	}
+	// A dispatch waits for a worker here for at most half a lease: a run
+	// taken longer ago whose job never started lost its dispatcher.
+	stranded, err := e.Queue.Stranded(ctx, e.Clock.Now().Add(-e.LeaseTTL), 500)
+	if err != nil {
+		e.Log.Warn("sweep for stranded jobs", "err", err)
+		return err
+	}
+	for _, q := range stranded {
+		if err := e.Queue.Enqueue(ctx, ports.QueuedJob{JobID: q.JobID, OrgID: q.OrgID, Resume: true}); err != nil {
+			return err
+		}
+	}
+	if len(stranded) > 0 {
+		e.Log.Info("jobs whose dispatcher died queued again", "jobs", len(stranded))
 	}
 	paused, err := e.Jobs.ListPauseLapsed(ctx, e.Clock.Now(), 500)
 	if err != nil {
@@ -272,7 +290,7 @@ func (e *Engine) Continue(ctx context.Context, id string, answers job.Answers) (
 			if err := r.Events.Append(ctx, job.Number(id, last, e.Clock.Now(), []job.Draft{d})); err != nil {
 				return err
 			}
-			return r.Queue.Enqueue(ctx, ports.QueuedJob{JobID: id, OrgID: j.OrgID})
+			return r.Queue.Enqueue(ctx, ports.QueuedJob{JobID: id, OrgID: j.OrgID, Resume: true})
 		})
 	})
 	if err != nil {
@@ -297,14 +315,6 @@ func (e *Engine) Running() []string {
 		out = append(out, id)
 	}
 	return out
-}
-
-// reserve takes a worker slot for org; false when there is none.
-func (e *Engine) reserve(org string) bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	ok, _ := e.reserveLocked(org)
-	return ok
 }
 
 // reserveLocked takes a slot, or returns a channel closed when one frees.
@@ -525,7 +535,8 @@ func (e *Engine) own(r *run, after int64) {
 	for _, d := range r.held {
 		e.Stream.Publish(r.id, d)
 	}
-	r.held, r.owned = nil, true
+	e.Stream.Charge(r.id, r.heldUsage)
+	r.held, r.heldUsage, r.owned = nil, nil, true
 }
 
 // lost is told by the stream that the run's events cannot be written here
@@ -538,6 +549,20 @@ func (e *Engine) lost(r *run) func(error) {
 		}
 		r.cancel(&ports.JobStorageFailed{Err: err})
 	}
+}
+
+// charge gives the job's stream the ledger entry of an answered call of the
+// run, or keeps it until the run owns the stream (or ends).
+func (e *Engine) charge(r *run, u usage.Entry) {
+	u.OrgID, u.JobID = cmp.Or(u.OrgID, r.org), cmp.Or(u.JobID, r.id)
+	u.Task = cmp.Or(u.Task, string(r.typ))
+	r.pubMu.Lock()
+	defer r.pubMu.Unlock()
+	if !r.owned {
+		r.heldUsage = append(r.heldUsage, u)
+		return
+	}
+	e.Stream.Charge(r.id, []usage.Entry{u})
 }
 
 // publish gives the job's stream an event of the run, or keeps it until the
@@ -561,7 +586,7 @@ func (e *Engine) Dispatch(ctx context.Context, q ports.QueuedJob) (ports.Dispatc
 	if here {
 		return ports.Dispatch{}, nil
 	}
-	if !e.reserve(q.OrgID) {
+	if !e.reserveForDispatch(ctx, q.OrgID) {
 		return ports.Dispatch{Snooze: time.Second}, nil // no capacity here: stays pending
 	}
 	// A dispatch that finds the job ended or held (the sweep raced its
@@ -622,8 +647,39 @@ func (e *Engine) Dispatch(ctx context.Context, q ports.QueuedJob) (ports.Dispatc
 		e.release(q.OrgID)
 		return ports.Dispatch{}, err
 	}
-	e.launch(j, evs, nil, rowStored)
-	return ports.Dispatch{}, nil
+	r := e.launch(j, evs, nil, rowStored)
+	return ports.Dispatch{Done: r.done}, nil
+}
+
+// reserveForDispatch takes a worker slot for a queued job of org. The queue
+// hands this replica no more jobs than it has slots, but jobs created here
+// take slots too: then the dispatch waits for one to free, up to half a
+// lease (the sweep takes a dispatch older than a lease for a dead one's).
+// Past the organization's own limit it does not wait: the slot it would
+// hold might serve another organization's job.
+func (e *Engine) reserveForDispatch(ctx context.Context, org string) bool {
+	var deadline <-chan time.Time
+	for {
+		e.mu.Lock()
+		ok, freed := e.reserveLocked(org)
+		full := e.total >= e.Workers && !e.closing
+		e.mu.Unlock()
+		if ok || !full {
+			return ok
+		}
+		if deadline == nil {
+			t := time.NewTimer(e.LeaseTTL / 2)
+			defer t.Stop()
+			deadline = t.C
+		}
+		select {
+		case <-freed:
+		case <-deadline:
+			return false
+		case <-ctx.Done():
+			return false
+		}
+	}
 }
 
 func (e *Engine) priorEvents(ctx context.Context, id string) ([]job.Event, error) {
@@ -728,7 +784,8 @@ func (e *Engine) execute(ctx context.Context, r *run, j *job.Job, prior []job.Ev
 		after = prior[len(prior)-1].Seq
 	}
 	w := &ports.Work{Job: j, Prior: prior, Prepared: prepared, Tracker: r.tracker,
-		Publish: func(p job.Payload) { e.publish(r, r.tracker.Stamp(job.NewDraft(p))) }}
+		Publish: func(p job.Payload) { e.publish(r, r.tracker.Stamp(job.NewDraft(p))) },
+		Charge:  func(u usage.Entry) { e.charge(r, u) }}
 	w.Answers, w.Continued = job.LastContinue(prior)
 	continuing := len(prior) > 0 && prior[len(prior)-1].Type == job.EventJobContinued
 	if j.Attempt > 1 && len(prior) > 0 && !continuing {
@@ -750,6 +807,16 @@ func (e *Engine) execute(ctx context.Context, r *run, j *job.Job, prior []job.Ev
 func (e *Engine) finish(ctx context.Context, r *run, out ports.Outcome) {
 	bg := context.WithoutCancel(ctx)
 	cause := context.Cause(ctx)
+	// unbilled are the run's ledger entries that only the end can write:
+	// those held before the stream was owned, those the Runner returned,
+	// and (after Seal) those the stream had not written yet. When the end
+	// does not store them, the stream writes them on their own: every
+	// answered call is billed, whoever ends the job.
+	r.pubMu.Lock()
+	unbilled := append(r.heldUsage, withTask(out.Usage, r.typ)...)
+	r.heldUsage = nil
+	r.pubMu.Unlock()
+	defer func() { e.Stream.Charge(r.id, unbilled) }()
 	// create: the job's row is not stored, and is stored with its end.
 	create := r.deferred && r.row.CompareAndSwap(rowWaiting, rowEnding)
 	if create && errors.Is(cause, ports.ErrJobShutdown) && e.ReleaseAtShutdown {
@@ -809,6 +876,7 @@ func (e *Engine) finish(ctx context.Context, r *run, out ports.Outcome) {
 		drafts = []job.Draft{job.NewDraft(out.Completed)}
 	}
 	var evs []job.Event
+	var spent []usage.Entry
 	if create {
 		// Nothing was written before the row: every event goes in the end,
 		// numbered from 1.
@@ -816,10 +884,11 @@ func (e *Engine) finish(ctx context.Context, r *run, out ports.Outcome) {
 		held := r.held
 		r.held, r.owned = nil, true
 		r.pubMu.Unlock()
-		evs = e.Stream.Seal(bg, r.id, append(held, r.tracker.StampAll(drafts)...))
+		evs, spent = e.Stream.Seal(bg, r.id, append(held, r.tracker.StampAll(drafts)...))
 	} else {
-		evs = e.Stream.Seal(bg, r.id, r.tracker.StampAll(drafts))
+		evs, spent = e.Stream.Seal(bg, r.id, r.tracker.StampAll(drafts))
 	}
+	unbilled = append(unbilled, spent...)
 	if len(evs) == 0 {
 		// The stream dropped the job just now (fenced off, or its events
 		// refused): the run's context learns why at once.
@@ -835,7 +904,7 @@ func (e *Engine) finish(ctx context.Context, r *run, out ports.Outcome) {
 		e.Log.Info("job left to its new holder", "job_id", r.id, "attempt", r.attempt)
 		return
 	}
-	end := ports.JobEnd{Job: new(r.job), From: r.job.State, Create: create, Events: evs, Usage: withTask(out.Usage, r.typ)}
+	end := ports.JobEnd{Job: new(r.job), From: r.job.State, Create: create, Events: evs, Usage: unbilled}
 	err := apply(end.Job, e.Clock.Now())
 	paused := out.Pause != nil && out.Failure == nil && cc == nil && !errors.Is(cause, ports.ErrJobShutdown)
 	if out.Failure == nil && cc == nil && !errors.Is(cause, ports.ErrJobShutdown) && !paused {
@@ -853,6 +922,9 @@ func (e *Engine) finish(ctx context.Context, r *run, out ports.Outcome) {
 			return err
 		})
 	}
+	if err == nil {
+		unbilled = nil // stored with the end
+	}
 	if create && !e.storedWithEnd(bg, r, err) {
 		e.Stream.Sealed(r.id, nil, err)
 		return // nothing of the job exists; its follower is told (Await)
@@ -866,7 +938,7 @@ func (e *Engine) finish(ctx context.Context, r *run, out ports.Outcome) {
 		e.Log.Info("job paused", "job_id", r.id, "until", until)
 		// The sweep cancels the pause once it lapsed; a dispatch at the
 		// deadline does it sooner (best effort: the sweep stays the rule).
-		if qerr := e.Queue.Enqueue(bg, ports.QueuedJob{JobID: r.id, OrgID: r.org, At: until}); qerr != nil {
+		if qerr := e.Queue.Enqueue(bg, ports.QueuedJob{JobID: r.id, OrgID: r.org, At: until, Resume: true}); qerr != nil {
 			e.Log.Warn("pause timeout not scheduled; the sweep will end it", "job_id", r.id, "err", qerr)
 		}
 	case err == nil:
@@ -946,8 +1018,9 @@ func (e *Engine) failUnstorable(ctx context.Context, r *run, cause error) {
 // handBack clears the lease of a job stopped by shutdown, so that the next
 // worker resumes it at once.
 func (e *Engine) handBack(ctx context.Context, r *run) {
-	e.Stream.Seal(ctx, r.id, nil) // what is unwritten is dropped: the next worker redoes it
+	_, spent := e.Stream.Seal(ctx, r.id, nil) // unwritten events are dropped: the next worker redoes them
 	e.Stream.Sealed(r.id, nil, ports.ErrJobShutdown)
+	e.Stream.Charge(r.id, spent) // but the calls were paid for
 	_, err := e.Jobs.UpdateJob(ctx, r.id, func(j *job.Job) error {
 		if !j.Holds(r.attempt) {
 			return ports.ErrFenced
@@ -956,7 +1029,7 @@ func (e *Engine) handBack(ctx context.Context, r *run) {
 		return nil
 	})
 	if err == nil {
-		err = e.Queue.Enqueue(ctx, ports.QueuedJob{JobID: r.id, OrgID: r.org})
+		err = e.Queue.Enqueue(ctx, ports.QueuedJob{JobID: r.id, OrgID: r.org, Resume: true})
 	}
 	if err != nil && !errors.Is(err, ports.ErrFenced) {
 		e.Log.Warn("job not handed back; its lease will lapse", "job_id", r.id, "err", err)
