@@ -269,10 +269,11 @@ const soakSchema = `{"type": "object",
     "revenue": {"type": "number", "expertise": "finance"}, "ticker": {"type": "string", "expertise": "finance"},
     "headquarters": {"type": "object", "required": ["city"], "properties": {"city": {"type": "string"}}}}}`
 
-// submit sends size.jobs jobs evenly over size.submitFor, each to a live
-// replica (another one when the one chosen dies under it).
+// submit sends size.jobs jobs evenly over size.submitFor (size.burstFor
+// without kills), each to a live replica (another one when the one chosen
+// dies under it), many at once: a submission may wait a moment for a free
+// slot on its replica.
 func (s *soakRun) submit(ctx context.Context, t *testing.T, reps []*replica, ten tenant, size soakSize) {
-	c := newClient(16, 10*time.Second)
 	models := soakModelKeys()
 	spread := size.submitFor
 	if !s.killing {
@@ -280,34 +281,47 @@ func (s *soakRun) submit(ctx context.Context, t *testing.T, reps []*replica, ten
 	}
 	gap := spread / time.Duration(size.jobs)
 	next := time.Now()
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 32)
 	for i := range size.jobs {
 		time.Sleep(time.Until(next))
 		next = next.Add(gap)
-		body, _ := json.Marshal(map[string]any{"entity_data": map[string]any{"name": fmt.Sprintf("Company %d", i)},
-			"schema_id": ten.schemaID, "models": models, "strategy": "multi_expertise"})
-		for try := 0; ; try++ {
-			base := reps[(i+try)%len(reps)].url()
-			if base == "" {
-				continue
-			}
-			c.base = base
-			var out struct {
-				JobID string `json:"job_id"`
-			}
-			err := c.do(ctx, http.MethodPost, "/api/single/enrich/stream", ten.key, body, &out)
-			if err == nil {
-				break
-			}
-			if try > 20 {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := s.submitOne(ctx, reps, ten, models, i); err != nil {
 				t.Errorf("job %d not submitted: %v", i, err)
 				return
 			}
-		}
-		s.mu.Lock()
-		s.submitted++
-		s.lastSub = time.Now()
-		s.mu.Unlock()
+			s.mu.Lock()
+			s.submitted++
+			s.lastSub = time.Now()
+			s.mu.Unlock()
+		}()
 	}
+	wg.Wait()
+}
+
+func (s *soakRun) submitOne(ctx context.Context, reps []*replica, ten tenant, models []string, i int) error {
+	c := newClient(1, 10*time.Second)
+	body, _ := json.Marshal(map[string]any{"entity_data": map[string]any{"name": fmt.Sprintf("Company %d", i)},
+		"schema_id": ten.schemaID, "models": models, "strategy": "multi_expertise"})
+	var err error
+	for try := range 100 {
+		if c.base = reps[(i+try)%len(reps)].url(); c.base == "" {
+			time.Sleep(10 * time.Millisecond) // killed: being started again
+			continue
+		}
+		var out struct {
+			JobID string `json:"job_id"`
+		}
+		if err = c.do(ctx, http.MethodPost, "/api/single/enrich/stream", ten.key, body, &out); err == nil {
+			return nil
+		}
+	}
+	return err
 }
 
 // kill kills a random replica every size.killEvery, size.kills times, and
@@ -463,8 +477,9 @@ func check(t *testing.T, dsn string, fake *fakeopenai.Server, run *soakRun, size
 		}
 	}
 	if !kills {
-		use := slotUse(t, conn, lastSub, lastEnd, soakReplicas*size.workers)
-		fmt.Fprintf(&sb, "; slot use while the queue drained (%.1f s): %.0f%%", lastEnd.Sub(lastSub).Seconds(), 100*use)
+		use, mean := slotUse(t, conn, lastSub, lastEnd, soakReplicas*size.workers)
+		fmt.Fprintf(&sb, "; a job ran %.2f s on average; slot use while the queue drained (%.1f s): %.0f%%",
+			mean.Seconds(), lastEnd.Sub(lastSub).Seconds(), 100*use)
 		if size.drainShare > 0 && use < size.drainShare {
 			t.Errorf("slot use while the queue drained: %.0f%%, want at least %.0f%%", 100*use, 100*size.drainShare)
 		}
@@ -479,23 +494,23 @@ func nearKill(at time.Time, kills []time.Time) bool {
 }
 
 // slotUse is the share of slots×(to-from) the jobs' runs (first event to
-// last) filled between from and to.
-func slotUse(t *testing.T, conn *pgx.Conn, from, to time.Time, slots int) float64 {
+// last) filled between from and to, and a run's mean length.
+func slotUse(t *testing.T, conn *pgx.Conn, from, to time.Time, slots int) (float64, time.Duration) {
 	t.Helper()
-	if !to.After(from) {
-		return 1
-	}
 	rows, err := conn.Query(context.Background(), `SELECT min(created_at), max(created_at) FROM job_events GROUP BY job_id`)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rows.Close()
-	var busy time.Duration
+	var busy, all time.Duration
+	n := 0
 	for rows.Next() {
 		var a, b time.Time
 		if err := rows.Scan(&a, &b); err != nil {
 			t.Fatal(err)
 		}
+		all += b.Sub(a)
+		n++
 		if a.Before(from) {
 			a = from
 		}
@@ -506,5 +521,8 @@ func slotUse(t *testing.T, conn *pgx.Conn, from, to time.Time, slots int) float6
 			busy += b.Sub(a)
 		}
 	}
-	return float64(busy) / (float64(slots) * float64(to.Sub(from)))
+	if !to.After(from) || n == 0 {
+		return 1, 0
+	}
+	return float64(busy) / (float64(slots) * float64(to.Sub(from))), all / time.Duration(n)
 }
