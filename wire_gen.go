@@ -29,17 +29,18 @@ func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	passwords := providePasswords(cfg)
 	clock := system.Clock{}
 	tokens := provideTokens(cfg, clock)
-	invalidations := stores.Invalidations
-	iDs := system.IDs{}
 	logger := provideLogger(cfg)
+	auth := provideAuthCache(cfg, stores, clock, logger)
+	iDs := system.IDs{}
 	accessConfig := provideAccessConfig(cfg)
-	accessService := app.NewAccessService(unitOfWork, orgStore, userStore, apiKeyStore, refreshTokenStore, passwords, tokens, invalidations, clock, iDs, logger, accessConfig)
+	accessService := app.NewAccessService(unitOfWork, orgStore, userStore, apiKeyStore, refreshTokenStore, passwords, tokens, auth, clock, iDs, logger, accessConfig)
 	schemaStore := stores.Schemas
 	recordStore := stores.Records
 	compiler := jsonschema.New()
-	schemaCache := provideSchemaCache(cfg, stores, clock, logger)
+	cacheCompiler := provideCompiler(cfg, compiler)
+	schemas := provideSchemaCache(cfg, stores, clock, logger)
 	schemaConfig := provideSchemaConfig(cfg)
-	schemaService := app.NewSchemaService(schemaStore, recordStore, unitOfWork, compiler, schemaCache, clock, iDs, schemaConfig)
+	schemaService := app.NewSchemaService(schemaStore, recordStore, unitOfWork, cacheCompiler, schemas, clock, iDs, schemaConfig)
 	recordService := app.NewRecordService(recordStore, clock)
 	registry, err := provideRegistry(cfg)
 	if err != nil {
@@ -61,10 +62,11 @@ func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	}
 	keyRing := provideKeyRing(providerKeyStore, fernet, registry, registry, clock, logger, providerStore)
 	codec := jobcodec.New()
+	enrichMemos := provideEnrichMemos(cfg)
 	enrichConfig := provideEnrichConfig(cfg)
-	enricher := app.NewEnricher(schemaStore, schemaCache, orgStore, llm, registry, compiler, keyRing, codec, clock, iDs, logger, enrichConfig)
+	enricher := app.NewEnricher(schemaStore, schemas, orgStore, llm, registry, cacheCompiler, keyRing, codec, clock, iDs, logger, enrichMemos, enrichConfig)
 	hub, cleanup := provideStream(stores, clock, logger)
-	schemaGenerator := app.NewSchemaGenerator(enricher, schemaStore, schemaService, compiler, clock, iDs, logger)
+	schemaGenerator := app.NewSchemaGenerator(enricher, schemaStore, schemaService, cacheCompiler, clock, iDs, logger)
 	merger := app.NewMerger(enricher, recordStore, clock, iDs, logger)
 	sampleGenerator := app.NewSampleGenerator(enricher, clock, iDs, logger)
 	runners := provideRunners(enricher, schemaGenerator, merger, sampleGenerator)
@@ -76,14 +78,14 @@ func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	usageLedger := stores.Usage
 	providerKeyService := app.NewProviderKeyService(providerKeyStore, fernet, registry, registry, registry, usageLedger, clock, iDs, logger)
 	costService := app.NewCostService(usageLedger, clock)
-	analysisService := app.NewAnalysisService(schemaStore, recordStore, unitOfWork, llm, registry, compiler, keyRing, orgStore, schemaCache, clock, iDs, logger)
+	analysisService := app.NewAnalysisService(schemaStore, recordStore, unitOfWork, llm, registry, cacheCompiler, keyRing, orgStore, schemas, clock, iDs, logger)
 	sampleService := app.NewSampleService(sampleGenerator, engine, hub, jobService)
 	schemaGenService := app.NewSchemaGenService(schemaGenerator, engine, hub, jobService)
 	entityFetcher := provideFetcher(cfg)
 	fetchService := app.NewFetchService(entityFetcher, enrichmentService, clock, enrichConfig)
 	fusionService := app.NewFusionService(merger, engine, hub, jobService)
 	orgProviderService := app.NewOrgProviderService(providerStore, fernet, registry, registry, registry, clock, iDs, logger)
-	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService)
+	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth)
 	return embedded, func() {
 		cleanup()
 	}, nil
@@ -96,7 +98,8 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	stores, err := providePostgresStores(db, cfg, logger)
+	clock := system.Clock{}
+	stores, err := providePostgresStores(db, cfg, clock, logger)
 	if err != nil {
 		cleanup()
 		return nil, nil, err
@@ -107,18 +110,18 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	apiKeyStore := stores.Keys
 	refreshTokenStore := stores.RefreshTokens
 	passwords := providePasswords(cfg)
-	clock := system.Clock{}
 	tokens := provideTokens(cfg, clock)
-	invalidations := stores.Invalidations
+	auth := provideAuthCache(cfg, stores, clock, logger)
 	iDs := system.IDs{}
 	accessConfig := provideAccessConfig(cfg)
-	accessService := app.NewAccessService(unitOfWork, orgStore, userStore, apiKeyStore, refreshTokenStore, passwords, tokens, invalidations, clock, iDs, logger, accessConfig)
+	accessService := app.NewAccessService(unitOfWork, orgStore, userStore, apiKeyStore, refreshTokenStore, passwords, tokens, auth, clock, iDs, logger, accessConfig)
 	schemaStore := stores.Schemas
 	recordStore := stores.Records
 	compiler := jsonschema.New()
-	schemaCache := provideSchemaCache(cfg, stores, clock, logger)
+	cacheCompiler := provideCompiler(cfg, compiler)
+	schemas := provideSchemaCache(cfg, stores, clock, logger)
 	schemaConfig := provideSchemaConfig(cfg)
-	schemaService := app.NewSchemaService(schemaStore, recordStore, unitOfWork, compiler, schemaCache, clock, iDs, schemaConfig)
+	schemaService := app.NewSchemaService(schemaStore, recordStore, unitOfWork, cacheCompiler, schemas, clock, iDs, schemaConfig)
 	recordService := app.NewRecordService(recordStore, clock)
 	registry, err := provideRegistry(cfg)
 	if err != nil {
@@ -144,10 +147,11 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	}
 	keyRing := provideKeyRing(providerKeyStore, fernet, registry, registry, clock, logger, providerStore)
 	codec := jobcodec.New()
+	enrichMemos := provideEnrichMemos(cfg)
 	enrichConfig := provideEnrichConfig(cfg)
-	enricher := app.NewEnricher(schemaStore, schemaCache, orgStore, llm, registry, compiler, keyRing, codec, clock, iDs, logger, enrichConfig)
+	enricher := app.NewEnricher(schemaStore, schemas, orgStore, llm, registry, cacheCompiler, keyRing, codec, clock, iDs, logger, enrichMemos, enrichConfig)
 	hub, cleanup2 := provideStream(stores, clock, logger)
-	schemaGenerator := app.NewSchemaGenerator(enricher, schemaStore, schemaService, compiler, clock, iDs, logger)
+	schemaGenerator := app.NewSchemaGenerator(enricher, schemaStore, schemaService, cacheCompiler, clock, iDs, logger)
 	merger := app.NewMerger(enricher, recordStore, clock, iDs, logger)
 	sampleGenerator := app.NewSampleGenerator(enricher, clock, iDs, logger)
 	runners := provideRunners(enricher, schemaGenerator, merger, sampleGenerator)
@@ -159,14 +163,14 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	usageLedger := stores.Usage
 	providerKeyService := app.NewProviderKeyService(providerKeyStore, fernet, registry, registry, registry, usageLedger, clock, iDs, logger)
 	costService := app.NewCostService(usageLedger, clock)
-	analysisService := app.NewAnalysisService(schemaStore, recordStore, unitOfWork, llm, registry, compiler, keyRing, orgStore, schemaCache, clock, iDs, logger)
+	analysisService := app.NewAnalysisService(schemaStore, recordStore, unitOfWork, llm, registry, cacheCompiler, keyRing, orgStore, schemas, clock, iDs, logger)
 	sampleService := app.NewSampleService(sampleGenerator, engine, hub, jobService)
 	schemaGenService := app.NewSchemaGenService(schemaGenerator, engine, hub, jobService)
 	entityFetcher := provideFetcher(cfg)
 	fetchService := app.NewFetchService(entityFetcher, enrichmentService, clock, enrichConfig)
 	fusionService := app.NewFusionService(merger, engine, hub, jobService)
 	orgProviderService := app.NewOrgProviderService(providerStore, fernet, registry, registry, registry, clock, iDs, logger)
-	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService)
+	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth)
 	return embedded, func() {
 		cleanup2()
 		cleanup()
@@ -183,17 +187,18 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 	passwords := providePasswords(cfg)
 	clock := system.Clock{}
 	tokens := provideTokens(cfg, clock)
-	invalidations := st.Invalidations
-	iDs := system.IDs{}
 	logger := provideLogger(cfg)
+	auth := provideAuthCache(cfg, st, clock, logger)
+	iDs := system.IDs{}
 	accessConfig := provideAccessConfig(cfg)
-	accessService := app.NewAccessService(unitOfWork, orgStore, userStore, apiKeyStore, refreshTokenStore, passwords, tokens, invalidations, clock, iDs, logger, accessConfig)
+	accessService := app.NewAccessService(unitOfWork, orgStore, userStore, apiKeyStore, refreshTokenStore, passwords, tokens, auth, clock, iDs, logger, accessConfig)
 	schemaStore := st.Schemas
 	recordStore := st.Records
 	compiler := jsonschema.New()
-	schemaCache := provideSchemaCache(cfg, st, clock, logger)
+	cacheCompiler := provideCompiler(cfg, compiler)
+	schemas := provideSchemaCache(cfg, st, clock, logger)
 	schemaConfig := provideSchemaConfig(cfg)
-	schemaService := app.NewSchemaService(schemaStore, recordStore, unitOfWork, compiler, schemaCache, clock, iDs, schemaConfig)
+	schemaService := app.NewSchemaService(schemaStore, recordStore, unitOfWork, cacheCompiler, schemas, clock, iDs, schemaConfig)
 	recordService := app.NewRecordService(recordStore, clock)
 	registry, err := provideRegistry(cfg)
 	if err != nil {
@@ -215,10 +220,11 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 	}
 	keyRing := provideKeyRing(providerKeyStore, fernet, registry, registry, clock, logger, providerStore)
 	codec := jobcodec.New()
+	enrichMemos := provideEnrichMemos(cfg)
 	enrichConfig := provideEnrichConfig(cfg)
-	enricher := app.NewEnricher(schemaStore, schemaCache, orgStore, llm, registry, compiler, keyRing, codec, clock, iDs, logger, enrichConfig)
+	enricher := app.NewEnricher(schemaStore, schemas, orgStore, llm, registry, cacheCompiler, keyRing, codec, clock, iDs, logger, enrichMemos, enrichConfig)
 	hub, cleanup := provideStream(st, clock, logger)
-	schemaGenerator := app.NewSchemaGenerator(enricher, schemaStore, schemaService, compiler, clock, iDs, logger)
+	schemaGenerator := app.NewSchemaGenerator(enricher, schemaStore, schemaService, cacheCompiler, clock, iDs, logger)
 	merger := app.NewMerger(enricher, recordStore, clock, iDs, logger)
 	sampleGenerator := app.NewSampleGenerator(enricher, clock, iDs, logger)
 	runners := provideRunners(enricher, schemaGenerator, merger, sampleGenerator)
@@ -230,14 +236,14 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 	usageLedger := st.Usage
 	providerKeyService := app.NewProviderKeyService(providerKeyStore, fernet, registry, registry, registry, usageLedger, clock, iDs, logger)
 	costService := app.NewCostService(usageLedger, clock)
-	analysisService := app.NewAnalysisService(schemaStore, recordStore, unitOfWork, llm, registry, compiler, keyRing, orgStore, schemaCache, clock, iDs, logger)
+	analysisService := app.NewAnalysisService(schemaStore, recordStore, unitOfWork, llm, registry, cacheCompiler, keyRing, orgStore, schemas, clock, iDs, logger)
 	sampleService := app.NewSampleService(sampleGenerator, engine, hub, jobService)
 	schemaGenService := app.NewSchemaGenService(schemaGenerator, engine, hub, jobService)
 	entityFetcher := provideFetcher(cfg)
 	fetchService := app.NewFetchService(entityFetcher, enrichmentService, clock, enrichConfig)
 	fusionService := app.NewFusionService(merger, engine, hub, jobService)
 	orgProviderService := app.NewOrgProviderService(providerStore, fernet, registry, registry, registry, clock, iDs, logger)
-	embedded := provideEmbedded(st, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService)
+	embedded := provideEmbedded(st, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth)
 	return embedded, func() {
 		cleanup()
 	}, nil

@@ -162,7 +162,7 @@ func (s *Merger) schemaOf(ctx context.Context, orgID string, pl *mergePlan) {
 	if pl.schemaID == "" {
 		return
 	}
-	sc, err := s.Enrich.SchemaCache.live(ctx, s.Enrich.Schemas, orgID, pl.schemaID)
+	sc, err := jobSchema(ctx, s.Enrich.SchemaCache, s.Enrich.Schemas, orgID, pl.schemaID)
 	if err != nil {
 		return
 	}
@@ -177,7 +177,7 @@ func (s *Merger) schemaOf(ctx context.Context, orgID string, pl *mergePlan) {
 	}
 	pl.doc = doc
 	raw, _ := json.Marshal(doc)
-	if v, err := s.Enrich.compile(raw); err == nil {
+	if v, err := s.Enrich.Compiler.Compile(raw); err == nil {
 		pl.validator = v
 	}
 }

@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -42,7 +41,13 @@ type Enricher struct {
 	// SchemaCache serves the schema of every job start (nil: read from
 	// Schemas each time). The SchemaService that writes the schemas must
 	// share it.
-	SchemaCache *SchemaCache
+	SchemaCache ports.SchemaCache
+	// Contracts and Shapes keep what preparing a run derives from a
+	// schema's contract alone (app/shape.go), so that the runs that share a
+	// contract derive it once (nil: each run derives it). Compiler should
+	// keep its validators likewise.
+	Contracts ports.Memo[[32]byte, map[string]any]
+	Shapes    ports.Memo[string, *Shape]
 
 	// CallParallelism bounds the concurrent LLM calls of one model (default 4).
 	CallParallelism int
@@ -59,9 +64,6 @@ type Enricher struct {
 	// DefaultBatchMaxEntities); BatchConcurrency the entities of one batch
 	// enriched at once (default DefaultBatchConcurrency).
 	BatchMaxEntities, BatchConcurrency int
-
-	cache  validators
-	shapes shapes
 }
 
 // EnrichConfig tunes the Enricher.
@@ -73,44 +75,21 @@ type EnrichConfig struct {
 	BatchMaxEntities, BatchConcurrency int
 }
 
-// NewEnricher plans and runs enrichment jobs on its ports. orgs, keys and
-// cache may be nil (see the fields).
-func NewEnricher(schemas ports.SchemaStore, cache *SchemaCache, orgs ports.OrgStore, llm ports.LLM, catalog ports.ModelCatalog,
+// EnrichMemos keep what preparing a run derives from a schema's contract
+// alone: see the Enricher's fields of the same names.
+type EnrichMemos struct {
+	Contracts ports.Memo[[32]byte, map[string]any]
+	Shapes    ports.Memo[string, *Shape]
+}
+
+// NewEnricher plans and runs enrichment jobs on its ports. orgs, keys,
+// cache and the memos may be nil (see the fields).
+func NewEnricher(schemas ports.SchemaStore, cache ports.SchemaCache, orgs ports.OrgStore, llm ports.LLM, catalog ports.ModelCatalog,
 	compiler ports.SchemaCompiler, keys *KeyRing, requests JobRequests, clock ports.Clock, ids ports.IDs, log *slog.Logger,
-	cfg EnrichConfig) *Enricher {
+	memos EnrichMemos, cfg EnrichConfig) *Enricher {
 	return &Enricher{Schemas: schemas, SchemaCache: cache, Orgs: orgs, LLM: llm, Catalog: catalog, Compiler: compiler, Keys: keys,
-		Requests: requests, Clock: clock, IDs: ids, Log: log, MaxAttempts: cfg.MaxAttempts, BatchMaxEntities: cfg.BatchMaxEntities,
-		BatchConcurrency: cfg.BatchConcurrency}
-}
-
-// validators caches compiled schemas by content: compiling is the costliest
-// step of preparing a job, and the same schema is enriched again and again.
-type validators struct {
-	mu sync.Mutex
-	m  map[[32]byte]ports.Validator
-}
-
-const maxCachedValidators = 1024
-
-func (s *Enricher) compile(doc []byte) (ports.Validator, error) {
-	key := sha256.Sum256(doc)
-	s.cache.mu.Lock()
-	v, ok := s.cache.m[key]
-	s.cache.mu.Unlock()
-	if ok {
-		return v, nil
-	}
-	v, err := s.Compiler.Compile(doc)
-	if err != nil {
-		return nil, err
-	}
-	s.cache.mu.Lock()
-	if s.cache.m == nil || len(s.cache.m) >= maxCachedValidators {
-		s.cache.m = map[[32]byte]ports.Validator{}
-	}
-	s.cache.m[key] = v
-	s.cache.mu.Unlock()
-	return v, nil
+		Requests: requests, Clock: clock, IDs: ids, Log: log, Contracts: memos.Contracts, Shapes: memos.Shapes,
+		MaxAttempts: cfg.MaxAttempts, BatchMaxEntities: cfg.BatchMaxEntities, BatchConcurrency: cfg.BatchConcurrency}
 }
 
 // MaxModels bounds the models of one request.
@@ -323,7 +302,7 @@ func (s *Enricher) prepareFor(ctx context.Context, orgID string, req EnrichReque
 	if err != nil {
 		return nil, err
 	}
-	sc, err := s.SchemaCache.live(ctx, s.Schemas, orgID, req.SchemaID)
+	sc, err := jobSchema(ctx, s.SchemaCache, s.Schemas, orgID, req.SchemaID)
 	if err != nil {
 		return nil, err
 	}
@@ -333,7 +312,7 @@ func (s *Enricher) prepareFor(ctx context.Context, orgID string, req EnrichReque
 	}
 	// A linked, published schema runs on its published contract, not on
 	// the working copy being edited (schema.Schema.Contract).
-	doc, sum, err := s.contract(sc)
+	doc, sum, err := s.contract(ctx, sc)
 	if err != nil {
 		return nil, fmt.Errorf("stored schema %s does not decode: %w", sc.ID, err)
 	}
@@ -346,7 +325,7 @@ func (s *Enricher) prepareFor(ctx context.Context, orgID string, req EnrichReque
 	}
 	// Multilingual properties are answered per requested language; the
 	// rest is the contract's shape, shared by the runs that share it.
-	sh, shapeErr := s.shapeOf(sc.ID, sum, doc, req.languages(), pl.preserve, strategy)
+	sh, shapeErr := s.shapeOf(ctx, sc.ID, sum, doc, req.languages(), pl.preserve, strategy)
 	if batch {
 		pl.checkDoc = sh.localized
 	} else if err := s.checkPreserved(sh.localized, entity, pl.preserve); err != nil {

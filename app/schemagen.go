@@ -37,7 +37,7 @@ type SchemaGenerator struct {
 	IDs      ports.IDs
 	Log      *slog.Logger
 	// SchemaCache is told of the AI edits' writes (nil: no cache).
-	SchemaCache *SchemaCache
+	SchemaCache ports.SchemaCache
 
 	// MaxAttempts bounds the model's answers per job (default
 	// DefaultSchemaAttempts, the reference's 6 in total).
@@ -597,7 +597,7 @@ func (s *SchemaGenerator) saveEdit(ctx context.Context, orgID, id string, doc js
 	if err != nil {
 		return err
 	}
-	s.SchemaCache.written(ctx, orgID, id)
+	schemaChanged(ctx, s.SchemaCache, orgID, id)
 	return nil
 }
 

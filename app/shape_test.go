@@ -11,6 +11,7 @@ import (
 
 	"github.com/matryer/is"
 
+	"github.com/entityenrich/enrich/adapters/cache"
 	"github.com/entityenrich/enrich/adapters/jobcodec"
 	"github.com/entityenrich/enrich/adapters/jsonschema"
 	"github.com/entityenrich/enrich/adapters/llm"
@@ -46,7 +47,8 @@ func TestShapesStayAsBuilt(t *testing.T) {
 	    "hq": {"type": "object", "properties": {"city": {"type": "string"}, "country": {"type": "string"}}}}}`)}
 	is.NoErr(store.CreateSchema(ctx, sc))
 	svc := &app.Enricher{Schemas: store, Requests: jobcodec.New(), LLM: reg, Catalog: reg, Compiler: jsonschema.New(),
-		Clock: system.Clock{}, IDs: system.IDs{}, RetryBackoff: 1, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+		Clock: system.Clock{}, IDs: system.IDs{}, RetryBackoff: 1, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Contracts: cache.NewMemo[[32]byte, map[string]any](1024), Shapes: cache.NewMemo[string, *app.Shape](1024)}
 
 	type combo struct {
 		strategy string
@@ -123,7 +125,8 @@ func TestShapeErrorsAreNotKept(t *testing.T) {
 		t.Fatal(err)
 	}
 	svc := &app.Enricher{Schemas: store, Requests: jobcodec.New(), LLM: reg, Catalog: reg, Compiler: jsonschema.New(),
-		Clock: system.Clock{}, IDs: system.IDs{}, RetryBackoff: 1, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+		Clock: system.Clock{}, IDs: system.IDs{}, RetryBackoff: 1, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Contracts: cache.NewMemo[[32]byte, map[string]any](1024), Shapes: cache.NewMemo[string, *app.Shape](1024)}
 	for _, tt := range []struct {
 		name, entity, code string
 	}{
