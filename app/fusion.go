@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"sort"
 	"strings"
 	"time"
@@ -17,6 +18,22 @@ import (
 	"github.com/entityenrich/enrich/domain/modelsel"
 	"github.com/entityenrich/enrich/ports"
 )
+
+// Fuser merges several models' records of one entity into a fused record:
+// the field rules of domain/fusion, and an arbiter model's call for the
+// conflicts they leave. Enrichment fuses its models' answers with it
+// (auto-fusion), and merge jobs fuse stored records.
+type Fuser struct {
+	Models *ModelService
+	Calls  *Calls
+	Clock  ports.Clock
+	Log    *slog.Logger
+}
+
+// NewFuser fuses with the models of models and the calls of calls.
+func NewFuser(models *ModelService, calls *Calls, clock ports.Clock, log *slog.Logger) *Fuser {
+	return &Fuser{Models: models, Calls: calls, Clock: clock, Log: log}
+}
 
 // fuseSource is one model's record that a fusion merges.
 type fuseSource struct {
@@ -98,7 +115,7 @@ func readPriorFusion(prior []job.Event) priorFusion {
 // when one is requested (or when numbers disagree wildly, an automatically
 // selected one), validates the merge and builds the fused record. Its
 // ledger entries go to log. An error means no fused record.
-func (s *Enricher) fuse(ctx context.Context, fr fusionRun, log *usageLog) (*fused, error) {
+func (s *Fuser) fuse(ctx context.Context, fr fusionRun, log *usageLog) (*fused, error) {
 	t0 := time.Now()
 	pf := readPriorFusion(fr.prior)
 	ids := make([]string, len(fr.sources))
@@ -134,7 +151,7 @@ func (s *Enricher) fuse(ctx context.Context, fr fusionRun, log *usageLog) (*fuse
 				wild = append(wild, c)
 			}
 		}
-		if p, err := s.AutoPick(ctx, fr.orgID, TaskEnrichment, modelsel.Needs{}); err == nil {
+		if p, err := s.Models.AutoPick(ctx, fr.orgID, TaskEnrichment, modelsel.Needs{}); err == nil {
 			arbiter, escalated, conflicts = &p.Model, true, wild
 		} else {
 			s.Log.Info("no arbiter for wildly disagreeing numbers: the rules stand", "job_id", fr.jobID, "err", err)
@@ -222,7 +239,7 @@ func arbitrationPrompt(conflicts []fusion.Conflict) []enrichment.Message {
 // arbitrateInto makes the arbiter's one call (or reuses the decisions an
 // earlier worker of the job got) and applies its decisions; when the call
 // fails or its answer is unusable, the rules stand.
-func (s *Enricher) arbitrateInto(ctx context.Context, fr fusionRun, pf priorFusion, m model.Info, escalated bool,
+func (s *Fuser) arbitrateInto(ctx context.Context, fr fusionRun, pf priorFusion, m model.Info, escalated bool,
 	conflicts []fusion.Conflict, out *fused, log *usageLog) {
 	key := m.Key.String()
 	if pf.decisions != nil && pf.arbiter == key {
@@ -238,7 +255,7 @@ func (s *Enricher) arbitrateInto(ctx context.Context, fr fusionRun, pf priorFusi
 	out.arbiter = key
 	out.result.Summary.ArbitrationModel = key
 	defer func() { fr.pub(done) }()
-	keys, err := s.pickKeys(ctx, fr.orgID, []model.Info{m})
+	keys, err := s.Calls.pickKeys(ctx, fr.orgID, []model.Info{m})
 	if err != nil {
 		done.ErrorMessage = "no usable provider key for the arbiter: the rules stand"
 		return
@@ -255,7 +272,7 @@ func (s *Enricher) arbitrateInto(ctx context.Context, fr fusionRun, pf priorFusi
 		out.keySrc = string(c.Source)
 	}
 	msgs := arbitrationPrompt(conflicts)
-	resp, err := s.generate(ctx, calls, m, ports.LLMRequest{Model: m.Key, Messages: msgs, Schema: arbitrationSchema,
+	resp, err := s.Calls.generate(ctx, calls, m, ports.LLMRequest{Model: m.Key, Messages: msgs, Schema: arbitrationSchema,
 		SchemaName: "arbitration", ResponseSchema: true, OrgID: fr.orgID, Task: ports.TaskArbitration})
 	cost := m.Price.Cost(resp.InputTokens, resp.OutputTokens)
 	out.cost, out.in, out.outT = cost, resp.InputTokens, resp.OutputTokens
@@ -314,18 +331,18 @@ func sourceModels(srcs []fuseSource) []string {
 
 // arbiterOf resolves a request's arbitration_model: nil for none, a
 // catalog model, or auto (the organization's enrichment default).
-func (s *Enricher) arbiterOf(ctx context.Context, orgID string, name *string) (*model.Info, error) {
+func (s *Fuser) arbiterOf(ctx context.Context, orgID string, name *string) (*model.Info, error) {
 	if name == nil || *name == "" {
 		return nil, nil
 	}
 	if *name == model.Auto {
-		p, err := s.AutoPick(ctx, orgID, TaskEnrichment, modelsel.Needs{})
+		p, err := s.Models.AutoPick(ctx, orgID, TaskEnrichment, modelsel.Needs{})
 		if err != nil {
 			return nil, err
 		}
 		return &p.Model, nil
 	}
-	m, err := s.knownModelFor(ctx, orgID, "arbitration_model", *name)
+	m, err := s.Models.knownModelFor(ctx, orgID, "arbitration_model", *name)
 	if err != nil {
 		return nil, err
 	}
@@ -361,7 +378,7 @@ func (s *Enricher) fuseEntity(ctx context.Context, w *ports.Work, pl *plan, ef e
 	fr := fusionRun{orgID: w.Job.OrgID, jobID: w.Job.ID, recordID: fusionRecordID(w.Job.ID, srcs), doc: pl.doc, validator: pl.whole,
 		primary: pl.req.languages()[0], strategy: pl.choice.Strategy, entity: ef.entity, schemaID: pl.schema.ID,
 		sources: srcs, arbiter: pl.arbiter, pub: ef.pub, prior: ef.prior, entityIndex: ef.index}
-	f, err := s.fuse(ctx, fr, &pl.usage)
+	f, err := s.Fuser.fuse(ctx, fr, &pl.usage)
 	if err != nil {
 		s.Log.Warn("auto-fusion failed: the first model's answer stands", "job_id", w.Job.ID, "err", err)
 		ef.pub(job.FusionCompleted{Success: false, ErrorMessage: err.Error(), EntityIndex: ef.index})

@@ -5,8 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"log/slog"
 	"sort"
 	"sync"
 	"time"
@@ -14,8 +14,6 @@ import (
 	"github.com/entityenrich/enrich/domain/enrichment"
 	"github.com/entityenrich/enrich/domain/job"
 	"github.com/entityenrich/enrich/domain/model"
-	"github.com/entityenrich/enrich/domain/rotation"
-	"github.com/entityenrich/enrich/domain/usage"
 	"github.com/entityenrich/enrich/ports"
 )
 
@@ -88,7 +86,7 @@ func (s *Enricher) Run(ctx context.Context, w *ports.Work) ports.Outcome {
 			return ports.Outcome{Failure: &ports.Failure{Code: job.CodeInternal, Msg: "the stored request does not decode"}}
 		}
 		if pl, err = s.prepare(ctx, w.Job.OrgID, req); err != nil {
-			return s.unprepared(err)
+			return unprepared(s.Log, err)
 		}
 	}
 	pl.usage.orgID, pl.usage.jobID = w.Job.OrgID, w.Job.ID
@@ -99,11 +97,11 @@ func (s *Enricher) Run(ctx context.Context, w *ports.Work) ports.Outcome {
 
 // unprepared fails a job whose stored request no longer plans (its schema
 // was deleted or changed, or its provider has no usable key any more).
-func (s *Enricher) unprepared(err error) ports.Outcome {
+func unprepared(log *slog.Logger, err error) ports.Outcome {
 	e, ok := AsError(err)
 	if !ok {
 		// A store's or an adapter's text stays in the log.
-		s.Log.Error("stored enrichment request does not plan", "err", err)
+		log.Error("stored enrichment request does not plan", "err", err)
 		return ports.Outcome{Failure: &ports.Failure{Code: job.CodeInternal, Msg: job.CodeInternal.Message()}}
 	}
 	code := job.CodeInternal
@@ -449,7 +447,7 @@ func (s *Enricher) callWithRetries(ctx context.Context, er *entityRun, m model.I
 	var code job.ErrorCode
 	for attempt := 1; attempt <= max; attempt++ {
 		pub(job.Attempt{Model: m.Key.String(), Expertise: c.domain.Key, Attempt: attempt, MaxAttempts: max, Reason: reason})
-		resp, err := s.generate(ctx, pl, m, ports.LLMRequest{Model: m.Key, Messages: msgs, Schema: c.domain.Schema, SchemaName: c.domain.Key,
+		resp, err := s.Calls.generate(ctx, pl, m, ports.LLMRequest{Model: m.Key, Messages: msgs, Schema: c.domain.Schema, SchemaName: c.domain.Key,
 			ResponseSchema: pl.req.responseSchema(), Strict: pl.req.EnableStrictStructuredOutput, OrgID: pl.usage.orgID,
 			WebSearch: pl.req.EnableWebSearch,
 			Queued: func() {
@@ -495,88 +493,4 @@ func (s *Enricher) callWithRetries(ctx context.Context, er *entityRun, m model.I
 		msgs = enrichment.Retry(msgs, resp.Text, perr)
 	}
 	return nil, t, code, &callError{msg: fmt.Sprintf("%d attempts failed, last: %s", max, public), cause: lastErr}
-}
-
-// generate makes one call with the run's key for the provider. When the
-// provider refuses the key (it leaves rotation) or rate-limits it (it rests
-// for the Retry-After), the call moves to the next usable key at once: a
-// key switch is not one of the job's validated-retry attempts (see
-// docs/decisions.md). With no other key the provider's error stands.
-func (s *Enricher) generate(ctx context.Context, pl *plan, m model.Info, req ports.LLMRequest) (ports.LLMResponse, error) {
-	rk := pl.keys[m.Key.Provider]
-	for switches := 0; ; switches++ {
-		cred := rk.current()
-		req.Credential = cred
-		t0 := time.Now()
-		resp, err := s.LLM.Generate(ctx, req)
-		s.recordCall(pl, m, cred, req.Task, resp, err, time.Since(t0))
-		if err == nil || cred == nil || ctx.Err() != nil || switches >= maxKeySwitches {
-			return resp, err
-		}
-		var rl *ports.RateLimitError
-		switch {
-		case errors.Is(err, ports.ErrLLMAuth):
-			s.Log.WarnContext(ctx, "provider refused a key: out of rotation", "provider", req.Model.Provider, "key_id", cred.KeyID, "source", cred.Source)
-			s.Keys.Refused(ctx, rk.orgID, cred)
-		case errors.As(err, &rl):
-			s.Keys.Rest(ctx, rk.orgID, cred, rl.RetryAfter)
-		default:
-			return resp, err
-		}
-		if !rk.moveOn(ctx, s.Keys, cred) {
-			return resp, err
-		}
-	}
-}
-
-// recordCall adds one call to the run's ledger entries.
-func (s *Enricher) recordCall(pl *plan, m model.Info, cred *ports.Credential, task ports.LLMTask, resp ports.LLMResponse, err error, took time.Duration) {
-	if errors.Is(err, ports.ErrUnknownModel) || errors.Is(err, rotation.ErrNoUsableKey) {
-		return // no request left the process
-	}
-	e := usage.Entry{ID: s.IDs.NewID(), Model: m.Key.String(), InputTokens: resp.InputTokens, OutputTokens: resp.OutputTokens,
-		Cost: m.Price.CallCost(resp.InputTokens, resp.OutputTokens, resp.Searches), LatencyMS: took.Milliseconds(), Outcome: usage.OK, CreatedAt: s.Clock.Now()}
-	if cred != nil {
-		e.KeySource, e.KeyID = string(cred.Source), cred.KeyID
-	}
-	if task == ports.TaskClassification {
-		e.Task = string(task) // the job's type otherwise (the engine stamps it)
-	}
-	if err != nil {
-		switch {
-		case errors.Is(err, context.Canceled):
-			e.Outcome = "cancelled"
-		case errors.Is(err, ports.ErrLLMAuth):
-			e.Outcome = "key_refused"
-		default:
-			e.Outcome = string(classify(err))
-		}
-	}
-	pl.usage.add(e)
-}
-
-// permanent reports whether retrying the same call cannot help.
-func permanent(err error) bool {
-	return errors.Is(err, ports.ErrUnknownModel) || errors.Is(err, ports.ErrLLMAuth) || errors.Is(err, ports.ErrContextLength) ||
-		errors.Is(err, ports.ErrModelRetired) || errors.Is(err, rotation.ErrNoUsableKey)
-}
-
-// classify maps an LLM failure to its typed error code.
-func classify(err error) job.ErrorCode {
-	switch {
-	case errors.Is(err, ports.ErrLLMAuth), errors.Is(err, rotation.ErrNoUsableKey):
-		return job.CodeNoUsableKey
-	case errors.Is(err, ports.ErrContextLength):
-		return job.CodeContextLength
-	case errors.Is(err, ports.ErrModelRetired):
-		return job.CodeModelRetired
-	case errors.Is(err, ports.ErrLLMTimeout), errors.Is(err, context.DeadlineExceeded):
-		return job.CodeProviderTimeout
-	case errors.Is(err, ports.ErrRateLimited):
-		return job.CodeRateLimited
-	case errors.Is(err, ports.ErrUnknownModel):
-		return job.CodeModelRetired
-	default:
-		return job.CodeLLMUnavailable
-	}
 }

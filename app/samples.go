@@ -23,12 +23,16 @@ import (
 // sample 1 fixes the field set and may pause the job on clarification
 // questions; samples 2..N run in parallel and fill the same fields. It is
 // the Runner of job.TypeSampleGeneration. Its LLM calls go through the
-// Enricher's (provider keys, usage ledger).
+// shared Calls (provider keys, usage ledger).
 type SampleGenerator struct {
-	Enrich *Enricher
-	Clock  ports.Clock
-	IDs    ports.IDs
-	Log    *slog.Logger
+	// Requests decodes the jobs' stored requests; Models resolves their
+	// model; Calls makes the paid calls.
+	Requests JobRequests
+	Models   *ModelService
+	Calls    *Calls
+	Clock    ports.Clock
+	IDs      ports.IDs
+	Log      *slog.Logger
 	// Parallelism bounds the concurrent calls of samples 2..N of one job
 	// (default sample.DefaultParallel).
 	Parallelism int
@@ -37,10 +41,10 @@ type SampleGenerator struct {
 	PauseTimeout time.Duration
 }
 
-// NewSampleGenerator runs sample generation jobs with enr's models, keys
-// and calls.
-func NewSampleGenerator(enr *Enricher, clock ports.Clock, ids ports.IDs, log *slog.Logger) *SampleGenerator {
-	return &SampleGenerator{Enrich: enr, Clock: clock, IDs: ids, Log: log}
+// NewSampleGenerator runs sample generation jobs.
+func NewSampleGenerator(requests JobRequests, models *ModelService, calls *Calls, clock ports.Clock, ids ports.IDs,
+	log *slog.Logger) *SampleGenerator {
+	return &SampleGenerator{Requests: requests, Models: models, Calls: calls, Clock: clock, IDs: ids, Log: log}
 }
 
 // MaxPauseTimeout bounds a request's pause_timeout_seconds.
@@ -167,12 +171,12 @@ func (s *SampleGenerator) prepare(ctx context.Context, orgID string, req SampleR
 		return nil, notSupported("attachment_ids", "attachment_ids: attachments are not supported yet; leave it out or empty")
 	}
 	if req.Model == "" || req.Model == model.Auto {
-		p, err := s.Enrich.AutoPick(ctx, orgID, TaskSampleGeneration, modelsel.Needs{WebSearch: req.EnableWebSearch})
+		p, err := s.Models.AutoPick(ctx, orgID, TaskSampleGeneration, modelsel.Needs{WebSearch: req.EnableWebSearch})
 		if err != nil {
 			return nil, err
 		}
 		pl.autoPick, pl.model = &p, p.Model
-	} else if pl.model, err = s.Enrich.knownModelFor(ctx, orgID, "model", req.Model); err != nil {
+	} else if pl.model, err = s.Models.knownModelFor(ctx, orgID, "model", req.Model); err != nil {
 		return nil, err
 	}
 	// The reference grounds a sample with web search only where the model
@@ -214,11 +218,11 @@ func (s *SampleService) Start(ctx context.Context, p *access.Principal, req Samp
 	if err != nil {
 		return nil, err
 	}
-	if _, err := s.Enrich.pickKeys(ctx, p.OrgID, []model.Info{pl.model}); err != nil {
+	if _, err := s.Calls.pickKeys(ctx, p.OrgID, []model.Info{pl.model}); err != nil {
 		return nil, err
 	}
 	req.Language = &pl.language // resolved: a worker that takes the job over has no header
-	body, err := s.Enrich.Requests.EncodeSample(req)
+	body, err := s.Requests.EncodeSample(req)
 	if err != nil {
 		return nil, err
 	}
@@ -275,17 +279,17 @@ type sampleRun struct {
 func (s *SampleGenerator) Run(ctx context.Context, w *ports.Work) ports.Outcome {
 	pl, _ := w.Prepared.(*samplePlan)
 	if pl == nil {
-		req, err := s.Enrich.Requests.DecodeSample(w.Job.Request)
+		req, err := s.Requests.DecodeSample(w.Job.Request)
 		if err != nil {
 			return ports.Outcome{Failure: &ports.Failure{Code: job.CodeInternal, Msg: "the stored request does not decode"}}
 		}
 		if pl, err = s.prepare(ctx, w.Job.OrgID, req); err != nil {
-			return s.Enrich.unprepared(err)
+			return unprepared(s.Log, err)
 		}
 	}
-	keys, err := s.Enrich.pickKeys(ctx, w.Job.OrgID, []model.Info{pl.model})
+	keys, err := s.Calls.pickKeys(ctx, w.Job.OrgID, []model.Info{pl.model})
 	if err != nil {
-		return s.Enrich.unprepared(err)
+		return unprepared(s.Log, err)
 	}
 	r := &sampleRun{s: s, pl: pl, calls: &plan{keys: keys}}
 	r.calls.usage.orgID, r.calls.usage.jobID = w.Job.OrgID, w.Job.ID
@@ -451,7 +455,7 @@ func (r *sampleRun) call(ctx context.Context, p sample.Params) (sample.Answer, c
 	m := r.pl.model
 	var last error
 	for attempt := 1; attempt <= sample.MaxRetries; attempt++ {
-		resp, err := r.s.Enrich.generate(ctx, r.calls, m, ports.LLMRequest{Model: m.Key, Messages: msgs, Schema: schema,
+		resp, err := r.s.Calls.generate(ctx, r.calls, m, ports.LLMRequest{Model: m.Key, Messages: msgs, Schema: schema,
 			SchemaName: "sample", ResponseSchema: true, Task: ports.TaskSampleGeneration, WebSearch: r.pl.search})
 		if err == nil {
 			c := m.Price.CallCost(resp.InputTokens, resp.OutputTokens, resp.Searches)

@@ -15,7 +15,6 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/entityenrich/enrich/adapters/inproc"
-	"github.com/entityenrich/enrich/adapters/jobcodec"
 	"github.com/entityenrich/enrich/adapters/jsonschema"
 	"github.com/entityenrich/enrich/adapters/memory"
 	"github.com/entityenrich/enrich/app"
@@ -106,9 +105,7 @@ func newCacheWorld(t *testing.T, ttl time.Duration) *cacheWorld {
 		memory.NewJobStore(), memory.NewEventLog(), memory.NewRefreshTokenStore(), inproc.New())
 	w.schemas = &app.SchemaService{Schemas: w.store, Records: records, UoW: uow, Compiler: jsonschema.New(), Clock: clock,
 		IDs: &uuidish{}, SchemaCache: w.cache}
-	w.enrich = &app.Enricher{Schemas: w.store, SchemaCache: w.cache, Requests: jobcodec.New(),
-		Catalog: oneModel{model.Info{Key: model.Key{Provider: "p", Model: "m"}}}, Compiler: jsonschema.New(), Clock: clock,
-		Log: lg}
+	w.enrich = testEnricher(w.store, w.cache, nil, oneModel{model.Info{Key: model.Key{Provider: "p", Model: "m"}}}, clock, lg)
 	sc, err := w.schemas.Create(context.Background(), schemaOwner, app.NewSchemaInput{Name: "Company", Schema: json.RawMessage(cacheDocV1)})
 	if err != nil {
 		t.Fatal(err)
@@ -443,10 +440,11 @@ func TestSchemaCacheAIEditDrops(t *testing.T) {
 	now := time.Now()
 	notes := &published{}
 	cache := &app.SchemaCache{TTL: time.Minute, Invalidations: notes, Clock: steppingClock{&now}, Log: svc.Log}
-	svc.SchemaCache, svc.Enrich.SchemaCache, svc.Saved.SchemaCache = cache, cache, cache
+	enr := testEnricher(store, cache, nil, oneModel{model.Info{Key: model.Key{Provider: "p", Model: "m"}}}, nil, svc.Log)
+	svc.SchemaCache, svc.Saved.SchemaCache = cache, cache
 	is.NoErr(store.CreateSchema(ctx, &schema.Schema{ID: "s1", OrgID: "org", Name: "Company", Content: json.RawMessage(cacheDocV1)}))
 	start := func() *schema.Schema {
-		sc, err := svc.Enrich.PlannedSchema(ctx, "org", app.EnrichRequest{EntityData: json.RawMessage(`{"name":"Acme"}`), SchemaID: "s1",
+		sc, err := enr.PlannedSchema(ctx, "org", app.EnrichRequest{EntityData: json.RawMessage(`{"name":"Acme"}`), SchemaID: "s1",
 			Models: []string{"p::m"}})
 		is.NoErr(err)
 		return sc

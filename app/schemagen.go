@@ -26,10 +26,12 @@ import (
 // JSON Schema and pass schema.CheckStructure, else the problem is fed back
 // to the model, up to MaxAttempts tries.
 type SchemaGenerator struct {
-	// Enrich lends its model catalog, key rotation and LLM calls (with the
-	// usage ledger), so that schema jobs pay and rotate keys as enrichment
-	// does.
-	Enrich   *Enricher
+	// Models and Calls lend the model choice, key rotation and LLM calls
+	// (with the usage ledger), so that schema jobs pay and rotate keys as
+	// enrichment does. Requests decodes the jobs' stored requests.
+	Models   *ModelService
+	Calls    *Calls
+	Requests JobRequests
 	Schemas  ports.SchemaStore
 	Saved    *SchemaService
 	Compiler ports.SchemaCompiler
@@ -47,12 +49,12 @@ type SchemaGenerator struct {
 	RetryBackoff time.Duration
 }
 
-// NewSchemaGenerator runs schema generation and AI edit jobs with enr's
-// models, keys and calls, saving through saved (and its cache).
-func NewSchemaGenerator(enr *Enricher, schemas ports.SchemaStore, saved *SchemaService, compiler ports.SchemaCompiler,
-	clock ports.Clock, ids ports.IDs, log *slog.Logger) *SchemaGenerator {
-	return &SchemaGenerator{Enrich: enr, Schemas: schemas, Saved: saved, Compiler: compiler, Clock: clock, IDs: ids, Log: log,
-		SchemaCache: saved.SchemaCache}
+// NewSchemaGenerator runs schema generation and AI edit jobs, saving
+// through saved (and its cache).
+func NewSchemaGenerator(models *ModelService, calls *Calls, requests JobRequests, schemas ports.SchemaStore, saved *SchemaService,
+	compiler ports.SchemaCompiler, clock ports.Clock, ids ports.IDs, log *slog.Logger) *SchemaGenerator {
+	return &SchemaGenerator{Models: models, Calls: calls, Requests: requests, Schemas: schemas, Saved: saved, Compiler: compiler,
+		Clock: clock, IDs: ids, Log: log, SchemaCache: saved.SchemaCache}
 }
 
 // DefaultSchemaAttempts is how many answers a schema job may ask for in
@@ -184,13 +186,13 @@ func sampleError(c schema.Conformance) error {
 // schema_generation task.
 func (s *SchemaGenerator) pickModel(ctx context.Context, orgID, k string) (model.Info, *modelsel.Pick, error) {
 	if k == "" || k == model.Auto {
-		p, err := s.Enrich.AutoPick(ctx, orgID, modelsel.TaskSchemaGeneration, modelsel.Needs{})
+		p, err := s.Models.AutoPick(ctx, orgID, modelsel.TaskSchemaGeneration, modelsel.Needs{})
 		if err != nil {
 			return model.Info{}, nil, err
 		}
 		return p.Model, &p, nil
 	}
-	m, err := s.Enrich.knownModelFor(ctx, orgID, "model", k)
+	m, err := s.Models.knownModelFor(ctx, orgID, "model", k)
 	return m, nil, err
 }
 
@@ -202,7 +204,7 @@ func (s *SchemaGenerator) finishPlan(ctx context.Context, orgID, modelKey string
 		return nil, err
 	}
 	sp.pl = &plan{}
-	if sp.pl.keys, err = s.Enrich.pickKeys(ctx, orgID, []model.Info{sp.model}); err != nil {
+	if sp.pl.keys, err = s.Calls.pickKeys(ctx, orgID, []model.Info{sp.model}); err != nil {
 		return nil, err
 	}
 	return sp, nil
@@ -304,7 +306,7 @@ func (s *SchemaGenService) StartGeneration(ctx context.Context, p *access.Princi
 	if err != nil {
 		return nil, err
 	}
-	body, err := s.Enrich.Requests.EncodeGenerate(req)
+	body, err := s.Requests.EncodeGenerate(req)
 	if err != nil {
 		return nil, err
 	}
@@ -320,7 +322,7 @@ func (s *SchemaGenService) StartEdit(ctx context.Context, p *access.Principal, r
 	if err != nil {
 		return nil, err
 	}
-	body, err := s.Enrich.Requests.EncodeEdit(req)
+	body, err := s.Requests.EncodeEdit(req)
 	if err != nil {
 		return nil, err
 	}
@@ -395,19 +397,19 @@ func (s *SchemaGenerator) Run(ctx context.Context, w *ports.Work) ports.Outcome 
 		switch w.Job.Type {
 		case job.TypeSchemaGeneration:
 			var req GenerateRequest
-			if req, err = s.Enrich.Requests.DecodeGenerate(w.Job.Request); err == nil {
+			if req, err = s.Requests.DecodeGenerate(w.Job.Request); err == nil {
 				sp, err = s.prepareGeneration(ctx, w.Job.OrgID, req)
 			}
 		case job.TypeSchemaEdit:
 			var req EditRequest
-			if req, err = s.Enrich.Requests.DecodeEdit(w.Job.Request); err == nil {
+			if req, err = s.Requests.DecodeEdit(w.Job.Request); err == nil {
 				sp, err = s.prepareEdit(ctx, w.Job.OrgID, req)
 			}
 		default:
 			err = fmt.Errorf("not a schema job: %s", w.Job.Type)
 		}
 		if err != nil {
-			return s.Enrich.unprepared(err)
+			return unprepared(s.Log, err)
 		}
 	}
 	sp.pl.usage.orgID, sp.pl.usage.jobID = w.Job.OrgID, w.Job.ID
@@ -504,7 +506,7 @@ func (s *SchemaGenerator) run(ctx context.Context, w *ports.Work, sp *schemaPlan
 	var got *validated
 	for attempt := 1; attempt <= max; attempt++ {
 		pub(job.Attempt{Model: key, Expertise: string(sp.task), Attempt: attempt, MaxAttempts: max, Reason: reason})
-		resp, err := s.Enrich.generate(ctx, sp.pl, sp.model, ports.LLMRequest{Model: sp.model.Key, Messages: msgs,
+		resp, err := s.Calls.generate(ctx, sp.pl, sp.model, ports.LLMRequest{Model: sp.model.Key, Messages: msgs,
 			Schema: answerSchema, SchemaName: string(sp.task), ResponseSchema: true, Task: sp.task})
 		in += resp.InputTokens
 		outT += resp.OutputTokens

@@ -4,18 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
-	"log/slog"
 	"reflect"
 	"testing"
 
 	"github.com/matryer/is"
 
 	"github.com/entityenrich/enrich/adapters/jobcodec"
-	"github.com/entityenrich/enrich/adapters/jsonschema"
 	"github.com/entityenrich/enrich/adapters/llm"
 	"github.com/entityenrich/enrich/adapters/memory"
-	"github.com/entityenrich/enrich/adapters/system"
 	"github.com/entityenrich/enrich/app"
 	"github.com/entityenrich/enrich/domain/enrichment"
 	"github.com/entityenrich/enrich/domain/job"
@@ -45,8 +41,7 @@ func TestShapesStayAsBuilt(t *testing.T) {
 	    "ticker": {"type": "string", "expertise": "finance"},
 	    "hq": {"type": "object", "properties": {"city": {"type": "string"}, "country": {"type": "string"}}}}}`)}
 	is.NoErr(store.CreateSchema(ctx, sc))
-	svc := &app.Enricher{Schemas: store, Requests: jobcodec.New(), LLM: reg, Catalog: reg, Compiler: jsonschema.New(),
-		Clock: system.Clock{}, IDs: system.IDs{}, RetryBackoff: 1, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	svc := testEnricher(store, nil, reg, reg, nil, nil)
 
 	type combo struct {
 		strategy string
@@ -122,8 +117,7 @@ func TestShapeErrorsAreNotKept(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := &app.Enricher{Schemas: store, Requests: jobcodec.New(), LLM: reg, Catalog: reg, Compiler: jsonschema.New(),
-		Clock: system.Clock{}, IDs: system.IDs{}, RetryBackoff: 1, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	svc := testEnricher(store, nil, reg, reg, nil, nil)
 	for _, tt := range []struct {
 		name, entity, code string
 	}{
