@@ -27,6 +27,17 @@ test: test-deps ## run every test with the race detector (memory, native Postgre
 	@if pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then export ENRICH_REQUIRE_NATIVE_PG=1; fi; \
 	$(GO) test -race -count=1 -timeout 25m $(PKGS)
 
+# The short run leaves out what needs PostgreSQL or builds and starts the
+# binaries: it is the inner loop, and make test runs everything.
+SHORT_PKGS = $$($(GO) list ./... | grep -vE -e '/test/(e2e|load|bench|readme|pgtest)$$' -e '/cmd/enrichd?$$' \
+	-e '/adapters/postgres$$' -e '/third_party/')
+
+# GORACE: the race detector waits 1 s at every test binary's exit for late
+# reports; a race met while the tests run is reported at once either way,
+# and the wait would be most of this run's time.
+test-short: ## the inner loop, under a minute: domain, app, memory and every package that needs no PostgreSQL (race detector, -short)
+	GORACE="$${GORACE:-atexit_sleep_ms=0}" $(GO) test -race -short -count=1 $(SHORT_PKGS)
+
 bench: test-deps ## benchmarks (overhead per job and call, allocations, SSE first event), then the HTTP load test against issue 6 goals, the batch benchmark (issue 11) and the provider path against a bare proxy (issue 8)
 	@if pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then export ENRICH_REQUIRE_NATIVE_PG=1; fi; \
 	$(GO) test -run '^$$' -bench . -skip ProviderKeyPick/postgres -benchtime 2000x -benchmem ./test/bench/ ./adapters/llm/ && \
@@ -45,4 +56,4 @@ verify: ## gofmt, vet, wire diff, generated HTTP types diff, dependency rule
 		|| (echo "adapters/httpapi/api/types.gen.go is stale: make generate"; exit 1)
 	$(GO) test -count=1 -run TestDependencyRule .
 
-.PHONY: help run build migrate test-deps test bench generate verify
+.PHONY: help run build migrate test-deps test test-short bench generate verify

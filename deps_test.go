@@ -15,8 +15,7 @@ const module = "github.com/entityenrich/enrich"
 // TestDependencyRule enforces DESIGN.md's dependency rule on non-test code:
 // domain -> domain only (and the standard library); ports -> domain;
 // app -> domain, ports; adapters -> domain, ports (never another adapter),
-// and the driving adapters (httpapi, mcp) also app; adapters may use
-// third_party, which imports nothing of ours.
+// and the driving adapters (httpapi, mcp) also app.
 func TestDependencyRule(t *testing.T) {
 	checked := 0
 	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
@@ -104,8 +103,6 @@ func violates(layer []string, imp string) string {
 				return ""
 			}
 			return "only driving adapters (httpapi, mcp) and adapters/jobcodec may use app"
-		case "third_party":
-			return ""
 		case "adapters":
 			if parts := strings.Split(rel, "/"); len(parts) > 1 && parts[1] == layer[1] {
 				return ""
@@ -119,10 +116,6 @@ func violates(layer []string, imp string) string {
 			return "an adapter may not import another adapter"
 		}
 		return "adapters may import only domain, ports and (driving adapters) app"
-	case "third_party":
-		if own && top != "third_party" {
-			return "third_party holds patched copies of other projects' packages: it may import no package of ours"
-		}
 	}
 	return ""
 }

@@ -94,7 +94,7 @@ func (s *Calls) recordCall(pl *plan, m model.Info, cred *ports.Credential, task 
 		return // no request left the process
 	}
 	e := usage.Entry{ID: s.IDs.NewID(), Model: m.Key.String(), InputTokens: resp.InputTokens, OutputTokens: resp.OutputTokens,
-		Cost: m.Price.CallCost(resp.InputTokens, resp.OutputTokens, resp.Searches), LatencyMS: took.Milliseconds(), Outcome: usage.OK, CreatedAt: s.Clock.Now()}
+		WebSearchCalls: resp.Searches, Cost: m.Price.CallCost(resp.InputTokens, resp.OutputTokens, resp.Searches), LatencyMS: took.Milliseconds(), Outcome: usage.OK, CreatedAt: s.Clock.Now()}
 	if cred != nil {
 		e.KeySource, e.KeyID = string(cred.Source), cred.KeyID
 	}

@@ -196,7 +196,7 @@ func (s *Fuser) fuse(ctx context.Context, fr fusionRun, log *usageLog) (*fused, 
 		Cost: out.cost, InputTokens: out.in, OutputTokens: out.outT, Sandbox: sandbox, CreatedAt: s.Clock.Now(),
 		Fusion: &enrichment.Fusion{Sources: sources, Provenance: out.result.Provenance, Summary: out.result.Summary,
 			Report: out.result.Report, ArbitrationCost: out.cost}}
-	fr.pub(job.FusionCompleted{Success: true, Merged: out.result.Merged, Report: out.result.Report, Summary: out.result.Summary,
+	fr.pub(job.FusionCompleted{Success: true, Merged: out.result.Annotated(), Report: out.result.Report, Summary: out.result.Summary,
 		Provenance: out.result.Provenance, RecordID: out.record.ID, Cost: out.cost, InputTokens: out.in, OutputTokens: out.outT,
 		ProcessingMS: time.Since(t0).Milliseconds(), ValidationWarnings: out.warnings, ArbiterUsed: out.arbiter, KeySource: out.keySrc,
 		EntityIndex: fr.entityIndex})

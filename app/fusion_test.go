@@ -208,3 +208,63 @@ func (l *recordingLLM) Generate(ctx context.Context, req ports.LLMRequest) (port
 	l.mu.Unlock()
 	return l.inner.Generate(ctx, req)
 }
+
+// TestFusionCompletedCarriesArbitrationMetadata: fusion_completed's
+// merged_result carries _arbitration_metadata {method, arbitration_model}
+// as the reference's clients read it; the fused record and the job's
+// result stay clean.
+func TestFusionCompletedCarriesArbitrationMetadata(t *testing.T) {
+	judge := "q::judge"
+	tests := []struct {
+		name        string
+		b           string // p::b's answer (p::a says n=10)
+		arbiter     *string
+		arbitration string
+		method      string
+		model       any // the metadata's arbitration_model ("auto": the escalation's pick)
+	}{
+		{"rules, no arbiter", `{"name":"Acme","n":20}`, nil, "", "rule_based", nil},
+		{"the arbiter decides", `{"name":"Acme","n":30}`, &judge, `{"decisions":[{"path":"n","value":30}]}`, "llm", judge},
+		{"the arbiter decides nothing: the rules stand, the arbiter is named", `{"name":"Acme","n":30}`, &judge,
+			`{"decisions":[]}`, "rule_based", judge},
+		{"wild numbers escalate to an automatic arbiter", `{"name":"Acme","n":1000}`, nil,
+			`{"decisions":[{"path":"n","value":1000}]}`, "llm", "auto"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			is := is.New(t)
+			llm := &byModelLLM{answers: map[string]string{"p::a": `{"name":"Acme","n":10}`, "p::b": tc.b}, arbitration: tc.arbitration}
+			out, evs := runWork(t, fusionService(t, llm), app.EnrichRequest{EntityData: json.RawMessage(`{"name":"Acme"}`),
+				SchemaID: "sch", Models: []string{"p::a", "p::b"}, ArbitrationModel: tc.arbiter, Strategy: "single_pass"}, nil)
+			is.True(out.Failure == nil)
+			var fc *job.FusionCompleted
+			var auto string
+			for _, e := range evs {
+				switch p := e.(type) {
+				case job.FusionCompleted:
+					fc = &p
+				case job.ArbitrationStarted:
+					auto = p.Model
+				}
+			}
+			is.True(fc != nil)
+			want := tc.model
+			if want == "auto" {
+				is.True(auto != "")
+				want = auto
+			}
+			is.Equal(fc.Merged["_arbitration_metadata"], map[string]any{"method": tc.method, "arbitration_model": want})
+			rec := fusedOf(t, out)
+			is.Equal(rec.Fusion.Summary.Method, tc.method)
+			var stored map[string]any
+			is.NoErr(json.Unmarshal(rec.StructuredOutput, &stored))
+			_, inRecord := stored["_arbitration_metadata"]
+			is.True(!inRecord) // the record's output is clean
+			_, inResult := out.Completed.Result["_arbitration_metadata"]
+			is.True(!inResult) // and so is the job's result
+			delete(fc.Merged, "_arbitration_metadata")
+			is.Equal(fc.Merged, stored) // otherwise the event's merged_result is the record's
+			is.Equal(fc.Fields()["merged_result"].(map[string]any)["n"], stored["n"])
+		})
+	}
+}

@@ -64,6 +64,11 @@ func TestRecordCountsWebSearches(t *testing.T) {
 	}
 	is.Equal(searches, 2*calls)
 	is.Equal(first.Records[0].WebSearchCalls, searches)
+	is.Equal(len(first.Usage), calls)
+	for _, u := range first.Usage {
+		is.Equal(u.WebSearchCalls, 2) // each call's usage row counts its searches
+		is.Equal(u.Cost, price.CallCost(u.InputTokens, u.OutputTokens, 2))
+	}
 
 	second, _ := runWork(t, svc, req, prior)
 	is.True(second.Failure == nil)

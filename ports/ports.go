@@ -337,6 +337,28 @@ type LLM interface {
 	Generate(ctx context.Context, req LLMRequest) (LLMResponse, error)
 }
 
+// EmbedRequest asks an embedding model for the vectors of Texts.
+type EmbedRequest struct {
+	// Model is a provider's embedding model ("openai::text-embedding-3-small").
+	Model model.Key
+	Texts []string
+	// Credential is the key that pays for the call, as in LLMRequest.
+	Credential *Credential
+}
+
+// EmbedResponse holds one vector per text, in the request's order, and
+// the input tokens the provider counted.
+type EmbedResponse struct {
+	Vectors     [][]float32
+	InputTokens int
+}
+
+// Embedder turns texts into vectors. Failures are the LLM port's typed
+// errors.
+type Embedder interface {
+	Embed(ctx context.Context, req EmbedRequest) (EmbedResponse, error)
+}
+
 // ModelCatalog lists the models enrichment may use.
 type ModelCatalog interface {
 	Models() []model.Info

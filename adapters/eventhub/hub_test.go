@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -39,8 +40,9 @@ func memoryStores() (*memory.UnitOfWork, *memory.JobStore, *memory.EventLog) {
 func TestEventStreamMemory(t *testing.T) {
 	contract.RunEventStream(t, func(*testing.T) contract.StreamFixture {
 		uow, jobs, events := memoryStores()
-		h := eventhub.New(uow, events, system.Clock{}, quiet(), eventhub.Config{PollInterval: 20 * time.Millisecond})
-		return contract.StreamFixture{Stream: h, UoW: uow, Jobs: jobs, Events: events}
+		reads := contract.NewWatchedLog(events)
+		h := eventhub.New(uow, reads, system.Clock{}, quiet(), eventhub.Config{PollInterval: 20 * time.Millisecond})
+		return contract.StreamFixture{Stream: h, UoW: uow, Jobs: jobs, Events: events, Reads: reads}
 	})
 }
 
@@ -61,8 +63,9 @@ func TestEventStreamPostgres(t *testing.T) {
 			contract.RunEventStream(t, func(t *testing.T) contract.StreamFixture {
 				uow := postgres.NewUnitOfWork(db.DB, func(bun.Tx) ports.JobEnqueuer { return nil })
 				jobs, events := postgres.NewJobStore(db), postgres.NewEventLog(db)
-				h := eventhub.New(uow, events, system.Clock{}, quiet(), eventhub.Config{PollInterval: 20 * time.Millisecond})
-				return contract.StreamFixture{Stream: h, UoW: uow, Jobs: jobs, Events: events}
+				reads := contract.NewWatchedLog(events)
+				h := eventhub.New(uow, reads, system.Clock{}, quiet(), eventhub.Config{PollInterval: 20 * time.Millisecond})
+				return contract.StreamFixture{Stream: h, UoW: uow, Jobs: jobs, Events: events, Reads: reads}
 			})
 		})
 	}
@@ -139,9 +142,14 @@ func TestAnnouncesAcrossInstances(t *testing.T) {
 	defer other.Close()
 	lctx, stop := context.WithCancel(ctx)
 	defer stop()
+	listening := make(chan struct{})
 	go func() {
+		var once sync.Once
 		_ = notify.Listen(lctx, func(kind, id string) {
-			if kind == "events" {
+			switch kind {
+			case "*": // LISTEN is in place: what is notified from now on arrives
+				once.Do(func() { close(listening) })
+			case "events":
 				other.Delivered(id)
 			}
 		})
@@ -169,7 +177,11 @@ func TestAnnouncesAcrossInstances(t *testing.T) {
 		}
 		return got
 	}
-	time.Sleep(300 * time.Millisecond) // the listener is up
+	select {
+	case <-listening:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the listener did not connect")
+	}
 	start := time.Now()
 	owner.Publish(j.ID, job.NewDraft(job.ModelStarted{Model: "sandbox::echo"}))
 	got := follow(0)

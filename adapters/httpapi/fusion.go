@@ -90,7 +90,8 @@ type fusionCompleted struct {
 // toFusionResponse maps the fusion_completed event's data to the
 // reference's FusionResponse, plus the job, the fusion summary and the
 // provenance. merged_result carries the reference's _arbitration_metadata
-// {method, arbitration_model}; the stored record does not.
+// {method, arbitration_model} as the event does (fusion.Result.Annotated);
+// the stored record does not.
 func toFusionResponse(res *app.MergeResult) api.FusionResponse {
 	var d fusionCompleted
 	b, _ := json.Marshal(res.Data)
@@ -109,10 +110,5 @@ func toFusionResponse(res *app.MergeResult) api.FusionResponse {
 	if out.MergedResult == nil {
 		out.MergedResult = map[string]any{}
 	}
-	meta := map[string]any{"method": nil, "arbitration_model": nil}
-	if d.Summary != nil {
-		meta["method"], meta["arbitration_model"] = d.Summary["method"], d.Summary["arbitration_model"]
-	}
-	out.MergedResult["_arbitration_metadata"] = meta
 	return out
 }

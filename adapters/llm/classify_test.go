@@ -61,6 +61,8 @@ func TestClassify(t *testing.T) {
 		{"status in text", bg, errors.New("API returned unexpected status code: 429: busy"), ports.ErrRateLimited},
 		{"rate limit in text", bg, errors.New("Rate limit reached for requests"), ports.ErrRateLimited},
 		{"anything else", bg, errors.New("boom"), ports.ErrLLMUnavailable},
+		{"a part the protocol cannot carry", bg, fmt.Errorf("%w: audio", errPart), ports.ErrInvalid},
+		{"a role the protocol has not", bg, fmt.Errorf("%w %q", errRole, "tool"), ports.ErrInvalid},
 		{"cancelled context wins", cancelled, errors.New("request cancelled"), context.Canceled},
 		{"deadline wins", expired, &httpError{Status: 500}, ports.ErrLLMTimeout},
 		{"deadline is also DeadlineExceeded", expired, errors.New("x"), context.DeadlineExceeded},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/entityenrich/enrich/adapters/llm"
 	"github.com/entityenrich/enrich/domain/rotation"
 	"github.com/entityenrich/enrich/ports"
+	"github.com/entityenrich/enrich/test/fakeanthropic"
 	"github.com/entityenrich/enrich/test/fakeopenai"
 )
 
@@ -176,4 +178,40 @@ func TestTestKey(t *testing.T) {
 	is.True(!strings.Contains(err.Error(), "sk-bad-key-00001"))
 	err = r.TestKey(context.Background(), "nobody", *cred("k", 1, "x", nil))
 	is.True(err != nil)
+}
+
+// TestProviderErrorsScrubTheKey: a provider that echoes the key in its error
+// message has it redacted before the error leaves the adapter (errors are
+// logged), whichever client made the call.
+func TestProviderErrorsScrubTheKey(t *testing.T) {
+	const secret = "sk-echoed-key-0001"
+	oa := fakeopenai.New(t)
+	oa.SetResponder(func(req fakeopenai.ChatRequest) (string, int) {
+		return "Incorrect API key provided: " + strings.TrimPrefix(req.Authorization, "Bearer "), http.StatusUnauthorized
+	})
+	an := fakeanthropic.New(t)
+	an.SetResponder(func(req fakeanthropic.Request) (string, int) { return "invalid x-api-key " + req.APIKey, http.StatusForbidden })
+	r, err := llm.NewRegistry(llm.Config{Providers: []llm.ProviderConfig{
+		{Name: "openai", Type: "openai", BaseURL: oa.URL(), Models: []string{"gpt-4o"}},
+		{Name: "claude", Type: "anthropic", BaseURL: an.URL(), Models: []string{"claude-sonnet-4-5"}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name      string
+		model     string
+		webSearch bool
+	}{{"openai chat", "openai::gpt-4o", false}, {"openai responses", "openai::gpt-4o", true}, {"anthropic", "claude::claude-sonnet-4-5", false}} {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			req := request(t, tt.model, companySchema, acme)
+			req.WebSearch = tt.webSearch
+			req.Credential = cred("k1", 1, secret, nil)
+			_, err := r.Generate(context.Background(), req)
+			is.True(errors.Is(err, ports.ErrLLMAuth))
+			is.True(strings.Contains(err.Error(), "[redacted]")) // the message is kept, the key is not
+			is.True(!strings.Contains(err.Error(), secret))
+		})
+	}
 }

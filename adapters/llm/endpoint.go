@@ -74,44 +74,42 @@ func (r *Registry) resolve(req ports.LLMRequest) (*entry, llms.Model, error) {
 // building it on first use (per provider version: a changed URL or key
 // builds a new one; Forget(ProviderID) drops them).
 func (r *Registry) endpointClient(k model.Key, ep ports.Endpoint) (*entry, llms.Model, error) {
-	p, err := endpointConfig(ep)
+	e, err := endpointEntry(k, ep)
 	if err != nil {
 		return nil, nil, err
+	}
+	m, err := r.clients.get(clientKey{model: k, keyID: ep.ProviderID, version: ep.Version}, func() (llms.Model, error) {
+		token, err := endpointToken(ep)
+		if err != nil {
+			return nil, err
+		}
+		m, err := newClient(e, token, r.guarded)
+		if err != nil {
+			return nil, fmt.Errorf("llm: %s: %w", k, err)
+		}
+		return m, nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return e, m, nil
+}
+
+// endpointEntry is the entry of model k on endpoint ep. It carries the
+// model's declared capabilities, so that the structured-output channel is
+// used where the organization says the endpoint has it (an
+// OpenAI-compatible endpoint speaks that protocol).
+func endpointEntry(k model.Key, ep ports.Endpoint) (*entry, error) {
+	p, err := endpointConfig(ep)
+	if err != nil {
+		return nil, err
 	}
 	info, ok := ep.Models[k.Model]
 	if !ok {
 		info = model.Info{Key: k}
 	}
-	// The entry carries the model's declared capabilities, so that the
-	// structured-output channel is used where the organization says the
-	// endpoint has it (an OpenAI-compatible endpoint speaks that protocol).
-	e := &entry{info: info, prov: &p}
-	ck := clientKey{model: k, keyID: ep.ProviderID, version: ep.Version}
-	r.mu.RLock()
-	m := r.clients[ck]
-	r.mu.RUnlock()
-	if m != nil {
-		return e, m, nil
-	}
-	token, err := endpointToken(ep)
-	if err != nil {
-		return nil, nil, err
-	}
-	if m, err = newClient(p, k.Model, token, r.guarded); err != nil {
-		return nil, nil, fmt.Errorf("llm: %s: %w", k, err)
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if len(r.clients) >= maxClients {
-		clear(r.clients)
-	}
-	for old := range r.clients {
-		if old.keyID == ck.keyID && old.version != ck.version {
-			delete(r.clients, old)
-		}
-	}
-	r.clients[ck] = m
-	return e, m, nil
+	info.Key = k
+	return &entry{info: info, prov: &p}, nil
 }
 
 // TestEndpoint makes a cheap real call to ep (ports.ProviderProbe): a
@@ -124,7 +122,7 @@ func (r *Registry) TestEndpoint(ctx context.Context, ep ports.Endpoint, modelNam
 		return err
 	}
 	k := model.Key{Provider: ep.ProviderID, Model: modelName}
-	p, err := endpointConfig(ep)
+	e, err := endpointEntry(k, ep)
 	if err != nil {
 		return err
 	}
@@ -132,16 +130,11 @@ func (r *Registry) TestEndpoint(ctx context.Context, ep ports.Endpoint, modelNam
 	if err != nil {
 		return err
 	}
-	m, err := newClient(p, modelName, token, r.guarded)
+	m, err := newClient(e, token, r.guarded)
 	if err != nil {
 		return fmt.Errorf("llm: %s: %w", k, err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, min(r.timeout, 30*time.Second))
-	defer cancel()
-	if _, err := m.GenerateContent(ctx, testPrompt, llms.WithMaxTokens(16)); err != nil {
-		return classify(ctx, k, err)
-	}
-	return nil
+	return r.testCall(ctx, k, m)
 }
 
 // maxModelList bounds the model list read from an endpoint.

@@ -20,9 +20,11 @@ import (
 )
 
 // httpError is a provider's answer with a failure status, or (Status 0) a
-// request that got no answer. It deliberately has no Unwrap: langchaingo's
-// openai client rewrites any error that unwraps to a net.Error or a context
-// error into a bare string, and this type must reach classify intact.
+// request that got no answer. Every client sends through a statusDoer, so
+// a failure reaches classify as this type whichever SDK made the request:
+// classification reads a status code and a header, never an SDK's error
+// type or wording. It has no Unwrap, so that no client mistakes its cause
+// for its own and rewrites it.
 type httpError struct {
 	Status  int
 	Message string
@@ -43,8 +45,8 @@ func (e *httpError) Error() string {
 
 // statusDoer turns failure statuses into *httpError before the provider
 // client sees them, so that classification reads a status code instead of
-// parsing each client's message.
-// A keyless doer removes the key headers the client sets, so that a keyless
+// parsing each client's message; it is the SDKs' option.HTTPClient and
+// the Ollama client's transport. A keyless doer removes the key headers the client sets, so that a keyless
 // provider never receives a placeholder key.
 type statusDoer struct {
 	hc      *http.Client
@@ -165,6 +167,9 @@ func classify(ctx context.Context, key model.Key, err error) error {
 		return fmt.Errorf("llm: %s: %w: %w", key, ports.ErrLLMTimeout, ctxErr)
 	case ctxErr != nil:
 		return fmt.Errorf("llm: %s: %w", key, ctxErr)
+	}
+	if errors.Is(err, errPart) || errors.Is(err, errRole) {
+		return wrap(ports.ErrInvalid) // the request, not the provider
 	}
 	var he *httpError
 	if errors.As(err, &he) {

@@ -6,13 +6,10 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
-	"sync"
+	"strings"
 	"time"
 
-	"github.com/entityenrich/enrich/third_party/langchaingo/llms/openai"
 	"github.com/tmc/langchaingo/llms"
-	"github.com/tmc/langchaingo/llms/anthropic"
-	"github.com/tmc/langchaingo/llms/ollama"
 
 	"github.com/entityenrich/enrich/adapters/llm/sandbox"
 	"github.com/entityenrich/enrich/domain/enrichment"
@@ -60,49 +57,17 @@ var (
 	// SandboxPrice is small but not zero, so that costs show up in the
 	// quick start and in tests of billing.
 	SandboxPrice = model.Price{InputPerMTok: 10_000, OutputPerMTok: 30_000}
+	// SandboxSearchPrice is what one of sandbox::search's searches costs,
+	// small but not zero like SandboxPrice.
+	SandboxSearchPrice int64 = 100
 )
-
-// Default base URLs. googleai and mistral are reached through their
-// OpenAI-compatible endpoints: langchaingo's mistral client ignores the
-// call's context (no cancellation) and its googleai client needs Google's
-// gRPC SDK, while both services speak the OpenAI protocol.
-const (
-	openAIURL    = "https://api.openai.com/v1"
-	googleAIURL  = "https://generativelanguage.googleapis.com/v1beta/openai"
-	mistralURL   = "https://api.mistral.ai/v1"
-	anthropicURL = "https://api.anthropic.com/v1"
-	ollamaURL    = "http://127.0.0.1:11434"
-)
-
-// anthropicMaxTokens is sent because Anthropic's API requires max_tokens
-// and langchaingo leaves it out when zero.
-const anthropicMaxTokens = 8192
 
 type entry struct {
 	info model.Info
 	prov *ProviderConfig
 	// fixed is the sandbox's model: it needs no client per credential.
 	fixed llms.Model
-	opts  []llms.CallOption
 }
-
-// clientKey names a cached provider client: one per model and credential
-// version, so that a replaced or re-enabled key gets a new client.
-type clientKey struct {
-	model   model.Key
-	keyID   string
-	version int
-}
-
-// Cache keys of the clients built on a provider's own configuration.
-const (
-	systemKeyID  = "\x00system"
-	keylessKeyID = "\x00keyless"
-)
-
-// maxClients bounds the client cache; past it the cache starts again (a
-// client is cheap to build, and a key's clients are few).
-const maxClients = 4096
 
 // Registry calls models by composite key and lists them. Provider clients
 // are built per credential on first use and cached by model, key and key
@@ -115,11 +80,7 @@ type Registry struct {
 	hc        *http.Client
 	guarded   *http.Client
 
-	mu      sync.RWMutex
-	clients map[clientKey]llms.Model
-	// searchers are the clients of web search calls (search.go), cached
-	// like clients.
-	searchers map[clientKey]searcher
+	clients *clientCache
 }
 
 var (
@@ -128,6 +89,7 @@ var (
 	_ ports.Providers    = (*Registry)(nil)
 	_ ports.KeyTester    = (*Registry)(nil)
 	_ ports.ClientCache  = (*Registry)(nil)
+	_ ports.Embedder     = (*Registry)(nil)
 )
 
 // NewRegistry checks the declared providers and lists their models, plus
@@ -135,7 +97,7 @@ var (
 // time, per credential.
 func NewRegistry(cfg Config) (*Registry, error) {
 	r := &Registry{entries: map[model.Key]*entry{}, providers: map[string]*ProviderConfig{}, timeout: cfg.Timeout,
-		clients: map[clientKey]llms.Model{}, searchers: map[clientKey]searcher{}}
+		clients: newClientCache()}
 	if r.timeout <= 0 {
 		r.timeout = DefaultTimeout
 	}
@@ -154,7 +116,6 @@ func NewRegistry(cfg Config) (*Registry, error) {
 	if r.guarded == nil {
 		r.guarded = GuardedHTTPClient()
 	}
-	r.hc, r.guarded = withResponseFormat(r.hc), withResponseFormat(r.guarded)
 	for _, p := range cfg.Providers {
 		if err := p.validate(); err != nil {
 			return nil, err
@@ -169,10 +130,6 @@ func NewRegistry(cfg Config) (*Registry, error) {
 			if _, dup := r.entries[key]; dup {
 				return nil, fmt.Errorf("llm: model %s declared twice", key)
 			}
-			var opts []llms.CallOption
-			if p.Type == TypeAnthropic {
-				opts = []llms.CallOption{llms.WithMaxTokens(anthropicMaxTokens)}
-			}
 			info := model.Info{Key: key, DisplayName: fmt.Sprintf("%s (%s)", m, p.Name)}
 			ce, known := cfg.Catalog.lookup(key)
 			if known {
@@ -180,7 +137,7 @@ func NewRegistry(cfg Config) (*Registry, error) {
 			}
 			info.WebSearchTool = SearchTool(p.Type)
 			info.Price = price(cfg, key, ce, known)
-			r.entries[key] = &entry{prov: &pc, opts: opts, info: info}
+			r.entries[key] = &entry{prov: &pc, info: info}
 		}
 	}
 	if cfg.Sandbox {
@@ -189,6 +146,9 @@ func NewRegistry(cfg Config) (*Registry, error) {
 			pr, ok := cfg.Prices[key.String()]
 			if !ok {
 				pr = SandboxPrice
+				if s.WebSearch {
+					pr.PerSearch = SandboxSearchPrice
+				}
 			}
 			r.entries[key] = &entry{fixed: sandbox.New(s.Name, cfg.SandboxLatency), info: model.Info{
 				Key:           key,
@@ -196,6 +156,8 @@ func NewRegistry(cfg Config) (*Registry, error) {
 				Price:         pr,
 				Sandbox:       true,
 				ContextLength: 128_000,
+				// sandbox::search answers web-search calls itself (Generate).
+				WebSearch: s.WebSearch, WebSearchTool: s.WebSearch,
 			}}
 		}
 	}
@@ -252,20 +214,7 @@ func (r *Registry) Provider(name string) (ports.ProviderInfo, bool) {
 }
 
 // Forget drops the clients built on key keyID (ports.ClientCache).
-func (r *Registry) Forget(keyID string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for k := range r.clients {
-		if k.keyID == keyID {
-			delete(r.clients, k)
-		}
-	}
-	for k := range r.searchers {
-		if k.keyID == keyID {
-			delete(r.searchers, k)
-		}
-	}
-}
+func (r *Registry) Forget(keyID string) { r.clients.forget(keyID) }
 
 // errNoKey is the error of a call that names no key to a provider that needs
 // one and has none of its own.
@@ -281,35 +230,21 @@ func (r *Registry) client(e *entry, c *ports.Credential) (llms.Model, error) {
 	if e.fixed != nil {
 		return e.fixed, nil
 	}
-	return cached(r, r.clients, e, c, newClient)
-}
-
-// cached returns the client in m of e for credential c, building it with
-// build and keeping it on first use (client's and searcher's cache).
-func cached[T comparable](r *Registry, m map[clientKey]T, e *entry, c *ports.Credential,
-	build func(ProviderConfig, string, string, *http.Client) (T, error)) (T, error) {
-	var zero T
 	ck, err := r.cacheKey(e, c)
 	if err != nil {
-		return zero, err
+		return nil, err
 	}
-	r.mu.RLock()
-	v := m[ck]
-	r.mu.RUnlock()
-	if v != zero {
-		return v, nil
-	}
-	token, err := r.token(e, ck, c)
-	if err != nil {
-		return zero, err
-	}
-	if v, err = build(*e.prov, e.info.Key.Model, token, r.httpClient(e.prov)); err != nil {
-		return zero, fmt.Errorf("llm: provider %s model %s: %w", e.prov.Name, e.info.Key.Model, err)
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	store(m, ck, v)
-	return v, nil
+	return r.clients.get(ck, func() (llms.Model, error) {
+		token, err := r.token(e, ck, c)
+		if err != nil {
+			return nil, err
+		}
+		m, err := newClient(e, token, r.httpClient(e.prov))
+		if err != nil {
+			return nil, fmt.Errorf("llm: provider %s model %s: %w", e.prov.Name, e.info.Key.Model, err)
+		}
+		return m, nil
+	})
 }
 
 // cacheKey names the cached clients of e for credential c: the credential's
@@ -347,22 +282,6 @@ func (r *Registry) token(e *entry, ck clientKey, c *ports.Credential) (string, e
 	return s.Reveal(), nil
 }
 
-// store caches v under ck in m (the caller holds r.mu): clients of an
-// older version of the same key and model are stale and dropped; past
-// maxClients the cache starts again.
-func store[V any](m map[clientKey]V, ck clientKey, v V) {
-	if len(m) >= maxClients {
-		clear(m)
-	}
-	for k := range m {
-		// An older version of the key is stale.
-		if k.keyID == ck.keyID && k.model == ck.model && k.version != ck.version {
-			delete(m, k)
-		}
-	}
-	m[ck] = v
-}
-
 // httpClient is the client of p's requests: the SSRF-safe one for a
 // customer's endpoint.
 func (r *Registry) httpClient(p *ProviderConfig) *http.Client {
@@ -388,41 +307,6 @@ func open(c *ports.Credential) (ports.Secret, error) {
 	return s, nil
 }
 
-// newClient builds the langchaingo model of one provider and model with
-// token ("" for a keyless provider, whose requests then carry no key
-// header at all).
-func newClient(p ProviderConfig, m, token string, hc *http.Client) (llms.Model, error) {
-	doer := statusDoer{hc: hc, keyless: token == ""}
-	base := p.BaseURL
-	switch p.Type {
-	case TypeOpenAI, TypeGoogleAI, TypeMistral:
-		if base == "" {
-			base = map[string]string{TypeOpenAI: openAIURL, TypeGoogleAI: googleAIURL, TypeMistral: mistralURL}[p.Type]
-		}
-		if token == "" {
-			// langchaingo refuses an empty token (and would otherwise read
-			// OPENAI_API_KEY from the process environment); the doer
-			// removes the header this one makes.
-			token = "keyless"
-		}
-		return openai.New(openai.WithBaseURL(base), openai.WithToken(token), openai.WithModel(m), openai.WithHTTPClient(doer))
-	case TypeAnthropic:
-		if base == "" {
-			base = anthropicURL
-		}
-		if token == "" {
-			token = "keyless"
-		}
-		return anthropic.New(anthropic.WithBaseURL(base), anthropic.WithToken(token), anthropic.WithModel(m), anthropic.WithHTTPClient(doer))
-	case TypeOllama:
-		if base == "" {
-			base = ollamaURL
-		}
-		return ollama.New(ollama.WithServerURL(base), ollama.WithModel(m), ollama.WithHTTPClient(&http.Client{Transport: doer}))
-	}
-	return nil, fmt.Errorf("provider type %s not supported yet", p.Type)
-}
-
 // testPrompt is the cheap call that tests a key.
 var testPrompt = []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "Reply with the word OK.")}
 
@@ -441,10 +325,16 @@ func (r *Registry) TestKey(ctx context.Context, provider string, c ports.Credent
 	if err != nil {
 		return fmt.Errorf("llm: %s: %w", k, err)
 	}
-	m, err := newClient(*p, k.Model, s.Reveal(), r.httpClient(p))
+	m, err := newClient(r.entries[k], s.Reveal(), r.httpClient(p))
 	if err != nil {
 		return fmt.Errorf("llm: %s: %w", k, err)
 	}
+	return r.testCall(ctx, k, m)
+}
+
+// testCall makes the cheap call that tests a key or an endpoint: a
+// completion of at most 16 tokens.
+func (r *Registry) testCall(ctx context.Context, k model.Key, m llms.Model) error {
 	ctx, cancel := context.WithTimeout(ctx, min(r.timeout, 30*time.Second))
 	defer cancel()
 	if _, err := m.GenerateContent(ctx, testPrompt, llms.WithMaxTokens(16)); err != nil {
@@ -483,39 +373,49 @@ func (r *Registry) entry(k model.Key) (*entry, error) {
 	return nil, fmt.Errorf("llm: %w %s: no provider %q is configured", ports.ErrUnknownModel, k, k.Provider)
 }
 
-// Generate asks req.Model for a JSON answer to req.Messages. It returns
-// the text as the model wrote it, valid or not: validation and retries
-// belong to the caller.
+// Generate asks req.Model for a JSON answer to req.Messages, with the
+// provider's web search tool when req.WebSearch. It returns the text as the
+// model wrote it, valid or not: validation and retries belong to the
+// caller. A failed call still reports what it spent, if anything.
 func (r *Registry) Generate(ctx context.Context, req ports.LLMRequest) (ports.LLMResponse, error) {
-	if req.WebSearch {
-		return r.search(ctx, req)
+	if c := req.Credential; req.WebSearch && c != nil && c.Endpoint != nil {
+		// An organization's own endpoint offers no search tool.
+		return ports.LLMResponse{}, fmt.Errorf("llm: %s: %w: %w", req.Model, ports.ErrInvalid, errCannotSearch)
 	}
 	e, client, err := r.resolve(req)
 	if err != nil {
 		return ports.LLMResponse{}, err
 	}
+	if req.WebSearch && !(e.info.WebSearch && e.info.WebSearchTool) {
+		return ports.LLMResponse{}, fmt.Errorf("llm: %s: %w: %w", req.Model, ports.ErrInvalid, errCannotSearch)
+	}
 	msgs, err := messages(req.Messages)
 	if err != nil {
 		return ports.LLMResponse{}, fmt.Errorf("llm: %s: %w", req.Model, err)
 	}
-	ctx, cancel := context.WithTimeout(withFormat(ctx, responseFormat(e, req)), r.timeout)
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
-	opts := append([]llms.CallOption{llms.WithJSONMode()}, e.opts...)
-	if e.fixed != nil {
-		// Only for the sandbox: openai sends Metadata to the server.
-		opts = append(opts, llms.WithMetadata(map[string]any{sandbox.MetadataSchema: req.Schema, sandbox.MetadataTask: string(req.Task)}))
+	resp, err := client.GenerateContent(ctx, msgs, generateOptions(e, req)...)
+	var out ports.LLMResponse
+	if resp != nil && len(resp.Choices) > 0 && resp.Choices[0] != nil {
+		c := resp.Choices[0]
+		u := Usage(c.GenerationInfo)
+		out = ports.LLMResponse{Text: c.Content, InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, Searches: u.WebSearchCalls}
+	} else if err == nil {
+		return out, fmt.Errorf("llm: %s: %w: empty response", req.Model, ports.ErrLLMUnavailable)
 	}
-	resp, err := client.GenerateContent(ctx, msgs, opts...)
 	if err != nil {
-		return ports.LLMResponse{}, classify(ctx, req.Model, err)
+		return out, classify(ctx, req.Model, err)
 	}
-	if resp == nil || len(resp.Choices) == 0 || resp.Choices[0] == nil {
-		return ports.LLMResponse{}, fmt.Errorf("llm: %s: %w: empty response", req.Model, ports.ErrLLMUnavailable)
+	if req.WebSearch && strings.TrimSpace(out.Text) == "" {
+		return out, fmt.Errorf("llm: %s: %w: empty response", req.Model, ports.ErrLLMUnavailable)
 	}
-	c := resp.Choices[0]
-	in, out := Usage(c.GenerationInfo)
-	return ports.LLMResponse{Text: c.Content, InputTokens: in, OutputTokens: out}, nil
+	return out, nil
 }
+
+// errCannotSearch is a call that asks a model to search when enrich calls no
+// search tool for it.
+var errCannotSearch = errors.New("the model cannot search the web")
 
 var errRole = errors.New("unknown message role")
 

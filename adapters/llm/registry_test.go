@@ -143,6 +143,16 @@ func TestGenerateFailures(t *testing.T) {
 		{name: "429", setup: func(f *fakeopenai.Server) { f.FailNext(1, 429) }, want: ports.ErrRateLimited, wantMsg: "http 429"},
 		{name: "504", setup: func(f *fakeopenai.Server) { f.FailNext(1, 504) }, want: ports.ErrLLMTimeout},
 		{name: "400", setup: func(f *fakeopenai.Server) { f.FailNext(1, 400) }, want: ports.ErrLLMUnavailable},
+		{name: "401", setup: func(f *fakeopenai.Server) { f.FailNext(1, 401) }, want: ports.ErrLLMAuth},
+		{name: "403", setup: func(f *fakeopenai.Server) { f.FailNext(1, 403) }, want: ports.ErrLLMAuth},
+		{name: "context length", setup: func(f *fakeopenai.Server) {
+			f.SetResponder(func(fakeopenai.ChatRequest) (string, int) {
+				return "This model's maximum context length is 8192 tokens (context_length_exceeded)", 400
+			})
+		}, want: ports.ErrContextLength},
+		{name: "model retired", setup: func(f *fakeopenai.Server) {
+			f.SetResponder(func(fakeopenai.ChatRequest) (string, int) { return "The model `qwen3` has been deprecated", 404 })
+		}, want: ports.ErrModelRetired},
 		{name: "responder status", setup: func(f *fakeopenai.Server) {
 			f.SetResponder(func(fakeopenai.ChatRequest) (string, int) { return "slow down", 429 })
 		}, want: ports.ErrRateLimited, wantMsg: "slow down"},
@@ -270,7 +280,7 @@ func TestCatalog(t *testing.T) {
 		keys = append(keys, m.Key.String())
 	}
 	is.Equal(keys, []string{"local::llama", "local::qwen3", "openai::gpt-4o-mini", "openai::gpt-x",
-		"sandbox::alt", "sandbox::broken", "sandbox::contrarian", "sandbox::echo", "sandbox::flaky", "sandbox::slow"})
+		"sandbox::alt", "sandbox::broken", "sandbox::contrarian", "sandbox::echo", "sandbox::flaky", "sandbox::search", "sandbox::slow"})
 
 	tests := []struct {
 		key     string
@@ -345,16 +355,6 @@ func TestNewRegistryProviders(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "declared twice") {
 		t.Fatalf("duplicate model: %v", err)
 	}
-}
-
-func TestOllamaErrorsClassified(t *testing.T) {
-	is := is.New(t)
-	srv := fakeopenai.New(t)
-	srv.Close() // nothing listens: connection refused
-	r, err := llm.NewRegistry(llm.Config{Providers: []llm.ProviderConfig{{Name: "ol", Type: "ollama", BaseURL: srv.URL(), Models: []string{"m"}}}})
-	is.NoErr(err)
-	_, err = r.Generate(context.Background(), request(t, "ol::m", companySchema, acme))
-	is.True(errors.Is(err, ports.ErrLLMUnavailable))
 }
 
 func TestHTTPClientUsed(t *testing.T) {

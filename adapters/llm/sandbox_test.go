@@ -138,3 +138,40 @@ func TestSandboxLatencyAdded(t *testing.T) {
 	is.NoErr(err)
 	is.True(time.Since(start) >= 80*time.Millisecond)
 }
+
+// TestSandboxSearch: sandbox::search declares web search and answers
+// web-search calls offline, valid, with one search per call (priced per
+// search); without web search it makes none; a sandbox model that cannot
+// search is refused as a real one is.
+func TestSandboxSearch(t *testing.T) {
+	is := is.New(t)
+	r := sandboxRegistry(t, 0)
+	info, err := r.Model(key("sandbox::search"))
+	is.NoErr(err)
+	is.True(info.Sandbox && info.WebSearch && info.WebSearchTool)
+	is.Equal(info.Price.PerSearch, llm.SandboxSearchPrice)
+	req := request(t, "sandbox::search", companySchema, acme)
+	req.WebSearch = true
+	resp, err := r.Generate(context.Background(), req)
+	is.NoErr(err)
+	is.NoErr(validate(t, req.Schema, resp.Text))
+	is.Equal(resp.Searches, 1)
+	is.True(resp.InputTokens > 0 && resp.OutputTokens > 0)
+	again, err := r.Generate(context.Background(), req)
+	is.NoErr(err)
+	is.Equal(again, resp) // deterministic
+
+	req.WebSearch = false
+	plain, err := r.Generate(context.Background(), req)
+	is.NoErr(err)
+	is.Equal(plain.Searches, 0)
+	is.Equal(plain.Text, resp.Text) // the same answer, without searching
+
+	echo := request(t, "sandbox::echo", companySchema, acme)
+	echo.WebSearch = true
+	_, err = r.Generate(context.Background(), echo)
+	is.True(errors.Is(err, ports.ErrInvalid))
+	info, err = r.Model(key("sandbox::echo"))
+	is.NoErr(err)
+	is.True(!info.WebSearch)
+}

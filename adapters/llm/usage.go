@@ -5,26 +5,31 @@ import (
 	"math"
 )
 
-// Usage reads token counts from a langchaingo GenerationInfo. Every
-// provider names them differently (openai and googleai PromptTokens and
-// CompletionTokens, anthropic InputTokens and OutputTokens, bedrock
-// input_tokens and output_tokens, mistral a "usage" struct), and this is the
-// one place that knows.
-func Usage(info map[string]any) (input, output int) {
-	input = firstCount(info, "PromptTokens", "InputTokens", "input_tokens", "prompt_tokens", "prompt_eval_count")
-	output = firstCount(info, "CompletionTokens", "OutputTokens", "output_tokens", "completion_tokens", "eval_count")
-	if input == 0 && output == 0 {
-		if u, ok := info["usage"]; ok && u != nil {
-			// A provider's own usage struct; its JSON tags follow the
-			// provider's API, which uses the snake_case names.
-			var m map[string]any
-			if b, err := json.Marshal(u); err == nil && json.Unmarshal(b, &m) == nil {
-				input = firstCount(m, "prompt_tokens", "input_tokens", "PromptTokens")
-				output = firstCount(m, "completion_tokens", "output_tokens", "CompletionTokens")
-			}
-		}
+// Keys of llms.ContentChoice.GenerationInfo that carry a call's usage. The
+// clients of this package write them whichever SDK answered; they are the
+// names langchaingo's own clients (Ollama's) and the sandbox write.
+const (
+	InfoPromptTokens     = "PromptTokens"
+	InfoCompletionTokens = "CompletionTokens"
+	// InfoWebSearchCalls counts the searches of the provider's web search
+	// tool, each billed (model.Price.PerSearch).
+	InfoWebSearchCalls = "WebSearchCalls"
+)
+
+// CallUsage is what one call spent.
+type CallUsage struct {
+	InputTokens, OutputTokens, WebSearchCalls int
+}
+
+// Usage reads a call's usage from its GenerationInfo: the keys above, or
+// the names other langchaingo clients use (InputTokens and OutputTokens,
+// and snake_case), so that this stays the one place that knows.
+func Usage(info map[string]any) CallUsage {
+	return CallUsage{
+		InputTokens:    firstCount(info, InfoPromptTokens, "InputTokens", "input_tokens", "prompt_tokens", "prompt_eval_count"),
+		OutputTokens:   firstCount(info, InfoCompletionTokens, "OutputTokens", "output_tokens", "completion_tokens", "eval_count"),
+		WebSearchCalls: firstCount(info, InfoWebSearchCalls, "web_search_calls"),
 	}
-	return input, output
 }
 
 func firstCount(m map[string]any, keys ...string) int {
@@ -63,4 +68,10 @@ func toCount(v any) (int, bool) {
 		return int(n), err == nil
 	}
 	return 0, false
+}
+
+// usageInfo is the GenerationInfo of a call that spent u.
+func usageInfo(u CallUsage) map[string]any {
+	return map[string]any{InfoPromptTokens: u.InputTokens, InfoCompletionTokens: u.OutputTokens,
+		InfoWebSearchCalls: u.WebSearchCalls}
 }

@@ -124,6 +124,10 @@ func TestProviderKeyStore(t *testing.T) {
 	})
 }
 
+func TestProviderKeyRotation(t *testing.T) {
+	contract.RunProviderKeyRotation(t, func(*testing.T) ports.ProviderKeyStore { return memory.NewProviderKeyStore() })
+}
+
 func TestUsageLedger(t *testing.T) {
 	contract.RunUsageLedger(t, func(*testing.T) ports.UsageLedger { return memory.NewUsageLedger() })
 }

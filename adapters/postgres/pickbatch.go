@@ -47,6 +47,10 @@ type pickCombiner struct {
 	read map[string]candidates
 }
 
+// candidates are a group's keys as read at at. Their age is measured on
+// the picks' own time (rotation.Request.Now, which the caller takes from
+// its Clock port), so the store reads no clock of its own and a test's
+// clock ages the cache as it ages everything else.
 type candidates struct {
 	at          time.Time
 	org, global []*rotation.Key
@@ -55,12 +59,14 @@ type candidates struct {
 // candidatesTTL is how long a batch reuses the candidates it read.
 const candidatesTTL = 500 * time.Millisecond
 
-// cached returns the group's candidates if read within candidatesTTL.
-func (c *pickCombiner) cached(name string) (candidates, bool) {
+// cached returns the group's candidates if read within candidatesTTL
+// before now. A now before the read (a clock set back) reads again.
+func (c *pickCombiner) cached(name string, now time.Time) (candidates, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	r, ok := c.read[name]
-	return r, ok && time.Since(r.at) < candidatesTTL
+	age := now.Sub(r.at)
+	return r, ok && age >= 0 && age < candidatesTTL
 }
 
 func (c *pickCombiner) remember(name string, r candidates) {
@@ -208,10 +214,10 @@ func (s *ProviderKeyStore) pickBatch(ctx context.Context, orgID string, batch []
 // within candidatesTTL if reuse is true and there are some, else read now.
 func (s *ProviderKeyStore) rankedCached(ctx context.Context, orgID string, req rotation.Request, reuse bool) ([]*rotation.Key, error) {
 	name := orgID + "\x00" + req.Provider
-	if r, ok := s.picks.cached(name); ok && reuse {
+	if r, ok := s.picks.cached(name, req.Now); ok && reuse {
 		return rotation.Ranked(r.org, r.global, req)
 	}
-	at := time.Now()
+	at := req.Now
 	org, global, err := s.candidates(ctx, orgID, req.Provider)
 	if err != nil {
 		return nil, err
@@ -253,22 +259,21 @@ func (s *ProviderKeyStore) candidates(ctx context.Context, orgID, provider strin
 }
 
 // takeIdleN serves n picks in one statement: it takes, in ranked's tiers
-// and by live last use as takeIdle does, up to n keys that are neither held
-// by another transaction nor changed since read (version, rest, expiry,
-// switch and health as read: what rotation.Ranked judged), and records n uses over
-// them: one each, and when there are fewer such keys than picks, the rest
+// and by live last use as takeIdle does (keyOrder), up to n keys that are
+// neither held by another transaction nor changed since read (version,
+// rest, expiry, switch and health as read: what rotation.Ranked judged),
+// and records n uses over them: one each, and when there are fewer such keys than picks, the rest
 // spread evenly over them (every idle key is in use: sharing is
 // unavoidable). It returns one key per pick served (a shared key once per
 // pick), none when every key is held or changed.
 func (s *ProviderKeyStore) takeIdleN(ctx context.Context, ranked []*rotation.Key, n int, now time.Time) ([]*rotation.Key, error) {
 	c := candidateColumns{}
-	for i, k := range ranked {
+	for _, k := range ranked {
 		tier := int32(1) // the organization's
 		if k.OrgID == "" {
 			tier = 2
 		}
 		c.id = append(c.id, k.ID)
-		c.ord = append(c.ord, int32(i))
 		c.tier = append(c.tier, tier)
 		c.version = append(c.version, int32(k.Version))
 		c.restUntil = append(c.restUntil, utcPtr(k.RestUntil))
@@ -276,7 +281,7 @@ func (s *ProviderKeyStore) takeIdleN(ctx context.Context, ranked []*rotation.Key
 		c.enabled = append(c.enabled, k.Enabled)
 		c.health = append(c.health, string(k.Health))
 	}
-	rows, err := s.takeIdleNRows(ctx, len(ranked), c.id, c.ord, c.tier, c.version, c.restUntil, c.expiresAt,
+	rows, err := s.takeIdleNRows(ctx, len(ranked), c.id, c.tier, c.version, c.restUntil, c.expiresAt,
 		c.enabled, c.health, n, utc(now))
 	if err != nil {
 		return nil, fail(err, "pick provider keys")
@@ -326,7 +331,7 @@ func (s *ProviderKeyStore) takeIdleNRows(ctx context.Context, size int, args ...
 // candidateColumns are the ranked candidates as columns, one array each.
 type candidateColumns struct {
 	id, health           []string
-	ord, tier, version   []int32
+	tier, version        []int32
 	restUntil, expiresAt []*time.Time
 	enabled              []bool
 }
@@ -336,23 +341,24 @@ type candidateColumns struct {
 // once: planning the statement with its values written in took longer than
 // running it.
 const takeIdleNSQL = `WITH cand AS (
-		SELECT * FROM unnest($1::text[], $2::int[], $3::int[], $4::int[], $5::timestamptz[], $6::timestamptz[],
-			$7::boolean[], $8::text[]) AS c (id, ord, tier, version, rest_until, expires_at, enabled, health)),
+		SELECT * FROM unnest($1::text[], $2::int[], $3::int[], $4::timestamptz[], $5::timestamptz[],
+			$6::boolean[], $7::text[]) AS c (id, tier, version, rest_until, expires_at, enabled, health)),
 	pick AS (
-		SELECT k.id, c.tier, seen.last_used_at AS seen_used, c.ord
+		SELECT k.id, c.tier, seen.last_used_at AS seen_used, k.created_at
 		FROM provider_keys k JOIN cand c ON c.id = k.id JOIN provider_keys seen ON seen.id = k.id
 		WHERE k.version = c.version AND k.rest_until IS NOT DISTINCT FROM c.rest_until
 			AND k.expires_at IS NOT DISTINCT FROM c.expires_at AND k.enabled = c.enabled AND k.health = c.health
 			AND k.last_used_at IS NOT DISTINCT FROM seen.last_used_at
-		ORDER BY c.tier, seen.last_used_at ASC NULLS FIRST, c.ord LIMIT $9
+		ORDER BY c.tier, ` + keyOrder + ` LIMIT $8
 		FOR UPDATE OF k SKIP LOCKED),
 	numbered AS (
-		SELECT id, row_number() OVER (ORDER BY tier, seen_used ASC NULLS FIRST, ord) - 1 AS i, count(*) OVER () AS m
+		SELECT id, row_number() OVER (ORDER BY tier, seen_used ASC NULLS FIRST, created_at, id COLLATE "C") - 1 AS i,
+			count(*) OVER () AS m
 		FROM pick),
 	shares AS (
-		SELECT id, 1 + ($9::int - m) / m + CASE WHEN i < ($9::int - m) % m THEN 1 ELSE 0 END AS share FROM numbered),
+		SELECT id, 1 + ($8::int - m) / m + CASE WHEN i < ($8::int - m) % m THEN 1 ELSE 0 END AS share FROM numbered),
 	lazy AS (SELECT set_config('synchronous_commit', 'off', true))
-	UPDATE provider_keys p SET last_used_at = $10, uses = p.uses + shares.share FROM shares, lazy WHERE p.id = shares.id
+	UPDATE provider_keys p SET last_used_at = $9, uses = p.uses + shares.share FROM shares, lazy WHERE p.id = shares.id
 	RETURNING p.id, p.org_id, p.provider, p.name, p.suffix, p.sealed, p.version, p.enabled, p.health, p.checked_at,
 		p.expires_at, p.rest_until, p.last_used_at, p.uses, p.created_at, shares.share`
 

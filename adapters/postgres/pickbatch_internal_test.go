@@ -75,3 +75,31 @@ func TestPickCombiner(t *testing.T) {
 	defer c.mu.Unlock()
 	is.Equal(len(c.queues), 0) // the queue closed with its last batch
 }
+
+// TestCandidatesAgeOnThePicksTime: the cached candidates age on the picks'
+// own time (rotation.Request.Now, from the caller's Clock), never on the
+// wall clock: a test's clock decides when they are read again.
+func TestCandidatesAgeOnThePicksTime(t *testing.T) {
+	read := time.Date(2020, 1, 2, 3, 4, 5, 0, time.UTC) // far from the wall clock
+	tests := []struct {
+		name string
+		now  time.Time
+		hit  bool
+	}{
+		{"at the read", read, true},
+		{"within the TTL", read.Add(candidatesTTL - time.Millisecond), true},
+		{"at the TTL", read.Add(candidatesTTL), false},
+		{"a clock set back", read.Add(-time.Millisecond), false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			is := is.New(t)
+			var c pickCombiner
+			c.remember("o\x00p", candidates{at: read})
+			_, hit := c.cached("o\x00p", tc.now)
+			is.Equal(hit, tc.hit)
+			_, hit = c.cached("other\x00p", tc.now)
+			is.True(!hit) // nothing read for that group
+		})
+	}
+}

@@ -247,17 +247,17 @@ func (s *ProviderKeyStore) takeIdle(ctx context.Context, ranked []*rotation.Key,
 		case k.OrgID == "":
 			tier = 2
 		}
-		values.WriteString("(?, ?::int, ?::int, ?::int, ?::timestamptz)")
-		args = append(args, k.ID, i, tier, k.Version, utcPtr(k.RestUntil))
+		values.WriteString("(?, ?::int, ?::int, ?::timestamptz)")
+		args = append(args, k.ID, tier, k.Version, utcPtr(k.RestUntil))
 	}
 	args = append(args, utc(now))
 	with, from := lazy(s.db)
-	q := s.db.NewRaw(`WITH `+with+`cand (id, ord, tier, version, rest_until) AS (VALUES `+values.String()+`),
+	q := s.db.NewRaw(`WITH `+with+`cand (id, tier, version, rest_until) AS (VALUES `+values.String()+`),
 		pick AS (
 			SELECT k.id FROM provider_keys k JOIN cand c ON c.id = k.id JOIN provider_keys seen ON seen.id = k.id
 			WHERE k.version = c.version AND k.rest_until IS NOT DISTINCT FROM c.rest_until
 				AND k.last_used_at IS NOT DISTINCT FROM seen.last_used_at
-			ORDER BY c.tier, seen.last_used_at ASC NULLS FIRST, c.ord LIMIT 1
+			ORDER BY c.tier, `+keyOrder+` LIMIT 1
 			FOR UPDATE OF k SKIP LOCKED)
 		UPDATE provider_keys p SET last_used_at = ?, uses = p.uses + 1 FROM pick`+from+` WHERE p.id = pick.id
 		RETURNING p.*`, args...)
@@ -295,13 +295,24 @@ func (s *ProviderKeyStore) share(ctx context.Context, k *rotation.Key, now time.
 	return r.key(), nil
 }
 
+// keyOrder orders the candidates k (locked) and seen (the statement's
+// view of the same row) within a tier as rotation's lessRecent does: by
+// last use, never-used first, then by creation and id, compared bytewise
+// as Go compares strings. It orders by the live last use, not by the
+// candidates' read one, so a pick that read before a concurrent pick
+// committed (or reads cached candidates) still takes the key used longest
+// ago. test/contract's RunProviderKeyRotation holds the two orders
+// together over random key sets.
+const keyOrder = `seen.last_used_at ASC NULLS FIRST, k.created_at, k.id COLLATE "C"`
+
 // lazy returns a CTE (with, to put after WITH) and its reference (from, to
 // append to a FROM list) that make the commit of a single statement's own
 // transaction not wait for the WAL flush (synchronous_commit off, set for
 // that transaction only): a pick's write is only rotation order, which a
 // crash may lose without harm, and waiting for the disk was most of a pick's
 // time. One statement, one round trip. Inside a caller's transaction both
-// are empty: the caller's commit keeps its own rules.
+// are empty: the caller's commit keeps its own rules. TestPickCommitIsLazyAlone
+// shows what a lost pick leaves, and that the setting ends with the pick.
 func lazy(db bun.IDB) (with, from string) {
 	if _, inTx := db.(bun.Tx); inTx {
 		return "", ""

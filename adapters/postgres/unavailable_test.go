@@ -68,7 +68,17 @@ func TestTerminatedSessionIsUnavailable(t *testing.T) {
 	is.NoErr(conn.QueryRowContext(ctx, "SELECT pg_backend_pid()").Scan(&pid))
 	_, err = admin.ExecContext(ctx, "SELECT pg_terminate_backend(?)", pid)
 	is.NoErr(err)
-	time.Sleep(100 * time.Millisecond)
+	// pg_terminate_backend only signals: wait until the session is gone.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		var n int
+		is.NoErr(admin.QueryRowContext(ctx, "SELECT count(*) FROM pg_stat_activity WHERE pid = ?", pid).Scan(&n))
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("session %d still there 10 s after it was terminated", pid)
+		}
+	}
 	var one int
 	err = conn.QueryRowContext(ctx, "SELECT 1").Scan(&one)
 	t.Logf("query on a terminated session: %v", err)

@@ -25,6 +25,7 @@ type usageRow struct {
 	KeyID        string    `bun:"key_id,notnull"`
 	InputTokens  int       `bun:"input_tokens,notnull"`
 	OutputTokens int       `bun:"output_tokens,notnull"`
+	Searches     int       `bun:"web_search_calls,notnull"`
 	Cost         int64     `bun:"cost,notnull"`
 	LatencyMS    int64     `bun:"latency_ms,notnull"`
 	Outcome      string    `bun:"outcome,notnull"`
@@ -54,8 +55,8 @@ func usageRows(entries []usage.Entry) *[]usageRow {
 	rows := make([]usageRow, len(entries))
 	for i, e := range entries {
 		rows[i] = usageRow{ID: e.ID, OrgID: e.OrgID, JobID: e.JobID, Task: e.Task, Model: e.Model, KeySource: e.KeySource, KeyID: e.KeyID,
-			InputTokens: e.InputTokens, OutputTokens: e.OutputTokens, Cost: e.Cost, LatencyMS: e.LatencyMS, Outcome: e.Outcome,
-			CreatedAt: utc(e.CreatedAt)}
+			InputTokens: e.InputTokens, OutputTokens: e.OutputTokens, Searches: e.WebSearchCalls, Cost: e.Cost, LatencyMS: e.LatencyMS,
+			Outcome: e.Outcome, CreatedAt: utc(e.CreatedAt)}
 	}
 	return &rows
 }
@@ -70,8 +71,8 @@ func (l *UsageLedger) ListUsage(ctx context.Context, orgID string, from, to time
 	out := make([]usage.Entry, len(rows))
 	for i, r := range rows {
 		out[i] = usage.Entry{ID: r.ID, OrgID: r.OrgID, JobID: r.JobID, Task: r.Task, Model: r.Model, KeySource: r.KeySource, KeyID: r.KeyID,
-			InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, Cost: r.Cost, LatencyMS: r.LatencyMS, Outcome: r.Outcome,
-			CreatedAt: utc(r.CreatedAt)}
+			InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, WebSearchCalls: r.Searches, Cost: r.Cost, LatencyMS: r.LatencyMS,
+			Outcome: r.Outcome, CreatedAt: utc(r.CreatedAt)}
 	}
 	return out, nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -333,6 +334,36 @@ func TestOutputs(t *testing.T) {
 
 }
 
+// waitExpired polls the server with the access token of a stored session
+// until the server refuses it, for at most 10 s.
+func waitExpired(t *testing.T, s *server, session []byte) {
+	t.Helper()
+	var sess struct {
+		AccessToken string `json:"access_token"`
+	}
+	if err := json.Unmarshal(session, &sess); err != nil || sess.AccessToken == "" {
+		t.Fatalf("no access token in the session: %v", err)
+	}
+	req, err := http.NewRequest("GET", s.url+"/api/auth/me", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+sess.AccessToken)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusUnauthorized {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the access token was still accepted 10 s later (HTTP %d)", resp.StatusCode)
+		}
+	}
+}
+
 func TestSession(t *testing.T) {
 	s := startServer(t, enrich.Config{AccessTokenTTL: 2 * time.Second})
 	u := signUp(t, s, "sess@example.com")
@@ -343,7 +374,7 @@ func TestSession(t *testing.T) {
 	is.Equal(st.Mode().Perm(), os.FileMode(0o600)) // the session is private
 	before, _ := os.ReadFile(path)
 
-	time.Sleep(2500 * time.Millisecond) // the access token expires
+	waitExpired(t, s, before) // the access token expires
 	is.True(strings.Contains(u.ok("", "whoami", "-o", "table"), "sess@example.com"))
 	after, _ := os.ReadFile(path)
 	is.True(!bytes.Equal(before, after)) // refreshed and stored

@@ -136,6 +136,30 @@ type Result struct {
 	Summary    Summary
 }
 
+// MetadataKey is the block that the merged result carries where clients
+// of the reference read it (fusion_completed's merged_result and the
+// merge's answer): how the conflicts were resolved (method) and the
+// arbiter whose decisions were applied or which was asked
+// (arbitration_model, null for none), as in the Summary. Clients delete it
+// from their output, so the clean output (the fused record, the job's
+// result) never holds it.
+const MetadataKey = "_arbitration_metadata"
+
+// Annotated returns a copy of r.Merged with the MetadataKey block. r.Merged
+// is left clean.
+func (r Result) Annotated() map[string]any {
+	out := make(map[string]any, len(r.Merged)+1)
+	for k, v := range r.Merged {
+		out[k] = v
+	}
+	var arbiter any
+	if r.Summary.ArbitrationModel != "" {
+		arbiter = r.Summary.ArbitrationModel
+	}
+	out[MetadataKey] = map[string]any{"method": r.Summary.Method, "arbitration_model": arbiter}
+	return out
+}
+
 // Fuse merges the candidates' answers by the rules.
 func Fuse(cands []Candidate, opt Options) Result {
 	cs := Ordered(cands)

@@ -249,3 +249,33 @@ func TestPropertyIdenticalAnswersAgree(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestAnnotated: the merged result as clients read it carries
+// _arbitration_metadata {method, arbitration_model} from the summary; the
+// result's own merged map stays clean.
+func TestAnnotated(t *testing.T) {
+	tests := []struct {
+		name    string
+		summary fusion.Summary
+		want    map[string]any
+	}{
+		{"rules", fusion.Summary{Method: fusion.MethodRuleBased}, map[string]any{"method": "rule_based", "arbitration_model": nil}},
+		{"arbiter", fusion.Summary{Method: fusion.MethodLLM, ArbitrationModel: "q::judge"},
+			map[string]any{"method": "llm", "arbitration_model": "q::judge"}},
+		{"failed arbiter", fusion.Summary{Method: fusion.MethodRuleBased, ArbitrationModel: "q::judge"},
+			map[string]any{"method": "rule_based", "arbitration_model": "q::judge"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			is := is.New(t)
+			r := fusion.Result{Merged: obj(`{"name":"Acme","hq":{"city":"Paris"}}`), Summary: tc.summary}
+			got := r.Annotated()
+			is.Equal(got[fusion.MetadataKey], tc.want)
+			is.Equal(fusion.MetadataKey, "_arbitration_metadata")
+			delete(got, fusion.MetadataKey)
+			is.Equal(got, obj(`{"name":"Acme","hq":{"city":"Paris"}}`))
+			_, dirty := r.Merged[fusion.MetadataKey]
+			is.True(!dirty)
+		})
+	}
+}

@@ -106,7 +106,10 @@ func (p ArbitrationCompleted) Fields() map[string]any {
 // reason there is none.
 type FusionCompleted struct {
 	Success bool
-	Merged  map[string]any
+	// Merged is the merged result as clients read it: with the
+	// _arbitration_metadata block (fusion.Result.Annotated), which the
+	// fused record's output does not hold.
+	Merged map[string]any
 	// Report is the conflict report (a fusion.Report).
 	Report                    any
 	Summary                   any

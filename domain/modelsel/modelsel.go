@@ -31,10 +31,13 @@ type Pick struct {
 
 // CanSearch is the one rule of enable_web_search's eligibility: the
 // catalog says the provider offers web search for the model, and enrich
-// calls its provider type's search tool. Explicit models, automatic
-// selection and the options' previews all ask it.
+// calls its provider type's search tool (a sandbox model that declares
+// both, sandbox::search, answers offline as if it had searched). Explicit
+// models, automatic selection and the options' previews all ask it. A
+// sandbox model that can search is still a sandbox model: Select never
+// picks it while a real model is configured.
 func CanSearch(m model.Info) bool {
-	return m.WebSearch && m.WebSearchTool && !m.Sandbox
+	return m.WebSearch && m.WebSearchTool
 }
 
 func capable(m model.Info, n Needs) bool {

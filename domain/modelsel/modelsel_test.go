@@ -28,7 +28,8 @@ func TestCanSearch(t *testing.T) {
 		{"offered, no tool for the provider type", model.Info{Key: k, WebSearch: true}, false},
 		{"a tool, not offered for the model", model.Info{Key: k, WebSearchTool: true}, false},
 		{"neither", model.Info{Key: k}, false},
-		{"sandbox never searches", model.Info{Key: k, WebSearch: true, WebSearchTool: true, Sandbox: true}, false},
+		{"a sandbox model that declares search (sandbox::search)", model.Info{Key: k, WebSearch: true, WebSearchTool: true, Sandbox: true}, true},
+		{"a sandbox model that does not", model.Info{Key: k, Sandbox: true}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -45,6 +46,7 @@ func TestSelect(t *testing.T) {
 	gpt, local := info("openai::gpt", false, true), info("local::qwen", false, false)
 	offered := info("compat::gpt", false, true)
 	offered.WebSearchTool = false // the catalog says yes, but no tool is called for its type
+	search := info("sandbox::search", true, true)
 	tests := []struct {
 		name   string
 		cands  []model.Info
@@ -62,7 +64,14 @@ func TestSelect(t *testing.T) {
 		{"no capable real model never falls back to sandbox", []model.Info{echo, local}, "", modelsel.Needs{WebSearch: true}, "", "", modelsel.ErrNoCapableModel},
 		{"offered without a tool is not eligible", []model.Info{offered, gpt}, "compat::gpt", modelsel.Needs{WebSearch: true}, "openai::gpt", "configured", nil},
 		{"only offered without a tool", []model.Info{echo, offered}, "", modelsel.Needs{WebSearch: true}, "", "", modelsel.ErrNoCapableModel},
-		{"sandbox cannot search", []model.Info{echo}, "", modelsel.Needs{WebSearch: true}, "", "", modelsel.ErrNoCapableModel},
+		{"echo cannot search", []model.Info{echo}, "", modelsel.Needs{WebSearch: true}, "", "", modelsel.ErrNoCapableModel},
+		{"sandbox only: search searches", []model.Info{alt, echo, search}, "", modelsel.Needs{WebSearch: true}, "sandbox::search", "sandbox", nil},
+		{"sandbox only, no search: echo still", []model.Info{alt, search, echo}, "", modelsel.Needs{}, "sandbox::echo", "sandbox", nil},
+		{"a real searcher beats sandbox::search", []model.Info{echo, search, local, gpt}, "", modelsel.Needs{WebSearch: true}, "openai::gpt", "configured", nil},
+		{"a real model that cannot search never falls back to sandbox::search", []model.Info{echo, search, local}, "",
+			modelsel.Needs{WebSearch: true}, "", "", modelsel.ErrNoCapableModel},
+		{"sandbox::search pinned", []model.Info{echo, search, local, gpt}, "sandbox::search", modelsel.Needs{WebSearch: true},
+			"sandbox::search", "pinned", nil},
 		{"nothing", nil, "", modelsel.Needs{}, "", "", modelsel.ErrNoCapableModel},
 	}
 	for _, tt := range tests {
@@ -115,6 +124,38 @@ func TestAvailable(t *testing.T) {
 	p, err = modelsel.SelectAvailable(ms[2:], func(string) bool { return false }, "", modelsel.Needs{})
 	is.NoErr(err)
 	is.Equal(p.Source, "sandbox")
+}
+
+// TestSandboxSearchOnlyWithoutRealModels: auto with web search takes
+// sandbox::search only when no real model is configured; a configured real
+// model, with no usable key or unable to search, makes auto refuse instead.
+func TestSandboxSearchOnlyWithoutRealModels(t *testing.T) {
+	echo, search := info("sandbox::echo", true, false), info("sandbox::search", true, true)
+	gpt, local := info("openai::gpt", false, true), info("local::qwen", false, false)
+	web := modelsel.Needs{WebSearch: true}
+	tests := []struct {
+		name   string
+		models []model.Info
+		usable string // the one provider with a usable key
+		want   string // "" for ErrNoCapableModel
+	}{
+		{"sandbox only", []model.Info{echo, search}, "", "sandbox::search"},
+		{"a real searcher with a key", []model.Info{echo, search, gpt}, "openai", "openai::gpt"},
+		{"a real searcher without a key", []model.Info{echo, search, gpt}, "", ""},
+		{"a real model that cannot search, with a key", []model.Info{echo, search, local}, "local", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			p, err := modelsel.SelectAvailable(tt.models, func(p string) bool { return p == tt.usable }, "", web)
+			if tt.want == "" {
+				is.True(errors.Is(err, modelsel.ErrNoCapableModel))
+				return
+			}
+			is.NoErr(err)
+			is.Equal(p.Model.Key.String(), tt.want)
+		})
+	}
 }
 
 func TestCheckDefaults(t *testing.T) {

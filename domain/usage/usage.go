@@ -26,6 +26,9 @@ type Entry struct {
 	KeyID        string
 	InputTokens  int
 	OutputTokens int
+	// WebSearchCalls counts the web searches the call's provider tool made
+	// (enable_web_search); each is billed on top of the tokens, in Cost.
+	WebSearchCalls int
 	// Cost is in micro-credits; a credit is one US dollar.
 	Cost      int64
 	LatencyMS int64

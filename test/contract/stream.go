@@ -20,6 +20,51 @@ type StreamFixture struct {
 	UoW    ports.UnitOfWork
 	Jobs   ports.JobStore
 	Events ports.EventLog
+	// Reads is the log the stream reads, Events watched: it tells the suite
+	// when a follower has looked and is waiting.
+	Reads *WatchedLog
+}
+
+// WatchedLog is an EventLog that says when a job's events were listed.
+type WatchedLog struct {
+	ports.EventLog
+	mu     sync.Mutex
+	listed map[string]chan struct{}
+}
+
+// NewWatchedLog watches log.
+func NewWatchedLog(log ports.EventLog) *WatchedLog {
+	return &WatchedLog{EventLog: log, listed: map[string]chan struct{}{}}
+}
+
+// List lists, then says so to whoever waits on Listed.
+func (l *WatchedLog) List(ctx context.Context, jobID string, after int64, limit int) ([]job.Event, error) {
+	evs, err := l.EventLog.List(ctx, jobID, after, limit)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c := l.chanLocked(jobID)
+	select {
+	case <-c:
+	default:
+		close(c)
+	}
+	return evs, err
+}
+
+// Listed is closed once the events of jobID have been listed.
+func (l *WatchedLog) Listed(jobID string) <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.chanLocked(jobID)
+}
+
+func (l *WatchedLog) chanLocked(jobID string) chan struct{} {
+	c, ok := l.listed[jobID]
+	if !ok {
+		c = make(chan struct{})
+		l.listed[jobID] = c
+	}
+	return c
 }
 
 // RunEventStream runs the EventStream contract against the streams
@@ -154,6 +199,10 @@ func RunEventStream(t *testing.T, newStream func(t *testing.T) StreamFixture) {
 		{"followers of a job owned elsewhere read the log and wake on delivery", func(t *testing.T, f StreamFixture) {
 			is := is.New(t)
 			id := newID("job")
+			if f.Reads == nil {
+				t.Fatal("the fixture has no Reads: the suite cannot know when a follower waits")
+			}
+			listed := f.Reads.Listed(id)
 			got := make(chan []job.Event, 1)
 			go func() {
 				wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -161,7 +210,11 @@ func RunEventStream(t *testing.T, newStream func(t *testing.T) StreamFixture) {
 				evs, _ := f.Stream.Wait(wctx, id, 0)
 				got <- evs
 			}()
-			time.Sleep(50 * time.Millisecond)
+			select {
+			case <-listed: // the follower found nothing and waits
+			case <-time.After(5 * time.Second):
+				t.Fatal("the follower never read the log")
+			}
 			is.NoErr(f.Events.Append(ctx, events(id, 1, 2)))
 			f.Stream.Delivered(id)
 			select {

@@ -503,6 +503,7 @@ func RunUnitOfWork(t *testing.T, newUoW func(t *testing.T) UnitOfWorkFixture) {
 			is.NoErr(err)
 			is.Equal(len(got), 2)
 			is.Equal(got[0].ID, end.Usage[0].ID)
+			is.Equal(got[1].WebSearchCalls, end.Usage[1].WebSearchCalls) // 2: every column written
 		}},
 		{"EndJob writes nothing unless the job is still held in the same state", func(t *testing.T, f UnitOfWorkFixture) {
 			for _, tt := range []struct {

@@ -15,7 +15,7 @@ import (
 
 func newUsage(org string, n int) usage.Entry {
 	return usage.Entry{ID: newID("use"), OrgID: org, JobID: newID("job"), Model: "p::m", KeySource: "organization", KeyID: newID("pk"),
-		InputTokens: 100 + n, OutputTokens: 20 + n, Cost: int64(1000 + n), LatencyMS: int64(50 + n), Outcome: usage.OK, CreatedAt: at(n)}
+		InputTokens: 100 + n, OutputTokens: 20 + n, WebSearchCalls: n % 3, Cost: int64(1000 + n), LatencyMS: int64(50 + n), Outcome: usage.OK, CreatedAt: at(n)}
 }
 
 // RunUsageLedger runs the UsageLedger contract against the ledgers

@@ -203,18 +203,28 @@ func TestRevocationAcrossInstances(t *testing.T) {
 			is.Equal(a.call("DELETE", "/api/auth/api-keys/"+id, owner.token, nil, nil), 204)
 			expect("GET", "/api/auth/me", nil, 401)
 			is.Equal(a.call("GET", "/api/auth/me", key, nil, nil), 401)
-			// Usage is counted (flushed in batches every 2 s, not per request).
-			time.Sleep(2500 * time.Millisecond)
-			var after struct {
-				APIKeys []struct {
-					Prefix   string `json:"prefix"`
-					UseCount int    `json:"use_count"`
-				} `json:"api_keys"`
+			// Usage is counted (flushed in batches every 2 s, not per
+			// request): wait for the flush, listing with the owner's token so
+			// that the wait adds nothing to the key's count.
+			uses := func() int {
+				var after struct {
+					APIKeys []struct {
+						Prefix   string `json:"prefix"`
+						UseCount int    `json:"use_count"`
+					} `json:"api_keys"`
+				}
+				is.Equal(a.call("GET", "/api/auth/api-keys", owner.token, nil, &after), 200)
+				for _, k := range after.APIKeys {
+					if k.Prefix == key[:12] {
+						return k.UseCount
+					}
+				}
+				t.Fatal("the revoked key is no longer listed")
+				return 0
 			}
-			a.call("GET", "/api/auth/api-keys", owner.token, nil, &after)
-			for _, k := range after.APIKeys {
-				if k.Prefix == key[:12] {
-					is.True(k.UseCount >= 3)
+			for deadline := time.Now().Add(10 * time.Second); uses() < 3; time.Sleep(50 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("the key's use count is %d 10 s after its uses, want at least 3", uses())
 				}
 			}
 		})

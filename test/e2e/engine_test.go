@@ -148,7 +148,12 @@ func TestOutageDuringJob(t *testing.T) {
 	jobID := s.startJob(ten.key, obj{"entity_data": obj{"name": "Acme"}, "schema_id": id, "models": []string{"sandbox::slow"}, "strategy": "multi_expertise"})
 	s.waitEvent(ten.key, jobID, "attempt").Body.Close()
 	proxy.Cut()
-	time.Sleep(2 * time.Second) // the 2 s calls end while the database is away
+	// The 2 s calls end while the database is away.
+	for deadline := time.Now().Add(15 * time.Second); s.llmCallsEnded("sandbox", "slow") < 3; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of the 3 calls ended within 15 s", s.llmCallsEnded("sandbox", "slow"))
+		}
+	}
 	proxy.Restore()
 	evs := s.follow(ten.key, jobID, "")
 	oneTerminal(t, evs)

@@ -174,10 +174,11 @@ func TestAutoModel(t *testing.T) {
 	is.Equal(auto[0].Data["model"], "sandbox::echo")
 	is.Equal(last(evs).Name, "completed")
 
-	// Web search: no sandbox model can, so auto has nothing to pick.
-	var e struct{ Detail, Code string }
-	is.Equal(s.call("POST", "/api/single/enrich/stream", ten.key, obj{"entity_data": obj{"name": "Acme"}, "schema_id": id, "enable_web_search": true}, &e), 400)
-	is.Equal(e.Code, "no_capable_default_model")
+	// Web search: of the sandbox models only sandbox::search can, so auto
+	// takes it (TestWebSearchSandbox follows it through).
+	evs = s.follow(ten.key, s.startJob(ten.key, obj{"entity_data": obj{"name": "Acme"}, "schema_id": id, "enable_web_search": true}), "")
+	is.Equal(find(evs, "model_auto_selected")[0].Data["model"], "sandbox::search")
+	is.Equal(last(evs).Name, "completed")
 
 	var opts struct {
 		Models []struct {
@@ -191,7 +192,9 @@ func TestAutoModel(t *testing.T) {
 		DefaultModels map[string]struct {
 			Key string `json:"key"`
 		} `json:"default_models"`
-		DefaultModelsWebSearch map[string]any `json:"default_models_web_search"`
+		DefaultModelsWebSearch map[string]struct {
+			Key string `json:"key"`
+		} `json:"default_models_web_search"`
 	}
 	is.Equal(s.call("GET", "/api/enrichment/options", ten.key, nil, &opts), 200)
 	keys := fmt.Sprint(opts.Models)
@@ -201,7 +204,10 @@ func TestAutoModel(t *testing.T) {
 	is.Equal(opts.DefaultModels["enrichment"].Key, "sandbox::echo")
 	is.Equal(opts.DefaultModels["sample_generation"].Key, "sandbox::echo")
 	is.Equal(opts.DefaultModels["schema_generation"].Key, "sandbox::echo")
-	is.Equal(len(opts.DefaultModelsWebSearch), 0)
+	for _, d := range opts.DefaultModelsWebSearch {
+		is.Equal(d.Key, "sandbox::search") // every task's web-search preview
+	}
+	is.Equal(opts.DefaultModelsWebSearch["enrichment"].Key, "sandbox::search")
 }
 
 func TestSync(t *testing.T) {

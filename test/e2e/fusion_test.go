@@ -156,6 +156,7 @@ func TestAutoFusion(t *testing.T) {
 			is.Equal(cd["total_fields"], 6.0)
 			fc := find(evs, "fusion_completed")[0].Data
 			is.Equal(fc["success"], true)
+			arbitrationMetadata(t, fc, "rule_based", nil)
 			completed := last(evs).Data
 			is.Equal(completed["record_id"], fc["record_id"])
 			is.Equal(completed["is_fused"], true)
@@ -175,6 +176,10 @@ func TestAutoFusion(t *testing.T) {
 			tags := rec.StructuredOutput["tags"].([]any)
 			mustf(t, len(tags) >= 1 && len(tags) <= 3, "tags %v", tags)
 			is.Equal(completed["result"], any(rec.StructuredOutput))
+			// fusion_completed's merged_result is the record's output plus the metadata.
+			merged := fc["merged_result"].(map[string]any)
+			delete(merged, "_arbitration_metadata")
+			is.Equal(merged, rec.StructuredOutput)
 
 			// The records listing filters by the new type.
 			var list struct {
@@ -247,6 +252,23 @@ func TestFusionWithFailure(t *testing.T) {
 	}
 }
 
+// arbitrationMetadata checks that a fusion_completed event's merged_result
+// carries _arbitration_metadata {method, arbitration_model} (WIRE.md §7.1)
+// and keeps the fusion block, which says the same.
+func arbitrationMetadata(t *testing.T, fc map[string]any, method string, arbiter any) {
+	t.Helper()
+	is := is.NewRelaxed(t)
+	merged, ok := fc["merged_result"].(map[string]any)
+	mustf(t, ok, "merged_result %v", fc["merged_result"])
+	meta, ok := merged["_arbitration_metadata"].(map[string]any)
+	mustf(t, ok, "no _arbitration_metadata in merged_result: %v", merged)
+	is.Equal(meta, map[string]any{"method": method, "arbitration_model": arbiter})
+	fusion, ok := fc["fusion"].(map[string]any)
+	mustf(t, ok, "no fusion block: %v", fc)
+	is.Equal(fusion["method"], method)
+	is.Equal(fusion["arbitration_model"], arbiter)
+}
+
 // arbiterPick answers an arbitration call for the fake provider: every
 // conflict goes to pick's candidate when it has one.
 func arbiterPick(pick string) fakeopenai.Responder {
@@ -301,6 +323,7 @@ func TestFusionArbitration(t *testing.T) {
 			ac := find(evs, "arbitration_completed")[0].Data
 			is.Equal(ac["success"], true)
 			is.Equal(ac["fallback_to_rule_based"], false)
+			arbitrationMetadata(t, find(evs, "fusion_completed")[0].Data, "llm", "local::judge")
 			mustf(t, indexOf(evs, "conflicts_detected") < indexOf(evs, "arbitration_started") &&
 				indexOf(evs, "arbitration_completed") < indexOf(evs, "fusion_completed"), "order: %v", names(evs))
 			results := map[string]map[string]any{}
@@ -343,6 +366,8 @@ func TestFusionArbitration(t *testing.T) {
 				mustf(t, last(evs).Name == "completed", "%s: %v", tc.name, names(evs))
 				ac := find(evs, "arbitration_completed")
 				mustf(t, len(ac) == 1 && ac[0].Data["success"] == false && ac[0].Data["fallback_to_rule_based"] == true, "%s: %v", tc.name, ac)
+				// The rules stood; the arbiter asked is still named.
+				arbitrationMetadata(t, find(evs, "fusion_completed")[0].Data, "rule_based", "local::judge")
 				var rec fusedRecord
 				is.Equal(s.call("GET", "/api/records/"+last(evs).Data["record_id"].(string), ten.key, nil, &rec), 200)
 				is.Equal(rec.FusionMethod, "rule_based")
@@ -433,6 +458,9 @@ func TestFusionMerge(t *testing.T) {
 			}
 			is.Equal(evs[0].Data["job_type"], "fusion")
 			is.Equal(last(evs).Data["result"].(map[string]any)["city"], results["sandbox::alt"]["city"])
+			arbitrationMetadata(t, find(evs, "fusion_completed")[0].Data, "llm", "sandbox::echo")
+			_, inResult := last(evs).Data["result"].(map[string]any)["_arbitration_metadata"]
+			is.True(!inResult) // the job's result is the clean output
 
 			// Refusals.
 			var e struct {

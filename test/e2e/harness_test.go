@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +21,16 @@ import (
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// clockPast waits until the clock reads a later microsecond than ts (the
+// resolution the service stores times with), so that whatever the service
+// stamps next is later than ts. The service runs in this process, on the
+// same clock.
+func clockPast(ts time.Time) {
+	for !time.Now().After(ts.Add(time.Microsecond)) {
+		runtime.Gosched()
+	}
+}
 
 // backends are the storages every end-to-end flow runs on.
 var backends = []struct {

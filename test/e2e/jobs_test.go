@@ -61,9 +61,9 @@ func TestCancel(t *testing.T) {
 			is.True(strings.Contains(e.Detail, "cancelled"))
 			is.Equal(s.call("POST", "/api/llm/continue/"+jobID, ten.key, nil, &e), 409)
 
-			// And it never completes: nothing is stored, even after the slow
-			// model would have answered.
-			time.Sleep(100 * time.Millisecond)
+			// And it never completes: nothing is stored, even once its runner
+			// has let go (after which nothing can store).
+			is.Equal(s.runningAfter(5*time.Second), 0)
 			var recs struct {
 				Records []any `json:"records"`
 			}

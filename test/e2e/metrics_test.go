@@ -1,14 +1,34 @@
 package e2e_test
 
 import (
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/matryer/is"
 )
+
+// llmCallsEnded is how many calls of a model the service has seen end, from
+// its metrics.
+func (s *service) llmCallsEnded(provider, model string) int {
+	s.t.Helper()
+	_, body := scrape(s.t, s.url+"/metrics")
+	prefix := fmt.Sprintf("enrich_llm_call_duration_seconds_count{model=%q,provider=%q} ", model, provider)
+	for _, line := range strings.Split(body, "\n") {
+		if n, ok := strings.CutPrefix(line, prefix); ok {
+			v, err := strconv.Atoi(n)
+			if err != nil {
+				s.t.Fatalf("metrics: %q: %v", line, err)
+			}
+			return v
+		}
+	}
+	return 0
+}
 
 func scrape(t *testing.T, url string) (int, string) {
 	t.Helper()

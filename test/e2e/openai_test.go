@@ -10,7 +10,7 @@ import (
 	"github.com/entityenrich/enrich/test/fakeopenai"
 )
 
-// TestOpenAICompatible runs the flow through langchaingo against an
+// TestOpenAICompatible runs the flow through the OpenAI client against an
 // in-process OpenAI-compatible server that answers well, slowly, with
 // errors, or with invalid JSON.
 func TestOpenAICompatible(t *testing.T) {

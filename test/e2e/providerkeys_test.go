@@ -95,15 +95,16 @@ func testProviderKeys(t *testing.T, dsn string) {
 		return st
 	}
 	type keyJSON struct {
-		ID                string  `json:"id"`
-		KeySuffix         *string `json:"key_suffix"`
-		Source            string  `json:"source"`
-		IsEnabled         bool    `json:"is_enabled"`
-		DisabledReason    *string `json:"disabled_reason"`
-		HealthCheckStatus string  `json:"health_check_status"`
-		RateLimitedUntil  *string `json:"rate_limited_until"`
-		TotalRequests     int     `json:"total_requests"`
-		TotalCostUSD      float64 `json:"total_cost_usd"`
+		ID                string    `json:"id"`
+		KeySuffix         *string   `json:"key_suffix"`
+		Source            string    `json:"source"`
+		IsEnabled         bool      `json:"is_enabled"`
+		DisabledReason    *string   `json:"disabled_reason"`
+		HealthCheckStatus string    `json:"health_check_status"`
+		RateLimitedUntil  *string   `json:"rate_limited_until"`
+		TotalRequests     int       `json:"total_requests"`
+		TotalCostUSD      float64   `json:"total_cost_usd"`
+		CreatedAt         time.Time `json:"created_at"`
 	}
 	addKey := func(cred, path, secret string) keyJSON {
 		t.Helper()
@@ -111,7 +112,7 @@ func testProviderKeys(t *testing.T, dsn string) {
 		if st := call("POST", path, cred, obj{"provider": "paid", "api_key": secret, "name": "k"}, &k); st != 201 {
 			t.Fatalf("add key: %d", st)
 		}
-		time.Sleep(2 * time.Millisecond) // creation order decides among never-used keys
+		clockPast(k.CreatedAt) // creation order decides among never-used keys
 		return k
 	}
 	listKeys := func(cred string) map[string]keyJSON {

@@ -176,7 +176,7 @@ func TestSchemaLifecycle(t *testing.T) {
 
 			// Pinned first, then most recently updated; an edit moves a schema up.
 			is.Equal(names2(l.list()), []string{"Company", "Person", "Company (2)"})
-			time.Sleep(5 * time.Millisecond)
+			clockPast(b2.UpdatedAt)
 			var patched savedSchema
 			l.ok("PATCH", "/api/schema/saved/"+b2.ID, obj{"tags": []string{"later"}}, &patched)
 			is.True(patched.UpdatedAt.After(b2.UpdatedAt)) // every change moves updated_at
@@ -275,7 +275,14 @@ func TestSchemaLifecycle(t *testing.T) {
 			// After the window: a clear refusal, and the schema stays in the trash.
 			l.ok("DELETE", "/api/schema/saved/"+dup.ID, nil, nil)
 			l.create(obj{"name": "Copy", "schema": json.RawMessage(personSchema)}) // takes the name meanwhile
-			time.Sleep(window + 300*time.Millisecond)
+			for deadline := time.Now().Add(window + 10*time.Second); ; time.Sleep(50 * time.Millisecond) {
+				if tr := l.trash(); len(tr) == 1 && !tr[0].Restorable {
+					break // the window has passed
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the schema was still restorable 10 s after its window")
+				}
+			}
 			e := l.fails("POST", "/api/schema/saved/"+dup.ID+"/restore", l.ten.key, nil, 409, "restore_window_expired")
 			is.True(strings.Contains(e.Detail, "restorable"))
 			tr := l.trash()

@@ -1,9 +1,11 @@
 package e2e_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/matryer/is"
 
@@ -236,14 +238,104 @@ func testWebSearch(t *testing.T, dsn string) {
 		is.Equal(opts.DefaultModelsWebSearch["enrichment"].Key, "paid::gpt-4o")
 		is.Equal(opts.DefaultModelsWebSearch["sample_generation"].Key, "paid::gpt-4o")
 		for _, m := range opts.Models {
-			is.Equal(m.SupportsWebSearch, m.Key == "paid::gpt-4o") // gem's offer without a tool does not count
+			// gem's offer without a tool does not count; sandbox::search
+			// searches offline, but auto never takes it over a real model.
+			is.Equal(m.SupportsWebSearch, m.Key == "paid::gpt-4o" || m.Key == "sandbox::search")
 		}
 
-		// With no usable key for it, auto has nothing to pick.
+		// With no usable key for it, auto has nothing to pick: not even
+		// sandbox::search, while a real model is configured.
 		none, schemaID := newTenant("search-nokey")
 		var e struct{ Detail, Code string }
 		is.Equal(s.call("POST", "/api/single/enrich/stream", none.key, obj{"entity_data": obj{"name": "Acme"},
 			"schema_id": schemaID, "enable_web_search": true}, &e), 400)
 		is.Equal(e.Code, "no_capable_default_model")
 	})
+}
+
+// TestWebSearchSandbox: with the sandbox on and no provider configured,
+// enable_web_search with auto runs on sandbox::search, with no key and no
+// network: every expertise call makes one (pretend) search, which the
+// events, the record and each usage row count and price; the options list
+// it as the web-search default. Without web search auto stays on
+// sandbox::echo.
+func TestWebSearchSandbox(t *testing.T) {
+	for _, b := range backends[:2] {
+		t.Run(b.name, func(t *testing.T) {
+			is := is.New(t)
+			s := start(t, testConfig(b.dsn(t)))
+			ten := s.register("search-sandbox-" + b.name + "@example.com")
+			schemaID := s.createSchema(ten.key, "Company", companySchema)
+
+			evs := s.follow(ten.key, s.startJob(ten.key, obj{"entity_data": obj{"name": "Acme"}, "schema_id": schemaID,
+				"models": []string{"auto"}, "enable_web_search": true, "strategy": "multi_expertise"}), "")
+			is.Equal(last(evs).Name, "completed")
+			auto := find(evs, "model_auto_selected")
+			is.Equal(len(auto), 1)
+			is.Equal(auto[0].Data["model"], "sandbox::search")
+			searches := 0
+			for _, ev := range find(evs, "expertise_completed") {
+				is.Equal(ev.Data["web_search_calls"], 1.0) // one search per call
+				searches++
+			}
+			is.True(searches >= 2) // multi_expertise: a call per expertise
+			recordID := last(evs).Data["record_id"]
+			var rec struct {
+				Model          string `json:"model"`
+				WebSearchCalls int    `json:"web_search_calls"`
+				Sandbox        bool   `json:"sandbox"`
+			}
+			is.Equal(s.call("GET", fmt.Sprintf("/api/records/%v", recordID), ten.key, nil, &rec), 200)
+			is.Equal(rec.Model, "sandbox::search")
+			is.Equal(rec.WebSearchCalls, searches)
+
+			// Each call's usage row counts its search and prices it on top
+			// of the tokens.
+			entries, err := s.srv.Stores.Usage.ListUsage(context.Background(), ten.orgID, time.Now().Add(-time.Hour), time.Now().Add(time.Hour))
+			is.NoErr(err)
+			rowSearches := 0
+			for _, e := range entries {
+				is.Equal(e.Model, "sandbox::search")
+				is.Equal(e.WebSearchCalls, 1)
+				tokens := (int64(e.InputTokens)*llm.SandboxPrice.InputPerMTok + int64(e.OutputTokens)*llm.SandboxPrice.OutputPerMTok +
+					999_999) / 1_000_000
+				is.Equal(e.Cost, tokens+llm.SandboxSearchPrice)
+				rowSearches += e.WebSearchCalls
+			}
+			is.Equal(rowSearches, searches)
+
+			// The blocking call, as the README shows it: auto is the default.
+			var sr struct {
+				Success bool           `json:"success"`
+				Model   string         `json:"model"`
+				Result  map[string]any `json:"result"`
+			}
+			is.Equal(s.call("POST", "/api/single/enrich/sync", ten.key, obj{"entity_data": obj{"name": "Acme"}, "schema_id": schemaID,
+				"enable_web_search": true}, &sr), 200)
+			is.True(sr.Success)
+			is.Equal(sr.Model, "sandbox::search")
+			is.Equal(sr.Result["name"], "Acme")
+
+			var opts struct {
+				Models []struct {
+					Key               string `json:"key"`
+					SupportsWebSearch bool   `json:"supports_web_search"`
+				} `json:"models"`
+				DefaultModels          map[string]struct{ Key string } `json:"default_models"`
+				DefaultModelsWebSearch map[string]struct{ Key string } `json:"default_models_web_search"`
+			}
+			is.Equal(s.call("GET", "/api/enrichment/options", ten.key, nil, &opts), 200)
+			for _, m := range opts.Models {
+				is.Equal(m.SupportsWebSearch, m.Key == "sandbox::search")
+			}
+			is.Equal(opts.DefaultModelsWebSearch["enrichment"].Key, "sandbox::search")
+			is.Equal(opts.DefaultModels["enrichment"].Key, "sandbox::echo") // without web search, echo as before
+
+			// Without web search, auto is echo, and nothing searches.
+			evs = s.follow(ten.key, s.startJob(ten.key, obj{"entity_data": obj{"name": "Acme"}, "schema_id": schemaID,
+				"models": []string{"auto"}}), "")
+			is.Equal(last(evs).Name, "completed")
+			is.Equal(find(evs, "model_auto_selected")[0].Data["model"], "sandbox::echo")
+		})
+	}
 }

@@ -3,6 +3,7 @@ package fakeopenai
 import (
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -18,6 +19,10 @@ import (
 type ChatMessage struct {
 	Role    string
 	Content string
+	// Parts are the content's parts as sent, when it is a list of parts
+	// (text, image_url, input_audio, file; input_text, input_image and
+	// input_file on the Responses API).
+	Parts []map[string]any
 }
 
 // ChatRequest is a received chat completion request.
@@ -37,13 +42,16 @@ type ChatRequest struct {
 	// Authorization is the request's Authorization header ("" when none),
 	// to check which key paid for a call and that keyless calls send none.
 	Authorization string
-	// API is "chat" for POST /chat/completions and "responses" for the
-	// Responses API (POST /responses).
+	// API is "chat" for POST /chat/completions, "responses" for the
+	// Responses API (POST /responses) and "embeddings" for POST
+	// /embeddings.
 	API string
 	// Tools are the Responses API request's tools ({"type":"web_search"}).
 	Tools []map[string]any
 	// TextFormat is the Responses API request's text.format, if any.
 	TextFormat map[string]any
+	// Input is an embeddings request's texts (API "embeddings").
+	Input []string
 }
 
 // WebSearch reports whether the request carried the web_search tool.
@@ -125,6 +133,8 @@ func New(tb testing.TB, opts ...Option) *Server {
 	mux.HandleFunc("/chat/completions", s.chat)
 	mux.HandleFunc("/v1/responses", s.responses)
 	mux.HandleFunc("/responses", s.responses)
+	mux.HandleFunc("/v1/embeddings", s.embeddings)
+	mux.HandleFunc("/embeddings", s.embeddings)
 	mux.HandleFunc("/v1/models", s.listModels)
 	mux.HandleFunc("/models", s.listModels)
 	s.srv = httptest.NewServer(mux)
@@ -133,7 +143,7 @@ func New(tb testing.TB, opts ...Option) *Server {
 }
 
 // URL is the base URL to give a client (openai.WithBaseURL): it ends in
-// /v1, because langchaingo appends only "/chat/completions".
+// /v1, because OpenAI clients append only "/chat/completions".
 func (s *Server) URL() string { return s.srv.URL + "/v1" }
 
 // Close stops the server before cleanup, to test connection failures.
@@ -242,7 +252,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	var prompt strings.Builder
 	for _, m := range wr.Messages {
 		c := flatten(m.Content)
-		req.Messages = append(req.Messages, ChatMessage{Role: m.Role, Content: c})
+		req.Messages = append(req.Messages, ChatMessage{Role: m.Role, Content: c, Parts: parts(m.Content)})
 		prompt.WriteString(c)
 		prompt.WriteByte('\n')
 	}
@@ -297,13 +307,13 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 	req := ChatRequest{API: "responses", Model: rr.Model, Tools: rr.Tools, TextFormat: rr.Text.Format, Body: body,
 		Authorization: r.Header.Get("Authorization")}
 	var prompt strings.Builder
-	add := func(role, c string) {
-		req.Messages = append(req.Messages, ChatMessage{Role: role, Content: c})
+	add := func(role, c string, ps []map[string]any) {
+		req.Messages = append(req.Messages, ChatMessage{Role: role, Content: c, Parts: ps})
 		prompt.WriteString(c)
 		prompt.WriteByte('\n')
 	}
 	if rr.Instructions != "" {
-		add("system", rr.Instructions)
+		add("system", rr.Instructions, nil)
 	}
 	var input []struct {
 		Role    string          `json:"role"`
@@ -312,10 +322,10 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 	var one string
 	switch {
 	case json.Unmarshal(rr.Input, &one) == nil:
-		add("user", one)
+		add("user", one, nil)
 	case json.Unmarshal(rr.Input, &input) == nil:
 		for _, m := range input {
-			add(m.Role, flatten(m.Content))
+			add(m.Role, flatten(m.Content), parts(m.Content))
 		}
 	default:
 		writeError(w, http.StatusBadRequest, "input is neither a string nor a list of messages")
@@ -379,6 +389,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, req ChatRequest,
 		mode = "fail"
 	case responder != nil:
 		mode = "responder"
+	case req.API == "embeddings":
 	case s.invalidN > 0:
 		s.invalidN--
 		mode = "invalid"
@@ -431,6 +442,52 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, req ChatRequest,
 	_ = json.NewEncoder(w).Encode(wrap(content, in, out))
 }
 
+// embeddings serves POST /embeddings: one deterministic vector per input
+// (Vector), usage counted like the chat's.
+func (s *Server) embeddings(w http.ResponseWriter, r *http.Request) {
+	var er struct {
+		Model string          `json:"model"`
+		Input json.RawMessage `json:"input"`
+	}
+	body, ok := decodePost(w, r, &er)
+	if !ok {
+		return
+	}
+	req := ChatRequest{API: "embeddings", Model: er.Model, Body: body, Authorization: r.Header.Get("Authorization")}
+	var one string
+	if json.Unmarshal(er.Input, &one) == nil {
+		req.Input = []string{one}
+	} else if json.Unmarshal(er.Input, &req.Input) != nil {
+		writeError(w, http.StatusBadRequest, "input is neither a string nor a list of strings")
+		return
+	}
+	s.answer(w, r, req, "", func(string, int, int) any {
+		data := make([]any, len(req.Input))
+		in := 0
+		for i, t := range req.Input {
+			// Listed last first: clients must order the vectors by index.
+			data[len(req.Input)-1-i] = map[string]any{"object": "embedding", "index": i, "embedding": Vector(t, EmbeddingDims)}
+			in += tokens(t)
+		}
+		return map[string]any{"object": "list", "model": req.Model, "data": data,
+			"usage": map[string]any{"prompt_tokens": in, "total_tokens": in}}
+	})
+}
+
+// EmbeddingDims is the length of the fake's vectors.
+const EmbeddingDims = 8
+
+// Vector is the fake's deterministic vector of n dimensions for text.
+func Vector(text string, n int) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		h := fnv.New32a()
+		_, _ = fmt.Fprintf(h, "%d:%s", i, text)
+		v[i] = float32(h.Sum32()%2000)/1000 - 1
+	}
+	return v
+}
+
 func (s *Server) listModels(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet {
 		writeError(w, http.StatusMethodNotAllowed, "use GET")
@@ -458,6 +515,15 @@ func readBody(r *http.Request) ([]byte, error) {
 		return nil, fmt.Errorf("request body over 16 MiB")
 	}
 	return b, nil
+}
+
+// parts is a content's parts, nil when it is a string.
+func parts(raw json.RawMessage) []map[string]any {
+	var ps []map[string]any
+	if json.Unmarshal(raw, &ps) != nil {
+		return nil
+	}
+	return ps
 }
 
 // flatten turns a message content (a string, or parts of which the text

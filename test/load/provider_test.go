@@ -28,7 +28,7 @@ import (
 //     fake OpenAI-compatible server;
 //   - proxy: the same through a bare reverse proxy (net/http/httputil);
 //   - enrich/sync with the fake's model: the whole service, through the
-//     OpenAI-compatible client (langchaingo);
+//     OpenAI-compatible client (openai-go behind llms.Model);
 //   - enrich/sync with sandbox::echo: the same service without the provider
 //     client (no HTTP call), which isolates that path's cost.
 //

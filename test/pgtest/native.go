@@ -46,6 +46,7 @@ var native struct {
 // server, dropped when t ends.
 func Native(t testing.TB) string {
 	t.Helper()
+	skipShort(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	native.once.Do(func() { native.admin, native.err = findAdmin(ctx) })
@@ -79,6 +80,15 @@ func Native(t testing.TB) string {
 		t.Fatalf("pgtest: %v", err)
 	}
 	return dsn
+}
+
+// skipShort skips t under go test -short: the short run (make test-short)
+// is the inner loop that needs no database.
+func skipShort(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("pgtest: needs PostgreSQL; skipped by -short")
+	}
 }
 
 // findAdmin returns the first admin DSN that answers, and drops the test

@@ -83,9 +83,11 @@ func StopPGlite() {
 
 // PGlite returns the DSN of an empty schema on a PGlite server that no other
 // running test uses. The schema is dropped and the server goes back to the
-// pool when t ends. PGlite never skips: a missing Node.js fails the test.
+// pool when t ends. PGlite skips only under -short: a missing Node.js fails
+// the test.
 func PGlite(t testing.TB) string {
 	t.Helper()
+	skipShort(t)
 	if !mainCalled.Load() {
 		t.Fatal("pgtest: PGlite needs TestMain to call pgtest.Main(m), which stops the servers after the tests")
 	}

@@ -83,6 +83,12 @@ func TestPGliteGivesAnIsolatedSchemaWithPgvector(t *testing.T) {
 func TestPGliteParallelTestsGetTheirOwnServers(t *testing.T) {
 	var mu sync.Mutex
 	hosts := map[string]bool{}
+	// Each test holds its server until the other holds one too, so the two
+	// overlap whatever the order they start in.
+	var arrived sync.WaitGroup
+	arrived.Add(2)
+	both := make(chan struct{})
+	go func() { arrived.Wait(); close(both) }()
 	t.Run("group", func(t *testing.T) {
 		for i := 0; i < 2; i++ {
 			t.Run("parallel", func(t *testing.T) {
@@ -94,7 +100,12 @@ func TestPGliteParallelTestsGetTheirOwnServers(t *testing.T) {
 				mu.Lock()
 				hosts[fmt.Sprintf("%s:%d", cfg.Host, cfg.Port)] = true
 				mu.Unlock()
-				time.Sleep(200 * time.Millisecond) // overlap with the other test
+				arrived.Done()
+				select {
+				case <-both:
+				case <-time.After(2 * time.Minute):
+					t.Fatal("the other test never held its server at the same time")
+				}
 			})
 		}
 	})

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"time"
 
@@ -19,6 +20,10 @@ const (
 	// tasks table is answered by its own function, any other like an
 	// enrichment.
 	MetadataTask = "enrich:task"
+	// MetadataWebSearch is true when the call asks for web search
+	// (enable_web_search): a model that searches (Spec.WebSearch) answers
+	// as if grounded (search.go); the others refuse.
+	MetadataWebSearch = "enrich:web_search"
 )
 
 // Markers of the application's prompt (domain/enrichment.Prompt) that
@@ -31,18 +36,25 @@ const (
 // SlowLatency is what sandbox::slow adds to every answer.
 const SlowLatency = 2 * time.Second
 
-// Spec names a sandbox model and says what it is for.
-type Spec struct{ Name, Purpose string }
+// Spec names a sandbox model and says what it is for. WebSearch marks a
+// model that declares web search (supports_web_search) and answers
+// web-search calls itself, offline.
+type Spec struct {
+	Name, Purpose string
+	WebSearch     bool
+}
 
 // Specs lists the sandbox models offered.
 func Specs() []Spec {
 	return []Spec{
-		{"echo", "echoes known attributes, fills the rest"},
-		{"alt", "like echo with another seed, so the two disagree on some fields"},
-		{"flaky", "first attempt of each conversation is not JSON, retries succeed"},
-		{"broken", "always answers a parseable object that fails the schema"},
-		{"slow", "like echo after 2 s"},
-		{"contrarian", "echo's answer with planned disagreements (half the strings, the numbers, arrays and booleans), to show fusion"},
+		{Name: "echo", Purpose: "echoes known attributes, fills the rest"},
+		{Name: "alt", Purpose: "like echo with another seed, so the two disagree on some fields"},
+		{Name: "flaky", Purpose: "first attempt of each conversation is not JSON, retries succeed"},
+		{Name: "broken", Purpose: "always answers a parseable object that fails the schema"},
+		{Name: "slow", Purpose: "like echo after 2 s"},
+		{Name: "contrarian", Purpose: "echo's answer with planned disagreements (half the strings, the numbers, arrays and booleans), to show fusion"},
+		{Name: SearchModel, Purpose: "like echo, and with web search on it answers as if grounded: one web search per call, cited sources on .example",
+			WebSearch: true},
 	}
 }
 
@@ -113,6 +125,10 @@ func (m *Model) GenerateContent(ctx context.Context, messages []llms.MessageCont
 		case <-t.C:
 		}
 	}
+	search, _ := opts.Metadata[MetadataWebSearch].(bool)
+	if search && m.name != SearchModel {
+		return nil, fmt.Errorf("sandbox::%s: %w", m.name, ErrCannotSearch)
+	}
 	var text string
 	task, isTask := tasks[taskName(opts.Metadata)]
 	switch {
@@ -128,12 +144,16 @@ func (m *Model) GenerateContent(ctx context.Context, messages []llms.MessageCont
 		text = marshal(Generate(orEmptyObject(schema), entity, m.name))
 	}
 	in, out := estimate(prompt.String()), estimate(text)
+	// The keys langchaingo's openai client uses, so that one usage
+	// normaliser reads both.
+	info := map[string]any{"PromptTokens": in, "CompletionTokens": out, "TotalTokens": in + out}
+	if search {
+		grounded(info, entity, prompt.String())
+	}
 	return &llms.ContentResponse{Choices: []*llms.ContentChoice{{
-		Content:    text,
-		StopReason: "stop",
-		// The keys langchaingo's openai client uses, so that one usage
-		// normaliser reads both.
-		GenerationInfo: map[string]any{"PromptTokens": in, "CompletionTokens": out, "TotalTokens": in + out},
+		Content:        text,
+		StopReason:     "stop",
+		GenerationInfo: info,
 	}}}, nil
 }
 
