@@ -160,18 +160,40 @@ func (s *Fuser) fuse(ctx context.Context, fr fusionRun, log *usageLog) (*fused, 
 	if arbiter != nil && len(conflicts) > 0 {
 		s.arbitrateInto(ctx, fr, pf, *arbiter, escalated, conflicts, out, log)
 	}
-	if fr.validator != nil {
+	if err := validFused(fr, res, out); err != nil {
+		return nil, err
+	}
+	out.record = s.fusedRecord(fr, cands, out)
+	fr.pub(job.FusionCompleted{Success: true, Merged: out.result.Annotated(), Report: out.result.Report, Summary: out.result.Summary,
+		Provenance: out.result.Provenance, RecordID: out.record.ID, Cost: out.cost, InputTokens: out.in, OutputTokens: out.outT,
+		ProcessingMS: time.Since(t0).Milliseconds(), ValidationWarnings: out.warnings, ArbiterUsed: out.arbiter, KeySource: out.keySrc,
+		EntityIndex: fr.entityIndex})
+	return out, nil
+}
+
+// validFused validates the fused result against the schema: when an
+// arbitrated merge does not validate, the rules' merge res stands instead
+// (with a warning); an error when that does not validate either.
+func validFused(fr fusionRun, res fusion.Result, out *fused) error {
+	if fr.validator == nil {
+		return nil
+	}
+	if err := fr.validator.Validate(out.result.Merged); err != nil {
+		if out.result.Summary.Method == fusion.MethodLLM {
+			// The arbiter's choice broke the schema: the rules stand.
+			out.warnings = append(out.warnings, fmt.Sprintf("the arbitrated merge does not validate (%v): the rules stand", err))
+			out.result = res
+		}
 		if err := fr.validator.Validate(out.result.Merged); err != nil {
-			if out.result.Summary.Method == fusion.MethodLLM {
-				// The arbiter's choice broke the schema: the rules stand.
-				out.warnings = append(out.warnings, fmt.Sprintf("the arbitrated merge does not validate (%v): the rules stand", err))
-				out.result = res
-			}
-			if err := fr.validator.Validate(out.result.Merged); err != nil {
-				return nil, fmt.Errorf("the fused result does not validate: %w", err)
-			}
+			return fmt.Errorf("the fused result does not validate: %w", err)
 		}
 	}
+	return nil
+}
+
+// fusedRecord is the fused record of out: its sources in the rules' order
+// of cands, sandbox only when every source (and the arbiter) was.
+func (s *Fuser) fusedRecord(fr fusionRun, cands []fusion.Candidate, out *fused) *enrichment.Record {
 	merged, _ := json.Marshal(out.result.Merged)
 	sources := make([]enrichment.FusionSource, 0, len(fr.sources))
 	ordered := fusion.Ordered(cands)
@@ -191,16 +213,11 @@ func (s *Fuser) fuse(ctx context.Context, fr fusionRun, log *usageLog) (*fused, 
 			sandbox = sandbox && k.Provider == "sandbox"
 		}
 	}
-	out.record = &enrichment.Record{ID: fr.recordID, OrgID: fr.orgID, Type: enrichment.RecordFusion, SchemaID: fr.schemaID,
+	return &enrichment.Record{ID: fr.recordID, OrgID: fr.orgID, Type: enrichment.RecordFusion, SchemaID: fr.schemaID,
 		JobID: fr.jobID, Model: recModel, Strategy: fr.strategy, EntityData: fr.entity, StructuredOutput: merged,
 		Cost: out.cost, InputTokens: out.in, OutputTokens: out.outT, Sandbox: sandbox, CreatedAt: s.Clock.Now(),
 		Fusion: &enrichment.Fusion{Sources: sources, Provenance: out.result.Provenance, Summary: out.result.Summary,
 			Report: out.result.Report, ArbitrationCost: out.cost}}
-	fr.pub(job.FusionCompleted{Success: true, Merged: out.result.Annotated(), Report: out.result.Report, Summary: out.result.Summary,
-		Provenance: out.result.Provenance, RecordID: out.record.ID, Cost: out.cost, InputTokens: out.in, OutputTokens: out.outT,
-		ProcessingMS: time.Since(t0).Milliseconds(), ValidationWarnings: out.warnings, ArbiterUsed: out.arbiter, KeySource: out.keySrc,
-		EntityIndex: fr.entityIndex})
-	return out, nil
 }
 
 // arbitrationSchema is what the arbiter answers: one decision per

@@ -268,96 +268,12 @@ func (s *Enricher) runModel(ctx context.Context, er *entityRun, m model.Info) ou
 	if !rs.models[key] {
 		pub(job.ModelStarted{Model: key, EntityIndex: er.index, Strategy: string(pl.choice.Strategy), Expertises: len(pl.calls), Sandbox: m.Sandbox})
 	}
-	type part struct {
-		out      map[string]any
-		in, outT int
-		searches int
-		cost     int64
-		code     job.ErrorCode
-		err      error
-	}
-	parts := make([]part, len(pl.calls))
-	par := s.CallParallelism
-	if par <= 0 {
-		par = 4
-	}
-	sem := make(chan struct{}, par)
-	var mu sync.Mutex
-	completed := 0
-	var wg sync.WaitGroup
-	var pending []int
-	for i, c := range pl.calls {
-		if d, ok := rs.calls[key+"/"+c.domain.Key]; ok {
-			parts[i] = part{out: d.out, in: d.in, outT: d.outT, searches: d.searches, cost: d.cost}
-			completed++
-			continue
-		}
-		pending = append(pending, i)
-	}
-	for _, i := range pending {
-		c := pl.calls[i]
-		call := func() {
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
-				parts[i] = part{code: job.CodeInternal, err: ctx.Err()}
-				return
-			}
-			defer func() { <-sem }()
-			t0 := time.Now()
-			pub(job.ExpertiseStarted{Model: key, Key: c.domain.Key, Name: c.domain.Name})
-			out, tokens, code, err := s.callWithRetries(ctx, er, m, c)
-			in, outT := tokens.in, tokens.out
-			cost := m.Price.CallCost(in, outT, tokens.searches)
-			parts[i] = part{out, in, outT, tokens.searches, cost, code, err}
-			mu.Lock()
-			completed++
-			n := completed
-			mu.Unlock()
-			if ctx.Err() != nil {
-				return
-			}
-			done := job.ExpertiseCompleted{Model: key, Key: c.domain.Key, Name: c.domain.Name, Completed: n, Total: len(pl.calls),
-				Success: err == nil, PartialResult: out, InputTokens: in, OutputTokens: outT, Cost: cost,
-				ProcessingMS: time.Since(t0).Milliseconds(), WebSearchCalls: tokens.searches}
-			if c := pl.keys[m.Key.Provider].current(); c != nil {
-				done.KeySource = string(c.Source)
-			}
-			if err != nil {
-				done.ErrorMessage, done.ErrorCode = err.Error(), code
-			}
-			pub(done)
-		}
-		if len(pending) == 1 { // one call (single_pass): no goroutine to start and wait for
-			call()
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			call()
-		}()
-	}
-	wg.Wait()
-
-	o := outcome{info: m}
-	var outs []map[string]any
-	var breakdown []job.Breakdown
-	for i, p := range parts {
-		o.cost += p.cost
-		o.inTokens += p.in
-		o.outTokens += p.outT
-		o.searches += p.searches
-		breakdown = append(breakdown, job.Breakdown{Key: pl.calls[i].domain.Key, Name: pl.calls[i].domain.Name,
-			Success: p.err == nil, Tokens: p.in + p.outT, Cost: p.cost})
-		if p.err != nil && o.err == nil {
-			o.err, o.code = fmt.Errorf("expertise %s: %w", pl.calls[i].domain.Key, p.err), p.code
-		}
-		outs = append(outs, p.out)
-	}
+	parts, pending := priorParts(er, key)
+	s.callParts(ctx, er, m, parts, pending)
 	if ctx.Err() != nil {
 		return outcome{info: m, err: ctx.Err(), code: job.CodeInternal}
 	}
+	o, outs, breakdown := sumParts(pl, m, parts)
 	if o.err == nil {
 		o.result, o.err = s.finish(er, m, outs, &o)
 		if o.err != nil && o.code == "" {
@@ -380,6 +296,119 @@ func (s *Enricher) runModel(ctx context.Context, er *entityRun, m model.Info) ou
 	}
 	pub(mc)
 	return o
+}
+
+// modelPart is one expertise call's share of a model's answer.
+type modelPart struct {
+	out      map[string]any
+	in, outT int
+	searches int
+	cost     int64
+	code     job.ErrorCode
+	err      error
+}
+
+// priorParts are the expertise calls of model key that the job's prior
+// events show done, and the indices of the calls still to make.
+func priorParts(er *entityRun, key string) (parts []modelPart, pending []int) {
+	parts = make([]modelPart, len(er.pl.calls))
+	for i, c := range er.pl.calls {
+		if d, ok := er.rs.calls[key+"/"+c.domain.Key]; ok {
+			parts[i] = modelPart{out: d.out, in: d.in, outT: d.outT, searches: d.searches, cost: d.cost}
+			continue
+		}
+		pending = append(pending, i)
+	}
+	return parts, pending
+}
+
+// callParts makes model m's pending expertise calls into parts, up to
+// CallParallelism (default 4) at once.
+func (s *Enricher) callParts(ctx context.Context, er *entityRun, m model.Info, parts []modelPart, pending []int) {
+	par := s.CallParallelism
+	if par <= 0 {
+		par = 4
+	}
+	sem := make(chan struct{}, par)
+	var mu sync.Mutex
+	completed := len(parts) - len(pending)
+	count := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		completed++
+		return completed
+	}
+	var wg sync.WaitGroup
+	for _, i := range pending {
+		call := func() {
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				parts[i] = modelPart{code: job.CodeInternal, err: ctx.Err()}
+				return
+			}
+			defer func() { <-sem }()
+			parts[i] = s.callPart(ctx, er, m, er.pl.calls[i], count)
+		}
+		if len(pending) == 1 { // one call (single_pass): no goroutine to start and wait for
+			call()
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			call()
+		}()
+	}
+	wg.Wait()
+}
+
+// callPart makes one expertise call of model m between its started and
+// completed events; count numbers it among the model's completed calls.
+func (s *Enricher) callPart(ctx context.Context, er *entityRun, m model.Info, c call, count func() int) modelPart {
+	key := m.Key.String()
+	t0 := time.Now()
+	er.pub(job.ExpertiseStarted{Model: key, Key: c.domain.Key, Name: c.domain.Name})
+	out, tokens, code, err := s.callWithRetries(ctx, er, m, c)
+	in, outT := tokens.in, tokens.out
+	cost := m.Price.CallCost(in, outT, tokens.searches)
+	p := modelPart{out, in, outT, tokens.searches, cost, code, err}
+	n := count()
+	if ctx.Err() != nil {
+		return p
+	}
+	done := job.ExpertiseCompleted{Model: key, Key: c.domain.Key, Name: c.domain.Name, Completed: n, Total: len(er.pl.calls),
+		Success: err == nil, PartialResult: out, InputTokens: in, OutputTokens: outT, Cost: cost,
+		ProcessingMS: time.Since(t0).Milliseconds(), WebSearchCalls: tokens.searches}
+	if c := er.pl.keys[m.Key.Provider].current(); c != nil {
+		done.KeySource = string(c.Source)
+	}
+	if err != nil {
+		done.ErrorMessage, done.ErrorCode = err.Error(), code
+	}
+	er.pub(done)
+	return p
+}
+
+// sumParts adds up a model's parts: its outcome's spend and first error,
+// the parts' answers in order, and the per-expertise breakdown.
+func sumParts(pl *plan, m model.Info, parts []modelPart) (outcome, []map[string]any, []job.Breakdown) {
+	o := outcome{info: m}
+	var outs []map[string]any
+	var breakdown []job.Breakdown
+	for i, p := range parts {
+		o.cost += p.cost
+		o.inTokens += p.in
+		o.outTokens += p.outT
+		o.searches += p.searches
+		breakdown = append(breakdown, job.Breakdown{Key: pl.calls[i].domain.Key, Name: pl.calls[i].domain.Name,
+			Success: p.err == nil, Tokens: p.in + p.outT, Cost: p.cost})
+		if p.err != nil && o.err == nil {
+			o.err, o.code = fmt.Errorf("expertise %s: %w", pl.calls[i].domain.Key, p.err), p.code
+		}
+		outs = append(outs, p.out)
+	}
+	return o, outs, breakdown
 }
 
 // finish merges one model's parts, validates the whole, and builds the

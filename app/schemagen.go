@@ -281,107 +281,6 @@ func (s *SchemaGenerator) prepareEdit(ctx context.Context, orgID string, req Edi
 	return s.finishPlan(ctx, orgID, req.Model, &schemaPlan{task: ports.TaskSchemaEdit, edit: &req, current: sc})
 }
 
-// SchemaGenService generates schemas from sample objects and applies
-// natural-language edits to saved schemas, both as jobs on the job runtime,
-// streamed or awaited; its SchemaGenerator runs them.
-type SchemaGenService struct {
-	*SchemaGenerator
-	JobRunner ports.JobRunner
-	Stream    ports.EventStream
-	JobSvc    *JobService
-}
-
-// NewSchemaGenService submits the jobs gen runs to jr.
-func NewSchemaGenService(gen *SchemaGenerator, jr ports.JobRunner, stream ports.EventStream, jobs *JobService) *SchemaGenService {
-	return &SchemaGenService{SchemaGenerator: gen, JobRunner: jr, Stream: stream, JobSvc: jobs}
-}
-
-// StartGeneration validates a generation request (the sample checks
-// included, before any spend) and creates its job.
-func (s *SchemaGenService) StartGeneration(ctx context.Context, p *access.Principal, req GenerateRequest) (*job.Job, error) {
-	if err := access.Authorize(p, access.ActGenerateSchema); err != nil {
-		return nil, err
-	}
-	sp, err := s.prepareGeneration(ctx, p.OrgID, req)
-	if err != nil {
-		return nil, err
-	}
-	body, err := s.Requests.EncodeGenerate(req)
-	if err != nil {
-		return nil, err
-	}
-	return s.create(ctx, p, job.TypeSchemaGeneration, body, sp)
-}
-
-// StartEdit validates an AI edit of a saved schema and creates its job.
-func (s *SchemaGenService) StartEdit(ctx context.Context, p *access.Principal, req EditRequest) (*job.Job, error) {
-	if err := access.Authorize(p, access.ActEditSchemaAI); err != nil {
-		return nil, err
-	}
-	sp, err := s.prepareEdit(ctx, p.OrgID, req)
-	if err != nil {
-		return nil, err
-	}
-	body, err := s.Requests.EncodeEdit(req)
-	if err != nil {
-		return nil, err
-	}
-	return s.create(ctx, p, job.TypeSchemaEdit, body, sp)
-}
-
-func (s *SchemaGenService) create(ctx context.Context, p *access.Principal, t job.Type, request []byte, sp *schemaPlan) (*job.Job, error) {
-	j, err := s.JobRunner.Submit(ctx, s.IDs.NewID(), p.OrgID, t, request, sp)
-	if err != nil {
-		return nil, err
-	}
-	s.Log.Info("schema job queued", "job_id", j.ID, "org_id", p.OrgID, "type", t, "model", sp.model.Key.String(), "state", j.State)
-	return j, nil
-}
-
-// GenerateSync runs a generation and waits for it: the completed event's
-// result (the reference's GenerateSchemaResponse). Errors as Sync's.
-func (s *SchemaGenService) GenerateSync(ctx context.Context, p *access.Principal, req GenerateRequest) (SchemaAnswer, error) {
-	j, err := s.StartGeneration(ctx, p, req)
-	if err != nil {
-		return SchemaAnswer{}, err
-	}
-	return s.wait(ctx, p, j)
-}
-
-// EditSync runs an AI edit and waits for it: the completed event's result
-// (the reference's SchemaPromptResponse and more).
-func (s *SchemaGenService) EditSync(ctx context.Context, p *access.Principal, req EditRequest) (SchemaAnswer, error) {
-	j, err := s.StartEdit(ctx, p, req)
-	if err != nil {
-		return SchemaAnswer{}, err
-	}
-	return s.wait(ctx, p, j)
-}
-
-// SchemaAnswer is a blocking schema job's answer: its end data and its id.
-type SchemaAnswer struct {
-	JobID string
-	job.SchemaResult
-}
-
-// wait follows a job's events to its end (awaitEnd): ctx ending first
-// cancels the job.
-func (s *SchemaGenService) wait(ctx context.Context, p *access.Principal, j *job.Job) (SchemaAnswer, error) {
-	ev, final, err := awaitEnd(ctx, s.Stream, s.JobSvc, s.Log, p, j, nil)
-	if err != nil {
-		return SchemaAnswer{}, err
-	}
-	if ev.Type != job.EventCompleted {
-		return SchemaAnswer{}, &JobEnded{Job: final}
-	}
-	result, _ := ev.Field("result").(map[string]any)
-	r, err := job.ReadSchemaResult(result)
-	if err != nil {
-		return SchemaAnswer{}, err
-	}
-	return SchemaAnswer{JobID: j.ID, SchemaResult: r}, nil
-}
-
 // jobPrincipal is who a schema job acts as when it saves: an editor of the
 // job's organization (the caller who started it was checked for that).
 func jobPrincipal(orgID string) *access.Principal {
@@ -492,32 +391,73 @@ func (s *SchemaGenerator) run(ctx context.Context, w *ports.Work, sp *schemaPlan
 		pub(job.ModelAutoSelected{Model: key, TaskType: TaskSchemaGeneration, Pinned: sp.pick.Pinned, Source: sp.pick.Source})
 	}
 	pub(job.SchemaModelStarted{Model: key, Sandbox: sp.model.Sandbox})
-	var msgs []enrichment.Message
-	if sp.gen != nil {
-		msgs = schema.GenerationPrompt(sp.collapsed.Samples, schema.GenerationOptions{Language: deref(sp.gen.Language),
-			GenerateSemanticIDs: sp.gen.GenerateSemanticIDs, Localized: sp.collapsed.Localized})
-	} else {
-		msgs = schema.EditPrompt(sp.current.Content, sp.edit.Prompt)
-	}
 	max := s.attempts()
-	var in, outT int
-	var reason, public string
-	var code job.ErrorCode
-	var got *validated
+	a, stopped := s.ask(ctx, pub, sp, max)
+	if stopped {
+		return ports.Outcome{}
+	}
+	cost := sp.model.Price.Cost(a.in, a.out)
+	mc := job.ModelCompleted{Model: key, Cost: cost, InputTokens: a.in, OutputTokens: a.out, ProcessingMS: time.Since(start).Milliseconds()}
+	if a.got == nil {
+		msg := fmt.Sprintf("%d attempts failed, last: %s", max, a.public)
+		if a.code != job.CodeOutputInvalid {
+			msg = fmt.Sprintf("the model failed: %s", a.public)
+		}
+		mc.ErrorMessage, mc.ErrorCode = msg, a.code
+		pub(mc)
+		return ports.Outcome{Failure: &ports.Failure{Code: a.code, Msg: msg}}
+	}
+	if ctx.Err() != nil {
+		return ports.Outcome{}
+	}
+	rec := &enrichment.Record{ID: recordID(w.Job.ID, sp.model.Key), OrgID: w.Job.OrgID, JobID: w.Job.ID, Model: key,
+		StructuredOutput: a.got.raw, Cost: cost, InputTokens: a.in, OutputTokens: a.out, Sandbox: sp.model.Sandbox, CreatedAt: s.Clock.Now()}
+	result := job.SchemaResult{Model: key, RecordID: rec.ID, Cost: cost, InputTokens: a.in, OutputTokens: a.out,
+		Suggestions: a.got.suggestions, Schema: a.got.doc}
+	if err := s.keep(ctx, w, sp, a.got, rec, &result); err != nil {
+		return s.saveFailed(err)
+	}
+	result.ProcessingMS = time.Since(start).Milliseconds()
+	mc.Success, mc.Result, mc.RecordID = true, a.got.doc, rec.ID
+	pub(mc)
+	fields := result.Fields()
+	res, _ := json.Marshal(fields)
+	s.Log.Info("schema job finished", "job_id", w.Job.ID, "type", w.Job.Type, "schema_id", fields["schema_id"], "cost", cost)
+	return ports.Outcome{Result: res, Records: []*enrichment.Record{rec},
+		Completed: job.JobCompleted{Result: fields, RecordID: rec.ID, RecordIDs: []string{rec.ID}, Cost: cost}}
+}
+
+// schemaAnswer is what a schema job's attempts came to: the validated
+// answer (nil: none), the tokens spent, and the last failure's code and
+// public account.
+type schemaAnswer struct {
+	got     *validated
+	in, out int
+	code    job.ErrorCode
+	public  string
+}
+
+// ask asks the model for the schema up to max times, feeding back what was
+// wrong with each answer and pausing after a transport failure; stopped is
+// true when ctx ended (the job runtime reads the cause).
+func (s *SchemaGenerator) ask(ctx context.Context, pub func(job.Payload), sp *schemaPlan, max int) (a schemaAnswer, stopped bool) {
+	key := sp.model.Key.String()
+	msgs := schemaPrompt(sp)
+	var reason string
 	for attempt := 1; attempt <= max; attempt++ {
 		pub(job.Attempt{Model: key, Expertise: string(sp.task), Attempt: attempt, MaxAttempts: max, Reason: reason})
 		resp, err := s.Calls.generate(ctx, sp.pl, sp.model, ports.LLMRequest{Model: sp.model.Key, Messages: msgs,
 			Schema: answerSchema, SchemaName: string(sp.task), ResponseSchema: true, Task: sp.task})
-		in += resp.InputTokens
-		outT += resp.OutputTokens
+		a.in += resp.InputTokens
+		a.out += resp.OutputTokens
 		if err != nil {
 			if ctx.Err() != nil {
-				return ports.Outcome{}
+				return a, true
 			}
-			code = classify(err)
-			public = code.Message()
-			reason = fmt.Sprintf("%s: %s", code, public)
-			s.Log.Warn("llm call failed", "model", key, "task", sp.task, "attempt", attempt, "code", code, "err", err)
+			a.code = classify(err)
+			a.public = a.code.Message()
+			reason = fmt.Sprintf("%s: %s", a.code, a.public)
+			s.Log.Warn("llm call failed", "model", key, "task", sp.task, "attempt", attempt, "code", a.code, "err", err)
 			if permanent(err) {
 				break
 			}
@@ -529,71 +469,60 @@ func (s *SchemaGenerator) run(ctx context.Context, w *ports.Work, sp *schemaPlan
 				select {
 				case <-time.After(backoff * time.Duration(attempt)):
 				case <-ctx.Done():
-					return ports.Outcome{}
+					return a, true
 				}
 			}
 			continue
 		}
 		v, perr := s.check(resp.Text, sp)
 		if perr == nil {
-			got = &v
+			a.got = &v
 			break
 		}
 		// The validator's account names paths of the model's own output:
 		// it is ours to show.
-		code = job.CodeOutputInvalid
-		public = fmt.Sprintf("%s: %v", code.Message(), perr)
-		reason = fmt.Sprintf("%s: %v", code, perr)
+		a.code = job.CodeOutputInvalid
+		a.public = fmt.Sprintf("%s: %v", a.code.Message(), perr)
+		reason = fmt.Sprintf("%s: %v", a.code, perr)
 		msgs = enrichment.Retry(msgs, resp.Text, perr)
 	}
-	cost := sp.model.Price.Cost(in, outT)
-	mc := job.ModelCompleted{Model: key, Cost: cost, InputTokens: in, OutputTokens: outT, ProcessingMS: time.Since(start).Milliseconds()}
-	if got == nil {
-		msg := fmt.Sprintf("%d attempts failed, last: %s", max, public)
-		if code != job.CodeOutputInvalid {
-			msg = fmt.Sprintf("the model failed: %s", public)
-		}
-		mc.ErrorMessage, mc.ErrorCode = msg, code
-		pub(mc)
-		return ports.Outcome{Failure: &ports.Failure{Code: code, Msg: msg}}
-	}
-	if ctx.Err() != nil {
-		return ports.Outcome{}
-	}
-	rec := &enrichment.Record{ID: recordID(w.Job.ID, sp.model.Key), OrgID: w.Job.OrgID, JobID: w.Job.ID, Model: key,
-		StructuredOutput: got.raw, Cost: cost, InputTokens: in, OutputTokens: outT, Sandbox: sp.model.Sandbox, CreatedAt: s.Clock.Now()}
-	result := job.SchemaResult{Model: key, RecordID: rec.ID, Cost: cost, InputTokens: in, OutputTokens: outT,
-		Suggestions: got.suggestions, Schema: got.doc}
+	return a, false
+}
+
+// schemaPrompt is the first prompt of a generation or an edit.
+func schemaPrompt(sp *schemaPlan) []enrichment.Message {
 	if sp.gen != nil {
-		rec.Type = enrichment.RecordSchemaGeneration
-		rec.EntityData, _ = json.Marshal(sp.samples)
-		created := false
-		if sp.gen.SaveSchema == nil || *sp.gen.SaveSchema {
-			sc, isNew, err := s.saveGenerated(ctx, w.Job.OrgID, got)
-			if err != nil {
-				return s.saveFailed(err)
-			}
-			rec.SchemaID, result.SchemaID, created = sc.ID, &sc.ID, isNew
-		}
-		domains, _ := got.doc["x-expertiseDomains"].(map[string]any)
-		result.Generation = &job.SchemaGeneration{Created: created, ExpertiseCount: len(domains),
-			SamplePropertyCount: len(schema.Observe(sp.collapsed.Samples))}
-	} else {
+		return schema.GenerationPrompt(sp.collapsed.Samples, schema.GenerationOptions{Language: deref(sp.gen.Language),
+			GenerateSemanticIDs: sp.gen.GenerateSemanticIDs, Localized: sp.collapsed.Localized})
+	}
+	return schema.EditPrompt(sp.current.Content, sp.edit.Prompt)
+}
+
+// keep saves the job's schema (a generation's, unless the request says
+// not to, or an edit's working copy) and completes rec and result with
+// what was saved.
+func (s *SchemaGenerator) keep(ctx context.Context, w *ports.Work, sp *schemaPlan, got *validated, rec *enrichment.Record,
+	result *job.SchemaResult) error {
+	if sp.gen == nil {
 		rec.Type = enrichment.RecordSchemaEdit
 		rec.SchemaID, result.SchemaID = sp.current.ID, &sp.current.ID
 		rec.EntityData, _ = json.Marshal(map[string]any{"prompt": sp.edit.Prompt, "schema": sp.current.Content})
-		if err := s.saveEdit(ctx, w.Job.OrgID, sp.current.ID, got.raw); err != nil {
-			return s.saveFailed(err)
-		}
+		return s.saveEdit(ctx, w.Job.OrgID, sp.current.ID, got.raw)
 	}
-	result.ProcessingMS = time.Since(start).Milliseconds()
-	mc.Success, mc.Result, mc.RecordID = true, got.doc, rec.ID
-	pub(mc)
-	fields := result.Fields()
-	res, _ := json.Marshal(fields)
-	s.Log.Info("schema job finished", "job_id", w.Job.ID, "type", w.Job.Type, "schema_id", fields["schema_id"], "cost", cost)
-	return ports.Outcome{Result: res, Records: []*enrichment.Record{rec},
-		Completed: job.JobCompleted{Result: fields, RecordID: rec.ID, RecordIDs: []string{rec.ID}, Cost: cost}}
+	rec.Type = enrichment.RecordSchemaGeneration
+	rec.EntityData, _ = json.Marshal(sp.samples)
+	created := false
+	if sp.gen.SaveSchema == nil || *sp.gen.SaveSchema {
+		sc, isNew, err := s.saveGenerated(ctx, w.Job.OrgID, got)
+		if err != nil {
+			return err
+		}
+		rec.SchemaID, result.SchemaID, created = sc.ID, &sc.ID, isNew
+	}
+	domains, _ := got.doc["x-expertiseDomains"].(map[string]any)
+	result.Generation = &job.SchemaGeneration{Created: created, ExpertiseCount: len(domains),
+		SamplePropertyCount: len(schema.Observe(sp.collapsed.Samples))}
+	return nil
 }
 
 // saveFailed fails a job whose result could not be saved.

@@ -750,126 +750,178 @@ func (e *Engine) execute(ctx context.Context, r *run, j *job.Job, prior []job.Ev
 func (e *Engine) finish(ctx context.Context, r *run, out ports.Outcome) {
 	bg := context.WithoutCancel(ctx)
 	cause := context.Cause(ctx)
-	// create: the job's row is not stored, and is stored with its end.
-	create := r.deferred && r.row.CompareAndSwap(rowWaiting, rowEnding)
+	create, ok := e.settleRow(bg, r, cause)
+	if !ok {
+		return // nothing of the job exists
+	}
+	end, ok := e.endingOf(bg, r, cause, out)
+	if !ok {
+		return
+	}
+	evs := e.seal(bg, r, create, end.drafts)
+	if len(evs) == 0 {
+		e.dropped(ctx, r)
+		return
+	}
+	err := e.storeEnd(bg, r, create, end, evs, out)
+	if create && !e.storedWithEnd(bg, r, err) {
+		e.Stream.Sealed(r.id, nil, err)
+		return // nothing of the job exists; its follower is told (Await)
+	}
+	e.Stream.Sealed(r.id, evs, err)
+	e.afterEnd(bg, r, end, evs, err)
+}
+
+// settleRow waits until the run's job row is stored, unless the run's end
+// is to store it (create). A deferred run stopped by a shutdown that hands
+// jobs back stores its row first: the next holder needs it. ok is false
+// when the row could not be stored: nothing of the job exists.
+func (e *Engine) settleRow(ctx context.Context, r *run, cause error) (create, ok bool) {
+	create = r.deferred && r.row.CompareAndSwap(rowWaiting, rowEnding)
 	if create && errors.Is(cause, ports.ErrJobShutdown) && e.ReleaseAtShutdown {
-		// Handed back to resume elsewhere: the row must exist first.
-		e.stored(r, e.retry(bg, func() error { return e.Jobs.CreateJob(bg, new(r.job)) }))
+		e.stored(r, e.retry(ctx, func() error { return e.Jobs.CreateJob(ctx, new(r.job)) }))
 		create = false
 	}
 	if !create {
 		<-r.stored
 		if r.storeErr != nil {
 			e.Stream.Sealed(r.id, nil, r.storeErr)
-			return // nothing of the job exists
+			return false, false
 		}
 	}
+	return create, true
+}
+
+// ending is how a run ends its job: the state change and the last events,
+// whether the Outcome's records go with them, and a pause's deadline.
+type ending struct {
+	apply   func(j *job.Job, now time.Time) error
+	drafts  []job.Draft
+	records bool
+	paused  bool
+	until   time.Time
+}
+
+// endingOf decides the run's end from its context's cause and its Outcome.
+// ok is false when the run writes no end: its job was taken over, its
+// events could not be stored (it is failed instead), or it is handed back
+// at shutdown.
+func (e *Engine) endingOf(ctx context.Context, r *run, cause error, out ports.Outcome) (ending, bool) {
 	var cc *ports.JobCancelled
 	var sc *ports.JobStorageFailed
-	var apply func(j *job.Job, now time.Time) error
-	var drafts []job.Draft
-	var until time.Time
 	switch {
 	case errors.Is(cause, ports.ErrJobLost):
 		e.Stream.Sealed(r.id, nil, ports.ErrJobLost)
 		e.Log.Info("job left to its new holder", "job_id", r.id, "attempt", r.attempt)
-		return
+		return ending{}, false
 	case errors.As(cause, &sc):
 		e.Log.Error("job events could not be stored", "job_id", r.id, "err", sc.Err)
-		e.failUnstorable(bg, r, sc.Err)
-		return
+		e.failUnstorable(ctx, r, sc.Err)
+		return ending{}, false
 	case errors.As(cause, &cc):
-		apply = func(j *job.Job, now time.Time) error { return j.Cancel(cc.Reason, now) }
-		drafts = job.Cancellation(cc.Reason)
+		drafts := job.Cancellation(cc.Reason)
 		if out.Partial {
 			drafts[0] = drafts[0].Own()
 			drafts[0].Data["result"] = out.Completed.Result
 		}
+		// A cancelled run's partial results are what finished before it.
+		return ending{apply: func(j *job.Job, now time.Time) error { return j.Cancel(cc.Reason, now) }, drafts: drafts,
+			records: out.Partial}, true
 	case errors.Is(cause, ports.ErrJobShutdown) && e.ReleaseAtShutdown:
-		e.handBack(bg, r)
-		return
+		e.handBack(ctx, r)
+		return ending{}, false
 	case errors.Is(cause, ports.ErrJobShutdown):
-		apply = func(j *job.Job, now time.Time) error {
-			return j.Fail(job.CodeShutdown, ports.ErrJobShutdown.Error(), now)
-		}
-		drafts = job.Failure(job.CodeShutdown, ports.ErrJobShutdown.Error())
+		msg := ports.ErrJobShutdown.Error()
+		return ending{apply: func(j *job.Job, now time.Time) error { return j.Fail(job.CodeShutdown, msg, now) },
+			drafts: job.Failure(job.CodeShutdown, msg)}, true
 	case out.Pause != nil:
-		timeout := out.Pause.Timeout
-		if timeout <= 0 {
-			timeout = ports.DefaultPauseTimeout
-		}
-		until = e.Clock.Now().Add(timeout)
-		apply = func(j *job.Job, now time.Time) error { return j.Pause(until, now) }
-		d := job.NewDraft(out.Pause.Event).Own()
-		d.Data["status"], d.Data["is_paused"] = string(job.Paused), true // whatever the payload says
-		drafts = []job.Draft{d}
+		return e.pauseEnding(out), true
 	case out.Failure != nil:
 		f := out.Failure
-		apply = func(j *job.Job, now time.Time) error { return j.Fail(f.Code, f.Msg, now) }
-		drafts = job.Failure(f.Code, f.Msg)
-	default:
-		apply = func(j *job.Job, now time.Time) error { return j.Complete(out.Result, now) }
-		drafts = []job.Draft{job.NewDraft(out.Completed)}
+		return ending{apply: func(j *job.Job, now time.Time) error { return j.Fail(f.Code, f.Msg, now) },
+			drafts: job.Failure(f.Code, f.Msg)}, true
 	}
-	var evs []job.Event
-	if create {
-		// Nothing was written before the row: every event goes in the end,
-		// numbered from 1.
-		r.pubMu.Lock()
-		held := r.held
-		r.held, r.owned = nil, true
-		r.pubMu.Unlock()
-		evs = e.Stream.Seal(bg, r.id, append(held, r.tracker.StampAll(drafts)...))
-	} else {
-		evs = e.Stream.Seal(bg, r.id, r.tracker.StampAll(drafts))
+	return ending{apply: func(j *job.Job, now time.Time) error { return j.Complete(out.Result, now) },
+		drafts: []job.Draft{job.NewDraft(out.Completed)}, records: true}, true
+}
+
+// pauseEnding pauses the job until its Pause's timeout
+// (ports.DefaultPauseTimeout when none), with the pause's event.
+func (e *Engine) pauseEnding(out ports.Outcome) ending {
+	timeout := out.Pause.Timeout
+	if timeout <= 0 {
+		timeout = ports.DefaultPauseTimeout
 	}
-	if len(evs) == 0 {
-		// The stream dropped the job just now (fenced off, or its events
-		// refused): the run's context learns why at once.
-		select {
-		case <-ctx.Done():
-		case <-time.After(5 * time.Second):
-		}
-		if errors.As(context.Cause(ctx), &sc) {
-			e.failUnstorable(bg, r, sc.Err)
-			return
-		}
-		e.Stream.Sealed(r.id, nil, ports.ErrJobLost)
-		e.Log.Info("job left to its new holder", "job_id", r.id, "attempt", r.attempt)
+	until := e.Clock.Now().Add(timeout)
+	d := job.NewDraft(out.Pause.Event).Own()
+	d.Data["status"], d.Data["is_paused"] = string(job.Paused), true // whatever the payload says
+	return ending{apply: func(j *job.Job, now time.Time) error { return j.Pause(until, now) }, drafts: []job.Draft{d},
+		paused: out.Failure == nil, until: until}
+}
+
+// seal takes the run's last events from its stream, numbered, with the
+// end's drafts after them. A run that stores its row with its end (create)
+// wrote nothing before: every event it published goes in the end, numbered
+// from 1.
+func (e *Engine) seal(ctx context.Context, r *run, create bool, drafts []job.Draft) []job.Event {
+	if !create {
+		return e.Stream.Seal(ctx, r.id, r.tracker.StampAll(drafts))
+	}
+	r.pubMu.Lock()
+	held := r.held
+	r.held, r.owned = nil, true
+	r.pubMu.Unlock()
+	return e.Stream.Seal(ctx, r.id, append(held, r.tracker.StampAll(drafts)...))
+}
+
+// dropped ends a run whose stream dropped the job just now (fenced off, or
+// its events refused): the run's context learns why at once.
+func (e *Engine) dropped(ctx context.Context, r *run) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(5 * time.Second):
+	}
+	var sc *ports.JobStorageFailed
+	if errors.As(context.Cause(ctx), &sc) {
+		e.failUnstorable(context.WithoutCancel(ctx), r, sc.Err)
 		return
 	}
-	end := ports.JobEnd{Job: new(r.job), From: r.job.State, Create: create, Events: evs, Usage: withTask(out.Usage, r.typ)}
-	err := apply(end.Job, e.Clock.Now())
-	paused := out.Pause != nil && out.Failure == nil && cc == nil && !errors.Is(cause, ports.ErrJobShutdown)
-	if out.Failure == nil && cc == nil && !errors.Is(cause, ports.ErrJobShutdown) && !paused {
-		end.Records = out.Records
+	e.Stream.Sealed(r.id, nil, ports.ErrJobLost)
+	e.Log.Info("job left to its new holder", "job_id", r.id, "attempt", r.attempt)
+}
+
+// storeEnd writes the job's end (its state, its last events, its records
+// when the end keeps them, and the run's usage) in one commit, retried
+// while the store is unreachable. The awaiting caller of a run that
+// creates its row with its end is told at once of an outage.
+func (e *Engine) storeEnd(ctx context.Context, r *run, create bool, end ending, evs []job.Event, out ports.Outcome) error {
+	je := ports.JobEnd{Job: new(r.job), From: r.job.State, Create: create, Events: evs, Usage: withTask(out.Usage, r.typ)}
+	if end.records {
+		je.Records = out.Records
 	}
-	if cc != nil && out.Partial {
-		end.Records = out.Records // what finished before the cancel
+	if err := end.apply(je.Job, e.Clock.Now()); err != nil {
+		return err
 	}
-	if err == nil {
-		err = e.retry(bg, func() error {
-			err := e.UoW.EndJob(bg, end)
-			if create && errors.Is(err, ports.ErrUnavailable) {
-				r.stall(err)
-			}
-			return err
-		})
-	}
-	if create && !e.storedWithEnd(bg, r, err) {
-		e.Stream.Sealed(r.id, nil, err)
-		return // nothing of the job exists; its follower is told (Await)
-	}
-	e.Stream.Sealed(r.id, evs, err)
+	return e.retry(ctx, func() error {
+		err := e.UoW.EndJob(ctx, je)
+		if create && errors.Is(err, ports.ErrUnavailable) {
+			r.stall(err)
+		}
+		return err
+	})
+}
+
+// afterEnd follows up on a stored end (err says how storing it went).
+func (e *Engine) afterEnd(ctx context.Context, r *run, end ending, evs []job.Event, err error) {
 	switch {
-	case err == nil && paused:
+	case err == nil && end.paused:
 		// The job is not over: its followers read its log from now on,
 		// where the continue's event and the next holder's will come.
 		e.Stream.Delivered(r.id)
-		e.Log.Info("job paused", "job_id", r.id, "until", until)
+		e.Log.Info("job paused", "job_id", r.id, "until", end.until)
 		// The sweep cancels the pause once it lapsed; a dispatch at the
 		// deadline does it sooner (best effort: the sweep stays the rule).
-		if qerr := e.Queue.Enqueue(bg, ports.QueuedJob{JobID: r.id, OrgID: r.org, At: until}); qerr != nil {
+		if qerr := e.Queue.Enqueue(ctx, ports.QueuedJob{JobID: r.id, OrgID: r.org, At: end.until}); qerr != nil {
 			e.Log.Warn("pause timeout not scheduled; the sweep will end it", "job_id", r.id, "err", qerr)
 		}
 	case err == nil:
@@ -879,7 +931,7 @@ func (e *Engine) finish(ctx context.Context, r *run, out ports.Outcome) {
 		e.Log.Info("job ended by another holder", "job_id", r.id, "err", err)
 	default:
 		e.Log.Error("job end could not be stored", "job_id", r.id, "err", err)
-		e.failUnstorable(bg, r, err)
+		e.failUnstorable(ctx, r, err)
 	}
 }
 
