@@ -60,7 +60,8 @@ func (s *Calls) pickKeys(ctx context.Context, orgID string, models []model.Info)
 // provider refuses the key (it leaves rotation) or rate-limits it (it rests
 // for the Retry-After), the call moves to the next usable key at once: a
 // key switch is not one of the job's validated-retry attempts (see
-// docs/decisions.md). With no other key the provider's error stands.
+// docs/providers.md, "Keys and rotation"). With no other key the provider's
+// error stands.
 func (s *Calls) generate(ctx context.Context, pl *plan, m model.Info, req ports.LLMRequest) (ports.LLMResponse, error) {
 	rk := pl.keys[m.Key.Provider]
 	for switches := 0; ; switches++ {

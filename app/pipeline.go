@@ -48,16 +48,25 @@ type resumeState struct {
 	calls   map[string]done // by model + "/" + expertise key
 	started map[job.EventType]bool
 	models  map[string]bool // models whose model_started was written
+	// completed are the models whose model_completed was written: a
+	// resumed run announces them no more (clients count these events) and
+	// calls a failed one no more.
+	completed map[string]job.ModelCompleted
 }
 
 func readPrior(prior []job.Event) resumeState {
-	rs := resumeState{calls: map[string]done{}, started: map[job.EventType]bool{}, models: map[string]bool{}}
+	rs := resumeState{calls: map[string]done{}, started: map[job.EventType]bool{}, models: map[string]bool{},
+		completed: map[string]job.ModelCompleted{}}
 	for _, ev := range prior {
 		rs.started[ev.Type] = true
 		switch ev.Type {
 		case job.EventModelStarted:
 			m, _ := ev.Field("model").(string)
 			rs.models[m] = true
+		case job.EventModelCompleted:
+			if mc, err := job.ReadModelCompleted(ev.Fields()); err == nil {
+				rs.completed[mc.Model] = mc
+			}
 		case job.EventExpertiseCompleted:
 			p, err := job.ReadExpertiseCompleted(ev.Fields())
 			if err == nil && p.Success && p.PartialResult != nil {
@@ -265,6 +274,13 @@ func (s *Enricher) runModel(ctx context.Context, er *entityRun, m model.Info) ou
 	pl, rs, pub := er.pl, er.rs, er.pub
 	key := m.Key.String()
 	start := time.Now()
+	prior, ended := rs.completed[key]
+	if ended && !prior.Success {
+		// The model failed before the job was taken over: its failure
+		// stands as announced, and its calls are not paid for again.
+		return outcome{info: m, cost: prior.Cost, inTokens: prior.InputTokens, outTokens: prior.OutputTokens,
+			code: prior.ErrorCode, err: &callError{msg: prior.ErrorMessage}}
+	}
 	if !rs.models[key] {
 		pub(job.ModelStarted{Model: key, EntityIndex: er.index, Strategy: string(pl.choice.Strategy), Expertises: len(pl.calls), Sandbox: m.Sandbox})
 	}
@@ -294,7 +310,9 @@ func (s *Enricher) runModel(ctx context.Context, er *entityRun, m model.Info) ou
 	} else {
 		mc.ErrorMessage, mc.ErrorCode = o.err.Error(), o.code
 	}
-	pub(mc)
+	if !ended {
+		pub(mc)
+	}
 	return o
 }
 

@@ -387,39 +387,47 @@ func (s *SchemaGenerator) run(ctx context.Context, w *ports.Work, sp *schemaPlan
 		w.Tracker.SetTotalModels(1)
 	}
 	key := sp.model.Key.String()
-	if sp.pick != nil {
+	rs := readPrior(w.Prior)
+	if sp.pick != nil && !rs.started[job.EventModelAutoSelected] {
 		pub(job.ModelAutoSelected{Model: key, TaskType: TaskSchemaGeneration, Pinned: sp.pick.Pinned, Source: sp.pick.Source})
 	}
-	pub(job.SchemaModelStarted{Model: key, Sandbox: sp.model.Sandbox})
-	max := s.attempts()
-	a, stopped := s.ask(ctx, pub, sp, max)
-	if stopped {
-		return ports.Outcome{}
+	if !rs.started[job.EventModelStarted] {
+		pub(job.SchemaModelStarted{Model: key, Sandbox: sp.model.Sandbox})
 	}
-	cost := sp.model.Price.Cost(a.in, a.out)
-	mc := job.ModelCompleted{Model: key, Cost: cost, InputTokens: a.in, OutputTokens: a.out, ProcessingMS: time.Since(start).Milliseconds()}
-	if a.got == nil {
-		msg := fmt.Sprintf("%d attempts failed, last: %s", max, a.public)
-		if a.code != job.CodeOutputInvalid {
-			msg = fmt.Sprintf("the model failed: %s", a.public)
+	// A worker that took the job over after its model_completed reuses
+	// that answer: the model is neither paid for nor announced again.
+	prior, ended := rs.completed[key]
+	if ended && !prior.Success {
+		return ports.Outcome{Failure: &ports.Failure{Code: prior.ErrorCode, Msg: prior.ErrorMessage}}
+	}
+	var got *validated
+	var in, outT int
+	if ended {
+		raw, _ := json.Marshal(prior.Result)
+		got, in, outT = &validated{doc: prior.Result, raw: raw, suggestions: []string{}}, prior.InputTokens, prior.OutputTokens
+	} else {
+		var failed *ports.Outcome
+		if got, in, outT, failed = s.ask(ctx, sp, pub, start); failed != nil {
+			return *failed
 		}
-		mc.ErrorMessage, mc.ErrorCode = msg, a.code
-		pub(mc)
-		return ports.Outcome{Failure: &ports.Failure{Code: a.code, Msg: msg}}
 	}
+	cost := sp.model.Price.Cost(in, outT)
+	mc := job.ModelCompleted{Model: key, Cost: cost, InputTokens: in, OutputTokens: outT, ProcessingMS: time.Since(start).Milliseconds()}
 	if ctx.Err() != nil {
 		return ports.Outcome{}
 	}
 	rec := &enrichment.Record{ID: recordID(w.Job.ID, sp.model.Key), OrgID: w.Job.OrgID, JobID: w.Job.ID, Model: key,
-		StructuredOutput: a.got.raw, Cost: cost, InputTokens: a.in, OutputTokens: a.out, Sandbox: sp.model.Sandbox, CreatedAt: s.Clock.Now()}
-	result := job.SchemaResult{Model: key, RecordID: rec.ID, Cost: cost, InputTokens: a.in, OutputTokens: a.out,
-		Suggestions: a.got.suggestions, Schema: a.got.doc}
-	if err := s.keep(ctx, w, sp, a.got, rec, &result); err != nil {
+		StructuredOutput: got.raw, Cost: cost, InputTokens: in, OutputTokens: outT, Sandbox: sp.model.Sandbox, CreatedAt: s.Clock.Now()}
+	result := job.SchemaResult{Model: key, RecordID: rec.ID, Cost: cost, InputTokens: in, OutputTokens: outT,
+		Suggestions: got.suggestions, Schema: got.doc}
+	if err := s.keep(ctx, w, sp, got, rec, &result); err != nil {
 		return s.saveFailed(err)
 	}
 	result.ProcessingMS = time.Since(start).Milliseconds()
-	mc.Success, mc.Result, mc.RecordID = true, a.got.doc, rec.ID
-	pub(mc)
+	mc.Success, mc.Result, mc.RecordID = true, got.doc, rec.ID
+	if !ended {
+		pub(mc)
+	}
 	fields := result.Fields()
 	res, _ := json.Marshal(fields)
 	s.Log.Info("schema job finished", "job_id", w.Job.ID, "type", w.Job.Type, "schema_id", fields["schema_id"], "cost", cost)
@@ -427,66 +435,70 @@ func (s *SchemaGenerator) run(ctx context.Context, w *ports.Work, sp *schemaPlan
 		Completed: job.JobCompleted{Result: fields, RecordID: rec.ID, RecordIDs: []string{rec.ID}, Cost: cost}}
 }
 
-// schemaAnswer is what a schema job's attempts came to: the validated
-// answer (nil: none), the tokens spent, and the last failure's code and
-// public account.
-type schemaAnswer struct {
-	got     *validated
-	in, out int
-	code    job.ErrorCode
-	public  string
-}
-
-// ask asks the model for the schema up to max times, feeding back what was
-// wrong with each answer and pausing after a transport failure; stopped is
-// true when ctx ended (the job runtime reads the cause).
-func (s *SchemaGenerator) ask(ctx context.Context, pub func(job.Payload), sp *schemaPlan, max int) (a schemaAnswer, stopped bool) {
+// ask calls the schema job's model until an answer passes every rule, up to
+// s.attempts() attempts. failed, when set, ends the run: the model failed
+// (its model_completed is published here), or ctx ended.
+func (s *SchemaGenerator) ask(ctx context.Context, sp *schemaPlan, pub func(job.Payload), start time.Time) (got *validated, in, outT int, failed *ports.Outcome) {
 	key := sp.model.Key.String()
 	msgs := schemaPrompt(sp)
-	var reason string
+	max := s.attempts()
+	var reason, public string
+	var code job.ErrorCode
 	for attempt := 1; attempt <= max; attempt++ {
 		pub(job.Attempt{Model: key, Expertise: string(sp.task), Attempt: attempt, MaxAttempts: max, Reason: reason})
 		resp, err := s.Calls.generate(ctx, sp.pl, sp.model, ports.LLMRequest{Model: sp.model.Key, Messages: msgs,
 			Schema: answerSchema, SchemaName: string(sp.task), ResponseSchema: true, Task: sp.task})
-		a.in += resp.InputTokens
-		a.out += resp.OutputTokens
+		in += resp.InputTokens
+		outT += resp.OutputTokens
 		if err != nil {
 			if ctx.Err() != nil {
-				return a, true
+				return nil, in, outT, &ports.Outcome{}
 			}
-			a.code = classify(err)
-			a.public = a.code.Message()
-			reason = fmt.Sprintf("%s: %s", a.code, a.public)
-			s.Log.Warn("llm call failed", "model", key, "task", sp.task, "attempt", attempt, "code", a.code, "err", err)
+			code = classify(err)
+			public = code.Message()
+			reason = fmt.Sprintf("%s: %s", code, public)
+			s.Log.Warn("llm call failed", "model", key, "task", sp.task, "attempt", attempt, "code", code, "err", err)
 			if permanent(err) {
 				break
 			}
-			if attempt < max {
-				backoff := s.RetryBackoff
-				if backoff == 0 {
-					backoff = 100 * time.Millisecond
-				}
-				select {
-				case <-time.After(backoff * time.Duration(attempt)):
-				case <-ctx.Done():
-					return a, true
-				}
+			if attempt < max && !s.backOff(ctx, attempt) {
+				return nil, in, outT, &ports.Outcome{}
 			}
 			continue
 		}
 		v, perr := s.check(resp.Text, sp)
 		if perr == nil {
-			a.got = &v
-			break
+			return &v, in, outT, nil
 		}
 		// The validator's account names paths of the model's own output:
 		// it is ours to show.
-		a.code = job.CodeOutputInvalid
-		a.public = fmt.Sprintf("%s: %v", a.code.Message(), perr)
-		reason = fmt.Sprintf("%s: %v", a.code, perr)
+		code = job.CodeOutputInvalid
+		public = fmt.Sprintf("%s: %v", code.Message(), perr)
+		reason = fmt.Sprintf("%s: %v", code, perr)
 		msgs = enrichment.Retry(msgs, resp.Text, perr)
 	}
-	return a, false
+	msg := fmt.Sprintf("%d attempts failed, last: %s", max, public)
+	if code != job.CodeOutputInvalid {
+		msg = fmt.Sprintf("the model failed: %s", public)
+	}
+	pub(job.ModelCompleted{Model: key, Cost: sp.model.Price.Cost(in, outT), InputTokens: in, OutputTokens: outT,
+		ProcessingMS: time.Since(start).Milliseconds(), ErrorMessage: msg, ErrorCode: code})
+	return nil, in, outT, &ports.Outcome{Failure: &ports.Failure{Code: code, Msg: msg}}
+}
+
+// backOff waits before attempt+1 after a failed call; false when ctx ended
+// first.
+func (s *SchemaGenerator) backOff(ctx context.Context, attempt int) bool {
+	backoff := s.RetryBackoff
+	if backoff == 0 {
+		backoff = 100 * time.Millisecond
+	}
+	select {
+	case <-time.After(backoff * time.Duration(attempt)):
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // schemaPrompt is the first prompt of a generation or an edit.

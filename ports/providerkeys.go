@@ -152,11 +152,14 @@ func (e *RateLimitError) Error() string {
 // Unwrap makes the error an ErrRateLimited.
 func (e *RateLimitError) Unwrap() error { return ErrRateLimited }
 
-// UsageLedger keeps one entry per LLM call. It is append-only: entries are
-// written with the job's terminal state (in its unit of work) and never
-// changed or removed.
+// UsageLedger keeps one entry per LLM call. It is append-only: a job's
+// entries are written as its calls are answered (with the job's events, or
+// with its end) and never changed or removed.
 type UsageLedger interface {
-	// AppendUsage adds entries; an existing id is ErrConflict.
+	// AppendUsage adds entries. It is idempotent: an entry whose id the
+	// ledger holds is skipped, so that a write retried after an unclear
+	// commit, or a call written with its checkpoint and again with the
+	// job's end, is one row.
 	AppendUsage(ctx context.Context, entries []usage.Entry) error
 	// ListUsage returns orgID's entries created in [from, to), oldest
 	// first.

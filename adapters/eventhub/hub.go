@@ -28,18 +28,17 @@ type Config struct {
 	PollInterval time.Duration
 	// Retain keeps a finished job's events in memory this long (default
 	// 1 s), for followers that catch up just after the end; later ones
-	// read the log. Every retained event is a map, so at a few thousand
-	// jobs a second a minute's worth was hundreds of megabytes of live
-	// heap, and the collector's work grew with it; at 16 clients on memory
-	// storage, enrich/sync served about 10% more requests a second with 1 s
-	// than with 5 s (alternated binaries, 4 of 4 pairs).
+	// read the log. It is short because every retained event is live heap
+	// that the collector marks, and at a high rate of jobs a longer window
+	// costs throughput (docs/performance.md).
 	Retain time.Duration
 	// PrivateRetain is Retain for a private job (Private: one nobody
 	// elsewhere can follow, a synchronous request's, whose only follower
 	// is that request, woken at the end): default 100 ms, for that request
-	// to take the end from memory; a follower after it reads the log. With
-	// Retain's second, a second of such jobs' events was about 40% of the
-	// heap the collector marked at 16 clients on memory storage.
+	// to take the end from memory; a follower after it reads the log.
+	// Nobody else can follow such a job, and at a high rate of
+	// synchronous requests their events kept for Retain were a large
+	// share of the heap the collector marked.
 	PrivateRetain time.Duration
 	// MaxPending bounds the unwritten events of one job; past it (a long
 	// outage) the job is given up here (default 10,000).

@@ -355,9 +355,9 @@ func TestPrivateJobsAreForgottenSooner(t *testing.T) {
 
 // TestEndedJobsLetTheirRunGo: once a job's end is durable, the hub keeps its
 // events for late followers but not the lost callback, which refers to the
-// engine's whole run (its job, tracker and contexts): kept for Retain at
-// thousands of jobs a second, that was tens of megabytes of live heap for
-// the collector to mark.
+// engine's whole run (its job, tracker and contexts): kept for Retain at a
+// high rate of jobs, that is a great deal of live heap for the collector
+// to mark.
 func TestEndedJobsLetTheirRunGo(t *testing.T) {
 	is := is.New(t)
 	ctx := t.Context()

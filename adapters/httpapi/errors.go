@@ -89,7 +89,7 @@ var errorTable = []errorRule{
 	{err: schema.ErrContractUnsatisfied, status: http.StatusBadRequest, code: app.CodeInputContract, detail: "entity_data does not satisfy the schema's input contract"},
 	{err: ports.ErrInvalid, status: http.StatusBadRequest, code: "invalid_request", detail: "the request is invalid"},
 	{err: errTooLarge, status: http.StatusRequestEntityTooLarge, code: "body_too_large", detail: "request body too large"},
-	// The saved-schema lifecycle's refusals (docs/decisions.md, "Schemas (issue 10)").
+	// The saved-schema lifecycle's refusals (docs/contract.md, "Schemas").
 	{err: schema.ErrInUse, status: http.StatusConflict, code: app.CodeSchemaInUse, detail: "the schema is in use (a linked database); delete with cascade=true"},
 	{err: schema.ErrRestoreExpired, status: http.StatusConflict, code: app.CodeRestoreExpired, detail: "the schema can no longer be restored; its restore window has passed"},
 	{err: schema.ErrNotLinked, status: http.StatusConflict, code: app.CodeSchemaNotLinked, detail: "the schema is not linked to a database; only linked schemas are published"},

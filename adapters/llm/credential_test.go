@@ -190,7 +190,9 @@ func TestProviderErrorsScrubTheKey(t *testing.T) {
 		return "Incorrect API key provided: " + strings.TrimPrefix(req.Authorization, "Bearer "), http.StatusUnauthorized
 	})
 	an := fakeanthropic.New(t)
-	an.SetResponder(func(req fakeanthropic.Request) (string, int) { return "invalid x-api-key " + req.APIKey, http.StatusForbidden })
+	an.SetResponder(func(req fakeanthropic.Request) (string, int) {
+		return "invalid x-api-key " + req.APIKey, http.StatusForbidden
+	})
 	r, err := llm.NewRegistry(llm.Config{Providers: []llm.ProviderConfig{
 		{Name: "openai", Type: "openai", BaseURL: oa.URL(), Models: []string{"gpt-4o"}},
 		{Name: "claude", Type: "anthropic", BaseURL: an.URL(), Models: []string{"claude-sonnet-4-5"}},

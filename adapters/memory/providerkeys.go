@@ -19,9 +19,10 @@ var _ ports.ProviderKeyStore = (*ProviderKeyStore)(nil)
 // the use of the chosen key with a compare-and-swap on that key's last use:
 // a pick that lost the race to a concurrent one (which changed the same
 // key's use since it was read) ranks again, so two picks never both take
-// the least recently used key when another is free. Under a mutex, 64
+// the least recently used key when another is free. Under a mutex, many
 // goroutines picking at once queued behind each other and behind the
-// scheduler (p99 in milliseconds); without one, a pick costs its own work.
+// scheduler, which made the slowest picks slow; without one, a pick costs
+// its own work.
 type ProviderKeyStore struct {
 	mu   sync.Mutex // serializes changes to keys and idx
 	keys map[string]*pkSlot

@@ -2,7 +2,6 @@ package memory
 
 import (
 	"context"
-	"fmt"
 	"sort"
 	"sync"
 	"time"
@@ -23,23 +22,28 @@ type UsageLedger struct {
 // NewUsageLedger returns an empty ledger.
 func NewUsageLedger() *UsageLedger { return &UsageLedger{ids: map[string]bool{}} }
 
-// AppendUsage adds entries, all or none; an existing id is ErrConflict.
+// AppendUsage adds the entries whose ids it does not hold.
 func (l *UsageLedger) AppendUsage(_ context.Context, entries []usage.Entry) error {
+	l.add(entries)
+	return nil
+}
+
+// add adds the entries whose ids it does not hold and returns the ids it
+// added.
+func (l *UsageLedger) add(entries []usage.Entry) []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	seen := map[string]bool{}
+	var added []string
 	for _, e := range entries {
-		if l.ids[e.ID] || seen[e.ID] {
-			return fmt.Errorf("memory: append usage %s: %w", e.ID, ports.ErrConflict)
+		if l.ids[e.ID] {
+			continue
 		}
-		seen[e.ID] = true
-	}
-	for _, e := range entries {
 		e.CreatedAt = ts(e.CreatedAt)
 		l.ids[e.ID] = true
 		l.entries = append(l.entries, e)
+		added = append(added, e.ID)
 	}
-	return nil
+	return added
 }
 
 // ListUsage returns orgID's entries in [from, to), oldest first.
@@ -86,14 +90,8 @@ type txUsage struct {
 	u *undoLog
 }
 
-func (t txUsage) AppendUsage(ctx context.Context, entries []usage.Entry) error {
-	if err := t.UsageLedger.AppendUsage(ctx, entries); err != nil {
-		return err
-	}
-	ids := make([]string, len(entries))
-	for i, e := range entries {
-		ids[i] = e.ID
-	}
+func (t txUsage) AppendUsage(_ context.Context, entries []usage.Entry) error {
+	ids := t.add(entries) // a rollback removes only what this unit added
 	t.u.add(func() { t.remove(ids) })
 	return nil
 }

@@ -59,7 +59,7 @@ const usageColumns = "id, org_id, job_id, task, model, key_source, key_id, input
 	"web_search_calls, cost, latency_ms, outcome, created_at"
 
 const insertUsageSQL = "INSERT INTO llm_usage (" + usageColumns + ") VALUES " +
-	"($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)"
+	"($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) ON CONFLICT (id) DO NOTHING"
 
 const eventColumns = "job_id, seq, type, data, created_at"
 

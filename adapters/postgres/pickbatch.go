@@ -301,7 +301,7 @@ func (s *ProviderKeyStore) takeIdleN(ctx context.Context, ranked []*rotation.Key
 // takeIdleNRows runs takeIdleNSQL with args and returns its rows (at most
 // size). On a pgx pool it runs there, scanning each row by hand: a batch is
 // served while its picks wait, and database/sql and Bun's reflection were a
-// third of the batch's own time and most of what it allocated.
+// large part of the batch's own time and most of what it allocated.
 func (s *ProviderKeyStore) takeIdleNRows(ctx context.Context, size int, args ...any) ([]sharedKeyRow, error) {
 	out := make([]sharedKeyRow, 0, size)
 	if s.native == nil {

@@ -38,13 +38,13 @@ type UsageLedger struct{ db bun.IDB }
 // NewUsageLedger returns a UsageLedger on db.
 func NewUsageLedger(db bun.IDB) *UsageLedger { return &UsageLedger{db: db} }
 
-// AppendUsage inserts entries in one statement; an existing id is
-// ErrConflict.
+// AppendUsage inserts entries in one statement, skipping the ids the
+// ledger holds.
 func (l *UsageLedger) AppendUsage(ctx context.Context, entries []usage.Entry) error {
 	if len(entries) == 0 {
 		return nil
 	}
-	if _, err := l.db.NewInsert().Model(usageRows(entries)).Exec(ctx); err != nil {
+	if _, err := l.db.NewInsert().Model(usageRows(entries)).On("CONFLICT (id) DO NOTHING").Exec(ctx); err != nil {
 		return conflict(err, "append usage")
 	}
 	return nil

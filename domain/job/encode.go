@@ -28,9 +28,9 @@ func MarshalData(m map[string]any) ([]byte, error) {
 // StoredData returns the event's data (its fields and its common block) as
 // stores keep it: the same JSON value as MarshalJSON's, without event and
 // job_id, each object's keys in the map's own (random) order, for stores
-// keep the value and give it back decoded, never the text. Sorting the
-// keys of an event (about 20 with the common block) was half of
-// MarshalData's time. Nil for an event without data.
+// keep the value and give it back decoded, never the text, and sorting an
+// event's keys was a large part of encoding it. Nil for an event without
+// data.
 func (e Event) StoredData() ([]byte, error) {
 	p, typed := e.Payload.(pairer)
 	typed = typed && e.Data == nil

@@ -25,8 +25,8 @@ import (
 // 20 µs on memory, under 5 ms on PostgreSQL. A run picks once per
 // provider, not once per call. make bench runs PostgreSQL's for 20,000
 // picks (memory's, like every other benchmark, for 2,000): its 64 pickers
-// are served in batches of about 30, so a p99 over 2,000 picks was decided
-// by the slowest one or two of some 60 batches.
+// are served in batches, so a p99 over 2,000 picks would be decided by the
+// slowest one or two batches.
 func BenchmarkProviderKeyPick(b *testing.B) {
 	for _, be := range []struct {
 		name  string

@@ -2,7 +2,6 @@ package contract
 
 import (
 	"context"
-	"errors"
 	"reflect"
 	"testing"
 	"time"
@@ -54,17 +53,21 @@ func RunUsageLedger(t *testing.T, newLedger func(t *testing.T) ports.UsageLedger
 			is.Equal(len(got), 1)
 			is.Equal(got[0].ID, es[1].ID)
 		}},
-		{"a duplicate id is a conflict and appends nothing", func(t *testing.T, l ports.UsageLedger) {
+		{"an id held already is skipped: one row per call, however often written", func(t *testing.T, l ports.UsageLedger) {
 			is := is.New(t)
 			org := newID("org")
 			e := newUsage(org, 1)
 			is.NoErr(l.AppendUsage(ctx, []usage.Entry{e}))
 			fresh := newUsage(org, 2)
-			err := l.AppendUsage(ctx, []usage.Entry{fresh, e})
-			is.True(errors.Is(err, ports.ErrConflict))
+			again := e
+			again.Cost = 999 // what was written first stands
+			is.NoErr(l.AppendUsage(ctx, []usage.Entry{fresh, again, fresh}))
 			got, err := l.ListUsage(ctx, org, at(0), at(100))
 			is.NoErr(err)
-			is.Equal(len(got), 1)
+			is.Equal(len(got), 2)
+			is.Equal(got[0].ID, e.ID)
+			is.Equal(got[0].Cost, e.Cost)
+			is.Equal(got[1].ID, fresh.ID)
 		}},
 		{"aggregates agree with usage.Aggregate for every group", func(t *testing.T, l ports.UsageLedger) {
 			is := is.New(t)

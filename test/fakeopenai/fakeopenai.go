@@ -89,9 +89,9 @@ func WithModels(ids ...string) Option { return func(s *Server) { s.models = ids 
 
 // WithHistory keeps only the latest n requests for LastRequest and
 // AllRequests; Requests still counts every one. By default every request
-// is kept, which a load test cannot afford: at thousands of requests a
-// second they grew its heap by hundreds of megabytes of parsed bodies, and
-// collecting them slowed every server measured from the same process.
+// is kept, which a load test cannot afford: the parsed bodies of every
+// request grew its heap without bound, and collecting them slowed every
+// server measured from the same process.
 func WithHistory(n int) Option { return func(s *Server) { s.history = n } }
 
 // Server is a fake OpenAI-compatible API. Its methods are safe for

@@ -29,10 +29,9 @@ import (
 // compared with) run in processes of their own, as users run them: this test
 // binary run again with envChild set. In one process with the load
 // generator, a server on memory storage, whose heap grows by the records and
-// events it keeps (1.6 GB after a provider-path run), made every other
-// server in the process pay for marking it: the same 1-second round of the
-// bare proxy measured 3,841 to 6,670 requests/s depending on where the
-// collector stood.
+// events it keeps, made every other server in the process pay for marking
+// it: the bare proxy's rate in one round depended on where the collector
+// stood (figures in docs/performance.md).
 const envChild = "ENRICH_LOAD_CHILD"
 
 // envChildProfile names a directory where every child writes a CPU profile

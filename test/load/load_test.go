@@ -394,7 +394,7 @@ func startStore(t *testing.T, set settings, dsn string, fake *fakeopenai.Server,
 // measure runs each scenario on every server given (nil ones are left
 // out) in rounds, the servers taking turns, and fills their results with
 // the merged rounds; probe, when set, measures a commit after each round at
-// one client. The machine's speed drifts by 2x within seconds, so stores
+// one client. The machine's speed drifts within seconds, so stores
 // measured one after the other were measured on different machines.
 func measure(t *testing.T, set settings, rounds int, probe *commitProbe, servers ...*storeServer) {
 	servers = slices.DeleteFunc(servers, func(s *storeServer) bool { return s == nil })

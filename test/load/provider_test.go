@@ -41,8 +41,7 @@ import (
 //
 // At 1 client the service and the proxy run in this process, which measures
 // the code's own cost: in processes of their own, each hop would add a
-// process's wake-up (0.1-0.15 ms on this 2-core VM), which the direct call
-// does not pay; they stop before the 16-client rows. At 16 clients they
+// process's wake-up, which the direct call does not pay; they stop before the 16-client rows. At 16 clients they
 // run in processes of their own (child_test.go): in this one, the proxy's
 // rounds paid for collecting the service's heap, which grows by every
 // record and event it keeps.

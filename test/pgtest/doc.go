@@ -36,6 +36,7 @@
 // search_path with SET, on a server that no other running test uses: a server
 // goes back to a pool when its test ends (its schema dropped), and a test that
 // starts while every server is busy (parallel tests) gets a new server. A test
-// must not RESET or DISCARD the session. Each server is a Node process of
-// about 0.5 GB that takes about 3 s to start.
+// must not RESET or DISCARD the session. Each server is a Node process,
+// large and slow to start, so servers are pooled rather than started per
+// test.
 package pgtest
