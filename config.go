@@ -98,6 +98,9 @@ type Config struct {
 	// TTL only bounds a lost notification. 0 disables the cache (the zero
 	// Config of an embedder: set it to turn the cache on).
 	SchemaCacheTTL time.Duration `env:"ENRICH_SCHEMA_CACHE_TTL" envDefault:"1m"`
+	// Caches bounds the in-process caches; a zero field takes its default
+	// (DefaultCaches).
+	Caches CacheLimits `env:"-"`
 	// PasswordHashing "fast" lowers argon2id's cost (tests only).
 	PasswordHashing string `env:"ENRICH_PASSWORD_HASHING" envDefault:"standard"`
 
@@ -124,6 +127,59 @@ type Config struct {
 	Providers []llm.ProviderConfig `env:"-"`
 	// Logger, when set, receives the logs (embedders); otherwise JSON to stderr.
 	Logger *slog.Logger `env:"-"`
+}
+
+// CacheLimits bound the in-process caches besides their TTLs (AuthCacheTTL,
+// SchemaCacheTTL). Every cache of the service takes its bounds from here.
+type CacheLimits struct {
+	// SchemaBytes bounds the saved schemas kept for job starts: their
+	// documents, plus 1 KiB each.
+	SchemaBytes int
+	// AuthEntries bounds the access-key prefixes kept to authenticate
+	// requests, and the users, each.
+	AuthEntries int
+	// Validators bounds the compiled JSON Schemas kept by content.
+	Validators int
+	// Shapes bounds the decoded contracts kept by content, and the run
+	// shapes derived from them (app/shape.go), each.
+	Shapes int
+	// KeyCandidatesTTL is how long a batch of provider-key picks on
+	// PostgreSQL reuses the candidate keys it read (a key added by another
+	// replica is seen that much later at most); KeyCandidateGroups bounds
+	// the organizations and providers whose candidates are kept.
+	KeyCandidatesTTL   time.Duration
+	KeyCandidateGroups int
+	// Clients bounds the provider clients kept, one per model and
+	// credential version (adapters/llm).
+	Clients int
+}
+
+// DefaultCaches returns the caches' default bounds: the one place where
+// they are declared.
+func DefaultCaches() CacheLimits {
+	return CacheLimits{SchemaBytes: 64 << 20, AuthEntries: 100_000, Validators: 1024, Shapes: 1024,
+		KeyCandidatesTTL: 500 * time.Millisecond, KeyCandidateGroups: 10_000,
+		Clients: 4096}
+}
+
+// withDefaults fills the zero fields from DefaultCaches.
+func (l CacheLimits) withDefaults() CacheLimits {
+	d := DefaultCaches()
+	fill := func(v *int, def int) {
+		if *v <= 0 {
+			*v = def
+		}
+	}
+	fill(&l.SchemaBytes, d.SchemaBytes)
+	fill(&l.AuthEntries, d.AuthEntries)
+	fill(&l.Validators, d.Validators)
+	fill(&l.Shapes, d.Shapes)
+	fill(&l.KeyCandidateGroups, d.KeyCandidateGroups)
+	fill(&l.Clients, d.Clients)
+	if l.KeyCandidatesTTL <= 0 {
+		l.KeyCandidatesTTL = d.KeyCandidatesTTL
+	}
+	return l
 }
 
 // LoadConfig reads the configuration from environ (os.Environ() form).
@@ -219,6 +275,7 @@ func (c Config) withDefaults() (Config, []string, error) {
 	if c.Addr == "" {
 		c.Addr = ":8080"
 	}
+	c.Caches = c.Caches.withDefaults()
 	return c, warn, nil
 }
 

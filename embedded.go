@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/entityenrich/enrich/adapters/cache"
 	"github.com/entityenrich/enrich/adapters/eventhub"
 	"github.com/entityenrich/enrich/adapters/httpapi"
 	"github.com/entityenrich/enrich/adapters/jobrun"
@@ -94,6 +95,9 @@ type Embedded struct {
 	stream *eventhub.Hub
 	engine *jobrun.Engine
 	cfg    Config
+	// The caches that other instances' changes reach (listen).
+	schemaCache *cache.Schemas
+	authCache   *cache.Auth
 
 	stop    context.CancelFunc
 	bg      sync.WaitGroup
@@ -151,13 +155,11 @@ func (e *Embedded) listen(ctx context.Context) {
 			e.engine.Lost(id)
 		case "cancel":
 			e.engine.CancelRequested(id)
-		case app.InvalidationKindSchema:
-			e.Schemas.SchemaCache.Forget(kind, id)
-		case "*": // the listener (re)connected: anything may have changed
-			e.Schemas.SchemaCache.Forget(kind, id)
-			e.Access.Forget(kind, id)
 		default:
-			e.Access.Forget(kind, id)
+			// A cache's kind, or "*": the listener (re)connected, and
+			// anything may have changed. Each cache takes its own.
+			e.schemaCache.Forget(kind, id)
+			e.authCache.Forget(kind, id)
 		}
 	})
 	if err != nil {

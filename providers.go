@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/wire"
 
+	"github.com/entityenrich/enrich/adapters/cache"
 	"github.com/entityenrich/enrich/adapters/crypto"
 	"github.com/entityenrich/enrich/adapters/eventhub"
 	"github.com/entityenrich/enrich/adapters/httpapi"
@@ -38,7 +39,8 @@ var coreSet = wire.NewSet(
 	wire.Struct(new(system.IDs)),
 	wire.Bind(new(ports.IDs), new(system.IDs)),
 	jsonschema.New,
-	wire.Bind(new(ports.SchemaCompiler), new(*jsonschema.Compiler)),
+	provideCompiler,
+	wire.Bind(new(ports.SchemaCompiler), new(*cache.Compiler)),
 	provideRegistry,
 	metrics.New,
 	provideLLM,
@@ -61,6 +63,10 @@ var coreSet = wire.NewSet(
 	provideOrgProviderStore,
 	provideKeyRing,
 	provideSchemaCache,
+	wire.Bind(new(ports.SchemaCache), new(*cache.Schemas)),
+	provideAuthCache,
+	wire.Bind(new(ports.AuthCache), new(*cache.Auth)),
+	provideEnrichMemos,
 	provideAccessConfig,
 	provideSchemaConfig,
 	provideEnrichConfig,
@@ -110,7 +116,8 @@ func provideRegistry(cfg Config) (*llm.Registry, error) {
 		return nil, fmt.Errorf("ENRICH_MODEL_CATALOG %s: %w", cfg.ModelCatalog, err)
 	}
 	return llm.NewRegistry(llm.Config{Providers: cfg.Providers, Catalog: cat, Sandbox: cfg.Sandbox, SandboxLatency: cfg.SandboxLatency,
-		GuardedHTTPClient: llm.GuardedHTTPClientFor(netguard.Options{AllowLoopbackPorts: cfg.OrgProviderAllowLoopbackPorts})})
+		GuardedHTTPClient: llm.GuardedHTTPClientFor(netguard.Options{AllowLoopbackPorts: cfg.OrgProviderAllowLoopbackPorts}),
+		ClientCacheSize:   cfg.Caches.Clients})
 }
 
 // provideLLM is the provider registry with the call metrics around it,
@@ -200,7 +207,7 @@ func provideFetcher(cfg Config) ports.EntityFetcher {
 }
 
 func provideAccessConfig(cfg Config) app.AccessConfig {
-	return app.AccessConfig{AccessTTL: cfg.AccessTokenTTL, CacheTTL: cfg.AuthCacheTTL, SysAdminEmails: cfg.SysAdminEmails}
+	return app.AccessConfig{AccessTTL: cfg.AccessTokenTTL, SysAdminEmails: cfg.SysAdminEmails}
 }
 
 func provideSchemaConfig(cfg Config) app.SchemaConfig {
@@ -212,9 +219,26 @@ func provideEnrichConfig(cfg Config) app.EnrichConfig {
 }
 
 // provideSchemaCache is the one schema cache of the process: job starts
-// read through it, and every service that writes schemas drops from it.
-func provideSchemaCache(cfg Config, st *Stores, clock ports.Clock, lg *slog.Logger) *app.SchemaCache {
-	return &app.SchemaCache{TTL: cfg.SchemaCacheTTL, Invalidations: st.Invalidations, Clock: clock, Log: lg}
+// read through it, and every service that writes schemas tells it.
+func provideSchemaCache(cfg Config, st *Stores, clock ports.Clock, lg *slog.Logger) *cache.Schemas {
+	return cache.NewSchemas(st.Schemas, st.Invalidations, clock, lg, cache.SchemaConfig{TTL: cfg.SchemaCacheTTL, MaxBytes: cfg.Caches.SchemaBytes})
+}
+
+// provideAuthCache is the cache of the keys and users that authenticate
+// requests (AuthCacheTTL 0: reads go to the stores).
+func provideAuthCache(cfg Config, st *Stores, clock ports.Clock, lg *slog.Logger) *cache.Auth {
+	return cache.NewAuth(st.Keys, st.Users, st.Invalidations, clock, lg, cache.AuthConfig{TTL: cfg.AuthCacheTTL, MaxEntries: cfg.Caches.AuthEntries})
+}
+
+// provideCompiler keeps the compiled JSON Schemas by content.
+func provideCompiler(cfg Config, c *jsonschema.Compiler) *cache.Compiler {
+	return cache.NewCompiler(c, cfg.Caches.Validators)
+}
+
+// provideEnrichMemos keep the decoded contracts and the run shapes.
+func provideEnrichMemos(cfg Config) app.EnrichMemos {
+	return app.EnrichMemos{Contracts: cache.NewMemo[[32]byte, map[string]any](cfg.Caches.Shapes),
+		Shapes: cache.NewMemo[string, *app.Shape](cfg.Caches.Shapes)}
 }
 
 // provideRunners is the table from job type to the Runner of its jobs,
@@ -252,10 +276,11 @@ func provideEmbedded(st *Stores, a *app.AccessService, sc *app.SchemaService, rc
 	bs *app.BatchService, ms *app.ModelService,
 	js *app.JobService, pk *app.ProviderKeyService, cs *app.CostService, an *app.AnalysisService, smp *app.SampleService,
 	sg *app.SchemaGenService, fs *app.FetchService, fu *app.FusionService, h *eventhub.Hub, eng *jobrun.Engine, lg *slog.Logger,
-	m *metrics.Metrics, op *app.OrgProviderService) *Embedded {
+	m *metrics.Metrics, op *app.OrgProviderService, scc *cache.Schemas, ac *cache.Auth) *Embedded {
 	m.WatchRunning(func() int { return len(eng.Running()) })
-	return &Embedded{Access: a, Schemas: sc, Records: rc, Enrichment: en, Batches: bs, Models: ms, Jobs: js, ProviderKeys: pk, Costs: cs, Analysis: an,
-		Samples: smp, SchemaGen: sg, Fetch: fs, Fusion: fu, Stores: st, Log: lg, Metrics: m, stream: h, engine: eng, OrgProviders: op}
+	return &Embedded{Access: a, Schemas: sc, Records: rc, Enrichment: en, Batches: bs, Models: ms, Jobs: js, ProviderKeys: pk, Costs: cs,
+		Analysis: an, Samples: smp, SchemaGen: sg, Fetch: fs, Fusion: fu, Stores: st, Log: lg, Metrics: m, stream: h, engine: eng,
+		OrgProviders: op, schemaCache: scc, authCache: ac}
 }
 
 // httpSet builds the HTTP API from an Embedded core.

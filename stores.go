@@ -47,7 +47,7 @@ func providePostgres(ctx context.Context, cfg Config, lg *slog.Logger) (*postgre
 	return db, func() { _ = db.Close() }, nil
 }
 
-func providePostgresStores(pdb *postgres.DB, cfg Config, lg *slog.Logger) (*Stores, error) {
+func providePostgresStores(pdb *postgres.DB, cfg Config, clock ports.Clock, lg *slog.Logger) (*Stores, error) {
 	queue, err := postgres.NewQueue(pdb, postgres.QueueConfig{}, lg)
 	if err != nil {
 		return nil, err
@@ -57,7 +57,7 @@ func providePostgresStores(pdb *postgres.DB, cfg Config, lg *slog.Logger) (*Stor
 		Queue: queue, UoW: postgres.NewUnitOfWork(db, func(tx bun.Tx) ports.JobEnqueuer { return queue.TxEnqueuer(tx) }),
 		Orgs: postgres.NewOrgStore(db), Users: postgres.NewUserStore(db), Keys: postgres.NewAPIKeyStore(db),
 		Schemas: postgres.NewSchemaStore(db), Records: postgres.NewRecordStore(db), Jobs: postgres.NewJobStore(db),
-		Events: postgres.NewEventLog(db), RefreshTokens: postgres.NewRefreshTokenStore(db), ProviderKeys: postgres.NewProviderKeyStore(db),
+		Events: postgres.NewEventLog(db), RefreshTokens: postgres.NewRefreshTokenStore(db), ProviderKeys: postgres.NewProviderKeyStore(db, postgres.WithCandidateCache(cfg.Caches.KeyCandidatesTTL, cfg.Caches.KeyCandidateGroups, clock)),
 		Usage: postgres.NewUsageLedger(db), OrgProviders: postgres.NewProviderStore(db),
 		Invalidations: postgres.NewInvalidations(db, cfg.DatabaseURL, lg), Ready: func(ctx context.Context) error { return db.PingContext(ctx) },
 		Kind: "postgres",

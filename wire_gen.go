@@ -29,17 +29,18 @@ func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	passwords := providePasswords(cfg)
 	clock := system.Clock{}
 	tokens := provideTokens(cfg, clock)
-	invalidations := stores.Invalidations
-	iDs := system.IDs{}
 	logger := provideLogger(cfg)
+	auth := provideAuthCache(cfg, stores, clock, logger)
+	iDs := system.IDs{}
 	accessConfig := provideAccessConfig(cfg)
-	accessService := app.NewAccessService(unitOfWork, orgStore, userStore, apiKeyStore, refreshTokenStore, passwords, tokens, invalidations, clock, iDs, logger, accessConfig)
+	accessService := app.NewAccessService(unitOfWork, orgStore, userStore, apiKeyStore, refreshTokenStore, passwords, tokens, auth, clock, iDs, logger, accessConfig)
 	schemaStore := stores.Schemas
 	recordStore := stores.Records
 	compiler := jsonschema.New()
-	schemaCache := provideSchemaCache(cfg, stores, clock, logger)
+	cacheCompiler := provideCompiler(cfg, compiler)
+	schemas := provideSchemaCache(cfg, stores, clock, logger)
 	schemaConfig := provideSchemaConfig(cfg)
-	schemaService := app.NewSchemaService(schemaStore, recordStore, unitOfWork, compiler, schemaCache, clock, iDs, schemaConfig)
+	schemaService := app.NewSchemaService(schemaStore, recordStore, unitOfWork, cacheCompiler, schemas, clock, iDs, schemaConfig)
 	recordService := app.NewRecordService(recordStore, clock)
 	codec := jobcodec.New()
 	registry, err := provideRegistry(cfg)
@@ -64,11 +65,12 @@ func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	llm := provideLLM(cfg, registry, metricsMetrics)
 	calls := app.NewCalls(llm, keyRing, clock, iDs, logger)
 	fuser := app.NewFuser(modelService, calls, clock, logger)
+	enrichMemos := provideEnrichMemos(cfg)
 	enrichConfig := provideEnrichConfig(cfg)
-	enricher := app.NewEnricher(schemaStore, schemaCache, compiler, codec, modelService, calls, fuser, clock, logger, enrichConfig)
+	enricher := app.NewEnricher(schemaStore, schemas, cacheCompiler, codec, modelService, calls, fuser, clock, logger, enrichMemos, enrichConfig)
 	hub, cleanup := provideStream(stores, clock, logger)
-	schemaGenerator := app.NewSchemaGenerator(modelService, calls, codec, schemaStore, schemaService, compiler, clock, iDs, logger)
-	merger := app.NewMerger(fuser, recordStore, schemaStore, schemaCache, compiler, codec, clock, iDs, logger)
+	schemaGenerator := app.NewSchemaGenerator(modelService, calls, codec, schemaStore, schemaService, cacheCompiler, clock, iDs, logger)
+	merger := app.NewMerger(fuser, recordStore, schemaStore, schemas, cacheCompiler, codec, clock, iDs, logger)
 	sampleGenerator := app.NewSampleGenerator(codec, modelService, calls, clock, iDs, logger)
 	runners := provideRunners(enricher, schemaGenerator, merger, sampleGenerator)
 	engine := provideEngine(cfg, stores, hub, clock, logger, metricsMetrics, runners)
@@ -80,14 +82,14 @@ func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	usageLedger := stores.Usage
 	providerKeyService := app.NewProviderKeyService(providerKeyStore, fernet, registry, registry, registry, usageLedger, clock, iDs, logger)
 	costService := app.NewCostService(usageLedger, clock)
-	analysisService := app.NewAnalysisService(schemaStore, recordStore, unitOfWork, llm, registry, compiler, keyRing, orgStore, schemaCache, clock, iDs, logger)
+	analysisService := app.NewAnalysisService(schemaStore, recordStore, unitOfWork, llm, registry, cacheCompiler, keyRing, orgStore, schemas, clock, iDs, logger)
 	sampleService := app.NewSampleService(sampleGenerator, engine, hub, jobService)
 	schemaGenService := app.NewSchemaGenService(schemaGenerator, engine, hub, jobService)
 	entityFetcher := provideFetcher(cfg)
 	fetchService := app.NewFetchService(entityFetcher, batchService, clock, enrichConfig)
 	fusionService := app.NewFusionService(merger, engine, hub, jobService)
 	orgProviderService := app.NewOrgProviderService(providerStore, fernet, registry, registry, registry, clock, iDs, logger)
-	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService)
+	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth)
 	return embedded, func() {
 		cleanup()
 	}, nil
@@ -100,7 +102,8 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	stores, err := providePostgresStores(db, cfg, logger)
+	clock := system.Clock{}
+	stores, err := providePostgresStores(db, cfg, clock, logger)
 	if err != nil {
 		cleanup()
 		return nil, nil, err
@@ -111,18 +114,18 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	apiKeyStore := stores.Keys
 	refreshTokenStore := stores.RefreshTokens
 	passwords := providePasswords(cfg)
-	clock := system.Clock{}
 	tokens := provideTokens(cfg, clock)
-	invalidations := stores.Invalidations
+	auth := provideAuthCache(cfg, stores, clock, logger)
 	iDs := system.IDs{}
 	accessConfig := provideAccessConfig(cfg)
-	accessService := app.NewAccessService(unitOfWork, orgStore, userStore, apiKeyStore, refreshTokenStore, passwords, tokens, invalidations, clock, iDs, logger, accessConfig)
+	accessService := app.NewAccessService(unitOfWork, orgStore, userStore, apiKeyStore, refreshTokenStore, passwords, tokens, auth, clock, iDs, logger, accessConfig)
 	schemaStore := stores.Schemas
 	recordStore := stores.Records
 	compiler := jsonschema.New()
-	schemaCache := provideSchemaCache(cfg, stores, clock, logger)
+	cacheCompiler := provideCompiler(cfg, compiler)
+	schemas := provideSchemaCache(cfg, stores, clock, logger)
 	schemaConfig := provideSchemaConfig(cfg)
-	schemaService := app.NewSchemaService(schemaStore, recordStore, unitOfWork, compiler, schemaCache, clock, iDs, schemaConfig)
+	schemaService := app.NewSchemaService(schemaStore, recordStore, unitOfWork, cacheCompiler, schemas, clock, iDs, schemaConfig)
 	recordService := app.NewRecordService(recordStore, clock)
 	codec := jobcodec.New()
 	registry, err := provideRegistry(cfg)
@@ -151,11 +154,12 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	llm := provideLLM(cfg, registry, metricsMetrics)
 	calls := app.NewCalls(llm, keyRing, clock, iDs, logger)
 	fuser := app.NewFuser(modelService, calls, clock, logger)
+	enrichMemos := provideEnrichMemos(cfg)
 	enrichConfig := provideEnrichConfig(cfg)
-	enricher := app.NewEnricher(schemaStore, schemaCache, compiler, codec, modelService, calls, fuser, clock, logger, enrichConfig)
+	enricher := app.NewEnricher(schemaStore, schemas, cacheCompiler, codec, modelService, calls, fuser, clock, logger, enrichMemos, enrichConfig)
 	hub, cleanup2 := provideStream(stores, clock, logger)
-	schemaGenerator := app.NewSchemaGenerator(modelService, calls, codec, schemaStore, schemaService, compiler, clock, iDs, logger)
-	merger := app.NewMerger(fuser, recordStore, schemaStore, schemaCache, compiler, codec, clock, iDs, logger)
+	schemaGenerator := app.NewSchemaGenerator(modelService, calls, codec, schemaStore, schemaService, cacheCompiler, clock, iDs, logger)
+	merger := app.NewMerger(fuser, recordStore, schemaStore, schemas, cacheCompiler, codec, clock, iDs, logger)
 	sampleGenerator := app.NewSampleGenerator(codec, modelService, calls, clock, iDs, logger)
 	runners := provideRunners(enricher, schemaGenerator, merger, sampleGenerator)
 	engine := provideEngine(cfg, stores, hub, clock, logger, metricsMetrics, runners)
@@ -167,14 +171,14 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	usageLedger := stores.Usage
 	providerKeyService := app.NewProviderKeyService(providerKeyStore, fernet, registry, registry, registry, usageLedger, clock, iDs, logger)
 	costService := app.NewCostService(usageLedger, clock)
-	analysisService := app.NewAnalysisService(schemaStore, recordStore, unitOfWork, llm, registry, compiler, keyRing, orgStore, schemaCache, clock, iDs, logger)
+	analysisService := app.NewAnalysisService(schemaStore, recordStore, unitOfWork, llm, registry, cacheCompiler, keyRing, orgStore, schemas, clock, iDs, logger)
 	sampleService := app.NewSampleService(sampleGenerator, engine, hub, jobService)
 	schemaGenService := app.NewSchemaGenService(schemaGenerator, engine, hub, jobService)
 	entityFetcher := provideFetcher(cfg)
 	fetchService := app.NewFetchService(entityFetcher, batchService, clock, enrichConfig)
 	fusionService := app.NewFusionService(merger, engine, hub, jobService)
 	orgProviderService := app.NewOrgProviderService(providerStore, fernet, registry, registry, registry, clock, iDs, logger)
-	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService)
+	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth)
 	return embedded, func() {
 		cleanup2()
 		cleanup()
@@ -191,17 +195,18 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 	passwords := providePasswords(cfg)
 	clock := system.Clock{}
 	tokens := provideTokens(cfg, clock)
-	invalidations := st.Invalidations
-	iDs := system.IDs{}
 	logger := provideLogger(cfg)
+	auth := provideAuthCache(cfg, st, clock, logger)
+	iDs := system.IDs{}
 	accessConfig := provideAccessConfig(cfg)
-	accessService := app.NewAccessService(unitOfWork, orgStore, userStore, apiKeyStore, refreshTokenStore, passwords, tokens, invalidations, clock, iDs, logger, accessConfig)
+	accessService := app.NewAccessService(unitOfWork, orgStore, userStore, apiKeyStore, refreshTokenStore, passwords, tokens, auth, clock, iDs, logger, accessConfig)
 	schemaStore := st.Schemas
 	recordStore := st.Records
 	compiler := jsonschema.New()
-	schemaCache := provideSchemaCache(cfg, st, clock, logger)
+	cacheCompiler := provideCompiler(cfg, compiler)
+	schemas := provideSchemaCache(cfg, st, clock, logger)
 	schemaConfig := provideSchemaConfig(cfg)
-	schemaService := app.NewSchemaService(schemaStore, recordStore, unitOfWork, compiler, schemaCache, clock, iDs, schemaConfig)
+	schemaService := app.NewSchemaService(schemaStore, recordStore, unitOfWork, cacheCompiler, schemas, clock, iDs, schemaConfig)
 	recordService := app.NewRecordService(recordStore, clock)
 	codec := jobcodec.New()
 	registry, err := provideRegistry(cfg)
@@ -226,11 +231,12 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 	llm := provideLLM(cfg, registry, metricsMetrics)
 	calls := app.NewCalls(llm, keyRing, clock, iDs, logger)
 	fuser := app.NewFuser(modelService, calls, clock, logger)
+	enrichMemos := provideEnrichMemos(cfg)
 	enrichConfig := provideEnrichConfig(cfg)
-	enricher := app.NewEnricher(schemaStore, schemaCache, compiler, codec, modelService, calls, fuser, clock, logger, enrichConfig)
+	enricher := app.NewEnricher(schemaStore, schemas, cacheCompiler, codec, modelService, calls, fuser, clock, logger, enrichMemos, enrichConfig)
 	hub, cleanup := provideStream(st, clock, logger)
-	schemaGenerator := app.NewSchemaGenerator(modelService, calls, codec, schemaStore, schemaService, compiler, clock, iDs, logger)
-	merger := app.NewMerger(fuser, recordStore, schemaStore, schemaCache, compiler, codec, clock, iDs, logger)
+	schemaGenerator := app.NewSchemaGenerator(modelService, calls, codec, schemaStore, schemaService, cacheCompiler, clock, iDs, logger)
+	merger := app.NewMerger(fuser, recordStore, schemaStore, schemas, cacheCompiler, codec, clock, iDs, logger)
 	sampleGenerator := app.NewSampleGenerator(codec, modelService, calls, clock, iDs, logger)
 	runners := provideRunners(enricher, schemaGenerator, merger, sampleGenerator)
 	engine := provideEngine(cfg, st, hub, clock, logger, metricsMetrics, runners)
@@ -242,14 +248,14 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 	usageLedger := st.Usage
 	providerKeyService := app.NewProviderKeyService(providerKeyStore, fernet, registry, registry, registry, usageLedger, clock, iDs, logger)
 	costService := app.NewCostService(usageLedger, clock)
-	analysisService := app.NewAnalysisService(schemaStore, recordStore, unitOfWork, llm, registry, compiler, keyRing, orgStore, schemaCache, clock, iDs, logger)
+	analysisService := app.NewAnalysisService(schemaStore, recordStore, unitOfWork, llm, registry, cacheCompiler, keyRing, orgStore, schemas, clock, iDs, logger)
 	sampleService := app.NewSampleService(sampleGenerator, engine, hub, jobService)
 	schemaGenService := app.NewSchemaGenService(schemaGenerator, engine, hub, jobService)
 	entityFetcher := provideFetcher(cfg)
 	fetchService := app.NewFetchService(entityFetcher, batchService, clock, enrichConfig)
 	fusionService := app.NewFusionService(merger, engine, hub, jobService)
 	orgProviderService := app.NewOrgProviderService(providerStore, fernet, registry, registry, registry, clock, iDs, logger)
-	embedded := provideEmbedded(st, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService)
+	embedded := provideEmbedded(st, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth)
 	return embedded, func() {
 		cleanup()
 	}, nil

@@ -41,14 +41,9 @@ type AccessService struct {
 	Throttle *access.Throttle
 	// SysAdminEmails are users who are system administrators by configuration.
 	SysAdminEmails map[string]bool
-	// CacheTTL bounds how long an authenticated key or user is reused
-	// without a storage read (0: no cache).
-	CacheTTL time.Duration
-	// Invalidations spreads cache invalidations to other instances (nil: one
-	// instance).
-	Invalidations ports.Invalidations
-
-	cache authCache
+	// Cache serves the keys and users that authenticate requests, and is
+	// told of every change to them (nil: read from Keys and Users).
+	Cache ports.AuthCache
 
 	usage usageBatch
 
@@ -60,18 +55,15 @@ type AccessService struct {
 type AccessConfig struct {
 	// AccessTTL is how long a session's access token lasts.
 	AccessTTL time.Duration
-	// CacheTTL bounds how long an authenticated key or user is reused
-	// without a storage read (0: no cache).
-	CacheTTL time.Duration
 	// SysAdminEmails are users who are system administrators by
 	// configuration (compared without case or surrounding space).
 	SysAdminEmails []string
 }
 
-// NewAccessService returns the access service on its stores. uow and inv
+// NewAccessService returns the access service on its stores. uow and cache
 // may be nil (see the fields).
 func NewAccessService(uow ports.UnitOfWork, orgs ports.OrgStore, users ports.UserStore, keys ports.APIKeyStore,
-	refresh ports.RefreshTokenStore, pw ports.Passwords, tokens ports.Tokens, inv ports.Invalidations, clock ports.Clock,
+	refresh ports.RefreshTokenStore, pw ports.Passwords, tokens ports.Tokens, cache ports.AuthCache, clock ports.Clock,
 	ids ports.IDs, log *slog.Logger, cfg AccessConfig) *AccessService {
 	admins := map[string]bool{}
 	for _, e := range cfg.SysAdminEmails {
@@ -80,7 +72,7 @@ func NewAccessService(uow ports.UnitOfWork, orgs ports.OrgStore, users ports.Use
 		}
 	}
 	return &AccessService{UoW: uow, Orgs: orgs, Users: users, Keys: keys, RefreshTokens: refresh, Passwords: pw, Access: tokens,
-		Invalidations: inv, Clock: clock, IDs: ids, Log: log, AccessTTL: cfg.AccessTTL, CacheTTL: cfg.CacheTTL,
+		Cache: cache, Clock: clock, IDs: ids, Log: log, AccessTTL: cfg.AccessTTL,
 		SysAdminEmails: admins, Throttle: access.NewThrottle()}
 }
 
@@ -332,22 +324,18 @@ func (s *AccessService) AuthenticateKey(ctx context.Context, key string) (*acces
 		return nil, errBadCredentials
 	}
 	now := s.Clock.Now()
-	k, cached, gen := (*access.APIKey)(nil), false, uint64(0)
-	if s.CacheTTL > 0 {
-		k, gen, cached = s.cache.key(hash, now, s.CacheTTL)
+	find := s.Keys.FindKeysByPrefix
+	if s.Cache != nil {
+		find = s.Cache.FindKeysByPrefix
 	}
-	if !cached {
-		cands, err := s.Keys.FindKeysByPrefix(ctx, prefix)
-		if err != nil {
-			return nil, err
-		}
-		for _, c := range cands {
-			if access.HashesEqual(c.Hash, hash) {
-				k = c
-			}
-		}
-		if k != nil && s.CacheTTL > 0 {
-			s.cache.putKey(k, now, gen)
+	cands, err := find(ctx, prefix)
+	if err != nil {
+		return nil, err
+	}
+	var k *access.APIKey
+	for _, c := range cands {
+		if access.HashesEqual(c.Hash, hash) {
+			k = c
 		}
 	}
 	if k == nil || k.Usable(now) != nil {
@@ -431,4 +419,27 @@ func (s *AccessService) Caller(ctx context.Context, p *access.Principal) (Caller
 		c.KeyName, c.KeyRole = k.Name, string(p.Role)
 	}
 	return c, nil
+}
+
+// getUser reads a user through the cache, when there is one.
+func (s *AccessService) getUser(ctx context.Context, id string) (*access.User, error) {
+	if s.Cache != nil {
+		return s.Cache.GetUser(ctx, id)
+	}
+	return s.Users.GetUser(ctx, id)
+}
+
+// keyChanged and userChanged tell the cache, when there is one, that a
+// change to a key or a user has committed: every such change through this
+// service calls one before it answers.
+func (s *AccessService) keyChanged(ctx context.Context, k *access.APIKey) {
+	if s.Cache != nil {
+		s.Cache.KeyChanged(ctx, k)
+	}
+}
+
+func (s *AccessService) userChanged(ctx context.Context, id string) {
+	if s.Cache != nil {
+		s.Cache.UserChanged(ctx, id)
+	}
 }

@@ -41,7 +41,7 @@ type AnalysisService struct {
 	Log   *slog.Logger
 	// SchemaCache is told of the annotations written to a schema (nil: no
 	// cache).
-	SchemaCache *SchemaCache
+	SchemaCache ports.SchemaCache
 	// MaxAttempts bounds the tries of one analysis (default
 	// DefaultAnalysisAttempts).
 	MaxAttempts int
@@ -57,7 +57,7 @@ type AnalysisService struct {
 // NewAnalysisService returns the schema analyses. uow, keys, orgs and cache
 // may be nil (see the fields).
 func NewAnalysisService(schemas ports.SchemaStore, records ports.RecordStore, uow ports.UnitOfWork, llm ports.LLM,
-	catalog ports.ModelCatalog, compiler ports.SchemaCompiler, keys *KeyRing, orgs ports.OrgStore, cache *SchemaCache,
+	catalog ports.ModelCatalog, compiler ports.SchemaCompiler, keys *KeyRing, orgs ports.OrgStore, cache ports.SchemaCache,
 	clock ports.Clock, ids ports.IDs, log *slog.Logger) *AnalysisService {
 	return &AnalysisService{Schemas: schemas, Records: records, UoW: uow, LLM: llm, Catalog: catalog, Compiler: compiler, Keys: keys,
 		Orgs: orgs, SchemaCache: cache, Clock: clock, IDs: ids, Log: log}
@@ -210,7 +210,7 @@ func (s *AnalysisService) AnalyzeSchema(ctx context.Context, p *access.Principal
 	if err != nil {
 		return nil, err
 	}
-	s.SchemaCache.written(ctx, p.OrgID, id)
+	schemaChanged(ctx, s.SchemaCache, p.OrgID, id)
 	res := &AnalysisResult{Report: rep, Model: m.Key.String(), Schema: updated}
 	rec := s.record(p.OrgID, id, m, nil, rep, calls)
 	if err := s.store(ctx, rec, calls); err != nil {

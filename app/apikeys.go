@@ -20,6 +20,69 @@ type NewKeyInput struct {
 	ExpiresInDays *int
 }
 
+// FlushUsage writes the batched key usage; the server calls it every few
+// seconds and at shutdown, so that authentication never writes per request.
+func (s *AccessService) FlushUsage(ctx context.Context) error {
+	batch := s.usage.take()
+	if len(batch) == 0 {
+		return nil
+	}
+	if err := s.Keys.RecordUsage(ctx, batch); err != nil {
+		s.usage.putBack(batch)
+		return err
+	}
+	return nil
+}
+
+// usageBatch aggregates key uses in memory between flushes.
+type usageBatch struct {
+	mu sync.Mutex
+	m  map[string]ports.KeyUsage
+}
+
+func (b *usageBatch) add(id string, at time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.m == nil {
+		b.m = map[string]ports.KeyUsage{}
+	}
+	u := b.m[id]
+	u.KeyID = id
+	u.Count++
+	if at.After(u.LastAt) {
+		u.LastAt = at
+	}
+	b.m[id] = u
+}
+
+func (b *usageBatch) take() []ports.KeyUsage {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make([]ports.KeyUsage, 0, len(b.m))
+	for _, u := range b.m {
+		out = append(out, u)
+	}
+	b.m = nil
+	return out
+}
+
+func (b *usageBatch) putBack(us []ports.KeyUsage) {
+	for _, u := range us {
+		b.mu.Lock()
+		if b.m == nil {
+			b.m = map[string]ports.KeyUsage{}
+		}
+		cur := b.m[u.KeyID]
+		cur.KeyID = u.KeyID
+		cur.Count += u.Count
+		if u.LastAt.After(cur.LastAt) {
+			cur.LastAt = u.LastAt
+		}
+		b.m[u.KeyID] = cur
+		b.mu.Unlock()
+	}
+}
+
 // CreateKey creates an access key and returns it with its only clear copy.
 func (s *AccessService) CreateKey(ctx context.Context, p *access.Principal, in NewKeyInput) (*access.APIKey, string, error) {
 	if err := access.Authorize(p, access.ActCreateKey); err != nil {
@@ -110,7 +173,7 @@ func (s *AccessService) SetKeyRole(ctx context.Context, p *access.Principal, id 
 		return nil
 	})
 	if err == nil {
-		s.invalidate(ctx, "key", id)
+		s.keyChanged(ctx, k)
 	}
 	return k, err
 }
@@ -121,78 +184,15 @@ func (s *AccessService) RevokeKey(ctx context.Context, p *access.Principal, id s
 		return err
 	}
 	now := s.Clock.Now()
-	_, err := s.Keys.UpdateKey(ctx, p.OrgID, id, func(k *access.APIKey) error {
+	k, err := s.Keys.UpdateKey(ctx, p.OrgID, id, func(k *access.APIKey) error {
 		if k.RevokedAt == nil {
 			k.RevokedAt = &now
 		}
 		return nil
 	})
 	if err == nil {
-		s.invalidate(ctx, "key", id)
+		s.keyChanged(ctx, k)
 		s.Log.Info("access key revoked", "org_id", p.OrgID, "key_id", id)
 	}
 	return err
-}
-
-// FlushUsage writes the batched key usage; the server calls it every few
-// seconds and at shutdown, so that authentication never writes per request.
-func (s *AccessService) FlushUsage(ctx context.Context) error {
-	batch := s.usage.take()
-	if len(batch) == 0 {
-		return nil
-	}
-	if err := s.Keys.RecordUsage(ctx, batch); err != nil {
-		s.usage.putBack(batch)
-		return err
-	}
-	return nil
-}
-
-// usageBatch aggregates key uses in memory between flushes.
-type usageBatch struct {
-	mu sync.Mutex
-	m  map[string]ports.KeyUsage
-}
-
-func (b *usageBatch) add(id string, at time.Time) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.m == nil {
-		b.m = map[string]ports.KeyUsage{}
-	}
-	u := b.m[id]
-	u.KeyID = id
-	u.Count++
-	if at.After(u.LastAt) {
-		u.LastAt = at
-	}
-	b.m[id] = u
-}
-
-func (b *usageBatch) take() []ports.KeyUsage {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	out := make([]ports.KeyUsage, 0, len(b.m))
-	for _, u := range b.m {
-		out = append(out, u)
-	}
-	b.m = nil
-	return out
-}
-
-func (b *usageBatch) putBack(us []ports.KeyUsage) {
-	for _, u := range us {
-		b.mu.Lock()
-		if b.m == nil {
-			b.m = map[string]ports.KeyUsage{}
-		}
-		cur := b.m[u.KeyID]
-		cur.KeyID = u.KeyID
-		cur.Count += u.Count
-		if u.LastAt.After(cur.LastAt) {
-			cur.LastAt = u.LastAt
-		}
-		b.m[u.KeyID] = cur
-		b.mu.Unlock()
-	}
 }

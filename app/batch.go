@@ -322,7 +322,7 @@ func (s *Enricher) runBatch(ctx context.Context, w *ports.Work) ports.Outcome {
 		}
 	}
 	pl := bp.pl
-	pl.usage.orgID, pl.usage.jobID = w.Job.OrgID, w.Job.ID
+	pl.usage.bind(w)
 	out := s.batch(ctx, w, bp)
 	out.Usage = pl.usage.take()
 	return out

@@ -59,7 +59,7 @@ func (s *Enricher) checkPreserved(doc, entity map[string]any, preserve [][]strin
 		if err != nil {
 			continue
 		}
-		val, err := s.compile(raw)
+		val, err := s.Compiler.Compile(raw)
 		if err != nil {
 			continue // the whole schema's compilation reports it
 		}

@@ -40,18 +40,16 @@ type Merger struct {
 	// Schemas and SchemaCache read the records' schema (the cache may be
 	// nil); Compiler validates the merge against it.
 	Schemas     ports.SchemaStore
-	SchemaCache *SchemaCache
+	SchemaCache ports.SchemaCache
 	Compiler    ports.SchemaCompiler
 	Requests    JobRequests
 	Clock       ports.Clock
 	IDs         ports.IDs
 	Log         *slog.Logger
-
-	cache validators
 }
 
 // NewMerger runs merge jobs over records with fuser.
-func NewMerger(fuser *Fuser, records ports.RecordStore, schemas ports.SchemaStore, cache *SchemaCache, compiler ports.SchemaCompiler,
+func NewMerger(fuser *Fuser, records ports.RecordStore, schemas ports.SchemaStore, cache ports.SchemaCache, compiler ports.SchemaCompiler,
 	requests JobRequests, clock ports.Clock, ids ports.IDs, log *slog.Logger) *Merger {
 	return &Merger{Fuser: fuser, Records: records, Schemas: schemas, SchemaCache: cache, Compiler: compiler, Requests: requests,
 		Clock: clock, IDs: ids, Log: log}
@@ -172,7 +170,7 @@ func (s *Merger) schemaOf(ctx context.Context, orgID string, pl *mergePlan) {
 	if pl.schemaID == "" {
 		return
 	}
-	sc, err := s.SchemaCache.live(ctx, s.Schemas, orgID, pl.schemaID)
+	sc, err := jobSchema(ctx, s.SchemaCache, s.Schemas, orgID, pl.schemaID)
 	if err != nil {
 		return
 	}
@@ -187,7 +185,7 @@ func (s *Merger) schemaOf(ctx context.Context, orgID string, pl *mergePlan) {
 	}
 	pl.doc = doc
 	raw, _ := json.Marshal(doc)
-	if v, err := s.cache.compile(s.Compiler, raw); err == nil {
+	if v, err := s.Compiler.Compile(raw); err == nil {
 		pl.validator = v
 	}
 }
@@ -258,7 +256,8 @@ func (s *Merger) Run(ctx context.Context, w *ports.Work) ports.Outcome {
 	if w.Tracker != nil {
 		w.Tracker.SetTotalModels(len(pl.sources))
 	}
-	log := &usageLog{orgID: w.Job.OrgID, jobID: w.Job.ID}
+	log := &usageLog{}
+	log.bind(w)
 	fr := fusionRun{orgID: w.Job.OrgID, jobID: w.Job.ID, recordID: fusionRecordID(w.Job.ID, pl.sources), doc: pl.doc, validator: pl.validator,
 		primary: pl.primary, strategy: pl.strategy, entity: pl.entity, schemaID: pl.schemaID, sources: pl.sources,
 		arbiter: pl.arbiter, pub: w.Publish, prior: w.Prior}

@@ -15,7 +15,7 @@ import (
 // calls llm for the models of catalog, with no provider keys and no pinned
 // defaults, retrying at once; clock nil is the system clock, lg nil
 // discards.
-func testEnricher(store ports.SchemaStore, cache *app.SchemaCache, llm ports.LLM, catalog ports.ModelCatalog, clock ports.Clock,
+func testEnricher(store ports.SchemaStore, cache ports.SchemaCache, llm ports.LLM, catalog ports.ModelCatalog, clock ports.Clock,
 	lg *slog.Logger) *app.Enricher {
 	if clock == nil {
 		clock = system.Clock{}
@@ -26,7 +26,7 @@ func testEnricher(store ports.SchemaStore, cache *app.SchemaCache, llm ports.LLM
 	models := app.NewModelService(nil, catalog, nil)
 	calls := app.NewCalls(llm, nil, clock, system.IDs{}, lg)
 	e := app.NewEnricher(store, cache, jsonschema.New(), jobcodec.New(), models, calls, app.NewFuser(models, calls, clock, lg), clock, lg,
-		app.EnrichConfig{})
+		app.EnrichMemos{}, app.EnrichConfig{})
 	e.RetryBackoff = 1
 	return e
 }

@@ -106,7 +106,7 @@ func (s *AccessService) UpdateMember(ctx context.Context, p *access.Principal, i
 	if err != nil {
 		return nil, err
 	}
-	s.invalidate(ctx, "user", u.ID)
+	s.userChanged(ctx, u.ID)
 	s.Log.Info("member updated", "org_id", p.OrgID, "user_id", u.ID, "role", u.Role, "status", u.Status, "by", p.UserID)
 	u.SysAdmin = s.isSysAdmin(u)
 	return u, nil
@@ -124,7 +124,7 @@ func (s *AccessService) GrantSysAdmin(ctx context.Context, email string, grant b
 		return nil
 	})
 	if err == nil {
-		s.invalidate(ctx, "user", u.ID)
+		s.userChanged(ctx, u.ID)
 	}
 	return u, err
 }

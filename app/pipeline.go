@@ -98,7 +98,7 @@ func (s *Enricher) Run(ctx context.Context, w *ports.Work) ports.Outcome {
 			return unprepared(s.Log, err)
 		}
 	}
-	pl.usage.orgID, pl.usage.jobID = w.Job.OrgID, w.Job.ID
+	pl.usage.bind(w)
 	out := s.run(ctx, w, pl)
 	out.Usage = pl.usage.take()
 	return out

@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -28,8 +27,14 @@ type Enricher struct {
 	// SchemaCache serves the schema of every job start (nil: read from
 	// Schemas each time). The SchemaService that writes the schemas must
 	// share it.
-	SchemaCache *SchemaCache
+	SchemaCache ports.SchemaCache
 	Compiler    ports.SchemaCompiler
+	// Contracts and Shapes keep what preparing a run derives from a
+	// schema's contract alone (app/shape.go), so that the runs that share a
+	// contract derive it once (nil: each run derives it). Compiler should
+	// keep its validators likewise.
+	Contracts ports.Memo[[32]byte, map[string]any]
+	Shapes    ports.Memo[string, *Shape]
 	// Requests decodes the stored requests of the jobs it runs.
 	Requests JobRequests
 	// Models resolves the requests' models; Calls makes the paid calls;
@@ -55,9 +60,6 @@ type Enricher struct {
 	// DefaultBatchMaxEntities); BatchConcurrency the entities of one batch
 	// enriched at once (default DefaultBatchConcurrency).
 	BatchMaxEntities, BatchConcurrency int
-
-	cache  validators
-	shapes shapes
 }
 
 // EnrichConfig tunes the Enricher.
@@ -69,48 +71,21 @@ type EnrichConfig struct {
 	BatchMaxEntities, BatchConcurrency int
 }
 
-// NewEnricher plans and runs enrichment jobs on its ports (cache may be
-// nil: see the field).
-func NewEnricher(schemas ports.SchemaStore, cache *SchemaCache, compiler ports.SchemaCompiler, requests JobRequests,
-	models *ModelService, calls *Calls, fuser *Fuser, clock ports.Clock, log *slog.Logger, cfg EnrichConfig) *Enricher {
-	return &Enricher{Schemas: schemas, SchemaCache: cache, Compiler: compiler, Requests: requests, Models: models, Calls: calls,
-		Fuser: fuser, Clock: clock, Log: log, MaxAttempts: cfg.MaxAttempts, BatchMaxEntities: cfg.BatchMaxEntities,
-		BatchConcurrency: cfg.BatchConcurrency}
+// EnrichMemos keep what preparing a run derives from a schema's contract
+// alone: see the Enricher's fields of the same names.
+type EnrichMemos struct {
+	Contracts ports.Memo[[32]byte, map[string]any]
+	Shapes    ports.Memo[string, *Shape]
 }
 
-// validators caches compiled schemas by content: compiling is the costliest
-// step of preparing a job, and the same schema is enriched again and again.
-type validators struct {
-	mu sync.Mutex
-	m  map[[32]byte]ports.Validator
-}
-
-const maxCachedValidators = 1024
-
-func (s *Enricher) compile(doc []byte) (ports.Validator, error) {
-	return s.cache.compile(s.Compiler, doc)
-}
-
-// compile returns compiler's validator of doc, compiled once per content.
-func (c *validators) compile(compiler ports.SchemaCompiler, doc []byte) (ports.Validator, error) {
-	key := sha256.Sum256(doc)
-	c.mu.Lock()
-	v, ok := c.m[key]
-	c.mu.Unlock()
-	if ok {
-		return v, nil
-	}
-	v, err := compiler.Compile(doc)
-	if err != nil {
-		return nil, err
-	}
-	c.mu.Lock()
-	if c.m == nil || len(c.m) >= maxCachedValidators {
-		c.m = map[[32]byte]ports.Validator{}
-	}
-	c.m[key] = v
-	c.mu.Unlock()
-	return v, nil
+// NewEnricher plans and runs enrichment jobs on its ports (cache and the
+// memos may be nil: see the fields).
+func NewEnricher(schemas ports.SchemaStore, cache ports.SchemaCache, compiler ports.SchemaCompiler, requests JobRequests,
+	models *ModelService, calls *Calls, fuser *Fuser, clock ports.Clock, log *slog.Logger, memos EnrichMemos,
+	cfg EnrichConfig) *Enricher {
+	return &Enricher{Schemas: schemas, SchemaCache: cache, Compiler: compiler, Contracts: memos.Contracts, Shapes: memos.Shapes,
+		Requests: requests, Models: models, Calls: calls, Fuser: fuser, Clock: clock, Log: log, MaxAttempts: cfg.MaxAttempts,
+		BatchMaxEntities: cfg.BatchMaxEntities, BatchConcurrency: cfg.BatchConcurrency}
 }
 
 // MaxModels bounds the models of one request.
@@ -230,12 +205,25 @@ type usageLog struct {
 	mu           sync.Mutex
 	orgID, jobID string
 	entries      []usage.Entry
+	// charge, when set, takes each entry as its call is answered (the job
+	// runtime's Work.Charge, which writes it durably): the log keeps none.
+	charge func(usage.Entry)
+}
+
+// bind makes the log the ledger of job run w: its entries name w's job and
+// organization, and go to w.Charge as they come.
+func (l *usageLog) bind(w *ports.Work) {
+	l.orgID, l.jobID, l.charge = w.Job.OrgID, w.Job.ID, w.Charge
 }
 
 func (l *usageLog) add(e usage.Entry) {
+	e.OrgID, e.JobID = l.orgID, l.jobID
+	if l.charge != nil {
+		l.charge(e)
+		return
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	e.OrgID, e.JobID = l.orgID, l.jobID
 	l.entries = append(l.entries, e)
 }
 
@@ -297,7 +285,7 @@ func (s *Enricher) prepareFor(ctx context.Context, orgID string, req EnrichReque
 	if err != nil {
 		return nil, err
 	}
-	sc, err := s.SchemaCache.live(ctx, s.Schemas, orgID, req.SchemaID)
+	sc, err := jobSchema(ctx, s.SchemaCache, s.Schemas, orgID, req.SchemaID)
 	if err != nil {
 		return nil, err
 	}
@@ -307,7 +295,7 @@ func (s *Enricher) prepareFor(ctx context.Context, orgID string, req EnrichReque
 	}
 	// A linked, published schema runs on its published contract, not on
 	// the working copy being edited (schema.Schema.Contract).
-	doc, sum, err := s.contract(sc)
+	doc, sum, err := s.contract(ctx, sc)
 	if err != nil {
 		return nil, fmt.Errorf("stored schema %s does not decode: %w", sc.ID, err)
 	}
@@ -320,7 +308,7 @@ func (s *Enricher) prepareFor(ctx context.Context, orgID string, req EnrichReque
 	}
 	// Multilingual properties are answered per requested language; the
 	// rest is the contract's shape, shared by the runs that share it.
-	sh, shapeErr := s.shapeOf(sc.ID, sum, doc, req.languages(), pl.preserve, strategy)
+	sh, shapeErr := s.shapeOf(ctx, sc.ID, sum, doc, req.languages(), pl.preserve, strategy)
 	if batch {
 		pl.checkDoc = sh.localized
 	} else if err := s.checkPreserved(sh.localized, entity, pl.preserve); err != nil {

@@ -266,7 +266,7 @@ func (s *SampleGenerator) Run(ctx context.Context, w *ports.Work) ports.Outcome 
 		return unprepared(s.Log, err)
 	}
 	r := &sampleRun{s: s, pl: pl, calls: &plan{keys: keys}}
-	r.calls.usage.orgID, r.calls.usage.jobID = w.Job.OrgID, w.Job.ID
+	r.calls.usage.bind(w)
 	out := r.run(ctx, w)
 	out.Usage = r.calls.usage.take()
 	return out

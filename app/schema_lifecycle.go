@@ -76,7 +76,7 @@ func (s *SchemaService) update(ctx context.Context, orgID, id string, fn func(*s
 	if err != nil {
 		return nil, LifecycleError(err)
 	}
-	s.SchemaCache.written(ctx, orgID, id)
+	schemaChanged(ctx, s.SchemaCache, orgID, id)
 	return sc, nil
 }
 
@@ -366,7 +366,7 @@ func (s *SchemaService) Delete(ctx context.Context, p *access.Principal, id stri
 	} else if err != nil {
 		return nil, LifecycleError(err)
 	}
-	s.SchemaCache.written(ctx, p.OrgID, id)
+	schemaChanged(ctx, s.SchemaCache, p.OrgID, id)
 	d.Schema, d.RestorableUntil = sc, sc.RestorableUntil(s.window())
 	return d, nil
 }
@@ -404,7 +404,7 @@ func (s *SchemaService) Restore(ctx context.Context, p *access.Principal, id str
 	} else if err != nil {
 		return nil, LifecycleError(err)
 	}
-	s.SchemaCache.written(ctx, p.OrgID, id)
+	schemaChanged(ctx, s.SchemaCache, p.OrgID, id)
 	return sc, nil
 }
 
@@ -472,7 +472,7 @@ func (s *SchemaService) DeletePermanently(ctx context.Context, p *access.Princip
 	} else if err != nil {
 		return nil, LifecycleError(err)
 	}
-	s.SchemaCache.written(ctx, p.OrgID, id)
+	schemaChanged(ctx, s.SchemaCache, p.OrgID, id)
 	d := &Deletion{Schema: cur}
 	if cascade {
 		d.Released = uses

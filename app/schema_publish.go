@@ -36,12 +36,6 @@ func (s *SchemaService) setLinked(ctx context.Context, p *access.Principal, id s
 	})
 }
 
-// PublishInput is a publish's options (the reference's SchemaPublishRequest).
-type PublishInput struct {
-	ConfirmTransforms bool
-	KeyLanguage       string
-}
-
 func (in PublishInput) options() (schema.PublishOptions, error) {
 	if err := checkText("key_language", in.KeyLanguage); err != nil {
 		return schema.PublishOptions{}, err
@@ -100,12 +94,6 @@ func (s *SchemaService) ValidatePublish(ctx context.Context, p *access.Principal
 	return sc, sc.PreviewPublish(schema.PublishOptions{}), nil
 }
 
-// Purge is what a purge of a schema's enrichment data removed.
-type Purge struct {
-	RecordsDeleted  int
-	EntitiesDeleted int
-}
-
 // PurgeEnrichmentData removes every record made under a live schema, and
 // its entity state (none is kept yet: 0), in one unit of work, keeping the
 // schema. A schema linked to a database is refused with 409 schema_linked.
@@ -147,6 +135,18 @@ func (s *SchemaService) PurgeEnrichmentData(ctx context.Context, p *access.Princ
 	if err != nil {
 		return nil, LifecycleError(err)
 	}
-	s.SchemaCache.written(ctx, p.OrgID, id)
+	schemaChanged(ctx, s.SchemaCache, p.OrgID, id)
 	return out, nil
+}
+
+// PublishInput is a publish's options (the reference's SchemaPublishRequest).
+type PublishInput struct {
+	ConfirmTransforms bool
+	KeyLanguage       string
+}
+
+// Purge is what a purge of a schema's enrichment data removed.
+type Purge struct {
+	RecordsDeleted  int
+	EntitiesDeleted int
 }

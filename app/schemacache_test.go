@@ -14,6 +14,7 @@ import (
 
 	"github.com/matryer/is"
 
+	"github.com/entityenrich/enrich/adapters/cache"
 	"github.com/entityenrich/enrich/adapters/inproc"
 	"github.com/entityenrich/enrich/adapters/jsonschema"
 	"github.com/entityenrich/enrich/adapters/memory"
@@ -25,7 +26,8 @@ import (
 )
 
 // countedSchemas counts the reads of a schema store; while gate is set, a
-// read waits for it to close after saying so on reading.
+// read waits for it to close after saying so on reading (buffered: a
+// second read does not wait for the test to hear it).
 type countedSchemas struct {
 	ports.SchemaStore
 	gets    atomic.Int32
@@ -37,7 +39,10 @@ func (c *countedSchemas) GetSchema(ctx context.Context, orgID, id string) (*sche
 	c.gets.Add(1)
 	sc, err := c.SchemaStore.GetSchema(ctx, orgID, id)
 	if c.gate != nil {
-		c.reading <- struct{}{}
+		select {
+		case c.reading <- struct{}{}:
+		default:
+		}
 		<-c.gate
 	}
 	return sc, err
@@ -74,15 +79,34 @@ func (p *published) all() []string {
 	return append([]string(nil), p.sent...)
 }
 
+// movingClock is a clock the test moves while the cache's own goroutines
+// read it.
+type movingClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *movingClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *movingClock) add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
 // cacheWorld is one instance: the schema service that writes and the
 // enrichment service whose job starts read, sharing one SchemaCache.
 type cacheWorld struct {
 	store   *countedSchemas
-	cache   *app.SchemaCache
+	cache   *cache.Schemas
 	notes   *published
 	schemas *app.SchemaService
 	enrich  *app.Enricher
-	now     *time.Time
+	clock   *movingClock
 	id      string
 }
 
@@ -93,12 +117,12 @@ const (
 
 func newCacheWorld(t *testing.T, ttl time.Duration) *cacheWorld {
 	t.Helper()
-	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
 	schemas, records := memory.NewSchemaStore(), memory.NewRecordStore()
-	w := &cacheWorld{store: &countedSchemas{SchemaStore: schemas}, notes: &published{}, now: &now}
-	clock := steppingClock{w.now}
+	w := &cacheWorld{store: &countedSchemas{SchemaStore: schemas}, notes: &published{},
+		clock: &movingClock{now: time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)}}
+	clock := w.clock
 	lg := slog.New(slog.NewTextHandler(io.Discard, nil))
-	w.cache = &app.SchemaCache{TTL: ttl, Invalidations: w.notes, Clock: clock, Log: lg}
+	w.cache = cache.NewSchemas(w.store, w.notes, clock, lg, cache.SchemaConfig{TTL: ttl, MaxBytes: 1 << 20})
 	// The permanent delete and the purge write in a unit of work: the drop
 	// follows its commit.
 	uow := memory.NewUnitOfWork(memory.NewOrgStore(), memory.NewUserStore(), memory.NewAPIKeyStore(), schemas, records,
@@ -321,17 +345,18 @@ func TestSchemaCacheForget(t *testing.T) {
 	}
 }
 
-// TestSchemaCacheTTL: an entry is used for TTL, then read again.
+// TestSchemaCacheTTL: an entry is used for TTL, then read again (the clock
+// is the Clock port's: no test waits for it).
 func TestSchemaCacheTTL(t *testing.T) {
 	is := is.New(t)
 	w := newCacheWorld(t, time.Minute)
 	_, err := w.start()
 	is.NoErr(err)
-	*w.now = w.now.Add(time.Minute)
+	w.clock.add(time.Minute - time.Nanosecond)
 	_, err = w.start()
 	is.NoErr(err)
-	is.Equal(w.reads(), 1) // still fresh at exactly the TTL
-	*w.now = w.now.Add(time.Nanosecond)
+	is.Equal(w.reads(), 1) // still fresh just before the TTL
+	w.clock.add(time.Nanosecond)
 	_, err = w.start()
 	is.NoErr(err)
 	is.Equal(w.reads(), 2)
@@ -347,7 +372,10 @@ func TestSchemaCacheOff(t *testing.T) {
 		name string
 		off  func(w *cacheWorld)
 	}{
-		{"ttl 0", func(w *cacheWorld) { w.cache.TTL = 0 }},
+		{"ttl 0", func(w *cacheWorld) {
+			w.cache = cache.NewSchemas(w.store, w.notes, w.clock, w.enrich.Log, cache.SchemaConfig{})
+			w.enrich.SchemaCache, w.schemas.SchemaCache = w.cache, w.cache
+		}},
 		{"nil cache", func(w *cacheWorld) { w.enrich.SchemaCache, w.schemas.SchemaCache = nil, nil }},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -369,12 +397,12 @@ func TestSchemaCacheOff(t *testing.T) {
 }
 
 // TestSchemaCacheKeepsNoReadOverlappingADrop: a start whose read began
-// before a write's drop may plan on the old version (as if it had started
-// just before the write), but does not keep it for the starts after.
+// before a write's drop does not keep what it read: it reads again, and
+// the starts after it plan on that second read.
 func TestSchemaCacheKeepsNoReadOverlappingADrop(t *testing.T) {
 	is := is.New(t)
 	w := newCacheWorld(t, time.Minute)
-	w.store.gate, w.store.reading = make(chan struct{}), make(chan struct{})
+	w.store.gate, w.store.reading = make(chan struct{}), make(chan struct{}, 1)
 	done := make(chan error)
 	go func() {
 		_, err := w.start()
@@ -384,10 +412,11 @@ func TestSchemaCacheKeepsNoReadOverlappingADrop(t *testing.T) {
 	w.cache.Forget("schema", schemaOwner.OrgID+"/"+w.id) // a write elsewhere, committed meanwhile
 	close(w.store.gate)
 	is.NoErr(<-done)
+	is.Equal(w.reads(), 2) // the overlapped read was dropped and done again
 	w.store.gate = nil
 	_, err := w.start()
 	is.NoErr(err)
-	is.Equal(w.reads(), 2) // the overlapped read was not kept
+	is.Equal(w.reads(), 2) // the read after the drop was kept
 	_, err = w.start()
 	is.NoErr(err)
 	is.Equal(w.reads(), 2)
@@ -439,9 +468,9 @@ func TestSchemaCacheAIEditDrops(t *testing.T) {
 	svc, store := newSchemaGen(t, &seqLLM{answers: []string{goodAnswer}})
 	now := time.Now()
 	notes := &published{}
-	cache := &app.SchemaCache{TTL: time.Minute, Invalidations: notes, Clock: steppingClock{&now}, Log: svc.Log}
-	enr := testEnricher(store, cache, nil, oneModel{model.Info{Key: model.Key{Provider: "p", Model: "m"}}}, nil, svc.Log)
-	svc.SchemaCache, svc.Saved.SchemaCache = cache, cache
+	c := cache.NewSchemas(store, notes, steppingClock{&now}, svc.Log, cache.SchemaConfig{TTL: time.Minute, MaxBytes: 1 << 20})
+	enr := testEnricher(store, c, nil, oneModel{model.Info{Key: model.Key{Provider: "p", Model: "m"}}}, nil, svc.Log)
+	svc.SchemaCache, svc.Saved.SchemaCache = c, c
 	is.NoErr(store.CreateSchema(ctx, &schema.Schema{ID: "s1", OrgID: "org", Name: "Company", Content: json.RawMessage(cacheDocV1)}))
 	start := func() *schema.Schema {
 		sc, err := enr.PlannedSchema(ctx, "org", app.EnrichRequest{EntityData: json.RawMessage(`{"name":"Acme"}`), SchemaID: "s1",

@@ -39,7 +39,7 @@ type SchemaGenerator struct {
 	IDs      ports.IDs
 	Log      *slog.Logger
 	// SchemaCache is told of the AI edits' writes (nil: no cache).
-	SchemaCache *SchemaCache
+	SchemaCache ports.SchemaCache
 
 	// MaxAttempts bounds the model's answers per job (default
 	// DefaultSchemaAttempts, the reference's 6 in total).
@@ -311,7 +311,7 @@ func (s *SchemaGenerator) Run(ctx context.Context, w *ports.Work) ports.Outcome 
 			return unprepared(s.Log, err)
 		}
 	}
-	sp.pl.usage.orgID, sp.pl.usage.jobID = w.Job.OrgID, w.Job.ID
+	sp.pl.usage.bind(w)
 	out := s.run(ctx, w, sp)
 	out.Usage = sp.pl.usage.take()
 	return out
@@ -581,7 +581,7 @@ func (s *SchemaGenerator) saveEdit(ctx context.Context, orgID, id string, doc js
 	if err != nil {
 		return err
 	}
-	s.SchemaCache.written(ctx, orgID, id)
+	schemaChanged(ctx, s.SchemaCache, orgID, id)
 	return nil
 }
 

@@ -33,7 +33,7 @@ type SchemaService struct {
 	// later): a schema they use is deleted only with cascade.
 	Users []ports.SchemaUser
 	// SchemaCache is told of every write (nil: no cache to keep true).
-	SchemaCache *SchemaCache
+	SchemaCache ports.SchemaCache
 }
 
 // SchemaConfig tunes the SchemaService.
@@ -46,7 +46,7 @@ type SchemaConfig struct {
 // NewSchemaService manages the schemas in schemas. uow and cache may be nil
 // (see the fields).
 func NewSchemaService(schemas ports.SchemaStore, records ports.RecordStore, uow ports.UnitOfWork, compiler ports.SchemaCompiler,
-	cache *SchemaCache, clock ports.Clock, ids ports.IDs, cfg SchemaConfig) *SchemaService {
+	cache ports.SchemaCache, clock ports.Clock, ids ports.IDs, cfg SchemaConfig) *SchemaService {
 	return &SchemaService{Schemas: schemas, Records: records, UoW: uow, Compiler: compiler, SchemaCache: cache, Clock: clock, IDs: ids,
 		RestoreWindow: cfg.RestoreWindow}
 }
@@ -185,7 +185,7 @@ func (s *SchemaService) store(ctx context.Context, sc *schema.Schema) error {
 	if err := s.Schemas.CreateSchema(ctx, sc); err != nil {
 		return err
 	}
-	s.SchemaCache.written(ctx, sc.OrgID, sc.ID)
+	schemaChanged(ctx, s.SchemaCache, sc.OrgID, sc.ID)
 	return nil
 }
 
@@ -223,9 +223,33 @@ func (s *SchemaService) live(ctx context.Context, orgID, id string) (*schema.Sch
 	return liveSchema(ctx, s.Schemas, orgID, id)
 }
 
+// schemaReader is what reading one schema needs: the store, or the cache
+// of job starts.
+type schemaReader interface {
+	GetSchema(ctx context.Context, orgID, id string) (*schema.Schema, error)
+}
+
+// jobSchema is liveSchema for a job start: through the cache when there is
+// one.
+func jobSchema(ctx context.Context, cache ports.SchemaCache, store ports.SchemaStore, orgID, id string) (*schema.Schema, error) {
+	if cache == nil {
+		return liveSchema(ctx, store, orgID, id)
+	}
+	return liveSchema(ctx, cache, orgID, id)
+}
+
+// schemaChanged tells the cache of job starts, when there is one, that a
+// write of the schema has committed; every write of a schema through the
+// app calls it before it answers.
+func schemaChanged(ctx context.Context, cache ports.SchemaCache, orgID, id string) {
+	if cache != nil {
+		cache.Changed(ctx, orgID, id)
+	}
+}
+
 // liveSchema reads one of the organization's schemas that is not in the
 // trash: an unknown, foreign or trashed id is 404 not_found.
-func liveSchema(ctx context.Context, store ports.SchemaStore, orgID, id string) (*schema.Schema, error) {
+func liveSchema(ctx context.Context, store schemaReader, orgID, id string) (*schema.Schema, error) {
 	sc, err := storedSchema(ctx, store, orgID, id)
 	if err != nil {
 		return nil, err
@@ -235,7 +259,7 @@ func liveSchema(ctx context.Context, store ports.SchemaStore, orgID, id string) 
 
 // storedSchema reads one of the organization's schemas, in the trash or
 // not: an unknown or foreign id is 404 not_found.
-func storedSchema(ctx context.Context, store ports.SchemaStore, orgID, id string) (*schema.Schema, error) {
+func storedSchema(ctx context.Context, store schemaReader, orgID, id string) (*schema.Schema, error) {
 	sc, err := store.GetSchema(ctx, orgID, id)
 	if errors.Is(err, ports.ErrNotFound) {
 		return nil, schemaNotFound(id)

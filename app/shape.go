@@ -1,25 +1,26 @@
 package app
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
 
 	"github.com/entityenrich/enrich/domain/enrichment"
 	"github.com/entityenrich/enrich/domain/schema"
 	"github.com/entityenrich/enrich/ports"
 )
 
-// A shape is what preparing a run derives from a schema's contract alone,
+// A Shape is what preparing a run derives from a schema's contract alone,
 // for one set of languages, preserved paths and strategy: the contract
 // localized, the expertise calls and their compiled validators. Every run
-// that shares those shares one shape, so a job start no longer decodes,
-// localizes, encodes and plans the same contract again. A shape and its
-// documents are never changed once built: the domain's transformations
-// (Localize, WithoutPaths, SubSchema) copy what they change.
-type shape struct {
+// that shares those shares one shape (Enricher.Shapes), so a job
+// start no longer decodes, localizes, encodes and plans the same contract
+// again. A shape and its documents are never changed once built: the
+// domain's transformations (Localize, WithoutPaths, SubSchema) copy what
+// they change.
+type Shape struct {
 	// localized is the contract in the run's languages, preserved paths
 	// included (checkPreserved, and a batch's checkDoc).
 	localized map[string]any
@@ -30,37 +31,26 @@ type shape struct {
 	calls  []call
 }
 
-// shapes caches decoded contracts by content and shapes by content and
-// options. Like the validators, each map is dropped whole when full.
-type shapes struct {
-	mu        sync.Mutex
-	contracts map[[32]byte]map[string]any
-	m         map[string]*shape
+// memo returns key's value from m, building it on a miss; without m it
+// builds it every time.
+func memo[K comparable, V any](ctx context.Context, m ports.Memo[K, V], key K, build func(context.Context, K) (V, error)) (V, error) {
+	if m == nil {
+		return build(ctx, key)
+	}
+	return m.Get(ctx, key, build)
 }
-
-const maxCachedShapes = 1024
 
 // contract returns the decoded contract of sc (shared: never change it) and
 // its content hash.
-func (s *Enricher) contract(sc *schema.Schema) (map[string]any, [32]byte, error) {
+func (s *Enricher) contract(ctx context.Context, sc *schema.Schema) (map[string]any, [32]byte, error) {
 	raw := sc.Contract()
 	sum := sha256.Sum256(raw)
-	s.shapes.mu.Lock()
-	doc, ok := s.shapes.contracts[sum]
-	s.shapes.mu.Unlock()
-	if ok {
-		return doc, sum, nil
-	}
-	if err := json.Unmarshal(raw, &doc); err != nil {
-		return nil, sum, err
-	}
-	s.shapes.mu.Lock()
-	if s.shapes.contracts == nil || len(s.shapes.contracts) >= maxCachedShapes {
-		s.shapes.contracts = map[[32]byte]map[string]any{}
-	}
-	s.shapes.contracts[sum] = doc
-	s.shapes.mu.Unlock()
-	return doc, sum, nil
+	doc, err := memo(ctx, s.Contracts, sum, func(context.Context, [32]byte) (map[string]any, error) {
+		var doc map[string]any
+		err := json.Unmarshal(raw, &doc)
+		return doc, err
+	})
+	return doc, sum, err
 }
 
 // shapeOf returns the shape of the contract doc (content hash sum) for
@@ -69,43 +59,49 @@ func (s *Enricher) contract(sc *schema.Schema) (map[string]any, [32]byte, error)
 // with the part of the shape that was built (localized is always set, so
 // that the caller can check the entity first, as before); only shapes that
 // succeeded are kept.
-func (s *Enricher) shapeOf(schemaID string, sum [32]byte, doc map[string]any, langs []string, preserve [][]string, strategy enrichment.Strategy) (*shape, error) {
-	key := shapeKey(sum, langs, preserve, strategy)
-	s.shapes.mu.Lock()
-	sh, ok := s.shapes.m[key]
-	s.shapes.mu.Unlock()
-	if ok {
+func (s *Enricher) shapeOf(ctx context.Context, schemaID string, sum [32]byte, doc map[string]any, langs []string,
+	preserve [][]string, strategy enrichment.Strategy) (*Shape, error) {
+	var built *Shape
+	build := func(context.Context, string) (*Shape, error) {
+		built = &Shape{localized: enrichment.Localize(doc, langs)}
+		return built, s.buildShape(built, schemaID, preserve, strategy)
+	}
+	sh, err := memo(ctx, s.Shapes, shapeKey(sum, langs, preserve, strategy), build)
+	if err == nil {
 		return sh, nil
 	}
-	sh = &shape{localized: enrichment.Localize(doc, langs)}
+	if built == nil {
+		// The failed build was another run's: build the part this run
+		// reports with its error.
+		return build(ctx, "")
+	}
+	return built, err
+}
+
+// buildShape completes sh, whose localized document is set.
+func (s *Enricher) buildShape(sh *Shape, schemaID string, preserve [][]string, strategy enrichment.Strategy) error {
 	sh.doc = enrichment.WithoutPaths(sh.localized, preserve)
 	localized, err := json.Marshal(sh.doc)
 	if err != nil {
-		return sh, fmt.Errorf("schema %s: %w", schemaID, err)
+		return fmt.Errorf("schema %s: %w", schemaID, err)
 	}
-	if sh.whole, err = s.compile(localized); err != nil {
-		return sh, coded(ports.ErrInvalid, "schema_invalid", "schema %s does not compile: %v", schemaID, err)
+	if sh.whole, err = s.Compiler.Compile(localized); err != nil {
+		return coded(ports.ErrInvalid, "schema_invalid", "schema %s does not compile: %v", schemaID, err)
 	}
 	domains, err := enrichment.Plan(sh.doc)
 	if err != nil {
-		return sh, coded(ports.ErrInvalid, "schema_invalid", "schema %s: %v", schemaID, err)
+		return coded(ports.ErrInvalid, "schema_invalid", "schema %s: %v", schemaID, err)
 	}
 	sh.choice = enrichment.Choose(strategy, domains)
 	for _, d := range enrichment.Calls(sh.choice.Strategy, sh.doc, domains) {
 		raw, _ := json.Marshal(d.Schema)
-		v, err := s.compile(raw)
+		v, err := s.Compiler.Compile(raw)
 		if err != nil {
-			return sh, coded(ports.ErrInvalid, "schema_invalid", "expertise %s of schema %s does not compile: %v", d.Key, schemaID, err)
+			return coded(ports.ErrInvalid, "schema_invalid", "expertise %s of schema %s does not compile: %v", d.Key, schemaID, err)
 		}
 		sh.calls = append(sh.calls, call{domain: d, validator: v, schema: raw})
 	}
-	s.shapes.mu.Lock()
-	if s.shapes.m == nil || len(s.shapes.m) >= maxCachedShapes {
-		s.shapes.m = map[string]*shape{}
-	}
-	s.shapes.m[key] = sh
-	s.shapes.mu.Unlock()
-	return sh, nil
+	return nil
 }
 
 // shapeKey encodes a shape's inputs unambiguously: the contract's hash,

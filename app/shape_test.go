@@ -9,6 +9,7 @@ import (
 
 	"github.com/matryer/is"
 
+	"github.com/entityenrich/enrich/adapters/cache"
 	"github.com/entityenrich/enrich/adapters/jobcodec"
 	"github.com/entityenrich/enrich/adapters/llm"
 	"github.com/entityenrich/enrich/adapters/memory"
@@ -42,6 +43,7 @@ func TestShapesStayAsBuilt(t *testing.T) {
 	    "hq": {"type": "object", "properties": {"city": {"type": "string"}, "country": {"type": "string"}}}}}`)}
 	is.NoErr(store.CreateSchema(ctx, sc))
 	svc := testEnricher(store, nil, reg, reg, nil, nil)
+	svc.Contracts, svc.Shapes = cache.NewMemo[[32]byte, map[string]any](1024), cache.NewMemo[string, *app.Shape](1024)
 
 	type combo struct {
 		strategy string
@@ -118,6 +120,7 @@ func TestShapeErrorsAreNotKept(t *testing.T) {
 		t.Fatal(err)
 	}
 	svc := testEnricher(store, nil, reg, reg, nil, nil)
+	svc.Contracts, svc.Shapes = cache.NewMemo[[32]byte, map[string]any](1024), cache.NewMemo[string, *app.Shape](1024)
 	for _, tt := range []struct {
 		name, entity, code string
 	}{

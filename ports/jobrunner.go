@@ -102,6 +102,14 @@ type Work struct {
 	Prior []job.Event
 	// Publish sends an event of the job to its followers.
 	Publish func(p job.Payload)
+	// Charge writes the ledger entry of one answered LLM call durably, as
+	// the answer arrives: with the job's next events (a call's checkpoint
+	// event published after it goes in the same write or a later one) or
+	// with its end, and on its own when the job ended elsewhere or the
+	// write was fenced, so that every answered call is billed once whoever
+	// ends the job. nil (a run outside the runtime): the Runner returns its
+	// entries in Outcome.Usage instead.
+	Charge func(e usage.Entry)
 	// Prepared is what the Runner prepared when it created the job in this
 	// process (nil for a job taken over): it need not read and plan again.
 	Prepared any
@@ -124,8 +132,9 @@ type Outcome struct {
 	Records   []*enrichment.Record
 	Completed job.JobCompleted
 	Failure   *Failure
-	// Usage is the run's LLM calls, written to the ledger with the job's
-	// end whatever the end (the calls were made and paid for).
+	// Usage is the run's LLM calls not handed to Work.Charge, written to
+	// the ledger with the job's end whatever the end (the calls were made
+	// and paid for).
 	Usage []usage.Entry
 	// Partial says a run a client cancelled has results worth keeping (a
 	// batch's finished entities): its Records are stored with the

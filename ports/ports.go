@@ -12,6 +12,7 @@ import (
 	"github.com/entityenrich/enrich/domain/model"
 	"github.com/entityenrich/enrich/domain/page"
 	"github.com/entityenrich/enrich/domain/schema"
+	"github.com/entityenrich/enrich/domain/usage"
 )
 
 // Sentinel errors. Adapters wrap them with detail; callers test with errors.Is.
@@ -237,11 +238,19 @@ type EventStream interface {
 	// Publish queues an event of an owned job. It returns false when the
 	// job is not owned here (any more) or was sealed.
 	Publish(jobID string, d job.Draft) bool
+	// Charge queues ledger entries of a job's answered LLM calls. Those of
+	// an owned job are written with its next events, under no fence (a
+	// call that was paid for is billed whoever ends the job), or handed to
+	// its end by Seal; the others, and those of a job given up here, are
+	// written on their own. The ledger skips ids it holds, so an entry
+	// written twice is one row.
+	Charge(jobID string, entries []usage.Entry)
 	// Seal ends the job here: it waits for the job's in-flight write, then
-	// returns the job's unwritten events followed by the drafts, numbered.
-	// The caller stores them with the job's last state in one unit of work
-	// and reports the outcome to Sealed.
-	Seal(ctx context.Context, jobID string, drafts []job.Draft) []job.Event
+	// returns the job's unwritten events followed by the drafts, numbered,
+	// and its unwritten ledger entries. The caller stores them with the
+	// job's last state in one unit of work and reports the outcome to
+	// Sealed; entries it could not store it hands back to Charge.
+	Seal(ctx context.Context, jobID string, drafts []job.Draft) ([]job.Event, []usage.Entry)
 	// Sealed delivers the sealed events to followers when err is nil and
 	// forgets the job here either way. The stream may keep the slice: the
 	// caller does not write to it afterwards.

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/entityenrich/enrich/domain/job"
+	"github.com/entityenrich/enrich/domain/usage"
 	"github.com/entityenrich/enrich/ports"
 )
 
@@ -76,7 +77,15 @@ type Hub struct {
 
 	announced chan string   // job ids to announce
 	quiet     chan struct{} // closed when the announcer stopped
+
+	// orphans are ledger entries to write on their own: of jobs not owned
+	// here, or given up here (Charge).
+	orphans []usage.Entry
 }
+
+// maxOrphans bounds the ledger entries waiting to be written on their own;
+// past it (a long outage) the oldest are dropped, and said so.
+const maxOrphans = 100_000
 
 type stream struct {
 	attempt int
@@ -86,6 +95,7 @@ type stream struct {
 	private bool // nobody elsewhere can follow the job: its end is not announced
 	next    int64
 	pending []job.Event
+	usage   []usage.Entry // ledger entries to write with the next events
 	writing bool
 	durable []job.Event // events written by this process, in order
 	first   int64       // seq of durable[0] (or of the next durable event)
@@ -178,6 +188,7 @@ func (h *Hub) Own(jobID string, attempt int, after int64, lost func(error)) {
 		h.streams[jobID] = s
 	}
 	s.attempt, s.owned, s.sealed, s.ended, s.private, s.lost = attempt, true, false, false, false, lost
+	h.orphanLocked(s)
 	s.next, s.pending, s.durable, s.first = after+1, nil, nil, after+1
 	h.wakeLocked(jobID, s) // followers waiting on the log follow the stream now
 }
@@ -218,8 +229,48 @@ func (h *Hub) Publish(jobID string, d job.Draft) bool {
 	return true
 }
 
+// Charge queues ledger entries of the job's answered calls: with its next
+// events when it is owned here, on their own otherwise.
+func (h *Hub) Charge(jobID string, entries []usage.Entry) {
+	if len(entries) == 0 {
+		return
+	}
+	h.mu.Lock()
+	if s := h.streams[jobID]; s != nil && s.owned && !s.sealed {
+		s.usage = append(s.usage, entries...)
+		h.dirty[jobID] = s
+	} else {
+		h.addOrphansLocked(entries)
+	}
+	h.mu.Unlock()
+	select {
+	case h.kick <- struct{}{}:
+	default:
+	}
+}
+
+// addOrphansLocked queues entries to write on their own.
+func (h *Hub) addOrphansLocked(entries []usage.Entry) {
+	h.orphans = append(h.orphans, entries...)
+	if over := len(h.orphans) - maxOrphans; over > 0 {
+		h.lg.Error("ledger entries dropped: they could not be written for too long", "entries", over)
+		h.orphans = append(h.orphans[:0], h.orphans[over:]...)
+	}
+}
+
+// orphanLocked moves the stream's unwritten ledger entries to the orphans.
+func (h *Hub) orphanLocked(s *stream) {
+	if len(s.usage) > 0 {
+		h.addOrphansLocked(s.usage)
+		s.usage = nil
+	}
+}
+
 // disownLocked stops writing the job here and returns its lost callback.
+// Its unwritten ledger entries are written on their own: the calls were
+// paid for whoever holds the job now.
 func (h *Hub) disownLocked(jobID string, s *stream) func(error) {
+	h.orphanLocked(s)
 	s.owned, s.sealed, s.pending = false, true, nil
 	lost := s.lost
 	s.lost = nil
@@ -242,8 +293,8 @@ func (h *Hub) wakeLocked(jobID string, s *stream) {
 }
 
 // Seal waits for the job's in-flight write and returns its unwritten events
-// followed by the drafts, numbered.
-func (h *Hub) Seal(ctx context.Context, jobID string, drafts []job.Draft) []job.Event {
+// followed by the drafts, numbered, and its unwritten ledger entries.
+func (h *Hub) Seal(ctx context.Context, jobID string, drafts []job.Draft) ([]job.Event, []usage.Entry) {
 	stop := context.AfterFunc(ctx, func() {
 		h.mu.Lock()
 		h.cond.Broadcast()
@@ -254,16 +305,17 @@ func (h *Hub) Seal(ctx context.Context, jobID string, drafts []job.Draft) []job.
 	defer h.mu.Unlock()
 	s := h.streams[jobID]
 	if s == nil || !s.owned {
-		return nil
+		return nil, nil
 	}
 	for s.writing && ctx.Err() == nil {
 		h.cond.Wait()
 	}
 	s.sealed = true
 	out := append(s.pending, job.Number(jobID, s.next-1, h.clock.Now(), drafts)...)
-	s.pending = nil
+	spent := s.usage
+	s.pending, s.usage = nil, nil
 	s.next += int64(len(drafts))
-	return out
+	return out, spent
 }
 
 // Sealed delivers sealed events when they were stored.
@@ -274,6 +326,7 @@ func (h *Hub) Sealed(jobID string, events []job.Event, err error) {
 	if s == nil {
 		return
 	}
+	h.orphanLocked(s) // charged after Seal: written on their own
 	if err != nil {
 		s.owned = false
 		s.lost = nil
@@ -383,7 +436,9 @@ func (h *Hub) writer() {
 			}
 			t.Stop()
 		case <-sweep.C:
-			h.sweep()
+			if h.sweep() {
+				h.writeAll(&failingSince) // orphans a failed write left
+			}
 			continue
 		case <-h.stop:
 			h.writeAll(&failingSince)
@@ -460,8 +515,18 @@ func (h *Hub) writeBatch() (int, error) {
 	if solo {
 		h.solo--
 	}
+	// The ledger entries of calls go with the events of their jobs (a
+	// call's checkpoint event is never durable without its entry), and
+	// the orphans with them, unless a batch of one job looks for a refused
+	// event.
+	var spent []usage.Entry
+	if !solo {
+		spent = append(spent, h.orphans...)
+	}
+	orphans := len(spent)
+	taken := map[*stream]int{}
 	for id, s := range h.dirty {
-		if !s.owned || len(s.pending) == 0 {
+		if !s.owned || (len(s.pending) == 0 && len(s.usage) == 0) {
 			delete(h.dirty, id)
 			continue
 		}
@@ -470,11 +535,13 @@ func (h *Hub) writeBatch() (int, error) {
 		}
 		s.writing = true
 		batch = append(batch, s.pending...)
+		spent = append(spent, s.usage...)
+		taken[s] = len(s.usage)
 		fences = append(fences, ports.Fence{JobID: id, Attempt: s.attempt})
 		jobs = append(jobs, s)
 	}
 	h.mu.Unlock()
-	if len(batch) == 0 {
+	if len(batch) == 0 && len(spent) == 0 {
 		return 0, nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -487,8 +554,20 @@ func (h *Hub) writeBatch() (int, error) {
 		if len(lost) > 0 {
 			return &errFenced{ids: lost}
 		}
-		return r.Events.Append(ctx, batch)
+		if err := r.Events.Append(ctx, batch); err != nil {
+			return err
+		}
+		if r.Usage == nil || len(spent) == 0 {
+			return nil
+		}
+		return r.Usage.AppendUsage(ctx, spent)
 	})
+	if err != nil && len(jobs) == 0 && errors.Is(err, ports.ErrInvalid) {
+		// Ledger entries alone that the store refuses would be refused
+		// for ever.
+		h.lg.Error("ledger entries refused by the store; dropped", "entries", len(spent), "err", err)
+		err = nil
+	}
 	var fenced *errFenced
 	type loss struct {
 		fn  func(error)
@@ -497,6 +576,9 @@ func (h *Hub) writeBatch() (int, error) {
 	var losses []loss
 	permanent := errors.Is(err, ports.ErrInvalid) && len(jobs) == 1
 	h.mu.Lock()
+	if err == nil {
+		h.orphans = h.orphans[orphans:]
+	}
 	for i, s := range jobs {
 		s.writing = false
 		id := fences[i].JobID
@@ -505,6 +587,7 @@ func (h *Hub) writeBatch() (int, error) {
 			n := countOf(batch, id)
 			s.durable = append(s.durable, s.pending[:n]...)
 			s.pending = s.pending[n:]
+			s.usage = s.usage[min(taken[s], len(s.usage)):] // Seal may have taken them meanwhile
 			h.wakeLocked(id, s)
 			h.announce(id)
 		case errors.As(err, &fenced) && contains(fenced.ids, id), errors.Is(err, ports.ErrConflict) && len(jobs) == 1:
@@ -522,15 +605,15 @@ func (h *Hub) writeBatch() (int, error) {
 	}
 	switch {
 	case err == nil, fenced != nil, len(losses) > 0:
-		return len(batch), nil // the others are retried at once
+		return len(batch) + len(spent), nil // the others are retried at once
 	case errors.Is(err, ports.ErrInvalid), errors.Is(err, ports.ErrConflict):
 		// One job's events are refused: write job by job to find it.
 		h.mu.Lock()
 		h.solo = len(jobs)
 		h.mu.Unlock()
-		return len(batch), nil
+		return len(batch) + len(spent), nil
 	}
-	return len(batch), err
+	return len(batch) + len(spent), err
 }
 
 func countOf(evs []job.Event, id string) int {
@@ -553,8 +636,9 @@ func contains(ids []string, id string) bool {
 }
 
 // sweep forgets finished jobs older than Retain (PrivateRetain for private
-// ones).
-func (h *Hub) sweep() {
+// ones), and reports whether ledger entries wait to be written on their
+// own.
+func (h *Hub) sweep() bool {
 	now := h.clock.Now()
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -567,6 +651,7 @@ func (h *Hub) sweep() {
 			delete(h.streams, id)
 		}
 	}
+	return len(h.orphans) > 0
 }
 
 // Close writes what is pending and stops the writer.

@@ -40,9 +40,11 @@ func memoryStores() (*memory.UnitOfWork, *memory.JobStore, *memory.EventLog) {
 func TestEventStreamMemory(t *testing.T) {
 	contract.RunEventStream(t, func(*testing.T) contract.StreamFixture {
 		uow, jobs, events := memoryStores()
+		ledger := memory.NewUsageLedger()
+		uow.WithUsage(ledger)
 		reads := contract.NewWatchedLog(events)
 		h := eventhub.New(uow, reads, system.Clock{}, quiet(), eventhub.Config{PollInterval: 20 * time.Millisecond})
-		return contract.StreamFixture{Stream: h, UoW: uow, Jobs: jobs, Events: events, Reads: reads}
+		return contract.StreamFixture{Stream: h, UoW: uow, Jobs: jobs, Events: events, Reads: reads, Usage: ledger}
 	})
 }
 
@@ -65,7 +67,8 @@ func TestEventStreamPostgres(t *testing.T) {
 				jobs, events := postgres.NewJobStore(db), postgres.NewEventLog(db)
 				reads := contract.NewWatchedLog(events)
 				h := eventhub.New(uow, reads, system.Clock{}, quiet(), eventhub.Config{PollInterval: 20 * time.Millisecond})
-				return contract.StreamFixture{Stream: h, UoW: uow, Jobs: jobs, Events: events, Reads: reads}
+				return contract.StreamFixture{Stream: h, UoW: uow, Jobs: jobs, Events: events, Reads: reads,
+					Usage: postgres.NewUsageLedger(db)}
 			})
 		})
 	}
@@ -190,7 +193,7 @@ func TestAnnouncesAcrossInstances(t *testing.T) {
 
 	// The end, written outside the hub's batches (EndJob), is announced by
 	// Sealed.
-	evs := owner.Seal(ctx, j.ID, job.Cancellation("test"))
+	evs, _ := owner.Seal(ctx, j.ID, job.Cancellation("test"))
 	end := *j
 	is.NoErr(end.Cancel("test", time.Now()))
 	is.NoErr(uow.EndJob(ctx, ports.JobEnd{Job: &end, From: job.Running, Events: evs}))
@@ -225,7 +228,7 @@ func TestPrivateJobsAreNotAnnounced(t *testing.T) {
 
 	end := func(id string) {
 		t.Helper()
-		evs := h.Seal(ctx, id, job.Cancellation("test"))
+		evs, _ := h.Seal(ctx, id, job.Cancellation("test"))
 		is.Equal(len(evs), 1)
 		h.Sealed(id, evs, nil)
 		got, err := h.Wait(ctx, id, 0)
@@ -295,7 +298,7 @@ func retainingHub(t *testing.T, cfg eventhub.Config) (*eventhub.Hub, *countingLo
 	t.Cleanup(h.Close)
 	end := func(id string) {
 		t.Helper()
-		evs := h.Seal(t.Context(), id, job.Cancellation("test"))
+		evs, _ := h.Seal(t.Context(), id, job.Cancellation("test"))
 		if err := events.Append(t.Context(), evs); err != nil {
 			t.Fatal(err)
 		}
@@ -372,7 +375,7 @@ func TestEndedJobsLetTheirRunGo(t *testing.T) {
 		return weak.Make(r)
 	}
 	gone := own()
-	evs := h.Seal(ctx, "j", job.Cancellation("test"))
+	evs, _ := h.Seal(ctx, "j", job.Cancellation("test"))
 	is.NoErr(events.Append(ctx, evs))
 	h.Sealed("j", evs, nil)
 	runtime.GC()

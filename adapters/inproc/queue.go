@@ -22,6 +22,10 @@ type Queue struct {
 	stopped bool
 	wg      sync.WaitGroup
 	retry   time.Duration
+	// slots holds a token per dispatch whose run goes on (Handlers.Slots;
+	// nil: no bound); quit is closed by Stop.
+	slots chan struct{}
+	quit  chan struct{}
 
 	stopSweep context.CancelFunc
 }
@@ -34,7 +38,9 @@ type entry struct {
 var _ ports.JobQueue = (*Queue)(nil)
 
 // New returns a queue that dispatches once Start is called.
-func New() *Queue { return &Queue{entries: map[string][]*entry{}, retry: time.Second} }
+func New() *Queue {
+	return &Queue{entries: map[string][]*entry{}, retry: time.Second, quit: make(chan struct{})}
+}
 
 // Enqueue schedules j at j.At (now when zero).
 func (q *Queue) Enqueue(_ context.Context, j ports.QueuedJob) error {
@@ -65,11 +71,27 @@ func (q *Queue) dispatch(e *entry) {
 		q.mu.Unlock()
 		return
 	}
-	h, ctx := q.h, q.ctx
+	h, ctx, slots := q.h, q.ctx, q.slots
 	q.mu.Unlock()
+	if slots != nil {
+		// Wait for a free slot, then hold it while the run started goes
+		// on: the next job is dispatched when a run ends, not later.
+		select {
+		case slots <- struct{}{}:
+		case <-q.quit:
+			return
+		}
+		defer func() { <-slots }()
+	}
 	d, err := h(ctx, e.j)
 	if err != nil {
 		d.Snooze = q.retry
+	}
+	if d.Done != nil {
+		select {
+		case <-d.Done:
+		case <-q.quit:
+		}
 	}
 	if d.Snooze > 0 {
 		q.mu.Lock()
@@ -103,6 +125,9 @@ func (q *Queue) Start(ctx context.Context, h ports.Handlers) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.h, q.ctx = h.Dispatch, ctx
+	if h.Slots > 0 {
+		q.slots = make(chan struct{}, h.Slots)
+	}
 	if h.Sweep != nil && h.SweepEvery > 0 {
 		sctx, cancel := context.WithCancel(ctx)
 		q.stopSweep = cancel
@@ -128,6 +153,9 @@ func (q *Queue) Start(ctx context.Context, h ports.Handlers) error {
 	return nil
 }
 
+// Stranded lists nothing: a dispatch cannot outlive this process's queue.
+func (q *Queue) Stranded(context.Context, time.Time, int) ([]ports.QueuedJob, error) { return nil, nil }
+
 // Cancel drops the job's queued entries.
 func (q *Queue) Cancel(_ context.Context, jobID string) error {
 	q.mu.Lock()
@@ -144,6 +172,9 @@ func (q *Queue) Cancel(_ context.Context, jobID string) error {
 // Stop drops what is queued and waits for running dispatches until ctx ends.
 func (q *Queue) Stop(ctx context.Context) error {
 	q.mu.Lock()
+	if !q.stopped {
+		close(q.quit)
+	}
 	q.stopped = true
 	if q.stopSweep != nil {
 		q.stopSweep()

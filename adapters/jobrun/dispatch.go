@@ -19,12 +19,27 @@ func (e *Engine) Sweep(ctx context.Context) error {
 		return err
 	}
 	for _, j := range lapsed {
-		if err := e.Queue.Enqueue(ctx, ports.QueuedJob{JobID: j.ID, OrgID: j.OrgID}); err != nil {
+		if err := e.Queue.Enqueue(ctx, ports.QueuedJob{JobID: j.ID, OrgID: j.OrgID, Resume: true}); err != nil {
 			return err
 		}
 	}
 	if len(lapsed) > 0 {
 		e.Log.Info("interrupted jobs queued for takeover", "jobs", len(lapsed))
+	}
+	// A dispatch waits for a worker here for at most half a lease: a run
+	// taken longer ago whose job never started lost its dispatcher.
+	stranded, err := e.Queue.Stranded(ctx, e.Clock.Now().Add(-e.LeaseTTL), 500)
+	if err != nil {
+		e.Log.Warn("sweep for stranded jobs", "err", err)
+		return err
+	}
+	for _, q := range stranded {
+		if err := e.Queue.Enqueue(ctx, ports.QueuedJob{JobID: q.JobID, OrgID: q.OrgID, Resume: true}); err != nil {
+			return err
+		}
+	}
+	if len(stranded) > 0 {
+		e.Log.Info("jobs whose dispatcher died queued again", "jobs", len(stranded))
 	}
 	paused, err := e.Jobs.ListPauseLapsed(ctx, e.Clock.Now(), 500)
 	if err != nil {
@@ -87,7 +102,7 @@ func (e *Engine) Continue(ctx context.Context, id string, answers job.Answers) (
 			if err := r.Events.Append(ctx, job.Number(id, last, e.Clock.Now(), []job.Draft{d})); err != nil {
 				return err
 			}
-			return r.Queue.Enqueue(ctx, ports.QueuedJob{JobID: id, OrgID: j.OrgID})
+			return r.Queue.Enqueue(ctx, ports.QueuedJob{JobID: id, OrgID: j.OrgID, Resume: true})
 		})
 	})
 	if err != nil {
@@ -112,7 +127,7 @@ func (e *Engine) Dispatch(ctx context.Context, q ports.QueuedJob) (ports.Dispatc
 	if here {
 		return ports.Dispatch{}, nil
 	}
-	if !e.reserve(q.OrgID) {
+	if !e.reserveForDispatch(ctx, q.OrgID) {
 		return ports.Dispatch{Snooze: time.Second}, nil // no capacity here: stays pending
 	}
 	// A dispatch that finds the job ended or held (the sweep raced its
@@ -173,8 +188,39 @@ func (e *Engine) Dispatch(ctx context.Context, q ports.QueuedJob) (ports.Dispatc
 		e.release(q.OrgID)
 		return ports.Dispatch{}, err
 	}
-	e.launch(j, evs, nil, rowStored)
-	return ports.Dispatch{}, nil
+	r := e.launch(j, evs, nil, rowStored)
+	return ports.Dispatch{Done: r.done}, nil
+}
+
+// reserveForDispatch takes a worker slot for a queued job of org. The queue
+// hands this replica no more jobs than it has slots, but jobs created here
+// take slots too: then the dispatch waits for one to free, up to half a
+// lease (the sweep takes a dispatch older than a lease for a dead one's).
+// Past the organization's own limit it does not wait: the slot it would
+// hold might serve another organization's job.
+func (e *Engine) reserveForDispatch(ctx context.Context, org string) bool {
+	var deadline <-chan time.Time
+	for {
+		e.mu.Lock()
+		ok, freed := e.reserveLocked(org)
+		full := e.total >= e.Workers && !e.closing
+		e.mu.Unlock()
+		if ok || !full {
+			return ok
+		}
+		if deadline == nil {
+			t := time.NewTimer(e.LeaseTTL / 2)
+			defer t.Stop()
+			deadline = t.C
+		}
+		select {
+		case <-freed:
+		case <-deadline:
+			return false
+		case <-ctx.Done():
+			return false
+		}
+	}
 }
 
 func (e *Engine) priorEvents(ctx context.Context, id string) ([]job.Event, error) {

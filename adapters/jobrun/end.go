@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/entityenrich/enrich/domain/enrichment"
 	"github.com/entityenrich/enrich/domain/job"
 	"github.com/entityenrich/enrich/domain/usage"
 	"github.com/entityenrich/enrich/ports"
@@ -15,6 +16,16 @@ import (
 func (e *Engine) finish(ctx context.Context, r *run, out ports.Outcome) {
 	bg := context.WithoutCancel(ctx)
 	cause := context.Cause(ctx)
+	// unbilled are the run's ledger entries that only the end can write:
+	// those held before the stream was owned, those the Runner returned,
+	// and (after Seal) those the stream had not written yet. When the end
+	// does not store them, the stream writes them on their own: every
+	// answered call is billed, whoever ends the job.
+	r.pubMu.Lock()
+	unbilled := append(r.heldUsage, withTask(out.Usage, r.typ)...)
+	r.heldUsage = nil
+	r.pubMu.Unlock()
+	defer func() { e.Stream.Charge(r.id, unbilled) }()
 	create, ok := e.settleRow(bg, r, cause)
 	if !ok {
 		return // nothing of the job exists
@@ -23,12 +34,16 @@ func (e *Engine) finish(ctx context.Context, r *run, out ports.Outcome) {
 	if !ok {
 		return
 	}
-	evs := e.seal(bg, r, create, end.drafts)
+	evs, spent := e.seal(bg, r, create, end.drafts)
+	unbilled = append(unbilled, spent...)
 	if len(evs) == 0 {
 		e.dropped(ctx, r)
 		return
 	}
-	err := e.storeEnd(bg, r, create, end, evs, out)
+	err := e.storeEnd(bg, r, create, end, evs, out.Records, unbilled)
+	if err == nil {
+		unbilled = nil // stored with the end
+	}
 	if create && !e.storedWithEnd(bg, r, err) {
 		e.Stream.Sealed(r.id, nil, err)
 		return // nothing of the job exists; its follower is told (Await)
@@ -125,10 +140,10 @@ func (e *Engine) pauseEnding(out ports.Outcome) ending {
 }
 
 // seal takes the run's last events from its stream, numbered, with the
-// end's drafts after them. A run that stores its row with its end (create)
-// wrote nothing before: every event it published goes in the end, numbered
-// from 1.
-func (e *Engine) seal(ctx context.Context, r *run, create bool, drafts []job.Draft) []job.Event {
+// end's drafts after them, and the ledger entries the stream had not
+// written. A run that stores its row with its end (create) wrote nothing
+// before: every event it published goes in the end, numbered from 1.
+func (e *Engine) seal(ctx context.Context, r *run, create bool, drafts []job.Draft) ([]job.Event, []usage.Entry) {
 	if !create {
 		return e.Stream.Seal(ctx, r.id, r.tracker.StampAll(drafts))
 	}
@@ -155,14 +170,15 @@ func (e *Engine) dropped(ctx context.Context, r *run) {
 	e.Log.Info("job left to its new holder", "job_id", r.id, "attempt", r.attempt)
 }
 
-// storeEnd writes the job's end (its state, its last events, its records
-// when the end keeps them, and the run's usage) in one commit, retried
+// storeEnd writes the job's end (its state, its last events, records when
+// the end keeps them, and the ledger entries spent) in one commit, retried
 // while the store is unreachable. The awaiting caller of a run that
 // creates its row with its end is told at once of an outage.
-func (e *Engine) storeEnd(ctx context.Context, r *run, create bool, end ending, evs []job.Event, out ports.Outcome) error {
-	je := ports.JobEnd{Job: new(r.job), From: r.job.State, Create: create, Events: evs, Usage: withTask(out.Usage, r.typ)}
+func (e *Engine) storeEnd(ctx context.Context, r *run, create bool, end ending, evs []job.Event, records []*enrichment.Record,
+	spent []usage.Entry) error {
+	je := ports.JobEnd{Job: new(r.job), From: r.job.State, Create: create, Events: evs, Usage: spent}
 	if end.records {
-		je.Records = out.Records
+		je.Records = records
 	}
 	if err := end.apply(je.Job, e.Clock.Now()); err != nil {
 		return err
@@ -186,7 +202,7 @@ func (e *Engine) afterEnd(ctx context.Context, r *run, end ending, evs []job.Eve
 		e.Log.Info("job paused", "job_id", r.id, "until", end.until)
 		// The sweep cancels the pause once it lapsed; a dispatch at the
 		// deadline does it sooner (best effort: the sweep stays the rule).
-		if qerr := e.Queue.Enqueue(ctx, ports.QueuedJob{JobID: r.id, OrgID: r.org, At: end.until}); qerr != nil {
+		if qerr := e.Queue.Enqueue(ctx, ports.QueuedJob{JobID: r.id, OrgID: r.org, At: end.until, Resume: true}); qerr != nil {
 			e.Log.Warn("pause timeout not scheduled; the sweep will end it", "job_id", r.id, "err", qerr)
 		}
 	case err == nil:
@@ -266,8 +282,9 @@ func (e *Engine) failUnstorable(ctx context.Context, r *run, cause error) {
 // handBack clears the lease of a job stopped by shutdown, so that the next
 // worker resumes it at once.
 func (e *Engine) handBack(ctx context.Context, r *run) {
-	e.Stream.Seal(ctx, r.id, nil) // what is unwritten is dropped: the next worker redoes it
+	_, spent := e.Stream.Seal(ctx, r.id, nil) // unwritten events are dropped: the next worker redoes them
 	e.Stream.Sealed(r.id, nil, ports.ErrJobShutdown)
+	e.Stream.Charge(r.id, spent) // but the calls were paid for
 	_, err := e.Jobs.UpdateJob(ctx, r.id, func(j *job.Job) error {
 		if !j.Holds(r.attempt) {
 			return ports.ErrFenced
@@ -276,7 +293,7 @@ func (e *Engine) handBack(ctx context.Context, r *run) {
 		return nil
 	})
 	if err == nil {
-		err = e.Queue.Enqueue(ctx, ports.QueuedJob{JobID: r.id, OrgID: r.org})
+		err = e.Queue.Enqueue(ctx, ports.QueuedJob{JobID: r.id, OrgID: r.org, Resume: true})
 	}
 	if err != nil && !errors.Is(err, ports.ErrFenced) {
 		e.Log.Warn("job not handed back; its lease will lapse", "job_id", r.id, "err", err)

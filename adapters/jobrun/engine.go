@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/entityenrich/enrich/domain/job"
+	"github.com/entityenrich/enrich/domain/usage"
 	"github.com/entityenrich/enrich/ports"
 )
 
@@ -58,7 +59,7 @@ type Config struct {
 	// to resume elsewhere; when false (memory storage, which dies with the
 	// process) they fail with code shutdown.
 	ReleaseAtShutdown bool
-	// SweepEvery is how often the queue's leader looks for jobs whose
+	// SweepEvery is how often each replica looks for jobs whose
 	// holder died (default 5 s).
 	SweepEvery time.Duration
 	// RunIdle is how long a run's goroutine waits for the next run before
@@ -133,6 +134,9 @@ type run struct {
 	pubMu sync.Mutex
 	owned bool        // the event stream is owned: events go to it
 	held  []job.Draft // events published before the stream was owned
+	// heldUsage are ledger entries charged before the stream was owned:
+	// they go to it with the held events, or with the job's end.
+	heldUsage []usage.Entry
 }
 
 // The states of a deferred run's row.
@@ -191,7 +195,7 @@ func (e *Engine) Start(ctx context.Context) error {
 		defer e.wg.Done()
 		e.renew()
 	}()
-	return e.Queue.Start(e.base, ports.Handlers{Dispatch: e.Dispatch, Sweep: e.Sweep, SweepEvery: e.SweepEvery})
+	return e.Queue.Start(e.base, ports.Handlers{Dispatch: e.Dispatch, Sweep: e.Sweep, SweepEvery: e.SweepEvery, Slots: e.Workers})
 }
 
 // Running lists the ids of the jobs running here.
@@ -293,7 +297,8 @@ func (e *Engine) execute(ctx context.Context, r *run, j *job.Job, prior []job.Ev
 		after = prior[len(prior)-1].Seq
 	}
 	w := &ports.Work{Job: j, Prior: prior, Prepared: prepared, Tracker: r.tracker,
-		Publish: func(p job.Payload) { e.publish(r, r.tracker.Stamp(job.NewDraft(p))) }}
+		Publish: func(p job.Payload) { e.publish(r, r.tracker.Stamp(job.NewDraft(p))) },
+		Charge:  func(u usage.Entry) { e.charge(r, u) }}
 	w.Answers, w.Continued = job.LastContinue(prior)
 	continuing := len(prior) > 0 && prior[len(prior)-1].Type == job.EventJobContinued
 	if j.Attempt > 1 && len(prior) > 0 && !continuing {

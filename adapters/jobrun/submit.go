@@ -1,12 +1,14 @@
 package jobrun
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/entityenrich/enrich/domain/job"
+	"github.com/entityenrich/enrich/domain/usage"
 	"github.com/entityenrich/enrich/ports"
 )
 
@@ -73,14 +75,6 @@ func (e *Engine) create(ctx context.Context, j *job.Job, prepared any, awaited b
 		}
 		return r.Queue.Enqueue(ctx, ports.QueuedJob{JobID: j.ID, OrgID: j.OrgID})
 	})
-}
-
-// reserve takes a worker slot for org; false when there is none.
-func (e *Engine) reserve(org string) bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	ok, _ := e.reserveLocked(org)
-	return ok
 }
 
 // reserveLocked takes a slot, or returns a channel closed when one frees.
@@ -236,7 +230,8 @@ func (e *Engine) own(r *run, after int64) {
 	for _, d := range r.held {
 		e.Stream.Publish(r.id, d)
 	}
-	r.held, r.owned = nil, true
+	e.Stream.Charge(r.id, r.heldUsage)
+	r.held, r.heldUsage, r.owned = nil, nil, true
 }
 
 // lost is told by the stream that the run's events cannot be written here
@@ -249,6 +244,20 @@ func (e *Engine) lost(r *run) func(error) {
 		}
 		r.cancel(&ports.JobStorageFailed{Err: err})
 	}
+}
+
+// charge gives the job's stream the ledger entry of an answered call of the
+// run, or keeps it until the run owns the stream (or ends).
+func (e *Engine) charge(r *run, u usage.Entry) {
+	u.OrgID, u.JobID = cmp.Or(u.OrgID, r.org), cmp.Or(u.JobID, r.id)
+	u.Task = cmp.Or(u.Task, string(r.typ))
+	r.pubMu.Lock()
+	defer r.pubMu.Unlock()
+	if !r.owned {
+		r.heldUsage = append(r.heldUsage, u)
+		return
+	}
+	e.Stream.Charge(r.id, []usage.Entry{u})
 }
 
 // publish gives the job's stream an event of the run, or keeps it until the

@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -118,4 +121,28 @@ func TestRetryAfter(t *testing.T) {
 			t.Errorf("retryAfter(%q) = %v, want %v", tt.in, got, tt.want)
 		}
 	}
+}
+
+// onceCloser stands for the SDKs' own wrapper of a request's body.
+type onceCloser struct{ io.ReadCloser }
+
+// TestInMemoryBody: a request whose body an SDK wrapped is sent with the
+// body GetBody gives, which net/http writes with the headers in one write;
+// the caller's request is left as it was.
+func TestInMemoryBody(t *testing.T) {
+	is := is.New(t)
+	req, err := http.NewRequest(http.MethodPost, "http://127.0.0.1:9/v1/chat/completions", strings.NewReader(`{"model":"m"}`))
+	is.NoErr(err)
+	wrapped := onceCloser{req.Body}
+	req.Body = wrapped
+	out := inMemoryBody(req)
+	is.Equal(req.Body, io.ReadCloser(wrapped)) // the caller's request untouched
+	b, err := io.ReadAll(out.Body)
+	is.NoErr(err)
+	is.Equal(string(b), `{"model":"m"}`)
+	_, known := out.Body.(onceCloser)
+	is.True(!known)
+
+	noReplay := &http.Request{Method: http.MethodPost, Body: wrapped}
+	is.Equal(inMemoryBody(noReplay), noReplay) // nothing to replay: sent as is
 }

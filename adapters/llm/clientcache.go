@@ -1,8 +1,9 @@
 package llm
 
 import (
-	"sync"
+	"context"
 
+	"github.com/maypok86/otter/v2"
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/entityenrich/enrich/domain/model"
@@ -22,54 +23,45 @@ const (
 	keylessKeyID = "\x00keyless"
 )
 
-// maxClients bounds the client cache; past it the cache starts again (a
-// client is cheap to build, and a key's clients are few).
-const maxClients = 4096
-
-// clientCache keeps the provider clients built on first use. It is safe
-// for concurrent use.
+// clientCache keeps the provider clients built on first use, on otter (the
+// service's one cache library): at most size of them (Config.ClientCacheSize),
+// the least useful dropped first. It is safe for concurrent use.
 type clientCache struct {
-	mu sync.RWMutex
-	m  map[clientKey]llms.Model
+	c *otter.Cache[clientKey, llms.Model]
 }
 
-func newClientCache() *clientCache { return &clientCache{m: map[clientKey]llms.Model{}} }
+// newClientCache keeps up to size clients (size <= 0: no bound).
+func newClientCache(size int) *clientCache {
+	return &clientCache{c: otter.Must(&otter.Options[clientKey, llms.Model]{MaximumSize: max(size, 0)})}
+}
 
-// get returns the client named k, building it with build on first use.
-// Two first uses may both build; one client is kept.
+// get returns the client named k, building it with build on first use;
+// concurrent first uses share one build. A new client's key drops the
+// clients of the key's older versions: they are stale.
 func (c *clientCache) get(k clientKey, build func() (llms.Model, error)) (llms.Model, error) {
-	c.mu.RLock()
-	v := c.m[k]
-	c.mu.RUnlock()
-	if v != nil {
-		return v, nil
-	}
-	v, err := build()
+	built := false
+	v, err := c.c.Get(context.Background(), k, otter.LoaderFunc[clientKey, llms.Model](func(context.Context, clientKey) (llms.Model, error) {
+		built = true
+		return build()
+	}))
 	if err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.m) >= maxClients {
-		clear(c.m)
+	if built {
+		c.drop(func(old clientKey) bool { return old.keyID == k.keyID && old.version != k.version })
 	}
-	for old := range c.m {
-		// Clients of an older version of the same key are stale.
-		if old.keyID == k.keyID && old.version != k.version {
-			delete(c.m, old)
-		}
-	}
-	c.m[k] = v
 	return v, nil
 }
 
 // forget drops the clients built on key keyID.
 func (c *clientCache) forget(keyID string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for k := range c.m {
-		if k.keyID == keyID {
-			delete(c.m, k)
+	c.drop(func(k clientKey) bool { return k.keyID == keyID })
+}
+
+func (c *clientCache) drop(match func(clientKey) bool) {
+	for k := range c.c.Keys() {
+		if match(k) {
+			c.c.Invalidate(k)
 		}
 	}
 }

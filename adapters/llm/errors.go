@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	anthropicoption "github.com/anthropics/anthropic-sdk-go/v2/option"
+	openaioption "github.com/openai/openai-go/v3/option"
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/entityenrich/enrich/domain/model"
@@ -53,6 +55,12 @@ type statusDoer struct {
 	keyless bool
 }
 
+var (
+	_ openaioption.HTTPClient    = statusDoer{}
+	_ anthropicoption.HTTPClient = statusDoer{}
+	_ http.RoundTripper          = statusDoer{}
+)
+
 // strip removes the key headers of a keyless provider's request.
 func (d statusDoer) strip(req *http.Request) {
 	if d.keyless {
@@ -66,7 +74,7 @@ const maxErrorBody = 64 << 10
 
 func (d statusDoer) Do(req *http.Request) (*http.Response, error) {
 	d.strip(req)
-	resp, err := d.hc.Do(req)
+	resp, err := d.hc.Do(inMemoryBody(req))
 	if err != nil {
 		return nil, &httpError{cause: err}
 	}
@@ -74,6 +82,25 @@ func (d statusDoer) Do(req *http.Request) (*http.Response, error) {
 		return resp, nil
 	}
 	return nil, failure(req, resp)
+}
+
+// inMemoryBody returns req with the body GetBody gives. The SDKs wrap each
+// attempt's body in a reader of their own (so that it is closed once),
+// which net/http cannot tell is in memory: it then flushes the headers
+// before it writes the body, two system calls and two packets for every
+// request. The body GetBody gives is a reader net/http knows, so the
+// request leaves in one write.
+func inMemoryBody(req *http.Request) *http.Request {
+	if req.GetBody == nil || req.Body == nil || req.Body == http.NoBody {
+		return req
+	}
+	body, err := req.GetBody()
+	if err != nil {
+		return req
+	}
+	out := req.WithContext(req.Context())
+	out.Body = body
+	return out
 }
 
 // failure reads a failed answer into an *httpError and closes its body. A

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"sort"
 	"strings"
 
@@ -335,7 +334,3 @@ func (c *openAIClient) embed(ctx context.Context, texts []string) ([][]float32, 
 
 // errEmbeddings is an embeddings answer that does not match its request.
 var errEmbeddings = errors.New("malformed embeddings answer")
-
-// doer is what the SDKs send requests with (option.HTTPClient): the
-// registry's statusDoer.
-var _ option.HTTPClient = statusDoer{hc: http.DefaultClient}

@@ -20,7 +20,8 @@ const (
 	MetadataResponseSchema = "enrich:response_schema"
 	// MetadataWebSearch (true) has the model use its provider's web search
 	// tool, and count its searches in GenerationInfo[InfoWebSearchCalls].
-	MetadataWebSearch = "enrich:web_search"
+	// The sandbox reads the same key.
+	MetadataWebSearch = sandbox.MetadataWebSearch
 )
 
 // ResponseSchema is a call's structured output: OpenAI's response_format

@@ -43,6 +43,10 @@ type Config struct {
 	// GuardedHTTPClient sends the requests of customer providers
 	// (ProviderConfig.Customer); nil means GuardedHTTPClient().
 	GuardedHTTPClient *http.Client
+	// ClientCacheSize bounds the provider clients kept, one per model and
+	// credential version (0: no bound; the service sets it from its
+	// configuration).
+	ClientCacheSize int
 }
 
 // DefaultTimeout bounds a call whose context has no earlier deadline. It is
@@ -97,7 +101,7 @@ var (
 // time, per credential.
 func NewRegistry(cfg Config) (*Registry, error) {
 	r := &Registry{entries: map[model.Key]*entry{}, providers: map[string]*ProviderConfig{}, timeout: cfg.Timeout,
-		clients: newClientCache()}
+		clients: newClientCache(cfg.ClientCacheSize)}
 	if r.timeout <= 0 {
 		r.timeout = DefaultTimeout
 	}

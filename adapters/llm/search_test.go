@@ -138,8 +138,8 @@ func TestOpenAIWebSearchFailures(t *testing.T) {
 	}
 }
 
-// TestWebSearchClientsPerCredential: search clients are cached per key and
-// version like the chat clients, and Forget drops them.
+// TestWebSearchClientsPerCredential: one client per model, key and version
+// serves chat and search calls alike, and Forget drops it.
 func TestWebSearchClientsPerCredential(t *testing.T) {
 	is := is.New(t)
 	fake := fakeopenai.New(t, fakeopenai.WithAPIKeys("sk-search-good-0001", "sk-search-good-0002"))
@@ -152,9 +152,13 @@ func TestWebSearchClientsPerCredential(t *testing.T) {
 		_, err := r.Generate(context.Background(), req)
 		is.NoErr(err)
 	}
+	chat := req
+	chat.WebSearch = false
+	_, err := r.Generate(context.Background(), chat) // the same client serves chat and search
+	is.NoErr(err)
 	is.Equal(opened.Load(), int64(1))
 	req.Credential = cred("k1", 2, "sk-search-good-0002", &opened) // the key replaced
-	_, err := r.Generate(context.Background(), req)
+	_, err = r.Generate(context.Background(), req)
 	is.NoErr(err)
 	got, _ := fake.LastRequest()
 	is.Equal(got.Authorization, "Bearer sk-search-good-0002")

@@ -3,6 +3,8 @@ package llm
 import (
 	"encoding/json"
 	"math"
+
+	"github.com/entityenrich/enrich/adapters/llm/sandbox"
 )
 
 // Keys of llms.ContentChoice.GenerationInfo that carry a call's usage. The
@@ -12,8 +14,9 @@ const (
 	InfoPromptTokens     = "PromptTokens"
 	InfoCompletionTokens = "CompletionTokens"
 	// InfoWebSearchCalls counts the searches of the provider's web search
-	// tool, each billed (model.Price.PerSearch).
-	InfoWebSearchCalls = "WebSearchCalls"
+	// tool, each billed (model.Price.PerSearch); sandbox::search writes it
+	// too.
+	InfoWebSearchCalls = sandbox.InfoWebSearchCalls
 )
 
 // CallUsage is what one call spent.

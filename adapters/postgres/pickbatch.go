@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/maypok86/otter/v2"
 	"github.com/uptrace/bun"
 
 	"github.com/entityenrich/enrich/domain/rotation"
@@ -35,54 +36,71 @@ const maxPickBatch = 64
 type pickCombiner struct {
 	mu     sync.Mutex
 	queues map[string]*pickQueue
-	// read holds each group's candidates as last read, for
-	// candidatesTTL: a batch then takes its keys in one statement
-	// instead of two. Stale candidates cannot make a wrong pick: the
-	// statement takes a key only if its version (bumped when it leaves or
-	// rejoins rotation, or its secret changes) and rest are as read, and
-	// orders by the live last use; rotation.Ranked re-checks expiry at
-	// each pick. What a stale read can miss is a key added, or brought
-	// back, by another replica in the meantime, for at most candidatesTTL.
-	// Writes through this store drop it.
-	read map[string]candidates
+	// read holds each group's candidates as last read, for the TTL of
+	// WithCandidateCache (nil: none are kept): a batch then takes its keys
+	// in one statement instead of two. Stale candidates cannot make a
+	// wrong pick: the statement takes a key only if its version (bumped
+	// when it leaves or rejoins rotation, or its secret changes) and rest
+	// are as read, and orders by the live last use; rotation.Ranked
+	// re-checks expiry at each pick. What a stale read can miss is a key
+	// added, or brought back, by another replica in the meantime, for at
+	// most the TTL. Writes through this store drop it.
+	read *otter.Cache[string, candidates]
 }
 
-// candidates are a group's keys as read at at. Their age is measured on
-// the picks' own time (rotation.Request.Now, which the caller takes from
-// its Clock port), so the store reads no clock of its own and a test's
-// clock ages the cache as it ages everything else.
+// candidates are a group's keys as read.
 type candidates struct {
-	at          time.Time
 	org, global []*rotation.Key
 }
 
-// candidatesTTL is how long a batch reuses the candidates it read.
-const candidatesTTL = 500 * time.Millisecond
+// WithCandidateCache lets a batch of picks reuse the candidate keys that a
+// batch of the same organization and provider read less than ttl ago, by
+// clock, for at most groups organizations and providers. Without it every
+// batch reads them.
+func WithCandidateCache(ttl time.Duration, groups int, clock ports.Clock) ProviderKeyOption {
+	return func(s *ProviderKeyStore) {
+		s.picks.read = otter.Must(&otter.Options[string, candidates]{MaximumSize: groups,
+			ExpiryCalculator: otter.ExpiryWriting[string, candidates](ttl), Clock: newOtterClock(clock)})
+	}
+}
 
-// cached returns the group's candidates if read within candidatesTTL
-// before now. A now before the read (a clock set back) reads again.
-func (c *pickCombiner) cached(name string, now time.Time) (candidates, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	r, ok := c.read[name]
-	age := now.Sub(r.at)
-	return r, ok && age >= 0 && age < candidatesTTL
+// otterClock gives otter the time of the Clock port, so that a test's clock
+// decides when the candidates are read again. It counts from start on the
+// monotonic clock when the port's times carry it (time.Now's do), so that
+// a step of the wall clock neither ages nor revives an entry.
+type otterClock struct {
+	ports.Clock
+	start time.Time
+}
+
+func newOtterClock(c ports.Clock) otterClock { return otterClock{Clock: c, start: c.Now()} }
+
+func (c otterClock) NowNano() int64 { return c.start.UnixNano() + int64(c.Now().Sub(c.start)) }
+
+// Tick drives otter's periodic removal of expired entries; reads check
+// expiry whatever the ticks. otter's clean-up goroutine, and with it the
+// ticker, ends with its cache.
+func (otterClock) Tick(d time.Duration) <-chan time.Time { return time.NewTicker(d).C }
+
+// cached returns the group's candidates if they are kept.
+func (c *pickCombiner) cached(name string) (candidates, bool) {
+	if c.read == nil {
+		return candidates{}, false
+	}
+	return c.read.GetIfPresent(name)
 }
 
 func (c *pickCombiner) remember(name string, r candidates) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.read == nil {
-		c.read = map[string]candidates{}
+	if c.read != nil {
+		c.read.Set(name, r)
 	}
-	c.read[name] = r
 }
 
 // forget drops every group's candidates: a key changed here.
 func (c *pickCombiner) forget() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	clear(c.read)
+	if c.read != nil {
+		c.read.InvalidateAll()
+	}
 }
 
 type pickQueue struct {
@@ -210,19 +228,18 @@ func (s *ProviderKeyStore) pickBatch(ctx context.Context, orgID string, batch []
 	}
 }
 
-// rankedCached ranks the candidates of orgID for req.Provider, as read
-// within candidatesTTL if reuse is true and there are some, else read now.
+// rankedCached ranks the candidates of orgID for req.Provider, as kept
+// (WithCandidateCache) if reuse is true and there are some, else read now.
 func (s *ProviderKeyStore) rankedCached(ctx context.Context, orgID string, req rotation.Request, reuse bool) ([]*rotation.Key, error) {
 	name := orgID + "\x00" + req.Provider
-	if r, ok := s.picks.cached(name, req.Now); ok && reuse {
+	if r, ok := s.picks.cached(name); ok && reuse {
 		return rotation.Ranked(r.org, r.global, req)
 	}
-	at := req.Now
 	org, global, err := s.candidates(ctx, orgID, req.Provider)
 	if err != nil {
 		return nil, err
 	}
-	s.picks.remember(name, candidates{at: at, org: org, global: global})
+	s.picks.remember(name, candidates{org: org, global: global})
 	return rotation.Ranked(org, global, req)
 }
 

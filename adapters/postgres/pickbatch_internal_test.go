@@ -76,30 +76,65 @@ func TestPickCombiner(t *testing.T) {
 	is.Equal(len(c.queues), 0) // the queue closed with its last batch
 }
 
-// TestCandidatesAgeOnThePicksTime: the cached candidates age on the picks'
-// own time (rotation.Request.Now, from the caller's Clock), never on the
-// wall clock: a test's clock decides when they are read again.
-func TestCandidatesAgeOnThePicksTime(t *testing.T) {
+// stepClock is the Clock port under a test's hand.
+type stepClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *stepClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *stepClock) set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = t
+}
+
+// TestCandidatesAgeOnTheClock: the cached candidates age on the Clock
+// port given to WithCandidateCache, never on the wall clock: a test's clock
+// decides when they are read again. A write through the store drops them.
+func TestCandidatesAgeOnTheClock(t *testing.T) {
+	const ttl = 500 * time.Millisecond
 	read := time.Date(2020, 1, 2, 3, 4, 5, 0, time.UTC) // far from the wall clock
 	tests := []struct {
-		name string
-		now  time.Time
-		hit  bool
+		name   string
+		now    time.Time
+		forget bool
+		hit    bool
 	}{
-		{"at the read", read, true},
-		{"within the TTL", read.Add(candidatesTTL - time.Millisecond), true},
-		{"at the TTL", read.Add(candidatesTTL), false},
-		{"a clock set back", read.Add(-time.Millisecond), false},
+		{"at the read", read, false, true},
+		{"within the TTL", read.Add(ttl - time.Millisecond), false, true},
+		{"at the TTL", read.Add(ttl), false, false},
+		{"after a write here", read, true, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			is := is.New(t)
-			var c pickCombiner
-			c.remember("o\x00p", candidates{at: read})
-			_, hit := c.cached("o\x00p", tc.now)
+			clock := &stepClock{now: read}
+			s := &ProviderKeyStore{picks: &pickCombiner{}}
+			WithCandidateCache(ttl, 16, clock)(s)
+			c := s.picks
+			c.remember("o\x00p", candidates{})
+			clock.set(tc.now)
+			if tc.forget {
+				c.forget()
+			}
+			_, hit := c.cached("o\x00p")
 			is.Equal(hit, tc.hit)
-			_, hit = c.cached("other\x00p", tc.now)
+			_, hit = c.cached("other\x00p")
 			is.True(!hit) // nothing read for that group
 		})
 	}
+}
+
+// TestCandidatesWithoutCache: without WithCandidateCache nothing is kept.
+func TestCandidatesWithoutCache(t *testing.T) {
+	var c pickCombiner
+	c.remember("o\x00p", candidates{})
+	_, hit := c.cached("o\x00p")
+	is.New(t).True(!hit)
 }

@@ -66,14 +66,20 @@ type ProviderKeyStore struct {
 	native *pgxpool.Pool
 }
 
+// ProviderKeyOption configures a ProviderKeyStore.
+type ProviderKeyOption func(*ProviderKeyStore)
+
 // NewProviderKeyStore returns a ProviderKeyStore on db.
-func NewProviderKeyStore(db bun.IDB) *ProviderKeyStore {
+func NewProviderKeyStore(db bun.IDB, opts ...ProviderKeyOption) *ProviderKeyStore {
 	s := &ProviderKeyStore{db: db, picks: &pickCombiner{}}
 	switch d := db.(type) {
 	case *DB:
 		s.pool, s.native = d.DB, d.Pool
 	case *bun.DB:
 		s.pool = d
+	}
+	for _, o := range opts {
+		o(s)
 	}
 	return s
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/entityenrich/enrich/adapters/postgres"
+	"github.com/entityenrich/enrich/adapters/system"
 	"github.com/entityenrich/enrich/domain/rotation"
 	"github.com/entityenrich/enrich/ports"
 	"github.com/entityenrich/enrich/test/contract"
@@ -24,18 +25,24 @@ func TestProviderKeyStore(t *testing.T) {
 		t.Run(b.name, func(t *testing.T) {
 			dsn := b.dsn(t)
 			db := migrated(t, dsn)
-			contract.RunProviderKeyStore(t, func(*testing.T) ports.ProviderKeyStore { return postgres.NewProviderKeyStore(db) })
+			contract.RunProviderKeyStore(t, func(*testing.T) ports.ProviderKeyStore { return cachedKeys(db) })
 			t.Run("rotation", func(t *testing.T) {
-				contract.RunProviderKeyRotation(t, func(*testing.T) ports.ProviderKeyStore { return postgres.NewProviderKeyStore(db) })
+				contract.RunProviderKeyRotation(t, func(*testing.T) ports.ProviderKeyStore { return cachedKeys(db) })
 			})
 			if b.parallel {
 				other := open(t, dsn)
 				contract.RunProviderKeyStoreConcurrency(t, func(*testing.T) []ports.ProviderKeyStore {
-					return []ports.ProviderKeyStore{postgres.NewProviderKeyStore(db), postgres.NewProviderKeyStore(other)}
+					return []ports.ProviderKeyStore{cachedKeys(db), cachedKeys(other)}
 				})
 			}
 		})
 	}
+}
+
+// cachedKeys is the store as the service builds it: batches of picks
+// reuse the candidates they read (the service's default TTL).
+func cachedKeys(db *postgres.DB) *postgres.ProviderKeyStore {
+	return postgres.NewProviderKeyStore(db, postgres.WithCandidateCache(500*time.Millisecond, 100, system.Clock{}))
 }
 
 func TestUsageLedger(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -33,9 +34,11 @@ func (runArgs) Kind() string { return "enrich_job" }
 
 // QueueConfig tunes the River queue.
 type QueueConfig struct {
-	// Workers bounds the dispatches handled at once on this replica. A
-	// dispatch only claims or checks a job (milliseconds); the job itself
-	// runs outside River, bounded by the app's own limits.
+	// Workers bounds the dispatches handled at once on this replica when
+	// the handlers name no Slots. A dispatch that starts a run holds its
+	// River worker until the run ends (ports.Dispatch.Done), so River's
+	// worker count is the replica's run slots: River fetches a job only
+	// when a slot is free, and fetches at once when one frees.
 	Workers int
 	// FetchCooldown is the least time between two fetches (default 5 ms).
 	FetchCooldown time.Duration
@@ -53,8 +56,10 @@ type Queue struct {
 	log    *slog.Logger
 	insert *river.Client[*sql.Tx]
 
-	mu   sync.Mutex
-	work *river.Client[pgx.Tx]
+	mu       sync.Mutex
+	work     *river.Client[pgx.Tx]
+	stopping chan struct{} // closed by Stop: dispatches stop holding their runs' slots
+	sweeps   sync.WaitGroup
 }
 
 var _ ports.JobQueue = (*Queue)(nil)
@@ -75,11 +80,20 @@ func NewQueue(db *DB, cfg QueueConfig, log *slog.Logger) (*Queue, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: river insert client: %w", err)
 	}
-	return &Queue{db: db, cfg: cfg, log: log, insert: ins}, nil
+	return &Queue{db: db, cfg: cfg, log: log, insert: ins, stopping: make(chan struct{})}, nil
 }
 
+// River priorities of runs (1 is dispatched first).
+const (
+	priorityResume = 1
+	priorityFresh  = 2
+)
+
 func insertOpts(j ports.QueuedJob) *river.InsertOpts {
-	o := &river.InsertOpts{Queue: queueName, MaxAttempts: 25}
+	o := &river.InsertOpts{Queue: queueName, MaxAttempts: 25, Priority: priorityFresh}
+	if j.Resume {
+		o.Priority = priorityResume
+	}
 	if !j.At.IsZero() {
 		o.ScheduledAt = j.At
 	}
@@ -109,31 +123,15 @@ func (e txEnqueuer) Enqueue(ctx context.Context, j ports.QueuedJob) error {
 	return nil
 }
 
-// sweepArgs are the args of the periodic sweep, which River's leader inserts.
-type sweepArgs struct{}
-
-func (sweepArgs) Kind() string { return "enrich_sweep" }
-
-type sweepWorker struct {
-	river.WorkerDefaults[sweepArgs]
-	sweep func(ctx context.Context) error
-}
-
-func (w *sweepWorker) Work(ctx context.Context, _ *river.Job[sweepArgs]) error {
-	// A failed sweep is not retried: the next one comes soon.
-	if err := w.sweep(ctx); err != nil {
-		return river.JobCancel(err)
-	}
-	return nil
-}
-
 type runWorker struct {
 	river.WorkerDefaults[runArgs]
-	h ports.JobHandler
+	h        ports.JobHandler
+	stopping <-chan struct{}
 }
 
-// Timeout bounds one dispatch; the job itself runs outside River.
-func (w *runWorker) Timeout(*river.Job[runArgs]) time.Duration { return 10 * time.Second }
+// Timeout: none. A dispatch that starts a run holds its worker for the run
+// (Work), which the runtime bounds by its own lease, not River's timeout.
+func (w *runWorker) Timeout(*river.Job[runArgs]) time.Duration { return -1 }
 
 func (w *runWorker) Work(ctx context.Context, j *river.Job[runArgs]) error {
 	d, err := w.h(ctx, ports.QueuedJob{JobID: j.Args.JobID, OrgID: j.Args.OrgID})
@@ -143,34 +141,39 @@ func (w *runWorker) Work(ctx context.Context, j *river.Job[runArgs]) error {
 	if d.Snooze > 0 {
 		return river.JobSnooze(d.Snooze)
 	}
+	if d.Done != nil {
+		// The run holds this worker, River's slot, until it ends: River
+		// then fetches the next job at once (its producer fetches when a
+		// slot frees after it had to skip a fetch).
+		select {
+		case <-d.Done:
+		case <-ctx.Done():
+		case <-w.stopping:
+		}
+	}
 	return nil
 }
 
-// Start begins working the queue on this replica. The sweep is a River
-// periodic job: River's elected leader inserts it every h.SweepEvery (and at
-// once when it starts leading), and any replica works it.
+// Start begins working the queue on this replica, and sweeping every
+// h.SweepEvery (jittered) on this replica too: see ports.Handlers.
 func (q *Queue) Start(ctx context.Context, h ports.Handlers) error {
 	workers := river.NewWorkers()
-	river.AddWorker(workers, &runWorker{h: h.Dispatch})
-	var periodic []*river.PeriodicJob
-	if h.Sweep != nil && h.SweepEvery > 0 {
-		river.AddWorker(workers, &sweepWorker{sweep: h.Sweep})
-		periodic = append(periodic, river.NewPeriodicJob(river.PeriodicInterval(h.SweepEvery),
-			func() (river.JobArgs, *river.InsertOpts) {
-				return sweepArgs{}, &river.InsertOpts{Queue: queueName, MaxAttempts: 1}
-			}, &river.PeriodicJobOpts{ID: "enrich_sweep", RunOnStart: true}))
+	river.AddWorker(workers, &runWorker{h: h.Dispatch, stopping: q.stopping})
+	slots := q.cfg.Workers
+	if h.Slots > 0 {
+		slots = h.Slots
 	}
 	c, err := river.NewClient(riverpgxv5.New(q.db.Pool), &river.Config{
-		PeriodicJobs:      periodic,
 		Logger:            q.log,
-		Queues:            map[string]river.QueueConfig{queueName: {MaxWorkers: q.cfg.Workers}},
+		Queues:            map[string]river.QueueConfig{queueName: {MaxWorkers: slots}},
 		Workers:           workers,
 		FetchCooldown:     q.cfg.FetchCooldown,
 		FetchPollInterval: q.cfg.FetchPollInterval,
-		// A dispatch lasts milliseconds; one that outlives this was on a
-		// replica that died, and River's rescuer hands it to another.
-		RescueStuckJobsAfter: 15 * time.Second,
-		JobTimeout:           10 * time.Second,
+		// A River job holds its worker for its run, however long. A job
+		// whose replica died is found by the runtime's sweep (its lease
+		// lapsed, or Stranded), not by River's rescuer, whose default
+		// (an hour) only tidies the rows such replicas left running.
+		JobTimeout: -1,
 		// Finished runs (one or a few per job) are of no interest after an hour.
 		CompletedJobRetentionPeriod: time.Hour,
 	})
@@ -183,7 +186,68 @@ func (q *Queue) Start(ctx context.Context, h ports.Handlers) error {
 	q.mu.Lock()
 	q.work = c
 	q.mu.Unlock()
+	if h.Sweep != nil && h.SweepEvery > 0 {
+		q.sweeps.Add(1)
+		go q.sweep(ctx, h.Sweep, h.SweepEvery)
+	}
 	return nil
+}
+
+// sweep calls fn about every interval (jittered by up to a fifth, so that
+// replicas do not sweep in step) until ctx ends or the queue stops.
+func (q *Queue) sweep(ctx context.Context, fn func(context.Context) error, interval time.Duration) {
+	defer q.sweeps.Done()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-q.stopping:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	for {
+		t := time.NewTimer(interval - interval/10 + rand.N(interval/5+1))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		if err := fn(ctx); err != nil && ctx.Err() == nil {
+			q.log.Warn("sweep failed; the next one comes soon", "err", err)
+		}
+	}
+}
+
+// strandedSQL finds pending jobs whose only live River runs are running
+// since before the first argument (taken by a dispatcher that never finished them) and none
+// waits to be fetched.
+const strandedSQL = `SELECT DISTINCT j.id, j.org_id FROM river_job r JOIN jobs j ON j.id = r.args->>'job_id'
+WHERE r.kind = 'enrich_job' AND r.state = 'running' AND r.attempted_at < ? AND j.state = 'pending'
+AND NOT EXISTS (SELECT 1 FROM river_job w WHERE w.kind = 'enrich_job' AND w.args->>'job_id' = j.id
+  AND w.state IN ('available', 'scheduled', 'retryable', 'pending'))
+LIMIT ?`
+
+// Stranded lists pending jobs whose runs a dead dispatcher took.
+func (q *Queue) Stranded(ctx context.Context, takenBefore time.Time, limit int) ([]ports.QueuedJob, error) {
+	rows, err := q.db.DB.QueryContext(ctx, strandedSQL, utc(takenBefore), limit)
+	if err != nil {
+		return nil, fail(err, "list stranded jobs")
+	}
+	defer rows.Close()
+	var out []ports.QueuedJob
+	for rows.Next() {
+		var j ports.QueuedJob
+		if err := rows.Scan(&j.JobID, &j.OrgID); err != nil {
+			return nil, fail(err, "list stranded jobs")
+		}
+		out = append(out, j)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fail(err, "list stranded jobs")
+	}
+	return out, nil
 }
 
 // Cancel cancels the job's queued runs that have not started.
@@ -202,11 +266,18 @@ func (q *Queue) Cancel(ctx context.Context, jobID string) error {
 	return nil
 }
 
-// Stop stops fetching and waits for running dispatches until ctx ends.
+// Stop stops fetching and sweeping, and waits for running dispatches until
+// ctx ends. The runs they started go on: the runtime ends them.
 func (q *Queue) Stop(ctx context.Context) error {
 	q.mu.Lock()
 	c := q.work
+	select {
+	case <-q.stopping:
+	default:
+		close(q.stopping)
+	}
 	q.mu.Unlock()
+	q.sweeps.Wait()
 	if c == nil {
 		return nil
 	}

@@ -11,8 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/entityenrich/enrich"
 	"github.com/entityenrich/enrich/adapters/memory"
 	"github.com/entityenrich/enrich/adapters/postgres"
+	"github.com/entityenrich/enrich/adapters/system"
 	"github.com/entityenrich/enrich/domain/rotation"
 	"github.com/entityenrich/enrich/ports"
 	"github.com/entityenrich/enrich/test/pgtest"
@@ -43,7 +45,8 @@ func BenchmarkProviderKeyPick(b *testing.B) {
 			if err := postgres.Migrate(ctx, db.DB); err != nil {
 				b.Fatal(err)
 			}
-			return postgres.NewProviderKeyStore(db)
+			c := enrich.DefaultCaches()
+			return postgres.NewProviderKeyStore(db, postgres.WithCandidateCache(c.KeyCandidatesTTL, c.KeyCandidateGroups, system.Clock{}))
 		}},
 	} {
 		b.Run(be.name, func(b *testing.B) { benchPick(b, be.store(b)) })

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/entityenrich/enrich/domain/job"
+	"github.com/entityenrich/enrich/domain/usage"
 	"github.com/entityenrich/enrich/ports"
 )
 
@@ -23,6 +26,9 @@ type StreamFixture struct {
 	// Reads is the log the stream reads, Events watched: it tells the suite
 	// when a follower has looked and is waiting.
 	Reads *WatchedLog
+	// Usage is the ledger the unit of work writes (nil: the suite skips
+	// what the stream charges).
+	Usage ports.UsageLedger
 }
 
 // WatchedLog is an EventLog that says when a job's events were listed.
@@ -130,7 +136,7 @@ func RunEventStream(t *testing.T, newStream func(t *testing.T) StreamFixture) {
 			j := claimed(t, f)
 			f.Stream.Own(j.ID, j.Attempt, 0, func(error) {})
 			is.True(f.Stream.Publish(j.ID, draft(1)))
-			evs := f.Stream.Seal(ctx, j.ID, job.Failure(job.CodeInternal, "x"))
+			evs, _ := f.Stream.Seal(ctx, j.ID, job.Failure(job.CodeInternal, "x"))
 			is.True(len(evs) >= 2)
 			is.True(!f.Stream.Publish(j.ID, draft(9))) // nothing after the seal
 			last := evs[len(evs)-1]
@@ -235,12 +241,111 @@ func RunEventStream(t *testing.T, newStream func(t *testing.T) StreamFixture) {
 			is := is.New(t)
 			is.True(!f.Stream.Publish(newID("job"), draft(1)))
 		}},
+		{"a charged call is durable with the checkpoint event published after it", func(t *testing.T, f StreamFixture) {
+			is := is.New(t)
+			j := claimed(t, f)
+			f.Stream.Own(j.ID, j.Attempt, 0, func(error) { t.Error("lost") })
+			e := newUsage(j.OrgID, 1)
+			f.Stream.Charge(j.ID, []usage.Entry{e})
+			is.True(f.Stream.Publish(j.ID, draft(1)))
+			follow(t, f, j.ID, 1)
+			is.Equal(billed(t, f, j.OrgID), []string{e.ID})
+		}},
+		{"a fenced owner's charged calls are billed all the same, once", func(t *testing.T, f StreamFixture) {
+			is := is.New(t)
+			j := claimed(t, f)
+			lost := make(chan struct{})
+			f.Stream.Own(j.ID, j.Attempt, 0, func(error) { close(lost) })
+			first := newUsage(j.OrgID, 1)
+			f.Stream.Charge(j.ID, []usage.Entry{first})
+			is.True(f.Stream.Publish(j.ID, draft(1)))
+			follow(t, f, j.ID, 1)
+			is.NoErr(f.UoW.InTx(ctx, func(ctx context.Context, r ports.Repos) error {
+				_, err := r.Jobs.UpdateJob(ctx, j.ID, func(j *job.Job) error {
+					j.Fence(time.Now())
+					return j.Cancel("test", time.Now())
+				})
+				return err
+			}))
+			second := newUsage(j.OrgID, 2)
+			f.Stream.Charge(j.ID, []usage.Entry{second})
+			f.Stream.Publish(j.ID, draft(2))
+			select {
+			case <-lost:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the fenced owner was not told")
+			}
+			f.Stream.Charge(j.ID, []usage.Entry{newUsage(j.OrgID, 3)}) // answered after the loss
+			waitBilled(t, f, j.OrgID, 3)
+			is.Equal(len(billed(t, f, j.OrgID)), 3)
+		}},
+		{"seal hands over what is unwritten; a later charge is billed on its own", func(t *testing.T, f StreamFixture) {
+			is := is.New(t)
+			j := claimed(t, f)
+			f.Stream.Own(j.ID, j.Attempt, 0, func(error) {})
+			e := newUsage(j.OrgID, 1)
+			f.Stream.Charge(j.ID, []usage.Entry{e})
+			evs, spent := f.Stream.Seal(ctx, j.ID, job.Failure(job.CodeInternal, "x"))
+			is.True(len(evs) >= 2)
+			// The entry was written before the seal, or is handed over:
+			// one of the two.
+			is.Equal(len(spent)+len(billed(t, f, j.OrgID)), 1)
+			is.NoErr(f.UoW.InTx(ctx, func(ctx context.Context, r ports.Repos) error {
+				if err := r.Events.Append(ctx, evs); err != nil {
+					return err
+				}
+				return r.Usage.AppendUsage(ctx, spent)
+			}))
+			f.Stream.Sealed(j.ID, evs, nil)
+			f.Stream.Charge(j.ID, []usage.Entry{newUsage(j.OrgID, 2)})
+			waitBilled(t, f, j.OrgID, 2)
+		}},
+		{"a charge for a job not owned here is billed on its own", func(t *testing.T, f StreamFixture) {
+			org := newID("org")
+			f.Stream.Charge(newID("job"), []usage.Entry{newUsage(org, 1), newUsage(org, 2)})
+			waitBilled(t, f, org, 2)
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newStream(t)
+			if f.Usage == nil && strings.Contains(tt.name, "charge") {
+				t.Skip("the fixture has no ledger")
+			}
 			t.Cleanup(f.Stream.Close)
 			tt.run(t, f)
 		})
+	}
+}
+
+// billed lists the ids of org's entries in the fixture's ledger, sorted.
+func billed(t *testing.T, f StreamFixture, org string) []string {
+	t.Helper()
+	es, err := f.Usage.ListUsage(context.Background(), org, at(0), at(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := []string{}
+	for _, e := range es {
+		ids = append(ids, e.ID)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// waitBilled waits until org has n entries in the fixture's ledger, and
+// fails if it has more.
+func waitBilled(t *testing.T, f StreamFixture, org string, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		got := billed(t, f, org)
+		switch {
+		case len(got) > n:
+			t.Fatalf("billed %d entries, want %d: %v", len(got), n, got)
+		case len(got) == n:
+			return
+		case time.Now().After(deadline):
+			t.Fatalf("billed %d entries after 10 s, want %d", len(got), n)
+		}
 	}
 }
