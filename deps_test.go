@@ -1,6 +1,7 @@
 package enrich_test
 
 import (
+	"go/ast"
 	"go/parser"
 	"go/token"
 	"io/fs"
@@ -15,7 +16,9 @@ const module = "github.com/entityenrich/enrich"
 // TestDependencyRule enforces DESIGN.md's dependency rule on non-test code:
 // domain -> domain only (and the standard library); ports -> domain;
 // app -> domain, ports; adapters -> domain, ports (never another adapter),
-// and the driving adapters (httpapi, mcp) also app.
+// and the driving adapters (httpapi, mcp) also app. The job runtime
+// (adapters/jobrun) imports only domain and ports, and only the root
+// imports it: app reaches it through ports.JobRunner.
 func TestDependencyRule(t *testing.T) {
 	checked := 0
 	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
@@ -61,6 +64,9 @@ func violates(layer []string, imp string) string {
 	rel := strings.TrimPrefix(imp, module+"/")
 	top := strings.Split(rel, "/")[0]
 	stdlib := !strings.Contains(strings.Split(imp, "/")[0], ".")
+	if rel == "adapters/jobrun" && !(len(layer) > 1 && layer[0] == "adapters" && layer[1] == "jobrun") {
+		return "only the root wires the job runtime; the use cases reach it through ports.JobRunner"
+	}
 	switch layer[0] {
 	case "domain":
 		if !stdlib && !(own && top == "domain") {
@@ -78,6 +84,11 @@ func violates(layer []string, imp string) string {
 			return "app may not import third-party packages: put them behind a port"
 		}
 	case "adapters":
+		if len(layer) > 1 && layer[1] == "jobrun" && !stdlib && !(own && (top == "domain" || top == "ports")) {
+			// Its queue driver (River, or the in-process queue) stays
+			// behind ports.JobQueue.
+			return "the job runtime imports only domain and ports"
+		}
 		if !own {
 			return ""
 		}
@@ -147,10 +158,75 @@ func TestViolates(t *testing.T) {
 		{[]string{"adapters", "postgres"}, module + "/migrations", false},
 		{[]string{"adapters", "httpapi"}, module + "/migrations", true},
 		{[]string{"cmd", "enrichd"}, module + "/adapters/memory", false},
+		{[]string{"adapters", "jobrun", "engine.go"}, module + "/ports", false},
+		{[]string{"adapters", "jobrun", "engine.go"}, module + "/domain/job", false},
+		{[]string{"adapters", "jobrun", "engine.go"}, "context", false},
+		{[]string{"adapters", "jobrun", "engine.go"}, "github.com/riverqueue/river", true},
+		{[]string{"adapters", "jobrun", "engine.go"}, module + "/adapters/inproc", true},
+		{[]string{"adapters", "jobrun", "engine.go"}, module + "/app", true},
+		{[]string{"app", "jobs.go"}, module + "/adapters/jobrun", true},
+		{[]string{"adapters", "httpapi", "server.go"}, module + "/adapters/jobrun", true},
+		{[]string{"cmd", "enrichd", "main.go"}, module + "/adapters/jobrun", true},
 	}
 	for _, tt := range tests {
 		if got := violates(tt.layer, tt.imp) != ""; got != tt.bad {
 			t.Errorf("violates(%v, %s) = %v, want %v", tt.layer, tt.imp, got, tt.bad)
 		}
 	}
+}
+
+// TestDependencyRuleRootWiresTheJobRuntime: the root builds the job runtime with its
+// Runners table (jobrun.New) and binds it to ports.JobRunner, the one way
+// the use cases reach it.
+func TestDependencyRuleRootWiresTheJobRuntime(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var constructed, bound bool
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok {
+				return true
+			}
+			switch fn := exprString(call.Fun); {
+			case fn == "jobrun.New":
+				constructed = true
+			case fn == "wire.Bind" && len(call.Args) == 2 && exprString(call.Args[0]) == "new(ports.JobRunner)" &&
+				exprString(call.Args[1]) == "new(*jobrun.Engine)":
+				bound = true
+			}
+			return true
+		})
+	}
+	if !constructed || !bound {
+		t.Errorf("the root builds the job runtime with jobrun.New (%v) and binds it to ports.JobRunner (%v)", constructed, bound)
+	}
+}
+
+// exprString prints the selectors, stars and calls of an expression.
+func exprString(e ast.Expr) string {
+	switch e := e.(type) {
+	case *ast.Ident:
+		return e.Name
+	case *ast.SelectorExpr:
+		return exprString(e.X) + "." + e.Sel.Name
+	case *ast.StarExpr:
+		return "*" + exprString(e.X)
+	case *ast.CallExpr:
+		args := make([]string, len(e.Args))
+		for i, a := range e.Args {
+			args[i] = exprString(a)
+		}
+		return exprString(e.Fun) + "(" + strings.Join(args, ", ") + ")"
+	}
+	return ""
 }

@@ -65,6 +65,10 @@ type Embedded struct {
 	Schemas    *app.SchemaService
 	Records    *app.RecordService
 	Enrichment *app.EnrichmentService
+	// Batches starts batches of enrichments.
+	Batches *app.BatchService
+	// Models lists the models, their availability and the pinned defaults.
+	Models *app.ModelService
 	// SchemaGen generates schemas from samples and applies AI edits.
 	SchemaGen *app.SchemaGenService
 	// Fusion merges stored records into fused records.
@@ -230,7 +234,7 @@ func (e *Embedded) ready(cfg Config, warns []string, cleanup func()) (*Embedded,
 		e.Log.Warn("DATABASE_URL is empty: running on in-memory storage; nothing is kept when the process stops")
 	}
 	if cfg.Sandbox {
-		e.Log.Info("sandbox models enabled (deterministic, no network)", "models", len(e.Enrichment.Catalog.Models()))
+		e.Log.Info("sandbox models enabled (deterministic, no network)", "models", len(e.Models.Catalog.Models()))
 	}
 	if err := e.start(); err != nil {
 		cleanup()

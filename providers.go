@@ -71,6 +71,9 @@ var coreSet = wire.NewSet(
 	provideSchemaConfig,
 	provideEnrichConfig,
 	// The job runtime and the Runners of its jobs (which submit nothing).
+	app.NewModelService,
+	app.NewCalls,
+	app.NewFuser,
 	app.NewEnricher,
 	app.NewSchemaGenerator,
 	app.NewMerger,
@@ -84,7 +87,8 @@ var coreSet = wire.NewSet(
 	app.NewRecordService,
 	app.NewJobService,
 	app.NewEnrichmentService,
-	wire.Bind(new(app.BatchStarter), new(*app.EnrichmentService)),
+	app.NewBatchService,
+	wire.Bind(new(app.BatchStarter), new(*app.BatchService)),
 	app.NewSampleService,
 	app.NewSchemaGenService,
 	app.NewFusionService,
@@ -269,13 +273,14 @@ func replicaName() string {
 }
 
 func provideEmbedded(st *Stores, a *app.AccessService, sc *app.SchemaService, rc *app.RecordService, en *app.EnrichmentService,
+	bs *app.BatchService, ms *app.ModelService,
 	js *app.JobService, pk *app.ProviderKeyService, cs *app.CostService, an *app.AnalysisService, smp *app.SampleService,
 	sg *app.SchemaGenService, fs *app.FetchService, fu *app.FusionService, h *eventhub.Hub, eng *jobrun.Engine, lg *slog.Logger,
 	m *metrics.Metrics, op *app.OrgProviderService, scc *cache.Schemas, ac *cache.Auth) *Embedded {
 	m.WatchRunning(func() int { return len(eng.Running()) })
-	return &Embedded{Access: a, Schemas: sc, Records: rc, Enrichment: en, Jobs: js, ProviderKeys: pk, Costs: cs, Analysis: an,
-		Samples: smp, SchemaGen: sg, Fetch: fs, Fusion: fu, Stores: st, Log: lg, Metrics: m, stream: h, engine: eng, OrgProviders: op,
-		schemaCache: scc, authCache: ac}
+	return &Embedded{Access: a, Schemas: sc, Records: rc, Enrichment: en, Batches: bs, Models: ms, Jobs: js, ProviderKeys: pk, Costs: cs,
+		Analysis: an, Samples: smp, SchemaGen: sg, Fetch: fs, Fusion: fu, Stores: st, Log: lg, Metrics: m, stream: h, engine: eng,
+		OrgProviders: op, schemaCache: scc, authCache: ac}
 }
 
 // httpSet builds the HTTP API from an Embedded core.
@@ -290,7 +295,8 @@ var httpSet = wire.NewSet(
 
 // provideServices hands the HTTP API the app services it serves.
 func provideServices(e *Embedded) httpapi.Services {
-	return httpapi.Services{Access: e.Access, Schemas: e.Schemas, Records: e.Records, Enrichment: e.Enrichment, Jobs: e.Jobs,
+	return httpapi.Services{Access: e.Access, Schemas: e.Schemas, Records: e.Records, Enrichment: e.Enrichment, Batches: e.Batches,
+		Models: e.Models, Jobs: e.Jobs,
 		ProviderKeys: e.ProviderKeys, Costs: e.Costs, Analysis: e.Analysis, Samples: e.Samples,
 		SchemaGen: e.SchemaGen, Fetch: e.Fetch, Fusion: e.Fusion, OrgProviders: e.OrgProviders}
 }

@@ -43,12 +43,11 @@ func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	schemaConfig := provideSchemaConfig(cfg)
 	schemaService := app.NewSchemaService(schemaStore, recordStore, unitOfWork, cacheCompiler, schemas, clock, iDs, schemaConfig)
 	recordService := app.NewRecordService(recordStore, clock)
+	codec := jobcodec.New()
 	registry, err := provideRegistry(cfg)
 	if err != nil {
 		return nil, nil, err
 	}
-	metricsMetrics := metrics.New()
-	llm := provideLLM(cfg, registry, metricsMetrics)
 	providerKeyStore, err := provideProviderKeyStore(stores, logger)
 	if err != nil {
 		return nil, nil, err
@@ -62,20 +61,25 @@ func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 		return nil, nil, err
 	}
 	keyRing := provideKeyRing(providerKeyStore, fernet, registry, registry, clock, logger, providerStore)
-	codec := jobcodec.New()
+	modelService := app.NewModelService(orgStore, registry, keyRing)
+	metricsMetrics := metrics.New()
+	llm := provideLLM(cfg, registry, metricsMetrics)
+	calls := app.NewCalls(llm, keyRing, clock, iDs, logger)
+	fuser := app.NewFuser(modelService, calls, clock, logger)
 	enrichMemos := provideEnrichMemos(cfg)
 	enrichConfig := provideEnrichConfig(cfg)
-	enricher := app.NewEnricher(schemaStore, schemas, orgStore, llm, registry, cacheCompiler, keyRing, codec, clock, iDs, logger, enrichMemos, enrichConfig)
+	enricher := app.NewEnricher(schemaStore, schemas, cacheCompiler, codec, modelService, calls, fuser, clock, logger, enrichMemos, enrichConfig)
 	hub, cleanup := provideStream(stores, clock, logger)
-	schemaGenerator := app.NewSchemaGenerator(enricher, schemaStore, schemaService, cacheCompiler, clock, iDs, logger)
-	merger := app.NewMerger(enricher, recordStore, clock, iDs, logger)
-	sampleGenerator := app.NewSampleGenerator(enricher, clock, iDs, logger)
+	schemaGenerator := app.NewSchemaGenerator(modelService, calls, codec, schemaStore, schemaService, cacheCompiler, clock, iDs, logger)
+	merger := app.NewMerger(fuser, recordStore, schemaStore, schemas, cacheCompiler, codec, clock, iDs, logger)
+	sampleGenerator := app.NewSampleGenerator(codec, modelService, calls, clock, iDs, logger)
 	runners := provideRunners(enricher, schemaGenerator, merger, sampleGenerator)
 	engine := provideEngine(cfg, stores, hub, clock, logger, metricsMetrics, runners)
 	jobStore := stores.Jobs
 	eventLog := stores.Events
 	jobService := app.NewJobService(jobStore, eventLog, engine, hub, logger)
-	enrichmentService := app.NewEnrichmentService(enricher, engine, hub, jobService)
+	enrichmentService := app.NewEnrichmentService(enricher, codec, engine, hub, jobService, iDs, logger)
+	batchService := app.NewBatchService(enricher, codec, engine, iDs, logger)
 	usageLedger := stores.Usage
 	providerKeyService := app.NewProviderKeyService(providerKeyStore, fernet, registry, registry, registry, usageLedger, clock, iDs, logger)
 	costService := app.NewCostService(usageLedger, clock)
@@ -83,10 +87,10 @@ func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	sampleService := app.NewSampleService(sampleGenerator, engine, hub, jobService)
 	schemaGenService := app.NewSchemaGenService(schemaGenerator, engine, hub, jobService)
 	entityFetcher := provideFetcher(cfg)
-	fetchService := app.NewFetchService(entityFetcher, enrichmentService, clock, enrichConfig)
+	fetchService := app.NewFetchService(entityFetcher, batchService, clock, enrichConfig)
 	fusionService := app.NewFusionService(merger, engine, hub, jobService)
 	orgProviderService := app.NewOrgProviderService(providerStore, fernet, registry, registry, registry, clock, iDs, logger)
-	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth)
+	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth)
 	return embedded, func() {
 		cleanup()
 	}, nil
@@ -125,13 +129,12 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	schemaConfig := provideSchemaConfig(cfg)
 	schemaService := app.NewSchemaService(schemaStore, recordStore, unitOfWork, cacheCompiler, schemas, clock, iDs, schemaConfig)
 	recordService := app.NewRecordService(recordStore, clock)
+	codec := jobcodec.New()
 	registry, err := provideRegistry(cfg)
 	if err != nil {
 		cleanup()
 		return nil, nil, err
 	}
-	metricsMetrics := metrics.New()
-	llm := provideLLM(cfg, registry, metricsMetrics)
 	providerKeyStore, err := provideProviderKeyStore(stores, logger)
 	if err != nil {
 		cleanup()
@@ -148,20 +151,25 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 		return nil, nil, err
 	}
 	keyRing := provideKeyRing(providerKeyStore, fernet, registry, registry, clock, logger, providerStore)
-	codec := jobcodec.New()
+	modelService := app.NewModelService(orgStore, registry, keyRing)
+	metricsMetrics := metrics.New()
+	llm := provideLLM(cfg, registry, metricsMetrics)
+	calls := app.NewCalls(llm, keyRing, clock, iDs, logger)
+	fuser := app.NewFuser(modelService, calls, clock, logger)
 	enrichMemos := provideEnrichMemos(cfg)
 	enrichConfig := provideEnrichConfig(cfg)
-	enricher := app.NewEnricher(schemaStore, schemas, orgStore, llm, registry, cacheCompiler, keyRing, codec, clock, iDs, logger, enrichMemos, enrichConfig)
+	enricher := app.NewEnricher(schemaStore, schemas, cacheCompiler, codec, modelService, calls, fuser, clock, logger, enrichMemos, enrichConfig)
 	hub, cleanup2 := provideStream(stores, clock, logger)
-	schemaGenerator := app.NewSchemaGenerator(enricher, schemaStore, schemaService, cacheCompiler, clock, iDs, logger)
-	merger := app.NewMerger(enricher, recordStore, clock, iDs, logger)
-	sampleGenerator := app.NewSampleGenerator(enricher, clock, iDs, logger)
+	schemaGenerator := app.NewSchemaGenerator(modelService, calls, codec, schemaStore, schemaService, cacheCompiler, clock, iDs, logger)
+	merger := app.NewMerger(fuser, recordStore, schemaStore, schemas, cacheCompiler, codec, clock, iDs, logger)
+	sampleGenerator := app.NewSampleGenerator(codec, modelService, calls, clock, iDs, logger)
 	runners := provideRunners(enricher, schemaGenerator, merger, sampleGenerator)
 	engine := provideEngine(cfg, stores, hub, clock, logger, metricsMetrics, runners)
 	jobStore := stores.Jobs
 	eventLog := stores.Events
 	jobService := app.NewJobService(jobStore, eventLog, engine, hub, logger)
-	enrichmentService := app.NewEnrichmentService(enricher, engine, hub, jobService)
+	enrichmentService := app.NewEnrichmentService(enricher, codec, engine, hub, jobService, iDs, logger)
+	batchService := app.NewBatchService(enricher, codec, engine, iDs, logger)
 	usageLedger := stores.Usage
 	providerKeyService := app.NewProviderKeyService(providerKeyStore, fernet, registry, registry, registry, usageLedger, clock, iDs, logger)
 	costService := app.NewCostService(usageLedger, clock)
@@ -169,10 +177,10 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	sampleService := app.NewSampleService(sampleGenerator, engine, hub, jobService)
 	schemaGenService := app.NewSchemaGenService(schemaGenerator, engine, hub, jobService)
 	entityFetcher := provideFetcher(cfg)
-	fetchService := app.NewFetchService(entityFetcher, enrichmentService, clock, enrichConfig)
+	fetchService := app.NewFetchService(entityFetcher, batchService, clock, enrichConfig)
 	fusionService := app.NewFusionService(merger, engine, hub, jobService)
 	orgProviderService := app.NewOrgProviderService(providerStore, fernet, registry, registry, registry, clock, iDs, logger)
-	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth)
+	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth)
 	return embedded, func() {
 		cleanup2()
 		cleanup()
@@ -202,12 +210,11 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 	schemaConfig := provideSchemaConfig(cfg)
 	schemaService := app.NewSchemaService(schemaStore, recordStore, unitOfWork, cacheCompiler, schemas, clock, iDs, schemaConfig)
 	recordService := app.NewRecordService(recordStore, clock)
+	codec := jobcodec.New()
 	registry, err := provideRegistry(cfg)
 	if err != nil {
 		return nil, nil, err
 	}
-	metricsMetrics := metrics.New()
-	llm := provideLLM(cfg, registry, metricsMetrics)
 	providerKeyStore, err := provideProviderKeyStore(st, logger)
 	if err != nil {
 		return nil, nil, err
@@ -221,20 +228,25 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 		return nil, nil, err
 	}
 	keyRing := provideKeyRing(providerKeyStore, fernet, registry, registry, clock, logger, providerStore)
-	codec := jobcodec.New()
+	modelService := app.NewModelService(orgStore, registry, keyRing)
+	metricsMetrics := metrics.New()
+	llm := provideLLM(cfg, registry, metricsMetrics)
+	calls := app.NewCalls(llm, keyRing, clock, iDs, logger)
+	fuser := app.NewFuser(modelService, calls, clock, logger)
 	enrichMemos := provideEnrichMemos(cfg)
 	enrichConfig := provideEnrichConfig(cfg)
-	enricher := app.NewEnricher(schemaStore, schemas, orgStore, llm, registry, cacheCompiler, keyRing, codec, clock, iDs, logger, enrichMemos, enrichConfig)
+	enricher := app.NewEnricher(schemaStore, schemas, cacheCompiler, codec, modelService, calls, fuser, clock, logger, enrichMemos, enrichConfig)
 	hub, cleanup := provideStream(st, clock, logger)
-	schemaGenerator := app.NewSchemaGenerator(enricher, schemaStore, schemaService, cacheCompiler, clock, iDs, logger)
-	merger := app.NewMerger(enricher, recordStore, clock, iDs, logger)
-	sampleGenerator := app.NewSampleGenerator(enricher, clock, iDs, logger)
+	schemaGenerator := app.NewSchemaGenerator(modelService, calls, codec, schemaStore, schemaService, cacheCompiler, clock, iDs, logger)
+	merger := app.NewMerger(fuser, recordStore, schemaStore, schemas, cacheCompiler, codec, clock, iDs, logger)
+	sampleGenerator := app.NewSampleGenerator(codec, modelService, calls, clock, iDs, logger)
 	runners := provideRunners(enricher, schemaGenerator, merger, sampleGenerator)
 	engine := provideEngine(cfg, st, hub, clock, logger, metricsMetrics, runners)
 	jobStore := st.Jobs
 	eventLog := st.Events
 	jobService := app.NewJobService(jobStore, eventLog, engine, hub, logger)
-	enrichmentService := app.NewEnrichmentService(enricher, engine, hub, jobService)
+	enrichmentService := app.NewEnrichmentService(enricher, codec, engine, hub, jobService, iDs, logger)
+	batchService := app.NewBatchService(enricher, codec, engine, iDs, logger)
 	usageLedger := st.Usage
 	providerKeyService := app.NewProviderKeyService(providerKeyStore, fernet, registry, registry, registry, usageLedger, clock, iDs, logger)
 	costService := app.NewCostService(usageLedger, clock)
@@ -242,10 +254,10 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 	sampleService := app.NewSampleService(sampleGenerator, engine, hub, jobService)
 	schemaGenService := app.NewSchemaGenService(schemaGenerator, engine, hub, jobService)
 	entityFetcher := provideFetcher(cfg)
-	fetchService := app.NewFetchService(entityFetcher, enrichmentService, clock, enrichConfig)
+	fetchService := app.NewFetchService(entityFetcher, batchService, clock, enrichConfig)
 	fusionService := app.NewFusionService(merger, engine, hub, jobService)
 	orgProviderService := app.NewOrgProviderService(providerStore, fernet, registry, registry, registry, clock, iDs, logger)
-	embedded := provideEmbedded(st, accessService, schemaService, recordService, enrichmentService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth)
+	embedded := provideEmbedded(st, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth)
 	return embedded, func() {
 		cleanup()
 	}, nil

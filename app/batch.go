@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
@@ -158,12 +159,27 @@ func preservePaths(doc map[string]any) [][]string {
 	return out
 }
 
+// BatchService starts batches of enrichments (POST /api/batch/start) on the
+// job runtime; its Enricher plans them and runs them (BatchRunner).
+type BatchService struct {
+	Enricher  *Enricher
+	Requests  JobRequests
+	JobRunner ports.JobRunner
+	IDs       ports.IDs
+	Log       *slog.Logger
+}
+
+// NewBatchService submits the batches enr runs to jr.
+func NewBatchService(enr *Enricher, requests JobRequests, jr ports.JobRunner, ids ports.IDs, log *slog.Logger) *BatchService {
+	return &BatchService{Enricher: enr, Requests: requests, JobRunner: jr, IDs: ids, Log: log}
+}
+
 // StartBatch validates a batch and creates its job.
-func (s *EnrichmentService) StartBatch(ctx context.Context, p *access.Principal, req BatchRequest) (*BatchStarted, error) {
+func (s *BatchService) StartBatch(ctx context.Context, p *access.Principal, req BatchRequest) (*BatchStarted, error) {
 	if err := access.Authorize(p, access.ActStartBatch); err != nil {
 		return nil, err
 	}
-	bp, err := s.prepareBatch(ctx, p.OrgID, req)
+	bp, err := s.Enricher.prepareBatch(ctx, p.OrgID, req)
 	if err != nil {
 		return nil, err
 	}
@@ -302,7 +318,7 @@ func (s *Enricher) runBatch(ctx context.Context, w *ports.Work) ports.Outcome {
 			return ports.Outcome{Failure: &ports.Failure{Code: job.CodeInternal, Msg: "the stored request does not decode"}}
 		}
 		if bp, err = s.prepareBatch(ctx, w.Job.OrgID, req); err != nil {
-			return s.unprepared(err)
+			return unprepared(s.Log, err)
 		}
 	}
 	pl := bp.pl

@@ -37,7 +37,7 @@ type FetchService struct {
 	Clock       ports.Clock
 }
 
-// BatchStarter starts a batch (EnrichmentService.StartBatch).
+// BatchStarter starts a batch (BatchService.StartBatch).
 type BatchStarter interface {
 	StartBatch(ctx context.Context, p *access.Principal, req BatchRequest) (*BatchStarted, error)
 }

@@ -60,13 +60,13 @@ func (s *Enricher) resolveClassifier(ctx context.Context, orgID string, v *strin
 		return nil, nil
 	}
 	if *v == model.Auto {
-		p, err := s.AutoPick(ctx, orgID, TaskEnrichment, modelsel.Needs{})
+		p, err := s.Models.AutoPick(ctx, orgID, TaskEnrichment, modelsel.Needs{})
 		if err != nil {
 			return nil, err
 		}
 		return &p.Model, nil
 	}
-	m, err := s.knownModelFor(ctx, orgID, "classification_model", *v)
+	m, err := s.Models.knownModelFor(ctx, orgID, "classification_model", *v)
 	if err != nil {
 		return nil, err
 	}
@@ -185,7 +185,7 @@ func (s *Enricher) classify(ctx context.Context, pl *plan, m model.Info, entity 
 	msgs := enrichment.ClassificationPrompt(in)
 	schema := enrichment.ClassificationSchema()
 	for attempt := 1; attempt <= ClassificationAttempts; attempt++ {
-		resp, err := s.generate(ctx, pl, m, ports.LLMRequest{Model: m.Key, Messages: msgs, Schema: schema,
+		resp, err := s.Calls.generate(ctx, pl, m, ports.LLMRequest{Model: m.Key, Messages: msgs, Schema: schema,
 			SchemaName: "classification", ResponseSchema: true, Task: ports.TaskClassification, OrgID: pl.usage.orgID})
 		got.in, got.out = got.in+resp.InputTokens, got.out+resp.OutputTokens
 		got.cost += m.Price.Cost(resp.InputTokens, resp.OutputTokens)

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"sort"
 	"strings"
 	"time"
@@ -17,6 +18,22 @@ import (
 	"github.com/entityenrich/enrich/domain/modelsel"
 	"github.com/entityenrich/enrich/ports"
 )
+
+// Fuser merges several models' records of one entity into a fused record:
+// the field rules of domain/fusion, and an arbiter model's call for the
+// conflicts they leave. Enrichment fuses its models' answers with it
+// (auto-fusion), and merge jobs fuse stored records.
+type Fuser struct {
+	Models *ModelService
+	Calls  *Calls
+	Clock  ports.Clock
+	Log    *slog.Logger
+}
+
+// NewFuser fuses with the models of models and the calls of calls.
+func NewFuser(models *ModelService, calls *Calls, clock ports.Clock, log *slog.Logger) *Fuser {
+	return &Fuser{Models: models, Calls: calls, Clock: clock, Log: log}
+}
 
 // fuseSource is one model's record that a fusion merges.
 type fuseSource struct {
@@ -98,7 +115,7 @@ func readPriorFusion(prior []job.Event) priorFusion {
 // when one is requested (or when numbers disagree wildly, an automatically
 // selected one), validates the merge and builds the fused record. Its
 // ledger entries go to log. An error means no fused record.
-func (s *Enricher) fuse(ctx context.Context, fr fusionRun, log *usageLog) (*fused, error) {
+func (s *Fuser) fuse(ctx context.Context, fr fusionRun, log *usageLog) (*fused, error) {
 	t0 := time.Now()
 	pf := readPriorFusion(fr.prior)
 	ids := make([]string, len(fr.sources))
@@ -134,7 +151,7 @@ func (s *Enricher) fuse(ctx context.Context, fr fusionRun, log *usageLog) (*fuse
 				wild = append(wild, c)
 			}
 		}
-		if p, err := s.AutoPick(ctx, fr.orgID, TaskEnrichment, modelsel.Needs{}); err == nil {
+		if p, err := s.Models.AutoPick(ctx, fr.orgID, TaskEnrichment, modelsel.Needs{}); err == nil {
 			arbiter, escalated, conflicts = &p.Model, true, wild
 		} else {
 			s.Log.Info("no arbiter for wildly disagreeing numbers: the rules stand", "job_id", fr.jobID, "err", err)
@@ -143,18 +160,40 @@ func (s *Enricher) fuse(ctx context.Context, fr fusionRun, log *usageLog) (*fuse
 	if arbiter != nil && len(conflicts) > 0 {
 		s.arbitrateInto(ctx, fr, pf, *arbiter, escalated, conflicts, out, log)
 	}
-	if fr.validator != nil {
+	if err := validFused(fr, res, out); err != nil {
+		return nil, err
+	}
+	out.record = s.fusedRecord(fr, cands, out)
+	fr.pub(job.FusionCompleted{Success: true, Merged: out.result.Annotated(), Report: out.result.Report, Summary: out.result.Summary,
+		Provenance: out.result.Provenance, RecordID: out.record.ID, Cost: out.cost, InputTokens: out.in, OutputTokens: out.outT,
+		ProcessingMS: time.Since(t0).Milliseconds(), ValidationWarnings: out.warnings, ArbiterUsed: out.arbiter, KeySource: out.keySrc,
+		EntityIndex: fr.entityIndex})
+	return out, nil
+}
+
+// validFused validates the fused result against the schema: when an
+// arbitrated merge does not validate, the rules' merge res stands instead
+// (with a warning); an error when that does not validate either.
+func validFused(fr fusionRun, res fusion.Result, out *fused) error {
+	if fr.validator == nil {
+		return nil
+	}
+	if err := fr.validator.Validate(out.result.Merged); err != nil {
+		if out.result.Summary.Method == fusion.MethodLLM {
+			// The arbiter's choice broke the schema: the rules stand.
+			out.warnings = append(out.warnings, fmt.Sprintf("the arbitrated merge does not validate (%v): the rules stand", err))
+			out.result = res
+		}
 		if err := fr.validator.Validate(out.result.Merged); err != nil {
-			if out.result.Summary.Method == fusion.MethodLLM {
-				// The arbiter's choice broke the schema: the rules stand.
-				out.warnings = append(out.warnings, fmt.Sprintf("the arbitrated merge does not validate (%v): the rules stand", err))
-				out.result = res
-			}
-			if err := fr.validator.Validate(out.result.Merged); err != nil {
-				return nil, fmt.Errorf("the fused result does not validate: %w", err)
-			}
+			return fmt.Errorf("the fused result does not validate: %w", err)
 		}
 	}
+	return nil
+}
+
+// fusedRecord is the fused record of out: its sources in the rules' order
+// of cands, sandbox only when every source (and the arbiter) was.
+func (s *Fuser) fusedRecord(fr fusionRun, cands []fusion.Candidate, out *fused) *enrichment.Record {
 	merged, _ := json.Marshal(out.result.Merged)
 	sources := make([]enrichment.FusionSource, 0, len(fr.sources))
 	ordered := fusion.Ordered(cands)
@@ -174,16 +213,11 @@ func (s *Enricher) fuse(ctx context.Context, fr fusionRun, log *usageLog) (*fuse
 			sandbox = sandbox && k.Provider == "sandbox"
 		}
 	}
-	out.record = &enrichment.Record{ID: fr.recordID, OrgID: fr.orgID, Type: enrichment.RecordFusion, SchemaID: fr.schemaID,
+	return &enrichment.Record{ID: fr.recordID, OrgID: fr.orgID, Type: enrichment.RecordFusion, SchemaID: fr.schemaID,
 		JobID: fr.jobID, Model: recModel, Strategy: fr.strategy, EntityData: fr.entity, StructuredOutput: merged,
 		Cost: out.cost, InputTokens: out.in, OutputTokens: out.outT, Sandbox: sandbox, CreatedAt: s.Clock.Now(),
 		Fusion: &enrichment.Fusion{Sources: sources, Provenance: out.result.Provenance, Summary: out.result.Summary,
 			Report: out.result.Report, ArbitrationCost: out.cost}}
-	fr.pub(job.FusionCompleted{Success: true, Merged: out.result.Annotated(), Report: out.result.Report, Summary: out.result.Summary,
-		Provenance: out.result.Provenance, RecordID: out.record.ID, Cost: out.cost, InputTokens: out.in, OutputTokens: out.outT,
-		ProcessingMS: time.Since(t0).Milliseconds(), ValidationWarnings: out.warnings, ArbiterUsed: out.arbiter, KeySource: out.keySrc,
-		EntityIndex: fr.entityIndex})
-	return out, nil
 }
 
 // arbitrationSchema is what the arbiter answers: one decision per
@@ -222,7 +256,7 @@ func arbitrationPrompt(conflicts []fusion.Conflict) []enrichment.Message {
 // arbitrateInto makes the arbiter's one call (or reuses the decisions an
 // earlier worker of the job got) and applies its decisions; when the call
 // fails or its answer is unusable, the rules stand.
-func (s *Enricher) arbitrateInto(ctx context.Context, fr fusionRun, pf priorFusion, m model.Info, escalated bool,
+func (s *Fuser) arbitrateInto(ctx context.Context, fr fusionRun, pf priorFusion, m model.Info, escalated bool,
 	conflicts []fusion.Conflict, out *fused, log *usageLog) {
 	key := m.Key.String()
 	if pf.decisions != nil && pf.arbiter == key {
@@ -238,7 +272,7 @@ func (s *Enricher) arbitrateInto(ctx context.Context, fr fusionRun, pf priorFusi
 	out.arbiter = key
 	out.result.Summary.ArbitrationModel = key
 	defer func() { fr.pub(done) }()
-	keys, err := s.pickKeys(ctx, fr.orgID, []model.Info{m})
+	keys, err := s.Calls.pickKeys(ctx, fr.orgID, []model.Info{m})
 	if err != nil {
 		done.ErrorMessage = "no usable provider key for the arbiter: the rules stand"
 		return
@@ -255,7 +289,7 @@ func (s *Enricher) arbitrateInto(ctx context.Context, fr fusionRun, pf priorFusi
 		out.keySrc = string(c.Source)
 	}
 	msgs := arbitrationPrompt(conflicts)
-	resp, err := s.generate(ctx, calls, m, ports.LLMRequest{Model: m.Key, Messages: msgs, Schema: arbitrationSchema,
+	resp, err := s.Calls.generate(ctx, calls, m, ports.LLMRequest{Model: m.Key, Messages: msgs, Schema: arbitrationSchema,
 		SchemaName: "arbitration", ResponseSchema: true, OrgID: fr.orgID, Task: ports.TaskArbitration})
 	cost := m.Price.Cost(resp.InputTokens, resp.OutputTokens)
 	out.cost, out.in, out.outT = cost, resp.InputTokens, resp.OutputTokens
@@ -314,18 +348,18 @@ func sourceModels(srcs []fuseSource) []string {
 
 // arbiterOf resolves a request's arbitration_model: nil for none, a
 // catalog model, or auto (the organization's enrichment default).
-func (s *Enricher) arbiterOf(ctx context.Context, orgID string, name *string) (*model.Info, error) {
+func (s *Fuser) arbiterOf(ctx context.Context, orgID string, name *string) (*model.Info, error) {
 	if name == nil || *name == "" {
 		return nil, nil
 	}
 	if *name == model.Auto {
-		p, err := s.AutoPick(ctx, orgID, TaskEnrichment, modelsel.Needs{})
+		p, err := s.Models.AutoPick(ctx, orgID, TaskEnrichment, modelsel.Needs{})
 		if err != nil {
 			return nil, err
 		}
 		return &p.Model, nil
 	}
-	m, err := s.knownModelFor(ctx, orgID, "arbitration_model", *name)
+	m, err := s.Models.knownModelFor(ctx, orgID, "arbitration_model", *name)
 	if err != nil {
 		return nil, err
 	}
@@ -361,7 +395,7 @@ func (s *Enricher) fuseEntity(ctx context.Context, w *ports.Work, pl *plan, ef e
 	fr := fusionRun{orgID: w.Job.OrgID, jobID: w.Job.ID, recordID: fusionRecordID(w.Job.ID, srcs), doc: pl.doc, validator: pl.whole,
 		primary: pl.req.languages()[0], strategy: pl.choice.Strategy, entity: ef.entity, schemaID: pl.schema.ID,
 		sources: srcs, arbiter: pl.arbiter, pub: ef.pub, prior: ef.prior, entityIndex: ef.index}
-	f, err := s.fuse(ctx, fr, &pl.usage)
+	f, err := s.Fuser.fuse(ctx, fr, &pl.usage)
 	if err != nil {
 		s.Log.Warn("auto-fusion failed: the first model's answer stands", "job_id", w.Job.ID, "err", err)
 		ef.pub(job.FusionCompleted{Success: false, ErrorMessage: err.Error(), EntityIndex: ef.index})

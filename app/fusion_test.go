@@ -3,8 +3,6 @@ package app_test
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -12,9 +10,7 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/entityenrich/enrich/adapters/jobcodec"
-	"github.com/entityenrich/enrich/adapters/jsonschema"
 	"github.com/entityenrich/enrich/adapters/memory"
-	"github.com/entityenrich/enrich/adapters/system"
 	"github.com/entityenrich/enrich/app"
 	"github.com/entityenrich/enrich/domain/enrichment"
 	"github.com/entityenrich/enrich/domain/job"
@@ -66,8 +62,7 @@ func fusionService(t *testing.T, llm ports.LLM) *app.Enricher {
 	price := model.Price{InputPerMTok: 1_000_000, OutputPerMTok: 2_000_000}
 	cat := catalog{{Key: model.Key{Provider: "p", Model: "a"}, Price: price}, {Key: model.Key{Provider: "p", Model: "b"}, Price: price},
 		{Key: model.Key{Provider: "q", Model: "judge"}, Price: price}}
-	return &app.Enricher{Schemas: store, Requests: jobcodec.New(), LLM: llm, Catalog: cat, Compiler: jsonschema.New(), Clock: system.Clock{},
-		IDs: system.IDs{}, RetryBackoff: 1, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	return testEnricher(store, nil, llm, cat, nil, nil)
 }
 
 func runWork(t *testing.T, svc *app.Enricher, req app.EnrichRequest, prior []job.Event) (ports.Outcome, []job.Payload) {

@@ -35,16 +35,24 @@ func NewFusionService(m *Merger, jr ports.JobRunner, stream ports.EventStream, j
 
 // Merger plans and runs merge jobs: it is the Runner of job.TypeFusion.
 type Merger struct {
-	Enrich  *Enricher
+	Fuser   *Fuser
 	Records ports.RecordStore
-	Clock   ports.Clock
-	IDs     ports.IDs
-	Log     *slog.Logger
+	// Schemas and SchemaCache read the records' schema (the cache may be
+	// nil); Compiler validates the merge against it.
+	Schemas     ports.SchemaStore
+	SchemaCache ports.SchemaCache
+	Compiler    ports.SchemaCompiler
+	Requests    JobRequests
+	Clock       ports.Clock
+	IDs         ports.IDs
+	Log         *slog.Logger
 }
 
-// NewMerger runs merge jobs over records with enr's fusion.
-func NewMerger(enr *Enricher, records ports.RecordStore, clock ports.Clock, ids ports.IDs, log *slog.Logger) *Merger {
-	return &Merger{Enrich: enr, Records: records, Clock: clock, IDs: ids, Log: log}
+// NewMerger runs merge jobs over records with fuser.
+func NewMerger(fuser *Fuser, records ports.RecordStore, schemas ports.SchemaStore, cache ports.SchemaCache, compiler ports.SchemaCompiler,
+	requests JobRequests, clock ports.Clock, ids ports.IDs, log *slog.Logger) *Merger {
+	return &Merger{Fuser: fuser, Records: records, Schemas: schemas, SchemaCache: cache, Compiler: compiler, Requests: requests,
+		Clock: clock, IDs: ids, Log: log}
 }
 
 // Bounds of a merge's result_ids.
@@ -131,7 +139,7 @@ func (s *Merger) prepare(ctx context.Context, orgID string, req MergeRequest) (*
 		info := model.Info{}
 		if k, err := model.ParseKey(rec.Model); err == nil {
 			info.Key = k
-			if m, err := s.Enrich.Catalog.Model(k); err == nil {
+			if m, err := s.Fuser.Models.Catalog.Model(k); err == nil {
 				info = m
 			}
 		} else {
@@ -146,7 +154,7 @@ func (s *Merger) prepare(ctx context.Context, orgID string, req MergeRequest) (*
 		pl.sources = append(pl.sources, fuseSource{record: rec, result: out, info: info})
 	}
 	var err error
-	if pl.arbiter, err = s.Enrich.arbiterOf(ctx, orgID, req.ArbitrationModel); err != nil {
+	if pl.arbiter, err = s.Fuser.arbiterOf(ctx, orgID, req.ArbitrationModel); err != nil {
 		return nil, err
 	}
 	s.schemaOf(ctx, orgID, pl)
@@ -162,7 +170,7 @@ func (s *Merger) schemaOf(ctx context.Context, orgID string, pl *mergePlan) {
 	if pl.schemaID == "" {
 		return
 	}
-	sc, err := jobSchema(ctx, s.Enrich.SchemaCache, s.Enrich.Schemas, orgID, pl.schemaID)
+	sc, err := jobSchema(ctx, s.SchemaCache, s.Schemas, orgID, pl.schemaID)
 	if err != nil {
 		return
 	}
@@ -177,7 +185,7 @@ func (s *Merger) schemaOf(ctx context.Context, orgID string, pl *mergePlan) {
 	}
 	pl.doc = doc
 	raw, _ := json.Marshal(doc)
-	if v, err := s.Enrich.Compiler.Compile(raw); err == nil {
+	if v, err := s.Compiler.Compile(raw); err == nil {
 		pl.validator = v
 	}
 }
@@ -222,7 +230,7 @@ func (s *FusionService) Start(ctx context.Context, p *access.Principal, req Merg
 	if err != nil {
 		return nil, err
 	}
-	body, err := s.Enrich.Requests.EncodeMerge(req)
+	body, err := s.Requests.EncodeMerge(req)
 	if err != nil {
 		return nil, err
 	}
@@ -237,12 +245,12 @@ func (s *FusionService) Start(ctx context.Context, p *access.Principal, req Merg
 func (s *Merger) Run(ctx context.Context, w *ports.Work) ports.Outcome {
 	pl, _ := w.Prepared.(*mergePlan)
 	if pl == nil {
-		req, err := s.Enrich.Requests.DecodeMerge(w.Job.Request)
+		req, err := s.Requests.DecodeMerge(w.Job.Request)
 		if err != nil {
 			return ports.Outcome{Failure: &ports.Failure{Code: job.CodeInternal, Msg: "the stored request does not decode"}}
 		}
 		if pl, err = s.prepare(ctx, w.Job.OrgID, req); err != nil {
-			return s.Enrich.unprepared(err)
+			return unprepared(s.Log, err)
 		}
 	}
 	if w.Tracker != nil {
@@ -253,7 +261,7 @@ func (s *Merger) Run(ctx context.Context, w *ports.Work) ports.Outcome {
 	fr := fusionRun{orgID: w.Job.OrgID, jobID: w.Job.ID, recordID: fusionRecordID(w.Job.ID, pl.sources), doc: pl.doc, validator: pl.validator,
 		primary: pl.primary, strategy: pl.strategy, entity: pl.entity, schemaID: pl.schemaID, sources: pl.sources,
 		arbiter: pl.arbiter, pub: w.Publish, prior: w.Prior}
-	f, err := s.Enrich.fuse(ctx, fr, log)
+	f, err := s.Fuser.fuse(ctx, fr, log)
 	usage := log.take()
 	if ctx.Err() != nil {
 		return ports.Outcome{Usage: usage}

@@ -7,6 +7,7 @@ import (
 	"github.com/entityenrich/enrich/domain/enrichment"
 	"github.com/entityenrich/enrich/domain/model"
 	"github.com/entityenrich/enrich/domain/modelsel"
+	"github.com/entityenrich/enrich/ports"
 )
 
 // Languages are the ISO 639-1 codes enrichment accepts, with their names.
@@ -41,9 +42,27 @@ const (
 	TaskSampleGeneration = modelsel.TaskSampleGeneration
 )
 
+// ModelService answers which models an organization can use and what auto
+// resolves to (GET /api/enrichment/options, the pinned defaults), and
+// resolves the model keys of every job's request.
+type ModelService struct {
+	// Orgs keeps the organizations' pinned default models (nil: none).
+	Orgs    ports.OrgStore
+	Catalog ports.ModelCatalog
+	// Keys tells which providers the organization can call and holds its
+	// own providers (nil: every provider on its own configuration).
+	Keys *KeyRing
+}
+
+// NewModelService answers from catalog, the organizations' pinned defaults
+// in orgs and their keys and providers in keys (orgs and keys may be nil).
+func NewModelService(orgs ports.OrgStore, catalog ports.ModelCatalog, keys *KeyRing) *ModelService {
+	return &ModelService{Orgs: orgs, Catalog: catalog, Keys: keys}
+}
+
 // Options lists models (with whether the organization can use each),
 // languages, strategies and what auto currently resolves to for it.
-func (s *Enricher) Options(ctx context.Context, p *access.Principal) (Options, error) {
+func (s *ModelService) Options(ctx context.Context, p *access.Principal) (Options, error) {
 	if err := access.Authorize(p, access.ActEnrichmentOptions); err != nil {
 		return Options{}, err
 	}
@@ -86,7 +105,7 @@ func (s *Enricher) Options(ctx context.Context, p *access.Principal) (Options, e
 }
 
 // ModelDefaults returns the organization's pinned default models by task.
-func (s *Enricher) ModelDefaults(ctx context.Context, p *access.Principal) (map[string]string, error) {
+func (s *ModelService) ModelDefaults(ctx context.Context, p *access.Principal) (map[string]string, error) {
 	if err := access.Authorize(p, access.ActGetModelDefaults); err != nil {
 		return nil, err
 	}
@@ -103,7 +122,7 @@ func (s *Enricher) ModelDefaults(ctx context.Context, p *access.Principal) (map[
 // whether the organization can call it is decided at each
 // use, so a pinned model without a usable key is passed over, not refused
 // here.
-func (s *Enricher) SetModelDefaults(ctx context.Context, p *access.Principal, change map[string]*string) (map[string]string, error) {
+func (s *ModelService) SetModelDefaults(ctx context.Context, p *access.Principal, change map[string]*string) (map[string]string, error) {
 	if err := access.Authorize(p, access.ActSetModelDefaults); err != nil {
 		return nil, err
 	}
@@ -160,12 +179,12 @@ func (s *Enricher) SetModelDefaults(ctx context.Context, p *access.Principal, ch
 }
 
 // picker is the service's automatic selection.
-func (s *Enricher) picker() *ModelPicker {
+func (s *ModelService) picker() *ModelPicker {
 	return &ModelPicker{Catalog: s.Catalog, Keys: s.Keys, Orgs: s.Orgs}
 }
 
 // AutoPick resolves auto for one task (see ModelPicker.Pick).
-func (s *Enricher) AutoPick(ctx context.Context, orgID, task string, n modelsel.Needs) (modelsel.Pick, error) {
+func (s *ModelService) AutoPick(ctx context.Context, orgID, task string, n modelsel.Needs) (modelsel.Pick, error) {
 	return s.picker().Pick(ctx, orgID, task, n)
 }
 
@@ -175,4 +194,17 @@ func DisplayName(m model.Info) string {
 		return m.DisplayName
 	}
 	return m.Key.String()
+}
+
+// knownModel checks a composite key against the catalog.
+func (s *ModelService) knownModel(field, k string) (model.Info, error) {
+	key, err := model.ParseKey(k)
+	if err != nil {
+		return model.Info{}, coded(ports.ErrInvalid, "invalid_model", "%s: %v", field, err).(*Error).at(field)
+	}
+	m, err := s.Catalog.Model(key)
+	if err != nil {
+		return model.Info{}, coded(ports.ErrInvalid, "invalid_model", "%s: unknown model %q; GET /api/enrichment/options lists them", field, k).(*Error).at(field)
+	}
+	return m, nil
 }

@@ -109,7 +109,7 @@ func (r *KeyRing) endpointCredential(ctx context.Context, orgID, name string, ex
 
 // knownModelFor is knownModel for an organization: a key the catalog does
 // not know may name a model of one of its own providers.
-func (s *Enricher) knownModelFor(ctx context.Context, orgID, field, k string) (model.Info, error) {
+func (s *ModelService) knownModelFor(ctx context.Context, orgID, field, k string) (model.Info, error) {
 	m, err := s.knownModel(field, k)
 	if err == nil || s.Keys == nil {
 		return m, err
@@ -129,7 +129,7 @@ func (s *Enricher) knownModelFor(ctx context.Context, orgID, field, k string) (m
 }
 
 // orgModels lists the organization's own providers' models.
-func (s *Enricher) orgModels(ctx context.Context, orgID string) ([]model.Info, error) {
+func (s *ModelService) orgModels(ctx context.Context, orgID string) ([]model.Info, error) {
 	if s.Keys == nil {
 		return nil, nil
 	}

@@ -5,8 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"log/slog"
 	"sort"
 	"sync"
 	"time"
@@ -14,8 +14,6 @@ import (
 	"github.com/entityenrich/enrich/domain/enrichment"
 	"github.com/entityenrich/enrich/domain/job"
 	"github.com/entityenrich/enrich/domain/model"
-	"github.com/entityenrich/enrich/domain/rotation"
-	"github.com/entityenrich/enrich/domain/usage"
 	"github.com/entityenrich/enrich/ports"
 )
 
@@ -101,7 +99,7 @@ func (s *Enricher) Run(ctx context.Context, w *ports.Work) ports.Outcome {
 			return ports.Outcome{Failure: &ports.Failure{Code: job.CodeInternal, Msg: "the stored request does not decode"}}
 		}
 		if pl, err = s.prepare(ctx, w.Job.OrgID, req); err != nil {
-			return s.unprepared(err)
+			return unprepared(s.Log, err)
 		}
 	}
 	pl.usage.bind(w)
@@ -112,11 +110,11 @@ func (s *Enricher) Run(ctx context.Context, w *ports.Work) ports.Outcome {
 
 // unprepared fails a job whose stored request no longer plans (its schema
 // was deleted or changed, or its provider has no usable key any more).
-func (s *Enricher) unprepared(err error) ports.Outcome {
+func unprepared(log *slog.Logger, err error) ports.Outcome {
 	e, ok := AsError(err)
 	if !ok {
 		// A store's or an adapter's text stays in the log.
-		s.Log.Error("stored enrichment request does not plan", "err", err)
+		log.Error("stored enrichment request does not plan", "err", err)
 		return ports.Outcome{Failure: &ports.Failure{Code: job.CodeInternal, Msg: job.CodeInternal.Message()}}
 	}
 	code := job.CodeInternal
@@ -290,96 +288,12 @@ func (s *Enricher) runModel(ctx context.Context, er *entityRun, m model.Info) ou
 	if !rs.models[key] {
 		pub(job.ModelStarted{Model: key, EntityIndex: er.index, Strategy: string(pl.choice.Strategy), Expertises: len(pl.calls), Sandbox: m.Sandbox})
 	}
-	type part struct {
-		out      map[string]any
-		in, outT int
-		searches int
-		cost     int64
-		code     job.ErrorCode
-		err      error
-	}
-	parts := make([]part, len(pl.calls))
-	par := s.CallParallelism
-	if par <= 0 {
-		par = 4
-	}
-	sem := make(chan struct{}, par)
-	var mu sync.Mutex
-	completed := 0
-	var wg sync.WaitGroup
-	var pending []int
-	for i, c := range pl.calls {
-		if d, ok := rs.calls[key+"/"+c.domain.Key]; ok {
-			parts[i] = part{out: d.out, in: d.in, outT: d.outT, searches: d.searches, cost: d.cost}
-			completed++
-			continue
-		}
-		pending = append(pending, i)
-	}
-	for _, i := range pending {
-		c := pl.calls[i]
-		call := func() {
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
-				parts[i] = part{code: job.CodeInternal, err: ctx.Err()}
-				return
-			}
-			defer func() { <-sem }()
-			t0 := time.Now()
-			pub(job.ExpertiseStarted{Model: key, Key: c.domain.Key, Name: c.domain.Name})
-			out, tokens, code, err := s.callWithRetries(ctx, er, m, c)
-			in, outT := tokens.in, tokens.out
-			cost := m.Price.CallCost(in, outT, tokens.searches)
-			parts[i] = part{out, in, outT, tokens.searches, cost, code, err}
-			mu.Lock()
-			completed++
-			n := completed
-			mu.Unlock()
-			if ctx.Err() != nil {
-				return
-			}
-			done := job.ExpertiseCompleted{Model: key, Key: c.domain.Key, Name: c.domain.Name, Completed: n, Total: len(pl.calls),
-				Success: err == nil, PartialResult: out, InputTokens: in, OutputTokens: outT, Cost: cost,
-				ProcessingMS: time.Since(t0).Milliseconds(), WebSearchCalls: tokens.searches}
-			if c := pl.keys[m.Key.Provider].current(); c != nil {
-				done.KeySource = string(c.Source)
-			}
-			if err != nil {
-				done.ErrorMessage, done.ErrorCode = err.Error(), code
-			}
-			pub(done)
-		}
-		if len(pending) == 1 { // one call (single_pass): no goroutine to start and wait for
-			call()
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			call()
-		}()
-	}
-	wg.Wait()
-
-	o := outcome{info: m}
-	var outs []map[string]any
-	var breakdown []job.Breakdown
-	for i, p := range parts {
-		o.cost += p.cost
-		o.inTokens += p.in
-		o.outTokens += p.outT
-		o.searches += p.searches
-		breakdown = append(breakdown, job.Breakdown{Key: pl.calls[i].domain.Key, Name: pl.calls[i].domain.Name,
-			Success: p.err == nil, Tokens: p.in + p.outT, Cost: p.cost})
-		if p.err != nil && o.err == nil {
-			o.err, o.code = fmt.Errorf("expertise %s: %w", pl.calls[i].domain.Key, p.err), p.code
-		}
-		outs = append(outs, p.out)
-	}
+	parts, pending := priorParts(er, key)
+	s.callParts(ctx, er, m, parts, pending)
 	if ctx.Err() != nil {
 		return outcome{info: m, err: ctx.Err(), code: job.CodeInternal}
 	}
+	o, outs, breakdown := sumParts(pl, m, parts)
 	if o.err == nil {
 		o.result, o.err = s.finish(er, m, outs, &o)
 		if o.err != nil && o.code == "" {
@@ -404,6 +318,119 @@ func (s *Enricher) runModel(ctx context.Context, er *entityRun, m model.Info) ou
 		pub(mc)
 	}
 	return o
+}
+
+// modelPart is one expertise call's share of a model's answer.
+type modelPart struct {
+	out      map[string]any
+	in, outT int
+	searches int
+	cost     int64
+	code     job.ErrorCode
+	err      error
+}
+
+// priorParts are the expertise calls of model key that the job's prior
+// events show done, and the indices of the calls still to make.
+func priorParts(er *entityRun, key string) (parts []modelPart, pending []int) {
+	parts = make([]modelPart, len(er.pl.calls))
+	for i, c := range er.pl.calls {
+		if d, ok := er.rs.calls[key+"/"+c.domain.Key]; ok {
+			parts[i] = modelPart{out: d.out, in: d.in, outT: d.outT, searches: d.searches, cost: d.cost}
+			continue
+		}
+		pending = append(pending, i)
+	}
+	return parts, pending
+}
+
+// callParts makes model m's pending expertise calls into parts, up to
+// CallParallelism (default 4) at once.
+func (s *Enricher) callParts(ctx context.Context, er *entityRun, m model.Info, parts []modelPart, pending []int) {
+	par := s.CallParallelism
+	if par <= 0 {
+		par = 4
+	}
+	sem := make(chan struct{}, par)
+	var mu sync.Mutex
+	completed := len(parts) - len(pending)
+	count := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		completed++
+		return completed
+	}
+	var wg sync.WaitGroup
+	for _, i := range pending {
+		call := func() {
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				parts[i] = modelPart{code: job.CodeInternal, err: ctx.Err()}
+				return
+			}
+			defer func() { <-sem }()
+			parts[i] = s.callPart(ctx, er, m, er.pl.calls[i], count)
+		}
+		if len(pending) == 1 { // one call (single_pass): no goroutine to start and wait for
+			call()
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			call()
+		}()
+	}
+	wg.Wait()
+}
+
+// callPart makes one expertise call of model m between its started and
+// completed events; count numbers it among the model's completed calls.
+func (s *Enricher) callPart(ctx context.Context, er *entityRun, m model.Info, c call, count func() int) modelPart {
+	key := m.Key.String()
+	t0 := time.Now()
+	er.pub(job.ExpertiseStarted{Model: key, Key: c.domain.Key, Name: c.domain.Name})
+	out, tokens, code, err := s.callWithRetries(ctx, er, m, c)
+	in, outT := tokens.in, tokens.out
+	cost := m.Price.CallCost(in, outT, tokens.searches)
+	p := modelPart{out, in, outT, tokens.searches, cost, code, err}
+	n := count()
+	if ctx.Err() != nil {
+		return p
+	}
+	done := job.ExpertiseCompleted{Model: key, Key: c.domain.Key, Name: c.domain.Name, Completed: n, Total: len(er.pl.calls),
+		Success: err == nil, PartialResult: out, InputTokens: in, OutputTokens: outT, Cost: cost,
+		ProcessingMS: time.Since(t0).Milliseconds(), WebSearchCalls: tokens.searches}
+	if c := er.pl.keys[m.Key.Provider].current(); c != nil {
+		done.KeySource = string(c.Source)
+	}
+	if err != nil {
+		done.ErrorMessage, done.ErrorCode = err.Error(), code
+	}
+	er.pub(done)
+	return p
+}
+
+// sumParts adds up a model's parts: its outcome's spend and first error,
+// the parts' answers in order, and the per-expertise breakdown.
+func sumParts(pl *plan, m model.Info, parts []modelPart) (outcome, []map[string]any, []job.Breakdown) {
+	o := outcome{info: m}
+	var outs []map[string]any
+	var breakdown []job.Breakdown
+	for i, p := range parts {
+		o.cost += p.cost
+		o.inTokens += p.in
+		o.outTokens += p.outT
+		o.searches += p.searches
+		breakdown = append(breakdown, job.Breakdown{Key: pl.calls[i].domain.Key, Name: pl.calls[i].domain.Name,
+			Success: p.err == nil, Tokens: p.in + p.outT, Cost: p.cost})
+		if p.err != nil && o.err == nil {
+			o.err, o.code = fmt.Errorf("expertise %s: %w", pl.calls[i].domain.Key, p.err), p.code
+		}
+		outs = append(outs, p.out)
+	}
+	return o, outs, breakdown
 }
 
 // finish merges one model's parts, validates the whole, and builds the
@@ -471,7 +498,7 @@ func (s *Enricher) callWithRetries(ctx context.Context, er *entityRun, m model.I
 	var code job.ErrorCode
 	for attempt := 1; attempt <= max; attempt++ {
 		pub(job.Attempt{Model: m.Key.String(), Expertise: c.domain.Key, Attempt: attempt, MaxAttempts: max, Reason: reason})
-		resp, err := s.generate(ctx, pl, m, ports.LLMRequest{Model: m.Key, Messages: msgs, Schema: c.domain.Schema, SchemaName: c.domain.Key,
+		resp, err := s.Calls.generate(ctx, pl, m, ports.LLMRequest{Model: m.Key, Messages: msgs, Schema: c.domain.Schema, SchemaName: c.domain.Key,
 			ResponseSchema: pl.req.responseSchema(), Strict: pl.req.EnableStrictStructuredOutput, OrgID: pl.usage.orgID,
 			WebSearch: pl.req.EnableWebSearch,
 			Queued: func() {
@@ -517,89 +544,4 @@ func (s *Enricher) callWithRetries(ctx context.Context, er *entityRun, m model.I
 		msgs = enrichment.Retry(msgs, resp.Text, perr)
 	}
 	return nil, t, code, &callError{msg: fmt.Sprintf("%d attempts failed, last: %s", max, public), cause: lastErr}
-}
-
-// generate makes one call with the run's key for the provider. When the
-// provider refuses the key (it leaves rotation) or rate-limits it (it rests
-// for the Retry-After), the call moves to the next usable key at once: a
-// key switch is not one of the job's validated-retry attempts (see
-// docs/providers.md, "Keys and rotation"). With no other key the provider's
-// error stands.
-func (s *Enricher) generate(ctx context.Context, pl *plan, m model.Info, req ports.LLMRequest) (ports.LLMResponse, error) {
-	rk := pl.keys[m.Key.Provider]
-	for switches := 0; ; switches++ {
-		cred := rk.current()
-		req.Credential = cred
-		t0 := time.Now()
-		resp, err := s.LLM.Generate(ctx, req)
-		s.recordCall(pl, m, cred, req.Task, resp, err, time.Since(t0))
-		if err == nil || cred == nil || ctx.Err() != nil || switches >= maxKeySwitches {
-			return resp, err
-		}
-		var rl *ports.RateLimitError
-		switch {
-		case errors.Is(err, ports.ErrLLMAuth):
-			s.Log.WarnContext(ctx, "provider refused a key: out of rotation", "provider", req.Model.Provider, "key_id", cred.KeyID, "source", cred.Source)
-			s.Keys.Refused(ctx, rk.orgID, cred)
-		case errors.As(err, &rl):
-			s.Keys.Rest(ctx, rk.orgID, cred, rl.RetryAfter)
-		default:
-			return resp, err
-		}
-		if !rk.moveOn(ctx, s.Keys, cred) {
-			return resp, err
-		}
-	}
-}
-
-// recordCall adds one call to the run's ledger entries.
-func (s *Enricher) recordCall(pl *plan, m model.Info, cred *ports.Credential, task ports.LLMTask, resp ports.LLMResponse, err error, took time.Duration) {
-	if errors.Is(err, ports.ErrUnknownModel) || errors.Is(err, rotation.ErrNoUsableKey) {
-		return // no request left the process
-	}
-	e := usage.Entry{ID: s.IDs.NewID(), Model: m.Key.String(), InputTokens: resp.InputTokens, OutputTokens: resp.OutputTokens,
-		WebSearchCalls: resp.Searches, Cost: m.Price.CallCost(resp.InputTokens, resp.OutputTokens, resp.Searches), LatencyMS: took.Milliseconds(), Outcome: usage.OK, CreatedAt: s.Clock.Now()}
-	if cred != nil {
-		e.KeySource, e.KeyID = string(cred.Source), cred.KeyID
-	}
-	if task == ports.TaskClassification {
-		e.Task = string(task) // the job's type otherwise (the engine stamps it)
-	}
-	if err != nil {
-		switch {
-		case errors.Is(err, context.Canceled):
-			e.Outcome = "cancelled"
-		case errors.Is(err, ports.ErrLLMAuth):
-			e.Outcome = "key_refused"
-		default:
-			e.Outcome = string(classify(err))
-		}
-	}
-	pl.usage.add(e)
-}
-
-// permanent reports whether retrying the same call cannot help.
-func permanent(err error) bool {
-	return errors.Is(err, ports.ErrUnknownModel) || errors.Is(err, ports.ErrLLMAuth) || errors.Is(err, ports.ErrContextLength) ||
-		errors.Is(err, ports.ErrModelRetired) || errors.Is(err, rotation.ErrNoUsableKey)
-}
-
-// classify maps an LLM failure to its typed error code.
-func classify(err error) job.ErrorCode {
-	switch {
-	case errors.Is(err, ports.ErrLLMAuth), errors.Is(err, rotation.ErrNoUsableKey):
-		return job.CodeNoUsableKey
-	case errors.Is(err, ports.ErrContextLength):
-		return job.CodeContextLength
-	case errors.Is(err, ports.ErrModelRetired):
-		return job.CodeModelRetired
-	case errors.Is(err, ports.ErrLLMTimeout), errors.Is(err, context.DeadlineExceeded):
-		return job.CodeProviderTimeout
-	case errors.Is(err, ports.ErrRateLimited):
-		return job.CodeRateLimited
-	case errors.Is(err, ports.ErrUnknownModel):
-		return job.CodeModelRetired
-	default:
-		return job.CodeLLMUnavailable
-	}
 }

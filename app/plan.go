@@ -24,30 +24,26 @@ import (
 // submits them.
 type Enricher struct {
 	Schemas ports.SchemaStore
-	// Orgs keeps the organizations' pinned default models (nil: none).
-	Orgs     ports.OrgStore
-	LLM      ports.LLM
-	Catalog  ports.ModelCatalog
-	Compiler ports.SchemaCompiler
-	Clock    ports.Clock
-	IDs      ports.IDs
-	Log      *slog.Logger
-	// Requests encodes and decodes the stored requests of every job kind
-	// (enrichment, batch, and the services built on this one).
-	Requests JobRequests
-	// Keys chooses the provider key of each run; nil runs every call on
-	// the providers' own configuration (environment keys, keyless).
-	Keys *KeyRing
 	// SchemaCache serves the schema of every job start (nil: read from
 	// Schemas each time). The SchemaService that writes the schemas must
 	// share it.
 	SchemaCache ports.SchemaCache
+	Compiler    ports.SchemaCompiler
 	// Contracts and Shapes keep what preparing a run derives from a
 	// schema's contract alone (app/shape.go), so that the runs that share a
 	// contract derive it once (nil: each run derives it). Compiler should
 	// keep its validators likewise.
 	Contracts ports.Memo[[32]byte, map[string]any]
 	Shapes    ports.Memo[string, *Shape]
+	// Requests decodes the stored requests of the jobs it runs.
+	Requests JobRequests
+	// Models resolves the requests' models; Calls makes the paid calls;
+	// Fuser fuses several models' answers (auto-fusion).
+	Models *ModelService
+	Calls  *Calls
+	Fuser  *Fuser
+	Clock  ports.Clock
+	Log    *slog.Logger
 
 	// CallParallelism bounds the concurrent LLM calls of one model (default 4).
 	CallParallelism int
@@ -82,14 +78,14 @@ type EnrichMemos struct {
 	Shapes    ports.Memo[string, *Shape]
 }
 
-// NewEnricher plans and runs enrichment jobs on its ports. orgs, keys,
-// cache and the memos may be nil (see the fields).
-func NewEnricher(schemas ports.SchemaStore, cache ports.SchemaCache, orgs ports.OrgStore, llm ports.LLM, catalog ports.ModelCatalog,
-	compiler ports.SchemaCompiler, keys *KeyRing, requests JobRequests, clock ports.Clock, ids ports.IDs, log *slog.Logger,
-	memos EnrichMemos, cfg EnrichConfig) *Enricher {
-	return &Enricher{Schemas: schemas, SchemaCache: cache, Orgs: orgs, LLM: llm, Catalog: catalog, Compiler: compiler, Keys: keys,
-		Requests: requests, Clock: clock, IDs: ids, Log: log, Contracts: memos.Contracts, Shapes: memos.Shapes,
-		MaxAttempts: cfg.MaxAttempts, BatchMaxEntities: cfg.BatchMaxEntities, BatchConcurrency: cfg.BatchConcurrency}
+// NewEnricher plans and runs enrichment jobs on its ports (cache and the
+// memos may be nil: see the fields).
+func NewEnricher(schemas ports.SchemaStore, cache ports.SchemaCache, compiler ports.SchemaCompiler, requests JobRequests,
+	models *ModelService, calls *Calls, fuser *Fuser, clock ports.Clock, log *slog.Logger, memos EnrichMemos,
+	cfg EnrichConfig) *Enricher {
+	return &Enricher{Schemas: schemas, SchemaCache: cache, Compiler: compiler, Contracts: memos.Contracts, Shapes: memos.Shapes,
+		Requests: requests, Models: models, Calls: calls, Fuser: fuser, Clock: clock, Log: log, MaxAttempts: cfg.MaxAttempts,
+		BatchMaxEntities: cfg.BatchMaxEntities, BatchConcurrency: cfg.BatchConcurrency}
 }
 
 // MaxModels bounds the models of one request.
@@ -174,19 +170,6 @@ func (s *Enricher) unsupported(req EnrichRequest) error {
 		return notSupported("target_schema", "target_schema: inline schemas are not supported yet; save the schema and send schema_id")
 	}
 	return nil
-}
-
-// knownModel checks a composite key against the catalog.
-func (s *Enricher) knownModel(field, k string) (model.Info, error) {
-	key, err := model.ParseKey(k)
-	if err != nil {
-		return model.Info{}, coded(ports.ErrInvalid, "invalid_model", "%s: %v", field, err).(*Error).at(field)
-	}
-	m, err := s.Catalog.Model(key)
-	if err != nil {
-		return model.Info{}, coded(ports.ErrInvalid, "invalid_model", "%s: unknown model %q; GET /api/enrichment/options lists them", field, k).(*Error).at(field)
-	}
-	return m, nil
 }
 
 // plan is a validated request, ready to run.
@@ -307,7 +290,7 @@ func (s *Enricher) prepareFor(ctx context.Context, orgID string, req EnrichReque
 		return nil, err
 	}
 	pl := &plan{req: req, schema: sc, models: models, autoPick: pick, entity: entity, classifier: classifier}
-	if pl.arbiter, err = s.arbiterOf(ctx, orgID, req.ArbitrationModel); err != nil {
+	if pl.arbiter, err = s.Fuser.arbiterOf(ctx, orgID, req.ArbitrationModel); err != nil {
 		return nil, err
 	}
 	// A linked, published schema runs on its published contract, not on
@@ -341,32 +324,10 @@ func (s *Enricher) prepareFor(ctx context.Context, orgID string, req EnrichReque
 	if classifier != nil {
 		called = append(append([]model.Info(nil), models...), *classifier)
 	}
-	if pl.keys, err = s.pickKeys(ctx, orgID, called); err != nil {
+	if pl.keys, err = s.Calls.pickKeys(ctx, orgID, called); err != nil {
 		return nil, err
 	}
 	return pl, nil
-}
-
-// pickKeys chooses the key of every provider the run calls, so that a run
-// with no usable key is refused before it starts; the run then sticks to
-// these keys while they work.
-func (s *Enricher) pickKeys(ctx context.Context, orgID string, models []model.Info) (map[string]*runKey, error) {
-	if s.Keys == nil {
-		return nil, nil
-	}
-	keys := map[string]*runKey{}
-	for _, m := range models {
-		p := m.Key.Provider
-		if _, done := keys[p]; done {
-			continue
-		}
-		c, err := s.Keys.Pick(ctx, orgID, p, "", nil)
-		if err != nil {
-			return nil, err
-		}
-		keys[p] = &runKey{orgID: orgID, provider: p, cred: c}
-	}
-	return keys, nil
 }
 
 // resolveModels merges models and model, resolves auto, and checks every key.
@@ -393,7 +354,7 @@ func (s *Enricher) resolveModels(ctx context.Context, orgID string, req EnrichRe
 		if k == model.Auto {
 			continue
 		}
-		m, err := s.knownModelFor(ctx, orgID, field, k)
+		m, err := s.Models.knownModelFor(ctx, orgID, field, k)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -405,7 +366,7 @@ func (s *Enricher) resolveModels(ctx context.Context, orgID string, req EnrichRe
 	// Auto resolves to one model and never fuses: it is used only when no
 	// explicit model is named.
 	if len(out) == 0 {
-		p, err := s.AutoPick(ctx, orgID, TaskEnrichment, modelsel.Needs{WebSearch: req.EnableWebSearch})
+		p, err := s.Models.AutoPick(ctx, orgID, TaskEnrichment, modelsel.Needs{WebSearch: req.EnableWebSearch})
 		if err != nil {
 			return nil, nil, err
 		}

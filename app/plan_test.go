@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
-	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -13,9 +11,7 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/entityenrich/enrich/adapters/jobcodec"
-	"github.com/entityenrich/enrich/adapters/jsonschema"
 	"github.com/entityenrich/enrich/adapters/memory"
-	"github.com/entityenrich/enrich/adapters/system"
 	"github.com/entityenrich/enrich/app"
 	"github.com/entityenrich/enrich/domain/access"
 	"github.com/entityenrich/enrich/domain/job"
@@ -58,9 +54,7 @@ func newEnrichment(t *testing.T, llm ports.LLM) (*app.Enricher, string) {
 	if err := store.CreateSchema(context.Background(), sc); err != nil {
 		t.Fatal(err)
 	}
-	return &app.Enricher{Schemas: store, Requests: jobcodec.New(), LLM: llm, Catalog: oneModel{model.Info{Key: model.Key{Provider: "p", Model: "m"}}},
-		Compiler: jsonschema.New(), Clock: system.Clock{}, IDs: system.IDs{}, RetryBackoff: 1,
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, sc.ID
+	return testEnricher(store, nil, llm, oneModel{model.Info{Key: model.Key{Provider: "p", Model: "m"}}}, nil, nil), sc.ID
 }
 
 func run(t *testing.T, svc *app.Enricher, req app.EnrichRequest) (ports.Outcome, []job.Payload) {
@@ -183,7 +177,7 @@ func TestUnsupportedFieldsAreRefusedByName(t *testing.T) {
 			is := is.New(t)
 			req := base()
 			tt.edit(&req)
-			_, err := (&app.EnrichmentService{Enricher: svc}).Start(context.Background(), p, req)
+			_, err := (&app.EnrichmentService{Enricher: svc, Requests: svc.Requests}).Start(context.Background(), p, req)
 			e, ok := app.AsError(err)
 			is.True(ok)
 			is.Equal(e.Code, tt.code)

@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/entityenrich/enrich/domain/access"
 	"github.com/entityenrich/enrich/domain/enrichment"
 	"github.com/entityenrich/enrich/domain/job"
 	"github.com/entityenrich/enrich/domain/model"
@@ -23,12 +22,16 @@ import (
 // sample 1 fixes the field set and may pause the job on clarification
 // questions; samples 2..N run in parallel and fill the same fields. It is
 // the Runner of job.TypeSampleGeneration. Its LLM calls go through the
-// Enricher's (provider keys, usage ledger).
+// shared Calls (provider keys, usage ledger).
 type SampleGenerator struct {
-	Enrich *Enricher
-	Clock  ports.Clock
-	IDs    ports.IDs
-	Log    *slog.Logger
+	// Requests decodes the jobs' stored requests; Models resolves their
+	// model; Calls makes the paid calls.
+	Requests JobRequests
+	Models   *ModelService
+	Calls    *Calls
+	Clock    ports.Clock
+	IDs      ports.IDs
+	Log      *slog.Logger
 	// Parallelism bounds the concurrent calls of samples 2..N of one job
 	// (default sample.DefaultParallel).
 	Parallelism int
@@ -37,10 +40,10 @@ type SampleGenerator struct {
 	PauseTimeout time.Duration
 }
 
-// NewSampleGenerator runs sample generation jobs with enr's models, keys
-// and calls.
-func NewSampleGenerator(enr *Enricher, clock ports.Clock, ids ports.IDs, log *slog.Logger) *SampleGenerator {
-	return &SampleGenerator{Enrich: enr, Clock: clock, IDs: ids, Log: log}
+// NewSampleGenerator runs sample generation jobs.
+func NewSampleGenerator(requests JobRequests, models *ModelService, calls *Calls, clock ports.Clock, ids ports.IDs,
+	log *slog.Logger) *SampleGenerator {
+	return &SampleGenerator{Requests: requests, Models: models, Calls: calls, Clock: clock, IDs: ids, Log: log}
 }
 
 // MaxPauseTimeout bounds a request's pause_timeout_seconds.
@@ -95,59 +98,14 @@ func (s *SampleGenerator) prepare(ctx context.Context, orgID string, req SampleR
 			return nil, err
 		}
 	}
-	pl := &samplePlan{req: req, count: 1, language: DefaultLanguage}
+	pl := &samplePlan{req: req, count: 1}
 	et := strings.TrimSpace(req.EntityType)
-	switch {
-	case et == "":
-		return nil, Invalid("entity_type", "entity_type is required: what to sample (e.g. \"company\")")
-	case len(et) > sample.MaxEntityType:
-		return nil, Invalid("entity_type", "entity_type: at most %d bytes", sample.MaxEntityType)
-	}
-	if req.SampleCount != nil {
-		pl.count = *req.SampleCount
-	}
-	if pl.count < sample.MinCount || pl.count > sample.MaxCount {
-		return nil, Invalid("sample_count", "sample_count must be %d to %d, not %d", sample.MinCount, sample.MaxCount, pl.count)
-	}
-	if len(req.Fields) > sample.MaxFields {
-		return nil, Invalid("fields", "at most %d fields", sample.MaxFields)
-	}
-	seen := map[string]bool{}
-	for i, f := range req.Fields {
-		f = strings.TrimSpace(f)
-		switch {
-		case f == "" || len(f) > sample.MaxFieldName:
-			return nil, Invalid(fmt.Sprintf("fields.%d", i), "fields.%d must have 1 to %d bytes", i, sample.MaxFieldName)
-		case seen[f]:
-			return nil, Invalid(fmt.Sprintf("fields.%d", i), "fields: %q is listed twice", f)
-		}
-		seen[f] = true
-	}
-	if len(req.TypicalObjects) > pl.count {
-		return nil, Invalid("typical_objects", "typical_objects: at most sample_count (%d) entries, one per sample", pl.count)
-	}
-	for i, o := range req.TypicalObjects {
-		if len(o) > sample.MaxInstance {
-			return nil, Invalid(fmt.Sprintf("typical_objects.%d", i), "typical_objects.%d: at most %d bytes", i, sample.MaxInstance)
-		}
-	}
-	if len(deref(req.ExtraInstructions)) > sample.MaxInstructions {
-		return nil, Invalid("extra_instructions", "extra_instructions: at most %d bytes", sample.MaxInstructions)
+	if err := checkSampleShape(req, et, pl); err != nil {
+		return nil, err
 	}
 	var err error
-	if pl.convention, err = sample.ParseConvention(req.NamingConvention); err != nil {
-		return nil, Invalid("naming_convention", "%v", err)
-	}
-	switch lang := deref(req.Language); lang {
-	case "", model.Auto:
-		if _, ok := Languages[req.AcceptLanguage]; ok {
-			pl.language = req.AcceptLanguage
-		}
-	default:
-		if _, ok := Languages[lang]; !ok {
-			return nil, coded(ports.ErrInvalid, "invalid_language", "language: unknown language %q; GET /api/enrichment/options lists the ISO 639-1 codes", lang).(*Error).at("language")
-		}
-		pl.language = lang
+	if pl.language, err = sampleLanguage(req); err != nil {
+		return nil, err
 	}
 	pl.timeout = cmpDuration(s.PauseTimeout, ports.DefaultPauseTimeout)
 	if req.PauseTimeoutSeconds != nil {
@@ -158,21 +116,16 @@ func (s *SampleGenerator) prepare(ctx context.Context, orgID string, req SampleR
 		pl.timeout = t
 	}
 	pl.auto = req.AutoAnswer != nil && *req.AutoAnswer
-	for i, id := range req.AttachmentIDs {
-		if strings.TrimSpace(id) == "" {
-			return nil, Invalid(fmt.Sprintf("attachment_ids.%d", i), "attachment_ids.%d is empty", i)
-		}
-	}
-	if len(req.AttachmentIDs) > 0 {
-		return nil, notSupported("attachment_ids", "attachment_ids: attachments are not supported yet; leave it out or empty")
+	if err := checkAttachments(req.AttachmentIDs); err != nil {
+		return nil, err
 	}
 	if req.Model == "" || req.Model == model.Auto {
-		p, err := s.Enrich.AutoPick(ctx, orgID, TaskSampleGeneration, modelsel.Needs{WebSearch: req.EnableWebSearch})
+		p, err := s.Models.AutoPick(ctx, orgID, TaskSampleGeneration, modelsel.Needs{WebSearch: req.EnableWebSearch})
 		if err != nil {
 			return nil, err
 		}
 		pl.autoPick, pl.model = &p, p.Model
-	} else if pl.model, err = s.Enrich.knownModelFor(ctx, orgID, "model", req.Model); err != nil {
+	} else if pl.model, err = s.Models.knownModelFor(ctx, orgID, "model", req.Model); err != nil {
 		return nil, err
 	}
 	// The reference grounds a sample with web search only where the model
@@ -183,51 +136,76 @@ func (s *SampleGenerator) prepare(ctx context.Context, orgID string, req SampleR
 	return pl, nil
 }
 
+// checkSampleShape checks what a sample request asks for (the entity type
+// et, the sample count, the fields, the typical objects, the instructions
+// and the naming convention) and sets pl's count and convention.
+func checkSampleShape(req SampleRequest, et string, pl *samplePlan) error {
+	switch {
+	case et == "":
+		return Invalid("entity_type", "entity_type is required: what to sample (e.g. \"company\")")
+	case len(et) > sample.MaxEntityType:
+		return Invalid("entity_type", "entity_type: at most %d bytes", sample.MaxEntityType)
+	}
+	if req.SampleCount != nil {
+		pl.count = *req.SampleCount
+	}
+	if pl.count < sample.MinCount || pl.count > sample.MaxCount {
+		return Invalid("sample_count", "sample_count must be %d to %d, not %d", sample.MinCount, sample.MaxCount, pl.count)
+	}
+	if len(req.Fields) > sample.MaxFields {
+		return Invalid("fields", "at most %d fields", sample.MaxFields)
+	}
+	seen := map[string]bool{}
+	for i, f := range req.Fields {
+		f = strings.TrimSpace(f)
+		switch {
+		case f == "" || len(f) > sample.MaxFieldName:
+			return Invalid(fmt.Sprintf("fields.%d", i), "fields.%d must have 1 to %d bytes", i, sample.MaxFieldName)
+		case seen[f]:
+			return Invalid(fmt.Sprintf("fields.%d", i), "fields: %q is listed twice", f)
+		}
+		seen[f] = true
+	}
+	if len(req.TypicalObjects) > pl.count {
+		return Invalid("typical_objects", "typical_objects: at most sample_count (%d) entries, one per sample", pl.count)
+	}
+	for i, o := range req.TypicalObjects {
+		if len(o) > sample.MaxInstance {
+			return Invalid(fmt.Sprintf("typical_objects.%d", i), "typical_objects.%d: at most %d bytes", i, sample.MaxInstance)
+		}
+	}
+	if len(deref(req.ExtraInstructions)) > sample.MaxInstructions {
+		return Invalid("extra_instructions", "extra_instructions: at most %d bytes", sample.MaxInstructions)
+	}
+	var err error
+	if pl.convention, err = sample.ParseConvention(req.NamingConvention); err != nil {
+		return Invalid("naming_convention", "%v", err)
+	}
+	return nil
+}
+
+// sampleLanguage is the language of a sample request: the one it names,
+// else its Accept-Language when enrichment knows it, else the default.
+func sampleLanguage(req SampleRequest) (string, error) {
+	switch lang := deref(req.Language); lang {
+	case "", model.Auto:
+		if _, ok := Languages[req.AcceptLanguage]; ok {
+			return req.AcceptLanguage, nil
+		}
+		return DefaultLanguage, nil
+	default:
+		if _, ok := Languages[lang]; !ok {
+			return "", coded(ports.ErrInvalid, "invalid_language", "language: unknown language %q; GET /api/enrichment/options lists the ISO 639-1 codes", lang).(*Error).at("language")
+		}
+		return lang, nil
+	}
+}
+
 func cmpDuration(d, def time.Duration) time.Duration {
 	if d > 0 {
 		return d
 	}
 	return def
-}
-
-// SampleService generates samples as a job (POST
-// /api/schema/sample/generate/stream and /sync): it submits the jobs its
-// SampleGenerator runs.
-type SampleService struct {
-	*SampleGenerator
-	JobRunner ports.JobRunner
-	Stream    ports.EventStream
-	JobSvc    *JobService
-}
-
-// NewSampleService submits the jobs gen runs to jr.
-func NewSampleService(gen *SampleGenerator, jr ports.JobRunner, stream ports.EventStream, jobs *JobService) *SampleService {
-	return &SampleService{SampleGenerator: gen, JobRunner: jr, Stream: stream, JobSvc: jobs}
-}
-
-// Start validates the request and creates the sample generation job.
-func (s *SampleService) Start(ctx context.Context, p *access.Principal, req SampleRequest) (*job.Job, error) {
-	if err := access.Authorize(p, access.ActGenerateSamples); err != nil {
-		return nil, err
-	}
-	pl, err := s.prepare(ctx, p.OrgID, req)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := s.Enrich.pickKeys(ctx, p.OrgID, []model.Info{pl.model}); err != nil {
-		return nil, err
-	}
-	req.Language = &pl.language // resolved: a worker that takes the job over has no header
-	body, err := s.Enrich.Requests.EncodeSample(req)
-	if err != nil {
-		return nil, err
-	}
-	j, err := s.JobRunner.Submit(ctx, s.IDs.NewID(), p.OrgID, job.TypeSampleGeneration, body, pl)
-	if err != nil {
-		return nil, err
-	}
-	s.Log.Info("sample generation queued", "job_id", j.ID, "org_id", p.OrgID, "samples", pl.count, "model", pl.model.Key.String())
-	return j, nil
 }
 
 // sampleState is what a run learns from the job's prior events.
@@ -275,17 +253,17 @@ type sampleRun struct {
 func (s *SampleGenerator) Run(ctx context.Context, w *ports.Work) ports.Outcome {
 	pl, _ := w.Prepared.(*samplePlan)
 	if pl == nil {
-		req, err := s.Enrich.Requests.DecodeSample(w.Job.Request)
+		req, err := s.Requests.DecodeSample(w.Job.Request)
 		if err != nil {
 			return ports.Outcome{Failure: &ports.Failure{Code: job.CodeInternal, Msg: "the stored request does not decode"}}
 		}
 		if pl, err = s.prepare(ctx, w.Job.OrgID, req); err != nil {
-			return s.Enrich.unprepared(err)
+			return unprepared(s.Log, err)
 		}
 	}
-	keys, err := s.Enrich.pickKeys(ctx, w.Job.OrgID, []model.Info{pl.model})
+	keys, err := s.Calls.pickKeys(ctx, w.Job.OrgID, []model.Info{pl.model})
 	if err != nil {
-		return s.Enrich.unprepared(err)
+		return unprepared(s.Log, err)
 	}
 	r := &sampleRun{s: s, pl: pl, calls: &plan{keys: keys}}
 	r.calls.usage.bind(w)
@@ -353,8 +331,21 @@ func (r *sampleRun) run(ctx context.Context, w *ports.Work) ports.Outcome {
 		progress(first)
 	}
 	fields := sample.FieldSet(first.Sample, pl.req.Fields, pl.convention)
+	results, err := r.others(ctx, st, base, fields, first.Sample, progress)
+	if err != nil {
+		return r.failed(err)
+	}
+	return r.completed(w, t0, results, fields, applied)
+}
+
+// others generates samples 2..N of the run (those its prior events do not
+// show done), in parallel, on the field set of the first; results holds
+// every sample in order.
+func (r *sampleRun) others(ctx context.Context, st sampleState, base sample.Params, fields []string, first map[string]any,
+	progress func(job.SampleInstanceProgress)) ([]map[string]any, error) {
+	pl := r.pl
 	results := make([]map[string]any, pl.count)
-	results[0] = first.Sample
+	results[0] = first
 	errs := make([]error, pl.count)
 	sem := make(chan struct{}, cmpInt(r.s.Parallelism, sample.DefaultParallel))
 	var wg sync.WaitGroup
@@ -383,9 +374,16 @@ func (r *sampleRun) run(ctx context.Context, w *ports.Work) ports.Outcome {
 	wg.Wait()
 	for _, err := range errs {
 		if err != nil {
-			return r.failed(err)
+			return nil, err
 		}
 	}
+	return results, nil
+}
+
+// completed ends the run with its samples: the samples' model_completed
+// event and the job's result.
+func (r *sampleRun) completed(w *ports.Work, t0 time.Time, results []map[string]any, fields []string, applied job.Answers) ports.Outcome {
+	pl := r.pl
 	note := fmt.Sprintf("%d of %d samples generated", pl.count, pl.count)
 	if len(applied) > 0 {
 		how := "with the answers given"
@@ -451,7 +449,7 @@ func (r *sampleRun) call(ctx context.Context, p sample.Params) (sample.Answer, c
 	m := r.pl.model
 	var last error
 	for attempt := 1; attempt <= sample.MaxRetries; attempt++ {
-		resp, err := r.s.Enrich.generate(ctx, r.calls, m, ports.LLMRequest{Model: m.Key, Messages: msgs, Schema: schema,
+		resp, err := r.s.Calls.generate(ctx, r.calls, m, ports.LLMRequest{Model: m.Key, Messages: msgs, Schema: schema,
 			SchemaName: "sample", ResponseSchema: true, Task: ports.TaskSampleGeneration, WebSearch: r.pl.search})
 		if err == nil {
 			c := m.Price.CallCost(resp.InputTokens, resp.OutputTokens, resp.Searches)
@@ -518,56 +516,4 @@ func (r *sampleRun) failed(err error) ports.Outcome {
 		return ports.Outcome{Failure: &ports.Failure{Code: f.code, Msg: f.msg}}
 	}
 	return ports.Outcome{Failure: &ports.Failure{Code: job.CodeInternal, Msg: job.CodeInternal.Message()}}
-}
-
-// SampleResult is what the blocking variant returns: the samples job's
-// model_completed payload, with the job's id.
-type SampleResult struct {
-	JobID        string
-	Success      bool
-	Model        string
-	Samples      []map[string]any
-	Requested    int
-	Note         string
-	InputTokens  int
-	OutputTokens int
-	Cost         int64
-	CostUSD      float64
-	ProcessingMS int64
-}
-
-// Sync generates samples and waits for them; it always auto-answers, so the
-// job never pauses. When ctx ends first the job is cancelled (ErrSyncTimeout
-// for a deadline); a failed or cancelled job is a *JobEnded.
-func (s *SampleService) Sync(ctx context.Context, p *access.Principal, req SampleRequest) (*SampleResult, error) {
-	yes := true
-	req.AutoAnswer = &yes
-	j, err := s.Start(ctx, p, req)
-	if err != nil {
-		return nil, err
-	}
-	var res *SampleResult
-	ev, final, err := awaitEnd(ctx, s.Stream, s.JobSvc, s.Log, p, j, func(ev job.Event) error {
-		if ev.Type != job.EventModelCompleted {
-			return nil
-		}
-		c, err := job.ReadSamplesCompleted(ev)
-		if err != nil {
-			return err
-		}
-		// The samples' model_completed is always a success.
-		res = &SampleResult{JobID: j.ID, Success: true, Model: c.Model, Samples: c.Samples, Requested: c.Requested,
-			Note: c.Note, InputTokens: c.InputTokens, OutputTokens: c.OutputTokens, Cost: c.Cost,
-			CostUSD: model.USD(c.Cost), ProcessingMS: c.ProcessingMS}
-		return nil
-	})
-	switch {
-	case err != nil:
-		return nil, err
-	case ev.Type == job.EventCompleted && res != nil:
-		return res, nil
-	case ev.Type == job.EventCompleted:
-		final.State, final.ErrorCode, final.Error = job.Failed, job.CodeInternal, "the job completed without samples"
-	}
-	return nil, &JobEnded{Job: final}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/entityenrich/enrich/adapters/jobcodec"
+	"github.com/entityenrich/enrich/adapters/system"
 	"github.com/entityenrich/enrich/app"
 	"github.com/entityenrich/enrich/domain/job"
 	"github.com/entityenrich/enrich/domain/sample"
@@ -24,7 +25,7 @@ const sampleAnswer = `{"sample": {"name": "x", "n": 1}, "questions": [{"id": "q1
 func runSamples(t *testing.T, llm ports.LLM, req app.SampleRequest, prior []job.Event) (ports.Outcome, []job.Payload) {
 	t.Helper()
 	enr, _ := newEnrichment(t, llm)
-	svc := &app.SampleGenerator{Enrich: enr, Clock: enr.Clock, IDs: enr.IDs, Log: enr.Log}
+	svc := app.NewSampleGenerator(enr.Requests, enr.Models, enr.Calls, enr.Clock, system.IDs{}, enr.Log)
 	body, _ := jobcodec.New().EncodeSample(req)
 	var mu sync.Mutex
 	var evs []job.Payload

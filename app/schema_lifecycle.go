@@ -111,6 +111,35 @@ func (s *SchemaService) Update(ctx context.Context, p *access.Principal, id stri
 	if err := checkID(id); err != nil {
 		return nil, err
 	}
+	u, err := s.checkUpdate(in)
+	if err != nil {
+		return nil, err
+	}
+	current, err := s.live(ctx, p.OrgID, id)
+	if err != nil {
+		return nil, err
+	}
+	if in.Name != nil && u.name != current.Name {
+		if u.name, err = s.uniqueName(ctx, p.OrgID, u.name, current.Name); err != nil {
+			return nil, err
+		}
+	}
+	now := s.Clock.Now()
+	return s.update(ctx, p.OrgID, id, func(sc *schema.Schema) error { return u.apply(sc, now) })
+}
+
+// checkedUpdate is a checked SchemaUpdate: its name and tags normalised,
+// its document compacted (null: no content change).
+type checkedUpdate struct {
+	in   SchemaUpdate
+	name string
+	tags []string
+	doc  json.RawMessage
+	null bool
+}
+
+// checkUpdate checks every field of a schema update before any read.
+func (s *SchemaService) checkUpdate(in SchemaUpdate) (*checkedUpdate, error) {
 	for _, f := range []struct {
 		name string
 		v    any
@@ -128,31 +157,30 @@ func (s *SchemaService) Update(ctx context.Context, p *access.Principal, id stri
 			return nil, notSupported(f.name, "%s: keeping generation metadata with a schema is not supported yet; send null", f.name)
 		}
 	}
-	var name string
+	u := &checkedUpdate{in: in}
 	if in.Name != nil {
 		n, err := schema.CheckName(*in.Name)
 		if err != nil {
 			return nil, fieldError(err)
 		}
-		name = n
+		u.name = n
 	}
 	if in.Description != nil && len(*in.Description) > schema.MaxDescriptionLen {
 		return nil, Invalid("description", "description is longer than %d characters", schema.MaxDescriptionLen)
 	}
-	var tags []string
 	if in.Tags != nil {
 		t, err := schema.CheckTags(*in.Tags)
 		if err != nil {
 			return nil, fieldError(err)
 		}
-		tags = t
+		u.tags = t
 	}
 	doc, err := NewSchemaInput{Schema: in.Schema, SchemaContent: in.SchemaContent}.document()
 	if err != nil {
 		return nil, err
 	}
-	null := len(doc) == 0 || string(doc) == "null"
-	if !null {
+	u.null = len(doc) == 0 || string(doc) == "null"
+	if !u.null {
 		field := "schema"
 		if len(in.Schema) == 0 || string(in.Schema) == "null" {
 			field = "schema_content"
@@ -162,51 +190,47 @@ func (s *SchemaService) Update(ctx context.Context, p *access.Principal, id stri
 		}
 		doc = compact(doc)
 	}
+	u.doc = doc
 	if in.KeyLanguage != nil && *in.KeyLanguage != "" {
 		if _, ok := Languages[*in.KeyLanguage]; !ok {
 			return nil, coded(ports.ErrInvalid, codeInvalidKeyLanguage, "key_language: unknown language %q; GET /api/enrichment/options lists the ISO 639-1 codes", *in.KeyLanguage).(*Error).at("key_language")
 		}
 	}
-	current, err := s.live(ctx, p.OrgID, id)
-	if err != nil {
-		return nil, err
+	return u, nil
+}
+
+// apply makes the update to sc at now; updated_at moves only when
+// something changed.
+func (u *checkedUpdate) apply(sc *schema.Schema, now time.Time) error {
+	in := u.in
+	if in.KeyLanguage != nil && *in.KeyLanguage != sc.KeyLanguage && sc.PublishedContent != nil && sc.KeyLanguage != "" {
+		return fmt.Errorf("the key language is locked to %q by a publish: %w", sc.KeyLanguage, schema.ErrKeyLanguageLocked)
 	}
-	if in.Name != nil && name != current.Name {
-		if name, err = s.uniqueName(ctx, p.OrgID, name, current.Name); err != nil {
-			return nil, err
-		}
+	was := fmt.Sprint(sc.Name, "\x00", sc.Description, "\x00", sc.Tags, "\x00", sc.IsPinned, "\x00", sc.KeyLanguage)
+	if in.Name != nil {
+		sc.Name = u.name
 	}
-	now := s.Clock.Now()
-	return s.update(ctx, p.OrgID, id, func(sc *schema.Schema) error {
-		if in.KeyLanguage != nil && *in.KeyLanguage != sc.KeyLanguage && sc.PublishedContent != nil && sc.KeyLanguage != "" {
-			return fmt.Errorf("the key language is locked to %q by a publish: %w", sc.KeyLanguage, schema.ErrKeyLanguageLocked)
-		}
-		was := fmt.Sprint(sc.Name, "\x00", sc.Description, "\x00", sc.Tags, "\x00", sc.IsPinned, "\x00", sc.KeyLanguage)
-		if in.Name != nil {
-			sc.Name = name
-		}
-		if in.Description != nil {
-			sc.Description = *in.Description
-		}
-		if in.Tags != nil {
-			sc.Tags = tags
-		}
-		if in.IsPinned != nil {
-			sc.IsPinned = *in.IsPinned
-		}
-		if in.KeyLanguage != nil {
-			sc.KeyLanguage = *in.KeyLanguage
-		}
-		changed := was != fmt.Sprint(sc.Name, "\x00", sc.Description, "\x00", sc.Tags, "\x00", sc.IsPinned, "\x00", sc.KeyLanguage)
-		if !null && schema.ContentHash(doc) != sc.ContentHash {
-			sc.Edit(doc, now)
-			changed = true
-		}
-		if changed { // a patch that changes nothing leaves updated_at alone
-			sc.UpdatedAt = now
-		}
-		return nil
-	})
+	if in.Description != nil {
+		sc.Description = *in.Description
+	}
+	if in.Tags != nil {
+		sc.Tags = u.tags
+	}
+	if in.IsPinned != nil {
+		sc.IsPinned = *in.IsPinned
+	}
+	if in.KeyLanguage != nil {
+		sc.KeyLanguage = *in.KeyLanguage
+	}
+	changed := was != fmt.Sprint(sc.Name, "\x00", sc.Description, "\x00", sc.Tags, "\x00", sc.IsPinned, "\x00", sc.KeyLanguage)
+	if !u.null && schema.ContentHash(u.doc) != sc.ContentHash {
+		sc.Edit(u.doc, now)
+		changed = true
+	}
+	if changed { // a patch that changes nothing leaves updated_at alone
+		sc.UpdatedAt = now
+	}
+	return nil
 }
 
 // Duplicate copies a live schema (its working copy, description and tags)
@@ -454,148 +478,6 @@ func (s *SchemaService) DeletePermanently(ctx context.Context, p *access.Princip
 		d.Released = uses
 	}
 	return d, nil
-}
-
-// Link links a live schema to a database; Unlink undoes it. Database
-// registration (a later capability) will call them; until then they are
-// the tests' way to make a schema linked. No HTTP route calls them.
-func (s *SchemaService) Link(ctx context.Context, p *access.Principal, id string) (*schema.Schema, error) {
-	return s.setLinked(ctx, p, id, true)
-}
-
-// Unlink unlinks a live schema from its databases.
-func (s *SchemaService) Unlink(ctx context.Context, p *access.Principal, id string) (*schema.Schema, error) {
-	return s.setLinked(ctx, p, id, false)
-}
-
-func (s *SchemaService) setLinked(ctx context.Context, p *access.Principal, id string, linked bool) (*schema.Schema, error) {
-	if err := access.Authorize(p, access.ActLinkSchema); err != nil {
-		return nil, err
-	}
-	now := s.Clock.Now()
-	return s.update(ctx, p.OrgID, id, func(sc *schema.Schema) error {
-		if linked {
-			sc.Link(now)
-		} else {
-			sc.Unlink(now)
-		}
-		return nil
-	})
-}
-
-// PublishInput is a publish's options (the reference's SchemaPublishRequest).
-type PublishInput struct {
-	ConfirmTransforms bool
-	KeyLanguage       string
-}
-
-func (in PublishInput) options() (schema.PublishOptions, error) {
-	if err := checkText("key_language", in.KeyLanguage); err != nil {
-		return schema.PublishOptions{}, err
-	}
-	if in.KeyLanguage != "" {
-		if _, ok := Languages[in.KeyLanguage]; !ok {
-			return schema.PublishOptions{}, coded(ports.ErrInvalid, codeInvalidKeyLanguage,
-				"key_language: unknown language %q; GET /api/enrichment/options lists the ISO 639-1 codes", in.KeyLanguage).(*Error).at("key_language")
-		}
-	}
-	return schema.PublishOptions{ConfirmTransforms: in.ConfirmTransforms, KeyLanguage: in.KeyLanguage}, nil
-}
-
-// Publish makes a linked schema's working copy its published contract,
-// which enrichment then runs against. Refusals (409): schema_not_linked,
-// key_language_required (a multilingual database key with no language
-// locked), key_language_locked, confirm_transforms_required (a re-key or a
-// type change not confirmed).
-func (s *SchemaService) Publish(ctx context.Context, p *access.Principal, id string, in PublishInput) (*schema.Schema, schema.Diff, error) {
-	if err := access.Authorize(p, access.ActPublishSchema); err != nil {
-		return nil, schema.Diff{}, err
-	}
-	if err := checkID(id); err != nil {
-		return nil, schema.Diff{}, err
-	}
-	opts, err := in.options()
-	if err != nil {
-		return nil, schema.Diff{}, err
-	}
-	var diff schema.Diff
-	now := s.Clock.Now()
-	sc, err := s.update(ctx, p.OrgID, id, func(sc *schema.Schema) error {
-		d, err := sc.Publish(now, opts)
-		diff = d
-		return err
-	})
-	if err != nil {
-		return nil, schema.Diff{}, err
-	}
-	return sc, diff, nil
-}
-
-// ValidatePublish is Publish's dry run without options: the diff and every
-// blocker. It changes nothing.
-func (s *SchemaService) ValidatePublish(ctx context.Context, p *access.Principal, id string) (*schema.Schema, schema.Preview, error) {
-	if err := access.Authorize(p, access.ActValidatePublish); err != nil {
-		return nil, schema.Preview{}, err
-	}
-	if err := checkID(id); err != nil {
-		return nil, schema.Preview{}, err
-	}
-	sc, err := s.live(ctx, p.OrgID, id)
-	if err != nil {
-		return nil, schema.Preview{}, err
-	}
-	return sc, sc.PreviewPublish(schema.PublishOptions{}), nil
-}
-
-// Purge is what a purge of a schema's enrichment data removed.
-type Purge struct {
-	RecordsDeleted  int
-	EntitiesDeleted int
-}
-
-// PurgeEnrichmentData removes every record made under a live schema, and
-// its entity state (none is kept yet: 0), in one unit of work, keeping the
-// schema. A schema linked to a database is refused with 409 schema_linked.
-// Owner only.
-func (s *SchemaService) PurgeEnrichmentData(ctx context.Context, p *access.Principal, id string) (*Purge, error) {
-	if err := access.Authorize(p, access.ActPurgeSchemaData); err != nil {
-		return nil, err
-	}
-	if err := checkID(id); err != nil {
-		return nil, err
-	}
-	out := &Purge{}
-	purge := func(ctx context.Context, schemas ports.SchemaStore, records ports.RecordStore) error {
-		// The schema's lock holds a concurrent link off until the purge
-		// commits.
-		if _, err := schemas.UpdateSchema(ctx, p.OrgID, id, func(sc *schema.Schema) error {
-			if sc.Deleted() {
-				return schemaNotFound(id)
-			}
-			return sc.PurgeCheck()
-		}); err != nil {
-			return err
-		}
-		n, err := records.DeleteRecordsBySchema(ctx, p.OrgID, id)
-		out.RecordsDeleted = n
-		return err
-	}
-	var err error
-	if s.UoW != nil {
-		err = s.UoW.InTx(ctx, func(ctx context.Context, r ports.Repos) error { return purge(ctx, r.Schemas, r.Records) })
-	} else {
-		err = purge(ctx, s.Schemas, s.Records)
-	}
-	if errors.Is(err, ports.ErrNotFound) {
-		if _, ok := AsError(err); !ok {
-			return nil, schemaNotFound(id)
-		}
-	}
-	if err != nil {
-		return nil, LifecycleError(err)
-	}
-	schemaChanged(ctx, s.SchemaCache, p.OrgID, id)
-	return out, nil
 }
 
 // SaveDeduplicated saves a schema unless the organization already has a

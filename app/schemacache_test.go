@@ -130,9 +130,7 @@ func newCacheWorld(t *testing.T, ttl time.Duration) *cacheWorld {
 		memory.NewJobStore(), memory.NewEventLog(jobcodec.Events{}), memory.NewRefreshTokenStore(), inproc.New())
 	w.schemas = &app.SchemaService{Schemas: w.store, Records: records, UoW: uow, Compiler: jsonschema.New(), Clock: clock,
 		IDs: &uuidish{}, SchemaCache: w.cache}
-	w.enrich = &app.Enricher{Schemas: w.store, SchemaCache: w.cache, Requests: jobcodec.New(),
-		Catalog: oneModel{model.Info{Key: model.Key{Provider: "p", Model: "m"}}}, Compiler: jsonschema.New(), Clock: clock,
-		Log: lg}
+	w.enrich = testEnricher(w.store, w.cache, nil, oneModel{model.Info{Key: model.Key{Provider: "p", Model: "m"}}}, clock, lg)
 	sc, err := w.schemas.Create(context.Background(), schemaOwner, app.NewSchemaInput{Name: "Company", Schema: json.RawMessage(cacheDocV1)})
 	if err != nil {
 		t.Fatal(err)
@@ -472,10 +470,11 @@ func TestSchemaCacheAIEditDrops(t *testing.T) {
 	now := time.Now()
 	notes := &published{}
 	c := cache.NewSchemas(store, notes, steppingClock{&now}, svc.Log, cache.SchemaConfig{TTL: time.Minute, MaxBytes: 1 << 20})
-	svc.SchemaCache, svc.Enrich.SchemaCache, svc.Saved.SchemaCache = c, c, c
+	enr := testEnricher(store, c, nil, oneModel{model.Info{Key: model.Key{Provider: "p", Model: "m"}}}, nil, svc.Log)
+	svc.SchemaCache, svc.Saved.SchemaCache = c, c
 	is.NoErr(store.CreateSchema(ctx, &schema.Schema{ID: "s1", OrgID: "org", Name: "Company", Content: json.RawMessage(cacheDocV1)}))
 	start := func() *schema.Schema {
-		sc, err := svc.Enrich.PlannedSchema(ctx, "org", app.EnrichRequest{EntityData: json.RawMessage(`{"name":"Acme"}`), SchemaID: "s1",
+		sc, err := enr.PlannedSchema(ctx, "org", app.EnrichRequest{EntityData: json.RawMessage(`{"name":"Acme"}`), SchemaID: "s1",
 			Models: []string{"p::m"}})
 		is.NoErr(err)
 		return sc

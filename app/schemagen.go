@@ -26,10 +26,12 @@ import (
 // JSON Schema and pass schema.CheckStructure, else the problem is fed back
 // to the model, up to MaxAttempts tries.
 type SchemaGenerator struct {
-	// Enrich lends its model catalog, key rotation and LLM calls (with the
-	// usage ledger), so that schema jobs pay and rotate keys as enrichment
-	// does.
-	Enrich   *Enricher
+	// Models and Calls lend the model choice, key rotation and LLM calls
+	// (with the usage ledger), so that schema jobs pay and rotate keys as
+	// enrichment does. Requests decodes the jobs' stored requests.
+	Models   *ModelService
+	Calls    *Calls
+	Requests JobRequests
 	Schemas  ports.SchemaStore
 	Saved    *SchemaService
 	Compiler ports.SchemaCompiler
@@ -47,12 +49,12 @@ type SchemaGenerator struct {
 	RetryBackoff time.Duration
 }
 
-// NewSchemaGenerator runs schema generation and AI edit jobs with enr's
-// models, keys and calls, saving through saved (and its cache).
-func NewSchemaGenerator(enr *Enricher, schemas ports.SchemaStore, saved *SchemaService, compiler ports.SchemaCompiler,
-	clock ports.Clock, ids ports.IDs, log *slog.Logger) *SchemaGenerator {
-	return &SchemaGenerator{Enrich: enr, Schemas: schemas, Saved: saved, Compiler: compiler, Clock: clock, IDs: ids, Log: log,
-		SchemaCache: saved.SchemaCache}
+// NewSchemaGenerator runs schema generation and AI edit jobs, saving
+// through saved (and its cache).
+func NewSchemaGenerator(models *ModelService, calls *Calls, requests JobRequests, schemas ports.SchemaStore, saved *SchemaService,
+	compiler ports.SchemaCompiler, clock ports.Clock, ids ports.IDs, log *slog.Logger) *SchemaGenerator {
+	return &SchemaGenerator{Models: models, Calls: calls, Requests: requests, Schemas: schemas, Saved: saved, Compiler: compiler,
+		Clock: clock, IDs: ids, Log: log, SchemaCache: saved.SchemaCache}
 }
 
 // DefaultSchemaAttempts is how many answers a schema job may ask for in
@@ -184,13 +186,13 @@ func sampleError(c schema.Conformance) error {
 // schema_generation task.
 func (s *SchemaGenerator) pickModel(ctx context.Context, orgID, k string) (model.Info, *modelsel.Pick, error) {
 	if k == "" || k == model.Auto {
-		p, err := s.Enrich.AutoPick(ctx, orgID, modelsel.TaskSchemaGeneration, modelsel.Needs{})
+		p, err := s.Models.AutoPick(ctx, orgID, modelsel.TaskSchemaGeneration, modelsel.Needs{})
 		if err != nil {
 			return model.Info{}, nil, err
 		}
 		return p.Model, &p, nil
 	}
-	m, err := s.Enrich.knownModelFor(ctx, orgID, "model", k)
+	m, err := s.Models.knownModelFor(ctx, orgID, "model", k)
 	return m, nil, err
 }
 
@@ -202,7 +204,7 @@ func (s *SchemaGenerator) finishPlan(ctx context.Context, orgID, modelKey string
 		return nil, err
 	}
 	sp.pl = &plan{}
-	if sp.pl.keys, err = s.Enrich.pickKeys(ctx, orgID, []model.Info{sp.model}); err != nil {
+	if sp.pl.keys, err = s.Calls.pickKeys(ctx, orgID, []model.Info{sp.model}); err != nil {
 		return nil, err
 	}
 	return sp, nil
@@ -279,110 +281,6 @@ func (s *SchemaGenerator) prepareEdit(ctx context.Context, orgID string, req Edi
 	return s.finishPlan(ctx, orgID, req.Model, &schemaPlan{task: ports.TaskSchemaEdit, edit: &req, current: sc})
 }
 
-// SchemaGenService generates schemas from sample objects and applies
-// natural-language edits to saved schemas, both as jobs on the job runtime,
-// streamed or awaited; its SchemaGenerator runs them.
-type SchemaGenService struct {
-	*SchemaGenerator
-	JobRunner ports.JobRunner
-	Stream    ports.EventStream
-	JobSvc    *JobService
-}
-
-// NewSchemaGenService submits the jobs gen runs to jr.
-func NewSchemaGenService(gen *SchemaGenerator, jr ports.JobRunner, stream ports.EventStream, jobs *JobService) *SchemaGenService {
-	return &SchemaGenService{SchemaGenerator: gen, JobRunner: jr, Stream: stream, JobSvc: jobs}
-}
-
-// StartGeneration validates a generation request (the sample checks
-// included, before any spend) and creates its job.
-func (s *SchemaGenService) StartGeneration(ctx context.Context, p *access.Principal, req GenerateRequest) (*job.Job, error) {
-	if err := access.Authorize(p, access.ActGenerateSchema); err != nil {
-		return nil, err
-	}
-	sp, err := s.prepareGeneration(ctx, p.OrgID, req)
-	if err != nil {
-		return nil, err
-	}
-	body, err := s.Enrich.Requests.EncodeGenerate(req)
-	if err != nil {
-		return nil, err
-	}
-	return s.create(ctx, p, job.TypeSchemaGeneration, body, sp)
-}
-
-// StartEdit validates an AI edit of a saved schema and creates its job.
-func (s *SchemaGenService) StartEdit(ctx context.Context, p *access.Principal, req EditRequest) (*job.Job, error) {
-	if err := access.Authorize(p, access.ActEditSchemaAI); err != nil {
-		return nil, err
-	}
-	sp, err := s.prepareEdit(ctx, p.OrgID, req)
-	if err != nil {
-		return nil, err
-	}
-	body, err := s.Enrich.Requests.EncodeEdit(req)
-	if err != nil {
-		return nil, err
-	}
-	return s.create(ctx, p, job.TypeSchemaEdit, body, sp)
-}
-
-func (s *SchemaGenService) create(ctx context.Context, p *access.Principal, t job.Type, request []byte, sp *schemaPlan) (*job.Job, error) {
-	j, err := s.JobRunner.Submit(ctx, s.IDs.NewID(), p.OrgID, t, request, sp)
-	if err != nil {
-		return nil, err
-	}
-	s.Log.Info("schema job queued", "job_id", j.ID, "org_id", p.OrgID, "type", t, "model", sp.model.Key.String(), "state", j.State)
-	return j, nil
-}
-
-// GenerateSync runs a generation and waits for it: the completed event's
-// result (the reference's GenerateSchemaResponse). Errors as Sync's.
-func (s *SchemaGenService) GenerateSync(ctx context.Context, p *access.Principal, req GenerateRequest) (SchemaAnswer, error) {
-	j, err := s.StartGeneration(ctx, p, req)
-	if err != nil {
-		return SchemaAnswer{}, err
-	}
-	return s.wait(ctx, p, j)
-}
-
-// EditSync runs an AI edit and waits for it: the completed event's result
-// (the reference's SchemaPromptResponse and more).
-func (s *SchemaGenService) EditSync(ctx context.Context, p *access.Principal, req EditRequest) (SchemaAnswer, error) {
-	j, err := s.StartEdit(ctx, p, req)
-	if err != nil {
-		return SchemaAnswer{}, err
-	}
-	return s.wait(ctx, p, j)
-}
-
-// SchemaAnswer is a blocking schema job's answer: its end data and its id.
-type SchemaAnswer struct {
-	JobID string
-	job.SchemaResult
-}
-
-// wait follows a job's events to its end (awaitEnd): ctx ending first
-// cancels the job.
-func (s *SchemaGenService) wait(ctx context.Context, p *access.Principal, j *job.Job) (SchemaAnswer, error) {
-	ev, final, err := awaitEnd(ctx, s.Stream, s.JobSvc, s.Log, p, j, nil)
-	if err != nil {
-		return SchemaAnswer{}, err
-	}
-	if ev.Type != job.EventCompleted {
-		return SchemaAnswer{}, &JobEnded{Job: final}
-	}
-	c, err := job.CompletedOf(ev)
-	if err != nil {
-		return SchemaAnswer{}, err
-	}
-	r, err := job.ReadSchemaResult(c.Result)
-	if err != nil {
-		return SchemaAnswer{}, err
-	}
-	return SchemaAnswer{JobID: j.ID, SchemaResult: r}, nil
-}
-
 // jobPrincipal is who a schema job acts as when it saves: an editor of the
 // job's organization (the caller who started it was checked for that).
 func jobPrincipal(orgID string) *access.Principal {
@@ -398,19 +296,19 @@ func (s *SchemaGenerator) Run(ctx context.Context, w *ports.Work) ports.Outcome 
 		switch w.Job.Type {
 		case job.TypeSchemaGeneration:
 			var req GenerateRequest
-			if req, err = s.Enrich.Requests.DecodeGenerate(w.Job.Request); err == nil {
+			if req, err = s.Requests.DecodeGenerate(w.Job.Request); err == nil {
 				sp, err = s.prepareGeneration(ctx, w.Job.OrgID, req)
 			}
 		case job.TypeSchemaEdit:
 			var req EditRequest
-			if req, err = s.Enrich.Requests.DecodeEdit(w.Job.Request); err == nil {
+			if req, err = s.Requests.DecodeEdit(w.Job.Request); err == nil {
 				sp, err = s.prepareEdit(ctx, w.Job.OrgID, req)
 			}
 		default:
 			err = fmt.Errorf("not a schema job: %s", w.Job.Type)
 		}
 		if err != nil {
-			return s.Enrich.unprepared(err)
+			return unprepared(s.Log, err)
 		}
 	}
 	sp.pl.usage.bind(w)
@@ -522,27 +420,8 @@ func (s *SchemaGenerator) run(ctx context.Context, w *ports.Work, sp *schemaPlan
 		StructuredOutput: got.raw, Cost: cost, InputTokens: in, OutputTokens: outT, Sandbox: sp.model.Sandbox, CreatedAt: s.Clock.Now()}
 	result := job.SchemaResult{Model: key, RecordID: rec.ID, Cost: cost, InputTokens: in, OutputTokens: outT,
 		Suggestions: got.suggestions, Schema: got.doc}
-	if sp.gen != nil {
-		rec.Type = enrichment.RecordSchemaGeneration
-		rec.EntityData, _ = json.Marshal(sp.samples)
-		created := false
-		if sp.gen.SaveSchema == nil || *sp.gen.SaveSchema {
-			sc, isNew, err := s.saveGenerated(ctx, w.Job.OrgID, got)
-			if err != nil {
-				return s.saveFailed(err)
-			}
-			rec.SchemaID, result.SchemaID, created = sc.ID, &sc.ID, isNew
-		}
-		domains, _ := got.doc["x-expertiseDomains"].(map[string]any)
-		result.Generation = &job.SchemaGeneration{Created: created, ExpertiseCount: len(domains),
-			SamplePropertyCount: len(schema.Observe(sp.collapsed.Samples))}
-	} else {
-		rec.Type = enrichment.RecordSchemaEdit
-		rec.SchemaID, result.SchemaID = sp.current.ID, &sp.current.ID
-		rec.EntityData, _ = json.Marshal(map[string]any{"prompt": sp.edit.Prompt, "schema": sp.current.Content})
-		if err := s.saveEdit(ctx, w.Job.OrgID, sp.current.ID, got.raw); err != nil {
-			return s.saveFailed(err)
-		}
+	if err := s.keep(ctx, w, sp, got, rec, &result); err != nil {
+		return s.saveFailed(err)
 	}
 	result.ProcessingMS = time.Since(start).Milliseconds()
 	mc.Success, mc.Result, mc.RecordID = true, got.doc, rec.ID
@@ -554,6 +433,108 @@ func (s *SchemaGenerator) run(ctx context.Context, w *ports.Work, sp *schemaPlan
 	s.Log.Info("schema job finished", "job_id", w.Job.ID, "type", w.Job.Type, "schema_id", fields["schema_id"], "cost", cost)
 	return ports.Outcome{Result: res, Records: []*enrichment.Record{rec},
 		Completed: job.JobCompleted{Result: fields, RecordID: rec.ID, RecordIDs: []string{rec.ID}, Cost: cost}}
+}
+
+// ask calls the schema job's model until an answer passes every rule, up to
+// s.attempts() attempts. failed, when set, ends the run: the model failed
+// (its model_completed is published here), or ctx ended.
+func (s *SchemaGenerator) ask(ctx context.Context, sp *schemaPlan, pub func(job.Payload), start time.Time) (got *validated, in, outT int, failed *ports.Outcome) {
+	key := sp.model.Key.String()
+	msgs := schemaPrompt(sp)
+	max := s.attempts()
+	var reason, public string
+	var code job.ErrorCode
+	for attempt := 1; attempt <= max; attempt++ {
+		pub(job.Attempt{Model: key, Expertise: string(sp.task), Attempt: attempt, MaxAttempts: max, Reason: reason})
+		resp, err := s.Calls.generate(ctx, sp.pl, sp.model, ports.LLMRequest{Model: sp.model.Key, Messages: msgs,
+			Schema: answerSchema, SchemaName: string(sp.task), ResponseSchema: true, Task: sp.task})
+		in += resp.InputTokens
+		outT += resp.OutputTokens
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, in, outT, &ports.Outcome{}
+			}
+			code = classify(err)
+			public = code.Message()
+			reason = fmt.Sprintf("%s: %s", code, public)
+			s.Log.Warn("llm call failed", "model", key, "task", sp.task, "attempt", attempt, "code", code, "err", err)
+			if permanent(err) {
+				break
+			}
+			if attempt < max && !s.backOff(ctx, attempt) {
+				return nil, in, outT, &ports.Outcome{}
+			}
+			continue
+		}
+		v, perr := s.check(resp.Text, sp)
+		if perr == nil {
+			return &v, in, outT, nil
+		}
+		// The validator's account names paths of the model's own output:
+		// it is ours to show.
+		code = job.CodeOutputInvalid
+		public = fmt.Sprintf("%s: %v", code.Message(), perr)
+		reason = fmt.Sprintf("%s: %v", code, perr)
+		msgs = enrichment.Retry(msgs, resp.Text, perr)
+	}
+	msg := fmt.Sprintf("%d attempts failed, last: %s", max, public)
+	if code != job.CodeOutputInvalid {
+		msg = fmt.Sprintf("the model failed: %s", public)
+	}
+	pub(job.ModelCompleted{Model: key, Cost: sp.model.Price.Cost(in, outT), InputTokens: in, OutputTokens: outT,
+		ProcessingMS: time.Since(start).Milliseconds(), ErrorMessage: msg, ErrorCode: code})
+	return nil, in, outT, &ports.Outcome{Failure: &ports.Failure{Code: code, Msg: msg}}
+}
+
+// backOff waits before attempt+1 after a failed call; false when ctx ended
+// first.
+func (s *SchemaGenerator) backOff(ctx context.Context, attempt int) bool {
+	backoff := s.RetryBackoff
+	if backoff == 0 {
+		backoff = 100 * time.Millisecond
+	}
+	select {
+	case <-time.After(backoff * time.Duration(attempt)):
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// schemaPrompt is the first prompt of a generation or an edit.
+func schemaPrompt(sp *schemaPlan) []enrichment.Message {
+	if sp.gen != nil {
+		return schema.GenerationPrompt(sp.collapsed.Samples, schema.GenerationOptions{Language: deref(sp.gen.Language),
+			GenerateSemanticIDs: sp.gen.GenerateSemanticIDs, Localized: sp.collapsed.Localized})
+	}
+	return schema.EditPrompt(sp.current.Content, sp.edit.Prompt)
+}
+
+// keep saves the job's schema (a generation's, unless the request says
+// not to, or an edit's working copy) and completes rec and result with
+// what was saved.
+func (s *SchemaGenerator) keep(ctx context.Context, w *ports.Work, sp *schemaPlan, got *validated, rec *enrichment.Record,
+	result *job.SchemaResult) error {
+	if sp.gen == nil {
+		rec.Type = enrichment.RecordSchemaEdit
+		rec.SchemaID, result.SchemaID = sp.current.ID, &sp.current.ID
+		rec.EntityData, _ = json.Marshal(map[string]any{"prompt": sp.edit.Prompt, "schema": sp.current.Content})
+		return s.saveEdit(ctx, w.Job.OrgID, sp.current.ID, got.raw)
+	}
+	rec.Type = enrichment.RecordSchemaGeneration
+	rec.EntityData, _ = json.Marshal(sp.samples)
+	created := false
+	if sp.gen.SaveSchema == nil || *sp.gen.SaveSchema {
+		sc, isNew, err := s.saveGenerated(ctx, w.Job.OrgID, got)
+		if err != nil {
+			return err
+		}
+		rec.SchemaID, result.SchemaID, created = sc.ID, &sc.ID, isNew
+	}
+	domains, _ := got.doc["x-expertiseDomains"].(map[string]any)
+	result.Generation = &job.SchemaGeneration{Created: created, ExpertiseCount: len(domains),
+		SamplePropertyCount: len(schema.Observe(sp.collapsed.Samples))}
+	return nil
 }
 
 // saveFailed fails a job whose result could not be saved.
@@ -613,76 +594,4 @@ func truncate(s string, n int) string {
 		n--
 	}
 	return s[:n]
-}
-
-// ask calls the schema job's model until an answer passes every rule, up to
-// s.attempts() attempts. failed, when set, ends the run: the model failed
-// (its model_completed is published here), or ctx ended.
-func (s *SchemaGenerator) ask(ctx context.Context, sp *schemaPlan, pub func(job.Payload), start time.Time) (got *validated, in, outT int, failed *ports.Outcome) {
-	key := sp.model.Key.String()
-	var msgs []enrichment.Message
-	if sp.gen != nil {
-		msgs = schema.GenerationPrompt(sp.collapsed.Samples, schema.GenerationOptions{Language: deref(sp.gen.Language),
-			GenerateSemanticIDs: sp.gen.GenerateSemanticIDs, Localized: sp.collapsed.Localized})
-	} else {
-		msgs = schema.EditPrompt(sp.current.Content, sp.edit.Prompt)
-	}
-	max := s.attempts()
-	var reason, public string
-	var code job.ErrorCode
-	for attempt := 1; attempt <= max; attempt++ {
-		pub(job.Attempt{Model: key, Expertise: string(sp.task), Attempt: attempt, MaxAttempts: max, Reason: reason})
-		resp, err := s.Enrich.generate(ctx, sp.pl, sp.model, ports.LLMRequest{Model: sp.model.Key, Messages: msgs,
-			Schema: answerSchema, SchemaName: string(sp.task), ResponseSchema: true, Task: sp.task})
-		in += resp.InputTokens
-		outT += resp.OutputTokens
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, in, outT, &ports.Outcome{}
-			}
-			code = classify(err)
-			public = code.Message()
-			reason = fmt.Sprintf("%s: %s", code, public)
-			s.Log.Warn("llm call failed", "model", key, "task", sp.task, "attempt", attempt, "code", code, "err", err)
-			if permanent(err) {
-				break
-			}
-			if attempt < max && !s.backOff(ctx, attempt) {
-				return nil, in, outT, &ports.Outcome{}
-			}
-			continue
-		}
-		v, perr := s.check(resp.Text, sp)
-		if perr == nil {
-			return &v, in, outT, nil
-		}
-		// The validator's account names paths of the model's own output:
-		// it is ours to show.
-		code = job.CodeOutputInvalid
-		public = fmt.Sprintf("%s: %v", code.Message(), perr)
-		reason = fmt.Sprintf("%s: %v", code, perr)
-		msgs = enrichment.Retry(msgs, resp.Text, perr)
-	}
-	msg := fmt.Sprintf("%d attempts failed, last: %s", max, public)
-	if code != job.CodeOutputInvalid {
-		msg = fmt.Sprintf("the model failed: %s", public)
-	}
-	pub(job.ModelCompleted{Model: key, Cost: sp.model.Price.Cost(in, outT), InputTokens: in, OutputTokens: outT,
-		ProcessingMS: time.Since(start).Milliseconds(), ErrorMessage: msg, ErrorCode: code})
-	return nil, in, outT, &ports.Outcome{Failure: &ports.Failure{Code: code, Msg: msg}}
-}
-
-// backOff waits before attempt+1 after a failed call; false when ctx ended
-// first.
-func (s *SchemaGenerator) backOff(ctx context.Context, attempt int) bool {
-	backoff := s.RetryBackoff
-	if backoff == 0 {
-		backoff = 100 * time.Millisecond
-	}
-	select {
-	case <-time.After(backoff * time.Duration(attempt)):
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }

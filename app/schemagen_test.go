@@ -47,9 +47,8 @@ func newSchemaGen(t *testing.T, llm ports.LLM) (*app.SchemaGenerator, ports.Sche
 	c := jsonschema.New()
 	lg := slog.New(slog.NewTextHandler(io.Discard, nil))
 	m := model.Info{Key: model.Key{Provider: "p", Model: "m"}, Price: model.Price{InputPerMTok: 1_000_000, OutputPerMTok: 2_000_000}}
-	enr := &app.Enricher{Schemas: store, Requests: jobcodec.New(), LLM: llm, Catalog: oneModel{m}, Compiler: c, Clock: system.Clock{}, IDs: system.IDs{},
-		RetryBackoff: 1, Log: lg}
-	return &app.SchemaGenerator{Enrich: enr, Schemas: store, Saved: &app.SchemaService{Schemas: store, Compiler: c, Clock: system.Clock{}, IDs: system.IDs{}},
+	enr := testEnricher(store, nil, llm, oneModel{m}, nil, lg)
+	return &app.SchemaGenerator{Models: enr.Models, Calls: enr.Calls, Requests: enr.Requests, Schemas: store, Saved: &app.SchemaService{Schemas: store, Compiler: c, Clock: system.Clock{}, IDs: system.IDs{}},
 		Compiler: c, Clock: system.Clock{}, IDs: system.IDs{}, Log: lg, RetryBackoff: 1}, store
 }
 
@@ -118,7 +117,7 @@ func TestSchemaGenerationLoop(t *testing.T) {
 
 	// The same result again: the saved schema is reused.
 	llm2 := &seqLLM{answers: []string{goodAnswer}}
-	svc.Enrich.LLM = llm2
+	svc.Calls.LLM = llm2
 	out, _ = runSchemaJob(t, svc, job.TypeSchemaGeneration, req)
 	is.Equal(out.Records[0].SchemaID, rec.SchemaID)
 	is.Equal(out.Completed.Result["schema_created"], false)

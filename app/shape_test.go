@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
-	"log/slog"
 	"reflect"
 	"testing"
 
@@ -13,10 +11,8 @@ import (
 
 	"github.com/entityenrich/enrich/adapters/cache"
 	"github.com/entityenrich/enrich/adapters/jobcodec"
-	"github.com/entityenrich/enrich/adapters/jsonschema"
 	"github.com/entityenrich/enrich/adapters/llm"
 	"github.com/entityenrich/enrich/adapters/memory"
-	"github.com/entityenrich/enrich/adapters/system"
 	"github.com/entityenrich/enrich/app"
 	"github.com/entityenrich/enrich/domain/enrichment"
 	"github.com/entityenrich/enrich/domain/job"
@@ -46,9 +42,8 @@ func TestShapesStayAsBuilt(t *testing.T) {
 	    "ticker": {"type": "string", "expertise": "finance"},
 	    "hq": {"type": "object", "properties": {"city": {"type": "string"}, "country": {"type": "string"}}}}}`)}
 	is.NoErr(store.CreateSchema(ctx, sc))
-	svc := &app.Enricher{Schemas: store, Requests: jobcodec.New(), LLM: reg, Catalog: reg, Compiler: jsonschema.New(),
-		Clock: system.Clock{}, IDs: system.IDs{}, RetryBackoff: 1, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Contracts: cache.NewMemo[[32]byte, map[string]any](1024), Shapes: cache.NewMemo[string, *app.Shape](1024)}
+	svc := testEnricher(store, nil, reg, reg, nil, nil)
+	svc.Contracts, svc.Shapes = cache.NewMemo[[32]byte, map[string]any](1024), cache.NewMemo[string, *app.Shape](1024)
 
 	type combo struct {
 		strategy string
@@ -124,9 +119,8 @@ func TestShapeErrorsAreNotKept(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := &app.Enricher{Schemas: store, Requests: jobcodec.New(), LLM: reg, Catalog: reg, Compiler: jsonschema.New(),
-		Clock: system.Clock{}, IDs: system.IDs{}, RetryBackoff: 1, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Contracts: cache.NewMemo[[32]byte, map[string]any](1024), Shapes: cache.NewMemo[string, *app.Shape](1024)}
+	svc := testEnricher(store, nil, reg, reg, nil, nil)
+	svc.Contracts, svc.Shapes = cache.NewMemo[[32]byte, map[string]any](1024), cache.NewMemo[string, *app.Shape](1024)
 	for _, tt := range []struct {
 		name, entity, code string
 	}{

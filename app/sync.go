@@ -15,19 +15,22 @@ import (
 )
 
 // EnrichmentService starts enrichment jobs on the job runtime, streamed or
-// awaited (a blocking run), and batches of them; its Enricher plans them and
-// is their Runner.
+// awaited (a blocking run); its Enricher plans them and is their Runner.
 type EnrichmentService struct {
-	*Enricher
+	Enricher  *Enricher
+	Requests  JobRequests
 	JobRunner ports.JobRunner
 	Stream    ports.EventStream
-	JobSvc    *JobService
+	// JobSvc cancels a blocking run whose caller leaves.
+	JobSvc *JobService
+	IDs    ports.IDs
+	Log    *slog.Logger
 }
 
-// NewEnrichmentService submits the jobs enr runs to jr; jobs cancels a
-// blocking run whose caller leaves.
-func NewEnrichmentService(enr *Enricher, jr ports.JobRunner, stream ports.EventStream, jobs *JobService) *EnrichmentService {
-	return &EnrichmentService{Enricher: enr, JobRunner: jr, Stream: stream, JobSvc: jobs}
+// NewEnrichmentService submits the jobs enr runs to jr.
+func NewEnrichmentService(enr *Enricher, requests JobRequests, jr ports.JobRunner, stream ports.EventStream, jobs *JobService,
+	ids ports.IDs, log *slog.Logger) *EnrichmentService {
+	return &EnrichmentService{Enricher: enr, Requests: requests, JobRunner: jr, Stream: stream, JobSvc: jobs, IDs: ids, Log: log}
 }
 
 // Start validates the request and creates the job with its queue entry. It
@@ -42,7 +45,7 @@ func (s *EnrichmentService) start(ctx context.Context, p *access.Principal, req 
 	if err := access.Authorize(p, access.ActEnrich); err != nil {
 		return nil, err
 	}
-	pl, err := s.prepare(ctx, p.OrgID, req)
+	pl, err := s.Enricher.prepare(ctx, p.OrgID, req)
 	if err != nil {
 		return nil, err
 	}

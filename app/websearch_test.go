@@ -42,7 +42,7 @@ func TestRecordCountsWebSearches(t *testing.T) {
 	llm := &searchingLLM{searches: 2}
 	svc := fusionService(t, llm)
 	price := model.Price{InputPerMTok: 1_000_000, OutputPerMTok: 2_000_000, PerSearch: 10_000}
-	svc.Catalog = catalog{{Key: model.Key{Provider: "p", Model: "a"}, Price: price, WebSearch: true, WebSearchTool: true}}
+	svc.Models.Catalog = catalog{{Key: model.Key{Provider: "p", Model: "a"}, Price: price, WebSearch: true, WebSearchTool: true}}
 	req := app.EnrichRequest{EntityData: json.RawMessage(`{"name":"Acme"}`), SchemaID: "sch", Models: []string{"p::a"},
 		EnableWebSearch: true, Strategy: "single_pass"}
 	first, evs := runWork(t, svc, req, nil)
@@ -91,7 +91,7 @@ func TestResumedBatchKeepsWebSearches(t *testing.T) {
 	is := is.New(t)
 	llm := &searchingLLM{searches: 2}
 	svc := fusionService(t, llm)
-	svc.Catalog = catalog{{Key: model.Key{Provider: "p", Model: "a"}, Price: model.Price{InputPerMTok: 1_000_000, PerSearch: 10_000},
+	svc.Models.Catalog = catalog{{Key: model.Key{Provider: "p", Model: "a"}, Price: model.Price{InputPerMTok: 1_000_000, PerSearch: 10_000},
 		WebSearch: true, WebSearchTool: true}}
 	req := app.BatchRequest{EnrichRequest: app.EnrichRequest{SchemaID: "sch", Models: []string{"p::a"}, EnableWebSearch: true,
 		Strategy: "single_pass"}, Entities: []json.RawMessage{json.RawMessage(`{"name":"Acme"}`)}}

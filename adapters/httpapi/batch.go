@@ -21,7 +21,7 @@ func (s *Server) batchStart(w http.ResponseWriter, r *http.Request) {
 	if !s.decode(w, r, &in) {
 		return
 	}
-	b, err := s.enrich.StartBatch(r.Context(), principal(r), toBatchRequest(in))
+	b, err := s.batches.StartBatch(r.Context(), principal(r), toBatchRequest(in))
 	if err != nil {
 		s.Error(w, r, err)
 		return

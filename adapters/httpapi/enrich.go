@@ -36,7 +36,7 @@ func (s *Server) options(w http.ResponseWriter, r *http.Request) {
 		s.Error(w, r, err)
 		return
 	}
-	o, err := s.enrich.Options(r.Context(), principal(r))
+	o, err := s.models.Options(r.Context(), principal(r))
 	if err != nil {
 		s.Error(w, r, err)
 		return

@@ -46,6 +46,8 @@ type Server struct {
 	schemas *app.SchemaService
 	records *app.RecordService
 	enrich  *app.EnrichmentService
+	batches *app.BatchService
+	models  *app.ModelService
 	jobs    *app.JobService
 	keys    *app.ProviderKeyService
 	costs   *app.CostService
@@ -77,6 +79,8 @@ type Services struct {
 	Schemas      *app.SchemaService
 	Records      *app.RecordService
 	Enrichment   *app.EnrichmentService
+	Batches      *app.BatchService
+	Models       *app.ModelService
 	Jobs         *app.JobService
 	ProviderKeys *app.ProviderKeyService
 	OrgProviders *app.OrgProviderService
@@ -102,7 +106,7 @@ func NewServer(cfg Config, svc Services, events ports.EventCodec, lg *slog.Logge
 	s := &Server{cfg: cfg, access: svc.Access, schemas: svc.Schemas, records: svc.Records, enrich: svc.Enrichment, jobs: svc.Jobs,
 		keys: svc.ProviderKeys, costs: svc.Costs, analysis: svc.Analysis, samples: svc.Samples, gen: svc.SchemaGen, log: lg,
 		ready: ready, fetch: svc.Fetch, fusion: svc.Fusion, events: events}
-	s.orgProviders = svc.OrgProviders
+	s.orgProviders, s.batches, s.models = svc.OrgProviders, svc.Batches, svc.Models
 	var err error
 	if s.spec, err = LoadSpec(); err != nil {
 		return nil, err

@@ -43,7 +43,7 @@ func toModelDefaultsChange(in api.ModelDefaultsChange) map[string]*string {
 }
 
 func (s *Server) getModelDefaults(w http.ResponseWriter, r *http.Request) {
-	d, err := s.enrich.ModelDefaults(r.Context(), principal(r))
+	d, err := s.models.ModelDefaults(r.Context(), principal(r))
 	if err != nil {
 		s.Error(w, r, err)
 		return
@@ -58,7 +58,7 @@ func (s *Server) setModelDefaults(w http.ResponseWriter, r *http.Request) {
 	if !s.decode(w, r, &in) {
 		return
 	}
-	d, err := s.enrich.SetModelDefaults(r.Context(), principal(r), toModelDefaultsChange(in))
+	d, err := s.models.SetModelDefaults(r.Context(), principal(r), toModelDefaultsChange(in))
 	if err != nil {
 		s.Error(w, r, err)
 		return

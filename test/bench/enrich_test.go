@@ -91,8 +91,8 @@ func benchEnrichment(b *testing.B, dsn string) {
 		b.Fatal(err)
 	}
 	defer e.Close()
-	llm := &timedLLM{inner: e.Enrichment.LLM, calls: map[string][]time.Duration{}}
-	e.Enrichment.LLM = llm
+	llm := &timedLLM{inner: e.Enrichment.Enricher.Calls.LLM, calls: map[string][]time.Duration{}}
+	e.Enrichment.Enricher.Calls.LLM = llm
 	sess, err := e.Access.Register(ctx, "bench@example.com", "benchmark password", "Bench")
 	if err != nil {
 		b.Fatal(err)

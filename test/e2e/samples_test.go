@@ -248,6 +248,11 @@ func TestSampleGenerationSync(t *testing.T) {
 				"model": "sandbox::broken"}, &fail), 502)
 			is.Equal(fail.Code, "model_output_invalid")
 			is.True(strings.Contains(fail.Detail, "sample 1"))
+			// Web search with auto takes sandbox::search, the one sandbox model
+			// that searches.
+			is.Equal(s.call("POST", "/api/schema/sample/generate/sync", ten.key, obj{"entity_type": "company", "sample_count": 1,
+				"enable_web_search": true}, &out), 200)
+			is.Equal(len(out.Samples), 1)
 			// A vague type auto-answers on the sync route: no pause.
 			is.Equal(s.call("POST", "/api/schema/sample/generate/sync", ten.key, obj{"entity_type": "thing", "auto_answer": false}, &out), 200)
 			is.Equal(len(out.Samples), 1)
@@ -261,7 +266,6 @@ func TestSampleGenerationSync(t *testing.T) {
 				{obj{"entity_type": ""}, "entity_type", ""},
 				{obj{"entity_type": "company", "naming_convention": "kebab"}, "naming_convention", ""},
 				{obj{"entity_type": "company", "sample_count": 1, "typical_objects": []string{"a", "b"}}, "typical_objects", ""},
-				{obj{"entity_type": "company", "enable_web_search": true}, "", "no_capable_default_model"}, // no sandbox model searches
 				{obj{"entity_type": "company", "attachment_ids": []string{"a1"}}, "attachment_ids", "not_supported_yet"},
 				{obj{"entity_type": "company", "model": "nope::nothing"}, "model", "invalid_model"},
 			} {

@@ -94,6 +94,26 @@ func WithModels(ids ...string) Option { return func(s *Server) { s.models = ids 
 // server measured from the same process.
 func WithHistory(n int) Option { return func(s *Server) { s.history = n } }
 
+// WithSerialTokens makes each successful answer's prompt (input) token count
+// its serial number among the answers (1, 2, ...), so that a test can tell
+// which answered call a ledger entry bills; Answered lists them.
+func WithSerialTokens() Option { return func(s *Server) { s.serials = true } }
+
+// Answer is one successful answer of a server WithSerialTokens.
+type Answer struct {
+	Serial int
+	// At is when the answer was flushed to the client.
+	At time.Time
+}
+
+// Answered lists the successful answers flushed to their clients (with
+// WithSerialTokens), in the order they were flushed.
+func (s *Server) Answered() []Answer {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Answer(nil), s.answered...)
+}
+
 // Server is a fake OpenAI-compatible API. Its methods are safe for
 // concurrent use, also while requests are served.
 type Server struct {
@@ -112,6 +132,9 @@ type Server struct {
 	history        int
 	received       int
 	inFlight       int
+	serials        bool
+	answered       []Answer
+	nextSerial     int
 }
 
 // InFlight is how many requests are being answered right now.
@@ -439,7 +462,29 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, req ChatRequest,
 	}
 	in, out := tokens(prompt), tokens(content)
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(wrap(content, in, out))
+	if !s.serial() {
+		_ = json.NewEncoder(w).Encode(wrap(content, in, out))
+		return
+	}
+	s.mu.Lock()
+	s.nextSerial++
+	n := s.nextSerial
+	s.mu.Unlock()
+	err := json.NewEncoder(w).Encode(wrap(content, n, out))
+	if err == nil {
+		err = http.NewResponseController(w).Flush()
+	}
+	if err == nil && r.Context().Err() == nil {
+		s.mu.Lock()
+		s.answered = append(s.answered, Answer{Serial: n, At: time.Now()})
+		s.mu.Unlock()
+	}
+}
+
+func (s *Server) serial() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.serials
 }
 
 // embeddings serves POST /embeddings: one deterministic vector per input

@@ -46,6 +46,11 @@ type childSpec struct {
 	DatabaseURL string `json:"database_url,omitempty"`
 	FakeURL     string `json:"fake_url,omitempty"` // enrich: the fake OpenAI-compatible server; proxy: its target
 	Sandbox     bool   `json:"sandbox,omitempty"`
+	// The kill soak's replicas (soak_test.go): run slots, lease and the
+	// fake's models (default: modelName alone).
+	Workers  int           `json:"workers,omitempty"`
+	LeaseTTL time.Duration `json:"lease_ttl,omitempty"`
+	Models   []string      `json:"models,omitempty"`
 }
 
 const listenPrefix = "LISTEN "
@@ -164,6 +169,10 @@ func childCPU(base string) (time.Duration, bool) {
 
 // serverConfig is the configuration of the enrich server measured.
 func serverConfig(spec childSpec, logger *slog.Logger) enrich.Config {
+	models := spec.Models
+	if len(models) == 0 {
+		models = []string{modelName}
+	}
 	return enrich.Config{
 		SchemaCacheTTL:  time.Minute, // as a server started from the environment (ENRICH_SCHEMA_CACHE_TTL)
 		DatabaseURL:     spec.DatabaseURL,
@@ -174,7 +183,9 @@ func serverConfig(spec childSpec, logger *slog.Logger) enrich.Config {
 		Sandbox:         spec.Sandbox,
 		Logger:          logger,
 		Providers: []llm.ProviderConfig{{Name: providerName, Type: llm.TypeOpenAI, BaseURL: spec.FakeURL, APIKey: fakeKey,
-			Models: []string{modelName}}},
+			Models: models}},
+		Workers:  spec.Workers,
+		LeaseTTL: spec.LeaseTTL,
 	}
 }
 

@@ -1,0 +1,142 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/entityenrich/enrich/domain/job"
+	"github.com/entityenrich/enrich/domain/model"
+	"github.com/entityenrich/enrich/domain/rotation"
+	"github.com/entityenrich/enrich/domain/usage"
+	"github.com/entityenrich/enrich/ports"
+)
+
+// Calls makes the paid LLM calls of every job: it picks the run's provider
+// keys, moves a call to the next key when the provider refuses or
+// rate-limits one, and records every call for the usage ledger. The
+// enrichment, sample, schema and merge runners share it, so that every job
+// pays and rotates keys alike.
+type Calls struct {
+	LLM ports.LLM
+	// Keys chooses the provider key of each run; nil runs every call on
+	// the providers' own configuration (environment keys, keyless).
+	Keys  *KeyRing
+	Clock ports.Clock
+	IDs   ports.IDs
+	Log   *slog.Logger
+}
+
+// NewCalls makes calls through llm with the keys of keys (nil: the
+// providers' own configuration).
+func NewCalls(llm ports.LLM, keys *KeyRing, clock ports.Clock, ids ports.IDs, log *slog.Logger) *Calls {
+	return &Calls{LLM: llm, Keys: keys, Clock: clock, IDs: ids, Log: log}
+}
+
+// pickKeys chooses the key of every provider the run calls, so that a run
+// with no usable key is refused before it starts; the run then sticks to
+// these keys while they work.
+func (s *Calls) pickKeys(ctx context.Context, orgID string, models []model.Info) (map[string]*runKey, error) {
+	if s.Keys == nil {
+		return nil, nil
+	}
+	keys := map[string]*runKey{}
+	for _, m := range models {
+		p := m.Key.Provider
+		if _, done := keys[p]; done {
+			continue
+		}
+		c, err := s.Keys.Pick(ctx, orgID, p, "", nil)
+		if err != nil {
+			return nil, err
+		}
+		keys[p] = &runKey{orgID: orgID, provider: p, cred: c}
+	}
+	return keys, nil
+}
+
+// generate makes one call with the run's key for the provider. When the
+// provider refuses the key (it leaves rotation) or rate-limits it (it rests
+// for the Retry-After), the call moves to the next usable key at once: a
+// key switch is not one of the job's validated-retry attempts (see
+// docs/providers.md, "Keys and rotation"). With no other key the provider's
+// error stands.
+func (s *Calls) generate(ctx context.Context, pl *plan, m model.Info, req ports.LLMRequest) (ports.LLMResponse, error) {
+	rk := pl.keys[m.Key.Provider]
+	for switches := 0; ; switches++ {
+		cred := rk.current()
+		req.Credential = cred
+		t0 := time.Now()
+		resp, err := s.LLM.Generate(ctx, req)
+		s.recordCall(pl, m, cred, req.Task, resp, err, time.Since(t0))
+		if err == nil || cred == nil || ctx.Err() != nil || switches >= maxKeySwitches {
+			return resp, err
+		}
+		var rl *ports.RateLimitError
+		switch {
+		case errors.Is(err, ports.ErrLLMAuth):
+			s.Log.WarnContext(ctx, "provider refused a key: out of rotation", "provider", req.Model.Provider, "key_id", cred.KeyID, "source", cred.Source)
+			s.Keys.Refused(ctx, rk.orgID, cred)
+		case errors.As(err, &rl):
+			s.Keys.Rest(ctx, rk.orgID, cred, rl.RetryAfter)
+		default:
+			return resp, err
+		}
+		if !rk.moveOn(ctx, s.Keys, cred) {
+			return resp, err
+		}
+	}
+}
+
+// recordCall adds one call to the run's ledger entries.
+func (s *Calls) recordCall(pl *plan, m model.Info, cred *ports.Credential, task ports.LLMTask, resp ports.LLMResponse, err error, took time.Duration) {
+	if errors.Is(err, ports.ErrUnknownModel) || errors.Is(err, rotation.ErrNoUsableKey) {
+		return // no request left the process
+	}
+	e := usage.Entry{ID: s.IDs.NewID(), Model: m.Key.String(), InputTokens: resp.InputTokens, OutputTokens: resp.OutputTokens,
+		WebSearchCalls: resp.Searches, Cost: m.Price.CallCost(resp.InputTokens, resp.OutputTokens, resp.Searches), LatencyMS: took.Milliseconds(), Outcome: usage.OK, CreatedAt: s.Clock.Now()}
+	if cred != nil {
+		e.KeySource, e.KeyID = string(cred.Source), cred.KeyID
+	}
+	if task == ports.TaskClassification {
+		e.Task = string(task) // the job's type otherwise (the engine stamps it)
+	}
+	if err != nil {
+		switch {
+		case errors.Is(err, context.Canceled):
+			e.Outcome = "cancelled"
+		case errors.Is(err, ports.ErrLLMAuth):
+			e.Outcome = "key_refused"
+		default:
+			e.Outcome = string(classify(err))
+		}
+	}
+	pl.usage.add(e)
+}
+
+// permanent reports whether retrying the same call cannot help.
+func permanent(err error) bool {
+	return errors.Is(err, ports.ErrUnknownModel) || errors.Is(err, ports.ErrLLMAuth) || errors.Is(err, ports.ErrContextLength) ||
+		errors.Is(err, ports.ErrModelRetired) || errors.Is(err, rotation.ErrNoUsableKey)
+}
+
+// classify maps an LLM failure to its typed error code.
+func classify(err error) job.ErrorCode {
+	switch {
+	case errors.Is(err, ports.ErrLLMAuth), errors.Is(err, rotation.ErrNoUsableKey):
+		return job.CodeNoUsableKey
+	case errors.Is(err, ports.ErrContextLength):
+		return job.CodeContextLength
+	case errors.Is(err, ports.ErrModelRetired):
+		return job.CodeModelRetired
+	case errors.Is(err, ports.ErrLLMTimeout), errors.Is(err, context.DeadlineExceeded):
+		return job.CodeProviderTimeout
+	case errors.Is(err, ports.ErrRateLimited):
+		return job.CodeRateLimited
+	case errors.Is(err, ports.ErrUnknownModel):
+		return job.CodeModelRetired
+	default:
+		return job.CodeLLMUnavailable
+	}
+}
