@@ -17,10 +17,12 @@ import (
 )
 
 // golden is one line of testdata/events.golden.jsonl: an event as the
-// encoder that lived in domain/job wrote it (TestWriteGolden there, before
-// it moved here): its SSE line, its stored data (the bytes when they were
-// always the same, else the value) and the SSE line a log reader served
-// from the stored data.
+// encoder that lived in domain/job wrote it (written by TestWriteGolden in
+// domain/job/golden_test.go at commit 1a16b89, with goldenCases below in
+// that API): its SSE line, its stored data (the bytes when they were always
+// the same, else the value) and the SSE line a log reader served from the
+// stored data. The file is the reference: never regenerate it from this
+// codec.
 type golden struct {
 	Name   string          `json:"name"`
 	Type   string          `json:"type"`
