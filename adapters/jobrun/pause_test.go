@@ -36,9 +36,9 @@ func (r pauseRunner) Run(_ context.Context, w *ports.Work) ports.Outcome {
 	return ports.Outcome{Result: res, Completed: job.JobCompleted{Result: map[string]any{"answers": w.Answers}}}
 }
 
-func newPauseWorld(t *testing.T, timeout time.Duration) (*engineWorld, chan *ports.Work) {
+func newPauseWorld(t *testing.T, timeout time.Duration, opts ...func(*jobrun.Engine)) (*engineWorld, chan *ports.Work) {
 	runs := make(chan *ports.Work, 8)
-	w := newEngineWorld(t, jobrun.Runners{job.TypeSampleGeneration: pauseRunner{timeout: timeout, runs: runs}})
+	w := newEngineWorld(t, jobrun.Runners{job.TypeSampleGeneration: pauseRunner{timeout: timeout, runs: runs}}, opts...)
 	close(w.jobs.gate)
 	return w, runs
 }
@@ -171,14 +171,21 @@ func TestPauseTimesOut(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			is := is.New(t)
 			ctx := context.Background()
-			w, runs := newPauseWorld(t, 100*time.Millisecond)
+			// The timed dispatch waits in real time, so its pause is short;
+			// the sweep's is long, and the engine's clock passes it.
+			timeout := 100 * time.Millisecond
+			if tt.sweep {
+				timeout = time.Minute
+			}
+			clock := &shiftClock{}
+			w, runs := newPauseWorld(t, timeout, func(e *jobrun.Engine) { e.Clock = clock })
 			j := newPauseJob(1)
 			is.NoErr(w.engine.Create(ctx, j, nil))
 			<-runs
 			waitState(t, w, j.ID, job.Paused)
 			if tt.sweep {
 				is.NoErr(w.engine.Queue.Cancel(ctx, j.ID)) // no timed dispatch: only the sweep is left
-				time.Sleep(150 * time.Millisecond)
+				clock.shift(timeout + time.Second)         // past the pause's deadline
 				is.NoErr(w.engine.Sweep(ctx))
 			}
 			done := waitState(t, w, j.ID, job.Cancelled)
@@ -203,13 +210,14 @@ func TestPauseTimesOut(t *testing.T) {
 func TestContinueAfterDeadlineBeforeSweep(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
-	w, runs := newPauseWorld(t, 50*time.Millisecond)
+	clock := &shiftClock{}
+	w, runs := newPauseWorld(t, time.Minute, func(e *jobrun.Engine) { e.Clock = clock })
 	j := newPauseJob(1)
 	is.NoErr(w.engine.Create(ctx, j, nil))
 	<-runs
 	waitState(t, w, j.ID, job.Paused)
-	is.NoErr(w.engine.Queue.Cancel(ctx, j.ID))
-	time.Sleep(80 * time.Millisecond)
+	is.NoErr(w.engine.Queue.Cancel(ctx, j.ID)) // no timed dispatch: only the continue sees the deadline
+	clock.shift(time.Minute + time.Second)     // past the pause's deadline
 	_, err := w.engine.Continue(ctx, j.ID, nil)
 	is.True(errors.Is(err, job.ErrTransition))
 	done := waitState(t, w, j.ID, job.Cancelled)

@@ -240,12 +240,23 @@ shown once, when the key is created.`,
   enrich keys revoke KEY_ID`,
 		Args: args(cobra.NoArgs),
 	}
-	roles := cobra.FixedCompletions([]string{"owner", "editor", "operator"}, cobra.ShellCompDirectiveNoFileComp)
+	cmd.AddCommand(c.keysCreateCmd(), c.keysListCmd(), c.keysRevokeCmd(), c.keysRoleCmd())
+	return cmd
+}
 
-	var name, role string
-	var scopes []string
-	var days int
-	create := &cobra.Command{
+// keyRoles are the roles an organization key can have.
+var keyRoles = []string{"owner", "editor", "operator"}
+
+// keyFlags are the flags of keys create.
+type keyFlags struct {
+	name, role string
+	scopes     []string
+	days       int
+}
+
+func (c *cli) keysCreateCmd() *cobra.Command {
+	var f keyFlags
+	cmd := &cobra.Command{
 		Use:   "create",
 		Short: "Create an access key (its secret is shown once)",
 		Long: `create makes an access key. With --quiet it prints only the secret, for
@@ -254,73 +265,83 @@ your role.`,
 		Example: `  enrich keys create --name ci --role editor --expires-in-days 90
   export ENRICH_API_KEY=$(enrich keys create --name ci --role editor -q)`,
 		Args: args(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if name == "" {
-				return usagef("--name is required")
-			}
-			body := map[string]any{"name": name, "role": nil}
-			if role != "" {
-				body["role"] = role
-			}
-			if len(scopes) > 0 {
-				body["scopes"] = scopes
-			}
-			if days > 0 {
-				body["expires_in_days"] = days
-			}
-			var raw json.RawMessage
-			if err := c.call(cmd, http.MethodPost, "/api/auth/api-keys", body, &raw); err != nil {
-				return err
-			}
-			var k apiKey
-			_ = json.Unmarshal(raw, &k)
-			return c.show(raw, k.Key, func(t *tw) {
-				t.row("ID", k.ID)
-				t.row("NAME", k.Name)
-				t.row("ROLE", k.role())
-				t.row("SCOPES", k.Scopes)
-				t.row("EXPIRES", k.ExpiresAt)
-				t.row("KEY", k.Key)
-				t.Flush()
-				fmt.Fprintln(c.io.err, "The key is shown only now: keep it somewhere safe.")
-			})
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return c.createKey(cmd, f) },
 	}
-	create.Flags().StringVar(&name, "name", "", "what the key is for")
-	create.Flags().StringVar(&role, "role", "", "owner, editor or operator (empty: a legacy key with your role)")
-	create.Flags().StringSliceVar(&scopes, "scope", nil, "read, write (default both)")
-	create.Flags().IntVar(&days, "expires-in-days", 0, "expire after this many days (default never)")
-	_ = create.RegisterFlagCompletionFunc("role", roles)
+	cmd.Flags().StringVar(&f.name, "name", "", "what the key is for")
+	cmd.Flags().StringVar(&f.role, "role", "", "owner, editor or operator (empty: a legacy key with your role)")
+	cmd.Flags().StringSliceVar(&f.scopes, "scope", nil, "read, write (default both)")
+	cmd.Flags().IntVar(&f.days, "expires-in-days", 0, "expire after this many days (default never)")
+	_ = cmd.RegisterFlagCompletionFunc("role", cobra.FixedCompletions(keyRoles, cobra.ShellCompDirectiveNoFileComp))
+	return cmd
+}
 
-	list := &cobra.Command{
+func (c *cli) createKey(cmd *cobra.Command, f keyFlags) error {
+	if f.name == "" {
+		return usagef("--name is required")
+	}
+	body := map[string]any{"name": f.name, "role": nil}
+	if f.role != "" {
+		body["role"] = f.role
+	}
+	if len(f.scopes) > 0 {
+		body["scopes"] = f.scopes
+	}
+	if f.days > 0 {
+		body["expires_in_days"] = f.days
+	}
+	var raw json.RawMessage
+	if err := c.call(cmd, http.MethodPost, "/api/auth/api-keys", body, &raw); err != nil {
+		return err
+	}
+	var k apiKey
+	_ = json.Unmarshal(raw, &k)
+	return c.show(raw, k.Key, func(t *tw) {
+		t.row("ID", k.ID)
+		t.row("NAME", k.Name)
+		t.row("ROLE", k.role())
+		t.row("SCOPES", k.Scopes)
+		t.row("EXPIRES", k.ExpiresAt)
+		t.row("KEY", k.Key)
+		t.Flush()
+		fmt.Fprintln(c.io.err, "The key is shown only now: keep it somewhere safe.")
+	})
+}
+
+func (c *cli) keysListCmd() *cobra.Command {
+	return &cobra.Command{
 		Use:     "list",
 		Short:   "List access keys (without secrets)",
 		Example: `  enrich keys list`,
 		Args:    args(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			var raw json.RawMessage
-			if err := c.call(cmd, http.MethodGet, "/api/auth/api-keys", nil, &raw); err != nil {
-				return err
-			}
-			var l struct {
-				Keys []apiKey `json:"api_keys"`
-			}
-			_ = json.Unmarshal(raw, &l)
-			if c.quiet {
-				for _, k := range l.Keys {
-					fmt.Fprintln(c.io.out, k.ID)
-				}
-				return nil
-			}
-			return c.show(raw, "", func(t *tw) {
-				t.row("ID", "PREFIX", "NAME", "ROLE", "SCOPES", "ACTIVE", "EXPIRES", "LAST USED", "USES")
-				for _, k := range l.Keys {
-					t.row(k.ID, k.Prefix, k.Name, k.role(), k.Scopes, k.Active, k.ExpiresAt, k.LastUsed, k.Uses)
-				}
-			})
-		},
+		RunE:    func(cmd *cobra.Command, _ []string) error { return c.listKeys(cmd) },
 	}
-	revoke := &cobra.Command{
+}
+
+func (c *cli) listKeys(cmd *cobra.Command) error {
+	var raw json.RawMessage
+	if err := c.call(cmd, http.MethodGet, "/api/auth/api-keys", nil, &raw); err != nil {
+		return err
+	}
+	var l struct {
+		Keys []apiKey `json:"api_keys"`
+	}
+	_ = json.Unmarshal(raw, &l)
+	if c.quiet {
+		for _, k := range l.Keys {
+			fmt.Fprintln(c.io.out, k.ID)
+		}
+		return nil
+	}
+	return c.show(raw, "", func(t *tw) {
+		t.row("ID", "PREFIX", "NAME", "ROLE", "SCOPES", "ACTIVE", "EXPIRES", "LAST USED", "USES")
+		for _, k := range l.Keys {
+			t.row(k.ID, k.Prefix, k.Name, k.role(), k.Scopes, k.Active, k.ExpiresAt, k.LastUsed, k.Uses)
+		}
+	})
+}
+
+func (c *cli) keysRevokeCmd() *cobra.Command {
+	return &cobra.Command{
 		Use:               "revoke KEY_ID",
 		Short:             "Revoke an access key, at once and for good",
 		Example:           `  enrich keys revoke 01jq7c4w9d0000000000000000`,
@@ -334,7 +355,10 @@ your role.`,
 			return nil
 		},
 	}
-	roleCmd := &cobra.Command{
+}
+
+func (c *cli) keysRoleCmd() *cobra.Command {
+	return &cobra.Command{
 		Use:     "role KEY_ID ROLE",
 		Short:   "Change an access key's role in place",
 		Long:    `role changes an organization key's role (owner, editor, operator) without reissuing it.`,
@@ -342,7 +366,7 @@ your role.`,
 		Args:    args(cobra.ExactArgs(2)),
 		ValidArgsFunction: func(cmd *cobra.Command, a []string, s string) ([]string, cobra.ShellCompDirective) {
 			if len(a) == 1 {
-				return []string{"owner", "editor", "operator"}, cobra.ShellCompDirectiveNoFileComp
+				return keyRoles, cobra.ShellCompDirectiveNoFileComp
 			}
 			return c.completeKeys(cmd, a, s)
 		},
@@ -359,8 +383,6 @@ your role.`,
 			})
 		},
 	}
-	cmd.AddCommand(create, list, revoke, roleCmd)
-	return cmd
 }
 
 type apiKey struct {

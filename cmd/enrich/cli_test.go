@@ -334,6 +334,57 @@ func TestOutputs(t *testing.T) {
 
 }
 
+// TestVerbs covers what TestOutputs leaves out of the schemas, keys and
+// records verbs: where a schema's name comes from, the tables, and the
+// flags that shape a key.
+func TestVerbs(t *testing.T) {
+	s := startServer(t, enrich.Config{})
+	u := signUp(t, s, "verbs@example.com")
+	is := is.New(t)
+	doc := `{"type":"object","properties":{"a":{"type":"string"}}}`
+	nameOf := func(id string) string {
+		var got struct{ Name string }
+		is.NoErr(json.Unmarshal([]byte(u.ok("", "schemas", "get", id)), &got))
+		return got.Name
+	}
+
+	// The name is --name, else the title, else the file's base name.
+	file := filepath.Join(t.TempDir(), "people.json")
+	is.NoErr(os.WriteFile(file, []byte(doc), 0o600))
+	is.Equal(nameOf(strings.TrimSpace(u.ok("", "schemas", "create", "-f", file, "-q"))), "people")
+	is.Equal(nameOf(strings.TrimSpace(u.ok(`{"title":"Titled","type":"object","properties":{"a":{"type":"string"}}}`, "schemas", "create", "-f", "-", "-q"))), "Titled")
+	is.Equal(nameOf(strings.TrimSpace(u.ok(`{"title":"Titled","type":"object","properties":{"a":{"type":"string"}}}`, "schemas", "create", "-f", "-", "--name", "Named", "-q"))), "Named")
+	r := u.run(doc, "schemas", "create", "-f", "-")
+	is.Equal(r.code, 2) // standard input without a title needs --name
+	is.True(strings.Contains(r.errOut, "--name is required"))
+
+	// schemas get as a table: the fields, then the document.
+	got := u.ok("", "schemas", "get", s.schema, "-o", "table")
+	is.True(regexp.MustCompile(`(?m)^NAME\s+Company$`).MatchString(got))
+	is.True(regexp.MustCompile(`(?m)^PROPERTIES\s+2$`).MatchString(got))
+	is.True(strings.Contains(got, `"industry": {`))
+
+	// keys create with scopes and an expiry, as a table; the secret is
+	// shown once, with a warning.
+	r = u.run("", "keys", "create", "--name", "ro", "--role", "operator", "--scope", "read", "--expires-in-days", "30", "-o", "table")
+	is.Equal(r.code, 0)
+	is.True(regexp.MustCompile(`(?m)^SCOPES\s+read$`).MatchString(r.out))
+	is.True(regexp.MustCompile(`(?m)^EXPIRES\s+\d{4}-\d\d-\d\dT`).MatchString(r.out))
+	is.True(regexp.MustCompile(`(?m)^KEY\s+ent_`).MatchString(r.out))
+	is.True(strings.Contains(r.errOut, "shown only now"))
+	is.Equal(u.run("", "keys", "create").code, 2) // --name is required
+	is.True(strings.Contains(u.ok("", "__complete", "keys", "role", "KEY_ID", ""), "operator\n"))
+
+	// records list as a table says how to get the next page.
+	for _, name := range []string{"Acme", "Beta"} {
+		u.ok("", "enrich", s.schema, "-d", `{"name":"`+name+`"}`, "-m", "sandbox::echo", "-q")
+	}
+	r = u.run("", "records", "list", "-o", "table", "--page-size", "1")
+	is.Equal(r.code, 0)
+	is.True(regexp.MustCompile(`(?m)^ID\s+SCHEMA\s+JOB\s+MODEL\s+STRATEGY\s+COST\s+CREATED\n\S+\s+` + s.schema + `\s`).MatchString(r.out))
+	is.True(strings.HasPrefix(r.errOut, "more: --cursor "))
+}
+
 // waitExpired polls the server with the access token of a stored session
 // until the server refuses it, for at most 10 s.
 func waitExpired(t *testing.T, s *server, session []byte) {

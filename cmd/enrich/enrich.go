@@ -210,18 +210,55 @@ func (c *cli) follow(cmd *cobra.Command, job string, events bool) error {
 
 	intr := c.claimInterrupts()
 	defer c.releaseInterrupts()
-	var view *progressView
-	tty := isTerminal(c.io.err)
-	if tty && !events && !c.quiet {
-		view = newProgressView(c.io.err)
+	f := &follower{c: c, cl: cl, stop: stop, job: job, events: events, tty: isTerminal(c.io.err)}
+	if f.tty && !events && !c.quiet {
+		f.view = newProgressView(c.io.err)
 	}
 	// The id goes to standard error even without a terminal: logs of a
 	// script that is stopped keep the id of the job that goes on.
 	fmt.Fprintf(c.io.err, "job %s\n", job)
+	evs, done := f.stream(ctx)
+	for {
+		var err error
+		select {
+		case e, ok := <-evs:
+			if !ok {
+				return f.end(<-done)
+			}
+			err = f.event(e)
+		case <-intr:
+			err = f.interrupt()
+		case a := <-f.answers:
+			err = f.answer(ctx, a)
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// follower is the state of one follow.
+type follower struct {
+	c      *cli
+	cl     *api.Client
+	stop   context.CancelFunc // stops reading the stream
+	job    string
+	events bool
+	tty    bool
+	view   *progressView // nil: no progress shown
+
+	answers   chan string // the answer to "Cancel job?" while it is asked
+	last      api.Event
+	cancelled bool // a cancel was asked for
+}
+
+// stream reads the job's events into a channel that closes at the stream's
+// end; done then holds how it ended.
+func (f *follower) stream(ctx context.Context) (<-chan api.Event, <-chan error) {
 	evs := make(chan api.Event, 64)
 	done := make(chan error, 1)
 	go func() {
-		done <- cl.Follow(ctx, job, "", func(e api.Event) error {
+		done <- f.cl.Follow(ctx, f.job, "", func(e api.Event) error {
 			select {
 			case evs <- e:
 				return nil
@@ -231,79 +268,84 @@ func (c *cli) follow(cmd *cobra.Command, job string, events bool) error {
 		})
 		close(evs)
 	}()
+	return evs, done
+}
 
-	var answers chan string
-	var last api.Event
-	cancelled := false
-	for {
-		select {
-		case e, ok := <-evs:
-			if !ok {
-				if err := <-done; err != nil {
-					return err
-				}
-				if answers != nil {
-					fmt.Fprintln(c.io.err, "\nThe job ended meanwhile.")
-				}
-				return c.outcome(job, last, events)
-			}
-			last = e
-			if events {
-				if _, err := fmt.Fprintf(c.io.out, "%s\n", compact(e.Raw)); err != nil {
-					return err
-				}
-			}
-			if view != nil {
-				view.Event(e)
-			}
-		case <-intr:
-			if cancelled {
-				stop()
-				return fmt.Errorf("job %s: cancel requested; stopped waiting for its end", job)
-			}
-			if answers != nil {
-				// A second Ctrl-C while asking: leave the job running.
-				stop()
-				return interrupted{job}
-			}
-			if !tty || !isTerminal(c.io.in) {
-				if view != nil {
-					view.Pause()
-				}
-				stop()
-				return interrupted{job}
-			}
-			if view != nil {
-				view.Pause()
-			}
-			fmt.Fprintf(c.io.err, "\nCancel job %s? [y/N] (N leaves it running) ", job)
-			answers = make(chan string, 1)
-			go func(ch chan<- string) {
-				line, _ := bufio.NewReader(c.io.in).ReadString('\n')
-				ch <- strings.ToLower(strings.TrimSpace(line))
-			}(answers)
-		case a := <-answers:
-			answers = nil
-			if a != "y" && a != "yes" {
-				stop()
-				return interrupted{job}
-			}
-			cancelled = true
-			err := cl.Do(ctx, http.MethodPost, "/api/llm/cancel/"+url.PathEscape(job), nil, nil)
-			var ae *api.Error
-			switch {
-			case err == nil:
-				fmt.Fprintln(c.io.err, "Cancelling…")
-			case errors.As(err, &ae) && ae.Status == http.StatusConflict:
-				fmt.Fprintln(c.io.err, "The job had already ended.")
-			default:
-				return fmt.Errorf("cancel job %s: %w", job, err)
-			}
-			if view != nil {
-				view.Resume()
-			}
+func (f *follower) event(e api.Event) error {
+	f.last = e
+	if f.events {
+		if _, err := fmt.Fprintf(f.c.io.out, "%s\n", compact(e.Raw)); err != nil {
+			return err
 		}
 	}
+	if f.view != nil {
+		f.view.Event(e)
+	}
+	return nil
+}
+
+// end reports the job's outcome once its stream has ended with err.
+func (f *follower) end(err error) error {
+	if err != nil {
+		return err
+	}
+	if f.answers != nil {
+		fmt.Fprintln(f.c.io.err, "\nThe job ended meanwhile.")
+	}
+	return f.c.outcome(f.job, f.last, f.events)
+}
+
+// interrupt handles a Ctrl-C: the first on a terminal asks whether to
+// cancel the job; any other stops following and leaves the job as it is.
+func (f *follower) interrupt() error {
+	if f.cancelled {
+		f.stop()
+		return fmt.Errorf("job %s: cancel requested; stopped waiting for its end", f.job)
+	}
+	if f.answers != nil {
+		// A second Ctrl-C while asking: leave the job running.
+		f.stop()
+		return interrupted{f.job}
+	}
+	if f.view != nil {
+		f.view.Pause()
+	}
+	if !f.tty || !isTerminal(f.c.io.in) {
+		f.stop()
+		return interrupted{f.job}
+	}
+	fmt.Fprintf(f.c.io.err, "\nCancel job %s? [y/N] (N leaves it running) ", f.job)
+	f.answers = make(chan string, 1)
+	go func(ch chan<- string) {
+		line, _ := bufio.NewReader(f.c.io.in).ReadString('\n')
+		ch <- strings.ToLower(strings.TrimSpace(line))
+	}(f.answers)
+	return nil
+}
+
+// answer acts on the answer to "Cancel job?": yes cancels the job and
+// follows it to its end; anything else leaves it running.
+func (f *follower) answer(ctx context.Context, a string) error {
+	f.answers = nil
+	if a != "y" && a != "yes" {
+		f.stop()
+		return interrupted{f.job}
+	}
+	f.cancelled = true
+	err := f.cl.Do(ctx, http.MethodPost, "/api/llm/cancel/"+url.PathEscape(f.job), nil, nil)
+	var ae *api.Error
+	switch {
+	case err == nil:
+		fmt.Fprintln(f.c.io.err, "Cancelling…")
+	case errors.As(err, &ae) && ae.Status == http.StatusConflict:
+		fmt.Fprintln(f.c.io.err, "The job had already ended.")
+	default:
+		return fmt.Errorf("cancel job %s: %w", f.job, err)
+	}
+	if f.view != nil {
+		f.view.Resume()
+	}
+	return nil
 }
 
 // outcome prints a finished job's result and turns failure into an error.

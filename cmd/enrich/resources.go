@@ -29,40 +29,58 @@ domain; scalars form "general".`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error { return c.listSchemas(cmd) },
 	}
-	list := &cobra.Command{
+	cmd.AddCommand(c.schemasListCmd(), c.schemasGetCmd(), c.schemasCreateCmd())
+	return cmd
+}
+
+func (c *cli) schemasListCmd() *cobra.Command {
+	return &cobra.Command{
 		Use:     "list",
 		Short:   "List saved schemas",
 		Example: `  enrich schemas list`,
 		Args:    args(cobra.NoArgs),
 		RunE:    func(cmd *cobra.Command, _ []string) error { return c.listSchemas(cmd) },
 	}
-	get := &cobra.Command{
+}
+
+func (c *cli) schemasGetCmd() *cobra.Command {
+	return &cobra.Command{
 		Use:               "get SCHEMA_ID",
 		Short:             "Show a saved schema with its JSON Schema document",
 		Example:           `  enrich schemas get SCHEMA_ID`,
 		Args:              args(cobra.ExactArgs(1)),
 		ValidArgsFunction: c.completeSchemas,
-		RunE: func(cmd *cobra.Command, a []string) error {
-			var raw json.RawMessage
-			if err := c.call(cmd, http.MethodGet, "/api/schema/saved/"+url.PathEscape(a[0]), nil, &raw); err != nil {
-				return err
-			}
-			var s schema
-			_ = json.Unmarshal(raw, &s)
-			return c.show(raw, s.ID, func(t *tw) {
-				t.row("ID", s.ID)
-				t.row("NAME", s.Name)
-				t.row("DESCRIPTION", s.Description)
-				t.row("PROPERTIES", s.Properties)
-				t.row("CREATED", s.Created)
-				t.Flush()
-				doc, _ := json.MarshalIndent(s.Schema, "", "  ")
-				fmt.Fprintf(c.io.out, "\n%s\n", doc)
-			})
-		},
+		RunE:              func(cmd *cobra.Command, a []string) error { return c.getSchema(cmd, a[0]) },
 	}
-	var file, name, desc string
-	create := &cobra.Command{
+}
+
+func (c *cli) getSchema(cmd *cobra.Command, id string) error {
+	var raw json.RawMessage
+	if err := c.call(cmd, http.MethodGet, "/api/schema/saved/"+url.PathEscape(id), nil, &raw); err != nil {
+		return err
+	}
+	var s schema
+	_ = json.Unmarshal(raw, &s)
+	return c.show(raw, s.ID, func(t *tw) {
+		t.row("ID", s.ID)
+		t.row("NAME", s.Name)
+		t.row("DESCRIPTION", s.Description)
+		t.row("PROPERTIES", s.Properties)
+		t.row("CREATED", s.Created)
+		t.Flush()
+		doc, _ := json.MarshalIndent(s.Schema, "", "  ")
+		fmt.Fprintf(c.io.out, "\n%s\n", doc)
+	})
+}
+
+// schemaFlags are the flags of schemas create.
+type schemaFlags struct {
+	file, name, desc string
+}
+
+func (c *cli) schemasCreateCmd() *cobra.Command {
+	var f schemaFlags
+	cmd := &cobra.Command{
 		Use:   "create -f FILE",
 		Short: "Save a JSON Schema from a file",
 		Long: `create saves the JSON Schema in FILE ("-" reads standard input). The name is
@@ -73,49 +91,57 @@ domain; scalars form "general".`,
   {"type":"object","properties":{"name":{"type":"string"}}}
   EOF`,
 		Args: args(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if file == "" {
-				return usagef("give the JSON Schema with -f FILE")
-			}
-			doc, err := c.readJSONArg("", file, "the JSON Schema")
-			if err != nil {
-				return err
-			}
-			if name == "" {
-				var t struct {
-					Title string `json:"title"`
-				}
-				_ = json.Unmarshal(doc, &t)
-				name = t.Title
-			}
-			if name == "" && file != "-" {
-				name = strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
-			}
-			if name == "" {
-				return usagef("--name is required when the schema comes from standard input and has no title")
-			}
-			body := map[string]any{"name": name, "schema": doc}
-			if desc != "" {
-				body["description"] = desc
-			}
-			var raw json.RawMessage
-			if err := c.call(cmd, http.MethodPost, "/api/schema/saved", body, &raw); err != nil {
-				return err
-			}
-			var s schema
-			_ = json.Unmarshal(raw, &s)
-			return c.show(raw, s.ID, func(t *tw) {
-				t.row("ID", "NAME", "PROPERTIES", "CREATED")
-				t.row(s.ID, s.Name, s.Properties, s.Created)
-			})
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return c.createSchema(cmd, f) },
 	}
-	create.Flags().StringVarP(&file, "file", "f", "", "the JSON Schema document (- for standard input)")
-	create.Flags().StringVar(&name, "name", "", "the schema's name")
-	create.Flags().StringVar(&desc, "description", "", "what the schema is for")
-	_ = create.MarkFlagFilename("file", "json")
-	cmd.AddCommand(list, get, create)
+	cmd.Flags().StringVarP(&f.file, "file", "f", "", "the JSON Schema document (- for standard input)")
+	cmd.Flags().StringVar(&f.name, "name", "", "the schema's name")
+	cmd.Flags().StringVar(&f.desc, "description", "", "what the schema is for")
+	_ = cmd.MarkFlagFilename("file", "json")
 	return cmd
+}
+
+func (c *cli) createSchema(cmd *cobra.Command, f schemaFlags) error {
+	if f.file == "" {
+		return usagef("give the JSON Schema with -f FILE")
+	}
+	doc, err := c.readJSONArg("", f.file, "the JSON Schema")
+	if err != nil {
+		return err
+	}
+	name := schemaName(f, doc)
+	if name == "" {
+		return usagef("--name is required when the schema comes from standard input and has no title")
+	}
+	body := map[string]any{"name": name, "schema": doc}
+	if f.desc != "" {
+		body["description"] = f.desc
+	}
+	var raw json.RawMessage
+	if err := c.call(cmd, http.MethodPost, "/api/schema/saved", body, &raw); err != nil {
+		return err
+	}
+	var s schema
+	_ = json.Unmarshal(raw, &s)
+	return c.show(raw, s.ID, func(t *tw) {
+		t.row("ID", "NAME", "PROPERTIES", "CREATED")
+		t.row(s.ID, s.Name, s.Properties, s.Created)
+	})
+}
+
+// schemaName is --name, else the document's title, else the file's base
+// name ("" when none gives one).
+func schemaName(f schemaFlags, doc json.RawMessage) string {
+	if f.name != "" {
+		return f.name
+	}
+	var t struct {
+		Title string `json:"title"`
+	}
+	_ = json.Unmarshal(doc, &t)
+	if t.Title != "" || f.file == "-" {
+		return t.Title
+	}
+	return strings.TrimSuffix(filepath.Base(f.file), filepath.Ext(f.file))
 }
 
 type schema struct {
@@ -265,96 +291,121 @@ func (c *cli) recordsCmd() *cobra.Command {
   enrich records export --schema SCHEMA_ID > records.ndjson`,
 		Args: args(cobra.NoArgs),
 	}
-	var f struct {
-		schema, job, cursor string
-		size                int
+	cmd.AddCommand(c.recordsListCmd(), c.recordsGetCmd(), c.recordsExportCmd())
+	return cmd
+}
+
+// recordFilter is the flags that choose records.
+type recordFilter struct {
+	schema, job, cursor string
+	size                int
+}
+
+// bind adds the filter's --schema and --job to cmd.
+func (f *recordFilter) bind(c *cli, cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.schema, "schema", "", "only records of this schema")
+	cmd.Flags().StringVar(&f.job, "job", "", "only records of this job")
+	_ = cmd.RegisterFlagCompletionFunc("schema", c.completeSchemas)
+}
+
+func (f *recordFilter) query() url.Values {
+	q := url.Values{"type": {"enrichment"}}
+	if f.schema != "" {
+		q.Set("schema_id", f.schema)
 	}
-	filters := func(cmd *cobra.Command) {
-		cmd.Flags().StringVar(&f.schema, "schema", "", "only records of this schema")
-		cmd.Flags().StringVar(&f.job, "job", "", "only records of this job")
-		_ = cmd.RegisterFlagCompletionFunc("schema", c.completeSchemas)
+	if f.job != "" {
+		q.Set("job_id", f.job)
 	}
-	query := func() url.Values {
-		q := url.Values{"type": {"enrichment"}}
-		if f.schema != "" {
-			q.Set("schema_id", f.schema)
-		}
-		if f.job != "" {
-			q.Set("job_id", f.job)
-		}
-		if f.size > 0 {
-			q.Set("page_size", strconv.Itoa(f.size))
-		}
-		if f.cursor != "" {
-			q.Set("cursor", f.cursor)
-		}
-		return q
+	if f.size > 0 {
+		q.Set("page_size", strconv.Itoa(f.size))
 	}
-	list := &cobra.Command{
+	if f.cursor != "" {
+		q.Set("cursor", f.cursor)
+	}
+	return q
+}
+
+// recordPage is one page of GET /api/records.
+type recordPage struct {
+	Records []record `json:"records"`
+	Next    *string  `json:"next_cursor"`
+}
+
+func (c *cli) recordsListCmd() *cobra.Command {
+	var f recordFilter
+	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List records, newest first (one page; see --cursor)",
 		Example: `  enrich records list
   enrich records list --schema SCHEMA_ID --page-size 10
   RECORD=$(enrich records list --job JOB_ID -q)`,
 		Args: args(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			var raw json.RawMessage
-			if err := c.call(cmd, http.MethodGet, "/api/records?"+query().Encode(), nil, &raw); err != nil {
-				return err
-			}
-			var l struct {
-				Records []record `json:"records"`
-				Next    *string  `json:"next_cursor"`
-			}
-			_ = json.Unmarshal(raw, &l)
-			if c.quiet {
-				for _, r := range l.Records {
-					fmt.Fprintln(c.io.out, r.ID)
-				}
-				return nil
-			}
-			return c.show(raw, "", func(t *tw) {
-				t.row("ID", "SCHEMA", "JOB", "MODEL", "STRATEGY", "COST", "CREATED")
-				for _, r := range l.Records {
-					t.row(r.ID, r.SchemaID, r.JobID, r.Model, r.Strategy, r.Cost, r.Created)
-				}
-				if l.Next != nil {
-					t.Flush()
-					fmt.Fprintf(c.io.err, "more: --cursor %s\n", *l.Next)
-				}
-			})
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return c.listRecords(cmd, f) },
 	}
-	filters(list)
-	list.Flags().IntVar(&f.size, "page-size", 0, "records per page (server default 50, at most 200)")
-	list.Flags().StringVar(&f.cursor, "cursor", "", "the next_cursor of the previous page")
+	f.bind(c, cmd)
+	cmd.Flags().IntVar(&f.size, "page-size", 0, "records per page (server default 50, at most 200)")
+	cmd.Flags().StringVar(&f.cursor, "cursor", "", "the next_cursor of the previous page")
+	return cmd
+}
 
-	get := &cobra.Command{
+func (c *cli) listRecords(cmd *cobra.Command, f recordFilter) error {
+	var raw json.RawMessage
+	if err := c.call(cmd, http.MethodGet, "/api/records?"+f.query().Encode(), nil, &raw); err != nil {
+		return err
+	}
+	var l recordPage
+	_ = json.Unmarshal(raw, &l)
+	if c.quiet {
+		for _, r := range l.Records {
+			fmt.Fprintln(c.io.out, r.ID)
+		}
+		return nil
+	}
+	return c.show(raw, "", func(t *tw) {
+		t.row("ID", "SCHEMA", "JOB", "MODEL", "STRATEGY", "COST", "CREATED")
+		for _, r := range l.Records {
+			t.row(r.ID, r.SchemaID, r.JobID, r.Model, r.Strategy, r.Cost, r.Created)
+		}
+		if l.Next != nil {
+			t.Flush()
+			fmt.Fprintf(c.io.err, "more: --cursor %s\n", *l.Next)
+		}
+	})
+}
+
+func (c *cli) recordsGetCmd() *cobra.Command {
+	return &cobra.Command{
 		Use:     "get RECORD_ID",
 		Short:   "Show a record with its entity and structured output",
 		Example: `  enrich records get RECORD_ID --output json`,
 		Args:    args(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, a []string) error {
-			var raw json.RawMessage
-			if err := c.call(cmd, http.MethodGet, "/api/records/"+url.PathEscape(a[0]), nil, &raw); err != nil {
-				return err
-			}
-			var r record
-			_ = json.Unmarshal(raw, &r)
-			return c.show(raw, r.ID, func(t *tw) {
-				t.row("ID", r.ID)
-				t.row("SCHEMA", r.SchemaID)
-				t.row("JOB", r.JobID)
-				t.row("MODEL", r.Model)
-				t.row("STRATEGY", r.Strategy)
-				t.row("COST", r.Cost)
-				t.row("CREATED", r.Created)
-				t.fields("entity.", r.Entity)
-				t.fields("output.", r.Output)
-			})
-		},
+		RunE:    func(cmd *cobra.Command, a []string) error { return c.getRecord(cmd, a[0]) },
 	}
-	export := &cobra.Command{
+}
+
+func (c *cli) getRecord(cmd *cobra.Command, id string) error {
+	var raw json.RawMessage
+	if err := c.call(cmd, http.MethodGet, "/api/records/"+url.PathEscape(id), nil, &raw); err != nil {
+		return err
+	}
+	var r record
+	_ = json.Unmarshal(raw, &r)
+	return c.show(raw, r.ID, func(t *tw) {
+		t.row("ID", r.ID)
+		t.row("SCHEMA", r.SchemaID)
+		t.row("JOB", r.JobID)
+		t.row("MODEL", r.Model)
+		t.row("STRATEGY", r.Strategy)
+		t.row("COST", r.Cost)
+		t.row("CREATED", r.Created)
+		t.fields("entity.", r.Entity)
+		t.fields("output.", r.Output)
+	})
+}
+
+func (c *cli) recordsExportCmd() *cobra.Command {
+	var f recordFilter
+	cmd := &cobra.Command{
 		Use:   "export",
 		Short: "Write every record in full as NDJSON, following the cursor",
 		Long: `export writes one full record (with entity_data and structured_output) per
@@ -362,50 +413,54 @@ line, as NDJSON, whatever --output says, reading every page.`,
 		Example: `  enrich records export > records.ndjson
   enrich records export --schema SCHEMA_ID | wc -l`,
 		Args: args(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			q := query()
-			if f.size == 0 {
-				q.Set("page_size", "200")
-			}
-			n := 0
-			err := c.pages(cmd, "/api/records", q, func(raw json.RawMessage) (string, error) {
-				var l struct {
-					Records []record `json:"records"`
-					Next    *string  `json:"next_cursor"`
-				}
-				if err := json.Unmarshal(raw, &l); err != nil {
-					return "", err
-				}
-				for _, r := range l.Records {
-					var full json.RawMessage
-					if err := c.call(cmd, http.MethodGet, "/api/records/"+url.PathEscape(r.ID), nil, &full); err != nil {
-						return "", err
-					}
-					var x any
-					if err := json.Unmarshal(full, &x); err != nil {
-						return "", err
-					}
-					line, _ := json.Marshal(x)
-					if _, err := fmt.Fprintf(c.io.out, "%s\n", line); err != nil {
-						return "", err
-					}
-					n++
-				}
-				if l.Next == nil {
-					return "", nil
-				}
-				return *l.Next, nil
-			})
-			if err == nil && isTerminal(c.io.err) && !isTerminal(c.io.out) {
-				fmt.Fprintf(c.io.err, "%d records exported\n", n)
-			}
-			return err
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return c.exportRecords(cmd, f) },
 	}
-	filters(export)
-	export.Flags().IntVar(&f.size, "page-size", 0, "records per page read (default 200, the most the server gives)")
-	cmd.AddCommand(list, get, export)
+	f.bind(c, cmd)
+	cmd.Flags().IntVar(&f.size, "page-size", 0, "records per page read (default 200, the most the server gives)")
 	return cmd
+}
+
+func (c *cli) exportRecords(cmd *cobra.Command, f recordFilter) error {
+	q := f.query()
+	if f.size == 0 {
+		q.Set("page_size", "200")
+	}
+	n := 0
+	err := c.pages(cmd, "/api/records", q, func(raw json.RawMessage) (string, error) {
+		var l recordPage
+		if err := json.Unmarshal(raw, &l); err != nil {
+			return "", err
+		}
+		for _, r := range l.Records {
+			if err := c.exportRecord(cmd, r.ID); err != nil {
+				return "", err
+			}
+			n++
+		}
+		if l.Next == nil {
+			return "", nil
+		}
+		return *l.Next, nil
+	})
+	if err == nil && isTerminal(c.io.err) && !isTerminal(c.io.out) {
+		fmt.Fprintf(c.io.err, "%d records exported\n", n)
+	}
+	return err
+}
+
+// exportRecord writes the record in full as one line of JSON.
+func (c *cli) exportRecord(cmd *cobra.Command, id string) error {
+	var full json.RawMessage
+	if err := c.call(cmd, http.MethodGet, "/api/records/"+url.PathEscape(id), nil, &full); err != nil {
+		return err
+	}
+	var x any
+	if err := json.Unmarshal(full, &x); err != nil {
+		return err
+	}
+	line, _ := json.Marshal(x)
+	_, err := fmt.Fprintf(c.io.out, "%s\n", line)
+	return err
 }
 
 type record struct {

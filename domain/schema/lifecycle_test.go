@@ -57,6 +57,17 @@ func TestCompare(t *testing.T) {
 				`"hq":{"type":"object","properties":{"city":{"type":"string"}}},"parent":{"$ref":"#/$defs/Company"}},` +
 				`"$defs":{"Company":{"type":"object","properties":{"n":{"type":"string"}}}}}`,
 			class: schema.Additive, added: []string{"$defs.Company.n", "parent"}, addedTypes: []string{"Company"}},
+		{name: "entity type's own keyword", published: base,
+			working: strings.Replace(base, `{"type":"object","properties"`, `{"type":"object","additionalProperties":false,"properties"`, 1),
+			class:   schema.Additive, changed: []string{""}},
+		{name: "transforms sort by entity type, path and kind",
+			published: `{"type":"object","properties":{"name":{"type":"string","identifying":true},"founded":{"type":"integer"}},` +
+				`"$defs":{"Company":{"type":"object","properties":{"n":{"type":"string"}}}}}`,
+			working: `{"type":"object","properties":{"name":{"type":"string","identifying":true},` +
+				`"founded":{"type":"string","identifying":true,"shared":true,"ordered":true}},` +
+				`"$defs":{"Company":{"type":"object","properties":{"n":{"type":"integer"}}}}}`,
+			class: schema.Transform, changed: []string{"n", "founded"},
+			transforms: []schema.TransformKind{schema.ColumnType, schema.KeySet, schema.ColumnType, schema.ItemOrder, schema.Ownership}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -219,39 +219,70 @@ func slicesWithout(in []string, drop string) []string {
 // so everything is added and nothing transforms) to the working copy. It is
 // pure: documents that do not decode compare as empty.
 func Compare(published, working json.RawMessage) Diff {
+	c := newComparison(published, working)
+	c.compareTypes()
+	c.compareProperties()
+	c.compareRemovedProperties()
+	c.compareEntityKeywords()
+	c.compareKeySets()
+	c.sortTransforms()
+	c.classify()
+	return c.d
+}
+
+// comparison is both sides of one Compare and the diff its aspects build.
+type comparison struct {
+	first              bool // never published
+	oldNodes, newNodes map[string]node
+	oldTypes, newTypes []string
+	oldT, newT         map[string]bool
+	d                  Diff
+}
+
+func newComparison(published, working json.RawMessage) *comparison {
 	var oldDoc, newDoc map[string]any
 	_ = json.Unmarshal(working, &newDoc)
-	first := published == nil
-	if !first {
+	c := &comparison{first: published == nil, d: Diff{RemovedColumns: map[string][]string{}}}
+	if !c.first {
 		_ = json.Unmarshal(published, &oldDoc)
 	}
-	oldNodes, oldTypes := walk(oldDoc)
-	newNodes, newTypes := walk(newDoc)
-	d := Diff{RemovedColumns: map[string][]string{}}
-	if first {
-		oldNodes, oldTypes = map[string]node{}, nil
+	c.oldNodes, c.oldTypes = walk(oldDoc)
+	c.newNodes, c.newTypes = walk(newDoc)
+	if c.first {
+		c.oldNodes, c.oldTypes = map[string]node{}, nil
 	}
-	oldT, newT := set(oldTypes), set(newTypes)
-	for _, t := range newTypes {
-		if !oldT[t] && (t != RootType || !first) {
-			d.AddedTypes = append(d.AddedTypes, t)
+	c.oldT, c.newT = set(c.oldTypes), set(c.newTypes)
+	return c
+}
+
+// compareTypes lists the entity types added and removed. On a first publish
+// the root is not an added type: every contract has one.
+func (c *comparison) compareTypes() {
+	for _, t := range c.newTypes {
+		if !c.oldT[t] && (t != RootType || !c.first) {
+			c.d.AddedTypes = append(c.d.AddedTypes, t)
 		}
 	}
-	for _, t := range oldTypes {
-		if !newT[t] {
-			d.RemovedTypes = append(d.RemovedTypes, t)
+	for _, t := range c.oldTypes {
+		if !c.newT[t] {
+			c.d.RemovedTypes = append(c.d.RemovedTypes, t)
 		}
 	}
+}
+
+// compareProperties walks the working copy's properties: a new one adds a
+// column or a relationship to its entity type's table; one on both sides may
+// change keywords and need transforms.
+func (c *comparison) compareProperties() {
 	changes := map[string]*TableChange{}
-	keys := sortedKeys(newNodes)
-	for _, k := range keys {
-		n := newNodes[k]
+	for _, k := range sortedKeys(c.newNodes) {
+		n := c.newNodes[k]
 		if n.path == "" {
 			continue
 		}
-		o, ok := oldNodes[k]
+		o, ok := c.oldNodes[k]
 		if !ok {
-			d.AddedProperties = append(d.AddedProperties, n.qualified())
+			c.d.AddedProperties = append(c.d.AddedProperties, n.qualified())
 			tc := changes[n.entity]
 			if tc == nil {
 				tc = &TableChange{EntityType: n.entity}
@@ -265,51 +296,67 @@ func Compare(published, working json.RawMessage) Diff {
 			continue
 		}
 		if kw := changedKeywords(o.own, n.own); len(kw) > 0 {
-			d.ChangedProperties = append(d.ChangedProperties, PropertyChange{EntityType: n.entity, Path: n.path, Keywords: kw})
+			c.d.ChangedProperties = append(c.d.ChangedProperties, PropertyChange{EntityType: n.entity, Path: n.path, Keywords: kw})
 		}
-		d.Transforms = append(d.Transforms, propertyTransforms(o, n)...)
+		c.d.Transforms = append(c.d.Transforms, propertyTransforms(o, n)...)
 	}
-	for _, k := range sortedKeys(oldNodes) {
-		o := oldNodes[k]
-		if _, ok := newNodes[k]; ok || o.path == "" {
+	for _, t := range c.newTypes {
+		if tc := changes[t]; tc != nil {
+			c.d.Changed = append(c.d.Changed, *tc)
+		}
+	}
+}
+
+// compareRemovedProperties lists the published properties the working copy
+// drops; a column goes only where its entity type stays.
+func (c *comparison) compareRemovedProperties() {
+	for _, k := range sortedKeys(c.oldNodes) {
+		o := c.oldNodes[k]
+		if _, ok := c.newNodes[k]; ok || o.path == "" {
 			continue
 		}
-		d.RemovedProperties = append(d.RemovedProperties, o.qualified())
-		if newT[o.entity] {
-			d.RemovedColumns[o.entity] = append(d.RemovedColumns[o.entity], o.path)
+		c.d.RemovedProperties = append(c.d.RemovedProperties, o.qualified())
+		if c.newT[o.entity] {
+			c.d.RemovedColumns[o.entity] = append(c.d.RemovedColumns[o.entity], o.path)
 		}
 	}
-	// Entity types' own keywords (additionalProperties, x-* routing...).
-	for _, t := range newTypes {
-		o, ok := oldNodes[t+"\x00"]
+}
+
+// compareEntityKeywords compares entity types' own keywords
+// (additionalProperties, x-* routing...).
+func (c *comparison) compareEntityKeywords() {
+	for _, t := range c.newTypes {
+		o, ok := c.oldNodes[t+"\x00"]
 		if !ok {
 			continue
 		}
-		if kw := changedKeywords(o.own, newNodes[t+"\x00"].own); len(kw) > 0 {
-			d.ChangedProperties = append(d.ChangedProperties, PropertyChange{EntityType: t, Keywords: kw})
+		if kw := changedKeywords(o.own, c.newNodes[t+"\x00"].own); len(kw) > 0 {
+			c.d.ChangedProperties = append(c.d.ChangedProperties, PropertyChange{EntityType: t, Keywords: kw})
 		}
 	}
-	// Re-keys: an entity type present on both sides whose set of
-	// identifying properties changed.
-	if !first {
-		for _, t := range newTypes {
-			if !oldT[t] {
-				continue
-			}
-			was, is := keySet(oldNodes, t), keySet(newNodes, t)
-			if !reflect.DeepEqual(was, is) {
-				d.Transforms = append(d.Transforms, TransformChange{Kind: KeySet, EntityType: t,
-					Detail: fmt.Sprintf("identifying properties change from %v to %v", was, is)})
-			}
+}
+
+// compareKeySets finds re-keys: an entity type present on both sides whose
+// set of identifying properties changed.
+func (c *comparison) compareKeySets() {
+	if c.first {
+		return
+	}
+	for _, t := range c.newTypes {
+		if !c.oldT[t] {
+			continue
+		}
+		was, is := keySet(c.oldNodes, t), keySet(c.newNodes, t)
+		if !reflect.DeepEqual(was, is) {
+			c.d.Transforms = append(c.d.Transforms, TransformChange{Kind: KeySet, EntityType: t,
+				Detail: fmt.Sprintf("identifying properties change from %v to %v", was, is)})
 		}
 	}
-	for _, t := range newTypes {
-		if tc := changes[t]; tc != nil {
-			d.Changed = append(d.Changed, *tc)
-		}
-	}
-	sort.Slice(d.Transforms, func(i, j int) bool {
-		a, b := d.Transforms[i], d.Transforms[j]
+}
+
+func (c *comparison) sortTransforms() {
+	sort.Slice(c.d.Transforms, func(i, j int) bool {
+		a, b := c.d.Transforms[i], c.d.Transforms[j]
 		if a.EntityType != b.EntityType {
 			return a.EntityType < b.EntityType
 		}
@@ -318,16 +365,21 @@ func Compare(published, working json.RawMessage) Diff {
 		}
 		return a.Kind < b.Kind
 	})
+}
+
+// classify names how far the diff reaches. A first publish is additive even
+// when it lists nothing (a bare root): it creates the contract.
+func (c *comparison) classify() {
+	d := &c.d
 	switch {
 	case len(d.Transforms) > 0:
 		d.Classification = Transform
 	case len(d.AddedTypes)+len(d.RemovedTypes)+len(d.AddedProperties)+len(d.RemovedProperties)+len(d.ChangedProperties) > 0,
-		first && len(newNodes) > 0:
+		c.first && len(c.newNodes) > 0:
 		d.Classification = Additive
 	default:
 		d.Classification = Neutral
 	}
-	return d
 }
 
 func isRef(p map[string]any) bool {

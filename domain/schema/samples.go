@@ -223,90 +223,119 @@ func (c Conformance) Err() error {
 //
 // The samples should be collapsed first (CollapseLocalized).
 func CheckSamples(samples []map[string]any, threshold float64, strict bool) Conformance {
-	c := Conformance{CommonalityErrors: []string{}, Errors: []string{}, Sites: []Site{}}
-	if len(samples) > 1 {
-		union := map[string]bool{}
-		for _, s := range samples {
-			for k := range s {
-				union[k] = true
-			}
-		}
-		for i, s := range samples {
-			share := float64(len(s)) / float64(len(union))
-			if share+1e-9 < threshold {
-				var missing []string
-				for _, k := range sortedKeys(union) {
-					if _, ok := s[k]; !ok {
-						missing = append(missing, k)
-					}
-				}
-				c.CommonalityErrors = append(c.CommonalityErrors, fmt.Sprintf(
-					"sample %d has %d of the %d top-level fields the samples use (%.0f%%, below %.0f%%); it lacks %s",
-					i+1, len(s), len(union), share*100, threshold*100, strings.Join(missing, ", ")))
-			}
-		}
-	}
-	sites := map[string]*Site{}
-	shapes := map[string]map[string]bool{}
-	var order []string
-	var observe func(m map[string]any, path string, item bool)
-	observe = func(m map[string]any, path string, item bool) {
-		st, ok := sites[path]
-		if !ok {
-			st = &Site{Path: path, ArrayItem: item}
-			sites[path], shapes[path] = st, map[string]bool{}
-			order = append(order, path)
-		}
-		st.Observations++
-		keys := sortedKeys(m)
-		shape := strings.Join(keys, "\x00")
-		if !shapes[path][shape] {
-			shapes[path][shape] = true
-			st.Shapes = append(st.Shapes, keys)
-		}
-		for _, k := range keys {
-			switch x := m[k].(type) {
-			case map[string]any:
-				observe(x, join(path, k), false)
-			case []any:
-				for _, e := range x {
-					if o, ok := e.(map[string]any); ok {
-						observe(o, join(path, k)+"[]", true)
-					}
-				}
-			}
-		}
-	}
-	for _, s := range samples {
-		observe(s, "", false)
-	}
-	sort.Strings(order)
-	for _, p := range order {
-		st := sites[p]
-		count := map[string]int{}
-		for _, sh := range st.Shapes {
-			for _, k := range sh {
-				count[k]++
-			}
-		}
-		// A field is always present when every distinct shape has it.
-		st.AlwaysPresent, st.Drifting = []string{}, []string{}
-		for _, k := range sortedKeys(count) {
-			if count[k] == len(st.Shapes) {
-				st.AlwaysPresent = append(st.AlwaysPresent, k)
-			} else {
-				st.Drifting = append(st.Drifting, k)
-			}
-		}
-		st.Fatal = st.ArrayItem && st.Observations > 1 && len(st.AlwaysPresent) == 0
+	c := Conformance{CommonalityErrors: commonality(samples, threshold), Errors: []string{}, Sites: []Site{}}
+	for _, st := range observeSites(samples) {
+		st.settle()
 		if st.Fatal && strict {
 			c.Errors = append(c.Errors, fmt.Sprintf("the items of %s share no field (shapes: %s); rename the drifting fields so that every item has the same ones",
-				strings.TrimSuffix(p, "[]"), describeShapes(st.Shapes)))
+				strings.TrimSuffix(st.Path, "[]"), describeShapes(st.Shapes)))
 		}
 		c.Sites = append(c.Sites, *st)
 	}
 	c.OK = len(c.CommonalityErrors) == 0 && len(c.Errors) == 0
 	return c
+}
+
+// commonality says which samples cover less than threshold of the combined
+// set of top-level fields (never nil, so that it encodes as a list).
+func commonality(samples []map[string]any, threshold float64) []string {
+	errs := []string{}
+	if len(samples) < 2 {
+		return errs
+	}
+	union := map[string]bool{}
+	for _, s := range samples {
+		for k := range s {
+			union[k] = true
+		}
+	}
+	for i, s := range samples {
+		share := float64(len(s)) / float64(len(union))
+		if share+1e-9 >= threshold {
+			continue
+		}
+		var missing []string
+		for _, k := range sortedKeys(union) {
+			if _, ok := s[k]; !ok {
+				missing = append(missing, k)
+			}
+		}
+		errs = append(errs, fmt.Sprintf(
+			"sample %d has %d of the %d top-level fields the samples use (%.0f%%, below %.0f%%); it lacks %s",
+			i+1, len(s), len(union), share*100, threshold*100, strings.Join(missing, ", ")))
+	}
+	return errs
+}
+
+// observeSites gathers the parent-object sites of the samples, sorted by
+// path, each with its observations and distinct shapes.
+func observeSites(samples []map[string]any) []*Site {
+	o := siteObserver{sites: map[string]*Site{}, shapes: map[string]map[string]bool{}}
+	for _, s := range samples {
+		o.observe(s, "", false)
+	}
+	sort.Strings(o.order)
+	out := make([]*Site, 0, len(o.order))
+	for _, p := range o.order {
+		out = append(out, o.sites[p])
+	}
+	return out
+}
+
+type siteObserver struct {
+	sites  map[string]*Site
+	shapes map[string]map[string]bool // the shapes seen at each site, keys joined
+	order  []string
+}
+
+// observe records m at path and the objects nested in it.
+func (o *siteObserver) observe(m map[string]any, path string, item bool) {
+	st, ok := o.sites[path]
+	if !ok {
+		st = &Site{Path: path, ArrayItem: item}
+		o.sites[path], o.shapes[path] = st, map[string]bool{}
+		o.order = append(o.order, path)
+	}
+	st.Observations++
+	keys := sortedKeys(m)
+	shape := strings.Join(keys, "\x00")
+	if !o.shapes[path][shape] {
+		o.shapes[path][shape] = true
+		st.Shapes = append(st.Shapes, keys)
+	}
+	for _, k := range keys {
+		switch x := m[k].(type) {
+		case map[string]any:
+			o.observe(x, join(path, k), false)
+		case []any:
+			for _, e := range x {
+				if obj, ok := e.(map[string]any); ok {
+					o.observe(obj, join(path, k)+"[]", true)
+				}
+			}
+		}
+	}
+}
+
+// settle sorts the site's fields into always present and drifting, and
+// marks an array-item site fatal when its items share no field.
+func (st *Site) settle() {
+	count := map[string]int{}
+	for _, sh := range st.Shapes {
+		for _, k := range sh {
+			count[k]++
+		}
+	}
+	// A field is always present when every distinct shape has it.
+	st.AlwaysPresent, st.Drifting = []string{}, []string{}
+	for _, k := range sortedKeys(count) {
+		if count[k] == len(st.Shapes) {
+			st.AlwaysPresent = append(st.AlwaysPresent, k)
+		} else {
+			st.Drifting = append(st.Drifting, k)
+		}
+	}
+	st.Fatal = st.ArrayItem && st.Observations > 1 && len(st.AlwaysPresent) == 0
 }
 
 func describeShapes(shapes [][]string) string {

@@ -38,6 +38,8 @@ type scanner struct {
 	doc   []byte
 	i     int
 	stack []frame
+	fault Fault
+	found bool // fault holds the first fault
 }
 
 type state int
@@ -48,14 +50,18 @@ const (
 	stKeyOrEnd                // just after '{': a key or '}'
 	stKey                     // after ',' in an object: a key
 	stAfter                   // after a value: ',', ']', '}' or the end
+	stDone                    // a fault was found, or the scan lost track
 )
 
+// run steps through the document one token at a time. The transitions that
+// every token takes stay inline here; strings and keys, which cost a
+// scanString each anyway, have their own methods.
 func (s *scanner) run() (Fault, bool) {
 	st := stValue
-	for {
+	for st != stDone {
 		s.skipSpace()
 		if s.i >= len(s.doc) {
-			return Fault{}, true
+			break
 		}
 		c := s.doc[s.i]
 		switch st {
@@ -72,15 +78,7 @@ func (s *scanner) run() (Fault, bool) {
 					st = stValueOrEnd
 				}
 			case '"':
-				str := scanString(s.doc, s.i, false)
-				if str.fault {
-					return Fault{Path: s.path(len(s.stack)), Reason: str.reason}, false
-				}
-				if str.malformed {
-					return Fault{}, true
-				}
-				s.i = str.end
-				st = stAfter
+				st = s.stringValue()
 			case ']', '}', ',', ':':
 				return Fault{}, true // lost: the decoder reports the syntax
 			default:
@@ -91,11 +89,10 @@ func (s *scanner) run() (Fault, bool) {
 				st = stAfter
 			}
 		case stValueOrEnd:
+			st = stValue
 			if c == ']' {
 				s.pop()
 				st = stAfter
-			} else {
-				st = stValue
 			}
 		case stKeyOrEnd, stKey:
 			if c == '}' && st == stKeyOrEnd {
@@ -103,28 +100,7 @@ func (s *scanner) run() (Fault, bool) {
 				st = stAfter
 				continue
 			}
-			if c != '"' {
-				return Fault{}, true
-			}
-			str := scanString(s.doc, s.i, true)
-			if str.fault {
-				path := str.text
-				if len(s.stack) > 1 {
-					path = s.path(len(s.stack)-1) + "." + path
-				}
-				return Fault{Path: path, Key: true, Reason: str.reason}, false
-			}
-			if str.malformed {
-				return Fault{}, true
-			}
-			s.stack[len(s.stack)-1].key = str.text
-			s.i = str.end
-			s.skipSpace()
-			if s.i >= len(s.doc) || s.doc[s.i] != ':' {
-				return Fault{}, true
-			}
-			s.i++
-			st = stValue
+			st = s.key()
 		case stAfter:
 			if len(s.stack) == 0 {
 				st = stValue // trailing values are the decoder's to refuse
@@ -141,12 +117,61 @@ func (s *scanner) run() (Fault, bool) {
 				st = stKey
 			case c == ']' && top.array, c == '}' && !top.array:
 				s.pop()
-				st = stAfter
 			default:
 				return Fault{}, true
 			}
 		}
 	}
+	return s.fault, !s.found
+}
+
+// lost ends the scan without a fault: the document is not valid JSON here,
+// and the decoder will name the syntax error.
+const lost = stDone
+
+// stringValue scans the string value whose quote is at doc[i].
+func (s *scanner) stringValue() state {
+	str := scanString(s.doc, s.i, false)
+	if str.fault {
+		return s.found1(Fault{Path: s.path(len(s.stack)), Reason: str.reason})
+	}
+	if str.malformed {
+		return lost
+	}
+	s.i = str.end
+	return stAfter
+}
+
+// key scans the object key whose quote should be at doc[i], and its colon.
+func (s *scanner) key() state {
+	if s.doc[s.i] != '"' {
+		return lost
+	}
+	str := scanString(s.doc, s.i, true)
+	if str.fault {
+		path := str.text
+		if len(s.stack) > 1 {
+			path = s.path(len(s.stack)-1) + "." + path
+		}
+		return s.found1(Fault{Path: path, Key: true, Reason: str.reason})
+	}
+	if str.malformed {
+		return lost
+	}
+	s.stack[len(s.stack)-1].key = str.text
+	s.i = str.end
+	s.skipSpace()
+	if s.i >= len(s.doc) || s.doc[s.i] != ':' {
+		return lost
+	}
+	s.i++
+	return stValue
+}
+
+// found1 records the scan's one fault and ends it.
+func (s *scanner) found1(f Fault) state {
+	s.fault, s.found = f, true
+	return stDone
 }
 
 func (s *scanner) pop() {
@@ -204,97 +229,117 @@ type scanned struct {
 // scanString scans the string token whose opening quote is at doc[i]. When
 // text is false it stops at the first fault.
 func scanString(doc []byte, i int, text bool) scanned {
-	var out scanned
-	var b strings.Builder
-	note := func(r Reason, shown string) bool {
-		if !out.fault {
-			out.fault, out.reason = true, r
-		}
-		if text {
-			b.WriteString(shown)
-		}
-		return text // keep going only to finish the text
-	}
+	s := stringScan{doc: doc, text: text}
 	j := i + 1
 	for j < len(doc) {
 		c := doc[j]
 		switch {
 		case c == '"':
-			out.end = j + 1
-			out.text = b.String()
-			return out
+			s.out.end = j + 1
+			s.out.text = s.b.String()
+			return s.out
 		case c == '\\':
-			if j+1 >= len(doc) {
-				out.malformed = true
-				return out
-			}
-			if doc[j+1] != 'u' {
-				ch, ok := simpleEscape(doc[j+1])
-				if !ok {
-					out.malformed = true
-					return out
-				}
-				if text {
-					b.WriteByte(ch)
-				}
-				j += 2
-				continue
-			}
-			r, ok := hex4(doc, j+2)
-			if !ok {
-				out.malformed = true
-				return out
-			}
-			switch {
-			case r == 0:
-				if !note(NUL, `\u0000`) {
-					return out
-				}
-				j += 6
-			case utf16.IsSurrogate(r):
-				if r < 0xDC00 && j+12 <= len(doc) && doc[j+6] == '\\' && doc[j+7] == 'u' {
-					if r2, ok := hex4(doc, j+8); ok && r2 >= 0xDC00 && r2 <= 0xDFFF {
-						if text {
-							b.WriteRune(utf16.DecodeRune(r, r2))
-						}
-						j += 12
-						continue
-					}
-				}
-				if !note(LoneSurrogate, `\u`+strconv.FormatUint(uint64(r), 16)) {
-					return out
-				}
-				j += 6
-			default:
-				if text {
-					b.WriteRune(r)
-				}
-				j += 6
+			var more bool
+			if j, more = s.escape(j); !more {
+				return s.out
 			}
 		case c == 0:
-			if !note(NUL, `\u0000`) {
-				return out
+			if !s.note(NUL, `\u0000`) {
+				return s.out
 			}
 			j++
 		case c < utf8.RuneSelf:
 			if text {
-				b.WriteByte(c)
+				s.b.WriteByte(c)
 			}
 			j++
 		default:
 			r, n := utf8.DecodeRune(doc[j:])
 			if r == utf8.RuneError && n == 1 {
-				if !note(InvalidUTF8, `\x`+strconv.FormatUint(uint64(c)|0x100, 16)[1:]) {
-					return out
+				if !s.note(InvalidUTF8, `\x`+strconv.FormatUint(uint64(c)|0x100, 16)[1:]) {
+					return s.out
 				}
 			} else if text {
-				b.Write(doc[j : j+n])
+				s.b.Write(doc[j : j+n])
 			}
 			j += n
 		}
 	}
-	out.malformed = true
-	return out
+	s.out.malformed = true
+	return s.out
+}
+
+// stringScan is the state of one scanString.
+type stringScan struct {
+	doc  []byte
+	text bool // build out.text
+	b    strings.Builder
+	out  scanned
+}
+
+// note records a fault and writes it into the text as shown; it says whether
+// to go on, which is only to finish the text.
+func (s *stringScan) note(r Reason, shown string) bool {
+	if !s.out.fault {
+		s.out.fault, s.out.reason = true, r
+	}
+	if s.text {
+		s.b.WriteString(shown)
+	}
+	return s.text
+}
+
+// escape scans the escape whose backslash is at doc[j] and returns the index
+// past it; more is false when the scan must stop (malformed, or a fault with
+// no text to finish).
+func (s *stringScan) escape(j int) (next int, more bool) {
+	doc := s.doc
+	if j+1 >= len(doc) {
+		s.out.malformed = true
+		return j, false
+	}
+	if doc[j+1] != 'u' {
+		ch, ok := simpleEscape(doc[j+1])
+		if !ok {
+			s.out.malformed = true
+			return j, false
+		}
+		if s.text {
+			s.b.WriteByte(ch)
+		}
+		return j + 2, true
+	}
+	r, ok := hex4(doc, j+2)
+	if !ok {
+		s.out.malformed = true
+		return j, false
+	}
+	switch {
+	case r == 0:
+		return j + 6, s.note(NUL, `\u0000`)
+	case utf16.IsSurrogate(r):
+		return s.surrogate(j, r)
+	default:
+		if s.text {
+			s.b.WriteRune(r)
+		}
+		return j + 6, true
+	}
+}
+
+// surrogate takes the \uXXXX escape at doc[j], whose value r is a surrogate,
+// together with the low half that must follow a high one.
+func (s *stringScan) surrogate(j int, r rune) (next int, more bool) {
+	doc := s.doc
+	if r < 0xDC00 && j+12 <= len(doc) && doc[j+6] == '\\' && doc[j+7] == 'u' {
+		if r2, ok := hex4(doc, j+8); ok && r2 >= 0xDC00 && r2 <= 0xDFFF {
+			if s.text {
+				s.b.WriteRune(utf16.DecodeRune(r, r2))
+			}
+			return j + 12, true
+		}
+	}
+	return j + 6, s.note(LoneSurrogate, `\u`+strconv.FormatUint(uint64(r), 16))
 }
 
 func simpleEscape(c byte) (byte, bool) {

@@ -36,7 +36,8 @@ const (
 // inputs always give the same value and another seed gives other values.
 //
 // Supported: type (and type arrays), enum, const, properties, required,
-// additionalProperties, min/maxProperties, items, prefixItems, min/maxItems,
+// additionalProperties, patternProperties, dependentRequired,
+// min/maxProperties, items, prefixItems, min/maxItems,
 // uniqueItems, contains, min/maxLength, pattern, format (date, date-time,
 // time, email, uri, hostname, ipv4, ipv6, uuid), minimum, maximum,
 // exclusive bounds, multipleOf, local $ref, allOf (merged), anyOf and oneOf
@@ -712,91 +713,119 @@ func slug(label string) string {
 	return out
 }
 
+// object generates an object for s: its declared properties, then those
+// that required, dependentRequired and minProperties call for, trimmed to
+// maxProperties.
 func (g *gen) object(s map[string]any, path string, known map[string]any, depth int) map[string]any {
-	out := map[string]any{}
-	props, _ := s["properties"].(map[string]any)
-	names := make([]string, 0, len(props))
-	for k := range props {
-		names = append(names, k)
+	o := objectGen{g: g, s: s, path: path, known: known, depth: depth, out: map[string]any{}}
+	o.props, _ = s["properties"].(map[string]any)
+	o.declared()
+	required := stringsOf(s["required"])
+	for _, k := range required {
+		o.add(k)
 	}
-	sort.Strings(names)
-	for _, k := range names {
-		kv, ok := lookup(known, k)
-		if depth >= softDepth && !ok {
-			continue // required ones are added below
-		}
-		out[k] = g.value(props[k], path+"/"+escape(k), k, kv, ok, depth+1)
-	}
-	addl := s["additionalProperties"]
-	extra := func(k string) {
-		if _, done := out[k]; done {
-			return
-		}
-		var sub any = addl
-		if p, ok := props[k]; ok {
-			sub = p
-		} else if pp, ok := s["patternProperties"].(map[string]any); ok {
-			for _, p := range sortedKeys(pp) {
-				if re := g.regexp(p); re != nil && re.MatchString(k) {
-					sub = pp[p]
-					break
-				}
-			}
-		}
-		if sub == nil {
-			sub = map[string]any{}
-		}
-		kv, ok := lookup(known, k)
-		out[k] = g.value(sub, path+"/"+escape(k), k, kv, ok, depth+1)
-	}
-	if req, ok := s["required"].([]any); ok {
-		for _, r := range req {
-			if k, ok := r.(string); ok {
-				extra(k)
-			}
+	o.dependentRequired()
+	if minP, ok := count(s["minProperties"]); ok && s["additionalProperties"] != false {
+		for i := 1; len(o.out) < min(minP, maxItems) && i <= maxItems; i++ {
+			o.add(fmt.Sprintf("extra_%d", i))
 		}
 	}
-	if dr, ok := s["dependentRequired"].(map[string]any); ok {
-		for _, trig := range sortedKeys(dr) {
-			if _, present := out[trig]; !present {
-				continue
-			}
-			if list, ok := dr[trig].([]any); ok {
-				for _, r := range list {
-					if k, ok := r.(string); ok {
-						extra(k)
-					}
-				}
+	if maxP, ok := count(s["maxProperties"]); ok {
+		trimProperties(o.out, maxP, required)
+	}
+	return o.out
+}
+
+// objectGen is one object being generated.
+type objectGen struct {
+	g        *gen
+	s, props map[string]any
+	path     string
+	known    map[string]any
+	depth    int
+	out      map[string]any
+}
+
+// declared generates the declared properties in name order; beyond
+// softDepth only those the known value holds, so that deep schemas end.
+func (o *objectGen) declared() {
+	for _, k := range sortedKeys(o.props) {
+		kv, ok := lookup(o.known, k)
+		if o.depth >= softDepth && !ok {
+			continue // required ones are added after
+		}
+		o.out[k] = o.g.value(o.props[k], o.path+"/"+escape(k), k, kv, ok, o.depth+1)
+	}
+}
+
+// add generates property k unless it is there already, from its declared
+// schema, else the first matching patternProperties, else
+// additionalProperties (else anything).
+func (o *objectGen) add(k string) {
+	if _, done := o.out[k]; done {
+		return
+	}
+	sub := o.s["additionalProperties"]
+	if p, ok := o.props[k]; ok {
+		sub = p
+	} else if pp, ok := o.s["patternProperties"].(map[string]any); ok {
+		for _, p := range sortedKeys(pp) {
+			if re := o.g.regexp(p); re != nil && re.MatchString(k) {
+				sub = pp[p]
+				break
 			}
 		}
 	}
-	if minP, ok := count(s["minProperties"]); ok && addl != false {
-		for i := 1; len(out) < min(minP, maxItems) && i <= maxItems; i++ {
-			extra(fmt.Sprintf("extra_%d", i))
+	if sub == nil {
+		sub = map[string]any{}
+	}
+	kv, ok := lookup(o.known, k)
+	o.out[k] = o.g.value(sub, o.path+"/"+escape(k), k, kv, ok, o.depth+1)
+}
+
+// dependentRequired adds the properties that present ones require.
+func (o *objectGen) dependentRequired() {
+	dr, _ := o.s["dependentRequired"].(map[string]any)
+	for _, trig := range sortedKeys(dr) {
+		if _, present := o.out[trig]; !present {
+			continue
+		}
+		for _, k := range stringsOf(dr[trig]) {
+			o.add(k)
 		}
 	}
-	if maxP, ok := count(s["maxProperties"]); ok && len(out) > maxP {
-		required := map[string]bool{}
-		if req, ok := s["required"].([]any); ok {
-			for _, r := range req {
-				if k, ok := r.(string); ok {
-					required[k] = true
-				}
-			}
+}
+
+// trimProperties drops properties from the end of name order, never a
+// required one, until out has at most maxP.
+func trimProperties(out map[string]any, maxP int, required []string) {
+	if len(out) <= maxP {
+		return
+	}
+	keep := map[string]bool{}
+	for _, k := range required {
+		keep[k] = true
+	}
+	keys := sortedKeys(out)
+	for i := len(keys) - 1; i >= 0 && len(out) > maxP; i-- {
+		if !keep[keys[i]] {
+			delete(out, keys[i])
 		}
-		keys := sortedKeys(out)
-		for i := len(keys) - 1; i >= 0 && len(out) > maxP; i-- {
-			if !required[keys[i]] {
-				delete(out, keys[i])
-			}
+	}
+}
+
+// stringsOf is the strings of a JSON array (nil when v is not one).
+func stringsOf(v any) []string {
+	list, _ := v.([]any)
+	var out []string
+	for _, x := range list {
+		if s, ok := x.(string); ok {
+			out = append(out, s)
 		}
 	}
 	return out
 }
 
-// lookup finds a property in the entity, exactly or ignoring case and
-// separators, because entities are typed by people ("Company Name") and
-// schemas by programmers ("company_name").
 func lookup(known map[string]any, k string) (any, bool) {
 	if known == nil {
 		return nil, false

@@ -95,6 +95,7 @@ var schemas = []struct{ name, schema string }{
 	{"year", `{"type":"object","properties":{"founding_year":{"type":"integer"}}}`},
 	{"extensions", `{"type":"object","x-enums":{"size":["s","m"]},"properties":{"size":{"type":"string","x-enum":"size","multilingual":true}}}`},
 	{"formats", `{"type":"object","properties":{"t":{"type":"string","format":"time"},"h":{"type":"string","format":"hostname"},"i4":{"type":"string","format":"ipv4"},"i6":{"type":"string","format":"ipv6"},"u":{"type":"string","format":"uuid"},"d":{"type":"string","format":"duration"}}}`},
+	{"dependent required", `{"type":"object","properties":{"card":{"type":"string"}},"dependentRequired":{"card":["billing"],"absent":["never"]},"additionalProperties":{"type":"integer"}}`},
 	{"ref with siblings", `{"type":"object","$defs":{"s":{"type":"string"}},"properties":{"a":{"$ref":"#/$defs/s","maxLength":3}}}`},
 }
 
@@ -116,6 +117,57 @@ func TestGenerateValid(t *testing.T) {
 					}
 				}
 			}
+		})
+	}
+}
+
+// TestGenerateObjectKeywords pins which properties an object gets beyond
+// what validity alone demands.
+func TestGenerateObjectKeywords(t *testing.T) {
+	// chain is n objects nested through the required "a", each with an
+	// optional "opt".
+	chain := func(n int) string {
+		s := `{"type":"string"}`
+		for range n {
+			s = `{"type":"object","required":["a"],"properties":{"a":` + s + `,"opt":{"type":"integer"}}}`
+		}
+		return s
+	}
+	tests := []struct {
+		name, schema string
+		check        func(is *is.I, v map[string]any)
+	}{
+		{"past softDepth only required properties", chain(8), func(is *is.I, v map[string]any) {
+			for depth := 0; depth < 8; depth++ {
+				_, hasOpt := v["opt"]
+				is.Equal(hasOpt, depth < 6) // optional properties stop at softDepth
+				next, ok := v["a"].(map[string]any)
+				if depth < 7 {
+					is.True(ok) // required properties go on
+					v = next
+				}
+			}
+		}},
+		{"dependent required follows a present property", `{"type":"object","properties":{"card":{"type":"string"}},"dependentRequired":{"card":["billing"],"absent":["never"]}}`,
+			func(is *is.I, v map[string]any) {
+				_, billing := v["billing"]
+				_, never := v["never"]
+				is.True(billing)
+				is.True(!never)
+			}},
+		{"required with nothing declared", `{"type":"object","required":["x"]}`, func(is *is.I, v map[string]any) {
+			_, ok := v["x"]
+			is.True(ok)
+		}},
+		{"max properties already met", `{"type":"object","maxProperties":3,"properties":{"a":{"type":"string"},"b":{"type":"string"}}}`,
+			func(is *is.I, v map[string]any) { is.Equal(len(v), 2) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			v, ok := sandbox.Generate(obj(t, tt.schema), nil, "echo").(map[string]any)
+			is.True(ok)
+			tt.check(is, v)
 		})
 	}
 }
