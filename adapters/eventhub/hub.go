@@ -507,10 +507,61 @@ func (e *errFenced) Error() string { return fmt.Sprintf("%d jobs fenced off", le
 
 // writeBatch writes one batch of pending events; it returns how many.
 func (h *Hub) writeBatch() (int, error) {
+	b := h.takeBatch()
+	if len(b.events) == 0 && len(b.spent) == 0 {
+		return 0, nil
+	}
+	err := h.commitBatch(b)
+	if err != nil && len(b.jobs) == 0 && errors.Is(err, ports.ErrInvalid) {
+		// Ledger entries alone that the store refuses would be refused
+		// for ever.
+		h.lg.Error("ledger entries refused by the store; dropped", "entries", len(b.spent), "err", err)
+		err = nil
+	}
+	var fenced *errFenced
+	errors.As(err, &fenced)
+	losses := h.settleBatch(b, err, fenced)
+	for _, l := range losses {
+		l.fn(l.err)
+	}
+	n := len(b.events) + len(b.spent)
+	switch {
+	case err == nil, fenced != nil, len(losses) > 0:
+		return n, nil // the others are retried at once
+	case errors.Is(err, ports.ErrInvalid), errors.Is(err, ports.ErrConflict):
+		// One job's events are refused: write job by job to find it.
+		h.mu.Lock()
+		h.solo = len(b.jobs)
+		h.mu.Unlock()
+		return n, nil
+	}
+	return n, err
+}
+
+// batch is one write of the hub: the events and ledger entries of the jobs
+// it took, and each job's fence.
+type batch struct {
+	events []job.Event
+	fences []ports.Fence
+	jobs   []*stream
+	spent  []usage.Entry
+	// orphans is how many of spent's first entries are h.orphans'; taken
+	// is how many of each job's ledger entries spent holds.
+	orphans int
+	taken   map[*stream]int
+}
+
+// loss is a job the hub stops writing for, and what its run is told.
+type loss struct {
+	fn  func(error)
+	err error
+}
+
+// takeBatch marks the dirty jobs it takes as being written and collects
+// their pending events and ledger entries.
+func (h *Hub) takeBatch() batch {
 	h.mu.Lock()
-	var batch []job.Event
-	var fences []ports.Fence
-	var jobs []*stream
+	defer h.mu.Unlock()
 	solo := h.solo > 0
 	if solo {
 		h.solo--
@@ -519,78 +570,75 @@ func (h *Hub) writeBatch() (int, error) {
 	// call's checkpoint event is never durable without its entry), and
 	// the orphans with them, unless a batch of one job looks for a refused
 	// event.
-	var spent []usage.Entry
+	b := batch{taken: map[*stream]int{}}
 	if !solo {
-		spent = append(spent, h.orphans...)
+		b.spent = append(b.spent, h.orphans...)
 	}
-	orphans := len(spent)
-	taken := map[*stream]int{}
+	b.orphans = len(b.spent)
 	for id, s := range h.dirty {
 		if !s.owned || (len(s.pending) == 0 && len(s.usage) == 0) {
 			delete(h.dirty, id)
 			continue
 		}
-		if s.writing || len(batch) >= maxBatch || (solo && len(jobs) > 0) {
+		if s.writing || len(b.events) >= maxBatch || (solo && len(b.jobs) > 0) {
 			continue
 		}
 		s.writing = true
-		batch = append(batch, s.pending...)
-		spent = append(spent, s.usage...)
-		taken[s] = len(s.usage)
-		fences = append(fences, ports.Fence{JobID: id, Attempt: s.attempt})
-		jobs = append(jobs, s)
+		b.events = append(b.events, s.pending...)
+		b.spent = append(b.spent, s.usage...)
+		b.taken[s] = len(s.usage)
+		b.fences = append(b.fences, ports.Fence{JobID: id, Attempt: s.attempt})
+		b.jobs = append(b.jobs, s)
 	}
-	h.mu.Unlock()
-	if len(batch) == 0 && len(spent) == 0 {
-		return 0, nil
-	}
+	return b
+}
+
+// commitBatch writes a batch in one unit of work, after checking every
+// job's fence.
+func (h *Hub) commitBatch(b batch) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	err := h.uow.InTx(ctx, func(ctx context.Context, r ports.Repos) error {
-		lost, err := r.Jobs.CheckFences(ctx, fences)
+	return h.uow.InTx(ctx, func(ctx context.Context, r ports.Repos) error {
+		lost, err := r.Jobs.CheckFences(ctx, b.fences)
 		if err != nil {
 			return err
 		}
 		if len(lost) > 0 {
 			return &errFenced{ids: lost}
 		}
-		if err := r.Events.Append(ctx, batch); err != nil {
+		if err := r.Events.Append(ctx, b.events); err != nil {
 			return err
 		}
-		if r.Usage == nil || len(spent) == 0 {
+		if r.Usage == nil || len(b.spent) == 0 {
 			return nil
 		}
-		return r.Usage.AppendUsage(ctx, spent)
+		return r.Usage.AppendUsage(ctx, b.spent)
 	})
-	if err != nil && len(jobs) == 0 && errors.Is(err, ports.ErrInvalid) {
-		// Ledger entries alone that the store refuses would be refused
-		// for ever.
-		h.lg.Error("ledger entries refused by the store; dropped", "entries", len(spent), "err", err)
-		err = nil
-	}
-	var fenced *errFenced
-	type loss struct {
-		fn  func(error)
-		err error
-	}
+}
+
+// settleBatch records how a batch's write went (err) for each of its jobs:
+// written events become durable and are delivered, a fenced or refused job
+// is disowned (its losses, for the caller to tell outside the lock).
+func (h *Hub) settleBatch(b batch, err error, fenced *errFenced) []loss {
 	var losses []loss
-	permanent := errors.Is(err, ports.ErrInvalid) && len(jobs) == 1
+	permanent := errors.Is(err, ports.ErrInvalid) && len(b.jobs) == 1
 	h.mu.Lock()
+	defer h.mu.Unlock()
 	if err == nil {
-		h.orphans = h.orphans[orphans:]
+		h.orphans = h.orphans[b.orphans:]
 	}
-	for i, s := range jobs {
+	for i, s := range b.jobs {
 		s.writing = false
-		id := fences[i].JobID
+		id := b.fences[i].JobID
 		switch {
 		case err == nil:
-			n := countOf(batch, id)
+			n := countOf(b.events, id)
 			s.durable = append(s.durable, s.pending[:n]...)
 			s.pending = s.pending[n:]
-			s.usage = s.usage[min(taken[s], len(s.usage)):] // Seal may have taken them meanwhile
+			s.usage = s.usage[min(b.taken[s], len(s.usage)):] // Seal may have taken them meanwhile
 			h.wakeLocked(id, s)
 			h.announce(id)
-		case errors.As(err, &fenced) && contains(fenced.ids, id), errors.Is(err, ports.ErrConflict) && len(jobs) == 1:
+		case fenced != nil && contains(fenced.ids, id), errors.Is(err, ports.ErrConflict) && len(b.jobs) == 1:
 			// Another worker or a canceller holds the job now: what is
 			// pending here was never seen by anyone, and is dropped.
 			losses = append(losses, loss{h.disownLocked(id, s), fmt.Errorf("eventhub: job %s: %w", id, ports.ErrFenced)})
@@ -599,21 +647,7 @@ func (h *Hub) writeBatch() (int, error) {
 		}
 	}
 	h.cond.Broadcast()
-	h.mu.Unlock()
-	for _, l := range losses {
-		l.fn(l.err)
-	}
-	switch {
-	case err == nil, fenced != nil, len(losses) > 0:
-		return len(batch) + len(spent), nil // the others are retried at once
-	case errors.Is(err, ports.ErrInvalid), errors.Is(err, ports.ErrConflict):
-		// One job's events are refused: write job by job to find it.
-		h.mu.Lock()
-		h.solo = len(jobs)
-		h.mu.Unlock()
-		return len(batch) + len(spent), nil
-	}
-	return len(batch) + len(spent), err
+	return losses
 }
 
 func countOf(evs []job.Event, id string) int {
