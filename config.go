@@ -12,16 +12,18 @@ import (
 	"github.com/caarlos0/env/v11"
 
 	"github.com/entityenrich/enrich/adapters/crypto"
+	"github.com/entityenrich/enrich/adapters/httpapi"
 	"github.com/entityenrich/enrich/adapters/jobrun"
 	"github.com/entityenrich/enrich/adapters/llm"
+	"github.com/entityenrich/enrich/app"
 	"github.com/entityenrich/enrich/domain/enrichment"
 )
 
 // Config is the service configuration, read from the environment by
 // LoadConfig or filled in by an embedding program.
 type Config struct {
-	// Addr is the HTTP listen address.
-	Addr string `env:"ENRICH_ADDR" envDefault:":8080"`
+	// Addr is the HTTP listen address (default :8080).
+	Addr string `env:"ENRICH_ADDR"`
 	// DatabaseURL selects PostgreSQL; empty means in-memory storage (data is
 	// lost when the process ends).
 	DatabaseURL string `env:"DATABASE_URL"`
@@ -39,31 +41,35 @@ type Config struct {
 	// LogLevel is debug, info, warn or error.
 	LogLevel string `env:"ENRICH_LOG_LEVEL" envDefault:"info"`
 	// ShutdownGrace is how long running jobs may finish at shutdown before
-	// they are failed with code shutdown.
-	ShutdownGrace time.Duration `env:"ENRICH_SHUTDOWN_GRACE" envDefault:"20s"`
-	// AccessTokenTTL is the lifetime of session access tokens.
-	AccessTokenTTL time.Duration `env:"ENRICH_ACCESS_TOKEN_TTL" envDefault:"15m"`
-	// Workers bounds the jobs running at once; PerOrgWorkers per organization.
-	Workers       int `env:"ENRICH_WORKERS" envDefault:"32"`
-	PerOrgWorkers int `env:"ENRICH_ORG_WORKERS" envDefault:"8"`
+	// they are failed with code shutdown (default 20 s).
+	ShutdownGrace time.Duration `env:"ENRICH_SHUTDOWN_GRACE"`
+	// AccessTokenTTL is the lifetime of session access tokens (default
+	// 15 min).
+	AccessTokenTTL time.Duration `env:"ENRICH_ACCESS_TOKEN_TTL"`
+	// Workers bounds the jobs running at once; PerOrgWorkers per
+	// organization (defaults jobrun.DefaultWorkers and DefaultOrgWorkers).
+	Workers       int `env:"ENRICH_WORKERS"`
+	PerOrgWorkers int `env:"ENRICH_ORG_WORKERS"`
 	// DBMaxConns bounds the PostgreSQL connections (default: 4 per core,
 	// at least 8); they are kept open while idle.
 	DBMaxConns int `env:"ENRICH_DB_MAX_CONNS"`
 	// LeaseTTL is how long a worker's claim on a job lasts unless renewed;
 	// a replica that dies has its jobs resumed elsewhere about this long
-	// (plus the queue's scheduling, a few seconds) after its last renewal.
-	LeaseTTL time.Duration `env:"ENRICH_LEASE_TTL" envDefault:"10s"`
+	// (plus the queue's scheduling, a few seconds) after its last renewal
+	// (default jobrun.DefaultLeaseTTL).
+	LeaseTTL time.Duration `env:"ENRICH_LEASE_TTL"`
 	// JobAttempts bounds how many workers may take one job (resumes after
-	// crashes); past it the job fails with code interrupted.
-	JobAttempts int `env:"ENRICH_JOB_ATTEMPTS" envDefault:"5"`
+	// crashes); past it the job fails with code interrupted (default
+	// jobrun.DefaultJobAttempts).
+	JobAttempts int `env:"ENRICH_JOB_ATTEMPTS"`
 	// LLMAttempts bounds the tries of one expertise call (an invalid answer
 	// is retried with the validator's account fed back, a transport failure
 	// after a pause); default enrichment.DefaultMaxAttempts (5, the
 	// reference product's).
 	LLMAttempts int `env:"ENRICH_LLM_ATTEMPTS"`
 	// BatchConcurrency bounds the entities of one batch enriched at once
-	// (POST /api/batch/start).
-	BatchConcurrency int `env:"ENRICH_BATCH_CONCURRENCY" envDefault:"8"`
+	// (POST /api/batch/start; default app.DefaultBatchConcurrency).
+	BatchConcurrency int `env:"ENRICH_BATCH_CONCURRENCY"`
 	// LLMConcurrency bounds the calls in flight to one provider from this
 	// process (ENRICH_PROVIDER_<NAME>_CONCURRENCY overrides it per
 	// provider); LLMOrgConcurrency one organization's calls to one provider.
@@ -78,10 +84,11 @@ type Config struct {
 	// MetricsAddr, when set, serves GET /metrics (Prometheus, no
 	// credentials) on its own listen address instead of the API's.
 	MetricsAddr string `env:"ENRICH_METRICS_ADDR"`
-	// MaxBodyBytes bounds request bodies.
-	MaxBodyBytes int64 `env:"ENRICH_MAX_BODY_BYTES" envDefault:"1048576"`
-	// SSEHeartbeat is the interval of SSE comment heartbeats.
-	SSEHeartbeat time.Duration `env:"ENRICH_SSE_HEARTBEAT" envDefault:"15s"`
+	// MaxBodyBytes bounds request bodies (default httpapi.DefaultMaxBodyBytes).
+	MaxBodyBytes int64 `env:"ENRICH_MAX_BODY_BYTES"`
+	// SSEHeartbeat is the interval of SSE comment heartbeats (default
+	// httpapi.DefaultSSEHeartbeat).
+	SSEHeartbeat time.Duration `env:"ENRICH_SSE_HEARTBEAT"`
 	// SysAdminEmails are users who are system administrators by
 	// configuration (comma-separated); `enrich admin grant-sysadmin` sets
 	// the flag in the database instead.
@@ -105,8 +112,8 @@ type Config struct {
 	PasswordHashing string `env:"ENRICH_PASSWORD_HASHING" envDefault:"standard"`
 
 	// BatchMaxEntities bounds the entities of one batch, and so of a
-	// batch fetched from a URL (0: 1000).
-	BatchMaxEntities int `env:"ENRICH_BATCH_MAX_ENTITIES" envDefault:"1000"`
+	// batch fetched from a URL (default app.DefaultBatchMaxEntities).
+	BatchMaxEntities int `env:"ENRICH_BATCH_MAX_ENTITIES"`
 	// FetchAllowLoopbackPorts lets POST /api/batch/fetch reach loopback
 	// addresses on these ports (comma-separated). For tests of a server
 	// on this machine only: every other loopback, private, link-local or
@@ -267,10 +274,16 @@ func (c Config) withDefaults() (Config, []string, error) {
 		c.LLMAttempts = enrichment.DefaultMaxAttempts
 	}
 	if c.MaxBodyBytes <= 0 {
-		c.MaxBodyBytes = 1 << 20
+		c.MaxBodyBytes = httpapi.DefaultMaxBodyBytes
 	}
 	if c.SSEHeartbeat <= 0 {
-		c.SSEHeartbeat = 15 * time.Second
+		c.SSEHeartbeat = httpapi.DefaultSSEHeartbeat
+	}
+	if c.BatchConcurrency <= 0 {
+		c.BatchConcurrency = app.DefaultBatchConcurrency
+	}
+	if c.BatchMaxEntities <= 0 {
+		c.BatchMaxEntities = app.DefaultBatchMaxEntities
 	}
 	if c.Addr == "" {
 		c.Addr = ":8080"

@@ -8,13 +8,14 @@ import (
 	"github.com/entityenrich/enrich"
 )
 
-// TestFetchConfig: the batch limit defaults to 1000 and the loopback
-// allowance is empty unless set.
+// TestFetchConfig: the batch limit is unset until the service fills its
+// default (TestDefaultsDeclaredOnce), and the loopback allowance is empty
+// unless set.
 func TestFetchConfig(t *testing.T) {
 	is := is.New(t)
 	c, err := enrich.LoadConfig(nil)
 	is.NoErr(err)
-	is.Equal(c.BatchMaxEntities, 1000)
+	is.Equal(c.BatchMaxEntities, 0)
 	is.Equal(len(c.FetchAllowLoopbackPorts), 0)
 	c, err = enrich.LoadConfig([]string{"ENRICH_BATCH_MAX_ENTITIES=50", "ENRICH_FETCH_ALLOW_LOOPBACK_PORTS=8081,9000"})
 	is.NoErr(err)

@@ -14,12 +14,20 @@ import (
 	"github.com/entityenrich/enrich/ports"
 )
 
+// The HTTP surface's defaults, for a zero Config field (the service's
+// configuration takes them from here).
+const (
+	DefaultMaxBodyBytes = 1 << 20
+	DefaultSSEHeartbeat = 15 * time.Second
+)
+
 // Config tunes the HTTP surface.
 type Config struct {
-	// MaxBodyBytes bounds request bodies (default 1 MiB); past it: 413.
+	// MaxBodyBytes bounds request bodies (default DefaultMaxBodyBytes);
+	// past it: 413.
 	MaxBodyBytes int64
 	// SSEHeartbeat is the interval of comment heartbeats on event streams
-	// (default 15 s).
+	// (default DefaultSSEHeartbeat).
 	SSEHeartbeat time.Duration
 	// SSEWriteTimeout bounds one write to a stream client (default 10 s).
 	SSEWriteTimeout time.Duration
@@ -95,10 +103,10 @@ type Services struct {
 // NewServer builds the router; events writes the job events it serves.
 func NewServer(cfg Config, svc Services, events ports.EventCodec, lg *slog.Logger, ready Readiness) (*Server, error) {
 	if cfg.MaxBodyBytes <= 0 {
-		cfg.MaxBodyBytes = 1 << 20
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	if cfg.SSEHeartbeat <= 0 {
-		cfg.SSEHeartbeat = 15 * time.Second
+		cfg.SSEHeartbeat = DefaultSSEHeartbeat
 	}
 	if cfg.SSEWriteTimeout <= 0 {
 		cfg.SSEWriteTimeout = 10 * time.Second

@@ -1,0 +1,52 @@
+package enrich
+
+import (
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+
+	"github.com/entityenrich/enrich/adapters/httpapi"
+	"github.com/entityenrich/enrich/adapters/jobrun"
+	"github.com/entityenrich/enrich/app"
+)
+
+// TestDefaultsDeclaredOnce: a server started from an empty environment and
+// an embedder's zero Config get their defaults from the one place each is
+// declared (withDefaults, from the components' constants), never from a
+// second copy in a struct tag.
+func TestDefaultsDeclaredOnce(t *testing.T) {
+	is := is.New(t)
+	fromEnv, err := LoadConfig(nil)
+	is.NoErr(err)
+	keys := Config{JWTSecret: "0123456789abcdef0123456789abcdef"}
+	fromEnv.JWTSecret = keys.JWTSecret
+	env, _, err := fromEnv.withDefaults()
+	is.NoErr(err)
+	zero, _, err := keys.withDefaults()
+	is.NoErr(err)
+	for _, tt := range []struct {
+		name      string
+		env, zero any
+		want      any
+	}{
+		{"Addr", env.Addr, zero.Addr, ":8080"},
+		{"ShutdownGrace", env.ShutdownGrace, zero.ShutdownGrace, 20 * time.Second},
+		{"AccessTokenTTL", env.AccessTokenTTL, zero.AccessTokenTTL, 15 * time.Minute},
+		{"Workers", env.Workers, zero.Workers, jobrun.DefaultWorkers},
+		{"PerOrgWorkers", env.PerOrgWorkers, zero.PerOrgWorkers, jobrun.DefaultOrgWorkers},
+		{"LeaseTTL", env.LeaseTTL, zero.LeaseTTL, jobrun.DefaultLeaseTTL},
+		{"JobAttempts", env.JobAttempts, zero.JobAttempts, jobrun.DefaultJobAttempts},
+		{"BatchConcurrency", env.BatchConcurrency, zero.BatchConcurrency, app.DefaultBatchConcurrency},
+		{"BatchMaxEntities", env.BatchMaxEntities, zero.BatchMaxEntities, app.DefaultBatchMaxEntities},
+		{"MaxBodyBytes", env.MaxBodyBytes, zero.MaxBodyBytes, int64(httpapi.DefaultMaxBodyBytes)},
+		{"SSEHeartbeat", env.SSEHeartbeat, zero.SSEHeartbeat, httpapi.DefaultSSEHeartbeat},
+		{"Caches", env.Caches, zero.Caches, DefaultCaches()},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			is.Equal(tt.env, tt.want)
+			is.Equal(tt.zero, tt.want)
+		})
+	}
+}
