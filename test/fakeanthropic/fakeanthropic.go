@@ -2,7 +2,6 @@ package fakeanthropic
 
 import (
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/entityenrich/enrich/adapters/llm/sandbox"
+	"github.com/entityenrich/enrich/test/fakefault"
 )
 
 // Message is one message of a request.
@@ -78,30 +78,29 @@ type Option func(*Server)
 func WithAPIKeys(keys ...string) Option { return func(s *Server) { s.apiKeys = keys } }
 
 // WithLatency delays every answer by d.
-func WithLatency(d time.Duration) Option { return func(s *Server) { s.latency = d } }
+func WithLatency(d time.Duration) Option { return func(s *Server) { s.SetLatency(d) } }
 
 // Server is a fake Anthropic Messages API. Its methods are safe for
 // concurrent use, also while requests are served.
 type Server struct {
 	srv *httptest.Server
+	// Faults inject latency and failures (SetLatency, FailNext,
+	// SetRetryAfter).
+	fakefault.Faults
 
-	mu         sync.Mutex
-	apiKeys    []string
-	latency    time.Duration
-	responder  Responder
-	failN      int
-	failStatus int
-	retryAfter string
-	pauseN     int
-	usageIn    int
-	usageOut   int
-	requests   []Request
+	mu        sync.Mutex
+	apiKeys   []string
+	responder Responder
+	pauseN    int
+	usageIn   int
+	usageOut  int
+	requests  []Request
 }
 
 // New starts a server that tb closes at cleanup.
 func New(tb testing.TB, opts ...Option) *Server {
 	tb.Helper()
-	s := &Server{retryAfter: "1"}
+	s := &Server{}
 	for _, o := range opts {
 		o(s)
 	}
@@ -119,34 +118,11 @@ func (s *Server) URL() string { return s.srv.URL + "/v1" }
 // Close stops the server before cleanup, to test connection failures.
 func (s *Server) Close() { s.srv.Close() }
 
-// SetLatency delays every answer by d. A request cancelled while it waits
-// gets no answer.
-func (s *Server) SetLatency(d time.Duration) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.latency = d
-}
-
 // SetResponder installs r; nil restores the default answers.
 func (s *Server) SetResponder(r Responder) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.responder = r
-}
-
-// FailNext makes the next n requests fail with HTTP status; a 429 carries
-// Retry-After (SetRetryAfter, "1" by default).
-func (s *Server) FailNext(n, status int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.failN, s.failStatus = n, status
-}
-
-// SetRetryAfter sets the Retry-After of injected 429s ("" for none).
-func (s *Server) SetRetryAfter(v string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.retryAfter = v
 }
 
 // SetUsage fixes the tokens every answer reports; zero estimates them from
@@ -285,26 +261,17 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, req Request) {
 	for _, k := range s.apiKeys {
 		authorized = authorized || req.APIKey == k
 	}
-	fail, retryAfter, latency, responder := 0, s.retryAfter, s.latency, s.responder
+	responder := s.responder
 	usage := [2]int{s.usageIn, s.usageOut}
-	if s.failN > 0 {
-		s.failN--
-		fail = s.failStatus
-	}
 	pause := req.WebSearch() && s.pauseN > 0
 	if pause {
 		s.pauseN--
 	}
 	s.mu.Unlock()
 
-	if latency > 0 {
-		t := time.NewTimer(latency)
-		defer t.Stop()
-		select {
-		case <-r.Context().Done():
-			return
-		case <-t.C:
-		}
+	fault := s.Take()
+	if !fault.Wait(r) {
+		return
 	}
 	switch {
 	case req.Authorization != "":
@@ -313,11 +280,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, req Request) {
 	case !authorized:
 		writeError(w, http.StatusUnauthorized, "invalid x-api-key")
 		return
-	case fail != 0:
-		if fail == http.StatusTooManyRequests && retryAfter != "" {
-			w.Header().Set("retry-after", retryAfter)
-		}
-		writeError(w, fail, fmt.Sprintf("injected failure %d", fail))
+	case fault.Fail(w, writeError):
 		return
 	}
 	content := DefaultAnswer(req)

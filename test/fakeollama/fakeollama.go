@@ -10,9 +10,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/entityenrich/enrich/adapters/llm/sandbox"
+	"github.com/entityenrich/enrich/test/fakefault"
 )
 
 // Message is one message of a chat request.
@@ -42,19 +42,19 @@ type Request struct {
 type Server struct {
 	srv *httptest.Server
 
-	mu         sync.Mutex
-	latency    time.Duration
-	failN      int
-	failStatus int
-	retryAfter string
-	dims       int
-	requests   []Request
+	// Faults inject latency and failures (SetLatency, FailNext,
+	// SetRetryAfter).
+	fakefault.Faults
+
+	mu       sync.Mutex
+	dims     int
+	requests []Request
 }
 
 // New starts a server that tb closes at cleanup.
 func New(tb testing.TB) *Server {
 	tb.Helper()
-	s := &Server{retryAfter: "1", dims: 8}
+	s := &Server{dims: 8}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/api/chat", s.chat)
 	mux.HandleFunc("/api/embed", s.embed)
@@ -65,28 +65,6 @@ func New(tb testing.TB) *Server {
 
 // URL is the base URL to configure (no /v1: Ollama's paths start /api).
 func (s *Server) URL() string { return s.srv.URL }
-
-// SetLatency delays every answer by d.
-func (s *Server) SetLatency(d time.Duration) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.latency = d
-}
-
-// FailNext makes the next n requests fail with HTTP status; a 429 carries
-// Retry-After (SetRetryAfter, "1" by default).
-func (s *Server) FailNext(n, status int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.failN, s.failStatus = n, status
-}
-
-// SetRetryAfter sets the Retry-After of injected 429s ("" for none).
-func (s *Server) SetRetryAfter(v string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.retryAfter = v
-}
 
 // LastRequest returns the latest request.
 func (s *Server) LastRequest() (Request, bool) {
@@ -129,29 +107,9 @@ func Vector(text string, n int) []float32 {
 func (s *Server) admit(w http.ResponseWriter, r *http.Request, req Request) bool {
 	s.mu.Lock()
 	s.requests = append(s.requests, req)
-	latency, fail, retryAfter := s.latency, 0, s.retryAfter
-	if s.failN > 0 {
-		s.failN--
-		fail = s.failStatus
-	}
 	s.mu.Unlock()
-	if latency > 0 {
-		t := time.NewTimer(latency)
-		defer t.Stop()
-		select {
-		case <-r.Context().Done():
-			return false
-		case <-t.C:
-		}
-	}
-	if fail != 0 {
-		if fail == http.StatusTooManyRequests && retryAfter != "" {
-			w.Header().Set("Retry-After", retryAfter)
-		}
-		writeError(w, fail, fmt.Sprintf("injected failure %d", fail))
-		return false
-	}
-	return true
+	fault := s.Take()
+	return fault.Wait(r) && !fault.Fail(w, writeError)
 }
 
 func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
