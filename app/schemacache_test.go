@@ -24,6 +24,7 @@ import (
 	"github.com/entityenrich/enrich/domain/model"
 	"github.com/entityenrich/enrich/domain/schema"
 	"github.com/entityenrich/enrich/ports"
+	"github.com/entityenrich/enrich/test/fakeports"
 )
 
 // countedSchemas counts the reads of a schema store; while gate is set, a
@@ -49,65 +50,15 @@ func (c *countedSchemas) GetSchema(ctx context.Context, orgID, id string) (*sche
 	return sc, err
 }
 
-// published records what a cache announces to other instances.
-type published struct {
-	mu   sync.Mutex
-	sent []string
-}
-
-func (p *published) Publish(_ context.Context, kind, id string) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.sent = append(p.sent, kind+":"+id)
-	return nil
-}
-
-func (p *published) PublishAll(ctx context.Context, kind string, ids []string) error {
-	for _, id := range ids {
-		_ = p.Publish(ctx, kind, id)
-	}
-	return nil
-}
-
-func (p *published) Listen(ctx context.Context, _ func(kind, id string)) error {
-	<-ctx.Done()
-	return nil
-}
-
-func (p *published) all() []string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return append([]string(nil), p.sent...)
-}
-
-// movingClock is a clock the test moves while the cache's own goroutines
-// read it.
-type movingClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *movingClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *movingClock) add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 // cacheWorld is one instance: the schema service that writes and the
 // enrichment service whose job starts read, sharing one SchemaCache.
 type cacheWorld struct {
 	store   *countedSchemas
 	cache   *cache.Schemas
-	notes   *published
+	notes   *fakeports.Notes
 	schemas *app.SchemaService
 	enrich  *app.Enricher
-	clock   *movingClock
+	clock   *fakeports.Clock
 	id      string
 }
 
@@ -119,8 +70,8 @@ const (
 func newCacheWorld(t *testing.T, ttl time.Duration) *cacheWorld {
 	t.Helper()
 	schemas, records := memory.NewSchemaStore(), memory.NewRecordStore()
-	w := &cacheWorld{store: &countedSchemas{SchemaStore: schemas}, notes: &published{},
-		clock: &movingClock{now: time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)}}
+	w := &cacheWorld{store: &countedSchemas{SchemaStore: schemas}, notes: &fakeports.Notes{},
+		clock: fakeports.NewClock()}
 	clock := w.clock
 	lg := slog.New(slog.NewTextHandler(io.Discard, nil))
 	w.cache = cache.NewSchemas(w.store, w.notes, clock, lg, cache.SchemaConfig{TTL: ttl, MaxBytes: 1 << 20})
@@ -295,13 +246,13 @@ func TestSchemaCacheWritesDrop(t *testing.T) {
 					is.True(errors.Is(err, tt.wantBefore))
 				}
 			}
-			sent := len(w.notes.all())
+			sent := len(w.notes.All())
 			tt.write(t, w)
 			readsWrite := w.reads() // the write's own reads (it reads the store)
 			sc, err := w.start()
 			tt.check(is, sc, err)
 			is.Equal(w.reads(), readsWrite+1) // the start read the store again
-			notes := w.notes.all()
+			notes := w.notes.All()
 			is.Equal(len(notes), sent+1)
 			is.Equal(notes[len(notes)-1], "schema:"+schemaOwner.OrgID+"/"+w.id)
 		})
@@ -353,11 +304,11 @@ func TestSchemaCacheTTL(t *testing.T) {
 	w := newCacheWorld(t, time.Minute)
 	_, err := w.start()
 	is.NoErr(err)
-	w.clock.add(time.Minute - time.Nanosecond)
+	w.clock.Add(time.Minute - time.Nanosecond)
 	_, err = w.start()
 	is.NoErr(err)
 	is.Equal(w.reads(), 1) // still fresh just before the TTL
-	w.clock.add(time.Nanosecond)
+	w.clock.Add(time.Nanosecond)
 	_, err = w.start()
 	is.NoErr(err)
 	is.Equal(w.reads(), 2)
@@ -468,7 +419,7 @@ func TestSchemaCacheAIEditDrops(t *testing.T) {
 	ctx := context.Background()
 	svc, store := newSchemaGen(t, &seqLLM{answers: []string{goodAnswer}})
 	now := time.Now()
-	notes := &published{}
+	notes := &fakeports.Notes{}
 	c := cache.NewSchemas(store, notes, steppingClock{&now}, svc.Log, cache.SchemaConfig{TTL: time.Minute, MaxBytes: 1 << 20})
 	enr := testEnricher(store, c, nil, oneModel{model.Info{Key: model.Key{Provider: "p", Model: "m"}}}, nil, svc.Log)
 	svc.SchemaCache, svc.Saved.SchemaCache = c, c
@@ -483,7 +434,7 @@ func TestSchemaCacheAIEditDrops(t *testing.T) {
 	out, _ := runSchemaJob(t, svc, job.TypeSchemaEdit, app.EditRequest{SchemaID: "s1", Prompt: "add founded"})
 	is.True(out.Failure == nil)
 	is.True(strings.Contains(string(start().Content), `"founded"`))
-	is.Equal(notes.all(), []string{"schema:org/s1"})
+	is.Equal(notes.All(), []string{"schema:org/s1"})
 }
 
 // publishedThenEdited links and publishes the world's schema, then edits

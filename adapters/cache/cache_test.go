@@ -16,58 +16,8 @@ import (
 	"github.com/entityenrich/enrich/domain/access"
 	"github.com/entityenrich/enrich/domain/schema"
 	"github.com/entityenrich/enrich/ports"
+	"github.com/entityenrich/enrich/test/fakeports"
 )
-
-// fakeClock is the Clock port under a test's hand.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newClock() *fakeClock { return &fakeClock{now: time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
-// notes records what a cache announces to the other instances.
-type notes struct {
-	mu   sync.Mutex
-	sent []string
-}
-
-func (n *notes) Publish(_ context.Context, kind, id string) error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.sent = append(n.sent, kind+":"+id)
-	return nil
-}
-
-func (n *notes) PublishAll(ctx context.Context, kind string, ids []string) error {
-	for _, id := range ids {
-		_ = n.Publish(ctx, kind, id)
-	}
-	return nil
-}
-
-func (n *notes) Listen(ctx context.Context, _ func(kind, id string)) error {
-	<-ctx.Done()
-	return nil
-}
-
-func (n *notes) all() []string {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return append([]string(nil), n.sent...)
-}
 
 // gate holds the reads of a fake store: while it is set, a read reports
 // itself on reading and waits for open.
@@ -131,9 +81,9 @@ func (s *schemas) GetSchema(_ context.Context, org, id string) (*schema.Schema, 
 	return &cp, nil
 }
 
-func newSchemas(t *testing.T, ttl time.Duration) (*cache.Schemas, *schemas, *fakeClock, *notes) {
+func newSchemas(t *testing.T, ttl time.Duration) (*cache.Schemas, *schemas, *fakeports.Clock, *fakeports.Notes) {
 	t.Helper()
-	store, clock, n := &schemas{}, newClock(), &notes{}
+	store, clock, n := &schemas{}, fakeports.NewClock(), &fakeports.Notes{}
 	store.put("o", "s", `{"v":1}`)
 	return cache.NewSchemas(store, n, clock, nil, cache.SchemaConfig{TTL: ttl, MaxBytes: 1 << 20}), store, clock, n
 }
@@ -159,7 +109,7 @@ func TestSchemasExpiry(t *testing.T) {
 			ctx := context.Background()
 			_, err := c.GetSchema(ctx, "o", "s")
 			is.NoErr(err)
-			clock.add(tt.advance)
+			clock.Add(tt.advance)
 			sc, err := c.GetSchema(ctx, "o", "s")
 			is.NoErr(err)
 			is.Equal(string(sc.Content), `{"v":1}`)
@@ -226,7 +176,7 @@ func TestSchemasInvalidation(t *testing.T) {
 				want = `{"v":2}`
 			}
 			is.Equal(string(sc.Content), want)
-			is.Equal(n.all(), tt.announce)
+			is.Equal(n.All(), tt.announce)
 		})
 	}
 }
@@ -316,11 +266,11 @@ func (c *creds) setRole(prefix string, r access.Role) {
 	c.keys[prefix][0].Role = r
 }
 
-func newAuth(t *testing.T, ttl time.Duration) (*cache.Auth, *creds, *fakeClock, *notes) {
+func newAuth(t *testing.T, ttl time.Duration) (*cache.Auth, *creds, *fakeports.Clock, *fakeports.Notes) {
 	t.Helper()
 	store := &creds{keys: map[string][]*access.APIKey{"ent_abcdefgh": {{ID: "k1", Prefix: "ent_abcdefgh", Hash: "h", Role: access.Editor}}},
 		users: map[string]*access.User{"u1": {ID: "u1", Role: access.Editor}}}
-	clock, n := newClock(), &notes{}
+	clock, n := fakeports.NewClock(), &fakeports.Notes{}
 	return cache.NewAuth(store, store, n, clock, nil, cache.AuthConfig{TTL: ttl, MaxEntries: 100}), store, clock, n
 }
 
@@ -350,7 +300,7 @@ func TestAuthExpiry(t *testing.T) {
 				is.NoErr(err)
 				is.Equal(u.ID, "u1")
 				if i == 0 {
-					clock.add(tt.advance)
+					clock.Add(tt.advance)
 				}
 			}
 			is.Equal(store.keyReads.Load(), tt.keyReads)
@@ -393,7 +343,7 @@ func TestAuthInvalidation(t *testing.T) {
 			read()
 			is.Equal(store.keyReads.Load(), tt.keyReads)
 			is.Equal(store.userReads.Load(), tt.userRead)
-			is.Equal(n.all(), tt.announce)
+			is.Equal(n.All(), tt.announce)
 		})
 	}
 }
