@@ -343,8 +343,10 @@ type validated struct {
 }
 
 // check reads and validates one answer; the error is what the model is
-// told on the next attempt.
-func (s *SchemaGenerator) check(text string, sp *schemaPlan) (validated, error) {
+// told on the next attempt. A schema past the schema limits is refused
+// before it is compiled (the compiler holds it to them), and the model is
+// told which limit.
+func (s *SchemaGenerator) check(ctx context.Context, text string, sp *schemaPlan) (validated, error) {
 	a, err := schema.ParseAnswer(text)
 	if err != nil {
 		return validated{}, err
@@ -359,7 +361,10 @@ func (s *SchemaGenerator) check(text string, sp *schemaPlan) (validated, error) 
 	if err := checkText("schema", raw); err != nil {
 		return validated{}, fmt.Errorf("the schema holds text that cannot be stored: %w", err)
 	}
-	if _, err := s.Compiler.Compile(raw); err != nil {
+	if _, err := s.Compiler.Compile(ctx, raw); err != nil {
+		if errors.Is(err, schema.ErrTooComplex) {
+			return validated{}, fmt.Errorf("the schema is too complex, answer a simpler one: %w", err)
+		}
 		return validated{}, fmt.Errorf("the schema does not compile as JSON Schema: %w", err)
 	}
 	v := schema.CheckStructure(a.Schema)
@@ -466,9 +471,12 @@ func (s *SchemaGenerator) ask(ctx context.Context, sp *schemaPlan, pub func(job.
 			}
 			continue
 		}
-		v, perr := s.check(resp.Text, sp)
+		v, perr := s.check(ctx, resp.Text, sp)
 		if perr == nil {
 			return &v, in, outT, nil
+		}
+		if ctx.Err() != nil {
+			return nil, in, outT, &ports.Outcome{}
 		}
 		// The validator's account names paths of the model's own output:
 		// it is ours to show.
