@@ -130,7 +130,11 @@ func (s *SchemaService) newSchema(ctx context.Context, p *access.Principal, in N
 	if err != nil {
 		return nil, err
 	}
-	if err := s.checkDocument(ctx, in.Name, doc, "schema"); err != nil {
+	field := "schema"
+	if len(in.Schema) == 0 || string(in.Schema) == "null" {
+		field = "schema_content"
+	}
+	if err := s.checkDocument(ctx, in.Name, doc, field); err != nil {
 		return nil, err
 	}
 	if len(in.Description) > schema.MaxDescriptionLen {
