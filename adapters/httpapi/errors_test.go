@@ -185,7 +185,7 @@ func TestErrorClientGone(t *testing.T) {
 	e, err := readErrorBody(rec.Body.Bytes())
 	is.NoErr(err)
 	is.Equal(e.Code, "cancelled")
-	is.True(strings.Contains(logs.String(), "level=INFO"))    // logged at info
+	is.True(strings.Contains(logs.String(), "level=INFO"))   // logged at info
 	is.True(!strings.Contains(logs.String(), "level=ERROR")) // not as a failure
 }
 
