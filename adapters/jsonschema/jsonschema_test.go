@@ -212,3 +212,34 @@ func FuzzCompile(f *testing.F) {
 		}
 	})
 }
+
+// TestCompileLimits: a document past the limits is refused with the
+// domain's error before it is parsed (this one is not even JSON past the
+// depth limit: the compiler's own "not valid JSON" would say so); the
+// limits are the ones given, their zero fields at the defaults.
+func TestCompileLimits(t *testing.T) {
+	is := is.New(t)
+	c := jsonschema.New(schema.Limits{MaxDepth: 4})
+	is.Equal(c.Limits(), schema.Limits{MaxDepth: 4, MaxProperties: schema.DefaultMaxProperties,
+		MaxSubschemas: schema.DefaultMaxSubschemas, MaxBytes: schema.DefaultMaxBytes})
+	v, err := c.Compile(context.Background(), json.RawMessage(`{"properties":{"a":{"properties":{"b":{"not JSON`))
+	is.Equal(v, nil)
+	var tc *schema.TooComplexError
+	is.True(errors.As(err, &tc))
+	is.Equal(tc.Limit, schema.LimitDepth)
+	is.True(!errors.Is(err, ports.ErrInvalid)) // not the compiler's refusal
+	_, err = c.Compile(context.Background(), json.RawMessage(`{"properties":{"a":{"type":"string"}}}`))
+	is.NoErr(err) // depth 3
+}
+
+// TestCompileCancelled: a request that ended gets its context's error, not
+// a schema error, and no validator.
+func TestCompileCancelled(t *testing.T) {
+	is := is.New(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	v, err := jsonschema.New(schema.Limits{}).Compile(ctx, json.RawMessage(`{"type":"object"}`))
+	is.Equal(v, nil)
+	is.True(errors.Is(err, context.Canceled))
+	is.True(!errors.Is(err, ports.ErrInvalid))
+}

@@ -46,13 +46,13 @@ type schemaRefusal struct {
 	}
 }
 
-func (s *service) refusal(method, path, cred, body string) (int, schemaRefusal) {
-	s.t.Helper()
+func (s *service) refusal(t *testing.T, method, path, cred, body string) (int, schemaRefusal) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	r, err := s.do(ctx, method, path, cred, body, nil)
 	if err != nil {
-		s.t.Fatalf("%s %s: no answer (still compiling?): %v", method, path, err)
+		t.Fatalf("%s %s: no answer (still compiling?): %v", method, path, err)
 	}
 	var out schemaRefusal
 	_ = json.Unmarshal([]byte(r.raw), &out)
@@ -88,7 +88,7 @@ func TestHostileSchemas(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			is := is.New(t)
-			status, e := s.refusal(tt.method, tt.path, ten.key, fmt.Sprintf(tt.body, bomb))
+			status, e := s.refusal(t, tt.method, tt.path, ten.key, fmt.Sprintf(tt.body, bomb))
 			is.Equal(status, 400)
 			is.Equal(e.Code+": "+e.Detail, "schema_too_complex: "+e.Detail)
 			is.Equal(e.Field, tt.field)
@@ -109,7 +109,7 @@ func TestHostileSchemas(t *testing.T) {
 			{big, "max_bytes"},
 		} {
 			is := is.New(t)
-			status, e := s.refusal("POST", "/api/schema/saved", ten.key, fmt.Sprintf(`{"name":"Big","schema":%s}`, c.doc))
+			status, e := s.refusal(t, "POST", "/api/schema/saved", ten.key, fmt.Sprintf(`{"name":"Big","schema":%s}`, c.doc))
 			is.Equal(status, 400)
 			is.Equal(e.Code, "schema_too_complex")
 			is.Equal(e.Limit.Name, c.limit)
@@ -183,7 +183,7 @@ func TestStoredSchemaPastLimits(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			is := is.New(t)
-			status, e := s.refusal(tt.method, tt.path, ten.key, tt.body)
+			status, e := s.refusal(t, tt.method, tt.path, ten.key, tt.body)
 			is.Equal(status, 400)
 			is.Equal(e.Code, "schema_too_complex")
 			is.Equal(e.Field, tt.field)
