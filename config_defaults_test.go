@@ -42,6 +42,7 @@ func TestDefaultsDeclaredOnce(t *testing.T) {
 		{"MaxBodyBytes", env.MaxBodyBytes, zero.MaxBodyBytes, int64(httpapi.DefaultMaxBodyBytes)},
 		{"SSEHeartbeat", env.SSEHeartbeat, zero.SSEHeartbeat, httpapi.DefaultSSEHeartbeat},
 		{"Caches", env.Caches, zero.Caches, DefaultCaches()},
+		{"MetricsToken", env.MetricsToken, zero.MetricsToken, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			is := is.New(t)
