@@ -191,9 +191,9 @@ func RunProviderKeyStore(t *testing.T, newStore func(t *testing.T) ports.Provide
 			is.NoErr(s.CreateProviderKey(ctx, k))
 			is.NoErr(s.CreateProviderKey(ctx, g))
 			notFound := func(err error) { t.Helper(); is.True(errors.Is(err, ports.ErrNotFound)) }
-			notFound(s.DeleteProviderKey(ctx, newID("org"), k.ID)) // another organization's
-			notFound(s.DeleteProviderKey(ctx, k.OrgID, g.ID))      // a global key through an organization
-			notFound(s.DeleteProviderKey(ctx, "", k.ID))           // an organization's key as a global one
+			notFound(s.DeleteProviderKey(ctx, newID("org"), k.ID))  // another organization's
+			notFound(s.DeleteProviderKey(ctx, k.OrgID, g.ID))       // a global key through an organization
+			notFound(s.DeleteProviderKey(ctx, "", k.ID))            // an organization's key as a global one
 			notFound(s.DeleteProviderKey(ctx, k.OrgID, newID("k"))) // none
 			_, err := s.GetProviderKey(ctx, k.OrgID, k.ID)
 			is.NoErr(err)
