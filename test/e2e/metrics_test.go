@@ -178,7 +178,9 @@ func TestMetricsNamesNoTenant(t *testing.T) {
 	cfg2 := testConfig("")
 	cfg2.MetricsAddr = addr
 	cfg2.MetricsToken = token
-	start(t, cfg2)
+	s2 := start(t, cfg2)
+	st, _ = scrapeWith(t, s2.url+"/metrics", "Bearer "+token) // the API answers once the metrics listen
+	is.Equal(st, 404)
 	st, _ = scrapeWith(t, "http://"+addr+"/metrics", "")
 	is.Equal(st, 401)
 	st, _ = scrapeWith(t, "http://"+addr+"/metrics", "Bearer "+token)
