@@ -82,9 +82,14 @@ type Config struct {
 	// capabilities, context sizes and prices by model name or composite key.
 	ModelCatalog      string `env:"ENRICH_MODEL_CATALOG"`
 	LLMOrgConcurrency int    `env:"ENRICH_LLM_ORG_CONCURRENCY" envDefault:"16"`
-	// MetricsAddr, when set, serves GET /metrics (Prometheus, no
-	// credentials) on its own listen address instead of the API's.
+	// MetricsAddr, when set, serves GET /metrics (Prometheus) on its own
+	// listen address instead of the API's.
 	MetricsAddr string `env:"ENRICH_METRICS_ADDR"`
+	// MetricsToken, when set, is the bearer token GET /metrics requires
+	// (Authorization: Bearer <token>, compared in constant time; 401
+	// without it), on the API's address and on MetricsAddr alike. Empty
+	// (the default): /metrics is open, as it was.
+	MetricsToken string `env:"ENRICH_METRICS_TOKEN"`
 	// MaxBodyBytes bounds request bodies (default httpapi.DefaultMaxBodyBytes).
 	MaxBodyBytes int64 `env:"ENRICH_MAX_BODY_BYTES"`
 	// SSEHeartbeat is the interval of SSE comment heartbeats (default
@@ -296,6 +301,9 @@ func (c Config) withDefaults() (Config, []string, error) {
 	}
 	if c.BatchMaxEntities <= 0 {
 		c.BatchMaxEntities = app.DefaultBatchMaxEntities
+	}
+	if c.MetricsToken == "" && c.MetricsAddr == "" && c.Production() {
+		warn = append(warn, "ENRICH_METRICS_TOKEN is not set: GET /metrics on the API's address needs no credential (set it, or serve the metrics on ENRICH_METRICS_ADDR)")
 	}
 	if c.Addr == "" {
 		c.Addr = ":8080"

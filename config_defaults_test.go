@@ -47,6 +47,7 @@ func TestDefaultsDeclaredOnce(t *testing.T) {
 		{"SchemaMaxProperties", env.SchemaMaxProperties, zero.SchemaMaxProperties, schema.DefaultMaxProperties},
 		{"SchemaMaxSubschemas", env.SchemaMaxSubschemas, zero.SchemaMaxSubschemas, schema.DefaultMaxSubschemas},
 		{"SchemaMaxBytes", env.SchemaMaxBytes, zero.SchemaMaxBytes, schema.DefaultMaxBytes},
+		{"MetricsToken", env.MetricsToken, zero.MetricsToken, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			is := is.New(t)

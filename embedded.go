@@ -284,7 +284,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			_ = s.Close()
 			return err
 		}
-		msrv := &http.Server{Handler: metricsOnly(s.Metrics.Handler()), ReadHeaderTimeout: 10 * time.Second}
+		msrv := &http.Server{Handler: metricsOnly(s.Metrics.Handler(s.cfg.MetricsToken)), ReadHeaderTimeout: 10 * time.Second}
 		go func() { _ = msrv.Serve(mln) }()
 		defer msrv.Close()
 		s.Log.Info("metrics listening", "addr", mln.Addr().String())

@@ -130,7 +130,7 @@ func provideLLM(cfg Config, reg *llm.Registry, m *metrics.Metrics) ports.LLM {
 			limits.Providers[p.Name] = p.Concurrency
 		}
 	}
-	return llmlimit.New(m.InstrumentLLM(reg), limits)
+	return llmlimit.New(m.InstrumentLLM(reg, reg), limits)
 }
 
 // provideCipher seals provider keys with ENRICH_ENCRYPTION_KEYS (withDefaults
@@ -201,8 +201,8 @@ func provideTokens(cfg Config, clock ports.Clock) ports.Tokens {
 // provideFetcher fetches batches from customers' URLs through the SSRF
 // guard; loopback ports are let through only when the configuration names
 // them (tests).
-func provideFetcher(cfg Config) ports.EntityFetcher {
-	return urlfetch.New(urlfetch.Config{Guard: netguard.Options{AllowLoopbackPorts: cfg.FetchAllowLoopbackPorts}})
+func provideFetcher(cfg Config, lg *slog.Logger) ports.EntityFetcher {
+	return urlfetch.New(urlfetch.Config{Guard: netguard.Options{AllowLoopbackPorts: cfg.FetchAllowLoopbackPorts}, Log: lg})
 }
 
 func provideAccessConfig(cfg Config) app.AccessConfig {
@@ -304,7 +304,7 @@ func provideServices(e *Embedded) httpapi.Services {
 func provideHTTPConfig(e *Embedded) httpapi.Config {
 	c := httpapi.Config{MaxBodyBytes: e.cfg.MaxBodyBytes, SSEHeartbeat: e.cfg.SSEHeartbeat, Observer: e.Metrics}
 	if e.cfg.MetricsAddr == "" {
-		c.Metrics = e.Metrics.Handler()
+		c.Metrics = e.Metrics.Handler(e.cfg.MetricsToken)
 	}
 	return c
 }

@@ -68,11 +68,8 @@ func (s *Enricher) batchMax() int {
 }
 
 func (s *Enricher) prepareBatch(ctx context.Context, orgID string, req BatchRequest) (*batchPlan, error) {
-	if len(req.EntityData) > 0 && string(req.EntityData) != "null" {
-		return nil, Invalid("entity_data", "entity_data: a batch takes its entities in entities")
-	}
-	if req.PauseTimeoutSeconds != nil {
-		return nil, Invalid("pause_timeout_seconds", "pause_timeout_seconds: a batch never pauses (a confident classification mismatch skips the entity)")
+	if err := checkBatchFields(req); err != nil {
+		return nil, err
 	}
 	n := len(req.Entities)
 	switch {
@@ -140,6 +137,44 @@ func (s *Enricher) prepareBatch(ctx context.Context, orgID string, req BatchRequ
 	return bp, nil
 }
 
+// checkBatchFields checks the fields of a batch request that are not its
+// entities.
+func checkBatchFields(req BatchRequest) error {
+	if len(req.EntityData) > 0 && string(req.EntityData) != "null" {
+		return Invalid("entity_data", "entity_data: a batch takes its entities in entities")
+	}
+	if req.PauseTimeoutSeconds != nil {
+		return Invalid("pause_timeout_seconds", "pause_timeout_seconds: a batch never pauses (a confident classification mismatch skips the entity)")
+	}
+	return nil
+}
+
+// checkBatch checks everything of a batch request but its entities (which
+// batch/fetch has yet to download): the fields, the schema (another
+// organization's is not found), the models and the options, and the
+// selection's form (its range needs the entities). Nothing is recorded.
+func (s *Enricher) checkBatch(ctx context.Context, orgID string, req BatchRequest) error {
+	if err := checkBatchFields(req); err != nil {
+		return err
+	}
+	if req.SelectedIndices != nil && len(req.SelectedIndices) == 0 {
+		return Invalid("selected_indices", "selected_indices selects no entity; leave it out to enrich them all")
+	}
+	seen := map[int]bool{}
+	for j, i := range req.SelectedIndices {
+		field := fmt.Sprintf("selected_indices.%d", j)
+		switch {
+		case i < 0 || i >= s.batchMax():
+			return Invalid(field, "%s: %d is not the index of an entity (0 to %d at most)", field, i, s.batchMax()-1)
+		case seen[i]:
+			return Invalid(field, "%s: %d is listed twice", field, i)
+		}
+		seen[i] = true
+	}
+	_, err := s.checkPlan(ctx, orgID, req.EnrichRequest, true)
+	return err
+}
+
 // checkEntity checks one entity of a batch against its plan's input
 // contract, like prepare checks a single enrichment's.
 func (s *Enricher) checkEntity(pl *plan, fields map[string]any) error {
@@ -200,6 +235,18 @@ func (s *BatchService) StartBatch(ctx context.Context, p *access.Principal, req 
 	s.Log.Info("batch queued", "job_id", j.ID, "org_id", p.OrgID, "schema_id", bp.pl.schema.ID, "entities", len(bp.selected),
 		"invalid", len(bp.invalid), "models", len(bp.pl.models))
 	return out, nil
+}
+
+// CheckBatch checks a batch request before its entities are known
+// (POST /api/batch/fetch checks before it downloads anything): the
+// caller's role, the schema (another organization's is not found), the
+// models, the options. StartBatch checks all of it again, with the
+// entities.
+func (s *BatchService) CheckBatch(ctx context.Context, p *access.Principal, req BatchRequest) error {
+	if err := access.Authorize(p, access.ActStartBatch); err != nil {
+		return err
+	}
+	return s.Enricher.checkBatch(ctx, p.OrgID, req)
 }
 
 // BatchRunner is the Runner of batch jobs.

@@ -37,8 +37,10 @@ type FetchService struct {
 	Clock       ports.Clock
 }
 
-// BatchStarter starts a batch (BatchService.StartBatch).
+// BatchStarter starts a batch (BatchService.StartBatch), and checks one
+// before its entities are fetched (CheckBatch).
 type BatchStarter interface {
+	CheckBatch(ctx context.Context, p *access.Principal, req BatchRequest) error
 	StartBatch(ctx context.Context, p *access.Principal, req BatchRequest) (*BatchStarted, error)
 }
 
@@ -102,6 +104,11 @@ func (s *FetchService) Fetch(ctx context.Context, p *access.Principal, in FetchI
 		}
 		if len(in.Batch.Entities) > 0 {
 			return FetchResult{}, Invalid("batch.entities", "batch.entities: the fetched entities are the batch's; leave entities out")
+		}
+		// Everything that needs no download is checked before it: another
+		// organization's schema_id fetches nothing.
+		if err := s.Batches.CheckBatch(ctx, p, *in.Batch); err != nil {
+			return FetchResult{}, err
 		}
 	}
 	max := s.MaxEntities

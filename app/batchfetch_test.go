@@ -133,3 +133,32 @@ func TestFetchErrors(t *testing.T) {
 	is.True(errors.Is(err, access.ErrForbidden))
 	is.Equal(f.hits, 0)
 }
+
+// refusingBatches refuses every batch at the check, as the batch service
+// refuses another organization's schema_id.
+type refusingBatches struct{ checked, started int }
+
+func (b *refusingBatches) CheckBatch(context.Context, *access.Principal, app.BatchRequest) error {
+	b.checked++
+	return &app.Error{Kind: ports.ErrNotFound, Code: "not_found", Detail: "schema s not found"}
+}
+
+func (b *refusingBatches) StartBatch(context.Context, *access.Principal, app.BatchRequest) (*app.BatchStarted, error) {
+	b.started++
+	return nil, errors.New("not reached")
+}
+
+// TestFetchChecksTheBatchFirst: a batch the batch service refuses (another
+// organization's schema_id) is refused before the URL is downloaded.
+func TestFetchChecksTheBatchFirst(t *testing.T) {
+	is := is.New(t)
+	f := &fakeFetcher{doc: ports.FetchedDocument{Body: []byte(`[{"a":1}]`), ContentType: "application/json"}}
+	b := &refusingBatches{}
+	s := &app.FetchService{Fetcher: f, Batches: b}
+	_, err := s.Fetch(context.Background(), operatorPrincipal(), app.FetchInput{URL: "https://api.example.com/companies",
+		Batch: &app.BatchRequest{EnrichRequest: app.EnrichRequest{SchemaID: "theirs"}}})
+	is.True(errors.Is(err, ports.ErrNotFound))
+	is.Equal(b.checked, 1)
+	is.Equal(f.hits, 0) // nothing was downloaded
+	is.Equal(b.started, 0)
+}

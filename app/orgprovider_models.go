@@ -99,7 +99,7 @@ func (s *OrgProviderService) GetModel(ctx context.Context, p *access.Principal, 
 		return nil, orgprovider.Model{}, err
 	}
 	pr, m, err := s.findModel(ctx, p.OrgID, id)
-	return publicProvider(pr), m, err
+	return shownTo(p, pr), m, err
 }
 
 // UpdateModel renames a model or changes its context size, prices or

@@ -181,6 +181,17 @@ func (s *OrgProviderService) seal(key string) (sealed []byte, suffix string, err
 }
 
 // publicProvider returns p without its sealed key.
+// shownTo is pr as the reads show it to p (operators read providers, SPEC's
+// "provider info"): never the key, and its last characters only to whoever
+// may list provider keys (owners), as GET /api/org-keys shows them.
+func shownTo(p *access.Principal, pr *orgprovider.Provider) *orgprovider.Provider {
+	pr = publicProvider(pr)
+	if pr != nil && access.Authorize(p, access.ActListProviderKeys) != nil {
+		pr.Suffix = ""
+	}
+	return pr
+}
+
 func publicProvider(p *orgprovider.Provider) *orgprovider.Provider {
 	if p != nil {
 		p.Redact()
@@ -220,7 +231,7 @@ func (s *OrgProviderService) List(ctx context.Context, p *access.Principal, inac
 	out := ps[:0]
 	for _, pr := range ps {
 		if pr.Enabled || inactive {
-			out = append(out, publicProvider(pr))
+			out = append(out, shownTo(p, pr))
 		}
 	}
 	return out, nil
@@ -235,7 +246,7 @@ func (s *OrgProviderService) Get(ctx context.Context, p *access.Principal, id st
 	if err != nil {
 		return nil, s.notFound(err, id)
 	}
-	return publicProvider(pr), nil
+	return shownTo(p, pr), nil
 }
 
 // Create checks and stores a new provider with its models.
@@ -366,7 +377,7 @@ func endpointOf(c ports.Cipher, pr *orgprovider.Provider) ports.Endpoint {
 // refused is the answer to a base URL the SSRF guard refused.
 func refused(pr *orgprovider.Provider) error {
 	return (&Error{Kind: ports.ErrInvalid, Code: CodeBaseURLRefused, Detail: fmt.Sprintf(
-		"base_url refused: %s leads to an address customers' providers cannot reach (loopback, private, link-local or metadata addresses, or a port other than 80 and 443); nothing was sent", pr.BaseURL)}).at("base_url")
+		"base_url refused: %s must resolve to a public address, on port 80 or 443 (names that do not resolve, loopback names, and loopback, private, link-local or metadata addresses are refused); nothing was sent", pr.BaseURL)}).at("base_url")
 }
 
 // TestConnection makes a cheap real call to the provider: a tiny

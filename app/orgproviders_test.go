@@ -345,8 +345,25 @@ func TestOrgProviderList(t *testing.T) {
 	ps, err := s.List(ctx, otherOwner, true)
 	is.NoErr(err)
 	is.Equal(len(ps), 0)
-	_, err = s.List(ctx, editor, true)
-	is.True(errors.Is(err, access.ErrForbidden))
+	// Reading providers is provider info (operators and up); the key's
+	// last characters are the owners' only.
+	ps, err = s.List(ctx, owner, false)
+	is.NoErr(err)
+	is.Equal(ps[0].Suffix, "0001")
+	for _, reader := range []*access.Principal{editor,
+		{OrgID: owner.OrgID, Role: access.Operator, Scopes: access.DefaultScopes()}} {
+		ps, err = s.List(ctx, reader, false)
+		is.NoErr(err)
+		is.Equal(len(ps), 1)
+		is.Equal(ps[0].Suffix, "") // a non-owner's read shows no key suffix
+		is.True(ps[0].HasKey())
+		is.Equal(ps[0].Sealed, nil)
+		got, err := s.Get(ctx, reader, ps[0].ID)
+		is.NoErr(err)
+		is.Equal(got.Suffix, "")
+	}
+	_, err = s.List(ctx, &access.Principal{OrgID: owner.OrgID, Role: access.Owner, Scopes: []access.Scope{access.ScopeWrite}}, true)
+	is.True(errors.Is(err, access.ErrForbidden)) // no read scope
 }
 
 // TestOrgProviderShortKey: a key of 8 characters or fewer shows no suffix,
@@ -419,6 +436,8 @@ func TestOrgProviderModels(t *testing.T) {
 	_, _, err = s.GetModel(ctx, otherOwner, a.ID)
 	is.True(errors.Is(err, ports.ErrNotFound))
 	_, _, err = s.GetModel(ctx, editor, a.ID)
+	is.NoErr(err) // provider info
+	_, _, err = s.UpdateModel(ctx, editor, a.ID, app.OrgModelChange{Name: strPtr("a3")})
 	is.True(errors.Is(err, access.ErrForbidden))
 
 	n := 4096

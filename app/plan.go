@@ -254,6 +254,25 @@ func (s *Enricher) prepare(ctx context.Context, orgID string, req EnrichRequest)
 // against the plan's contract on its own, see app/batch.go) it keeps the
 // documents the entity checks need.
 func (s *Enricher) prepareFor(ctx context.Context, orgID string, req EnrichRequest, batch bool) (*plan, error) {
+	pl, err := s.checkPlan(ctx, orgID, req, batch)
+	if err != nil {
+		return nil, err
+	}
+	// Last, because a pick records a use: a request refused above must not
+	// move the rotation.
+	called := pl.models
+	if pl.classifier != nil {
+		called = append(append([]model.Info(nil), pl.models...), *pl.classifier)
+	}
+	if pl.keys, err = s.Calls.pickKeys(ctx, orgID, called); err != nil {
+		return nil, err
+	}
+	return pl, nil
+}
+
+// checkPlan checks req and plans it, without picking its keys: nothing is
+// recorded or spent.
+func (s *Enricher) checkPlan(ctx context.Context, orgID string, req EnrichRequest, batch bool) (*plan, error) {
 	if err := checkEnrichText(req); err != nil {
 		return nil, err
 	}
@@ -322,15 +341,6 @@ func (s *Enricher) prepareFor(ctx context.Context, orgID string, req EnrichReque
 		return nil, shapeErr
 	}
 	pl.doc, pl.whole, pl.choice, pl.calls = sh.doc, sh.whole, sh.choice, sh.calls
-	// Last, because a pick records a use: a request refused above must not
-	// move the rotation.
-	called := models
-	if classifier != nil {
-		called = append(append([]model.Info(nil), models...), *classifier)
-	}
-	if pl.keys, err = s.Calls.pickKeys(ctx, orgID, called); err != nil {
-		return nil, err
-	}
 	return pl, nil
 }
 

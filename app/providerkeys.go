@@ -315,14 +315,17 @@ func (s *ProviderKeyService) Enable(ctx context.Context, p *access.Principal, sc
 	return public(k), s.fillSpent(ctx, orgID, k)
 }
 
-// Delete removes a key; deleting a missing key succeeds.
+// Delete removes a key for good. A key the caller's scope does not hold
+// (another organization's, none, or one deleted already) is not_found, as
+// every route answers for another organization's objects and as the other
+// hard deletes (DELETE /api/providers/{id}) answer a second time.
 func (s *ProviderKeyService) Delete(ctx context.Context, p *access.Principal, scope KeyScope, id string) error {
 	orgID, err := s.authorize(p, scope, "delete")
 	if err != nil {
 		return err
 	}
 	if err := s.Keys.DeleteProviderKey(ctx, orgID, id); err != nil {
-		return err
+		return s.notFound(err, id)
 	}
 	s.forget(id)
 	return nil

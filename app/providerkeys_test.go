@@ -197,3 +197,29 @@ func TestReencrypt(t *testing.T) {
 	is.Equal(n, 0)
 	is.Equal(failed, 2)
 }
+
+// TestProviderKeyDeleteNotFound: deleting another organization's key is
+// not_found (the key stays), as is a key that never existed and one's own
+// key once deleted (keys are deleted for good).
+func TestProviderKeyDeleteNotFound(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	s := newService(t, memory.NewProviderKeyStore(), newCipher(t, fernetKey(t)))
+	k, err := s.Create(ctx, owner, app.OrgKeys, app.NewProviderKey{Provider: "paid", APIKey: "sk-good-secret-1234"})
+	is.NoErr(err)
+	stranger := &access.Principal{OrgID: "org2", Role: access.Owner, Scopes: access.DefaultScopes()}
+	notFound := func(err error) {
+		t.Helper()
+		e, ok := app.AsError(err)
+		is.True(ok)
+		is.Equal(e.Code, "not_found")
+		is.True(errors.Is(err, ports.ErrNotFound))
+	}
+	notFound(s.Delete(ctx, stranger, app.OrgKeys, k.ID))
+	notFound(s.Delete(ctx, owner, app.OrgKeys, "no-such-key"))
+	ks, err := s.List(ctx, owner, app.OrgKeys)
+	is.NoErr(err)
+	is.Equal(len(ks), 1) // the key stays
+	is.NoErr(s.Delete(ctx, owner, app.OrgKeys, k.ID))
+	notFound(s.Delete(ctx, owner, app.OrgKeys, k.ID))
+}

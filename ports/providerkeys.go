@@ -29,9 +29,10 @@ type ProviderKeyStore interface {
 	// UpdateProviderKey loads the key, calls fn, and stores the result
 	// atomically; fn's error is returned as is and nothing is written.
 	UpdateProviderKey(ctx context.Context, orgID, id string, fn func(*rotation.Key) error) (*rotation.Key, error)
-	// DeleteProviderKey removes the key. Deleting a key that does not exist
-	// (or is another organization's) is not an error: deleting is
-	// idempotent and says nothing about other tenants.
+	// DeleteProviderKey removes the key. A key orgID does not have (another
+	// organization's, one that never existed, or one deleted already) is
+	// ErrNotFound, as every other route answers for another organization's
+	// objects: keys are deleted for good, so a second delete finds nothing.
 	DeleteProviderKey(ctx context.Context, orgID, id string) error
 	// PickProviderKey chooses a key for orgID by rotation.Ranked among the
 	// organization's and the global keys of req.Provider, and records its

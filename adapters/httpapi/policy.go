@@ -98,7 +98,8 @@ var routes = map[Route]access.Action{
 	{"POST", "/api/fusion/merge/stream"}: access.ActFusionMerge,
 	// Batch enrichment (issue 11, part BC).
 	{"POST", "/api/batch/start"}: access.ActStartBatch,
-	// An organization's own providers (issue 8): owners, like provider keys.
+	// An organization's own providers (issue 8): reads are provider info
+	// (operators, issue 27), changes are owners', like provider keys.
 	{"GET", "/api/providers"}:                                access.ActListOrgProviders,
 	{"POST", "/api/providers"}:                               access.ActCreateOrgProvider,
 	{"GET", "/api/providers/{provider_id}"}:                  access.ActGetOrgProvider,

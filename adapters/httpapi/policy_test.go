@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/matryer/is"
@@ -37,4 +38,27 @@ func TestUnknownRouteIsForSysAdmins(t *testing.T) {
 	is.True(errors.Is(authorizeRoute(nil, "GET", "/api/unknown"), access.ErrUnauthenticated))
 	is.True(public("POST", "/api/auth/login"))
 	is.NoErr(authorizeRoute(nil, "POST", "/api/auth/login"))
+}
+
+// TestProviderReadsAreProviderInfo: SPEC.md's "provider info" is the
+// operator's, so the reads of an organization's own providers are
+// operators'; every change stays the owners'.
+func TestProviderReadsAreProviderInfo(t *testing.T) {
+	operator := &access.Principal{OrgID: "o", Role: access.Operator, Scopes: access.DefaultScopes()}
+	owner := &access.Principal{OrgID: "o", Role: access.Owner, Scopes: access.DefaultScopes()}
+	for _, r := range PolicyRoutes() {
+		if r.Path != "/api/providers" && !strings.HasPrefix(r.Path, "/api/providers/") {
+			continue
+		}
+		t.Run(r.Method+" "+r.Path, func(t *testing.T) {
+			is := is.New(t)
+			is.NoErr(authorizeRoute(owner, r.Method, r.Path))
+			err := authorizeRoute(operator, r.Method, r.Path)
+			if r.Method == "GET" {
+				is.NoErr(err) // a read is provider info
+			} else {
+				is.True(errors.Is(err, access.ErrForbidden)) // a change is the owners'
+			}
+		})
+	}
 }

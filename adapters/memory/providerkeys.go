@@ -173,14 +173,17 @@ func (s *ProviderKeyStore) UpdateProviderKey(_ context.Context, orgID, id string
 	return cloneProviderKey(c), nil
 }
 
-// DeleteProviderKey removes the key if it is orgID's.
+// DeleteProviderKey removes the key if it is orgID's; ErrNotFound when
+// orgID has no such key.
 func (s *ProviderKeyStore) DeleteProviderKey(_ context.Context, orgID, id string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if sl, ok := s.keys[id]; ok && sl.key.Load().OrgID == orgID {
-		delete(s.keys, id)
-		s.reindex()
+	sl, ok := s.keys[id]
+	if !ok || sl.key.Load().OrgID != orgID {
+		return fmt.Errorf("provider key %s: %w", id, ports.ErrNotFound)
 	}
+	delete(s.keys, id)
+	s.reindex()
 	return nil
 }
 

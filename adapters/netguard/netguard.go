@@ -28,6 +28,13 @@ import (
 // different ways.
 var ErrRefusedHost = errors.New("host refused")
 
+// ErrUnresolved means a host name did not resolve, or resolved to no
+// address. It is a refusal like a private address (Forbidden), so that
+// callers answer both alike: a caller who could tell "does not resolve"
+// from "not public" could probe which names exist on the internal network.
+// The resolver's own error stays in the chain, for the server's logs.
+var ErrUnresolved = errors.New("host does not resolve")
+
 // ErrRedirect means a redirect was refused: ErrTooManyRedirects or
 // ErrRedirectScheme.
 var ErrRedirect = errors.New("redirect refused")
@@ -152,10 +159,13 @@ func (g *Guard) DialContext(ctx context.Context, network, addr string) (net.Conn
 	if a, err := netip.ParseAddr(strings.TrimSuffix(host, ".")); err == nil {
 		addrs = []netip.Addr{a}
 	} else if addrs, err = g.resolve(ctx, host); err != nil {
-		return nil, err
+		if ctx.Err() != nil {
+			return nil, err // the caller gave up: not the name's fault
+		}
+		return nil, fmt.Errorf("%w: %s: %w", ErrUnresolved, host, err)
 	}
 	if len(addrs) == 0 {
-		return nil, fmt.Errorf("netguard: %s has no address", host)
+		return nil, fmt.Errorf("%w: %s has no address", ErrUnresolved, host)
 	}
 	var first error
 	for _, a := range addrs {
@@ -212,10 +222,11 @@ func NewClient(o Options, base *http.Transport, maxRedirects int) *http.Client {
 }
 
 // Forbidden reports whether err is a refusal of the guard (an address, a
-// port, a network, a host name), as opposed to a failure of the
-// destination.
+// port, a network, a host name, a name that does not resolve), as opposed
+// to a failure of the destination. Callers tell clients no more than that:
+// which rule refused is for the server's logs (see ErrUnresolved).
 func Forbidden(err error) bool {
 	return errors.Is(err, ssrf.ErrProhibitedIP) || errors.Is(err, ssrf.ErrProhibitedPort) ||
 		errors.Is(err, ssrf.ErrProhibitedNetwork) || errors.Is(err, ssrf.ErrInvalidHostPort) ||
-		errors.Is(err, ErrRefusedHost)
+		errors.Is(err, ErrRefusedHost) || errors.Is(err, ErrUnresolved)
 }

@@ -169,13 +169,20 @@ func (s *ProviderKeyStore) UpdateProviderKey(ctx context.Context, orgID, id stri
 	return out, nil
 }
 
-// DeleteProviderKey deletes the key if it is orgID's.
+// DeleteProviderKey deletes the key if it is orgID's; ErrNotFound when
+// orgID has no such key.
 func (s *ProviderKeyStore) DeleteProviderKey(ctx context.Context, orgID, id string) error {
 	defer s.picks.forget()
 	q := s.db.NewDelete().Model((*providerKeyRow)(nil)).Where("id = ?", id)
 	whereOwner(q.QueryBuilder(), orgID)
-	if _, err := q.Exec(ctx); err != nil {
+	res, err := q.Exec(ctx)
+	if err != nil {
 		return fail(err, "delete provider key "+id)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fail(err, "delete provider key "+id)
+	} else if n == 0 {
+		return fmt.Errorf("provider key %s: %w", id, ports.ErrNotFound)
 	}
 	return nil
 }

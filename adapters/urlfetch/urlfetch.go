@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"time"
@@ -40,10 +41,14 @@ type Config struct {
 	MaxRedirects int
 	// Guard adjusts the SSRF guard (tests allow a loopback port).
 	Guard netguard.Options
+	// Log receives, at debug level, why the guard refused a URL (clients
+	// are told only Refused); nil: nowhere.
+	Log *slog.Logger
 }
 
 // Fetcher fetches documents.
 type Fetcher struct {
+	log   *slog.Logger
 	cfg   Config
 	guard *netguard.Guard
 	tr    *http.Transport
@@ -63,8 +68,12 @@ func New(cfg Config) *Fetcher {
 	case cfg.MaxRedirects < 0:
 		cfg.MaxRedirects = 0
 	}
+	lg := cfg.Log
+	if lg == nil {
+		lg = slog.New(slog.DiscardHandler)
+	}
 	g := netguard.New(cfg.Guard)
-	return &Fetcher{cfg: cfg, guard: g, tr: g.Transport(nil)}
+	return &Fetcher{log: lg, cfg: cfg, guard: g, tr: g.Transport(nil)}
 }
 
 // Fetch GETs req.URL.
@@ -94,7 +103,7 @@ func (f *Fetcher) Fetch(ctx context.Context, req ports.FetchRequest) (ports.Fetc
 	}}
 	resp, err := hc.Do(hr)
 	if err != nil {
-		return ports.FetchedDocument{}, classify(ctx, err)
+		return ports.FetchedDocument{}, f.classify(ctx, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
@@ -105,7 +114,7 @@ func (f *Fetcher) Fetch(ctx context.Context, req ports.FetchRequest) (ports.Fetc
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, f.cfg.MaxBytes+1))
 	if err != nil {
-		return ports.FetchedDocument{}, classify(ctx, err)
+		return ports.FetchedDocument{}, f.classify(ctx, err)
 	}
 	if int64(len(body)) > f.cfg.MaxBytes {
 		return ports.FetchedDocument{}, fmt.Errorf("%w: more than %d bytes", ports.ErrFetchTooLarge, f.cfg.MaxBytes)
@@ -134,37 +143,47 @@ func authorize(r *http.Request, a ports.FetchAuth) []string {
 	return nil
 }
 
+// Refused is the one reason a client is given for every refusal of the
+// address: a name that does not resolve, a loopback name, an address that
+// is not public, a port other than 80 and 443. Telling them apart would let
+// a caller probe the internal network's names (which resolve, to what); the
+// precise reason goes to the server's log only.
+const Refused = "the host must resolve to a public address, on port 80 or 443 (names that do not resolve, loopback names, and loopback, private, link-local, shared, metadata or mapped addresses are refused)"
+
 // classify turns a client error into the port's, with a detail that names
 // neither the URL nor anything sent.
-func classify(ctx context.Context, err error) error {
+func (f *Fetcher) classify(ctx context.Context, err error) error {
 	var dns *net.DNSError
 	var op *net.OpError
 	switch {
-	case netguard.Forbidden(err), errors.Is(err, netguard.ErrRedirectScheme):
-		return fmt.Errorf("%w: %s", ports.ErrFetchRefused, refusal(err))
+	case errors.Is(err, netguard.ErrRedirectScheme):
+		return fmt.Errorf("%w: a redirect leads to a URL that is not http or https", ports.ErrFetchRefused)
+	case netguard.Forbidden(err), errors.As(err, &dns) && ctx.Err() == nil:
+		f.log.DebugContext(ctx, "batch fetch refused", "reason", reason(err))
+		return fmt.Errorf("%w: %s", ports.ErrFetchRefused, Refused)
 	case errors.Is(err, netguard.ErrTooManyRedirects):
 		return fmt.Errorf("%w: too many redirects", ports.ErrFetchFailed)
 	case errors.Is(ctx.Err(), context.DeadlineExceeded), errors.Is(err, context.DeadlineExceeded):
 		return fmt.Errorf("%w: no complete answer in time", ports.ErrFetchTimeout)
 	case errors.Is(err, context.Canceled):
 		return err
-	case errors.As(err, &dns):
-		return fmt.Errorf("%w: the host name does not resolve", ports.ErrFetchFailed)
 	case errors.As(err, &op) && op.Op == "dial":
 		return fmt.Errorf("%w: the server could not be reached", ports.ErrFetchFailed)
 	}
 	return fmt.Errorf("%w: the server's answer could not be read", ports.ErrFetchFailed)
 }
 
-// refusal says why the guard refused, in words fit for the caller.
-func refusal(err error) string {
+// reason names the rule that refused, for the server's log (never a
+// client's answer).
+func reason(err error) string {
+	var dns *net.DNSError
 	switch {
+	case errors.Is(err, netguard.ErrUnresolved), errors.As(err, &dns):
+		return "the host name does not resolve"
 	case errors.Is(err, netguard.ErrRefusedHost):
-		return "the host is a loopback name or a numeric address form other than dotted decimal"
-	case errors.Is(err, netguard.ErrRedirectScheme):
-		return "a redirect leads to a URL that is not http or https"
+		return "a loopback name or a numeric address form other than dotted decimal"
 	case errors.Is(err, ssrf.ErrProhibitedPort):
-		return "only ports 80 and 443 may be fetched"
+		return "a port other than the allowed ones"
 	}
-	return "the address is not public (loopback, private, link-local, shared, metadata or mapped addresses are refused)"
+	return "an address that is not public"
 }

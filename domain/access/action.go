@@ -102,7 +102,10 @@ const (
 	ActTestProviderKey   Action = "provider_keys.test"
 
 	// An organization's own providers (its OpenAI-compatible endpoints
-	// and their models) carry provider keys: owners only, like them.
+	// and their models): reading them is SPEC.md's "provider info"
+	// (operators; the reads show no key, and the key's last characters to
+	// owners only), changing them carries provider keys: owners only, like
+	// them.
 	ActListOrgProviders          Action = "org_providers.list"
 	ActGetOrgProvider            Action = "org_providers.get"
 	ActCreateOrgProvider         Action = "org_providers.create"
@@ -212,8 +215,8 @@ var rules = map[Action]rule{
 	ActEnableProviderKey: {CatAPIKeys, ScopeWrite},
 	ActTestProviderKey:   {CatAPIKeys, ScopeWrite},
 
-	ActListOrgProviders:          {CatAPIKeys, ScopeRead},
-	ActGetOrgProvider:            {CatAPIKeys, ScopeRead},
+	ActListOrgProviders:          {CatProviderInfo, ScopeRead},
+	ActGetOrgProvider:            {CatProviderInfo, ScopeRead},
 	ActCreateOrgProvider:         {CatAPIKeys, ScopeWrite},
 	ActUpdateOrgProvider:         {CatAPIKeys, ScopeWrite},
 	ActDeleteOrgProvider:         {CatAPIKeys, ScopeWrite},

@@ -184,25 +184,28 @@ func RunProviderKeyStore(t *testing.T, newStore func(t *testing.T) ports.Provide
 			is.NoErr(err)
 			checkProviderKey(t, got, k)
 		}},
-		{"delete is idempotent and never reaches another organization", func(t *testing.T, s ports.ProviderKeyStore) {
+		{"delete finds only the organization's own key, and never reaches another organization", func(t *testing.T, s ports.ProviderKeyStore) {
 			is := is.New(t)
 			k := newProviderKey(newID("org"), newID("p"), 0)
 			g := newProviderKey("", k.Provider, 0)
 			is.NoErr(s.CreateProviderKey(ctx, k))
 			is.NoErr(s.CreateProviderKey(ctx, g))
-			is.NoErr(s.DeleteProviderKey(ctx, newID("org"), k.ID))
-			is.NoErr(s.DeleteProviderKey(ctx, k.OrgID, g.ID)) // a global key through an organization
+			notFound := func(err error) { t.Helper(); is.True(errors.Is(err, ports.ErrNotFound)) }
+			notFound(s.DeleteProviderKey(ctx, newID("org"), k.ID))  // another organization's
+			notFound(s.DeleteProviderKey(ctx, k.OrgID, g.ID))       // a global key through an organization
+			notFound(s.DeleteProviderKey(ctx, "", k.ID))            // an organization's key as a global one
+			notFound(s.DeleteProviderKey(ctx, k.OrgID, newID("k"))) // none
 			_, err := s.GetProviderKey(ctx, k.OrgID, k.ID)
 			is.NoErr(err)
 			_, err = s.GetProviderKey(ctx, "", g.ID)
 			is.NoErr(err)
 			is.NoErr(s.DeleteProviderKey(ctx, k.OrgID, k.ID))
-			is.NoErr(s.DeleteProviderKey(ctx, k.OrgID, k.ID))
+			notFound(s.DeleteProviderKey(ctx, k.OrgID, k.ID)) // deleted for good
 			_, err = s.GetProviderKey(ctx, k.OrgID, k.ID)
-			is.True(errors.Is(err, ports.ErrNotFound))
+			notFound(err)
 			is.NoErr(s.DeleteProviderKey(ctx, "", g.ID))
 			_, err = s.GetProviderKey(ctx, "", g.ID)
-			is.True(errors.Is(err, ports.ErrNotFound))
+			notFound(err)
 		}},
 		{"pick takes the least recently used organization key and records its use", func(t *testing.T, s ports.ProviderKeyStore) {
 			is := is.New(t)

@@ -241,6 +241,12 @@ func testBatchFetch(t *testing.T, dsn string) {
 		if st != 400 || e.Code != "url_refused" || e.Field != "url" {
 			t.Errorf("%s: %d %+v, want 400 url_refused naming url", u, st, e)
 		}
+		// One answer for every refusal: which rule refused (a name that
+		// does not resolve, a loopback name, an address that is not
+		// public, a port) is the server's log's, never the caller's.
+		if _, _, first := fetch(obj{"url": forbidden.URL + "/"}); e != first {
+			t.Errorf("%s: %+v, want the same refusal as every other: %+v", u, e, first)
+		}
 	}
 	is.Equal(forbiddenHits.Load(), int64(0))
 
@@ -301,6 +307,32 @@ func testBatchFetch(t *testing.T, dsn string) {
 	evs := s.follow(operator, started.JobID, "")
 	is.Equal(last(evs).Name, "completed")
 	is.Equal(len(find(evs, "entity_completed")), 2)
+
+	// Another organization's schema_id: 404, checked before the download
+	// (the server sees no request), as is every other field of the batch
+	// that needs no entity.
+	stranger := s.register("stranger@example.com")
+	foreignSchema := s.createSchema(stranger.key, "Theirs", companySchema)
+	before := len(up.seen())
+	for _, tt := range []struct {
+		batch       obj
+		status      int
+		code, field string
+	}{
+		{obj{"schema_id": foreignSchema, "models": []string{"sandbox::echo"}}, 404, "not_found", ""},
+		{obj{"schema_id": "no-such-schema", "models": []string{"sandbox::echo"}}, 404, "not_found", ""},
+		{obj{"schema_id": schemaID, "models": []string{"nowhere::nothing"}}, 400, "", "models"},
+		{obj{"schema_id": schemaID, "models": []string{"sandbox::echo"}, "selected_indices": []int{}}, 400, "invalid_request", "selected_indices"},
+		{obj{"schema_id": schemaID, "models": []string{"sandbox::echo"}, "selected_indices": []int{0, 0}}, 400, "invalid_request", "selected_indices.1"},
+		{obj{"schema_id": schemaID, "models": []string{"sandbox::echo"}, "pause_timeout_seconds": 5}, 400, "invalid_request", "pause_timeout_seconds"},
+	} {
+		var e apiError
+		st := s.call("POST", "/api/batch/fetch", operator, obj{"url": up.URL + "/array", "batch": tt.batch}, &e)
+		if st != tt.status || (tt.code != "" && e.Code != tt.code) || e.Field != tt.field {
+			t.Errorf("batch %v: %d %+v, want %d %s naming %q", tt.batch, st, e, tt.status, tt.code, tt.field)
+		}
+	}
+	is.Equal(len(up.seen()), before) // nothing was downloaded
 
 	// The role: operators may fetch; a read-only key may not.
 	ro := s.newKeyScopes(home.key, "owner", []string{"read"})

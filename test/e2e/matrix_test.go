@@ -72,12 +72,14 @@ var minimum = map[string]string{
 	"POST /api/records/batch-delete": "operator", "POST /api/batch/fetch": "operator",
 	// Batch enrichment (issue 11, part BC).
 	"POST /api/batch/start": "operator",
-	// An organization's own providers (issue 8): owners, like provider keys.
-	"GET /api/providers": "owner", "POST /api/providers": "owner", "GET /api/providers/{provider_id}": "owner",
+	// An organization's own providers (issue 8): reads are SPEC.md's
+	// "provider info" (operator, issue 27); changes are owners', like
+	// provider keys.
+	"GET /api/providers": "operator", "POST /api/providers": "owner", "GET /api/providers/{provider_id}": "operator",
 	"PATCH /api/providers/{provider_id}": "owner", "DELETE /api/providers/{provider_id}": "owner",
 	"POST /api/providers/{provider_id}/models": "owner", "POST /api/providers/{provider_id}/test-connection": "owner",
 	"POST /api/providers/{provider_id}/discover-models": "owner",
-	"GET /api/providers/models/{model_id}":              "owner", "PATCH /api/providers/models/{model_id}": "owner",
+	"GET /api/providers/models/{model_id}":              "operator", "PATCH /api/providers/models/{model_id}": "owner",
 	"DELETE /api/providers/models/{model_id}": "owner",
 }
 
@@ -163,8 +165,8 @@ func TestAuthorizationMatrix(t *testing.T) {
 		}
 		return pk.ID
 	}
-	orgKeyID, orgKeyGone := providerKey("/api/org-keys", home.key), providerKey("/api/org-keys", home.key)
-	globalKeyID, globalKeyGone := providerKey("/api/global-keys", adm.AccessToken), providerKey("/api/global-keys", adm.AccessToken)
+	orgKeyID := providerKey("/api/org-keys", home.key)
+	globalKeyID := providerKey("/api/global-keys", adm.AccessToken)
 
 	// Schema lifecycle fixtures: one to trash and restore, one linked to
 	// publish, one to purge; permanent deletes take a fresh schema per call.
@@ -199,6 +201,8 @@ func TestAuthorizationMatrix(t *testing.T) {
 
 	// fresh gives routes that use their object up a new path for every call.
 	fresh := map[string]func() string{
+		"DELETE /api/org-keys/{key_id}":           func() string { return "/api/org-keys/" + providerKey("/api/org-keys", home.key) },
+		"DELETE /api/global-keys/{key_id}":        func() string { return "/api/global-keys/" + providerKey("/api/global-keys", adm.AccessToken) },
 		"DELETE /api/providers/{provider_id}":     func() string { return "/api/providers/" + orgProvider() },
 		"DELETE /api/providers/models/{model_id}": func() string { return "/api/providers/models/" + orgModel() },
 		"DELETE /api/schema/saved/{id}/permanent": func() string {
@@ -300,14 +304,14 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"GET", "/api/org-keys", "/api/org-keys", nil, 200, false, 0},
 		{"POST", "/api/org-keys", "/api/org-keys", func() any { return obj{"provider": "paid", "api_key": "sk-matrix-other-key"} }, 201, false, 0},
 		{"PATCH", "/api/org-keys/{key_id}", "/api/org-keys/" + orgKeyID, func() any { return obj{"name": "renamed"} }, 200, true, 0},
-		// Deleting is idempotent and says nothing of other tenants' keys: 204 for every allowed caller.
-		{"DELETE", "/api/org-keys/{key_id}", "/api/org-keys/" + orgKeyGone, nil, 204, false, 0},
+		// Another organization's key is a 404, like every other route's objects (a fresh key per call).
+		{"DELETE", "/api/org-keys/{key_id}", "", nil, 204, true, 0},
 		{"POST", "/api/org-keys/{key_id}/enable", "/api/org-keys/" + orgKeyID + "/enable", nil, 200, true, 0},
 		{"POST", "/api/org-keys/{key_id}/health-check", "/api/org-keys/" + orgKeyID + "/health-check", nil, 200, true, 0},
 		{"GET", "/api/global-keys", "/api/global-keys", nil, 200, false, 0},
 		{"POST", "/api/global-keys", "/api/global-keys", func() any { return obj{"provider": "paid", "api_key": "sk-matrix-other-key"} }, 201, false, 0},
 		{"PATCH", "/api/global-keys/{key_id}", "/api/global-keys/" + globalKeyID, func() any { return obj{"name": "renamed"} }, 200, false, 0},
-		{"DELETE", "/api/global-keys/{key_id}", "/api/global-keys/" + globalKeyGone, nil, 204, false, 0},
+		{"DELETE", "/api/global-keys/{key_id}", "", nil, 204, false, 0}, // a fresh key per call (fresh)
 		{"POST", "/api/global-keys/{key_id}/enable", "/api/global-keys/" + globalKeyID + "/enable", nil, 200, false, 0},
 		{"POST", "/api/global-keys/{key_id}/health-check", "/api/global-keys/" + globalKeyID + "/health-check", nil, 200, false, 0},
 		{"POST", "/api/global-keys/test-all", "/api/global-keys/test-all", nil, 200, false, 0},

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/matryer/is"
+
+	"github.com/entityenrich/enrich/test/fakeopenai"
 )
 
 // llmCallsEnded is how many calls of a model the service has seen end, from
@@ -84,4 +86,103 @@ func TestMetrics(t *testing.T) {
 	st, body = scrape(t, "http://"+addr+"/metrics")
 	is.Equal(st, 200)
 	is.True(strings.Contains(body, "enrich_jobs_running"))
+}
+
+func scrapeWith(t *testing.T, url, auth string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest("GET", url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// TestMetricsNamesNoTenant: an organization's own provider, with a name and
+// a model it chose, is called in enrichment; /metrics never shows either
+// name (the calls are labelled org:openai_compatible, model other), and
+// more providers with other names add no series. With ENRICH_METRICS_TOKEN
+// set, /metrics answers 401 without the bearer token, on the API's address
+// and on its own.
+func TestMetricsNamesNoTenant(t *testing.T) {
+	is := is.New(t)
+	fake := fakeopenai.New(t, fakeopenai.WithModels("acme-private-model"))
+	const token = "metrics-e2e-token-5e1f"
+	cfg := testConfig("")
+	cfg.OrgProviderAllowLoopbackPorts = []uint16{loopbackPort(t, fake.URL())}
+	cfg.MetricsToken = token
+	s := start(t, cfg)
+	ten := s.register("metrics-names@example.com")
+	schemaID := s.createSchema(ten.key, "Company", companySchema)
+	enrichWith := func(name string) {
+		t.Helper()
+		if st := s.call("POST", "/api/providers", ten.key, obj{"name": name, "base_url": fake.URL(),
+			"models": []obj{{"name": "acme-private-model"}}}, nil); st != 201 {
+			t.Fatalf("provider %s: %d", name, st)
+		}
+		var res struct {
+			Success bool `json:"success"`
+		}
+		st := s.call("POST", "/api/single/enrich/sync", ten.key, obj{"entity_data": obj{"name": "Acme"}, "schema_id": schemaID,
+			"models": []string{name + "::acme-private-model"}}, &res)
+		if st != 200 || !res.Success {
+			t.Fatalf("enrich with %s: %d %v", name, st, res.Success)
+		}
+	}
+	enrichWith("acme-secret-llm")
+
+	// The token gate.
+	st, body := scrapeWith(t, s.url+"/metrics", "")
+	is.Equal(st, 401)
+	is.True(!strings.Contains(body, "enrich_"))
+	st, _ = scrapeWith(t, s.url+"/metrics", "Bearer not-"+token)
+	is.Equal(st, 401)
+	st, body = scrapeWith(t, s.url+"/metrics", "Bearer "+token)
+	is.Equal(st, 200)
+	is.True(strings.Contains(body, `enrich_llm_call_duration_seconds_count{model="other",provider="org:openai_compatible"}`))
+	for _, name := range []string{"acme-secret-llm", "acme-private-model"} {
+		is.True(!strings.Contains(body, name)) // a tenant's name in /metrics
+	}
+	count := func(body string) int {
+		n := 0
+		for _, l := range strings.Split(body, "\n") {
+			if strings.HasPrefix(l, "enrich_llm_") {
+				n++
+			}
+		}
+		return n
+	}
+	before := count(body)
+
+	// More names, the same series.
+	for i := range 5 {
+		enrichWith(fmt.Sprintf("tenant-name-%d", i))
+	}
+	_, body = scrapeWith(t, s.url+"/metrics", "Bearer "+token)
+	is.Equal(count(body), before)
+	is.True(!strings.Contains(body, "tenant-name-"))
+
+	// On its own address, the same gate.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	is.NoErr(err)
+	addr := ln.Addr().String()
+	ln.Close()
+	cfg2 := testConfig("")
+	cfg2.MetricsAddr = addr
+	cfg2.MetricsToken = token
+	s2 := start(t, cfg2)
+	st, _ = scrapeWith(t, s2.url+"/metrics", "Bearer "+token) // the API answers once the metrics listen
+	is.Equal(st, 404)
+	st, _ = scrapeWith(t, "http://"+addr+"/metrics", "")
+	is.Equal(st, 401)
+	st, _ = scrapeWith(t, "http://"+addr+"/metrics", "Bearer "+token)
+	is.Equal(st, 200)
 }

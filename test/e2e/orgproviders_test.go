@@ -140,6 +140,25 @@ func testOrgProviders(t *testing.T, dsn string) {
 	is.Equal(call("POST", "/api/providers", home.key, obj{"name": "mine", "base_url": fake.URL()}, &e), 409)
 	is.Equal(e.Code, "provider_name_taken")
 
+	// Operators read the providers (SPEC.md's "provider info"): never the
+	// key, nor its last characters (only owners see those, as in
+	// /api/org-keys), and they change nothing.
+	op := s.newKey(home.key, "operator")
+	var seen orgProviderJSON
+	is.Equal(call("GET", "/api/providers/"+mine.ID, op, nil, &seen), 200)
+	is.Equal(seen.ID, mine.ID)
+	is.True(seen.HasAPIKey)
+	is.True(seen.KeySuffix == nil)
+	is.Equal(call("GET", "/api/providers", op, nil, &list), 200)
+	is.Equal(len(list), 1)
+	is.True(list[0].KeySuffix == nil)
+	is.Equal(call("GET", "/api/providers/"+mine.ID, home.key, nil, &seen), 200)
+	is.Equal(*seen.KeySuffix, "7777") // the owner's read
+	is.Equal(call("PATCH", "/api/providers/"+mine.ID, op, obj{"is_enabled": false}, nil), 403)
+	is.Equal(call("POST", "/api/providers/"+mine.ID+"/test-connection", op, nil, nil), 403)
+	is.Equal(call("DELETE", "/api/providers/"+mine.ID, op, nil, nil), 403)
+	is.Equal(call("POST", "/api/providers", op, obj{"name": "theirs", "base_url": fake.URL()}, nil), 403)
+
 	// Another organization sees none of it.
 	is.Equal(call("GET", "/api/providers/"+mine.ID, other.key, nil, nil), 404)
 	is.Equal(call("PATCH", "/api/providers/"+mine.ID, other.key, obj{"is_enabled": false}, nil), 404)

@@ -215,9 +215,9 @@ func testProviderKeys(t *testing.T, dsn string) {
 		is.Equal(*k.KeySuffix, "2222")
 		is.True(k.IsEnabled)
 		is.Equal(k.HealthCheckStatus, "unchecked")
-		// Delete is idempotent.
+		// Delete removes the key for good: a second delete finds nothing.
 		is.Equal(call("DELETE", "/api/org-keys/"+bad.ID, ten.key, nil, nil), 204)
-		is.Equal(call("DELETE", "/api/org-keys/"+bad.ID, ten.key, nil, nil), 204)
+		is.Equal(call("DELETE", "/api/org-keys/"+bad.ID, ten.key, nil, nil), 404)
 		is.Equal(len(listKeys(ten.key)), 1)
 		// The reference's provider_id: a provider's name is accepted; a
 		// numeric id is a 400 naming the field, never "unknown field".
@@ -234,7 +234,12 @@ func testProviderKeys(t *testing.T, dsn string) {
 		// Another organization cannot see or touch the key.
 		other, _ := newTenant("stranger")
 		is.Equal(call("POST", "/api/org-keys/"+good.ID+"/health-check", other.key, nil, nil), 404)
-		is.Equal(call("DELETE", "/api/org-keys/"+good.ID, other.key, nil, nil), 204)
+		// Deleting another organization's key answers 404, word for word as
+		// a key that never existed, and the key stays.
+		var foreign, never json.RawMessage
+		is.Equal(call("DELETE", "/api/org-keys/"+good.ID, other.key, nil, &foreign), 404)
+		is.Equal(call("DELETE", "/api/org-keys/"+"00000000-0000-0000-0000-000000000000", other.key, nil, &never), 404)
+		is.Equal(strings.Replace(string(foreign), good.ID, "ID", 1), strings.Replace(string(never), "00000000-0000-0000-0000-000000000000", "ID", 1))
 		is.Equal(len(listKeys(ten.key)), 1)
 	})
 

@@ -2183,7 +2183,7 @@ type ProviderResponse struct {
 	Id        string    `json:"id"`
 	IsEnabled bool      `json:"is_enabled"`
 
-	// KeySuffix The key's last 4 characters (null without a key, or for a key of 8 characters or fewer).
+	// KeySuffix The key's last 4 characters (null without a key, for a key of 8 characters or fewer, and for a caller who may not list provider keys: shown to owners only).
 	KeySuffix  *string         `json:"key_suffix"`
 	ModelCount int             `json:"model_count"`
 	Models     []ModelResponse `json:"models"`
