@@ -221,7 +221,7 @@ func TestUnclaimed(t *testing.T) {
 	is.NoErr(j.Pause(t0.Add(time.Hour), t0))
 	is.True(!j.Unclaimed(t0.Add(time.Hour))) // paused
 	is.NoErr(j.Continue(t0.Add(time.Second)))
-	is.True(!j.Unclaimed(t0.Add(time.Second)))  // not before the cutoff
+	is.True(!j.Unclaimed(t0.Add(time.Second)))    // not before the cutoff
 	is.True(j.Unclaimed(t0.Add(2 * time.Second))) // continued, and nobody claimed it
 	is.True(errors.Is(j.Requeue(t0.Add(time.Second), t0.Add(3*time.Second)), job.ErrTransition))
 	is.NoErr(j.Requeue(t0.Add(2*time.Second), t0.Add(3*time.Second)))
