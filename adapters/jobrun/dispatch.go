@@ -233,26 +233,25 @@ func (e *Engine) Dispatch(ctx context.Context, q ports.QueuedJob) (ports.Dispatc
 	return ports.Dispatch{Done: next.done}, nil
 }
 
-// afterRunHere settles the dispatch of a job that run r still runs here.
-// While r holds the job, the dispatch has nothing to do (settled). But a run
-// stays listed here for a moment after its end is stored: a run that paused
-// its job is still following its pause up when a continue, answered within
-// milliseconds, has already queued the job again, and that dispatch must
-// not be dropped, or the job stays running with nobody holding it. So when
-// the stored job shows that r no longer holds it, the dispatch waits for r
-// to finish (up to half a lease, else it snoozes) and then goes on (not
-// settled).
+// afterRunHere settles the dispatch of a job that run r still runs here:
+// r holds it, or r was fenced off and the job is left to the sweep, as
+// always. But a run stays listed here for a moment after its end is stored:
+// a run that paused its job is still following its pause up when a
+// continue, answered within milliseconds, has already queued the job again,
+// and that dispatch must not be dropped, or the job stays running with
+// nobody holding it. The stored job tells that case apart: r's own attempt,
+// and no owner (r's pause released the job; a fence would have moved the
+// attempt on). Then the dispatch waits for r to finish (up to half a lease,
+// else it snoozes) and goes on (not settled).
 func (e *Engine) afterRunHere(ctx context.Context, q ports.QueuedJob, r *run) (ports.Dispatch, bool) {
 	cur, err := e.Jobs.GetJob(ctx, q.OrgID, q.JobID)
 	switch {
-	case err != nil && errors.Is(err, ports.ErrNotFound):
+	case errors.Is(err, ports.ErrNotFound):
 		return ports.Dispatch{}, true
 	case err != nil:
 		return ports.Dispatch{Snooze: time.Second}, true // offered again: the job may need a holder
-	case cur.State.Terminal(), cur.Owner == e.Owner && cur.Holds(r.attempt):
-		return ports.Dispatch{}, true // ended, or r holds it: r ends or pauses it
-	case cur.Leased(e.Clock.Now()):
-		return ports.Dispatch{}, true // a holder elsewhere took it over: r is fenced off
+	case cur.State.Terminal() || cur.Attempt != r.attempt || cur.Owner != "":
+		return ports.Dispatch{}, true // r holds it, or it ended, or it is another holder's
 	}
 	t := time.NewTimer(e.LeaseTTL / 2)
 	defer t.Stop()
