@@ -400,7 +400,7 @@ func TestSweepRequeuesUnclaimed(t *testing.T) {
 			clock.shift(jobrun.DefaultLeaseTTL + time.Second)
 			is.NoErr(w.engine.Sweep(ctx))
 			is.NoErr(w.engine.Sweep(ctx)) // another replica's sweep right after
-			is.Equal(w.queued(j.ID), 1) // once: the first sweep marked it requeued
+			is.Equal(w.queued(j.ID), 1)   // once: the first sweep marked it requeued
 			got, ended := w.waitEnded(j.ID, time.Now().Add(5*time.Second))
 			if !ended {
 				t.Fatalf("the unclaimed job did not end: %+v", got)
