@@ -197,6 +197,11 @@ type JobStore interface {
 	// ListPauseLapsed returns up to limit paused jobs whose pause timed out
 	// before or at now (job.Job.PauseLapsed), oldest deadline first.
 	ListPauseLapsed(ctx context.Context, now time.Time, limit int) ([]*job.Job, error)
+	// ListUnclaimed returns up to limit running jobs that nobody holds (no
+	// owner, no lease) and that last changed before cutoff
+	// (job.Job.Unclaimed): continued jobs whose dispatch was lost. Oldest
+	// change first.
+	ListUnclaimed(ctx context.Context, cutoff time.Time, limit int) ([]*job.Job, error)
 	// CheckFences returns the jobs among fences whose current attempt is no
 	// longer the one given (or that ended). Inside a unit of work it locks
 	// the jobs it checks against a concurrent takeover until commit.

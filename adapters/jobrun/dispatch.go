@@ -11,7 +11,8 @@ import (
 )
 
 // Sweep queues every job whose holder's lease lapsed, so that some replica
-// takes it over.
+// takes it over, and every continued job that no worker claimed within
+// UnclaimedAfter; it ends pauses past their deadline.
 func (e *Engine) Sweep(ctx context.Context) error {
 	lapsed, err := e.Jobs.ListLapsed(ctx, e.Clock.Now(), 500)
 	if err != nil {
@@ -41,6 +42,9 @@ func (e *Engine) Sweep(ctx context.Context) error {
 	if len(stranded) > 0 {
 		e.Log.Info("jobs whose dispatcher died queued again", "jobs", len(stranded))
 	}
+	if err := e.sweepUnclaimed(ctx); err != nil {
+		return err
+	}
 	paused, err := e.Jobs.ListPauseLapsed(ctx, e.Clock.Now(), 500)
 	if err != nil {
 		e.Log.Warn("sweep for timed-out pauses", "err", err)
@@ -50,6 +54,41 @@ func (e *Engine) Sweep(ctx context.Context) error {
 		if err := e.timeOut(ctx, j.ID); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// sweepUnclaimed queues again the continued jobs that nobody claimed within
+// UnclaimedAfter: their dispatch was lost. Each is marked requeued in the
+// commit of its queue entry, so that of the replicas' sweeps one queues it,
+// once per UnclaimedAfter; a second entry is harmless (its dispatch finds
+// the job held and does nothing).
+func (e *Engine) sweepUnclaimed(ctx context.Context) error {
+	cutoff := e.Clock.Now().Add(-e.UnclaimedAfter)
+	unclaimed, err := e.Jobs.ListUnclaimed(ctx, cutoff, 500)
+	if err != nil {
+		e.Log.Warn("sweep for unclaimed jobs", "err", err)
+		return err
+	}
+	queued := 0
+	for _, j := range unclaimed {
+		err := e.UoW.InTx(ctx, func(ctx context.Context, r ports.Repos) error {
+			if _, err := r.Jobs.UpdateJob(ctx, j.ID, func(j *job.Job) error { return j.Requeue(cutoff, e.Clock.Now()) }); err != nil {
+				return err
+			}
+			return r.Queue.Enqueue(ctx, ports.QueuedJob{JobID: j.ID, OrgID: j.OrgID, Resume: true})
+		})
+		switch {
+		case err == nil:
+			queued++
+		case errors.Is(err, job.ErrTransition), errors.Is(err, ports.ErrNotFound):
+			// claimed, ended or queued by another sweep meanwhile
+		default:
+			return err
+		}
+	}
+	if queued > 0 {
+		e.Log.Warn("continued jobs nobody claimed queued again", "jobs", queued)
 	}
 	return nil
 }
@@ -122,10 +161,12 @@ func (e *Engine) Continue(ctx context.Context, id string, answers job.Answers) (
 // holder died. A job that a live holder has is left to it.
 func (e *Engine) Dispatch(ctx context.Context, q ports.QueuedJob) (ports.Dispatch, error) {
 	e.mu.Lock()
-	_, here := e.running[q.JobID]
+	prev := e.running[q.JobID]
 	e.mu.Unlock()
-	if here {
-		return ports.Dispatch{}, nil
+	if prev != nil {
+		if d, settled := e.afterRunHere(ctx, q, prev); settled {
+			return d, nil
+		}
 	}
 	if !e.reserveForDispatch(ctx, q.OrgID) {
 		return ports.Dispatch{Snooze: time.Second}, nil // no capacity here: stays pending
@@ -188,8 +229,39 @@ func (e *Engine) Dispatch(ctx context.Context, q ports.QueuedJob) (ports.Dispatc
 		e.release(q.OrgID)
 		return ports.Dispatch{}, err
 	}
-	r := e.launch(j, evs, nil, rowStored)
-	return ports.Dispatch{Done: r.done}, nil
+	next := e.launch(j, evs, nil, rowStored)
+	return ports.Dispatch{Done: next.done}, nil
+}
+
+// afterRunHere settles the dispatch of a job that run r still runs here:
+// r holds it, or r was fenced off and the job is left to the sweep, as
+// always. But a run stays listed here for a moment after its end is stored:
+// a run that paused its job is still following its pause up when a
+// continue, answered within milliseconds, has already queued the job again,
+// and that dispatch must not be dropped, or the job stays running with
+// nobody holding it. The stored job tells that case apart: r's own attempt,
+// and no owner (r's pause released the job; a fence would have moved the
+// attempt on). Then the dispatch waits for r to finish (up to half a lease,
+// else it snoozes) and goes on (not settled).
+func (e *Engine) afterRunHere(ctx context.Context, q ports.QueuedJob, r *run) (ports.Dispatch, bool) {
+	cur, err := e.Jobs.GetJob(ctx, q.OrgID, q.JobID)
+	switch {
+	case errors.Is(err, ports.ErrNotFound):
+		return ports.Dispatch{}, true
+	case err != nil:
+		return ports.Dispatch{Snooze: time.Second}, true // offered again: the job may need a holder
+	case cur.State.Terminal() || cur.Attempt != r.attempt || cur.Owner != "":
+		return ports.Dispatch{}, true // r holds it, or it ended, or it is another holder's
+	}
+	t := time.NewTimer(e.LeaseTTL / 2)
+	defer t.Stop()
+	select {
+	case <-r.done:
+		return ports.Dispatch{}, false
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return ports.Dispatch{Snooze: time.Second}, true
 }
 
 // reserveForDispatch takes a worker slot for a queued job of org. The queue

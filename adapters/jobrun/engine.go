@@ -65,6 +65,11 @@ type Config struct {
 	// RunIdle is how long a run's goroutine waits for the next run before
 	// it exits (default 10 s).
 	RunIdle time.Duration
+	// UnclaimedAfter is how long a continued job may stay running with no
+	// holder before the sweep queues it again (default LeaseTTL): a
+	// continue's dispatch claims it within milliseconds when a worker is
+	// free, so one that waited a lease lost its dispatch.
+	UnclaimedAfter time.Duration
 }
 
 // Runners is the table from job type to the Runner of its jobs. A job of a
@@ -186,6 +191,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.SweepEvery = cmp.Or(e.SweepEvery, DefaultSweepEvery)
 	e.SlotWait = cmp.Or(e.SlotWait, DefaultSlotWait)
 	e.DeferCreate = cmp.Or(e.DeferCreate, DefaultDeferCreate)
+	e.UnclaimedAfter = cmp.Or(e.UnclaimedAfter, e.LeaseTTL)
 	e.mu.Lock()
 	e.running, e.perOrg, e.freed, e.idle = map[string]*run{}, map[string]int{}, make(chan struct{}), make(chan func())
 	e.base, e.stopAll = context.WithCancel(context.WithoutCancel(ctx))
@@ -241,7 +247,9 @@ func (e *Engine) launch(j *job.Job, prior []job.Event, prepared any, row rowStar
 		defer close(r.done)
 		defer func() {
 			e.mu.Lock()
-			delete(e.running, j.ID)
+			if e.running[j.ID] == r { // never a later run of the job's
+				delete(e.running, j.ID)
+			}
 			e.mu.Unlock()
 			e.release(j.OrgID)
 			cancel(nil)
@@ -345,9 +353,13 @@ func (e *Engine) renew() {
 			return
 		case <-t.C:
 		}
-		ids := e.held()
-		if len(ids) == 0 {
+		runs := e.held()
+		if len(runs) == 0 {
 			continue
+		}
+		ids := make([]string, 0, len(runs))
+		for id := range runs {
+			ids = append(ids, id)
 		}
 		ctx, cancel := context.WithTimeout(e.base, e.LeaseTTL/3)
 		lost, err := e.Jobs.RenewLeases(ctx, e.Owner, ids, e.Clock.Now().Add(e.LeaseTTL))
@@ -356,21 +368,24 @@ func (e *Engine) renew() {
 			e.Log.Warn("job leases not renewed", "jobs", len(ids), "err", err)
 			continue
 		}
+		// Only the runs listed are stopped: a run that ended meanwhile
+		// (its job paused, then continued) may have been followed here by
+		// the job's next run, which holds the job.
 		for _, id := range lost {
-			e.Lost(id)
+			runs[id].cancel(ports.ErrJobLost)
 		}
 	}
 }
 
-// held lists the jobs running here whose rows are stored: those whose
+// held lists the runs here whose rows are stored, by job id: those whose
 // leases are to renew.
-func (e *Engine) held() []string {
+func (e *Engine) held() map[string]*run {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	out := make([]string, 0, len(e.running))
+	out := make(map[string]*run, len(e.running))
 	for id, r := range e.running {
 		if r.isStored() {
-			out = append(out, id)
+			out[id] = r
 		}
 	}
 	return out

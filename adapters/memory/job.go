@@ -132,6 +132,26 @@ func (s *JobStore) ListPauseLapsed(_ context.Context, now time.Time, limit int) 
 	return out, nil
 }
 
+// ListUnclaimed returns running jobs nobody holds that last changed before
+// cutoff.
+func (s *JobStore) ListUnclaimed(_ context.Context, cutoff time.Time, limit int) ([]*job.Job, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []*job.Job
+	for _, j := range s.jobs {
+		if j.Unclaimed(cutoff) {
+			out = append(out, cloneJob(j))
+		}
+	}
+	sort.Slice(out, func(i, k int) bool {
+		return oldestFirst(out[i].UpdatedAt, out[i].ID, out[k].UpdatedAt, out[k].ID)
+	})
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
 // CheckFences returns the jobs whose attempt moved on or that ended.
 func (s *JobStore) CheckFences(_ context.Context, fences []ports.Fence) ([]string, error) {
 	s.mu.RLock()

@@ -207,6 +207,30 @@ func (s *JobStore) ListPauseLapsed(ctx context.Context, now time.Time, limit int
 	return out, nil
 }
 
+// ListUnclaimed returns running jobs nobody holds that last changed before
+// cutoff (the SQL form of job.Job.Unclaimed), oldest change first
+// (jobs_unclaimed_idx, a partial index of the few running jobs without an
+// owner).
+func (s *JobStore) ListUnclaimed(ctx context.Context, cutoff time.Time, limit int) ([]*job.Job, error) {
+	var rows []jobRow
+	q := s.db.NewSelect().Model(&rows).
+		Where("state = ?", string(job.Running)).
+		Where("owner = ''").
+		Where("updated_at < ?", utc(cutoff)).
+		Order("updated_at ASC", "id ASC")
+	if limit > 0 {
+		q = q.Limit(int64(limit))
+	}
+	if err := q.Scan(ctx); err != nil {
+		return nil, fail(err, "list unclaimed jobs")
+	}
+	out := make([]*job.Job, len(rows))
+	for i := range rows {
+		out[i] = rows[i].job()
+	}
+	return out, nil
+}
+
 // CheckFences returns the jobs whose attempt moved on or that ended. It takes
 // FOR SHARE locks, so inside a transaction a takeover (which updates the
 // row) waits for the caller's commit.

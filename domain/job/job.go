@@ -285,6 +285,26 @@ func (j *Job) Exhausted(max int, now time.Time) bool {
 	return !j.State.Terminal() && !j.Leased(now) && j.Attempt-j.Continues >= max
 }
 
+// Unclaimed reports whether the job is running with nobody holding it, and
+// has been since before cutoff: it was continued (a continue leaves it
+// running and unheld for the next worker to claim) and no worker claimed it.
+// A hand-off takes a dispatch, milliseconds; a job unclaimed for longer lost
+// its dispatch and must be queued again.
+func (j *Job) Unclaimed(cutoff time.Time) bool {
+	return j.State == Running && j.Owner == "" && j.UpdatedAt.Before(cutoff)
+}
+
+// Requeue marks an unclaimed job (Unclaimed at cutoff) as queued again at
+// now, so that other sweeps leave it alone for another grace period; any
+// other job is ErrTransition.
+func (j *Job) Requeue(cutoff, now time.Time) error {
+	if !j.Unclaimed(cutoff) {
+		return fmt.Errorf("%w: the job is %s (owner %q), not an unclaimed running job", ErrTransition, j.State, j.Owner)
+	}
+	j.UpdatedAt = now
+	return nil
+}
+
 // Fence ends every worker's claim: the token moves on and the lease is
 // cleared. A canceller calls it so that the running worker's later writes
 // are refused.

@@ -208,3 +208,26 @@ func TestStorableMessages(t *testing.T) {
 		})
 	}
 }
+
+// TestUnclaimed: a running job nobody holds, unchanged since before the
+// cutoff, is unclaimed; Requeue moves its change to now (so other sweeps
+// leave it for another grace) and refuses any other job.
+func TestUnclaimed(t *testing.T) {
+	is := is.New(t)
+	t0 := time.Unix(1000, 0)
+	j := &job.Job{State: job.Pending}
+	is.NoErr(j.Claim("a", t0, time.Minute))
+	is.True(!j.Unclaimed(t0.Add(time.Hour))) // held
+	is.NoErr(j.Pause(t0.Add(time.Hour), t0))
+	is.True(!j.Unclaimed(t0.Add(time.Hour))) // paused
+	is.NoErr(j.Continue(t0.Add(time.Second)))
+	is.True(!j.Unclaimed(t0.Add(time.Second)))    // not before the cutoff
+	is.True(j.Unclaimed(t0.Add(2 * time.Second))) // continued, and nobody claimed it
+	is.True(errors.Is(j.Requeue(t0.Add(time.Second), t0.Add(3*time.Second)), job.ErrTransition))
+	is.NoErr(j.Requeue(t0.Add(2*time.Second), t0.Add(3*time.Second)))
+	is.True(j.UpdatedAt.Equal(t0.Add(3 * time.Second)))
+	is.True(!j.Unclaimed(t0.Add(2 * time.Second)))
+	is.NoErr(j.Claim("b", t0.Add(4*time.Second), time.Minute))
+	is.True(!j.Unclaimed(t0.Add(time.Hour)))
+	is.True(errors.Is(j.Requeue(t0.Add(time.Hour), t0.Add(time.Hour)), job.ErrTransition))
+}

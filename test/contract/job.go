@@ -312,6 +312,56 @@ func RunJobStore(t *testing.T, newStore func(t *testing.T) ports.JobStore) {
 			is.NoErr(err)
 			is.Equal(again.Continues, 1)
 		}},
+		{"unclaimed running jobs are listed past the cutoff, oldest first; held, paused, pending and ended jobs are not", func(t *testing.T, s ports.JobStore) {
+			is := is.New(t)
+			org := newID("org")
+			old, older, recent, held, paused, pending, ended := newJob(org, job.Pending, 0), newJob(org, job.Pending, 0),
+				newJob(org, job.Pending, 0), newJob(org, job.Pending, 0), newJob(org, job.Pending, 0), newJob(org, job.Pending, 0),
+				newJob(org, job.Pending, 0)
+			for _, j := range []*job.Job{old, older, recent, held, paused, ended} {
+				is.NoErr(j.Claim("a", at(0), time.Second))
+			}
+			// Paused, then continued: running with nobody holding it.
+			for i, j := range []*job.Job{old, older, recent} {
+				is.NoErr(j.Pause(at(100), at(1)))
+				is.NoErr(j.Continue(at([]int{20, 10, 40}[i])))
+			}
+			is.NoErr(paused.Pause(at(100), at(1)))
+			is.NoErr(ended.Pause(at(100), at(1)))
+			is.NoErr(ended.Continue(at(2)))
+			is.NoErr(ended.Cancel("gone", at(3)))
+			for _, j := range []*job.Job{old, older, recent, held, paused, pending, ended} {
+				is.NoErr(s.CreateJob(ctx, j))
+			}
+			mine := func(got []*job.Job) []string {
+				var ids []string
+				for _, j := range got {
+					if j.OrgID == org {
+						ids = append(ids, j.ID)
+					}
+				}
+				return ids
+			}
+			got, err := s.ListUnclaimed(ctx, at(30), 0)
+			is.NoErr(err)
+			is.Equal(mine(got), []string{older.ID, old.ID})
+			is.Equal(got[0].Owner, "")
+			is.True(got[0].LeaseUntil.IsZero())
+			one, err := s.ListUnclaimed(ctx, at(30), 1)
+			is.NoErr(err)
+			is.Equal(len(one), 1)
+			// Requeued (touched), a job waits another grace; claimed, it is held.
+			_, err = s.UpdateJob(ctx, older.ID, func(j *job.Job) error { return j.Requeue(at(30), at(31)) })
+			is.NoErr(err)
+			_, err = s.UpdateJob(ctx, old.ID, func(j *job.Job) error { return j.Claim("b", at(31), time.Second) })
+			is.NoErr(err)
+			got, err = s.ListUnclaimed(ctx, at(30), 0)
+			is.NoErr(err)
+			is.Equal(len(mine(got)), 0)
+			got, err = s.ListUnclaimed(ctx, at(50), 0)
+			is.NoErr(err)
+			is.Equal(mine(got), []string{older.ID, recent.ID}) // requeued at 31, continued at 40
+		}},
 		{"a live lease refuses a claim; a lapsed one is taken over", func(t *testing.T, s ports.JobStore) {
 			is := is.New(t)
 			j := newJob(newID("org"), job.Pending, 0)
