@@ -9,6 +9,8 @@ import (
 	"github.com/entityenrich/enrich/adapters/httpapi"
 	"github.com/entityenrich/enrich/adapters/jobrun"
 	"github.com/entityenrich/enrich/app"
+	"github.com/entityenrich/enrich/domain/enrichment"
+	"github.com/entityenrich/enrich/domain/quota"
 )
 
 // TestDefaultsDeclaredOnce: a server started from an empty environment and
@@ -42,6 +44,10 @@ func TestDefaultsDeclaredOnce(t *testing.T) {
 		{"MaxBodyBytes", env.MaxBodyBytes, zero.MaxBodyBytes, int64(httpapi.DefaultMaxBodyBytes)},
 		{"SSEHeartbeat", env.SSEHeartbeat, zero.SSEHeartbeat, httpapi.DefaultSSEHeartbeat},
 		{"Caches", env.Caches, zero.Caches, DefaultCaches()},
+		{"MaxExpertiseDomains", env.MaxExpertiseDomains, zero.MaxExpertiseDomains, enrichment.DefaultMaxDomains},
+		{"MaxCallsPerJob", env.MaxCallsPerJob, zero.MaxCallsPerJob, app.DefaultMaxCallsPerJob},
+		{"QuotaCallsPerDay", *env.QuotaCallsPerDay, *zero.QuotaCallsPerDay, int64(quota.DefaultCallsPerDay)},
+		{"QuotaTokensPerDay", *env.QuotaTokensPerDay, *zero.QuotaTokensPerDay, int64(quota.DefaultTokensPerDay)},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			is := is.New(t)

@@ -60,6 +60,10 @@ type Enricher struct {
 	// DefaultBatchMaxEntities); BatchConcurrency the entities of one batch
 	// enriched at once (default DefaultBatchConcurrency).
 	BatchMaxEntities, BatchConcurrency int
+	// MaxDomains bounds the expertise domains one model's run calls:
+	// past it they are grouped (enrichment.Group; default
+	// enrichment.DefaultMaxDomains).
+	MaxDomains int
 }
 
 // EnrichConfig tunes the Enricher.
@@ -69,6 +73,8 @@ type EnrichConfig struct {
 	MaxAttempts int
 	// BatchMaxEntities and BatchConcurrency: see the Enricher's fields.
 	BatchMaxEntities, BatchConcurrency int
+	// MaxDomains: see the Enricher's field (0: the default).
+	MaxDomains int
 }
 
 // EnrichMemos keep what preparing a run derives from a schema's contract
@@ -85,7 +91,7 @@ func NewEnricher(schemas ports.SchemaStore, cache ports.SchemaCache, compiler po
 	cfg EnrichConfig) *Enricher {
 	return &Enricher{Schemas: schemas, SchemaCache: cache, Compiler: compiler, Contracts: memos.Contracts, Shapes: memos.Shapes,
 		Requests: requests, Models: models, Calls: calls, Fuser: fuser, Clock: clock, Log: log, MaxAttempts: cfg.MaxAttempts,
-		BatchMaxEntities: cfg.BatchMaxEntities, BatchConcurrency: cfg.BatchConcurrency}
+		BatchMaxEntities: cfg.BatchMaxEntities, BatchConcurrency: cfg.BatchConcurrency, MaxDomains: cfg.MaxDomains}
 }
 
 // MaxModels bounds the models of one request.
@@ -318,6 +324,9 @@ func (s *Enricher) prepareFor(ctx context.Context, orgID string, req EnrichReque
 		return nil, shapeErr
 	}
 	pl.doc, pl.whole, pl.choice, pl.calls = sh.doc, sh.whole, sh.choice, sh.calls
+	if err := s.checkPlannedCalls(pl); err != nil {
+		return nil, err
+	}
 	// Last, because a pick records a use: a request refused above must not
 	// move the rotation.
 	called := models
