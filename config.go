@@ -308,6 +308,19 @@ func (c Config) withDefaults() (Config, []string, error) {
 	if c.BatchMaxEntities <= 0 {
 		c.BatchMaxEntities = app.DefaultBatchMaxEntities
 	}
+	if err := c.limitDefaults(); err != nil {
+		return c, nil, err
+	}
+	if c.Addr == "" {
+		c.Addr = ":8080"
+	}
+	c.Caches = c.Caches.withDefaults()
+	return c, warn, nil
+}
+
+// limitDefaults fills the limits on a job's calls and the operator's
+// quotas (docs/security.md).
+func (c *Config) limitDefaults() error {
 	if c.MaxExpertiseDomains <= 0 {
 		c.MaxExpertiseDomains = enrichment.DefaultMaxDomains
 	}
@@ -317,13 +330,9 @@ func (c Config) withDefaults() (Config, []string, error) {
 	c.QuotaCallsPerDay = orDefault(c.QuotaCallsPerDay, quota.DefaultCallsPerDay)
 	c.QuotaTokensPerDay = orDefault(c.QuotaTokensPerDay, quota.DefaultTokensPerDay)
 	if *c.QuotaCallsPerDay < 0 || *c.QuotaTokensPerDay < 0 {
-		return c, nil, errors.New("config: ENRICH_QUOTA_CALLS_PER_DAY and ENRICH_QUOTA_TOKENS_PER_DAY must be 0 (no limit) or more")
+		return errors.New("config: ENRICH_QUOTA_CALLS_PER_DAY and ENRICH_QUOTA_TOKENS_PER_DAY must be 0 (no limit) or more")
 	}
-	if c.Addr == "" {
-		c.Addr = ":8080"
-	}
-	c.Caches = c.Caches.withDefaults()
-	return c, warn, nil
+	return nil
 }
 
 // orDefault is v, or a new def when v is unset (nil).
