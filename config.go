@@ -17,6 +17,7 @@ import (
 	"github.com/entityenrich/enrich/adapters/llm"
 	"github.com/entityenrich/enrich/app"
 	"github.com/entityenrich/enrich/domain/enrichment"
+	"github.com/entityenrich/enrich/domain/quota"
 	"github.com/entityenrich/enrich/domain/schema"
 )
 
@@ -142,6 +143,23 @@ type Config struct {
 	// server on this machine only. Empty (the default): none.
 	OrgProviderAllowLoopbackPorts []uint16 `env:"ENRICH_ORG_PROVIDER_ALLOW_LOOPBACK_PORTS" envSeparator:","`
 
+	// MaxExpertiseDomains bounds the expertise domains one model's run of
+	// a job calls: past it the domains are grouped (default
+	// enrichment.DefaultMaxDomains, 16).
+	MaxExpertiseDomains int `env:"ENRICH_MAX_EXPERTISE_DOMAINS"`
+	// MaxCallsPerJob bounds the LLM calls of one job, and of each entity
+	// of a batch: a request that plans more is refused (400
+	// too_many_calls), and a running job's call past it is not made
+	// (default app.DefaultMaxCallsPerJob, 256).
+	MaxCallsPerJob int `env:"ENRICH_MAX_CALLS_PER_JOB"`
+	// QuotaCallsPerDay and QuotaTokensPerDay bound each organization's
+	// calls and tokens per UTC day through the operator's provider keys
+	// (global keys and the environment's; never the organization's own):
+	// past one, 429 with Retry-After (defaults quota.DefaultCallsPerDay
+	// and quota.DefaultTokensPerDay; 0 is no limit; nil takes the default).
+	QuotaCallsPerDay  *int64 `env:"ENRICH_QUOTA_CALLS_PER_DAY"`
+	QuotaTokensPerDay *int64 `env:"ENRICH_QUOTA_TOKENS_PER_DAY"`
+
 	// SchemaRestoreWindow is how long a deleted schema can be restored
 	// (0: schema.RestoreWindow, 30 s). Embedders and tests may shorten it.
 	SchemaRestoreWindow time.Duration `env:"-"`
@@ -176,6 +194,10 @@ type CacheLimits struct {
 	// Clients bounds the provider clients kept, one per model and
 	// credential version (adapters/llm).
 	Clients int
+	// QuotaCounts bounds the organizations whose spend through the
+	// operator's keys is kept (each read is reused for a second:
+	// app.DefaultQuotaFreshness).
+	QuotaCounts int
 }
 
 // DefaultCaches returns the caches' default bounds: the one place where
@@ -183,7 +205,7 @@ type CacheLimits struct {
 func DefaultCaches() CacheLimits {
 	return CacheLimits{SchemaBytes: 64 << 20, AuthEntries: 100_000, Validators: 1024, Shapes: 1024,
 		KeyCandidatesTTL: 500 * time.Millisecond, KeyCandidateGroups: 10_000,
-		Clients: 4096}
+		Clients: 4096, QuotaCounts: 10_000}
 }
 
 // withDefaults fills the zero fields from DefaultCaches.
@@ -200,6 +222,7 @@ func (l CacheLimits) withDefaults() CacheLimits {
 	fill(&l.Shapes, d.Shapes)
 	fill(&l.KeyCandidateGroups, d.KeyCandidateGroups)
 	fill(&l.Clients, d.Clients)
+	fill(&l.QuotaCounts, d.QuotaCounts)
 	if l.KeyCandidatesTTL <= 0 {
 		l.KeyCandidatesTTL = d.KeyCandidatesTTL
 	}
@@ -305,6 +328,9 @@ func (c Config) withDefaults() (Config, []string, error) {
 	if c.MetricsToken == "" && c.MetricsAddr == "" && c.Production() {
 		warn = append(warn, "ENRICH_METRICS_TOKEN is not set: GET /metrics on the API's address needs no credential (set it, or serve the metrics on ENRICH_METRICS_ADDR)")
 	}
+	if err := c.limitDefaults(); err != nil {
+		return c, nil, err
+	}
 	if c.Addr == "" {
 		c.Addr = ":8080"
 	}
@@ -320,6 +346,35 @@ func (c Config) schemaLimits() schema.Limits {
 	return schema.Limits{MaxDepth: c.SchemaMaxDepth, MaxProperties: c.SchemaMaxProperties, MaxSubschemas: c.SchemaMaxSubschemas,
 		MaxBytes: c.SchemaMaxBytes}
 }
+
+// limitDefaults fills the limits on a job's calls and the operator's
+// quotas (docs/security.md).
+func (c *Config) limitDefaults() error {
+	if c.MaxExpertiseDomains <= 0 {
+		c.MaxExpertiseDomains = enrichment.DefaultMaxDomains
+	}
+	if c.MaxCallsPerJob <= 0 {
+		c.MaxCallsPerJob = app.DefaultMaxCallsPerJob
+	}
+	c.QuotaCallsPerDay = orDefault(c.QuotaCallsPerDay, quota.DefaultCallsPerDay)
+	c.QuotaTokensPerDay = orDefault(c.QuotaTokensPerDay, quota.DefaultTokensPerDay)
+	if *c.QuotaCallsPerDay < 0 || *c.QuotaTokensPerDay < 0 {
+		return errors.New("config: ENRICH_QUOTA_CALLS_PER_DAY and ENRICH_QUOTA_TOKENS_PER_DAY must be 0 (no limit) or more")
+	}
+	return nil
+}
+
+// orDefault is v, or a new def when v is unset (nil).
+func orDefault(v *int64, def int64) *int64 {
+	if v != nil {
+		return v
+	}
+	return &def
+}
+
+// Quota returns n as a quota setting (0: no limit), for a Config's
+// QuotaCallsPerDay and QuotaTokensPerDay.
+func Quota(n int64) *int64 { return &n }
 
 func (c Config) logger() *slog.Logger {
 	if c.Logger != nil {

@@ -9,6 +9,8 @@ import (
 	"github.com/entityenrich/enrich/adapters/httpapi"
 	"github.com/entityenrich/enrich/adapters/jobrun"
 	"github.com/entityenrich/enrich/app"
+	"github.com/entityenrich/enrich/domain/enrichment"
+	"github.com/entityenrich/enrich/domain/quota"
 	"github.com/entityenrich/enrich/domain/schema"
 )
 
@@ -48,6 +50,10 @@ func TestDefaultsDeclaredOnce(t *testing.T) {
 		{"SchemaMaxSubschemas", env.SchemaMaxSubschemas, zero.SchemaMaxSubschemas, schema.DefaultMaxSubschemas},
 		{"SchemaMaxBytes", env.SchemaMaxBytes, zero.SchemaMaxBytes, schema.DefaultMaxBytes},
 		{"MetricsToken", env.MetricsToken, zero.MetricsToken, ""},
+		{"MaxExpertiseDomains", env.MaxExpertiseDomains, zero.MaxExpertiseDomains, enrichment.DefaultMaxDomains},
+		{"MaxCallsPerJob", env.MaxCallsPerJob, zero.MaxCallsPerJob, app.DefaultMaxCallsPerJob},
+		{"QuotaCallsPerDay", *env.QuotaCallsPerDay, *zero.QuotaCallsPerDay, int64(quota.DefaultCallsPerDay)},
+		{"QuotaTokensPerDay", *env.QuotaTokensPerDay, *zero.QuotaTokensPerDay, int64(quota.DefaultTokensPerDay)},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			is := is.New(t)

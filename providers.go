@@ -26,6 +26,7 @@ import (
 	"github.com/entityenrich/enrich/adapters/urlfetch"
 	"github.com/entityenrich/enrich/app"
 	"github.com/entityenrich/enrich/domain/job"
+	"github.com/entityenrich/enrich/domain/quota"
 	"github.com/entityenrich/enrich/ports"
 )
 
@@ -69,6 +70,8 @@ var coreSet = wire.NewSet(
 	provideAccessConfig,
 	provideSchemaConfig,
 	provideEnrichConfig,
+	provideCallsConfig,
+	provideSpendGuard,
 	// The job runtime and the Runners of its jobs (which submit nothing).
 	app.NewModelService,
 	app.NewCalls,
@@ -214,7 +217,27 @@ func provideSchemaConfig(cfg Config) app.SchemaConfig {
 }
 
 func provideEnrichConfig(cfg Config) app.EnrichConfig {
-	return app.EnrichConfig{MaxAttempts: cfg.LLMAttempts, BatchMaxEntities: cfg.BatchMaxEntities, BatchConcurrency: cfg.BatchConcurrency}
+	return app.EnrichConfig{MaxAttempts: cfg.LLMAttempts, BatchMaxEntities: cfg.BatchMaxEntities, BatchConcurrency: cfg.BatchConcurrency,
+		MaxDomains: cfg.MaxExpertiseDomains}
+}
+
+func provideCallsConfig(cfg Config) app.CallsConfig {
+	return app.CallsConfig{MaxPerJob: cfg.MaxCallsPerJob}
+}
+
+// provideSpendGuard is the guard of every spend: the operator's quotas
+// per organization, read from the usage ledger (each organization's count
+// reused for a second). Billing's plan limits join it as another check.
+func provideSpendGuard(cfg Config, st *Stores, clock ports.Clock) *app.SpendGuard {
+	limits := quota.Limits{}
+	if cfg.QuotaCallsPerDay != nil {
+		limits.CallsPerDay = *cfg.QuotaCallsPerDay
+	}
+	if cfg.QuotaTokensPerDay != nil {
+		limits.TokensPerDay = *cfg.QuotaTokensPerDay
+	}
+	spent := cache.NewMemo[app.SpentKey, quota.Spent](cfg.Caches.QuotaCounts)
+	return app.NewSpendGuard(app.NewOperatorQuota(app.QuotaConfig{Limits: limits}, st.Usage, clock, spent))
 }
 
 // provideSchemaCache is the one schema cache of the process: job starts

@@ -34,6 +34,8 @@ type AnalysisService struct {
 	// Keys chooses the provider key; nil runs on the providers' own
 	// configuration.
 	Keys *KeyRing
+	// Guard is asked before each call (nil: everything is allowed).
+	Guard *SpendGuard
 	// Orgs keeps the organizations' pinned default models (nil: none).
 	Orgs  ports.OrgStore
 	Clock ports.Clock
@@ -57,10 +59,10 @@ type AnalysisService struct {
 // NewAnalysisService returns the schema analyses. uow, keys, orgs and cache
 // may be nil (see the fields).
 func NewAnalysisService(schemas ports.SchemaStore, records ports.RecordStore, uow ports.UnitOfWork, llm ports.LLM,
-	catalog ports.ModelCatalog, compiler ports.SchemaCompiler, keys *KeyRing, orgs ports.OrgStore, cache ports.SchemaCache,
+	catalog ports.ModelCatalog, compiler ports.SchemaCompiler, keys *KeyRing, guard *SpendGuard, orgs ports.OrgStore, cache ports.SchemaCache,
 	clock ports.Clock, ids ports.IDs, log *slog.Logger) *AnalysisService {
 	return &AnalysisService{Schemas: schemas, Records: records, UoW: uow, LLM: llm, Catalog: catalog, Compiler: compiler, Keys: keys,
-		Orgs: orgs, SchemaCache: cache, Clock: clock, IDs: ids, Log: log}
+		Guard: guard, Orgs: orgs, SchemaCache: cache, Clock: clock, IDs: ids, Log: log}
 }
 
 // DefaultAnalysisAttempts is how many times an analysis asks the model
@@ -311,6 +313,10 @@ func (s *AnalysisService) ask(ctx context.Context, orgID string, m model.Info, m
 	var calls []usage.Entry
 	var lastErr error
 	for attempt := 1; attempt <= max; attempt++ {
+		// Each call is guarded as a job's are (the operator's quotas).
+		if err := s.Guard.Check(ctx, SpendOf(orgID, cred)); err != nil {
+			return ambiguity.Answer{}, calls, err
+		}
 		t0 := time.Now()
 		resp, err := s.LLM.Generate(ctx, ports.LLMRequest{Model: m.Key, Messages: msgs, Schema: schemaDoc, SchemaName: "ambiguity_report",
 			ResponseSchema: true, Credential: cred, Task: ports.TaskAmbiguity})

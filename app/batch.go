@@ -458,6 +458,7 @@ func (s *Enricher) batch(ctx context.Context, w *ports.Work, bp *batchPlan) port
 // short (the batch reports it skipped).
 func (s *Enricher) batchEntity(ctx context.Context, w *ports.Work, bp *batchPlan, i int, prior []job.Event) *entityReport {
 	t0 := time.Now()
+	ctx = s.Calls.withBudget(ctx) // the call cap is per entity
 	pl := bp.pl
 	fields := bp.fields[i]
 	label := entityLabel(fields, i)

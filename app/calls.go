@@ -26,22 +26,36 @@ type Calls struct {
 	Clock ports.Clock
 	IDs   ports.IDs
 	Log   *slog.Logger
+	// Guard is asked before a run starts and before each call (nil:
+	// everything is allowed): the operator's quotas, later billing.
+	Guard *SpendGuard
+	// MaxPerJob bounds the calls of one job, or of one entity of a batch
+	// (default DefaultMaxCallsPerJob; app/budget.go).
+	MaxPerJob int
+}
+
+// CallsConfig tunes Calls.
+type CallsConfig struct {
+	// MaxPerJob: see Calls (0: the default).
+	MaxPerJob int
 }
 
 // NewCalls makes calls through llm with the keys of keys (nil: the
-// providers' own configuration).
-func NewCalls(llm ports.LLM, keys *KeyRing, clock ports.Clock, ids ports.IDs, log *slog.Logger) *Calls {
-	return &Calls{LLM: llm, Keys: keys, Clock: clock, IDs: ids, Log: log}
+// providers' own configuration), guarded by guard (nil: no guard).
+func NewCalls(llm ports.LLM, keys *KeyRing, guard *SpendGuard, clock ports.Clock, ids ports.IDs, log *slog.Logger, cfg CallsConfig) *Calls {
+	return &Calls{LLM: llm, Keys: keys, Guard: guard, Clock: clock, IDs: ids, Log: log, MaxPerJob: cfg.MaxPerJob}
 }
 
 // pickKeys chooses the key of every provider the run calls, so that a run
 // with no usable key is refused before it starts; the run then sticks to
-// these keys while they work.
+// these keys while they work. The guard then decides whether the run may
+// spend through them (a quota used up refuses it: 429).
 func (s *Calls) pickKeys(ctx context.Context, orgID string, models []model.Info) (map[string]*runKey, error) {
 	if s.Keys == nil {
-		return nil, nil
+		return nil, s.Guard.Check(ctx, Spend{OrgID: orgID})
 	}
 	keys := map[string]*runKey{}
+	spend := Spend{OrgID: orgID}
 	for _, m := range models {
 		p := m.Key.Provider
 		if _, done := keys[p]; done {
@@ -52,8 +66,21 @@ func (s *Calls) pickKeys(ctx context.Context, orgID string, models []model.Info)
 			return nil, err
 		}
 		keys[p] = &runKey{orgID: orgID, provider: p, cred: c}
+		spend.Operator = spend.Operator || SpendOf(orgID, c).Operator
+	}
+	if err := s.Guard.Check(ctx, spend); err != nil {
+		return nil, err
 	}
 	return keys, nil
+}
+
+// allow decides, before it is made, whether a call with credential cred
+// may go: within the run's call budget, and allowed by the guard.
+func (s *Calls) allow(ctx context.Context, orgID string, cred *ports.Credential) error {
+	if err := takeCall(ctx); err != nil {
+		return err
+	}
+	return s.Guard.Check(ctx, SpendOf(orgID, cred))
 }
 
 // generate makes one call with the run's key for the provider. When the
@@ -67,6 +94,9 @@ func (s *Calls) generate(ctx context.Context, pl *plan, m model.Info, req ports.
 	for switches := 0; ; switches++ {
 		cred := rk.current()
 		req.Credential = cred
+		if err := s.allow(ctx, pl.usage.orgID, cred); err != nil {
+			return ports.LLMResponse{}, err // never made: nothing to record
+		}
 		t0 := time.Now()
 		resp, err := s.LLM.Generate(ctx, req)
 		s.recordCall(pl, m, cred, req.Task, resp, err, time.Since(t0))
@@ -117,13 +147,21 @@ func (s *Calls) recordCall(pl *plan, m model.Info, cred *ports.Credential, task 
 
 // permanent reports whether retrying the same call cannot help.
 func permanent(err error) bool {
+	var cap *errTooManyCalls
 	return errors.Is(err, ports.ErrUnknownModel) || errors.Is(err, ports.ErrLLMAuth) || errors.Is(err, ports.ErrContextLength) ||
-		errors.Is(err, ports.ErrModelRetired) || errors.Is(err, rotation.ErrNoUsableKey)
+		errors.Is(err, ports.ErrModelRetired) || errors.Is(err, rotation.ErrNoUsableKey) || errors.Is(err, ErrQuotaExceeded) ||
+		errors.As(err, &cap)
 }
 
 // classify maps an LLM failure to its typed error code.
 func classify(err error) job.ErrorCode {
+	var cap *errTooManyCalls
+	if c := quotaCode(err); c != "" {
+		return job.ErrorCode(c)
+	}
 	switch {
+	case errors.As(err, &cap):
+		return job.CodeTooManyCalls
 	case errors.Is(err, ports.ErrLLMAuth), errors.Is(err, rotation.ErrNoUsableKey):
 		return job.CodeNoUsableKey
 	case errors.Is(err, ports.ErrContextLength):

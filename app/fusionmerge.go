@@ -243,6 +243,7 @@ func (s *FusionService) Start(ctx context.Context, p *access.Principal, req Merg
 
 // Run runs a merge job for the job runtime.
 func (s *Merger) Run(ctx context.Context, w *ports.Work) ports.Outcome {
+	ctx = s.Fuser.Calls.withBudget(ctx)
 	pl, _ := w.Prepared.(*mergePlan)
 	if pl == nil {
 		req, err := s.Requests.DecodeMerge(w.Job.Request)

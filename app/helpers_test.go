@@ -25,7 +25,7 @@ func testEnricher(store ports.SchemaStore, cache ports.SchemaCache, llm ports.LL
 		lg = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	models := app.NewModelService(nil, catalog, nil)
-	calls := app.NewCalls(llm, nil, clock, system.IDs{}, lg)
+	calls := app.NewCalls(llm, nil, nil, clock, system.IDs{}, lg, app.CallsConfig{})
 	e := app.NewEnricher(store, cache, jsonschema.New(schema.Limits{}), jobcodec.New(), models, calls, app.NewFuser(models, calls, clock, lg), clock, lg,
 		app.EnrichMemos{}, app.EnrichConfig{})
 	e.RetryBackoff = 1

@@ -14,6 +14,7 @@ import (
 	"github.com/entityenrich/enrich/domain/enrichment"
 	"github.com/entityenrich/enrich/domain/job"
 	"github.com/entityenrich/enrich/domain/model"
+	"github.com/entityenrich/enrich/domain/quota"
 	"github.com/entityenrich/enrich/ports"
 )
 
@@ -103,7 +104,7 @@ func (s *Enricher) Run(ctx context.Context, w *ports.Work) ports.Outcome {
 		}
 	}
 	pl.usage.bind(w)
-	out := s.run(ctx, w, pl)
+	out := s.run(s.Calls.withBudget(ctx), w, pl)
 	out.Usage = pl.usage.take()
 	return out
 }
@@ -126,6 +127,8 @@ func unprepared(log *slog.Logger, err error) ports.Outcome {
 		code = job.CodeSchemaInvalid
 	case "no_usable_provider_key":
 		code = job.CodeNoUsableKey
+	case CodeTooManyCalls, quota.CodeCallsPerDay, quota.CodeTokensPerDay:
+		code = job.ErrorCode(e.Code)
 	}
 	return ports.Outcome{Failure: &ports.Failure{Code: code, Msg: e.Detail}}
 }

@@ -60,6 +60,10 @@ type Enricher struct {
 	// DefaultBatchMaxEntities); BatchConcurrency the entities of one batch
 	// enriched at once (default DefaultBatchConcurrency).
 	BatchMaxEntities, BatchConcurrency int
+	// MaxDomains bounds the expertise domains one model's run calls:
+	// past it they are grouped (enrichment.Group; default
+	// enrichment.DefaultMaxDomains).
+	MaxDomains int
 }
 
 // EnrichConfig tunes the Enricher.
@@ -69,6 +73,8 @@ type EnrichConfig struct {
 	MaxAttempts int
 	// BatchMaxEntities and BatchConcurrency: see the Enricher's fields.
 	BatchMaxEntities, BatchConcurrency int
+	// MaxDomains: see the Enricher's field (0: the default).
+	MaxDomains int
 }
 
 // EnrichMemos keep what preparing a run derives from a schema's contract
@@ -85,7 +91,7 @@ func NewEnricher(schemas ports.SchemaStore, cache ports.SchemaCache, compiler po
 	cfg EnrichConfig) *Enricher {
 	return &Enricher{Schemas: schemas, SchemaCache: cache, Compiler: compiler, Contracts: memos.Contracts, Shapes: memos.Shapes,
 		Requests: requests, Models: models, Calls: calls, Fuser: fuser, Clock: clock, Log: log, MaxAttempts: cfg.MaxAttempts,
-		BatchMaxEntities: cfg.BatchMaxEntities, BatchConcurrency: cfg.BatchConcurrency}
+		BatchMaxEntities: cfg.BatchMaxEntities, BatchConcurrency: cfg.BatchConcurrency, MaxDomains: cfg.MaxDomains}
 }
 
 // MaxModels bounds the models of one request.
@@ -341,7 +347,26 @@ func (s *Enricher) checkPlan(ctx context.Context, orgID string, req EnrichReques
 		return nil, shapeErr
 	}
 	pl.doc, pl.whole, pl.choice, pl.calls = sh.doc, sh.whole, sh.choice, sh.calls
+	if err := s.finishPlan(ctx, orgID, pl); err != nil {
+		return nil, err
+	}
 	return pl, nil
+}
+
+// finishPlan checks the plan's calls against the cap, then picks its
+// keys: last, because a pick records a use, so that a request refused
+// before must not move the rotation.
+func (s *Enricher) finishPlan(ctx context.Context, orgID string, pl *plan) error {
+	if err := s.checkPlannedCalls(pl); err != nil {
+		return err
+	}
+	called := pl.models
+	if pl.classifier != nil {
+		called = append(append([]model.Info(nil), pl.models...), *pl.classifier)
+	}
+	var err error
+	pl.keys, err = s.Calls.pickKeys(ctx, orgID, called)
+	return err
 }
 
 // resolveModels merges models and model, resolves auto, and checks every key.

@@ -251,6 +251,7 @@ type sampleRun struct {
 
 // Run runs a sample generation job for the job runtime.
 func (s *SampleGenerator) Run(ctx context.Context, w *ports.Work) ports.Outcome {
+	ctx = s.Calls.withBudget(ctx)
 	pl, _ := w.Prepared.(*samplePlan)
 	if pl == nil {
 		req, err := s.Requests.DecodeSample(w.Job.Request)

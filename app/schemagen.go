@@ -289,6 +289,7 @@ func jobPrincipal(orgID string) *access.Principal {
 // Run runs a schema job for the job runtime: it reads the stored request (and
 // prepares it again when the job was taken over), then the validated loop.
 func (s *SchemaGenerator) Run(ctx context.Context, w *ports.Work) ports.Outcome {
+	ctx = s.Calls.withBudget(ctx)
 	sp, _ := w.Prepared.(*schemaPlan)
 	if sp == nil {
 		var err error

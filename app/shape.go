@@ -101,8 +101,15 @@ func (s *Enricher) buildShape(ctx context.Context, sh *Shape, schemaID string, p
 	if err != nil {
 		return coded(ports.ErrInvalid, "schema_invalid", "schema %s: %v", schemaID, err)
 	}
-	sh.choice = enrichment.Choose(strategy, domains)
-	for _, d := range enrichment.Calls(sh.choice.Strategy, sh.doc, domains) {
+	// Past the cap, domains are grouped (enrichment.Group): a schema's
+	// size never multiplies one job's calls beyond it.
+	grouped := enrichment.Group(sh.doc, domains, s.maxDomains())
+	sh.choice = enrichment.Choose(strategy, grouped)
+	if len(grouped) < len(domains) {
+		sh.choice.Signals["grouped_from_domain_count"] = len(domains)
+		sh.choice.Signals["max_expertise_domains"] = s.maxDomains()
+	}
+	for _, d := range enrichment.Calls(sh.choice.Strategy, sh.doc, grouped) {
 		raw, _ := json.Marshal(d.Schema)
 		v, err := s.Compiler.Compile(ctx, raw)
 		if err != nil {

@@ -168,4 +168,9 @@ type UsageLedger interface {
 	// AggregateUsage totals the entries in s by g, as usage.Aggregate
 	// does (same groups, same order), without loading them.
 	AggregateUsage(ctx context.Context, s usage.Scope, g usage.Group) ([]usage.Total, error)
+	// CountUsage counts the calls and tokens of the entries in s, as
+	// usage.CountOf does, in one indexed query: the operator's quotas
+	// read it (s names the organization, the key source and the window)
+	// before every spend, so it must stay cheap.
+	CountUsage(ctx context.Context, s usage.Scope) (usage.Count, error)
 }

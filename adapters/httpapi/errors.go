@@ -107,6 +107,9 @@ var errorTable = []errorRule{
 	{err: job.ErrTransition, status: http.StatusConflict, code: "conflict", detail: "the job's state does not allow this"},
 	{err: ports.ErrCapacity, status: http.StatusServiceUnavailable, code: "capacity", detail: "the server has no capacity for the job, try again shortly"},
 	{err: app.ErrTooManyAttempts, status: http.StatusTooManyRequests, code: "too_many_attempts", detail: "too many failed attempts; try again later"},
+	// An operator's quota used up: the app's error names the quota in its
+	// code (quota_calls_per_day_exceeded, ...) and sets Retry-After.
+	{err: app.ErrQuotaExceeded, status: http.StatusTooManyRequests, code: "quota_exceeded", detail: "the organization's daily quota through the operator's provider keys is used up"},
 	// A blocking run whose pre-flight classification warned (the job is
 	// cancelled): 422 with the classification; the code says which verdict.
 	{err: app.ErrClassification, status: http.StatusUnprocessableEntity, code: app.CodeClassificationWarning, detail: "the pre-flight classification says the entity may not be what the schema describes; the job was cancelled (stream it to continue past the warning)"},
@@ -150,6 +153,12 @@ var errorTable = []errorRule{
 	{job: string(job.CodeInterrupted), status: http.StatusServiceUnavailable, retryAfter: 2},
 	{job: string(job.CodeShutdown), status: http.StatusServiceUnavailable, retryAfter: 2},
 	{job: string(job.CodeStorage), status: http.StatusInternalServerError},
+	// The job's limits (docs/security.md): the call cap is the request's
+	// size (422, as a schema at fault); a quota used up mid-run is 429,
+	// not retryable before the next UTC day.
+	{job: string(job.CodeTooManyCalls), status: http.StatusUnprocessableEntity},
+	{job: string(job.CodeQuotaCalls), status: http.StatusTooManyRequests},
+	{job: string(job.CodeQuotaTokens), status: http.StatusTooManyRequests},
 	{job: string(job.CodeInternal), status: http.StatusInternalServerError},
 	{job: app.CodeCancelled, status: statusClientClosed, code: "cancelled"},
 }

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/matryer/is"
 
@@ -86,6 +87,7 @@ func TestErrorTableSentinels(t *testing.T) {
 		{ports.ErrCapacity, 503, "capacity", ""},
 		{app.ErrClassification, 422, "classification_warning", ""},
 		{app.ErrTooManyAttempts, 429, "too_many_attempts", ""},
+		{app.ErrQuotaExceeded, 429, "quota_exceeded", ""},
 		{app.ErrSyncTimeout, 504, "timeout", ""},
 		{ports.ErrRateLimited, 429, "rate_limited", ""},
 		{ports.ErrLLMTimeout, 504, "provider_timeout", ""},
@@ -137,6 +139,7 @@ func TestErrorTableJobCodes(t *testing.T) {
 		"model_output_invalid": 502, "llm_unavailable": 502, "provider_timeout": 504, "rate_limited": 429,
 		"context_length_exceeded": 422, "model_retired": 422, "no_usable_provider_key": 502, "schema_invalid": 422, "interrupted": 503,
 		"shutdown": 503, "storage_error": 500, "internal_error": 500,
+		"too_many_calls": 422, "quota_calls_per_day_exceeded": 429, "quota_tokens_per_day_exceeded": 429,
 	}
 	for _, c := range job.Codes() {
 		t.Run(string(c), func(t *testing.T) {
@@ -145,7 +148,8 @@ func TestErrorTableJobCodes(t *testing.T) {
 			is.Equal(status, want[string(c)])
 			is.Equal(e.Code, string(c))
 			is.Equal(e.Detail, "expertise general: "+c.Message())
-			is.Equal(e.Retryable, (status == 502 || status == 504 || status == 429) && c != job.CodeNoUsableKey)
+			quota := c == job.CodeQuotaCalls || c == job.CodeQuotaTokens
+			is.Equal(e.Retryable, (status == 502 || status == 504 || status == 429) && c != job.CodeNoUsableKey && !quota)
 		})
 	}
 	is := is.New(t)
@@ -153,6 +157,18 @@ func TestErrorTableJobCodes(t *testing.T) {
 	is.Equal(status, 499)
 	is.Equal(e.Code, "cancelled")
 	is.Equal(len(want), len(job.Codes()))
+}
+
+// TestErrorQuota: an operator's quota answers 429 with its own code and
+// the seconds until its window frees.
+func TestErrorQuota(t *testing.T) {
+	is := is.New(t)
+	status, e, retry := errorFor(t, &app.Error{Kind: app.ErrQuotaExceeded, Code: "quota_tokens_per_day_exceeded",
+		Detail: "daily quota used up", RetryAfter: 3600500 * time.Millisecond})
+	is.Equal(status, 429)
+	is.Equal(e.Code, "quota_tokens_per_day_exceeded")
+	is.Equal(e.Detail, "daily quota used up")
+	is.Equal(retry, "3601")
 }
 
 // TestErrorAppDetail: an app error answers with its own detail, code and

@@ -67,6 +67,13 @@ func (l *UsageLedger) AggregateUsage(_ context.Context, sc usage.Scope, g usage.
 	return usage.Aggregate(l.entries, sc, g), nil
 }
 
+// CountUsage counts the entries in sc (usage.CountOf).
+func (l *UsageLedger) CountUsage(_ context.Context, sc usage.Scope) (usage.Count, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return usage.CountOf(l.entries, sc), nil
+}
+
 // remove takes entries back out (a unit of work's rollback).
 func (l *UsageLedger) remove(ids []string) {
 	l.mu.Lock()

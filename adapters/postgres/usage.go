@@ -117,6 +117,9 @@ func (l *UsageLedger) AggregateUsage(ctx context.Context, sc usage.Scope, g usag
 	if sc.Task != "" {
 		q = q.Where("task = ?", sc.Task)
 	}
+	if sc.KeySource != "" {
+		q = q.Where("key_source = ?", sc.KeySource)
+	}
 	var rows []struct {
 		Key          string `bun:"key"`
 		Requests     int64  `bun:"requests"`
@@ -138,4 +141,28 @@ func (l *UsageLedger) AggregateUsage(ctx context.Context, sc usage.Scope, g usag
 			OutputTokens: r.OutputTokens, Cost: r.Cost, LatencyMS: r.LatencyMS})
 	}
 	return out, nil
+}
+
+// CountUsage counts the calls and tokens in sc in one query. A quota's
+// scope (an organization, a key source, a day) is answered from the index
+// llm_usage_quota_idx alone (an index-only scan: the tokens are included).
+func (l *UsageLedger) CountUsage(ctx context.Context, sc usage.Scope) (usage.Count, error) {
+	q := l.db.NewSelect().TableExpr("llm_usage").
+		ColumnExpr("count(*) AS calls").
+		ColumnExpr("coalesce(sum(input_tokens::bigint + output_tokens::bigint), 0) AS tokens").
+		Where("created_at >= ?", utc(sc.From)).Where("created_at < ?", utc(sc.To))
+	if sc.OrgID != "" {
+		q = q.Where("org_id = ?", sc.OrgID)
+	}
+	if sc.Task != "" {
+		q = q.Where("task = ?", sc.Task)
+	}
+	if sc.KeySource != "" {
+		q = q.Where("key_source = ?", sc.KeySource)
+	}
+	var c usage.Count
+	if err := q.Scan(ctx, &c.Calls, &c.Tokens); err != nil {
+		return usage.Count{}, fail(err, "count usage")
+	}
+	return c, nil
 }

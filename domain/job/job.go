@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/entityenrich/enrich/domain/quota"
 	"github.com/entityenrich/enrich/domain/text"
 )
 
@@ -132,12 +133,21 @@ const (
 	// CodeStorage means the job's events, record or state could not be
 	// stored (the store refused them, or stayed unreachable).
 	CodeStorage ErrorCode = "storage_error"
+	// CodeTooManyCalls: the job reached its cap of LLM calls
+	// (ENRICH_MAX_CALLS_PER_JOB); the calls past it were not made.
+	CodeTooManyCalls ErrorCode = "too_many_calls"
+	// CodeQuotaCalls and CodeQuotaTokens: the organization's daily quota
+	// of calls or tokens through the operator's keys was used up while the
+	// job ran; the calls past it were not made.
+	CodeQuotaCalls  ErrorCode = quota.CodeCallsPerDay
+	CodeQuotaTokens ErrorCode = quota.CodeTokensPerDay
 )
 
 // Codes lists every error code.
 func Codes() []ErrorCode {
 	return []ErrorCode{CodeLLMUnavailable, CodeOutputInvalid, CodeProviderTimeout, CodeRateLimited, CodeContextLength,
-		CodeModelRetired, CodeNoUsableKey, CodeSchemaInvalid, CodeInterrupted, CodeShutdown, CodeInternal, CodeStorage}
+		CodeModelRetired, CodeNoUsableKey, CodeSchemaInvalid, CodeInterrupted, CodeShutdown, CodeInternal, CodeStorage,
+		CodeTooManyCalls, CodeQuotaCalls, CodeQuotaTokens}
 }
 
 // messages are the fixed public texts of the codes: what a client is told
@@ -155,6 +165,9 @@ var messages = map[ErrorCode]string{
 	CodeShutdown:        "the server stopped while the job ran",
 	CodeInternal:        "internal error",
 	CodeStorage:         "the job's results could not be stored",
+	CodeTooManyCalls:    "the job reached its limit of LLM calls",
+	CodeQuotaCalls:      "the organization's daily quota of calls through the operator's provider keys is used up",
+	CodeQuotaTokens:     "the organization's daily quota of tokens through the operator's provider keys is used up",
 }
 
 // Message is the code's fixed public text.

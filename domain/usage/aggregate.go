@@ -36,17 +36,39 @@ func ParsePeriod(s string) (Group, error) {
 }
 
 // Scope selects ledger entries: one organization's (all organizations'
-// when OrgID is empty) created in [From, To), of one task when Task is set.
+// when OrgID is empty) created in [From, To), of one task when Task is set,
+// paid through keys of one source when KeySource is set.
 type Scope struct {
-	OrgID    string
-	From, To time.Time
-	Task     string
+	OrgID     string
+	From, To  time.Time
+	Task      string
+	KeySource string
 }
 
 // Matches reports whether e is in the scope.
 func (s Scope) Matches(e Entry) bool {
 	return (s.OrgID == "" || e.OrgID == s.OrgID) && !e.CreatedAt.Before(s.From) && e.CreatedAt.Before(s.To) &&
-		(s.Task == "" || e.Task == s.Task)
+		(s.Task == "" || e.Task == s.Task) && (s.KeySource == "" || e.KeySource == s.KeySource)
+}
+
+// Count is the number of calls in a scope and their tokens (input plus
+// output): what the operator's quotas count.
+type Count struct {
+	Calls  int64
+	Tokens int64
+}
+
+// CountOf counts the entries in scope s. Stores that count in their query
+// must give the same answer.
+func CountOf(entries []Entry, s Scope) Count {
+	var c Count
+	for _, e := range entries {
+		if s.Matches(e) {
+			c.Calls++
+			c.Tokens += int64(e.InputTokens) + int64(e.OutputTokens)
+		}
+	}
+	return c
 }
 
 // Total sums the entries of one group.

@@ -113,6 +113,46 @@ func RunUsageLedger(t *testing.T, newLedger func(t *testing.T) ports.UsageLedger
 				}
 			}
 		}},
+		{"counts of a quota's scope agree with usage.CountOf", func(t *testing.T, l ports.UsageLedger) {
+			is := is.New(t)
+			org, other := newID("org"), newID("org")
+			day := time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC)
+			var es []usage.Entry
+			for i := range 10 {
+				e := newUsage(org, i)
+				e.KeySource = []string{"global", "organization", ""}[i%3]
+				if i == 9 {
+					e.OrgID = other
+				}
+				// 23:00 the day before, then hourly: the first is outside the day.
+				e.CreatedAt = day.Add(time.Duration(i-1) * time.Hour).In(time.FixedZone("x", -7*3600))
+				es = append(es, e)
+			}
+			is.NoErr(l.AppendUsage(ctx, es))
+			for i, sc := range []usage.Scope{
+				{OrgID: org, From: day, To: day.AddDate(0, 0, 1), KeySource: "global"},
+				{OrgID: org, From: day, To: day.AddDate(0, 0, 1), KeySource: "organization"},
+				{OrgID: org, From: day, To: day.AddDate(0, 0, 1)},
+				{OrgID: org, From: day.Add(-2 * time.Hour), To: day.Add(3 * time.Hour), KeySource: "global"}, // [from, to)
+				{OrgID: newID("org"), From: day, To: day.AddDate(0, 0, 1), KeySource: "global"},
+			} {
+				got, err := l.CountUsage(ctx, sc)
+				is.NoErr(err)
+				want := usage.CountOf(es, sc)
+				if got != want {
+					t.Errorf("scope %d: got %+v, want %+v", i, got, want)
+				}
+			}
+			// Entry 3 and 6 are the organization's global calls of the day (0 is the day before, 9 another's).
+			got, err := l.CountUsage(ctx, usage.Scope{OrgID: org, From: day, To: day.AddDate(0, 0, 1), KeySource: "global"})
+			is.NoErr(err)
+			is.Equal(got, usage.Count{Calls: 2, Tokens: int64(100+3+20+3) + int64(100+6+20+6)})
+			// Aggregates narrow to a key source alike.
+			sc := usage.Scope{OrgID: org, From: day.Add(-time.Hour), To: day.AddDate(0, 0, 1), KeySource: "global"}
+			totals, err := l.AggregateUsage(ctx, sc, usage.ByNothing)
+			is.NoErr(err)
+			is.Equal(totals, usage.Aggregate(es, sc, usage.ByNothing))
+		}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, newLedger(t)) })

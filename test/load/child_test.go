@@ -186,6 +186,11 @@ func serverConfig(spec childSpec, logger *slog.Logger) enrich.Config {
 			Models: models}},
 		Workers:  spec.Workers,
 		LeaseTTL: spec.LeaseTTL,
+		// The load runs far more calls through the environment's key than
+		// any daily quota allows. (With a quota set, its check counts at
+		// most about the quota's calls of one organization, once a second.)
+		QuotaCallsPerDay:  enrich.Quota(0),
+		QuotaTokensPerDay: enrich.Quota(0),
 	}
 }
 

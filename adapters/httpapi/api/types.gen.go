@@ -3033,6 +3033,9 @@ type NotFound = Error
 // PayloadTooLarge defines model for PayloadTooLarge.
 type PayloadTooLarge = Error
 
+// QuotaExceeded defines model for QuotaExceeded.
+type QuotaExceeded = Error
+
 // SampleBadRequest defines model for SampleBadRequest.
 type SampleBadRequest = Error
 

@@ -1,0 +1,1 @@
+DROP INDEX IF EXISTS llm_usage_quota_idx;
