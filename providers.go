@@ -335,7 +335,9 @@ func provideServices(e *Embedded) httpapi.Services {
 }
 
 func provideHTTPConfig(e *Embedded) httpapi.Config {
-	c := httpapi.Config{MaxBodyBytes: e.cfg.MaxBodyBytes, SSEHeartbeat: e.cfg.SSEHeartbeat, Observer: e.Metrics}
+	// withDefaults has checked the proxies.
+	proxies, _ := httpapi.ParseTrustedProxies(e.cfg.TrustedProxies)
+	c := httpapi.Config{MaxBodyBytes: e.cfg.MaxBodyBytes, SSEHeartbeat: e.cfg.SSEHeartbeat, Observer: e.Metrics, TrustedProxies: proxies}
 	if e.cfg.MetricsAddr == "" {
 		c.Metrics = e.Metrics.Handler()
 	}
