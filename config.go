@@ -266,20 +266,6 @@ func (c Config) withDefaults() (Config, []string, error) {
 	if len(c.JWTSecret) < 32 {
 		return c, nil, errors.New("config: ENRICH_JWT_SECRET must have at least 32 characters")
 	}
-	if c.Registration == "" {
-		c.Registration = access.RegistrationOpen
-		if c.Production() {
-			c.Registration = access.RegistrationInvite
-		}
-	}
-	switch c.Registration {
-	case access.RegistrationOpen, access.RegistrationInvite, access.RegistrationClosed:
-	default:
-		return c, nil, fmt.Errorf("config: ENRICH_REGISTRATION must be open, invite or closed, not %q", c.Registration)
-	}
-	if _, err := httpapi.ParseTrustedProxies(c.TrustedProxies); err != nil {
-		return c, nil, fmt.Errorf("config: ENRICH_TRUSTED_PROXIES: %w", err)
-	}
 	if c.AccessTokenTTL <= 0 {
 		c.AccessTokenTTL = 15 * time.Minute
 	}
@@ -317,7 +303,28 @@ func (c Config) withDefaults() (Config, []string, error) {
 		c.Addr = ":8080"
 	}
 	c.Caches = c.Caches.withDefaults()
-	return c, warn, nil
+	c, err := c.withAccessDefaults()
+	return c, warn, err
+}
+
+// withAccessDefaults fills and checks the registration mode (open in
+// development, invite in production) and the trusted proxies.
+func (c Config) withAccessDefaults() (Config, error) {
+	if c.Registration == "" {
+		c.Registration = access.RegistrationOpen
+		if c.Production() {
+			c.Registration = access.RegistrationInvite
+		}
+	}
+	switch c.Registration {
+	case access.RegistrationOpen, access.RegistrationInvite, access.RegistrationClosed:
+	default:
+		return c, fmt.Errorf("config: ENRICH_REGISTRATION must be open, invite or closed, not %q", c.Registration)
+	}
+	if _, err := httpapi.ParseTrustedProxies(c.TrustedProxies); err != nil {
+		return c, fmt.Errorf("config: ENRICH_TRUSTED_PROXIES: %w", err)
+	}
+	return c, nil
 }
 
 func (c Config) logger() *slog.Logger {
