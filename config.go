@@ -18,6 +18,7 @@ import (
 	"github.com/entityenrich/enrich/app"
 	"github.com/entityenrich/enrich/domain/access"
 	"github.com/entityenrich/enrich/domain/enrichment"
+	"github.com/entityenrich/enrich/domain/schema"
 )
 
 // Config is the service configuration, read from the environment by
@@ -124,6 +125,17 @@ type Config struct {
 	Caches CacheLimits `env:"-"`
 	// PasswordHashing "fast" lowers argon2id's cost (tests only).
 	PasswordHashing string `env:"ENRICH_PASSWORD_HASHING" envDefault:"standard"`
+
+	// SchemaMaxDepth, SchemaMaxProperties, SchemaMaxSubschemas and
+	// SchemaMaxBytes bound every schema the service takes, from a caller or
+	// a model, before it is compiled (domain/schema.Limits; defaults
+	// schema.DefaultMaxDepth 32, DefaultMaxProperties 2,000,
+	// DefaultMaxSubschemas 5,000, DefaultMaxBytes 512 KiB). Past one: 400
+	// schema_too_complex naming it.
+	SchemaMaxDepth      int `env:"ENRICH_SCHEMA_MAX_DEPTH"`
+	SchemaMaxProperties int `env:"ENRICH_SCHEMA_MAX_PROPERTIES"`
+	SchemaMaxSubschemas int `env:"ENRICH_SCHEMA_MAX_SUBSCHEMAS"`
+	SchemaMaxBytes      int `env:"ENRICH_SCHEMA_MAX_BYTES"`
 
 	// BatchMaxEntities bounds the entities of one batch, and so of a
 	// batch fetched from a URL (default app.DefaultBatchMaxEntities).
@@ -302,6 +314,8 @@ func (c Config) withDefaults() (Config, []string, error) {
 	if c.Addr == "" {
 		c.Addr = ":8080"
 	}
+	l := c.schemaLimits().WithDefaults()
+	c.SchemaMaxDepth, c.SchemaMaxProperties, c.SchemaMaxSubschemas, c.SchemaMaxBytes = l.MaxDepth, l.MaxProperties, l.MaxSubschemas, l.MaxBytes
 	c.Caches = c.Caches.withDefaults()
 	c, err := c.withAccessDefaults()
 	return c, warn, err
@@ -325,6 +339,13 @@ func (c Config) withAccessDefaults() (Config, error) {
 		return c, fmt.Errorf("config: ENRICH_TRUSTED_PROXIES: %w", err)
 	}
 	return c, nil
+}
+
+// schemaLimits are the schema limits configured (a zero field: its
+// default, schema.DefaultLimits).
+func (c Config) schemaLimits() schema.Limits {
+	return schema.Limits{MaxDepth: c.SchemaMaxDepth, MaxProperties: c.SchemaMaxProperties, MaxSubschemas: c.SchemaMaxSubschemas,
+		MaxBytes: c.SchemaMaxBytes}
 }
 
 func (c Config) logger() *slog.Logger {

@@ -9,6 +9,7 @@ import (
 	"github.com/entityenrich/enrich/adapters/httpapi"
 	"github.com/entityenrich/enrich/adapters/jobrun"
 	"github.com/entityenrich/enrich/app"
+	"github.com/entityenrich/enrich/domain/schema"
 )
 
 // TestDefaultsDeclaredOnce: a server started from an empty environment and
@@ -43,6 +44,10 @@ func TestDefaultsDeclaredOnce(t *testing.T) {
 		{"SSEHeartbeat", env.SSEHeartbeat, zero.SSEHeartbeat, httpapi.DefaultSSEHeartbeat},
 		{"Caches", env.Caches, zero.Caches, DefaultCaches()},
 		{"Registration", env.Registration, zero.Registration, "open"},
+		{"SchemaMaxDepth", env.SchemaMaxDepth, zero.SchemaMaxDepth, schema.DefaultMaxDepth},
+		{"SchemaMaxProperties", env.SchemaMaxProperties, zero.SchemaMaxProperties, schema.DefaultMaxProperties},
+		{"SchemaMaxSubschemas", env.SchemaMaxSubschemas, zero.SchemaMaxSubschemas, schema.DefaultMaxSubschemas},
+		{"SchemaMaxBytes", env.SchemaMaxBytes, zero.SchemaMaxBytes, schema.DefaultMaxBytes},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			is := is.New(t)

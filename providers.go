@@ -39,7 +39,6 @@ var coreSet = wire.NewSet(
 	wire.Bind(new(ports.Clock), new(system.Clock)),
 	wire.Struct(new(system.IDs)),
 	wire.Bind(new(ports.IDs), new(system.IDs)),
-	jsonschema.New,
 	provideCompiler,
 	wire.Bind(new(ports.SchemaCompiler), new(*cache.Compiler)),
 	provideRegistry,
@@ -263,9 +262,10 @@ func provideAuthCache(cfg Config, st *Stores, clock ports.Clock, lg *slog.Logger
 	return cache.NewAuth(st.Keys, st.Users, st.Invalidations, clock, lg, cache.AuthConfig{TTL: cfg.AuthCacheTTL, MaxEntries: cfg.Caches.AuthEntries})
 }
 
-// provideCompiler keeps the compiled JSON Schemas by content.
-func provideCompiler(cfg Config, c *jsonschema.Compiler) *cache.Compiler {
-	return cache.NewCompiler(c, cfg.Caches.Validators)
+// provideCompiler compiles JSON Schemas held to the schema limits, and
+// keeps them by content.
+func provideCompiler(cfg Config) *cache.Compiler {
+	return cache.NewCompiler(jsonschema.New(cfg.schemaLimits()), cfg.Caches.Validators)
 }
 
 // provideEnrichMemos keep the decoded contracts and the run shapes.

@@ -10,7 +10,6 @@ import (
 	"context"
 	"github.com/entityenrich/enrich/adapters/httpapi"
 	"github.com/entityenrich/enrich/adapters/jobcodec"
-	"github.com/entityenrich/enrich/adapters/jsonschema"
 	"github.com/entityenrich/enrich/adapters/metrics"
 	"github.com/entityenrich/enrich/adapters/system"
 	"github.com/entityenrich/enrich/app"
@@ -45,11 +44,10 @@ func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	accessService := app.NewAccessService(unitOfWork, orgStore, userStore, apiKeyStore, refreshTokenStore, passwords, tokens, auth, clock, iDs, logger, accessConfig, accessGuards)
 	schemaStore := stores.Schemas
 	recordStore := stores.Records
-	compiler := jsonschema.New()
-	cacheCompiler := provideCompiler(cfg, compiler)
+	compiler := provideCompiler(cfg)
 	schemas := provideSchemaCache(cfg, stores, clock, logger)
 	schemaConfig := provideSchemaConfig(cfg)
-	schemaService := app.NewSchemaService(schemaStore, recordStore, unitOfWork, cacheCompiler, schemas, clock, iDs, schemaConfig)
+	schemaService := app.NewSchemaService(schemaStore, recordStore, unitOfWork, compiler, schemas, clock, iDs, schemaConfig)
 	recordService := app.NewRecordService(recordStore, clock)
 	codec := jobcodec.New()
 	registry, err := provideRegistry(cfg)
@@ -76,10 +74,10 @@ func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	fuser := app.NewFuser(modelService, calls, clock, logger)
 	enrichMemos := provideEnrichMemos(cfg)
 	enrichConfig := provideEnrichConfig(cfg)
-	enricher := app.NewEnricher(schemaStore, schemas, cacheCompiler, codec, modelService, calls, fuser, clock, logger, enrichMemos, enrichConfig)
+	enricher := app.NewEnricher(schemaStore, schemas, compiler, codec, modelService, calls, fuser, clock, logger, enrichMemos, enrichConfig)
 	hub, cleanup := provideStream(stores, clock, logger)
-	schemaGenerator := app.NewSchemaGenerator(modelService, calls, codec, schemaStore, schemaService, cacheCompiler, clock, iDs, logger)
-	merger := app.NewMerger(fuser, recordStore, schemaStore, schemas, cacheCompiler, codec, clock, iDs, logger)
+	schemaGenerator := app.NewSchemaGenerator(modelService, calls, codec, schemaStore, schemaService, compiler, clock, iDs, logger)
+	merger := app.NewMerger(fuser, recordStore, schemaStore, schemas, compiler, codec, clock, iDs, logger)
 	sampleGenerator := app.NewSampleGenerator(codec, modelService, calls, clock, iDs, logger)
 	runners := provideRunners(enricher, schemaGenerator, merger, sampleGenerator)
 	engine := provideEngine(cfg, stores, hub, clock, logger, metricsMetrics, runners)
@@ -91,7 +89,7 @@ func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	usageLedger := stores.Usage
 	providerKeyService := app.NewProviderKeyService(providerKeyStore, fernet, registry, registry, registry, usageLedger, clock, iDs, logger)
 	costService := app.NewCostService(usageLedger, clock)
-	analysisService := app.NewAnalysisService(schemaStore, recordStore, unitOfWork, llm, registry, cacheCompiler, keyRing, orgStore, schemas, clock, iDs, logger)
+	analysisService := app.NewAnalysisService(schemaStore, recordStore, unitOfWork, llm, registry, compiler, keyRing, orgStore, schemas, clock, iDs, logger)
 	sampleService := app.NewSampleService(sampleGenerator, engine, hub, jobService)
 	schemaGenService := app.NewSchemaGenService(schemaGenerator, engine, hub, jobService)
 	entityFetcher := provideFetcher(cfg)
@@ -141,11 +139,10 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	accessService := app.NewAccessService(unitOfWork, orgStore, userStore, apiKeyStore, refreshTokenStore, passwords, tokens, auth, clock, iDs, logger, accessConfig, accessGuards)
 	schemaStore := stores.Schemas
 	recordStore := stores.Records
-	compiler := jsonschema.New()
-	cacheCompiler := provideCompiler(cfg, compiler)
+	compiler := provideCompiler(cfg)
 	schemas := provideSchemaCache(cfg, stores, clock, logger)
 	schemaConfig := provideSchemaConfig(cfg)
-	schemaService := app.NewSchemaService(schemaStore, recordStore, unitOfWork, cacheCompiler, schemas, clock, iDs, schemaConfig)
+	schemaService := app.NewSchemaService(schemaStore, recordStore, unitOfWork, compiler, schemas, clock, iDs, schemaConfig)
 	recordService := app.NewRecordService(recordStore, clock)
 	codec := jobcodec.New()
 	registry, err := provideRegistry(cfg)
@@ -176,10 +173,10 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	fuser := app.NewFuser(modelService, calls, clock, logger)
 	enrichMemos := provideEnrichMemos(cfg)
 	enrichConfig := provideEnrichConfig(cfg)
-	enricher := app.NewEnricher(schemaStore, schemas, cacheCompiler, codec, modelService, calls, fuser, clock, logger, enrichMemos, enrichConfig)
+	enricher := app.NewEnricher(schemaStore, schemas, compiler, codec, modelService, calls, fuser, clock, logger, enrichMemos, enrichConfig)
 	hub, cleanup2 := provideStream(stores, clock, logger)
-	schemaGenerator := app.NewSchemaGenerator(modelService, calls, codec, schemaStore, schemaService, cacheCompiler, clock, iDs, logger)
-	merger := app.NewMerger(fuser, recordStore, schemaStore, schemas, cacheCompiler, codec, clock, iDs, logger)
+	schemaGenerator := app.NewSchemaGenerator(modelService, calls, codec, schemaStore, schemaService, compiler, clock, iDs, logger)
+	merger := app.NewMerger(fuser, recordStore, schemaStore, schemas, compiler, codec, clock, iDs, logger)
 	sampleGenerator := app.NewSampleGenerator(codec, modelService, calls, clock, iDs, logger)
 	runners := provideRunners(enricher, schemaGenerator, merger, sampleGenerator)
 	engine := provideEngine(cfg, stores, hub, clock, logger, metricsMetrics, runners)
@@ -191,7 +188,7 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	usageLedger := stores.Usage
 	providerKeyService := app.NewProviderKeyService(providerKeyStore, fernet, registry, registry, registry, usageLedger, clock, iDs, logger)
 	costService := app.NewCostService(usageLedger, clock)
-	analysisService := app.NewAnalysisService(schemaStore, recordStore, unitOfWork, llm, registry, cacheCompiler, keyRing, orgStore, schemas, clock, iDs, logger)
+	analysisService := app.NewAnalysisService(schemaStore, recordStore, unitOfWork, llm, registry, compiler, keyRing, orgStore, schemas, clock, iDs, logger)
 	sampleService := app.NewSampleService(sampleGenerator, engine, hub, jobService)
 	schemaGenService := app.NewSchemaGenService(schemaGenerator, engine, hub, jobService)
 	entityFetcher := provideFetcher(cfg)
@@ -230,11 +227,10 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 	accessService := app.NewAccessService(unitOfWork, orgStore, userStore, apiKeyStore, refreshTokenStore, passwords, tokens, auth, clock, iDs, logger, accessConfig, accessGuards)
 	schemaStore := st.Schemas
 	recordStore := st.Records
-	compiler := jsonschema.New()
-	cacheCompiler := provideCompiler(cfg, compiler)
+	compiler := provideCompiler(cfg)
 	schemas := provideSchemaCache(cfg, st, clock, logger)
 	schemaConfig := provideSchemaConfig(cfg)
-	schemaService := app.NewSchemaService(schemaStore, recordStore, unitOfWork, cacheCompiler, schemas, clock, iDs, schemaConfig)
+	schemaService := app.NewSchemaService(schemaStore, recordStore, unitOfWork, compiler, schemas, clock, iDs, schemaConfig)
 	recordService := app.NewRecordService(recordStore, clock)
 	codec := jobcodec.New()
 	registry, err := provideRegistry(cfg)
@@ -261,10 +257,10 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 	fuser := app.NewFuser(modelService, calls, clock, logger)
 	enrichMemos := provideEnrichMemos(cfg)
 	enrichConfig := provideEnrichConfig(cfg)
-	enricher := app.NewEnricher(schemaStore, schemas, cacheCompiler, codec, modelService, calls, fuser, clock, logger, enrichMemos, enrichConfig)
+	enricher := app.NewEnricher(schemaStore, schemas, compiler, codec, modelService, calls, fuser, clock, logger, enrichMemos, enrichConfig)
 	hub, cleanup := provideStream(st, clock, logger)
-	schemaGenerator := app.NewSchemaGenerator(modelService, calls, codec, schemaStore, schemaService, cacheCompiler, clock, iDs, logger)
-	merger := app.NewMerger(fuser, recordStore, schemaStore, schemas, cacheCompiler, codec, clock, iDs, logger)
+	schemaGenerator := app.NewSchemaGenerator(modelService, calls, codec, schemaStore, schemaService, compiler, clock, iDs, logger)
+	merger := app.NewMerger(fuser, recordStore, schemaStore, schemas, compiler, codec, clock, iDs, logger)
 	sampleGenerator := app.NewSampleGenerator(codec, modelService, calls, clock, iDs, logger)
 	runners := provideRunners(enricher, schemaGenerator, merger, sampleGenerator)
 	engine := provideEngine(cfg, st, hub, clock, logger, metricsMetrics, runners)
@@ -276,7 +272,7 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 	usageLedger := st.Usage
 	providerKeyService := app.NewProviderKeyService(providerKeyStore, fernet, registry, registry, registry, usageLedger, clock, iDs, logger)
 	costService := app.NewCostService(usageLedger, clock)
-	analysisService := app.NewAnalysisService(schemaStore, recordStore, unitOfWork, llm, registry, cacheCompiler, keyRing, orgStore, schemas, clock, iDs, logger)
+	analysisService := app.NewAnalysisService(schemaStore, recordStore, unitOfWork, llm, registry, compiler, keyRing, orgStore, schemas, clock, iDs, logger)
 	sampleService := app.NewSampleService(sampleGenerator, engine, hub, jobService)
 	schemaGenService := app.NewSchemaGenService(schemaGenerator, engine, hub, jobService)
 	entityFetcher := provideFetcher(cfg)

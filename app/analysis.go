@@ -272,7 +272,9 @@ func (s *AnalysisService) validator(describe bool) (ports.Validator, error) {
 	s.once.Do(func() {
 		for i, d := range []bool{false, true} {
 			raw, _ := json.Marshal(ambiguity.AnswerSchema(d))
-			if s.validators[i], s.compileErr = s.Compiler.Compile(raw); s.compileErr != nil {
+			// The service's own small schemas, compiled once for every
+			// caller: no request's context may end it for the others.
+			if s.validators[i], s.compileErr = s.Compiler.Compile(context.Background(), raw); s.compileErr != nil {
 				return
 			}
 		}
@@ -489,6 +491,9 @@ func (s *AnalysisService) ScopingSplit(ctx context.Context, p *access.Principal,
 	}
 	var doc map[string]any
 	if len(docRaw) > 0 && string(docRaw) != "null" {
+		if err := checkLimits(s.Compiler, "schema", docRaw); err != nil {
+			return ambiguity.SplitResult{}, err
+		}
 		if json.Unmarshal(docRaw, &doc) != nil || doc == nil {
 			return ambiguity.SplitResult{}, Invalid("schema", "schema must be a JSON object")
 		}
@@ -499,7 +504,7 @@ func (s *AnalysisService) ScopingSplit(ctx context.Context, p *access.Principal,
 	res := ambiguity.SplitSamples(samples, doc, ambiguity.Split{Path: in.Path, Fields: in.Fields, EntityFields: in.EntityFields, EntityName: in.EntityName})
 	if res.Applied && res.Schema != nil {
 		raw, _ := json.Marshal(res.Schema)
-		if _, err := s.Compiler.Compile(raw); err != nil {
+		if _, err := s.Compiler.Compile(ctx, raw); err != nil {
 			return ambiguity.SplitResult{Samples: samples, Schema: doc, Paths: []string{},
 				Reason: fmt.Sprintf("the split schema would not be valid JSON Schema: %v", err)}, nil
 		}

@@ -146,7 +146,7 @@ func (s *Enricher) checkEntity(pl *plan, fields map[string]any) error {
 	if _, err := checkContract(pl.contractDoc, fields); err != nil {
 		return err
 	}
-	return s.checkPreserved(pl.checkDoc, fields, pl.preserve)
+	return s.checkPreserved(context.Background(), pl.checkDoc, fields, pl.preserve)
 }
 
 // preservePaths are a schema document's preserve paths.

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -47,7 +48,7 @@ func contractError(vs []schema.Violation) error {
 // property's schema in doc (localized): the value goes into the result as
 // sent, so it must fit there. A misfit is input_contract_unsatisfied
 // naming the path.
-func (s *Enricher) checkPreserved(doc, entity map[string]any, preserve [][]string) error {
+func (s *Enricher) checkPreserved(ctx context.Context, doc, entity map[string]any, preserve [][]string) error {
 	var vs []schema.Violation
 	for _, path := range preserve {
 		prop, ok := enrichment.PropertySchema(doc, path)
@@ -59,7 +60,7 @@ func (s *Enricher) checkPreserved(doc, entity map[string]any, preserve [][]strin
 		if err != nil {
 			continue
 		}
-		val, err := s.Compiler.Compile(raw)
+		val, err := s.Compiler.Compile(ctx, raw)
 		if err != nil {
 			continue // the whole schema's compilation reports it
 		}

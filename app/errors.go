@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/entityenrich/enrich/domain/schema"
 	"github.com/entityenrich/enrich/ports"
 )
 
@@ -22,6 +23,8 @@ type Error struct {
 	// Paths lists the offending paths of the request's data, when there
 	// are several (input_contract_unsatisfied).
 	Paths []string
+	// Limit is the schema limit passed (schema_too_complex).
+	Limit *schema.TooComplexError
 }
 
 func (e *Error) Error() string { return e.Detail }

@@ -185,7 +185,7 @@ func (s *Merger) schemaOf(ctx context.Context, orgID string, pl *mergePlan) {
 	}
 	pl.doc = doc
 	raw, _ := json.Marshal(doc)
-	if v, err := s.Compiler.Compile(raw); err == nil {
+	if v, err := s.Compiler.Compile(ctx, raw); err == nil {
 		pl.validator = v
 	}
 }

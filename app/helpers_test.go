@@ -8,6 +8,7 @@ import (
 	"github.com/entityenrich/enrich/adapters/jsonschema"
 	"github.com/entityenrich/enrich/adapters/system"
 	"github.com/entityenrich/enrich/app"
+	"github.com/entityenrich/enrich/domain/schema"
 	"github.com/entityenrich/enrich/ports"
 )
 
@@ -25,7 +26,7 @@ func testEnricher(store ports.SchemaStore, cache ports.SchemaCache, llm ports.LL
 	}
 	models := app.NewModelService(nil, catalog, nil)
 	calls := app.NewCalls(llm, nil, clock, system.IDs{}, lg)
-	e := app.NewEnricher(store, cache, jsonschema.New(), jobcodec.New(), models, calls, app.NewFuser(models, calls, clock, lg), clock, lg,
+	e := app.NewEnricher(store, cache, jsonschema.New(schema.Limits{}), jobcodec.New(), models, calls, app.NewFuser(models, calls, clock, lg), clock, lg,
 		app.EnrichMemos{}, app.EnrichConfig{})
 	e.RetryBackoff = 1
 	return e

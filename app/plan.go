@@ -167,6 +167,10 @@ func (s *Enricher) unsupported(req EnrichRequest) error {
 		return notSupported("attachment_ids", "attachment_ids: attachments are not supported yet; leave it out or empty")
 	}
 	if len(req.TargetSchema) > 0 && string(req.TargetSchema) != "null" {
+		// The limits first: they will hold when inline schemas come.
+		if err := checkLimits(s.Compiler, "target_schema", req.TargetSchema); err != nil {
+			return err
+		}
 		return notSupported("target_schema", "target_schema: inline schemas are not supported yet; save the schema and send schema_id")
 	}
 	return nil
@@ -311,7 +315,7 @@ func (s *Enricher) prepareFor(ctx context.Context, orgID string, req EnrichReque
 	sh, shapeErr := s.shapeOf(ctx, sc.ID, sum, doc, req.languages(), pl.preserve, strategy)
 	if batch {
 		pl.checkDoc = sh.localized
-	} else if err := s.checkPreserved(sh.localized, entity, pl.preserve); err != nil {
+	} else if err := s.checkPreserved(ctx, sh.localized, entity, pl.preserve); err != nil {
 		return nil, err
 	}
 	if shapeErr != nil {

@@ -111,7 +111,7 @@ func (s *SchemaService) Update(ctx context.Context, p *access.Principal, id stri
 	if err := checkID(id); err != nil {
 		return nil, err
 	}
-	u, err := s.checkUpdate(in)
+	u, err := s.checkUpdate(ctx, in)
 	if err != nil {
 		return nil, err
 	}
@@ -139,7 +139,7 @@ type checkedUpdate struct {
 }
 
 // checkUpdate checks every field of a schema update before any read.
-func (s *SchemaService) checkUpdate(in SchemaUpdate) (*checkedUpdate, error) {
+func (s *SchemaService) checkUpdate(ctx context.Context, in SchemaUpdate) (*checkedUpdate, error) {
 	for _, f := range []struct {
 		name string
 		v    any
@@ -185,7 +185,7 @@ func (s *SchemaService) checkUpdate(in SchemaUpdate) (*checkedUpdate, error) {
 		if len(in.Schema) == 0 || string(in.Schema) == "null" {
 			field = "schema_content"
 		}
-		if err := s.checkDocument("x", doc, field); err != nil {
+		if err := s.checkDocument(ctx, "x", doc, field); err != nil {
 			return nil, err
 		}
 		doc = compact(doc)
@@ -248,6 +248,10 @@ func (s *SchemaService) Duplicate(ctx context.Context, p *access.Principal, id, 
 	}
 	src, err := s.live(ctx, p.OrgID, id)
 	if err != nil {
+		return nil, err
+	}
+	// Saved before the limits, or under higher ones: not copied past them.
+	if err := checkLimits(s.Compiler, "schema", src.Content); err != nil {
 		return nil, err
 	}
 	name := src.Name
@@ -485,7 +489,7 @@ func (s *SchemaService) DeletePermanently(ctx context.Context, p *access.Princip
 // compacted document), which it returns instead with created false. Schema
 // generation saves through it.
 func (s *SchemaService) SaveDeduplicated(ctx context.Context, p *access.Principal, in NewSchemaInput) (sc *schema.Schema, created bool, err error) {
-	sc, err = s.newSchema(p, in)
+	sc, err = s.newSchema(ctx, p, in)
 	if err != nil {
 		return nil, false, err
 	}

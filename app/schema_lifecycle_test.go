@@ -32,7 +32,7 @@ func (u *uuidish) NewID() string {
 
 func newSchemaService(now *time.Time) *app.SchemaService {
 	schemas, records := memory.NewSchemaStore(), memory.NewRecordStore()
-	return &app.SchemaService{Schemas: schemas, Records: records, Compiler: jsonschema.New(), Clock: steppingClock{now}, IDs: &uuidish{}}
+	return &app.SchemaService{Schemas: schemas, Records: records, Compiler: jsonschema.New(schema.Limits{}), Clock: steppingClock{now}, IDs: &uuidish{}}
 }
 
 var schemaOwner = &access.Principal{OrgID: "org1", Role: access.Owner, Scopes: access.DefaultScopes()}

@@ -68,6 +68,11 @@ func (s *SchemaService) Publish(ctx context.Context, p *access.Principal, id str
 	var diff schema.Diff
 	now := s.Clock.Now()
 	sc, err := s.update(ctx, p.OrgID, id, func(sc *schema.Schema) error {
+		// Saved before the limits, or under higher ones: not published
+		// past them.
+		if err := checkLimits(s.Compiler, "schema", sc.Content); err != nil {
+			return err
+		}
 		d, err := sc.Publish(now, opts)
 		diff = d
 		return err

@@ -79,7 +79,7 @@ func newCacheWorld(t *testing.T, ttl time.Duration) *cacheWorld {
 	// follows its commit.
 	uow := memory.NewUnitOfWork(memory.NewOrgStore(), memory.NewUserStore(), memory.NewAPIKeyStore(), schemas, records,
 		memory.NewJobStore(), memory.NewEventLog(jobcodec.Events{}), memory.NewRefreshTokenStore(), inproc.New())
-	w.schemas = &app.SchemaService{Schemas: w.store, Records: records, UoW: uow, Compiler: jsonschema.New(), Clock: clock,
+	w.schemas = &app.SchemaService{Schemas: w.store, Records: records, UoW: uow, Compiler: jsonschema.New(schema.Limits{}), Clock: clock,
 		IDs: &uuidish{}, SchemaCache: w.cache}
 	w.enrich = testEnricher(w.store, w.cache, nil, oneModel{model.Info{Key: model.Key{Provider: "p", Model: "m"}}}, clock, lg)
 	sc, err := w.schemas.Create(context.Background(), schemaOwner, app.NewSchemaInput{Name: "Company", Schema: json.RawMessage(cacheDocV1)})

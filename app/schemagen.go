@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -335,51 +334,6 @@ var answerSchema = map[string]any{
 	},
 }
 
-// validated is an answer that passed every rule.
-type validated struct {
-	doc         map[string]any
-	raw         json.RawMessage
-	suggestions []string
-}
-
-// check reads and validates one answer; the error is what the model is
-// told on the next attempt.
-func (s *SchemaGenerator) check(text string, sp *schemaPlan) (validated, error) {
-	a, err := schema.ParseAnswer(text)
-	if err != nil {
-		return validated{}, err
-	}
-	if sp.gen != nil {
-		schema.PostProcess(a.Schema, schema.Observe(sp.collapsed.Samples), sp.collapsed.Localized)
-	}
-	raw, err := json.Marshal(a.Schema)
-	if err != nil {
-		return validated{}, fmt.Errorf("the schema does not encode: %w", err)
-	}
-	if err := checkText("schema", raw); err != nil {
-		return validated{}, fmt.Errorf("the schema holds text that cannot be stored: %w", err)
-	}
-	if _, err := s.Compiler.Compile(raw); err != nil {
-		return validated{}, fmt.Errorf("the schema does not compile as JSON Schema: %w", err)
-	}
-	v := schema.CheckStructure(a.Schema)
-	if sp.edit != nil {
-		// An edit answers for what it changes: a rule the working copy
-		// already broke (a schema saved by hand may) is not its fault.
-		var cur map[string]any
-		_ = json.Unmarshal(sp.current.Content, &cur)
-		had := schema.CheckStructure(cur)
-		v = slices.DeleteFunc(v, func(x string) bool { return slices.Contains(had, x) })
-	}
-	if len(v) > 0 {
-		return validated{}, fmt.Errorf("the schema breaks %d rule(s): %s", len(v), strings.Join(v, "; "))
-	}
-	if a.Suggestions == nil {
-		a.Suggestions = []string{}
-	}
-	return validated{doc: a.Schema, raw: raw, suggestions: a.Suggestions}, nil
-}
-
 func (s *SchemaGenerator) run(ctx context.Context, w *ports.Work, sp *schemaPlan) ports.Outcome {
 	start := time.Now()
 	pub := w.Publish
@@ -466,9 +420,12 @@ func (s *SchemaGenerator) ask(ctx context.Context, sp *schemaPlan, pub func(job.
 			}
 			continue
 		}
-		v, perr := s.check(resp.Text, sp)
+		v, perr := s.check(ctx, resp.Text, sp)
 		if perr == nil {
 			return &v, in, outT, nil
+		}
+		if ctx.Err() != nil {
+			return nil, in, outT, &ports.Outcome{}
 		}
 		// The validator's account names paths of the model's own output:
 		// it is ours to show.

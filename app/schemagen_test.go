@@ -44,7 +44,7 @@ func (l *seqLLM) Generate(_ context.Context, req ports.LLMRequest) (ports.LLMRes
 func newSchemaGen(t *testing.T, llm ports.LLM) (*app.SchemaGenerator, ports.SchemaStore) {
 	t.Helper()
 	store := memory.NewSchemaStore()
-	c := jsonschema.New()
+	c := jsonschema.New(schema.Limits{})
 	lg := slog.New(slog.NewTextHandler(io.Discard, nil))
 	m := model.Info{Key: model.Key{Provider: "p", Model: "m"}, Price: model.Price{InputPerMTok: 1_000_000, OutputPerMTok: 2_000_000}}
 	enr := testEnricher(store, nil, llm, oneModel{m}, nil, lg)

@@ -93,7 +93,7 @@ func (in NewSchemaInput) document() (json.RawMessage, error) {
 // included, is rejected naming the field. A name that a live schema of the
 // organization has gets a unique suffix ("Company (2)").
 func (s *SchemaService) Create(ctx context.Context, p *access.Principal, in NewSchemaInput) (*schema.Schema, error) {
-	sc, err := s.newSchema(p, in)
+	sc, err := s.newSchema(ctx, p, in)
 	if err != nil {
 		return nil, err
 	}
@@ -102,7 +102,7 @@ func (s *SchemaService) Create(ctx context.Context, p *access.Principal, in NewS
 
 // newSchema authorizes and validates in and builds the schema it asks for
 // (not stored yet).
-func (s *SchemaService) newSchema(p *access.Principal, in NewSchemaInput) (*schema.Schema, error) {
+func (s *SchemaService) newSchema(ctx context.Context, p *access.Principal, in NewSchemaInput) (*schema.Schema, error) {
 	if err := access.Authorize(p, access.ActCreateSchema); err != nil {
 		return nil, err
 	}
@@ -130,7 +130,11 @@ func (s *SchemaService) newSchema(p *access.Principal, in NewSchemaInput) (*sche
 	if err != nil {
 		return nil, err
 	}
-	if err := s.checkDocument(in.Name, doc, "schema"); err != nil {
+	field := "schema"
+	if len(in.Schema) == 0 || string(in.Schema) == "null" {
+		field = "schema_content"
+	}
+	if err := s.checkDocument(ctx, in.Name, doc, field); err != nil {
 		return nil, err
 	}
 	if len(in.Description) > schema.MaxDescriptionLen {
@@ -144,12 +148,16 @@ func (s *SchemaService) newSchema(p *access.Principal, in NewSchemaInput) (*sche
 }
 
 // checkDocument validates a schema document (and the name it goes with)
-// sent in field.
-func (s *SchemaService) checkDocument(name string, doc json.RawMessage, field string) error {
+// sent in field: past the schema limits, 400 schema_too_complex before it
+// is compiled.
+func (s *SchemaService) checkDocument(ctx context.Context, name string, doc json.RawMessage, field string) error {
 	if len(doc) == 0 || string(doc) == "null" {
 		return Invalid(field, "%s is required", field)
 	}
-	if _, err := s.Compiler.Compile(doc); err != nil {
+	if _, err := s.Compiler.Compile(ctx, doc); err != nil {
+		if e := compileError(ctx, field, err); e != nil {
+			return e
+		}
 		return Invalid(field, "%s is not a valid JSON Schema: %v", field, err)
 	}
 	if _, err := schema.CheckShape(name, doc); err != nil {

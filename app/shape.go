@@ -62,9 +62,9 @@ func (s *Enricher) contract(ctx context.Context, sc *schema.Schema) (map[string]
 func (s *Enricher) shapeOf(ctx context.Context, schemaID string, sum [32]byte, doc map[string]any, langs []string,
 	preserve [][]string, strategy enrichment.Strategy) (*Shape, error) {
 	var built *Shape
-	build := func(context.Context, string) (*Shape, error) {
+	build := func(ctx context.Context, _ string) (*Shape, error) {
 		built = &Shape{localized: enrichment.Localize(doc, langs)}
-		return built, s.buildShape(built, schemaID, preserve, strategy)
+		return built, s.buildShape(ctx, built, schemaID, preserve, strategy)
 	}
 	sh, err := memo(ctx, s.Shapes, shapeKey(sum, langs, preserve, strategy), build)
 	if err == nil {
@@ -79,13 +79,22 @@ func (s *Enricher) shapeOf(ctx context.Context, schemaID string, sum [32]byte, d
 }
 
 // buildShape completes sh, whose localized document is set.
-func (s *Enricher) buildShape(sh *Shape, schemaID string, preserve [][]string, strategy enrichment.Strategy) error {
+func (s *Enricher) buildShape(ctx context.Context, sh *Shape, schemaID string, preserve [][]string, strategy enrichment.Strategy) error {
 	sh.doc = enrichment.WithoutPaths(sh.localized, preserve)
 	localized, err := json.Marshal(sh.doc)
 	if err != nil {
 		return fmt.Errorf("schema %s: %w", schemaID, err)
 	}
-	if sh.whole, err = s.Compiler.Compile(localized); err != nil {
+	if sh.whole, err = s.Compiler.Compile(ctx, localized); err != nil {
+		// A schema saved before the limits, or under higher ones, or one
+		// that its multilingual properties, answered per language, take
+		// past them.
+		if e := compileError(ctx, "schema_id", err); e != nil {
+			if ae, ok := AsError(e); ok && ae.Limit != nil {
+				ae.Detail = fmt.Sprintf("schema_id: schema %s, its multilingual properties answered per requested language: %v", schemaID, ae.Limit)
+			}
+			return e
+		}
 		return coded(ports.ErrInvalid, "schema_invalid", "schema %s does not compile: %v", schemaID, err)
 	}
 	domains, err := enrichment.Plan(sh.doc)
@@ -95,8 +104,11 @@ func (s *Enricher) buildShape(sh *Shape, schemaID string, preserve [][]string, s
 	sh.choice = enrichment.Choose(strategy, domains)
 	for _, d := range enrichment.Calls(sh.choice.Strategy, sh.doc, domains) {
 		raw, _ := json.Marshal(d.Schema)
-		v, err := s.Compiler.Compile(raw)
+		v, err := s.Compiler.Compile(ctx, raw)
 		if err != nil {
+			if e := compileError(ctx, "schema_id", err); e != nil {
+				return e
+			}
 			return coded(ports.ErrInvalid, "schema_invalid", "expertise %s of schema %s does not compile: %v", d.Key, schemaID, err)
 		}
 		sh.calls = append(sh.calls, call{domain: d, validator: v, schema: raw})

@@ -14,6 +14,7 @@ import (
 	"github.com/entityenrich/enrich/app"
 	"github.com/entityenrich/enrich/domain/access"
 	"github.com/entityenrich/enrich/domain/page"
+	"github.com/entityenrich/enrich/domain/schema"
 	"github.com/entityenrich/enrich/ports"
 )
 
@@ -21,7 +22,7 @@ import (
 // refuses, naming the field, and stores nothing.
 func TestSchemaCreateRefusesHostileText(t *testing.T) {
 	store := memory.NewSchemaStore()
-	svc := &app.SchemaService{Schemas: store, Compiler: jsonschema.New(), Clock: system.Clock{}, IDs: system.IDs{}}
+	svc := &app.SchemaService{Schemas: store, Compiler: jsonschema.New(schema.Limits{}), Clock: system.Clock{}, IDs: system.IDs{}}
 	p := &access.Principal{OrgID: "org", UserID: "u", Role: access.Owner, Scopes: access.DefaultScopes()}
 	doc := func(prop, enum string) json.RawMessage {
 		b, _ := json.Marshal(map[string]any{"type": "object", "properties": map[string]any{prop: map[string]any{"type": "string", "enum": []string{"a", enum}}}})

@@ -404,10 +404,17 @@ type Validator interface {
 	Validate(v any) error
 }
 
-// SchemaCompiler compiles JSON Schema documents. A document that is not valid
-// JSON Schema gives an error wrapping ErrInvalid with the validator's message.
+// SchemaCompiler compiles JSON Schema documents. It is the one door every
+// schema goes through to be used, so it is where the schema limits hold:
+// a document past Limits is refused with a *schema.TooComplexError
+// (schema.ErrTooComplex) before it is parsed. A document that is not valid
+// JSON Schema gives an error wrapping ErrInvalid with the validator's
+// message. Compile stops when ctx ends, returning ctx.Err().
 type SchemaCompiler interface {
-	Compile(doc json.RawMessage) (Validator, error)
+	Compile(ctx context.Context, doc json.RawMessage) (Validator, error)
+	// Limits are the limits Compile holds documents to, for the paths that
+	// take a schema without compiling it (a duplicate, a publish).
+	Limits() schema.Limits
 }
 
 // Passwords hashes and checks passwords.

@@ -421,13 +421,15 @@ func TestMemo(t *testing.T) {
 // countingCompiler counts compilations; "bad" does not compile.
 type countingCompiler struct{ n atomic.Int32 }
 
-func (c *countingCompiler) Compile(doc json.RawMessage) (ports.Validator, error) {
+func (c *countingCompiler) Compile(_ context.Context, doc json.RawMessage) (ports.Validator, error) {
 	c.n.Add(1)
 	if string(doc) == "bad" {
 		return nil, ports.ErrInvalid
 	}
 	return validator{}, nil
 }
+
+func (c *countingCompiler) Limits() schema.Limits { return schema.Limits{MaxDepth: 3} }
 
 type validator struct{}
 
@@ -440,13 +442,54 @@ func TestCompiler(t *testing.T) {
 	next := &countingCompiler{}
 	c := cache.NewCompiler(next, 16)
 	for range 3 {
-		_, err := c.Compile(json.RawMessage(`{"type":"object"}`))
+		_, err := c.Compile(context.Background(), json.RawMessage(`{"type":"object"}`))
 		is.NoErr(err)
 	}
 	is.Equal(next.n.Load(), int32(1))
 	for range 2 {
-		_, err := c.Compile(json.RawMessage("bad"))
+		_, err := c.Compile(context.Background(), json.RawMessage("bad"))
 		is.True(errors.Is(err, ports.ErrInvalid))
 	}
 	is.Equal(next.n.Load(), int32(3))
+}
+
+// blockingCompiler compiles until its caller's context ends.
+type blockingCompiler struct {
+	countingCompiler
+	started chan struct{}
+}
+
+func (c *blockingCompiler) Compile(ctx context.Context, doc json.RawMessage) (ports.Validator, error) {
+	if c.n.Add(1) == 1 {
+		close(c.started)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return validator{}, nil
+}
+
+// TestCompilerOtherCallerCancelled: a caller that joins the compilation of
+// another whose request ends does not get that request's context error.
+func TestCompilerOtherCallerCancelled(t *testing.T) {
+	is := is.New(t)
+	next := &blockingCompiler{started: make(chan struct{})}
+	c := cache.NewCompiler(next, 16)
+	doc := json.RawMessage(`{"type":"object"}`)
+	ctx, cancel := context.WithCancel(context.Background())
+	first := make(chan error, 1)
+	go func() {
+		_, err := c.Compile(ctx, doc)
+		first <- err
+	}()
+	<-next.started
+	second := make(chan error, 1)
+	go func() {
+		_, err := c.Compile(context.Background(), doc)
+		second <- err
+	}()
+	time.Sleep(10 * time.Millisecond) // let the second join the first's compilation
+	cancel()
+	is.True(errors.Is(<-first, context.Canceled))
+	is.NoErr(<-second)
+	is.Equal(c.Limits(), next.Limits()) // the limits are next's
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/maypok86/otter/v2"
 
+	"github.com/entityenrich/enrich/domain/schema"
 	"github.com/entityenrich/enrich/ports"
 )
 
@@ -43,9 +44,17 @@ func NewCompiler(next ports.SchemaCompiler, size int) *Compiler {
 	return &Compiler{next: next, memo: NewMemo[[sha256.Size]byte, ports.Validator](size)}
 }
 
-// Compile returns doc's validator (ports.SchemaCompiler).
-func (c *Compiler) Compile(doc json.RawMessage) (ports.Validator, error) {
-	return c.memo.Get(context.Background(), sha256.Sum256(doc), func(context.Context, [sha256.Size]byte) (ports.Validator, error) {
-		return c.next.Compile(doc)
+// Compile returns doc's validator (ports.SchemaCompiler). next holds the
+// document to the limits: one past them is never kept, so a document
+// found here is within them. Concurrent calls for one
+// document share one compilation under the first caller's ctx; a caller
+// that joined it and is still live when that ctx ends loads again (the
+// Memo's Get), so it never gets another request's context error.
+func (c *Compiler) Compile(ctx context.Context, doc json.RawMessage) (ports.Validator, error) {
+	return c.memo.Get(ctx, sha256.Sum256(doc), func(ctx context.Context, _ [sha256.Size]byte) (ports.Validator, error) {
+		return c.next.Compile(ctx, doc)
 	})
 }
+
+// Limits are next's (ports.SchemaCompiler).
+func (c *Compiler) Limits() schema.Limits { return c.next.Limits() }

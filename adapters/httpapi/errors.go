@@ -32,6 +32,8 @@ type errorBody struct {
 	// Classification is the pre-flight classification that refused a
 	// blocking run (the reference's ClassificationContext).
 	Classification map[string]any
+	// Limit is the schema limit passed (schema_too_complex).
+	Limit *schema.TooComplexError
 }
 
 // wire is the generated Error: an empty member is absent.
@@ -45,6 +47,9 @@ func (b errorBody) wire() api.Error {
 	}
 	if len(b.Classification) > 0 {
 		out.Classification = &b.Classification
+	}
+	if b.Limit != nil {
+		out.Limit = &api.SchemaLimit{Name: api.SchemaLimitName(b.Limit.Limit), Max: b.Limit.Max, Setting: b.Limit.Limit.Setting()}
 	}
 	return out
 }
@@ -85,6 +90,7 @@ var errorTable = []errorRule{
 	{err: ports.ErrUnknownModel, status: http.StatusBadRequest, code: "invalid_model", detail: "unknown model; GET /api/enrichment/options lists them"},
 	{err: schema.ErrSampleCommonality, status: http.StatusBadRequest, code: "sample_commonality_failed", detail: "the samples do not describe one entity type"},
 	{err: schema.ErrSampleConformance, status: http.StatusBadRequest, code: "sample_field_conformance_failed", detail: "array items of the samples share no field"},
+	{err: schema.ErrTooComplex, status: http.StatusBadRequest, code: app.CodeSchemaTooComplex, detail: "the schema is past a schema limit"},
 	{err: schema.ErrInvalid, status: http.StatusBadRequest, code: "invalid_request", detail: "the schema is invalid"},
 	{err: schema.ErrContractUnsatisfied, status: http.StatusBadRequest, code: app.CodeInputContract, detail: "entity_data does not satisfy the schema's input contract"},
 	{err: ports.ErrInvalid, status: http.StatusBadRequest, code: "invalid_request", detail: "the request is invalid"},
@@ -115,6 +121,9 @@ var errorTable = []errorRule{
 	{err: ports.ErrLLMAuth, status: http.StatusBadGateway, code: string(job.CodeNoUsableKey), detail: "the model's provider refused the key"},
 	{err: rotation.ErrNoUsableKey, status: http.StatusBadRequest, code: string(job.CodeNoUsableKey), detail: "the model's provider has no usable key for the organization"},
 	{err: context.DeadlineExceeded, status: http.StatusGatewayTimeout, code: "timeout", detail: "the request did not finish in time"},
+	// The client went away (its request's context ended): the work stopped,
+	// and the answer, which nobody reads, is the blocking runs' 499.
+	{err: context.Canceled, status: statusClientClosed, code: "cancelled", detail: "the request was cancelled: the client went away"},
 	// Fetching a batch from a URL: the URL's fault is the caller's (400),
 	// the server's failure a bad gateway.
 	{err: ports.ErrFetchRefused, status: http.StatusBadRequest, code: app.CodeURLRefused, detail: "url refused: the address is not allowed"},
@@ -177,6 +186,10 @@ func ruleFor(err error) (errorRule, string) {
 // the request id and shown as "internal error".
 func (s *Server) Error(w http.ResponseWriter, r *http.Request, err error) {
 	rule, detail := ruleFor(err)
+	if rule.err == context.Canceled && r.Context().Err() == nil {
+		// Cancelled, but not by the client: ours to explain.
+		rule, detail = internalRule, internalRule.detail
+	}
 	body := errorBody{Detail: detail, Code: rule.code, Retryable: rule.retryable}
 	if rule.retryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(rule.retryAfter))
@@ -184,6 +197,7 @@ func (s *Server) Error(w http.ResponseWriter, r *http.Request, err error) {
 	if e, ok := app.AsError(err); ok {
 		body.Field = e.Field
 		body.Paths = e.Paths
+		body.Limit = e.Limit
 		if e.Code != "" {
 			body.Code = e.Code
 		}
@@ -202,6 +216,8 @@ func (s *Server) Error(w http.ResponseWriter, r *http.Request, err error) {
 		body.Code, body.Classification = refused.Code(), refused.Context
 	}
 	switch {
+	case rule.status == statusClientClosed:
+		s.log.InfoContext(r.Context(), "client went away; request cancelled", "request_id", requestID(r), "method", r.Method, "path", r.URL.Path, "err", err)
 	case rule.status >= http.StatusInternalServerError && !errors.Is(err, ports.ErrUnavailable):
 		s.log.ErrorContext(r.Context(), "request failed", "request_id", requestID(r), "method", r.Method, "path", r.URL.Path, "status", rule.status, "err", err)
 	case errors.Is(err, ports.ErrUnavailable):

@@ -69,6 +69,7 @@ func TestErrorTableSentinels(t *testing.T) {
 		{ports.ErrUnknownModel, 400, "invalid_model", ""},
 		{schema.ErrSampleCommonality, 400, "sample_commonality_failed", ""},
 		{schema.ErrSampleConformance, 400, "sample_field_conformance_failed", ""},
+		{schema.ErrTooComplex, 400, "schema_too_complex", ""},
 		{schema.ErrInvalid, 400, "invalid_request", ""},
 		{schema.ErrContractUnsatisfied, 400, "input_contract_unsatisfied", ""},
 		{schema.ErrInUse, 409, "schema_in_use", ""},
@@ -94,6 +95,7 @@ func TestErrorTableSentinels(t *testing.T) {
 		{ports.ErrLLMAuth, 502, "no_usable_provider_key", ""},
 		{rotation.ErrNoUsableKey, 400, "no_usable_provider_key", ""},
 		{context.DeadlineExceeded, 504, "timeout", ""},
+		{context.Canceled, 500, "internal_error", ""}, // the request goes on: not the client's doing
 		{ports.ErrFetchRefused, 400, "url_refused", ""},
 		{ports.ErrFetchTooLarge, 400, "fetch_too_large", ""},
 		{ports.ErrFetchFailed, 502, "fetch_failed", ""},
@@ -166,4 +168,40 @@ func TestErrorAppDetail(t *testing.T) {
 	status, e, _ = errorFor(t, errors.Join(fmt.Errorf("a: %w", ports.ErrConflict), fmt.Errorf("b: %w", ports.ErrUnavailable)))
 	is.Equal(status, 503) // an outage wins: retrying may help
 	is.Equal(e.Code, "unavailable")
+}
+
+// TestErrorClientGone: a request whose client went away (its context
+// ended) and whose work stopped with context.Canceled answers 499
+// cancelled, logged at info: never 500 and an error log.
+func TestErrorClientGone(t *testing.T) {
+	is := is.New(t)
+	var logs strings.Builder
+	s := &Server{log: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	rec := httptest.NewRecorder()
+	s.Error(rec, httptest.NewRequest("POST", "/api/schema/saved", nil).WithContext(ctx), fmt.Errorf("compile: %w", context.Canceled))
+	is.Equal(rec.Code, 499)
+	e, err := readErrorBody(rec.Body.Bytes())
+	is.NoErr(err)
+	is.Equal(e.Code, "cancelled")
+	is.True(strings.Contains(logs.String(), "level=INFO"))   // logged at info
+	is.True(!strings.Contains(logs.String(), "level=ERROR")) // not as a failure
+}
+
+// TestErrorSchemaLimit: schema_too_complex names the limit in the body.
+func TestErrorSchemaLimit(t *testing.T) {
+	is := is.New(t)
+	s := &Server{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	rec := httptest.NewRecorder()
+	tc := &schema.TooComplexError{Limit: schema.LimitDepth, Max: 32}
+	s.Error(rec, httptest.NewRequest("POST", "/api/schema/saved", nil),
+		&app.Error{Kind: schema.ErrTooComplex, Code: app.CodeSchemaTooComplex, Field: "schema", Detail: "schema: " + tc.Error(), Limit: tc})
+	is.Equal(rec.Code, 400)
+	var e api.Error
+	is.NoErr(json.Unmarshal(rec.Body.Bytes(), &e))
+	is.Equal(*e.Code, "schema_too_complex")
+	is.Equal(*e.Field, "schema")
+	is.Equal(e.Detail, "schema: schema nesting depth exceeds 32 (ENRICH_SCHEMA_MAX_DEPTH)")
+	is.Equal(*e.Limit, api.SchemaLimit{Name: api.MaxDepth, Max: 32, Setting: "ENRICH_SCHEMA_MAX_DEPTH"})
 }

@@ -2,6 +2,7 @@ package jsonschema
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,17 +14,24 @@ import (
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 
+	"github.com/entityenrich/enrich/domain/schema"
 	"github.com/entityenrich/enrich/ports"
 )
 
-// Compiler compiles JSON Schema documents. It keeps no state between calls,
-// so one value serves every goroutine.
-type Compiler struct{}
+// Compiler compiles JSON Schema documents. It keeps no state between calls
+// but its limits, so one value serves every goroutine.
+type Compiler struct {
+	limits schema.Limits
+}
 
 var _ ports.SchemaCompiler = (*Compiler)(nil)
 
-// New returns a Compiler.
-func New() *Compiler { return &Compiler{} }
+// New returns a Compiler holding documents to limits (a zero field: its
+// default, schema.DefaultLimits).
+func New(limits schema.Limits) *Compiler { return &Compiler{limits: limits.WithDefaults()} }
+
+// Limits are the limits Compile holds documents to (ports.SchemaCompiler).
+func (c *Compiler) Limits() schema.Limits { return c.limits }
 
 // resourceURL names the document being compiled. It is an absolute URL of
 // a scheme no loader serves, so that a relative $ref ("other.json") resolves
@@ -37,8 +45,20 @@ const maxProblems = 20
 
 var printer = message.NewPrinter(language.English)
 
-// Compile parses and compiles doc. Any failure wraps ports.ErrInvalid.
-func (c *Compiler) Compile(doc json.RawMessage) (ports.Validator, error) {
+// Compile checks doc against the limits, then parses and compiles it. A
+// document past a limit gives the domain's *schema.TooComplexError before
+// any parsing; any other failure wraps ports.ErrInvalid. The library takes
+// no context: ctx is checked between the steps (parse, compile, the cycle
+// probes), and the limits bound each step (a document at every limit at
+// once compiles in well under a second), so a request whose client left
+// stops within one step, on this goroutine, and returns ctx.Err().
+func (c *Compiler) Compile(ctx context.Context, doc json.RawMessage) (ports.Validator, error) {
+	if err := c.limits.Check(doc); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	v, err := js.UnmarshalJSON(bytes.NewReader(doc))
 	if err != nil {
 		return nil, fmt.Errorf("%w: schema is not valid JSON: %v", ports.ErrInvalid, err)
@@ -57,11 +77,18 @@ func (c *Compiler) Compile(doc json.RawMessage) (ports.Validator, error) {
 	if err := jc.AddResource(resourceURL, v); err != nil {
 		return nil, fmt.Errorf("%w: %s", ports.ErrInvalid, clean(err.Error()))
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	sch, err := jc.Compile(resourceURL)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s", ports.ErrInvalid, compileMessage(err))
 	}
-	if msg := refCycle(sch, v); msg != "" {
+	msg, err := refCycle(ctx, sch, v)
+	if err != nil {
+		return nil, err
+	}
+	if msg != "" {
 		return nil, fmt.Errorf("%w: schema: %s", ports.ErrInvalid, msg)
 	}
 	return &Validator{schema: sch}, nil
@@ -71,7 +98,7 @@ func (c *Compiler) Compile(doc json.RawMessage) (ports.Validator, error) {
 // The library reports such loops only while validating, so every answer
 // would fail with a message no model can act on; probing a few values here
 // turns the common cases into a schema error instead.
-func refCycle(sch *js.Schema, doc any) string {
+func refCycle(ctx context.Context, sch *js.Schema, doc any) (string, error) {
 	probe := map[string]any{}
 	if m, ok := doc.(map[string]any); ok {
 		props, _ := m["properties"].(map[string]any)
@@ -80,14 +107,17 @@ func refCycle(sch *js.Schema, doc any) string {
 		}
 	}
 	for _, v := range []any{nil, map[string]any{}, []any{}, probe} {
+		if err := ctx.Err(); err != nil {
+			return "", err
+		}
 		var ve *js.ValidationError
 		if err := sch.Validate(v); errors.As(err, &ve) {
 			if msg := findCycle(ve); msg != "" {
-				return msg
+				return msg, nil
 			}
 		}
 	}
-	return ""
+	return "", ctx.Err()
 }
 
 func findCycle(e *js.ValidationError) string {

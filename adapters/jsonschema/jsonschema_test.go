@@ -1,6 +1,7 @@
 package jsonschema_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/entityenrich/enrich/adapters/jsonschema"
+	"github.com/entityenrich/enrich/domain/schema"
 	"github.com/entityenrich/enrich/ports"
 )
 
@@ -41,11 +43,11 @@ func TestCompileRejects(t *testing.T) {
 		{"self ref", `{"$ref":"#"}`, "reference cycle"},
 		{"property ref cycle", `{"$defs":{"a":{"$ref":"#/$defs/b"},"b":{"$ref":"#/$defs/a"}},"properties":{"x":{"$ref":"#/$defs/a"}}}`, "reference cycle"},
 	}
-	c := jsonschema.New()
+	c := jsonschema.New(schema.Limits{})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			is := is.New(t)
-			v, err := c.Compile(json.RawMessage(tt.doc))
+			v, err := c.Compile(context.Background(), json.RawMessage(tt.doc))
 			is.True(err != nil)
 			is.Equal(v, nil)
 			is.True(errors.Is(err, ports.ErrInvalid))
@@ -71,11 +73,11 @@ func TestCompileAccepts(t *testing.T) {
 		{"recursive through data", `{"type":"object","properties":{"parent":{"$ref":"#"}}}`},
 		{"local ids", `{"$id":"https://example.com/s.json","$defs":{"a":{"type":"string"}},"properties":{"a":{"$ref":"#/$defs/a"}}}`},
 	}
-	c := jsonschema.New()
+	c := jsonschema.New(schema.Limits{})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			is := is.New(t)
-			v, err := c.Compile(json.RawMessage(tt.doc))
+			v, err := c.Compile(context.Background(), json.RawMessage(tt.doc))
 			is.NoErr(err)
 			is.True(v != nil)
 		})
@@ -120,7 +122,7 @@ func TestValidate(t *testing.T) {
 		// Formats are annotations in 2020-12; a model's "2001" is kept.
 		{"format not asserted", `{"name":"A","tags":[],"founded":"2001"}`, nil},
 	}
-	v, err := jsonschema.New().Compile(json.RawMessage(company))
+	v, err := jsonschema.New(schema.Limits{}).Compile(context.Background(), json.RawMessage(company))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +154,7 @@ func TestValidateStableAndBounded(t *testing.T) {
 		value[k] = "x"
 	}
 	doc, _ := json.Marshal(map[string]any{"type": "object", "properties": props})
-	v, err := jsonschema.New().Compile(doc)
+	v, err := jsonschema.New(schema.Limits{}).Compile(context.Background(), doc)
 	is.NoErr(err)
 	first := v.Validate(value).Error()
 	for range 20 {
@@ -165,7 +167,7 @@ func TestValidateStableAndBounded(t *testing.T) {
 
 func TestValidatorConcurrent(t *testing.T) {
 	is := is.New(t)
-	v, err := jsonschema.New().Compile(json.RawMessage(company))
+	v, err := jsonschema.New(schema.Limits{}).Compile(context.Background(), json.RawMessage(company))
 	is.NoErr(err)
 	good := decode(t, `{"name":"Acme","tags":["b2b"]}`)
 	bad := decode(t, `{"name":1,"tags":["b2b"]}`)
@@ -196,9 +198,9 @@ func FuzzCompile(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	c := jsonschema.New()
+	c := jsonschema.New(schema.Limits{})
 	f.Fuzz(func(t *testing.T, doc []byte) {
-		v, err := c.Compile(doc)
+		v, err := c.Compile(context.Background(), doc)
 		if err != nil {
 			if !errors.Is(err, ports.ErrInvalid) {
 				t.Fatalf("error does not wrap ErrInvalid: %v", err)
@@ -209,4 +211,35 @@ func FuzzCompile(f *testing.F) {
 			_ = v.Validate(in)
 		}
 	})
+}
+
+// TestCompileLimits: a document past the limits is refused with the
+// domain's error before it is parsed (this one is not even JSON past the
+// depth limit: the compiler's own "not valid JSON" would say so); the
+// limits are the ones given, their zero fields at the defaults.
+func TestCompileLimits(t *testing.T) {
+	is := is.New(t)
+	c := jsonschema.New(schema.Limits{MaxDepth: 4})
+	is.Equal(c.Limits(), schema.Limits{MaxDepth: 4, MaxProperties: schema.DefaultMaxProperties,
+		MaxSubschemas: schema.DefaultMaxSubschemas, MaxBytes: schema.DefaultMaxBytes})
+	v, err := c.Compile(context.Background(), json.RawMessage(`{"properties":{"a":{"properties":{"b":{"not JSON`))
+	is.Equal(v, nil)
+	var tc *schema.TooComplexError
+	is.True(errors.As(err, &tc))
+	is.Equal(tc.Limit, schema.LimitDepth)
+	is.True(!errors.Is(err, ports.ErrInvalid)) // not the compiler's refusal
+	_, err = c.Compile(context.Background(), json.RawMessage(`{"properties":{"a":{"type":"string"}}}`))
+	is.NoErr(err) // depth 3
+}
+
+// TestCompileCancelled: a request that ended gets its context's error, not
+// a schema error, and no validator.
+func TestCompileCancelled(t *testing.T) {
+	is := is.New(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	v, err := jsonschema.New(schema.Limits{}).Compile(ctx, json.RawMessage(`{"type":"object"}`))
+	is.Equal(v, nil)
+	is.True(errors.Is(err, context.Canceled))
+	is.True(!errors.Is(err, ports.ErrInvalid))
 }

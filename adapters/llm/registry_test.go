@@ -16,6 +16,7 @@ import (
 	"github.com/entityenrich/enrich/adapters/llm"
 	"github.com/entityenrich/enrich/domain/enrichment"
 	"github.com/entityenrich/enrich/domain/model"
+	"github.com/entityenrich/enrich/domain/schema"
 	"github.com/entityenrich/enrich/ports"
 	"github.com/entityenrich/enrich/test/fakeopenai"
 )
@@ -60,10 +61,10 @@ func request(t testing.TB, k, schema, entity string) ports.LLMRequest {
 	return ports.LLMRequest{Model: key(k), Messages: enrichment.Prompt("company", json.RawMessage(entity), d), Schema: d.Schema, SchemaName: d.Key}
 }
 
-func validate(t testing.TB, schema any, text string) error {
+func validate(t testing.TB, answer any, text string) error {
 	t.Helper()
-	doc, _ := json.Marshal(schema)
-	v, err := jsonschema.New().Compile(doc)
+	doc, _ := json.Marshal(answer)
+	v, err := jsonschema.New(schema.Limits{}).Compile(context.Background(), doc)
 	if err != nil {
 		t.Fatal(err)
 	}

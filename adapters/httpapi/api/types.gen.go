@@ -739,6 +739,30 @@ func (e SchemaPublishState) Valid() bool {
 	}
 }
 
+// Defines values for SchemaLimitName.
+const (
+	MaxBytes      SchemaLimitName = "max_bytes"
+	MaxDepth      SchemaLimitName = "max_depth"
+	MaxProperties SchemaLimitName = "max_properties"
+	MaxSubschemas SchemaLimitName = "max_subschemas"
+)
+
+// Valid indicates whether the value is a known member of the SchemaLimitName enum.
+func (e SchemaLimitName) Valid() bool {
+	switch e {
+	case MaxBytes:
+		return true
+	case MaxDepth:
+		return true
+	case MaxProperties:
+		return true
+	case MaxSubschemas:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for SchemaSummaryPublishState.
 const (
 	SchemaSummaryPublishStateDirty       SchemaSummaryPublishState = "dirty"
@@ -1652,6 +1676,9 @@ type Error struct {
 
 	// Field The offending field or parameter, as a dotted path (e.g. `models.0`) or a parameter name.
 	Field *string `json:"field,omitempty"`
+
+	// Limit With 400 `schema_too_complex`: the schema limit the document passed. Every schema the service takes (saved, patched, duplicated, published, inline `target_schema`, a split's input, and a model's answer to schema generation or an AI edit) is measured against the limits before it is compiled. `max_depth`: the JSON nesting of objects and arrays (the root object is 1); `max_properties`: the names under `properties` and `patternProperties`, at every depth; `max_subschemas`: the objects and booleans in a schema position (each property's schema, `items`, each `allOf` member, each `$defs` entry...); `max_bytes`: the document's size.
+	Limit *SchemaLimit `json:"limit,omitempty"`
 
 	// Paths The offending dotted paths of the request's data, with `input_contract_unsatisfied` (400, before any spend): the identifying keys when none carries a usable value, each preserve path without a value, and `array.index` for each item of a supplied array that carries no identifying value.
 	Paths *[]string `json:"paths,omitempty"`
@@ -2575,6 +2602,19 @@ type SchemaDeletion struct {
 	// Unlinked What cascade released (e.g. "a linked database").
 	Unlinked []string `json:"unlinked"`
 }
+
+// SchemaLimit With 400 `schema_too_complex`: the schema limit the document passed. Every schema the service takes (saved, patched, duplicated, published, inline `target_schema`, a split's input, and a model's answer to schema generation or an AI edit) is measured against the limits before it is compiled. `max_depth`: the JSON nesting of objects and arrays (the root object is 1); `max_properties`: the names under `properties` and `patternProperties`, at every depth; `max_subschemas`: the objects and booleans in a schema position (each property's schema, `items`, each `allOf` member, each `$defs` entry...); `max_bytes`: the document's size.
+type SchemaLimit struct {
+	// Max The limit's value on this server.
+	Max  int             `json:"max"`
+	Name SchemaLimitName `json:"name"`
+
+	// Setting The environment setting that changes it (ENRICH_SCHEMA_MAX_DEPTH, ...).
+	Setting string `json:"setting"`
+}
+
+// SchemaLimitName defines model for SchemaLimit.Name.
+type SchemaLimitName string
 
 // SchemaList Live schemas, pinned first, then most recently updated (ties by id).
 type SchemaList struct {

@@ -1,6 +1,7 @@
 package sandbox_test
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/entityenrich/enrich/adapters/jsonschema"
 	"github.com/entityenrich/enrich/adapters/llm/sandbox"
+	"github.com/entityenrich/enrich/domain/schema"
 )
 
 func obj(t testing.TB, s string) map[string]any {
@@ -103,7 +105,7 @@ func TestGenerateValid(t *testing.T) {
 	entities := []string{`null`, `{}`, acme, `{"name":42,"a":"x","size":"m","zip":"75001"}`}
 	for _, tt := range schemas {
 		t.Run(tt.name, func(t *testing.T) {
-			v, err := jsonschema.New().Compile(json.RawMessage(tt.schema))
+			v, err := jsonschema.New(schema.Limits{}).Compile(context.Background(), json.RawMessage(tt.schema))
 			if err != nil {
 				t.Fatalf("test schema does not compile: %v", err)
 			}
@@ -239,7 +241,7 @@ func TestInvalid(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			is := is.New(t)
-			v, err := jsonschema.New().Compile(json.RawMessage(tt.schema))
+			v, err := jsonschema.New(schema.Limits{}).Compile(context.Background(), json.RawMessage(tt.schema))
 			is.NoErr(err)
 			text, out := roundTrip(t, sandbox.Invalid(obj(t, tt.schema)))
 			is.True(strings.HasPrefix(text, "{"))                           // parseable object

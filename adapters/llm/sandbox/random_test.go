@@ -1,6 +1,7 @@
 package sandbox_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/entityenrich/enrich/adapters/jsonschema"
 	"github.com/entityenrich/enrich/adapters/llm/sandbox"
+	"github.com/entityenrich/enrich/domain/schema"
 )
 
 // randomSchema builds schemas from the keywords the generator promises to
@@ -111,7 +113,7 @@ func randomObject(r *rand.Rand, depth int, prefix string) map[string]any {
 
 func TestGenerateRandomSchemasValid(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
-	c := jsonschema.New()
+	c := jsonschema.New(schema.Limits{})
 	n := 1500
 	if testing.Short() {
 		n = 200
@@ -120,7 +122,7 @@ func TestGenerateRandomSchemasValid(t *testing.T) {
 		root := randomObject(r, 0, "p")
 		root["$defs"] = map[string]any{"shared": randomSchema(r, 2)}
 		doc, _ := json.Marshal(root)
-		v, err := c.Compile(doc)
+		v, err := c.Compile(context.Background(), doc)
 		if err != nil {
 			t.Fatalf("schema %d does not compile: %v\n%s", i, err, doc)
 		}
