@@ -16,6 +16,7 @@ import (
 	"github.com/entityenrich/enrich/adapters/jobrun"
 	"github.com/entityenrich/enrich/adapters/llm"
 	"github.com/entityenrich/enrich/app"
+	"github.com/entityenrich/enrich/domain/access"
 	"github.com/entityenrich/enrich/domain/enrichment"
 	"github.com/entityenrich/enrich/domain/quota"
 	"github.com/entityenrich/enrich/domain/schema"
@@ -96,6 +97,19 @@ type Config struct {
 	// SSEHeartbeat is the interval of SSE comment heartbeats (default
 	// httpapi.DefaultSSEHeartbeat).
 	SSEHeartbeat time.Duration `env:"ENRICH_SSE_HEARTBEAT"`
+	// Registration is who may register (ENRICH_REGISTRATION): open
+	// (anyone creates an organization), invite (a single-use invitation
+	// from an owner or a system administrator; the emails of
+	// SysAdminEmails may register without one, to bootstrap) or closed
+	// (403 registration_closed). Default: open in development, invite in
+	// production.
+	Registration string `env:"ENRICH_REGISTRATION"`
+	// TrustedProxies are the reverse proxies (IPs or CIDRs,
+	// comma-separated) whose X-Forwarded-For is believed: the client
+	// address is the right-most address of the header that is not a
+	// trusted proxy. Empty (the default): the header is ignored and the
+	// client is the connection's peer.
+	TrustedProxies []string `env:"ENRICH_TRUSTED_PROXIES" envSeparator:","`
 	// SysAdminEmails are users who are system administrators by
 	// configuration (comma-separated); `enrich admin grant-sysadmin` sets
 	// the flag in the database instead.
@@ -337,7 +351,28 @@ func (c Config) withDefaults() (Config, []string, error) {
 	l := c.schemaLimits().WithDefaults()
 	c.SchemaMaxDepth, c.SchemaMaxProperties, c.SchemaMaxSubschemas, c.SchemaMaxBytes = l.MaxDepth, l.MaxProperties, l.MaxSubschemas, l.MaxBytes
 	c.Caches = c.Caches.withDefaults()
-	return c, warn, nil
+	c, err := c.withAccessDefaults()
+	return c, warn, err
+}
+
+// withAccessDefaults fills and checks the registration mode (open in
+// development, invite in production) and the trusted proxies.
+func (c Config) withAccessDefaults() (Config, error) {
+	if c.Registration == "" {
+		c.Registration = access.RegistrationOpen
+		if c.Production() {
+			c.Registration = access.RegistrationInvite
+		}
+	}
+	switch c.Registration {
+	case access.RegistrationOpen, access.RegistrationInvite, access.RegistrationClosed:
+	default:
+		return c, fmt.Errorf("config: ENRICH_REGISTRATION must be open, invite or closed, not %q", c.Registration)
+	}
+	if _, err := httpapi.ParseTrustedProxies(c.TrustedProxies); err != nil {
+		return c, fmt.Errorf("config: ENRICH_TRUSTED_PROXIES: %w", err)
+	}
+	return c, nil
 }
 
 // schemaLimits are the schema limits configured (a zero field: its

@@ -45,6 +45,7 @@ func TestDefaultsDeclaredOnce(t *testing.T) {
 		{"MaxBodyBytes", env.MaxBodyBytes, zero.MaxBodyBytes, int64(httpapi.DefaultMaxBodyBytes)},
 		{"SSEHeartbeat", env.SSEHeartbeat, zero.SSEHeartbeat, httpapi.DefaultSSEHeartbeat},
 		{"Caches", env.Caches, zero.Caches, DefaultCaches()},
+		{"Registration", env.Registration, zero.Registration, "open"},
 		{"SchemaMaxDepth", env.SchemaMaxDepth, zero.SchemaMaxDepth, schema.DefaultMaxDepth},
 		{"SchemaMaxProperties", env.SchemaMaxProperties, zero.SchemaMaxProperties, schema.DefaultMaxProperties},
 		{"SchemaMaxSubschemas", env.SchemaMaxSubschemas, zero.SchemaMaxSubschemas, schema.DefaultMaxSubschemas},
@@ -61,4 +62,30 @@ func TestDefaultsDeclaredOnce(t *testing.T) {
 			is.Equal(tt.zero, tt.want)
 		})
 	}
+}
+
+// TestRegistrationDefault: open in development, invite in production; an
+// unknown mode or a malformed trusted proxy is refused at start.
+func TestRegistrationDefault(t *testing.T) {
+	is := is.New(t)
+	keys := Config{JWTSecret: "0123456789abcdef0123456789abcdef", EncryptionKeys: "aGVsbG8taGVsbG8taGVsbG8taGVsbG8taGVsbG8tMTI="}
+	dev, _, err := keys.withDefaults()
+	is.NoErr(err)
+	is.Equal(dev.Registration, "open")
+	prod := keys
+	prod.Env = "production"
+	p, _, err := prod.withDefaults()
+	is.NoErr(err)
+	is.Equal(p.Registration, "invite")
+	bad := keys
+	bad.Registration = "sometimes"
+	_, _, err = bad.withDefaults()
+	is.True(err != nil)
+	proxies := keys
+	proxies.TrustedProxies = []string{"10.0.0.0/8", "127.0.0.1"}
+	_, _, err = proxies.withDefaults()
+	is.NoErr(err)
+	proxies.TrustedProxies = []string{"proxy.example"}
+	_, _, err = proxies.withDefaults()
+	is.True(err != nil)
 }

@@ -49,6 +49,12 @@ type Stores struct {
 	// Usage is the LLM call ledger, written by UoW (Repos.Usage); this
 	// handle reads it (nil: none kept).
 	Usage ports.UsageLedger
+	// LoginFailures, DeniedTokens and Invitations keep the login throttle's
+	// counters, the denied access tokens and the registration invitations
+	// (nil: kept in memory when Kind is memory; refused for any other Kind).
+	LoginFailures ports.LoginThrottleStore
+	DeniedTokens  ports.DeniedTokenStore
+	Invitations   ports.InvitationStore
 	// Invalidations spreads cache invalidations between instances (nil: this
 	// process is the only one).
 	Invalidations ports.Invalidations
@@ -98,6 +104,7 @@ type Embedded struct {
 	// The caches that other instances' changes reach (listen).
 	schemaCache *cache.Schemas
 	authCache   *cache.Auth
+	denylist    *cache.Denylist
 
 	stop    context.CancelFunc
 	bg      sync.WaitGroup
@@ -118,7 +125,11 @@ func (e *Embedded) start() error {
 		cancel()
 		return err
 	}
-	e.bg.Add(2)
+	e.bg.Add(3)
+	go func() {
+		defer e.bg.Done()
+		e.purge(ctx)
+	}()
 	go func() {
 		defer e.bg.Done()
 		e.listen(ctx)
@@ -141,6 +152,26 @@ func (e *Embedded) start() error {
 	return nil
 }
 
+// purge drops expired denylist entries and quiet login failures, every
+// minute.
+func (e *Embedded) purge(ctx context.Context) {
+	t := time.NewTicker(time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := e.denylist.Purge(ctx); err != nil && ctx.Err() == nil {
+				e.Log.Warn("purge denied access tokens", "err", err)
+			}
+			if err := e.Access.PurgeExpired(ctx); err != nil && ctx.Err() == nil {
+				e.Log.Warn("purge login failures", "err", err)
+			}
+		}
+	}
+}
+
 // listen applies other instances' changes: cache invalidations, new events
 // of jobs followed here, and jobs that another instance ended.
 func (e *Embedded) listen(ctx context.Context) {
@@ -160,6 +191,7 @@ func (e *Embedded) listen(ctx context.Context) {
 			// anything may have changed. Each cache takes its own.
 			e.schemaCache.Forget(kind, id)
 			e.authCache.Forget(kind, id)
+			e.denylist.Forget(kind, id)
 		}
 	})
 	if err != nil {

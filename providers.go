@@ -1,6 +1,7 @@
 package enrich
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -68,6 +69,8 @@ var coreSet = wire.NewSet(
 	wire.Bind(new(ports.AuthCache), new(*cache.Auth)),
 	provideEnrichMemos,
 	provideAccessConfig,
+	provideAccessGuards,
+	provideDenylist,
 	provideSchemaConfig,
 	provideEnrichConfig,
 	provideCallsConfig,
@@ -209,7 +212,37 @@ func provideFetcher(cfg Config, lg *slog.Logger) ports.EntityFetcher {
 }
 
 func provideAccessConfig(cfg Config) app.AccessConfig {
-	return app.AccessConfig{AccessTTL: cfg.AccessTokenTTL, SysAdminEmails: cfg.SysAdminEmails}
+	return app.AccessConfig{AccessTTL: cfg.AccessTokenTTL, SysAdminEmails: cfg.SysAdminEmails, Registration: cfg.Registration}
+}
+
+// provideAccessGuards are the stores' login-throttle counters and
+// invitations, kept in memory for memory stores, and the denylist.
+func provideAccessGuards(st *Stores, lg *slog.Logger, d *cache.Denylist) (app.AccessGuards, error) {
+	if st.LoginFailures == nil {
+		if err := inMemory(st, lg, "LoginFailures", "login failures"); err != nil {
+			return app.AccessGuards{}, err
+		}
+		st.LoginFailures = memory.NewLoginThrottleStore()
+	}
+	if st.Invitations == nil {
+		if err := inMemory(st, lg, "Invitations", "invitations"); err != nil {
+			return app.AccessGuards{}, err
+		}
+		st.Invitations = memory.NewInvitationStore()
+	}
+	return app.AccessGuards{Failures: st.LoginFailures, Denylist: d, Invitations: st.Invitations}, nil
+}
+
+// provideDenylist is the process's denylist of revoked access tokens,
+// loaded from the stores and kept current through Invalidations.
+func provideDenylist(ctx context.Context, st *Stores, clock ports.Clock, lg *slog.Logger) (*cache.Denylist, error) {
+	if st.DeniedTokens == nil {
+		if err := inMemory(st, lg, "DeniedTokens", "denied access tokens"); err != nil {
+			return nil, err
+		}
+		st.DeniedTokens = memory.NewDeniedTokenStore()
+	}
+	return cache.NewDenylist(ctx, st.DeniedTokens, st.Invalidations, clock, lg)
 }
 
 func provideSchemaConfig(cfg Config) app.SchemaConfig {
@@ -299,11 +332,11 @@ func provideEmbedded(st *Stores, a *app.AccessService, sc *app.SchemaService, rc
 	bs *app.BatchService, ms *app.ModelService,
 	js *app.JobService, pk *app.ProviderKeyService, cs *app.CostService, an *app.AnalysisService, smp *app.SampleService,
 	sg *app.SchemaGenService, fs *app.FetchService, fu *app.FusionService, h *eventhub.Hub, eng *jobrun.Engine, lg *slog.Logger,
-	m *metrics.Metrics, op *app.OrgProviderService, scc *cache.Schemas, ac *cache.Auth) *Embedded {
+	m *metrics.Metrics, op *app.OrgProviderService, scc *cache.Schemas, ac *cache.Auth, dl *cache.Denylist) *Embedded {
 	m.WatchRunning(func() int { return len(eng.Running()) })
 	return &Embedded{Access: a, Schemas: sc, Records: rc, Enrichment: en, Batches: bs, Models: ms, Jobs: js, ProviderKeys: pk, Costs: cs,
 		Analysis: an, Samples: smp, SchemaGen: sg, Fetch: fs, Fusion: fu, Stores: st, Log: lg, Metrics: m, stream: h, engine: eng,
-		OrgProviders: op, schemaCache: scc, authCache: ac}
+		OrgProviders: op, schemaCache: scc, authCache: ac, denylist: dl}
 }
 
 // httpSet builds the HTTP API from an Embedded core.
@@ -325,7 +358,9 @@ func provideServices(e *Embedded) httpapi.Services {
 }
 
 func provideHTTPConfig(e *Embedded) httpapi.Config {
-	c := httpapi.Config{MaxBodyBytes: e.cfg.MaxBodyBytes, SSEHeartbeat: e.cfg.SSEHeartbeat, Observer: e.Metrics}
+	// withDefaults has checked the proxies.
+	proxies, _ := httpapi.ParseTrustedProxies(e.cfg.TrustedProxies)
+	c := httpapi.Config{MaxBodyBytes: e.cfg.MaxBodyBytes, SSEHeartbeat: e.cfg.SSEHeartbeat, Observer: e.Metrics, TrustedProxies: proxies}
 	if e.cfg.MetricsAddr == "" {
 		c.Metrics = e.Metrics.Handler(e.cfg.MetricsToken)
 	}

@@ -29,10 +29,12 @@ func provideMemoryStores(codec ports.EventCodec) *Stores {
 	events, refresh := memory.NewEventLog(codec), memory.NewRefreshTokenStore()
 	queue := inproc.New()
 	ledger := memory.NewUsageLedger()
+	invitations := memory.NewInvitationStore()
 	return &Stores{
+		LoginFailures: memory.NewLoginThrottleStore(), DeniedTokens: memory.NewDeniedTokenStore(), Invitations: invitations,
 		Orgs: orgs, Users: users, Keys: keys, Schemas: schemas, Records: records, Jobs: jobs, Events: events,
 		RefreshTokens: refresh, Queue: queue, ProviderKeys: memory.NewProviderKeyStore(), Usage: ledger, OrgProviders: memory.NewProviderStore(),
-		UoW:  memory.NewUnitOfWork(orgs, users, keys, schemas, records, jobs, events, refresh, queue).WithUsage(ledger),
+		UoW:  memory.NewUnitOfWork(orgs, users, keys, schemas, records, jobs, events, refresh, queue).WithUsage(ledger).WithInvitations(invitations),
 		Kind: "memory",
 	}
 }
@@ -64,6 +66,7 @@ func providePostgresStores(pdb *postgres.DB, cfg Config, clock ports.Clock, lg *
 		Schemas: postgres.NewSchemaStore(db), Records: postgres.NewRecordStore(db), Jobs: postgres.NewJobStore(db),
 		Events: postgres.NewEventLog(db, codec), RefreshTokens: postgres.NewRefreshTokenStore(db), ProviderKeys: postgres.NewProviderKeyStore(db, postgres.WithCandidateCache(cfg.Caches.KeyCandidatesTTL, cfg.Caches.KeyCandidateGroups, clock)),
 		Usage: postgres.NewUsageLedger(db), OrgProviders: postgres.NewProviderStore(db),
+		LoginFailures: postgres.NewLoginThrottleStore(db), DeniedTokens: postgres.NewDeniedTokenStore(db), Invitations: postgres.NewInvitationStore(db),
 		Invalidations: postgres.NewInvalidations(db, cfg.DatabaseURL, lg), Ready: func(ctx context.Context) error { return db.PingContext(ctx) },
 		Kind: "postgres",
 	}, nil

@@ -33,7 +33,15 @@ func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	auth := provideAuthCache(cfg, stores, clock, logger)
 	iDs := system.IDs{}
 	accessConfig := provideAccessConfig(cfg)
-	accessService := app.NewAccessService(unitOfWork, orgStore, userStore, apiKeyStore, refreshTokenStore, passwords, tokens, auth, clock, iDs, logger, accessConfig)
+	denylist, err := provideDenylist(ctx, stores, clock, logger)
+	if err != nil {
+		return nil, nil, err
+	}
+	accessGuards, err := provideAccessGuards(stores, logger, denylist)
+	if err != nil {
+		return nil, nil, err
+	}
+	accessService := app.NewAccessService(unitOfWork, orgStore, userStore, apiKeyStore, refreshTokenStore, passwords, tokens, auth, clock, iDs, logger, accessConfig, accessGuards)
 	schemaStore := stores.Schemas
 	recordStore := stores.Records
 	compiler := provideCompiler(cfg)
@@ -90,7 +98,7 @@ func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	fetchService := app.NewFetchService(entityFetcher, batchService, clock, enrichConfig)
 	fusionService := app.NewFusionService(merger, engine, hub, jobService)
 	orgProviderService := app.NewOrgProviderService(providerStore, fernet, registry, registry, registry, clock, iDs, logger)
-	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth)
+	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist)
 	return embedded, func() {
 		cleanup()
 	}, nil
@@ -120,7 +128,17 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	auth := provideAuthCache(cfg, stores, clock, logger)
 	iDs := system.IDs{}
 	accessConfig := provideAccessConfig(cfg)
-	accessService := app.NewAccessService(unitOfWork, orgStore, userStore, apiKeyStore, refreshTokenStore, passwords, tokens, auth, clock, iDs, logger, accessConfig)
+	denylist, err := provideDenylist(ctx, stores, clock, logger)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	accessGuards, err := provideAccessGuards(stores, logger, denylist)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	accessService := app.NewAccessService(unitOfWork, orgStore, userStore, apiKeyStore, refreshTokenStore, passwords, tokens, auth, clock, iDs, logger, accessConfig, accessGuards)
 	schemaStore := stores.Schemas
 	recordStore := stores.Records
 	compiler := provideCompiler(cfg)
@@ -181,7 +199,7 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	fetchService := app.NewFetchService(entityFetcher, batchService, clock, enrichConfig)
 	fusionService := app.NewFusionService(merger, engine, hub, jobService)
 	orgProviderService := app.NewOrgProviderService(providerStore, fernet, registry, registry, registry, clock, iDs, logger)
-	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth)
+	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist)
 	return embedded, func() {
 		cleanup2()
 		cleanup()
@@ -202,7 +220,15 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 	auth := provideAuthCache(cfg, st, clock, logger)
 	iDs := system.IDs{}
 	accessConfig := provideAccessConfig(cfg)
-	accessService := app.NewAccessService(unitOfWork, orgStore, userStore, apiKeyStore, refreshTokenStore, passwords, tokens, auth, clock, iDs, logger, accessConfig)
+	denylist, err := provideDenylist(ctx, st, clock, logger)
+	if err != nil {
+		return nil, nil, err
+	}
+	accessGuards, err := provideAccessGuards(st, logger, denylist)
+	if err != nil {
+		return nil, nil, err
+	}
+	accessService := app.NewAccessService(unitOfWork, orgStore, userStore, apiKeyStore, refreshTokenStore, passwords, tokens, auth, clock, iDs, logger, accessConfig, accessGuards)
 	schemaStore := st.Schemas
 	recordStore := st.Records
 	compiler := provideCompiler(cfg)
@@ -259,7 +285,7 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 	fetchService := app.NewFetchService(entityFetcher, batchService, clock, enrichConfig)
 	fusionService := app.NewFusionService(merger, engine, hub, jobService)
 	orgProviderService := app.NewOrgProviderService(providerStore, fernet, registry, registry, registry, clock, iDs, logger)
-	embedded := provideEmbedded(st, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth)
+	embedded := provideEmbedded(st, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist)
 	return embedded, func() {
 		cleanup()
 	}, nil

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/mail"
 	"strings"
@@ -37,8 +36,17 @@ type AccessService struct {
 	AccessTTL time.Duration
 	// RefreshTokens keeps the rotating refresh tokens.
 	RefreshTokens ports.RefreshTokenStore
-	// Throttle limits repeated login failures.
-	Throttle *access.Throttle
+	// Throttle is the rule of repeated login failures, kept in Failures
+	// (per account and client address together).
+	Throttle access.LoginThrottle
+	Failures ports.LoginThrottleStore
+	// Denylist refuses revoked access tokens (nil: none are revoked before
+	// they expire).
+	Denylist ports.AccessDenylist
+	// Invitations keeps the invitations to register; Registration is the
+	// mode (access.RegistrationOpen, Invite or Closed).
+	Invitations  ports.InvitationStore
+	Registration string
 	// SysAdminEmails are users who are system administrators by configuration.
 	SysAdminEmails map[string]bool
 	// Cache serves the keys and users that authenticate requests, and is
@@ -58,22 +66,43 @@ type AccessConfig struct {
 	// SysAdminEmails are users who are system administrators by
 	// configuration (compared without case or surrounding space).
 	SysAdminEmails []string
+	// Registration is access.RegistrationOpen (the zero value's meaning),
+	// Invite or Closed.
+	Registration string
+	// Throttle is the login failures' rule (zero: the default).
+	Throttle access.LoginThrottle
+}
+
+// AccessGuards are the stores and the denylist that protect sign-in and
+// sessions.
+type AccessGuards struct {
+	Failures    ports.LoginThrottleStore
+	Denylist    ports.AccessDenylist
+	Invitations ports.InvitationStore
 }
 
 // NewAccessService returns the access service on its stores. uow and cache
 // may be nil (see the fields).
 func NewAccessService(uow ports.UnitOfWork, orgs ports.OrgStore, users ports.UserStore, keys ports.APIKeyStore,
 	refresh ports.RefreshTokenStore, pw ports.Passwords, tokens ports.Tokens, cache ports.AuthCache, clock ports.Clock,
-	ids ports.IDs, log *slog.Logger, cfg AccessConfig) *AccessService {
+	ids ports.IDs, log *slog.Logger, cfg AccessConfig, g AccessGuards) *AccessService {
 	admins := map[string]bool{}
 	for _, e := range cfg.SysAdminEmails {
 		if e = strings.ToLower(strings.TrimSpace(e)); e != "" {
 			admins[e] = true
 		}
 	}
-	return &AccessService{UoW: uow, Orgs: orgs, Users: users, Keys: keys, RefreshTokens: refresh, Passwords: pw, Access: tokens,
+	s := &AccessService{UoW: uow, Orgs: orgs, Users: users, Keys: keys, RefreshTokens: refresh, Passwords: pw, Access: tokens,
 		Cache: cache, Clock: clock, IDs: ids, Log: log, AccessTTL: cfg.AccessTTL,
-		SysAdminEmails: admins, Throttle: access.NewThrottle()}
+		SysAdminEmails: admins, Throttle: cfg.Throttle, Failures: g.Failures, Denylist: g.Denylist, Invitations: g.Invitations,
+		Registration: cfg.Registration}
+	if s.Throttle == (access.LoginThrottle{}) {
+		s.Throttle = access.DefaultLoginThrottle()
+	}
+	if s.Registration == "" {
+		s.Registration = access.RegistrationOpen
+	}
+	return s
 }
 
 func (s *AccessService) dummyHash() string {
@@ -124,55 +153,6 @@ func checkCredentials(email, password string) (string, error) {
 	return email, nil
 }
 
-// Register creates an organization, its owner and the owner's first session
-// in one unit of work: a failure leaves no organization without an owner and
-// no owner without a way in.
-func (s *AccessService) Register(ctx context.Context, email, password, orgName string) (*Session, error) {
-	email, err := checkCredentials(email, password)
-	if err != nil {
-		return nil, err
-	}
-	orgName = strings.TrimSpace(orgName)
-	if orgName == "" || len(orgName) > MaxOrgNameLen {
-		return nil, Invalid("organization", "organization must be 1 to %d characters", MaxOrgNameLen)
-	}
-	// Checked before hashing, which is slow on purpose; the unique email
-	// index still decides a race.
-	if _, err := s.Users.GetUserByEmail(ctx, email); err == nil {
-		return nil, errEmailTaken
-	} else if !errors.Is(err, ports.ErrNotFound) {
-		return nil, err
-	}
-	hash, err := s.Passwords.Hash(password)
-	if err != nil {
-		return nil, err
-	}
-	now := s.Clock.Now()
-	var sess *Session
-	err = s.inTx(ctx, func(ctx context.Context, r ports.Repos) error {
-		org := &access.Organization{ID: s.IDs.NewID(), Name: orgName, CreatedAt: now}
-		if err := r.Orgs.CreateOrg(ctx, org); err != nil {
-			return err
-		}
-		u := &access.User{ID: s.IDs.NewID(), OrgID: org.ID, Email: email, PasswordHash: hash,
-			Role: access.Owner, Status: access.UserActive, CreatedAt: now}
-		if err := r.Users.CreateUser(ctx, u); err != nil {
-			if errors.Is(err, ports.ErrConflict) {
-				return errEmailTaken
-			}
-			return err
-		}
-		var err error
-		sess, err = s.session(ctx, r.RefreshTokens, u, org, "")
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	s.Log.Info("organization registered", "org_id", sess.Org.ID, "user_id", sess.User.ID)
-	return sess, nil
-}
-
 var errEmailTaken = coded(ports.ErrConflict, "email_taken", "an account with this email exists")
 
 // inTx runs fn in a unit of work or, without one, on the service's own
@@ -181,33 +161,7 @@ func (s *AccessService) inTx(ctx context.Context, fn func(ctx context.Context, r
 	if s.UoW != nil {
 		return s.UoW.InTx(ctx, fn)
 	}
-	return fn(ctx, ports.Repos{Orgs: s.Orgs, Users: s.Users, Keys: s.Keys, RefreshTokens: s.RefreshTokens})
-}
-
-// ErrTooManyAttempts is the kind of a throttled login (429).
-var ErrTooManyAttempts = errors.New("too many attempts")
-
-// Login checks a password and opens a session. Repeated failures for one
-// account or from one client address are throttled (ErrTooManyAttempts with
-// RetryAfter).
-func (s *AccessService) Login(ctx context.Context, email, password, clientIP string) (*Session, error) {
-	email = strings.ToLower(strings.TrimSpace(email))
-	now := s.Clock.Now()
-	if wait := s.Throttle.Check(email, clientIP, now); wait > 0 {
-		return nil, &Error{Kind: ErrTooManyAttempts, Code: "too_many_attempts", RetryAfter: wait,
-			Detail: fmt.Sprintf("too many failed logins; try again in %d s", int(wait.Seconds()+0.999))}
-	}
-	sess, err := s.login(ctx, email, password)
-	if errors.Is(err, access.ErrUnauthenticated) {
-		if lock := s.Throttle.Fail(email, clientIP, now); lock > 0 {
-			s.Log.Warn("login locked after repeated failures", "ip", clientIP, "lock_s", int(lock.Seconds()))
-		}
-		return nil, err
-	}
-	if err == nil {
-		s.Throttle.Succeed(email)
-	}
-	return sess, err
+	return fn(ctx, ports.Repos{Orgs: s.Orgs, Users: s.Users, Keys: s.Keys, RefreshTokens: s.RefreshTokens, Invitations: s.Invitations})
 }
 
 func (s *AccessService) login(ctx context.Context, email, password string) (*Session, error) {
@@ -250,7 +204,7 @@ func (s *AccessService) RefreshSession(ctx context.Context, refresh string) (*Se
 		return nil, err
 	}
 	if t.UsedAt != nil {
-		if err := s.RefreshTokens.RevokeFamily(ctx, t.FamilyID, now); err != nil {
+		if err := s.revokeFamily(ctx, t.FamilyID, now); err != nil {
 			return nil, err
 		}
 		s.Log.Warn("refresh token reused: session family revoked", "user_id", t.UserID, "family_id", t.FamilyID)
@@ -280,7 +234,7 @@ func (s *AccessService) Logout(ctx context.Context, refresh string) error {
 	if err != nil {
 		return err
 	}
-	return s.RefreshTokens.RevokeFamily(ctx, t.FamilyID, now)
+	return s.revokeFamily(ctx, t.FamilyID, now)
 }
 
 const refreshTTL = 7 * 24 * time.Hour
@@ -290,7 +244,12 @@ const refreshTTL = 7 * 24 * time.Hour
 func (s *AccessService) session(ctx context.Context, tokens ports.RefreshTokenStore, u *access.User, org *access.Organization,
 	family string) (*Session, error) {
 	now := s.Clock.Now()
-	at, err := s.Access.Issue(ports.TokenClaims{UserID: u.ID, OrgID: u.OrgID, ExpiresAt: now.Add(s.AccessTTL)})
+	var id [16]byte
+	if _, err := rand.Read(id[:]); err != nil {
+		return nil, err
+	}
+	jti, exp := base64.RawURLEncoding.EncodeToString(id[:]), now.Add(s.AccessTTL)
+	at, err := s.Access.Issue(ports.TokenClaims{ID: jti, UserID: u.ID, OrgID: u.OrgID, ExpiresAt: exp})
 	if err != nil {
 		return nil, err
 	}
@@ -303,7 +262,8 @@ func (s *AccessService) session(ctx context.Context, tokens ports.RefreshTokenSt
 		family = s.IDs.NewID()
 	}
 	if err := tokens.CreateRefreshToken(ctx, &access.RefreshToken{ID: s.IDs.NewID(), FamilyID: family, UserID: u.ID,
-		OrgID: u.OrgID, Hash: access.HashKey(rt), CreatedAt: now, ExpiresAt: now.Add(refreshTTL)}); err != nil {
+		OrgID: u.OrgID, Hash: access.HashKey(rt), CreatedAt: now, ExpiresAt: now.Add(refreshTTL),
+		AccessTokenID: jti, AccessExpiresAt: exp}); err != nil {
 		return nil, err
 	}
 	u.SysAdmin = s.isSysAdmin(u)
@@ -360,6 +320,11 @@ func (s *AccessService) AuthenticateKey(ctx context.Context, key string) (*acces
 func (s *AccessService) AuthenticateToken(ctx context.Context, token string) (*access.Principal, error) {
 	c, err := s.Access.Parse(token)
 	if err != nil {
+		return nil, errBadCredentials
+	}
+	// Before the user, who may come from the cache: a revoked token is
+	// refused whatever is cached (an in-memory lookup, no round trip).
+	if s.Denylist != nil && s.Denylist.Denied(c.ID) {
 		return nil, errBadCredentials
 	}
 	u, err := s.getUser(ctx, c.UserID)

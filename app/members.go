@@ -107,6 +107,13 @@ func (s *AccessService) UpdateMember(ctx context.Context, p *access.Principal, i
 		return nil, err
 	}
 	s.userChanged(ctx, u.ID)
+	if !u.Active() {
+		// Its user's status refuses the tokens too; the denylist says so
+		// before any cached copy of the user is read.
+		if err := s.denyUser(ctx, u.ID); err != nil {
+			s.Log.Error("deny a deactivated member's access tokens", "user_id", u.ID, "err", err)
+		}
+	}
 	s.Log.Info("member updated", "org_id", p.OrgID, "user_id", u.ID, "role", u.Role, "status", u.Status, "by", p.UserID)
 	u.SysAdmin = s.isSysAdmin(u)
 	return u, nil

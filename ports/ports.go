@@ -90,6 +90,11 @@ type RefreshTokenStore interface {
 	// RevokeUserTokens revokes every token of a user (deactivation, logout
 	// everywhere).
 	RevokeUserTokens(ctx context.Context, userID string, at time.Time) error
+	// FamilyAccessTokens returns the access tokens issued with the family's
+	// refresh tokens that expire after `after`; UserAccessTokens the
+	// user's. Revoking a session denies them (AccessDenylist).
+	FamilyAccessTokens(ctx context.Context, familyID string, after time.Time) ([]access.DeniedToken, error)
+	UserAccessTokens(ctx context.Context, userID string, after time.Time) ([]access.DeniedToken, error)
 }
 
 // Invalidations tells every instance of the service that a cached object
@@ -425,6 +430,9 @@ type Passwords interface {
 
 // TokenClaims is what a session token says about its holder.
 type TokenClaims struct {
+	// ID is the token's unique id (jti): Issue uses it when set and makes
+	// one up otherwise; Parse returns it. A denylist names tokens by it.
+	ID        string
 	UserID    string
 	OrgID     string
 	ExpiresAt time.Time

@@ -22,6 +22,9 @@ type Repos struct {
 	RefreshTokens RefreshTokenStore
 	// Usage is the LLM call ledger (nil when the store keeps none).
 	Usage UsageLedger
+	// Invitations are the registration invitations (nil when the store
+	// keeps none).
+	Invitations InvitationStore
 	// Queue enqueues job runs that start only if the unit of work commits.
 	Queue JobEnqueuer
 }

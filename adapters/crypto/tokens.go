@@ -66,16 +66,20 @@ func (t *Tokens) Issue(c ports.TokenClaims) (string, error) {
 	if !exp.After(now) {
 		return "", errors.New("crypto: token would be born expired")
 	}
-	var id [16]byte
-	if _, err := rand.Read(id[:]); err != nil {
-		return "", fmt.Errorf("crypto: token id: %w", err)
+	jti := c.ID
+	if jti == "" {
+		var id [16]byte
+		if _, err := rand.Read(id[:]); err != nil {
+			return "", fmt.Errorf("crypto: token id: %w", err)
+		}
+		jti = base64.RawURLEncoding.EncodeToString(id[:])
 	}
 	cl := claims{Org: c.OrgID, Typ: t.typ, RegisteredClaims: jwt.RegisteredClaims{
 		Subject:   c.UserID,
 		IssuedAt:  jwt.NewNumericDate(now),
 		ExpiresAt: jwt.NewNumericDate(exp),
-		// A unique id lets a future revocation list name one token.
-		ID: base64.RawURLEncoding.EncodeToString(id[:]),
+		// A unique id lets the denylist name one token.
+		ID: jti,
 	}}
 	s, err := jwt.NewWithClaims(jwt.SigningMethodHS256, cl).SignedString(t.secret)
 	if err != nil {
@@ -112,5 +116,5 @@ func (t *Tokens) Parse(token string) (ports.TokenClaims, error) {
 	if cl.Subject == "" || cl.Org == "" {
 		return ports.TokenClaims{}, fmt.Errorf("crypto: %w: token has no subject or organization", ErrInvalidToken)
 	}
-	return ports.TokenClaims{UserID: cl.Subject, OrgID: cl.Org, ExpiresAt: cl.ExpiresAt.Time.UTC()}, nil
+	return ports.TokenClaims{ID: cl.ID, UserID: cl.Subject, OrgID: cl.Org, ExpiresAt: cl.ExpiresAt.Time.UTC()}, nil
 }

@@ -27,7 +27,15 @@ func TestTokensRoundTrip(t *testing.T) {
 	is.NoErr(err)
 	c, err := tk.Parse(s)
 	is.NoErr(err)
+	is.True(len(c.ID) >= 16) // an id is made up when none is given
+	c.ID = ""
 	is.Equal(c, ports.TokenClaims{UserID: "u1", OrgID: "o1", ExpiresAt: t0.Add(15 * time.Minute)})
+	// A given id is kept: the denylist names the token by it.
+	s, err = tk.Issue(ports.TokenClaims{ID: "jti-1", UserID: "u1", OrgID: "o1"})
+	is.NoErr(err)
+	c, err = tk.Parse(s)
+	is.NoErr(err)
+	is.Equal(c.ID, "jti-1")
 
 	s, err = tk.Issue(ports.TokenClaims{UserID: "u1", OrgID: "o1", ExpiresAt: t0.Add(time.Hour)})
 	is.NoErr(err)

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"net"
 	"net/http"
 	"time"
 
@@ -21,6 +20,9 @@ func (s *Server) registerAuthRoutes(r *mux.Router) {
 	r.HandleFunc("/api/users", s.listMembers).Methods(http.MethodGet)
 	r.HandleFunc("/api/users", s.addMember).Methods(http.MethodPost)
 	r.HandleFunc("/api/users/{id}", s.updateMember).Methods(http.MethodPatch)
+	r.HandleFunc("/api/invitations", s.createInvitation).Methods(http.MethodPost)
+	r.HandleFunc("/api/invitations", s.listInvitations).Methods(http.MethodGet)
+	r.HandleFunc("/api/invitations/{id}", s.revokeInvitation).Methods(http.MethodDelete)
 	r.HandleFunc("/api/auth/api-keys", s.createKey).Methods(http.MethodPost)
 	r.HandleFunc("/api/auth/api-keys", s.listKeys).Methods(http.MethodGet)
 	r.HandleFunc("/api/auth/api-keys/{id}", s.updateKey).Methods(http.MethodPatch)
@@ -48,7 +50,14 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 	if !s.decode(w, r, &in) {
 		return
 	}
-	ss, err := s.access.Register(r.Context(), in.Email, in.Password, in.Organization)
+	ri := app.RegisterInput{Email: in.Email, Password: in.Password}
+	if in.Organization != nil {
+		ri.Organization = *in.Organization
+	}
+	if in.InvitationToken != nil {
+		ri.Invitation = *in.InvitationToken
+	}
+	ss, err := s.access.RegisterWith(r.Context(), ri)
 	if err != nil {
 		s.Error(w, r, err)
 		return
@@ -61,7 +70,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	if !s.decode(w, r, &in) {
 		return
 	}
-	ss, err := s.access.Login(r.Context(), in.Email, in.Password, clientIP(r))
+	ss, err := s.access.Login(r.Context(), in.Email, in.Password, s.clients.of(r))
 	if err != nil {
 		s.Error(w, r, err)
 		return
@@ -92,15 +101,6 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
-}
-
-// clientIP is the peer address; proxies' forwarding headers are not trusted.
-func clientIP(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
 }
 
 func (s *Server) listMembers(w http.ResponseWriter, r *http.Request) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -34,6 +35,9 @@ type Config struct {
 	// Observer receives every request's route, status and latency (nil:
 	// nobody).
 	Observer Observer
+	// TrustedProxies are the proxies whose X-Forwarded-For names the client
+	// (ParseTrustedProxies; none: the peer is the client).
+	TrustedProxies []netip.Prefix
 	// Metrics serves GET /metrics without credentials (nil: 404, for
 	// metrics served on their own address, ENRICH_METRICS_ADDR).
 	Metrics http.Handler
@@ -50,6 +54,7 @@ type Readiness func(ctx context.Context) error
 // Server is the HTTP API.
 type Server struct {
 	cfg     Config
+	clients clientAddrs
 	access  *app.AccessService
 	schemas *app.SchemaService
 	records *app.RecordService
@@ -115,6 +120,7 @@ func NewServer(cfg Config, svc Services, events ports.EventCodec, lg *slog.Logge
 		keys: svc.ProviderKeys, costs: svc.Costs, analysis: svc.Analysis, samples: svc.Samples, gen: svc.SchemaGen, log: lg,
 		ready: ready, fetch: svc.Fetch, fusion: svc.Fusion, events: events}
 	s.orgProviders, s.batches, s.models = svc.OrgProviders, svc.Batches, svc.Models
+	s.clients = clientAddrs{trusted: cfg.TrustedProxies}
 	var err error
 	if s.spec, err = LoadSpec(); err != nil {
 		return nil, err

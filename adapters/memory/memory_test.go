@@ -33,6 +33,14 @@ func TestRefreshTokenStore(t *testing.T) {
 	contract.RunRefreshTokenStoreConcurrency(t, func(*testing.T) ports.RefreshTokenStore { return memory.NewRefreshTokenStore() })
 }
 
+func TestAbuseStores(t *testing.T) {
+	contract.RunLoginThrottleStore(t, func(*testing.T) ports.LoginThrottleStore { return memory.NewLoginThrottleStore() })
+	contract.RunDeniedTokenStore(t, func(*testing.T) ports.DeniedTokenStore { return memory.NewDeniedTokenStore() })
+	contract.RunInvitationStore(t, func(*testing.T) ports.InvitationStore { return memory.NewInvitationStore() },
+		func(*testing.T) string { return "org_" + time.Now().Format("150405.000000000") })
+	contract.RunRefreshAccessTokens(t, func(*testing.T) ports.RefreshTokenStore { return memory.NewRefreshTokenStore() })
+}
+
 func TestSchemaStore(t *testing.T) {
 	contract.RunSchemaStore(t, func(*testing.T) ports.SchemaStore { return memory.NewSchemaStore() })
 	contract.RunSchemaLifecycle(t, func(*testing.T) ports.SchemaStore { return memory.NewSchemaStore() })

@@ -28,6 +28,9 @@ func cloneRefresh(t access.RefreshToken) access.RefreshToken {
 	t.CreatedAt = ts(t.CreatedAt)
 	t.ExpiresAt = ts(t.ExpiresAt)
 	t.UsedAt = tsPtr(t.UsedAt)
+	if !t.AccessExpiresAt.IsZero() {
+		t.AccessExpiresAt = ts(t.AccessExpiresAt)
+	}
 	t.RevokedAt = tsPtr(t.RevokedAt)
 	return t
 }
@@ -92,4 +95,28 @@ func (s *RefreshTokenStore) revoke(match func(*access.RefreshToken) bool, at tim
 		}
 	}
 	return ids
+}
+
+// FamilyAccessTokens returns the access tokens issued with the family's
+// refresh tokens that expire after `after`.
+func (s *RefreshTokenStore) FamilyAccessTokens(_ context.Context, familyID string, after time.Time) ([]access.DeniedToken, error) {
+	return s.accessTokens(func(t *access.RefreshToken) bool { return t.FamilyID == familyID }, after), nil
+}
+
+// UserAccessTokens returns the user's access tokens that expire after
+// `after`.
+func (s *RefreshTokenStore) UserAccessTokens(_ context.Context, userID string, after time.Time) ([]access.DeniedToken, error) {
+	return s.accessTokens(func(t *access.RefreshToken) bool { return t.UserID == userID }, after), nil
+}
+
+func (s *RefreshTokenStore) accessTokens(match func(*access.RefreshToken) bool, after time.Time) []access.DeniedToken {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []access.DeniedToken
+	for _, t := range s.tokens {
+		if t.AccessTokenID != "" && t.AccessExpiresAt.After(after) && match(&t) {
+			out = append(out, access.DeniedToken{ID: t.AccessTokenID, ExpiresAt: t.AccessExpiresAt})
+		}
+	}
+	return out
 }

@@ -39,6 +39,8 @@ type UnitOfWork struct {
 	refresh *RefreshTokenStore
 	queue   ports.JobEnqueuer
 	usage   *UsageLedger
+	// invitations, when set, are Repos.Invitations.
+	invitations *InvitationStore
 }
 
 // NewUnitOfWork returns a UnitOfWork over these stores. queue receives the
@@ -83,6 +85,9 @@ func (w *UnitOfWork) InTx(ctx context.Context, fn func(ctx context.Context, r po
 	}
 	if w.usage != nil {
 		r.Usage = txUsage{w.usage, u}
+	}
+	if w.invitations != nil {
+		r.Invitations = txInvitations{w.invitations, u}
 	}
 	var q *heldQueue
 	if w.queue != nil {

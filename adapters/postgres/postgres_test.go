@@ -3,6 +3,8 @@ package postgres_test
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"os"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/entityenrich/enrich/adapters/jobcodec"
 	"github.com/entityenrich/enrich/adapters/postgres"
+	"github.com/entityenrich/enrich/domain/access"
 	"github.com/entityenrich/enrich/domain/job"
 	"github.com/entityenrich/enrich/ports"
 	"github.com/entityenrich/enrich/test/contract"
@@ -80,6 +83,13 @@ func TestContract(t *testing.T) {
 			})
 			t.Run("RefreshTokenStore", func(t *testing.T) {
 				contract.RunRefreshTokenStore(t, func(*testing.T) ports.RefreshTokenStore { return postgres.NewRefreshTokenStore(db) })
+			})
+			t.Run("AbuseStores", func(t *testing.T) {
+				contract.RunLoginThrottleStore(t, func(*testing.T) ports.LoginThrottleStore { return postgres.NewLoginThrottleStore(db) })
+				contract.RunDeniedTokenStore(t, func(*testing.T) ports.DeniedTokenStore { return postgres.NewDeniedTokenStore(db) })
+				contract.RunInvitationStore(t, func(*testing.T) ports.InvitationStore { return postgres.NewInvitationStore(db) },
+					func(t *testing.T) string { return createOrg(t, db) })
+				contract.RunRefreshAccessTokens(t, func(*testing.T) ports.RefreshTokenStore { return postgres.NewRefreshTokenStore(db) })
 			})
 			if b.parallel {
 				t.Run("RefreshTokenStoreConcurrency", func(t *testing.T) {
@@ -270,4 +280,16 @@ func TestOpenFailsOnUnreachableServer(t *testing.T) {
 	if _, err := postgres.Open(ctx, "postgres://postgres@127.0.0.1:1/x?sslmode=disable&connect_timeout=2", postgres.PoolConfig{}); err == nil {
 		t.Fatal("Open succeeded without a server")
 	}
+}
+
+// createOrg stores a new organization and returns its id.
+func createOrg(t *testing.T, db *postgres.DB) string {
+	t.Helper()
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	id := "org_" + hex.EncodeToString(b[:])
+	if err := postgres.NewOrgStore(db).CreateOrg(context.Background(), &access.Organization{ID: id, Name: "Invited", CreatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	return id
 }

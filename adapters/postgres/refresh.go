@@ -25,16 +25,33 @@ type refreshRow struct {
 	ExpiresAt time.Time  `bun:"expires_at,notnull"`
 	UsedAt    *time.Time `bun:"used_at"`
 	RevokedAt *time.Time `bun:"revoked_at"`
+	// The access token issued with it (20261128110000).
+	AccessTokenID   string     `bun:"access_token_id,notnull"`
+	AccessExpiresAt *time.Time `bun:"access_expires_at"`
 }
 
 func refreshToRow(t *access.RefreshToken) *refreshRow {
 	return &refreshRow{ID: t.ID, FamilyID: t.FamilyID, UserID: t.UserID, OrgID: t.OrgID, Hash: t.Hash,
-		CreatedAt: utc(t.CreatedAt), ExpiresAt: utc(t.ExpiresAt), UsedAt: utcPtr(t.UsedAt), RevokedAt: utcPtr(t.RevokedAt)}
+		CreatedAt: utc(t.CreatedAt), ExpiresAt: utc(t.ExpiresAt), UsedAt: utcPtr(t.UsedAt), RevokedAt: utcPtr(t.RevokedAt),
+		AccessTokenID: t.AccessTokenID, AccessExpiresAt: timeOrNil(t.AccessExpiresAt)}
+}
+
+func timeOrNil(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	u := utc(t)
+	return &u
 }
 
 func (r *refreshRow) token() *access.RefreshToken {
-	return &access.RefreshToken{ID: r.ID, FamilyID: r.FamilyID, UserID: r.UserID, OrgID: r.OrgID, Hash: r.Hash,
-		CreatedAt: utc(r.CreatedAt), ExpiresAt: utc(r.ExpiresAt), UsedAt: utcPtr(r.UsedAt), RevokedAt: utcPtr(r.RevokedAt)}
+	t := &access.RefreshToken{ID: r.ID, FamilyID: r.FamilyID, UserID: r.UserID, OrgID: r.OrgID, Hash: r.Hash,
+		CreatedAt: utc(r.CreatedAt), ExpiresAt: utc(r.ExpiresAt), UsedAt: utcPtr(r.UsedAt), RevokedAt: utcPtr(r.RevokedAt),
+		AccessTokenID: r.AccessTokenID}
+	if r.AccessExpiresAt != nil {
+		t.AccessExpiresAt = utc(*r.AccessExpiresAt)
+	}
+	return t
 }
 
 // RefreshTokenStore keeps refresh tokens (their hash, never the token) in the
@@ -61,7 +78,8 @@ const useRefreshToken = `WITH old AS (
 UPDATE refresh_tokens AS t SET used_at = COALESCE(t.used_at, ?)
 FROM old WHERE t.id = old.id
 RETURNING old.id, old.family_id, old.user_id, old.org_id, old.hash,
-    old.created_at, old.expires_at, old.used_at, old.revoked_at`
+    old.created_at, old.expires_at, old.used_at, old.revoked_at,
+    old.access_token_id, old.access_expires_at`
 
 // UseRefreshToken marks the token with this hash used at `at` (if it was not
 // already) and returns it as it was before, in one statement.
@@ -97,4 +115,31 @@ func (s *RefreshTokenStore) RevokeUserTokens(ctx context.Context, userID string,
 		return fmt.Errorf("postgres: revoke refresh tokens of user %s: %w", userID, err)
 	}
 	return nil
+}
+
+// FamilyAccessTokens returns the access tokens issued with the family's
+// refresh tokens that expire after `after`.
+func (s *RefreshTokenStore) FamilyAccessTokens(ctx context.Context, familyID string, after time.Time) ([]access.DeniedToken, error) {
+	return s.accessTokens(ctx, "family_id", familyID, after)
+}
+
+// UserAccessTokens returns the user's access tokens that expire after
+// `after`.
+func (s *RefreshTokenStore) UserAccessTokens(ctx context.Context, userID string, after time.Time) ([]access.DeniedToken, error) {
+	return s.accessTokens(ctx, "user_id", userID, after)
+}
+
+func (s *RefreshTokenStore) accessTokens(ctx context.Context, col, id string, after time.Time) ([]access.DeniedToken, error) {
+	var rows []refreshRow
+	err := s.db.NewSelect().Model(&rows).Column("access_token_id", "access_expires_at").
+		Where("? = ?", bun.Ident(col), id).Where("access_token_id <> ''").Where("access_expires_at > ?", utc(after)).
+		Scan(ctx)
+	if err != nil {
+		return nil, fail(err, "list access tokens by "+col)
+	}
+	out := make([]access.DeniedToken, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, access.DeniedToken{ID: r.AccessTokenID, ExpiresAt: utc(*r.AccessExpiresAt)})
+	}
+	return out, nil
 }

@@ -38,6 +38,12 @@ const (
 	ActListMembers  Action = "members.list"
 	ActAddMember    Action = "members.add"
 	ActUpdateMember Action = "members.update"
+	// Invitations to register (ENRICH_REGISTRATION=invite) are member
+	// management: owners, into their own organization; a system
+	// administrator may also invite a new organization.
+	ActCreateInvitation Action = "invitations.create"
+	ActListInvitations  Action = "invitations.list"
+	ActRevokeInvitation Action = "invitations.revoke"
 
 	ActListSchemas  Action = "schemas.list"
 	ActGetSchema    Action = "schemas.get"
@@ -171,6 +177,10 @@ var rules = map[Action]rule{
 	ActListMembers:  {CatUsers, ScopeRead},
 	ActAddMember:    {CatUsers, ScopeWrite},
 	ActUpdateMember: {CatUsers, ScopeWrite},
+
+	ActCreateInvitation: {CatUsers, ScopeWrite},
+	ActListInvitations:  {CatUsers, ScopeRead},
+	ActRevokeInvitation: {CatUsers, ScopeWrite},
 
 	ActListSchemas:     {CatSchemaRead, ScopeRead},
 	ActGetSchema:       {CatSchemaRead, ScopeRead},

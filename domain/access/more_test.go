@@ -53,40 +53,34 @@ func FuzzParseAuthorization(f *testing.F) {
 	})
 }
 
-func TestThrottle(t *testing.T) {
+func TestLoginThrottle(t *testing.T) {
 	is := is.New(t)
-	th := access.NewThrottle()
+	p := access.DefaultLoginThrottle()
 	now := time.Unix(1_000_000, 0)
-	for i := 0; i < 4; i++ {
-		is.Equal(th.Fail("a@x", "1.1.1.1", now), time.Duration(0))
-		is.Equal(th.Check("a@x", "1.1.1.1", now), time.Duration(0))
+	for n := 0; n < 5; n++ {
+		is.Equal(p.Delay(n), time.Duration(0)) // the first failures are free
 	}
-	is.Equal(th.Fail("a@x", "1.1.1.1", now), 30*time.Second)  // 5th failure locks
-	is.Equal(th.Check("a@x", "2.2.2.2", now), 30*time.Second) // per account, from any IP
-	is.Equal(th.Check("b@x", "1.1.1.1", now), time.Duration(0))
-	later := now.Add(31 * time.Second)
-	is.Equal(th.Check("a@x", "1.1.1.1", later), time.Duration(0))
-	for i := 0; i < 5; i++ {
-		th.Fail("a@x", "1.1.1.1", later)
-	}
-	is.Equal(th.Check("a@x", "1.1.1.1", later), time.Minute) // the lock doubles
-	th.Succeed("a@x")
-	is.Equal(th.Check("a@x", "3.3.3.3", later), time.Duration(0))
-
-	// Per IP: 20 failures over many accounts lock the IP.
-	ip := access.NewThrottle()
-	for i := 0; i < 19; i++ {
-		ip.Fail(string(rune('a'+i))+"@x", "9.9.9.9", now)
-	}
-	is.Equal(ip.Check("new@x", "9.9.9.9", now), time.Duration(0))
-	ip.Fail("z@x", "9.9.9.9", now)
-	is.Equal(ip.Check("new@x", "9.9.9.9", now), 30*time.Second)
-	// Old failures fall out of the window.
-	w := access.NewThrottle()
-	for i := 0; i < 4; i++ {
-		w.Fail("a@x", "1", now)
-	}
-	is.Equal(w.Fail("a@x", "1", now.Add(16*time.Minute)), time.Duration(0))
+	is.Equal(p.Delay(5), time.Second)
+	is.Equal(p.Delay(6), 2*time.Second)
+	is.Equal(p.Delay(7), 4*time.Second)
+	is.Equal(p.Delay(20), 15*time.Minute) // capped
+	is.Equal(p.Delay(500), 15*time.Minute)
+	f := access.LoginFailures{Count: 6, Last: now}
+	is.Equal(p.Wait(f, now), 2*time.Second)
+	is.Equal(p.Wait(f, now.Add(1500*time.Millisecond)), 500*time.Millisecond)
+	is.Equal(p.Wait(f, now.Add(2*time.Second)), time.Duration(0))
+	is.Equal(p.Wait(access.LoginFailures{Count: 4, Last: now}, now), time.Duration(0))
+	// An hour without failures forgets them.
+	long := access.LoginFailures{Count: 30, Last: now}
+	is.Equal(p.Wait(long, now.Add(10*time.Minute)), 5*time.Minute)
+	is.True(!p.Forgotten(long, now.Add(59*time.Minute)))
+	is.True(p.Forgotten(long, now.Add(time.Hour)))
+	is.Equal(p.Wait(long, now.Add(time.Hour)), time.Duration(0))
+	// The key is per account and address together, and names neither.
+	k := access.ThrottleKey("a@x", "127.0.0.2")
+	is.True(k != access.ThrottleKey("a@x", "127.0.0.3"))
+	is.True(k != access.ThrottleKey("b@x", "127.0.0.2"))
+	is.True(!strings.Contains(k, "a@x") && !strings.Contains(k, "127.0.0.2"))
 }
 
 func TestApplyMemberChange(t *testing.T) {

@@ -1,104 +1,75 @@
 package access
 
-import (
-	"sync"
-	"time"
-)
+import "time"
 
-// Throttle limits repeated login failures per account and per client IP:
-// after MaxFailures failures within Window, further attempts are refused
-// until the lock expires; each lock doubles, up to MaxLock. A success clears
-// the account's (not the IP's) failures.
-type Throttle struct {
-	MaxFailuresAccount int
-	MaxFailuresIP      int
-	Window             time.Duration
-	BaseLock           time.Duration
-	MaxLock            time.Duration
-
-	mu      sync.Mutex
-	entries map[string]*throttleEntry
+// LoginThrottle is the rule of repeated login failures. Failures are
+// counted per account and client address together (ThrottleKey): the
+// first Free failures cost nothing; after that each failure makes the next
+// attempt from that address for that account wait Base, doubling with
+// every further failure up to Max. A wait is not a lock: the right
+// password from another address signs in at once, and an attempt made
+// while waiting is refused without being counted. A success clears the
+// pair's count; so does Quiet without failures.
+//
+// There is no ceiling per address alone: behind a proxy or a NAT one
+// address is many people, and a ceiling on it would let one of them lock
+// out the others.
+type LoginThrottle struct {
+	Free  int
+	Base  time.Duration
+	Max   time.Duration
+	Quiet time.Duration
 }
 
-type throttleEntry struct {
-	failures  []time.Time
-	lockUntil time.Time
-	locks     int
+// DefaultLoginThrottle is the service's rule: 5 free failures, then 1 s,
+// 2 s, 4 s ... up to 15 min; forgotten after an hour without failures.
+func DefaultLoginThrottle() LoginThrottle {
+	return LoginThrottle{Free: 5, Base: time.Second, Max: 15 * time.Minute, Quiet: time.Hour}
 }
 
-// NewThrottle returns the default policy: 5 failures per account or 20 per IP
-// in 15 minutes lock for 30 s, doubling to at most 15 minutes.
-func NewThrottle() *Throttle {
-	return &Throttle{MaxFailuresAccount: 5, MaxFailuresIP: 20, Window: 15 * time.Minute,
-		BaseLock: 30 * time.Second, MaxLock: 15 * time.Minute, entries: map[string]*throttleEntry{}}
+// LoginFailures is what is kept of one pair's failures: how many, and when
+// the last one happened.
+type LoginFailures struct {
+	Count int
+	Last  time.Time
 }
 
-func accountKey(email string) string { return "a:" + email }
-func ipKey(ip string) string         { return "i:" + ip }
-
-// Check returns how long the caller must wait before trying again (0: go).
-func (t *Throttle) Check(email, ip string, now time.Time) time.Duration {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	var wait time.Duration
-	for _, k := range []string{accountKey(email), ipKey(ip)} {
-		if e := t.entries[k]; e != nil && now.Before(e.lockUntil) {
-			wait = max(wait, e.lockUntil.Sub(now))
-		}
+// Delay is the wait that count failures impose after the last one.
+func (p LoginThrottle) Delay(count int) time.Duration {
+	if count < p.Free || count <= 0 {
+		return 0
 	}
-	return wait
+	d := p.Base << min(count-p.Free, 32)
+	if d > p.Max || d <= 0 {
+		d = p.Max
+	}
+	return d
 }
 
-// Fail records a failed attempt and returns the lock it caused (0: none).
-func (t *Throttle) Fail(email, ip string, now time.Time) time.Duration {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if len(t.entries) > 100_000 {
-		t.gc(now)
+// Wait is how long an attempt at now must still wait after f (0: go).
+func (p LoginThrottle) Wait(f LoginFailures, now time.Time) time.Duration {
+	if f.Count == 0 || p.Forgotten(f, now) {
+		return 0
 	}
-	var lock time.Duration
-	for k, limit := range map[string]int{accountKey(email): t.MaxFailuresAccount, ipKey(ip): t.MaxFailuresIP} {
-		e := t.entries[k]
-		if e == nil {
-			e = &throttleEntry{}
-			t.entries[k] = e
-		}
-		e.failures = append(recent(e.failures, now.Add(-t.Window)), now)
-		if len(e.failures) >= limit {
-			d := t.BaseLock << min(e.locks, 16)
-			if d > t.MaxLock || d <= 0 {
-				d = t.MaxLock
-			}
-			e.locks++
-			e.lockUntil = now.Add(d)
-			e.failures = nil
-			lock = max(lock, d)
-		}
+	until := f.Last.Add(p.Delay(f.Count))
+	if !now.Before(until) {
+		return 0
 	}
-	return lock
+	return until.Sub(now)
 }
 
-// Succeed clears the account's failures and locks.
-func (t *Throttle) Succeed(email string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	delete(t.entries, accountKey(email))
+// Forgotten reports whether f is old enough to start counting again.
+func (p LoginThrottle) Forgotten(f LoginFailures, now time.Time) bool {
+	return !f.Last.After(p.ForgetBefore(now))
 }
 
-func recent(ts []time.Time, since time.Time) []time.Time {
-	out := ts[:0]
-	for _, x := range ts {
-		if x.After(since) {
-			out = append(out, x)
-		}
-	}
-	return out
-}
+// ForgetBefore is the time before which a last failure no longer counts:
+// a store that counts a new failure starts over from 1 when the pair's
+// last failure is not after it.
+func (p LoginThrottle) ForgetBefore(now time.Time) time.Time { return now.Add(-p.Quiet) }
 
-func (t *Throttle) gc(now time.Time) {
-	for k, e := range t.entries {
-		if now.After(e.lockUntil) && len(recent(e.failures, now.Add(-t.Window))) == 0 {
-			delete(t.entries, k)
-		}
-	}
+// ThrottleKey names the pair of an account (email, as typed, normalised)
+// and a client address; it is a hash, so that stores keep neither.
+func ThrottleKey(email, clientIP string) string {
+	return HashKey("login\x00" + email + "\x00" + clientIP)
 }

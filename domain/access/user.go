@@ -49,4 +49,9 @@ type RefreshToken struct {
 	ExpiresAt time.Time
 	UsedAt    *time.Time
 	RevokedAt *time.Time
+	// AccessTokenID is the id (jti) of the access token issued with this
+	// refresh token, and AccessExpiresAt its expiry: revoking the session
+	// denies it (DeniedToken). Empty for tokens stored before ids were kept.
+	AccessTokenID   string
+	AccessExpiresAt time.Time
 }

@@ -3,8 +3,6 @@ package e2e_test
 import (
 	"bytes"
 	"log/slog"
-	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -12,28 +10,6 @@ import (
 
 	"github.com/matryer/is"
 )
-
-func TestLoginThrottle(t *testing.T) {
-	is := is.New(t)
-	s := start(t, testConfig(""))
-	s.register("throttle@example.com")
-	bad := obj{"email": "throttle@example.com", "password": "wrong password"}
-	for i := 0; i < 5; i++ {
-		is.Equal(s.call("POST", "/api/auth/login", "", bad, nil), 401)
-	}
-	req, _ := http.NewRequest("POST", s.url+"/api/auth/login", jsonBody(obj{"email": "throttle@example.com", "password": "correct horse battery"}))
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	is.NoErr(err)
-	resp.Body.Close()
-	is.Equal(resp.StatusCode, 429) // even the right password waits
-	secs, err := strconv.Atoi(resp.Header.Get("Retry-After"))
-	is.NoErr(err)
-	is.True(secs > 0 && secs <= 30)
-	// Another account from the same address is not locked.
-	s.register("other-throttle@example.com")
-	is.Equal(s.call("POST", "/api/auth/login", "", obj{"email": "other-throttle@example.com", "password": "correct horse battery"}, nil), 200)
-}
 
 func TestRefreshRotationAndReuse(t *testing.T) {
 	for _, b := range backends {

@@ -36,6 +36,8 @@ var minimum = map[string]string{
 	"GET /api/auth/me": "any", "POST /api/auth/api-keys": "any",
 	"GET /api/auth/api-keys": "owner", "PATCH /api/auth/api-keys/{id}": "owner", "DELETE /api/auth/api-keys/{id}": "owner",
 	"GET /api/users": "owner", "POST /api/users": "owner", "PATCH /api/users/{id}": "owner",
+	// Invitations to register (issue 27): member management, owners.
+	"GET /api/invitations": "owner", "POST /api/invitations": "owner", "DELETE /api/invitations/{id}": "owner",
 	"GET /api/openapi.json": "sysadmin", "GET /api/docs": "sysadmin", "GET /api/docs/{asset}": "sysadmin",
 	"GET /api/schema/saved": "operator", "GET /api/schema/saved/{id}": "operator", "POST /api/schema/saved": "editor",
 	"GET /api/schema/saved/deleted": "operator", "PATCH /api/schema/saved/{id}": "editor", "DELETE /api/schema/saved/{id}": "editor",
@@ -110,6 +112,10 @@ func TestAuthorizationMatrix(t *testing.T) {
 	var k struct{ ID string }
 	s.call("POST", "/api/auth/api-keys", home.token, obj{"name": "target", "role": "operator"}, &k)
 	targetKeyID := k.ID
+	var invitation struct{ ID string }
+	if st := s.call("POST", "/api/invitations", home.token, obj{"role": "editor"}, &invitation); st != 201 {
+		t.Fatalf("invitation: %d", st)
+	}
 	var member struct{ ID string }
 	s.call("POST", "/api/users", home.token, obj{"email": "target@example.com", "password": "long enough pw", "role": "operator"}, &member)
 
@@ -255,6 +261,9 @@ func TestAuthorizationMatrix(t *testing.T) {
 			return obj{"email": fmt.Sprintf("m%d@example.com", n), "password": "long enough pw", "role": "operator"}
 		}, 201, false, 0},
 		{"PATCH", "/api/users/{id}", "/api/users/" + member.ID, func() any { return obj{"role": "editor"} }, 200, true, 0},
+		{"POST", "/api/invitations", "/api/invitations", func() any { return obj{"role": "operator"} }, 201, false, 0},
+		{"GET", "/api/invitations", "/api/invitations", nil, 200, false, 0},
+		{"DELETE", "/api/invitations/{id}", "/api/invitations/" + invitation.ID, nil, 204, true, 0},
 		{"GET", "/api/openapi.json", "/api/openapi.json", nil, 200, false, 0},
 		{"GET", "/api/docs", "/api/docs", nil, 200, false, 0},
 		{"GET", "/api/docs/{asset}", "/api/docs/", nil, 200, false, 0},

@@ -382,30 +382,54 @@ func (e HealthStatus) Valid() bool {
 	}
 }
 
+// Defines values for InvitationStatus.
+const (
+	InvitationStatusExpired InvitationStatus = "expired"
+	InvitationStatusPending InvitationStatus = "pending"
+	InvitationStatusRevoked InvitationStatus = "revoked"
+	InvitationStatusUsed    InvitationStatus = "used"
+)
+
+// Valid indicates whether the value is a known member of the InvitationStatus enum.
+func (e InvitationStatus) Valid() bool {
+	switch e {
+	case InvitationStatusExpired:
+		return true
+	case InvitationStatusPending:
+		return true
+	case InvitationStatusRevoked:
+		return true
+	case InvitationStatusUsed:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for JobState.
 const (
-	Cancelled JobState = "cancelled"
-	Completed JobState = "completed"
-	Failed    JobState = "failed"
-	Paused    JobState = "paused"
-	Pending   JobState = "pending"
-	Running   JobState = "running"
+	JobStateCancelled JobState = "cancelled"
+	JobStateCompleted JobState = "completed"
+	JobStateFailed    JobState = "failed"
+	JobStatePaused    JobState = "paused"
+	JobStatePending   JobState = "pending"
+	JobStateRunning   JobState = "running"
 )
 
 // Valid indicates whether the value is a known member of the JobState enum.
 func (e JobState) Valid() bool {
 	switch e {
-	case Cancelled:
+	case JobStateCancelled:
 		return true
-	case Completed:
+	case JobStateCompleted:
 		return true
-	case Failed:
+	case JobStateFailed:
 		return true
-	case Paused:
+	case JobStatePaused:
 		return true
-	case Pending:
+	case JobStatePending:
 		return true
-	case Running:
+	case JobStateRunning:
 		return true
 	default:
 		return false
@@ -1371,6 +1395,19 @@ type CreateAPIKeyRequest struct {
 // legacy user key that inherits its user's role.
 type CreateAPIKeyRequestRole string
 
+// CreateInvitationRequest defines model for CreateInvitationRequest.
+type CreateInvitationRequest struct {
+	// Email When set, only this address may register with the invitation.
+	Email *string `json:"email,omitempty"`
+
+	// ExpiresInS Lifetime in seconds (default 604800, 7 days; at most 30 days).
+	ExpiresInS *int `json:"expires_in_s,omitempty"`
+
+	// NewOrganization The invitee registers a new organization and owns it (system administrators only).
+	NewOrganization *bool `json:"new_organization,omitempty"`
+	Role            *Role `json:"role,omitempty"`
+}
+
 // CreateProviderKeyRequest defines model for CreateProviderKeyRequest.
 type CreateProviderKeyRequest struct {
 	// ApiKey The secret; never returned.
@@ -1448,6 +1485,15 @@ type CreatedAPIKey struct {
 
 // CreatedAPIKeyRole Null for a legacy user key.
 type CreatedAPIKeyRole string
+
+// CreatedInvitation defines model for CreatedInvitation.
+type CreatedInvitation struct {
+	// Embedded struct due to allOf(#/components/schemas/Invitation)
+	Invitation `yaml:",inline"`
+	// Embedded fields due to inline allOf schema
+	// Token The invitation's token; shown only here.
+	Token string `json:"token"`
+}
 
 // DefaultModel What `auto` resolves to for one task (the reference's DefaultModelSelection).
 type DefaultModel struct {
@@ -1841,6 +1887,40 @@ type InvalidEntity struct {
 	Detail string   `json:"detail"`
 	Index  int      `json:"index"`
 	Paths  []string `json:"paths"`
+}
+
+// Invitation defines model for Invitation.
+type Invitation struct {
+	CreatedAt time.Time `json:"created_at"`
+
+	// Email The only address that may use it; null for anyone.
+	Email     *string   `json:"email"`
+	ExpiresAt time.Time `json:"expires_at"`
+	Id        string    `json:"id"`
+
+	// OrganizationId The organization the invitee joins; null for an invitation to a new organization.
+	OrganizationId *string          `json:"organization_id"`
+	RevokedAt      *time.Time       `json:"revoked_at"`
+	Role           Role             `json:"role"`
+	Status         InvitationStatus `json:"status"`
+	UsedAt         *time.Time       `json:"used_at"`
+}
+
+// InvitationStatus defines model for Invitation.Status.
+type InvitationStatus string
+
+// InvitationList defines model for InvitationList.
+type InvitationList struct {
+	Invitations []Invitation `json:"invitations"`
+
+	// NextCursor Cursor of the next page; null on the last page.
+	NextCursor *NextCursor `json:"next_cursor"`
+
+	// Page The page's number; null for a page reached by cursor.
+	Page       *int `json:"page"`
+	PageSize   int  `json:"page_size"`
+	Total      int  `json:"total"`
+	TotalPages int  `json:"total_pages"`
 }
 
 // JobStarted defines model for JobStarted.
@@ -2413,9 +2493,15 @@ type RefreshRequest struct {
 type RegisterRequest struct {
 	Email string `json:"email"`
 
-	// Organization Name of the new organization; the registering user becomes its owner.
-	Organization string `json:"organization"`
-	Password     string `json:"password"`
+	// InvitationToken A single-use invitation (`POST /api/invitations`); needed when the service's
+	// registration mode is `invite`. The invitee joins the inviting organization with the
+	// invitation's role, or registers a new organization with a system administrator's.
+	InvitationToken *string `json:"invitation_token,omitempty"`
+
+	// Organization Name of the new organization; the registering user becomes its owner. Required,
+	// except with an invitation into an existing organization (then ignored).
+	Organization *string `json:"organization,omitempty"`
+	Password     string  `json:"password"`
 }
 
 // Role defines model for Role.
@@ -3162,6 +3248,24 @@ type DocsIndexParams struct {
 	Token *string `form:"token,omitempty" json:"token,omitempty"`
 }
 
+// ListInvitationsParams defines parameters for ListInvitations.
+type ListInvitationsParams struct {
+	// NewOrganization List the invitations to register new organizations instead (system administrators).
+	NewOrganization *bool `form:"new_organization,omitempty" json:"new_organization,omitempty"`
+
+	// PageSize Items per page.
+	PageSize *PageSize `form:"page_size,omitempty" json:"page_size,omitempty"`
+
+	// Limit The same as `page_size` (the reference product's client sends it); `page_size` wins.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor Opaque cursor from the previous page's `next_cursor`.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Page Page number from 1, for clients that page by number (ignored with a `cursor`).
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+}
+
 // StreamJobEventsParams defines parameters for StreamJobEvents.
 type StreamJobEventsParams struct {
 	// Token Credential (session token or access key) for EventSource clients,
@@ -3350,6 +3454,9 @@ type CreateGlobalKeyJSONRequestBody = CreateProviderKeyRequest
 
 // UpdateGlobalKeyJSONRequestBody defines body for UpdateGlobalKey for application/json ContentType.
 type UpdateGlobalKeyJSONRequestBody = UpdateProviderKeyRequest
+
+// CreateInvitationJSONRequestBody defines body for CreateInvitation for application/json ContentType.
+type CreateInvitationJSONRequestBody = CreateInvitationRequest
 
 // ContinueJobJSONRequestBody defines body for ContinueJob for application/json ContentType.
 type ContinueJobJSONRequestBody = ContinueJobRequest
