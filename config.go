@@ -276,36 +276,11 @@ func (c Config) withDefaults() (Config, []string, error) {
 	if c.Env != "development" && c.Env != "production" {
 		return c, nil, fmt.Errorf("config: ENRICH_ENV must be development or production, not %q", c.Env)
 	}
-	if c.JWTSecret == "" {
-		if c.Production() {
-			return c, nil, errors.New("config: ENRICH_JWT_SECRET is required in production")
-		}
-		var b [32]byte
-		_, _ = rand.Read(b[:])
-		c.JWTSecret = hex.EncodeToString(b[:])
-		warn = append(warn, "ENRICH_JWT_SECRET is not set: generated one for this process; sessions end when it stops")
+	w, err := c.secretDefaults()
+	if err != nil {
+		return c, nil, err
 	}
-	if strings.TrimSpace(c.EncryptionKeys) == "" {
-		if c.Production() {
-			return c, nil, errors.New("config: ENRICH_ENCRYPTION_KEYS is required in production (comma-separated Fernet keys; the first encrypts)")
-		}
-		k, err := crypto.GenerateFernetKey()
-		if err != nil {
-			return c, nil, fmt.Errorf("config: generate an encryption key: %w", err)
-		}
-		c.EncryptionKeys = k
-		w := "ENRICH_ENCRYPTION_KEYS is not set: generated one for this process"
-		if c.DatabaseURL != "" {
-			w += "; provider keys stored now will not open after a restart"
-		}
-		warn = append(warn, w)
-	}
-	if _, err := crypto.NewFernet(strings.Split(c.EncryptionKeys, ",")); err != nil {
-		return c, nil, fmt.Errorf("config: ENRICH_ENCRYPTION_KEYS: %w", err)
-	}
-	if len(c.JWTSecret) < 32 {
-		return c, nil, errors.New("config: ENRICH_JWT_SECRET must have at least 32 characters")
-	}
+	warn = append(warn, w...)
 	if c.AccessTokenTTL <= 0 {
 		c.AccessTokenTTL = 15 * time.Minute
 	}
@@ -351,7 +326,7 @@ func (c Config) withDefaults() (Config, []string, error) {
 	l := c.schemaLimits().WithDefaults()
 	c.SchemaMaxDepth, c.SchemaMaxProperties, c.SchemaMaxSubschemas, c.SchemaMaxBytes = l.MaxDepth, l.MaxProperties, l.MaxSubschemas, l.MaxBytes
 	c.Caches = c.Caches.withDefaults()
-	c, err := c.withAccessDefaults()
+	c, err = c.withAccessDefaults()
 	return c, warn, err
 }
 
@@ -380,6 +355,43 @@ func (c Config) withAccessDefaults() (Config, error) {
 func (c Config) schemaLimits() schema.Limits {
 	return schema.Limits{MaxDepth: c.SchemaMaxDepth, MaxProperties: c.SchemaMaxProperties, MaxSubschemas: c.SchemaMaxSubschemas,
 		MaxBytes: c.SchemaMaxBytes}
+}
+
+// secretDefaults checks the token and encryption secrets, generating
+// them for this process in development.
+func (c *Config) secretDefaults() ([]string, error) {
+	var warn []string
+	if c.JWTSecret == "" {
+		if c.Production() {
+			return warn, errors.New("config: ENRICH_JWT_SECRET is required in production")
+		}
+		var b [32]byte
+		_, _ = rand.Read(b[:])
+		c.JWTSecret = hex.EncodeToString(b[:])
+		warn = append(warn, "ENRICH_JWT_SECRET is not set: generated one for this process; sessions end when it stops")
+	}
+	if strings.TrimSpace(c.EncryptionKeys) == "" {
+		if c.Production() {
+			return warn, errors.New("config: ENRICH_ENCRYPTION_KEYS is required in production (comma-separated Fernet keys; the first encrypts)")
+		}
+		k, err := crypto.GenerateFernetKey()
+		if err != nil {
+			return warn, fmt.Errorf("config: generate an encryption key: %w", err)
+		}
+		c.EncryptionKeys = k
+		w := "ENRICH_ENCRYPTION_KEYS is not set: generated one for this process"
+		if c.DatabaseURL != "" {
+			w += "; provider keys stored now will not open after a restart"
+		}
+		warn = append(warn, w)
+	}
+	if _, err := crypto.NewFernet(strings.Split(c.EncryptionKeys, ",")); err != nil {
+		return warn, fmt.Errorf("config: ENRICH_ENCRYPTION_KEYS: %w", err)
+	}
+	if len(c.JWTSecret) < 32 {
+		return warn, errors.New("config: ENRICH_JWT_SECRET must have at least 32 characters")
+	}
+	return warn, nil
 }
 
 // limitDefaults fills the limits on a job's calls and the operator's
