@@ -347,26 +347,10 @@ func (s *Enricher) checkPlan(ctx context.Context, orgID string, req EnrichReques
 		return nil, shapeErr
 	}
 	pl.doc, pl.whole, pl.choice, pl.calls = sh.doc, sh.whole, sh.choice, sh.calls
-	if err := s.finishPlan(ctx, orgID, pl); err != nil {
+	if err := s.checkPlannedCalls(pl); err != nil {
 		return nil, err
 	}
 	return pl, nil
-}
-
-// finishPlan checks the plan's calls against the cap, then picks its
-// keys: last, because a pick records a use, so that a request refused
-// before must not move the rotation.
-func (s *Enricher) finishPlan(ctx context.Context, orgID string, pl *plan) error {
-	if err := s.checkPlannedCalls(pl); err != nil {
-		return err
-	}
-	called := pl.models
-	if pl.classifier != nil {
-		called = append(append([]model.Info(nil), pl.models...), *pl.classifier)
-	}
-	var err error
-	pl.keys, err = s.Calls.pickKeys(ctx, orgID, called)
-	return err
 }
 
 // resolveModels merges models and model, resolves auto, and checks every key.
