@@ -27,20 +27,20 @@ func Window(deltas []Delta, limit int) (window []Delta, hasMore bool) {
 }
 
 func pick(deltas []Delta, limit int, skip func(Delta) bool) ([]Delta, bool) {
-	eligible := make([]Delta, 0, len(deltas))
-	last := map[string]int{}
-	for _, d := range deltas {
+	eligible := make([]int, 0, len(deltas)) // indexes into deltas
+	last := map[string]int{}                // batch key -> its last position in eligible
+	for i, d := range deltas {
 		if skip(d) {
 			continue
 		}
 		last[d.BatchKey()] = len(eligible)
-		eligible = append(eligible, d)
+		eligible = append(eligible, i)
 	}
 	end := 0
 	for end < len(eligible) {
 		next := end + 1
 		for j := end; j < next; j++ {
-			if l := last[eligible[j].BatchKey()] + 1; l > next {
+			if l := last[deltas[eligible[j]].BatchKey()] + 1; l > next {
 				next = l
 			}
 		}
@@ -49,7 +49,11 @@ func pick(deltas []Delta, limit int, skip func(Delta) bool) ([]Delta, bool) {
 		}
 		end = next
 	}
-	return eligible[:end:end], end < len(eligible)
+	window := make([]Delta, end)
+	for i, at := range eligible[:end] {
+		window[i] = deltas[at]
+	}
+	return window, end < len(eligible)
 }
 
 // checkOrder reports an error unless ids strictly ascend.
