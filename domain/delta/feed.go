@@ -83,8 +83,9 @@ type ClaimResult struct {
 }
 
 // Claim leases the next FIFO window. candidates are the stored deltas after
-// the watermark in id order (complete batches; rows at or below the
-// watermark are ignored). While a lease is live the claim gets nothing new
+// the watermark in id order: complete batches, and at least one row past
+// the window when there is one, so that HasMore is right (rows at or below
+// the watermark are ignored). While a lease is live the claim gets nothing new
 // and the state is unchanged. Otherwise the window starts right after the
 // watermark, so an expired lease is delivered again first, in the same
 // order. The window is leased for leaseFor from now.

@@ -98,7 +98,10 @@ const (
 
 // ChangesQuery is the parsed query of GET /api/databases/{id}/changes.
 type ChangesQuery struct {
-	Since   int64 // rows with id > Since
+	// Since: a read returns rows with id > Since. A claim ignores it and
+	// starts after the acknowledged watermark, so a client's cursor that ran
+	// ahead of a lost ack cannot skip deltas.
+	Since   int64
 	Before  int64 // desc only: rows with id < Before; 0 = no bound
 	Claim   bool
 	Limit   int
