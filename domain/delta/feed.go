@@ -44,7 +44,8 @@ type Lease struct {
 // have expired).
 func (l Lease) Held() bool { return l.Token != 0 }
 
-// Live reports whether a lease is held and has not expired at now.
+// Live reports whether a lease is held and has not expired at now; at
+// ExpiresAt itself it has expired.
 func (s State) Live(now time.Time) bool {
 	return s.Lease.Held() && now.Before(s.Lease.ExpiresAt)
 }

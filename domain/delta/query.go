@@ -118,7 +118,10 @@ type ChangesQuery struct {
 // nor before. Parameters it does not know are ignored.
 func ParseChangesQuery(v url.Values, s Settings) (ChangesQuery, error) {
 	s = s.WithDefaults()
-	q := ChangesQuery{Limit: s.PageLimit, Lease: s.Lease, Include: Pending, Order: Asc, Format: "json"}
+	q := ChangesQuery{Include: Pending, Order: Asc, Format: "json",
+		// Settings are checked when saved; clamping keeps a bad row from
+		// leaking an out-of-range default into a query.
+		Limit: min(max(s.PageLimit, MinLimit), MaxLimit), Lease: min(max(s.Lease, MinLease), MaxLease)}
 	var err error
 	if q.Since, err = intParam(v, "since", 0, 0); err != nil {
 		return ChangesQuery{}, err

@@ -25,6 +25,9 @@ func TestParseChangesQuery(t *testing.T) {
 		{raw: "since=42&claim=false", want: with(func(q *delta.ChangesQuery) { q.Since = 42 })},
 		{raw: "since=", want: def}, // empty counts as absent
 		{raw: "", set: delta.Settings{PageLimit: 500}, want: with(func(q *delta.ChangesQuery) { q.Limit = 500 })},
+		{raw: "", set: delta.Settings{PageLimit: 5000, Lease: time.Second}, want: with(func(q *delta.ChangesQuery) {
+			q.Limit, q.Lease = 1000, 10*time.Second
+		})},
 		{raw: "limit=1", want: with(func(q *delta.ChangesQuery) { q.Limit = 1 })},
 		{raw: "limit=1000", want: with(func(q *delta.ChangesQuery) { q.Limit = 1000 })},
 		{raw: "lease_s=10", want: with(func(q *delta.ChangesQuery) { q.Lease = 10 * time.Second })},
@@ -104,10 +107,7 @@ func FuzzParseChangesQuery(f *testing.F) {
 		if err != nil {
 			return
 		}
-		set := delta.Settings{PageLimit: pageLimit}.WithDefaults()
-		if set.Validate() != nil {
-			return
-		}
+		set := delta.Settings{PageLimit: pageLimit}
 		q, err := delta.ParseChangesQuery(v, set)
 		if err != nil {
 			var pe *delta.ParamError
