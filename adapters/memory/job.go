@@ -94,62 +94,40 @@ func (s *JobStore) RenewLeases(_ context.Context, owner string, ids []string, un
 	return lost, nil
 }
 
-// ListLapsed returns live held jobs whose lease ended before now.
-func (s *JobStore) ListLapsed(_ context.Context, now time.Time, limit int) ([]*job.Job, error) {
+// oldest returns copies of the jobs keep selects, oldest by at first (then
+// by id), at most limit of them (limit <= 0: all).
+func (s *JobStore) oldest(keep func(job.Job) bool, at func(*job.Job) time.Time, limit int) []*job.Job {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	var out []*job.Job
 	for _, j := range s.jobs {
-		if j.Lapsed(now) {
+		if keep(j) {
 			out = append(out, cloneJob(j))
 		}
 	}
 	sort.Slice(out, func(i, k int) bool {
-		return oldestFirst(out[i].LeaseUntil, out[i].ID, out[k].LeaseUntil, out[k].ID)
+		return oldestFirst(at(out[i]), out[i].ID, at(out[k]), out[k].ID)
 	})
 	if limit > 0 && len(out) > limit {
 		out = out[:limit]
 	}
-	return out, nil
+	return out
+}
+
+// ListLapsed returns live held jobs whose lease ended before now.
+func (s *JobStore) ListLapsed(_ context.Context, now time.Time, limit int) ([]*job.Job, error) {
+	return s.oldest(func(j job.Job) bool { return j.Lapsed(now) }, func(j *job.Job) time.Time { return j.LeaseUntil }, limit), nil
 }
 
 // ListPauseLapsed returns paused jobs whose pause timed out by now.
 func (s *JobStore) ListPauseLapsed(_ context.Context, now time.Time, limit int) ([]*job.Job, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	var out []*job.Job
-	for _, j := range s.jobs {
-		if j.PauseLapsed(now) {
-			out = append(out, cloneJob(j))
-		}
-	}
-	sort.Slice(out, func(i, k int) bool {
-		return oldestFirst(out[i].PauseUntil, out[i].ID, out[k].PauseUntil, out[k].ID)
-	})
-	if limit > 0 && len(out) > limit {
-		out = out[:limit]
-	}
-	return out, nil
+	return s.oldest(func(j job.Job) bool { return j.PauseLapsed(now) }, func(j *job.Job) time.Time { return j.PauseUntil }, limit), nil
 }
 
 // ListUnclaimed returns running jobs nobody holds that last changed before
 // cutoff.
 func (s *JobStore) ListUnclaimed(_ context.Context, cutoff time.Time, limit int) ([]*job.Job, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	var out []*job.Job
-	for _, j := range s.jobs {
-		if j.Unclaimed(cutoff) {
-			out = append(out, cloneJob(j))
-		}
-	}
-	sort.Slice(out, func(i, k int) bool {
-		return oldestFirst(out[i].UpdatedAt, out[i].ID, out[k].UpdatedAt, out[k].ID)
-	})
-	if limit > 0 && len(out) > limit {
-		out = out[:limit]
-	}
-	return out, nil
+	return s.oldest(func(j job.Job) bool { return j.Unclaimed(cutoff) }, func(j *job.Job) time.Time { return j.UpdatedAt }, limit), nil
 }
 
 // CheckFences returns the jobs whose attempt moved on or that ended.
