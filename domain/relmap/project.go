@@ -9,6 +9,10 @@ import (
 	"github.com/entityenrich/enrich/domain/jsondoc"
 )
 
+// MaxTables bounds the tables of one map: a contract that would need more
+// (a deeply recursive $ref) is refused.
+const MaxTables = 100
+
 // maxDepth bounds nested objects and arrays (and so a recursive $ref):
 // deeper structure is kept whole in a jsonb column.
 const maxDepth = 6
@@ -39,7 +43,7 @@ func Project(contract json.RawMessage, opts Options) (Map, error) {
 	b := newBuilder(doc, opts)
 	m := Map{EntityType: entityName(doc, root, opts), PKStrategy: opts.PKStrategy,
 		IndexScalars: opts.IndexScalars, PropagateNotNull: opts.PropagateNotNull, KeyLanguage: opts.KeyLanguage}
-	if err := b.table(nil, KindEntity, nil, "", root, m.EntityType); err != nil {
+	if err := b.table(nil, child{kind: KindEntity, schema: root}, "", m.EntityType); err != nil {
 		return Map{}, err
 	}
 	m.Tables = b.tables
@@ -117,7 +121,11 @@ func columnOwner(role, source string) string { return role + ":" + source }
 
 // table projects one table (the entity's, or an array's) and then its
 // child tables, depth first, so that parents come before children.
-func (b *builder) table(parent *Table, kind string, path []string, source string, obj map[string]any, entity string) error {
+func (b *builder) table(parent *Table, c child, source string, entity string) error {
+	if len(b.tables) >= MaxTables {
+		return fmt.Errorf("%w: more than %d tables", ErrContract, MaxTables)
+	}
+	kind, path, obj := c.kind, c.path, c.schema
 	t := Table{Kind: kind, Source: source, Path: path}
 	if parent == nil {
 		t.Name = b.rel.alloc("table:", Ident(entity))
@@ -134,7 +142,7 @@ func (b *builder) table(parent *Table, kind string, path []string, source string
 			Role: RoleItem, IndexClass: classOf(obj, typ, false)})
 	} else {
 		w := &walk{b: b, t: &t, cols: cols, root: parent == nil}
-		if err := w.object(obj, nil, true, t.Depth); err != nil {
+		if err := w.object(obj, nil, true, c.depth); err != nil {
 			return err
 		}
 		children = w.children
@@ -144,7 +152,7 @@ func (b *builder) table(parent *Table, kind string, path []string, source string
 	b.tables = append(b.tables, t)
 	for _, c := range children {
 		src := c.source(source)
-		if err := b.table(&t, c.kind, c.path, src, c.schema, entity); err != nil {
+		if err := b.table(&t, c, src, entity); err != nil {
 			return err
 		}
 	}
@@ -258,11 +266,13 @@ func classOf(p map[string]any, typ string, key bool) string {
 	return ""
 }
 
-// child is an array met while walking a table's object.
+// child is an array met while walking a table's object, at depth (its
+// nesting from the entity's root, objects and arrays alike).
 type child struct {
 	kind   string
 	path   []string
 	schema map[string]any
+	depth  int
 }
 
 func (c child) source(parent string) string {
@@ -320,10 +330,10 @@ func (w *walk) property(raw map[string]any, path []string, required bool, depth 
 		items := jsondoc.Deref(w.b.doc, mapOf(p["items"]))
 		switch {
 		case projectable(items):
-			w.children = append(w.children, child{kind: KindObjects, path: path, schema: items})
+			w.children = append(w.children, child{kind: KindObjects, path: path, schema: items, depth: depth + 1})
 			return nil
 		case items != nil && scalarType(items) != "":
-			w.children = append(w.children, child{kind: KindScalars, path: path, schema: items})
+			w.children = append(w.children, child{kind: KindScalars, path: path, schema: items, depth: depth + 1})
 			return nil
 		}
 	}
