@@ -194,7 +194,7 @@ func TestIndexScalars(t *testing.T) {
 	is.Equal(none, 0)
 	is.Equal(keyNames, []string{"company_country_idx hash", "company_name_idx hash", "company_people_name_idx hash"})
 	is.True(keys < filt && filt < all)
-	is.True(slices.Contains(filtNames, "company_employees_idx btree")) // index intent
+	is.True(slices.Contains(filtNames, "company_employees_idx btree"))  // index intent
 	is.True(slices.Contains(filtNames, "company_people_role_idx hash")) // an enum
 	is.True(!slices.Contains(filtNames, "company_website_idx hash"))    // free text
 	nat, natNames := count(company(t, Options{PKStrategy: Natural, IndexScalars: IndexKeys}))
