@@ -59,6 +59,11 @@ func Diff(old, new Map) ([]Change, error) {
 		out = append(out, Change{Kind: StrategyShift, Table: new.Root().Name, Transform: true,
 			Detail: fmt.Sprintf("pk_strategy changes from %s to %s: every table is re-keyed; reload from a snapshot", old.PKStrategy, new.PKStrategy)})
 	}
+	if ok, nk := keyNames(old), keyNames(new); len(old.Tables) > 0 && !slices.Equal(ok, nk) {
+		out = append(out, Change{Kind: KeyChange, Table: new.Root().Name, Transform: true,
+			Detail: fmt.Sprintf("the entity key (%s) becomes (%s): every entity's identity changes; reload from a snapshot",
+				strings.Join(ok, ", "), strings.Join(nk, ", "))})
+	}
 	for _, t := range new.Tables {
 		o := old.Table(t.Name)
 		if o == nil {
@@ -78,6 +83,14 @@ func Diff(old, new Map) ([]Change, error) {
 		}
 	}
 	return out, nil
+}
+
+func keyNames(m Map) []string {
+	var out []string
+	for _, c := range m.KeyColumns() {
+		out = append(out, c.Name+" "+c.Type+" "+c.Language)
+	}
+	return out
 }
 
 func distinct(m Map) error {

@@ -36,7 +36,11 @@ func TestDiff(t *testing.T) {
 			[]string{"column_type thing.n"}, true},
 		{"column removed", `{"k": {"type": "string", "identifying": true}, "n": {"type": "integer"}}`, Options{}, []string{"drop_column thing.note"}, true},
 		{"key change", `{` + base + `, "k2": {"type": "string", "identifying": true}}`, Options{PKStrategy: Natural},
-			[]string{"pk_strategy thing", "key_change thing", "set_not_null thing.k", "add_column thing.k2", "drop_column thing.ee_id", "drop_index thing"}, true},
+			[]string{"pk_strategy thing", "key_change thing", "key_change thing", "set_not_null thing.k", "add_column thing.k2", "drop_column thing.ee_id", "drop_index thing"}, true},
+		{"surrogate key set change", `{` + base + `, "k2": {"type": "string", "identifying": true}}`, Options{},
+			[]string{"key_change thing", "add_column thing.k2", "add_index thing"}, true},
+		{"key type change", `{"k": {"type": "integer", "identifying": true}, "note": {"type": "string"}, "n": {"type": "integer"}}`, Options{},
+			[]string{"key_change thing", "column_type thing.k", "drop_index thing", "add_index thing"}, true},
 	}
 	old := project(t, `{`+base+`}`, Options{})
 	for _, c := range cases {

@@ -60,6 +60,9 @@ var jsonNumber = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9
 // uuidText is a canonical (hyphenated, any case) UUID.
 var uuidText = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
 
+// maxExponent bounds a number's exponent.
+const maxExponent = 1000
+
 // maxNumberLen bounds a numeric literal's text (numeric's own limit is far
 // above any enrichment value; the bound keeps a hostile one small).
 const maxNumberLen = 400
@@ -154,7 +157,7 @@ func scalarText(v any, typ string) (string, error) {
 	if !ok {
 		return "", refuse("expected a scalar, got %s", kind(v))
 	}
-	return s, checkFormat(s, base(typ))
+	return s, checkFormat(s, typ)
 }
 
 func textOf(v any) (string, bool) {
@@ -178,21 +181,43 @@ func textOf(v any) (string, bool) {
 // checkFormat refuses a value its typed column would refuse at apply time:
 // better an error here, naming the property, than a quarantined batch.
 func checkFormat(s, typ string) error {
-	switch typ {
+	if n := length(typ); n > 0 && utf8.RuneCountInString(s) > n {
+		// an explicit cast would truncate silently
+		return refuse("%q is longer than %s allows", clip(s), typ)
+	}
+	switch base(typ) {
 	case TypeUUID:
 		if !uuidText.MatchString(s) {
 			return refuse("%q is not a UUID", clip(s))
 		}
 	case TypeDate:
-		if _, err := time.Parse(time.DateOnly, s); err != nil {
-			return refuse("%q is not a date (YYYY-MM-DD)", clip(s))
+		if d, err := time.Parse(time.DateOnly, s); err != nil || d.Year() < 1 {
+			return refuse("%q is not a date (YYYY-MM-DD, year 1 or later)", clip(s))
 		}
 	case TypeTimestamp:
-		if _, err := time.Parse(time.RFC3339Nano, s); err != nil {
+		if d, err := time.Parse(time.RFC3339Nano, s); err != nil || d.Year() < 1 {
 			return refuse("%q is not an RFC 3339 date-time", clip(s))
+		}
+	case "time":
+		if !timeText.MatchString(s) {
+			return refuse("%q is not a time of day (HH:MM[:SS[.ffffff]])", clip(s))
 		}
 	}
 	return nil
+}
+
+// timeText is a time of day PostgreSQL's time type reads (a zone is
+// accepted and ignored by it).
+var timeText = regexp.MustCompile(`^([01][0-9]|2[0-3]):[0-5][0-9](:[0-5][0-9](\.[0-9]{1,6})?)?(Z|[+-][0-9]{2}(:?[0-9]{2})?)?$`)
+
+// length is the n of varchar(n) and char(n); 0 otherwise.
+func length(typ string) int {
+	i := strings.IndexByte(typ, '(')
+	if i < 0 || !strings.HasSuffix(typ, ")") {
+		return 0
+	}
+	n, _ := strconv.Atoi(typ[i+1 : len(typ)-1])
+	return n
 }
 
 // numberText validates a number (or a string holding one) for a numeric
@@ -205,6 +230,13 @@ func numberText(v any, typ string) (string, error) {
 	}
 	if len(s) > maxNumberLen || !jsonNumber.MatchString(s) {
 		return "", refuse("%q is not a number", clip(s))
+	}
+	if i := strings.IndexAny(s, "eE"); i >= 0 {
+		// Bounded before any arithmetic: 1e999999999 would otherwise be
+		// expanded in memory, and numeric refuses it anyway.
+		if e, err := strconv.Atoi(s[i+1:]); err != nil || e > maxExponent || e < -maxExponent {
+			return "", refuse("%q has an exponent beyond ±%d", clip(s), maxExponent)
+		}
 	}
 	switch base(typ) {
 	case TypeBigint, "integer", "smallint":

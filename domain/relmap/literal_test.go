@@ -59,6 +59,17 @@ func TestLiteral(t *testing.T) {
 		{"jsonb nul key", map[string]any{"\x00": 1}, TypeJSONB, "", true},
 		{"jsonb bad number", []any{json.Number("1x")}, TypeJSONB, "", true},
 		{"varchar", "ab", "varchar(5)", "'ab'::varchar(5)", false},
+		{"varchar counts characters", "東京東京東", "varchar(5)", "'東京東京東'::varchar(5)", false},
+		{"varchar too long", "abcdef", "varchar(5)", "", true},
+		{"char too long", "abc", "char(2)", "", true},
+		{"huge exponent", json.Number("1e999999999"), TypeBigint, "", true},
+		{"huge exponent numeric", "1E-999999999", TypeNumeric, "", true},
+		{"huge exponent in jsonb", []any{json.Number("1e99999")}, TypeJSONB, "", true},
+		{"exponent at the bound", json.Number("1e1000"), TypeNumeric, "'1e1000'::numeric", false},
+		{"year zero", "0000-01-01", TypeDate, "", true},
+		{"time", "23:59:59.123456", "time", "'23:59:59.123456'::time", false},
+		{"time with zone", "08:00+02:00", "time", "'08:00+02:00'::time", false},
+		{"bad time", "25:00", "time", "", true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

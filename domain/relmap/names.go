@@ -3,6 +3,7 @@ package relmap
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"strconv"
 	"strings"
 	"unicode"
 )
@@ -97,11 +98,16 @@ type scope struct {
 	pinned map[string]string // owner -> name
 }
 
-func newScope(pinned map[string]string) *scope {
+func newScope(pinned map[string]string, taken ...string) *scope {
 	s := &scope{used: map[string]string{}, pinned: map[string]string{}}
 	for owner, name := range pinned {
 		s.pinned[owner] = name
 		s.used[name] = owner
+	}
+	for _, name := range taken {
+		if _, ok := s.used[name]; !ok {
+			s.used[name] = "taken:" + name
+		}
 	}
 	return s
 }
@@ -128,7 +134,7 @@ func (s *scope) alloc(owner, desired string) string {
 		}
 	}
 	for i := 2; ; i++ {
-		n := Fit(desired + "_" + shortHash(owner+"#"+string(rune('0'+i%10))+strings.Repeat("#", i/10)))
+		n := Fit(desired + "_" + shortHash(owner+"#"+strconv.Itoa(i)))
 		if s.reserve(owner, n) {
 			return n
 		}

@@ -143,3 +143,23 @@ func TestPreviousKeepsShippedNames(t *testing.T) {
 	is.Equal(changes[0].Kind, AddColumn)
 	is.Equal(changes[1].Kind, AddIndex)
 }
+
+func TestTakenNamesAreAvoided(t *testing.T) {
+	is := is.New(t)
+	first := project(t, `{"k": {"type": "string", "identifying": true}, "xs": {"type": "array", "items": {"type": "string"}}}`, Options{})
+	second := project(t, `{"k": {"type": "string", "identifying": true}, "xs": {"type": "array", "items": {"type": "string"}}}`,
+		Options{Taken: first.Relations()})
+	is.Equal(first.Root().Name, "thing")
+	is.True(second.Root().Name != "thing")
+	taken := map[string]bool{}
+	for _, n := range first.Relations() {
+		taken[n] = true
+	}
+	for _, n := range second.Relations() {
+		is.True(!taken[n]) // two schemas of one database never share a relation name
+	}
+	// a map's own shipped names win over Taken
+	again := project(t, `{"k": {"type": "string", "identifying": true}, "xs": {"type": "array", "items": {"type": "string"}}}`,
+		Options{Taken: first.Relations(), Previous: &first})
+	is.Equal(again.Relations(), first.Relations())
+}

@@ -114,7 +114,7 @@ func newBuilder(doc map[string]any, o Options) *builder {
 			delete(pinned, k)
 		}
 	}
-	return &builder{doc: doc, opts: o, rel: newScope(pinned), prev: prev}
+	return &builder{doc: doc, opts: o, rel: newScope(pinned, o.Taken...), prev: prev}
 }
 
 func columnOwner(role, source string) string { return role + ":" + source }

@@ -84,6 +84,26 @@ type Options struct {
 	// Previous is the map already shipped to the consumer: its names are
 	// kept for the same sources, so a published change never renames.
 	Previous *Map
+	// Taken are relation names (tables, indexes, constraints) the target
+	// database already uses for other maps (other schemas linked to the
+	// same registration); new names avoid them.
+	Taken []string
+}
+
+// Relations lists the map's relation names: tables, indexes and
+// constraints, what another map of the same database passes as Taken.
+func (m Map) Relations() []string {
+	var out []string
+	for _, t := range m.Tables {
+		out = append(out, t.Name, t.PKName)
+		if t.UniqueName != "" {
+			out = append(out, t.UniqueName)
+		}
+		for _, x := range t.Indexes {
+			out = append(out, x.Name)
+		}
+	}
+	return out
 }
 
 // Map is the relational projection of one linked schema's contract.

@@ -54,7 +54,9 @@ func (w Write) SQL() string {
 }
 
 // Key is an entity's identity: the value of each key column of the entity
-// table (for a multilingual key, the key language's value).
+// table (for a multilingual key, the key language's value). Under
+// surrogate, a Key may instead (or also) hold ColID: the row's ee_id as
+// the entity layer knows it (see UpsertWithID), which then wins.
 type Key map[string]any
 
 // ErrNoKeyValue is an entity without a key value (any, for surrogate; each,
@@ -148,6 +150,15 @@ func cellValue(c Column, obj map[string]any) (any, error) {
 // replayed revision rewrites the same rows; an older one changes nothing;
 // an array that shrank loses its extra rows.
 func Upsert(m Map, state json.RawMessage, revision int64) (Write, error) {
+	return UpsertWithID(m, "", state, revision)
+}
+
+// UpsertWithID is Upsert with the entity layer's own id (a UUID) as the
+// entity row's ee_id under surrogate, instead of SurrogateID of the key:
+// an entity whose key values change (a key filled in later, two records
+// merged into one entity) keeps its row. "" derives the id; natural
+// ignores it.
+func UpsertWithID(m Map, id string, state json.RawMessage, revision int64) (Write, error) {
 	obj, err := Decode(state)
 	if err != nil {
 		return Write{}, err
@@ -158,6 +169,9 @@ func Upsert(m Map, state json.RawMessage, revision int64) (Write, error) {
 	k, err := KeyOf(m, obj)
 	if err != nil {
 		return Write{}, err
+	}
+	if id != "" && m.PKStrategy == Surrogate {
+		k[ColID] = id
 	}
 	r := renderer{m: m, revision: revision, key: k}
 	if err := r.entity(obj); err != nil {
@@ -202,6 +216,9 @@ func (r *renderer) write(op string) Write {
 
 func (r *renderer) primaryKey() map[string]any {
 	if r.m.PKStrategy == Surrogate {
+		if id, ok := r.key[ColID]; ok {
+			return map[string]any{ColID: id}
+		}
 		return map[string]any{ColID: SurrogateID(r.m, r.key)}
 	}
 	pk := map[string]any{}

@@ -169,3 +169,23 @@ func TestSurrogateID(t *testing.T) {
 	// a value cannot slide from one key column into another
 	is.True(SurrogateID(m, Key{"country": "a", "name": "b"}) != SurrogateID(m, Key{"country": "ab", "name": ""}))
 }
+
+func TestUpsertWithID(t *testing.T) {
+	is := is.New(t)
+	m := company(t, Options{})
+	const id = "0190a5c4-7b2e-7c3d-8e4f-0123456789ab"
+	w, err := UpsertWithID(m, id, json.RawMessage(acme), 4)
+	is.NoErr(err)
+	is.Equal(w.Payload.Key, map[string]any{ColID: id})
+	is.True(strings.HasPrefix(w.Statements[0].SQL, `INSERT INTO "company" ("ee_id", "ee_revision", "country", "employees", "founded", "hq_city", "hq_geo_lat", "id", "meta", "name", "public", "revenue", "website") VALUES ('`+id+`'::uuid`))
+	is.True(strings.Contains(w.Statements[1].SQL, `"ee_parent_id" = '`+id+`'::uuid`))
+	d, err := Delete(m, Key{ColID: id}, 5)
+	is.NoErr(err)
+	is.Equal(d.Statements[0].SQL, `DELETE FROM "company" WHERE "ee_id" = '`+id+`'::uuid AND "ee_revision" <= 5`)
+	_, err = UpsertWithID(m, "x'; DROP", json.RawMessage(acme), 4)
+	is.True(errors.Is(err, ErrValue)) // an id that is not a UUID is refused
+	n := company(t, Options{PKStrategy: Natural})
+	w, err = UpsertWithID(n, id, json.RawMessage(acme), 4)
+	is.NoErr(err)
+	is.Equal(w.Payload.Key, map[string]any{"country": "IE", "name": "Acme"}) // natural ignores it
+}
