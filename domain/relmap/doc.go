@@ -49,7 +49,10 @@
 //     values above about 2.7 kB are refused by the consumer's database,
 //     which surrogate avoids.
 //
-// The entity table also has ee_revision bigint NOT NULL.
+// The entity table also has ee_revision bigint NOT NULL. The entity layer
+// may key its rows itself: UpsertWithID (and a Key holding ee_id) use its
+// UUID as ee_id instead, so an entity whose key values change, or two
+// records merged into one entity, keep one row.
 //
 // # Names
 //
@@ -64,7 +67,9 @@
 // parent key columns are claimed first. Every identifier is double-quoted
 // in SQL, so reserved words ("order", "user") are ordinary names. A map
 // projected with Options.Previous keeps every name the previous map gave
-// the same source, so a publish never renames a shipped column.
+// the same source, so a publish never renames a shipped column; names in
+// Options.Taken (Map.Relations of the other schemas linked to the same
+// database) are avoided, so two schemas never share a table.
 //
 // # Column types
 //
@@ -93,8 +98,10 @@
 // COLUMN IF NOT EXISTS), add_index, drop_index, drop_not_null. Transforms
 // need confirm_transforms (Check returns schema.ErrConfirmTransforms):
 // column_type (with an ALTER ... TYPE ... USING cast), drop_column,
-// drop_table, set_not_null, key_change and pk_strategy (no SQL: the
-// consumer reloads from a snapshot).
+// drop_table, set_not_null, key_change (the primary key, or under
+// surrogate the set of key columns that ee_id derives from) and
+// pk_strategy (no SQL for the last two: the consumer reloads from a
+// snapshot).
 //
 // # Writes
 //
@@ -122,10 +129,13 @@
 // consumer's standard_conforming_strings is on or off, so no session
 // setting can turn data into SQL. NUL (which text and jsonb cannot hold)
 // and invalid UTF-8 are refused, anywhere in a jsonb value too. Numbers
-// must match the JSON number grammar (at most 400 characters), fit bigint,
-// integer or smallint as whole numbers, and be finite for double
-// precision; they are then quoted too. date, timestamptz and uuid values
-// are checked (YYYY-MM-DD, RFC 3339, hyphenated UUID), so a bad value is
-// an error naming its property (ErrValue) here rather than a refused
-// batch at the consumer.
+// must match the JSON number grammar (at most 400 characters, exponent
+// within ±1000, checked before any arithmetic), fit bigint, integer or
+// smallint as whole numbers, and be finite for double precision; they are
+// then quoted too. date, timestamptz, time and uuid values are checked
+// (YYYY-MM-DD from year 1, RFC 3339, HH:MM[:SS[.ffffff]] with an optional
+// zone, hyphenated UUID), and a value longer than a varchar(n) or char(n)
+// is refused rather than truncated by the cast. A bad value is an error
+// naming its property (ErrValue) here rather than a refused batch at the
+// consumer. Key strings are trimmed; a blank one is no key value.
 package relmap
