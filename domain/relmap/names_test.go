@@ -3,6 +3,7 @@ package relmap
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -162,4 +163,21 @@ func TestTakenNamesAreAvoided(t *testing.T) {
 	again := project(t, `{"k": {"type": "string", "identifying": true}, "xs": {"type": "array", "items": {"type": "string"}}}`,
 		Options{Taken: first.Relations(), Previous: &first})
 	is.Equal(again.Relations(), first.Relations())
+}
+
+var identShape = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+
+func FuzzIdent(f *testing.F) {
+	for _, s := range []string{"", "name", "fooBar", "名前", "a\x00b", `"; DROP TABLE x; --`, strings.Repeat("Ab", 100), "__", "9", "\xff"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		id := Ident(s)
+		if len(id) > MaxIdentLen || !identShape.MatchString(id) || strings.HasSuffix(id, "_") {
+			t.Fatalf("Ident(%q) = %q", s, id)
+		}
+		if Ident(id) != id {
+			t.Fatalf("Ident is not stable on its own output: %q -> %q", id, Ident(id))
+		}
+	})
 }
