@@ -20,78 +20,91 @@ import (
 // of standard_conforming_strings.
 const hostile = `O'Brien \'); DROP TABLE company; -- \\ "東京" 🚀`
 
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// backends are the servers a consumer's database may be: the native
+// PostgreSQL, and PGlite where no PostgreSQL is installed.
+var backends = []struct {
+	name string
+	dsn  func(testing.TB) string
+}{{"native", pgtest.Native}, {"pglite", pgtest.PGlite}}
+
 func TestApplyToPostgres(t *testing.T) {
 	contract, err := os.ReadFile("../../domain/relmap/testdata/company.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, pk := range []string{relmap.Surrogate, relmap.Natural} {
-		t.Run(pk, func(t *testing.T) {
-			is := is.New(t)
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			conn, err := pgx.Connect(ctx, pgtest.Native(t))
-			is.NoErr(err)
-			defer conn.Close(context.Background())
-			m, err := relmap.Project(contract, relmap.Options{PKStrategy: pk, IndexScalars: relmap.IndexAll})
-			is.NoErr(err)
-			script := strings.Join(relmap.DDL(m), ";\n")
-			run(t, conn, script)
-			run(t, conn, script) // idempotent
+	for _, b := range backends {
+		for _, pk := range []string{relmap.Surrogate, relmap.Natural} {
+			t.Run(b.name+"/"+pk, func(t *testing.T) { applyToPostgres(t, b.dsn, contract, pk) })
+		}
+	}
+}
 
-			st := state{Name: "Acme", Country: "IE", City: "Cork",
-				People: []person{{"Ann", []string{"ann@acme.ie", "a@x.ie"}}, {"Bob", nil}, {"Cid", []string{"c@x.ie"}}},
-				Tags:   []string{"a", "b", "c"}}
-			r1 := upsert(t, m, st, 1)
-			st.City, st.People, st.Tags = hostile, []person{{hostile, []string{"ann@acme.ie"}}}, []string{hostile}
-			r2 := upsert(t, m, st, 2)
+func applyToPostgres(t *testing.T, dsn func(testing.TB) string, contract []byte, pk string) {
+	is := is.New(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dsn(t))
+	is.NoErr(err)
+	defer conn.Close(context.Background())
+	m, err := relmap.Project(contract, relmap.Options{PKStrategy: pk, IndexScalars: relmap.IndexAll})
+	is.NoErr(err)
+	script := strings.Join(relmap.DDL(m), ";\n")
+	run(t, conn, script)
+	run(t, conn, script) // idempotent
 
-			run(t, conn, r1)
-			check(t, conn, m, 1, 3, 3, 3)
-			run(t, conn, r2) // the arrays shrink
-			check(t, conn, m, 2, 1, 1, 1)
-			run(t, conn, r1) // an older revision replayed: no change
-			check(t, conn, m, 2, 1, 1, 1)
-			is.Equal(scalar(t, conn, `SELECT hq_city FROM company`), hostile)
-			run(t, conn, r2) // the same revision replayed: same rows
-			check(t, conn, m, 2, 1, 1, 1)
-			is.Equal(scalar(t, conn, `SELECT hq_city FROM company`), hostile)
-			is.Equal(scalar(t, conn, `SELECT value FROM company_tags`), hostile)
-			is.Equal(scalar(t, conn, `SELECT string_agg(p.`+personName(m)+`, ',') FROM company_people p`), hostile)
+	st := state{Name: "Acme", Country: "IE", City: "Cork",
+		People: []person{{"Ann", []string{"ann@acme.ie", "a@x.ie"}}, {"Bob", nil}, {"Cid", []string{"c@x.ie"}}},
+		Tags:   []string{"a", "b", "c"}}
+	r1 := upsert(t, m, st, 1)
+	st.City, st.People, st.Tags = hostile, []person{{hostile, []string{"ann@acme.ie"}}}, []string{hostile}
+	r2 := upsert(t, m, st, 2)
 
-			// The same literals read alike with standard_conforming_strings off.
-			run(t, conn, "SET standard_conforming_strings = off")
-			st.City = `back\slash 'quoted' \\`
-			run(t, conn, upsert(t, m, st, 3))
-			is.Equal(scalar(t, conn, `SELECT hq_city FROM company`), st.City)
-			run(t, conn, "SET standard_conforming_strings = on")
+	run(t, conn, r1)
+	check(t, conn, m, 1, 3, 3, 3)
+	run(t, conn, r2) // the arrays shrink
+	check(t, conn, m, 2, 1, 1, 1)
+	run(t, conn, r1) // an older revision replayed: no change
+	check(t, conn, m, 2, 1, 1, 1)
+	is.Equal(scalar(t, conn, `SELECT hq_city FROM company`), hostile)
+	run(t, conn, r2) // the same revision replayed: same rows
+	check(t, conn, m, 2, 1, 1, 1)
+	is.Equal(scalar(t, conn, `SELECT hq_city FROM company`), hostile)
+	is.Equal(scalar(t, conn, `SELECT value FROM company_tags`), hostile)
+	is.Equal(scalar(t, conn, `SELECT string_agg(p.`+personName(m)+`, ',') FROM company_people p`), hostile)
 
-			// A published change: new column and array, applied additively.
-			next := extend(t, contract, m)
-			changes, err := relmap.Diff(m, next)
-			is.NoErr(err)
-			is.True(!relmap.NeedsConfirm(changes))
-			run(t, conn, strings.Join(relmap.Additive(changes), ";\n"))
-			w, err := relmap.Upsert(next, json.RawMessage(`{"name": "Acme", "country": "IE", "slogan": "new", "awards": ["x", "y"]}`), 4)
-			is.NoErr(err)
-			run(t, conn, w.SQL())
-			is.Equal(scalar(t, conn, `SELECT slogan FROM company`), "new")
-			check(t, conn, next, 4, 0, 0, 0)
+	// The same literals read alike with standard_conforming_strings off.
+	run(t, conn, "SET standard_conforming_strings = off")
+	st.City = `back\slash 'quoted' \\`
+	run(t, conn, upsert(t, m, st, 3))
+	is.Equal(scalar(t, conn, `SELECT hq_city FROM company`), st.City)
+	run(t, conn, "SET standard_conforming_strings = on")
 
-			k, err := relmap.KeyOf(m, map[string]any{"name": "Acme", "country": "IE"})
-			is.NoErr(err)
-			old, err := relmap.Delete(m, k, 3)
-			is.NoErr(err)
-			run(t, conn, old.SQL()) // a delete older than the row: no change
-			is.Equal(scalar(t, conn, `SELECT count(*)::text FROM company`), "1")
-			del, err := relmap.Delete(m, k, 5)
-			is.NoErr(err)
-			run(t, conn, del.SQL())
-			run(t, conn, del.SQL())
-			for _, tb := range next.Tables {
-				is.Equal(scalar(t, conn, `SELECT count(*)::text FROM `+relmap.QuoteIdent(tb.Name)), "0") // children cascade
-			}
-		})
+	// A published change: new column and array, applied additively.
+	next := extend(t, contract, m)
+	changes, err := relmap.Diff(m, next)
+	is.NoErr(err)
+	is.True(!relmap.NeedsConfirm(changes))
+	run(t, conn, strings.Join(relmap.Additive(changes), ";\n"))
+	w, err := relmap.Upsert(next, json.RawMessage(`{"name": "Acme", "country": "IE", "slogan": "new", "awards": ["x", "y"]}`), 4)
+	is.NoErr(err)
+	run(t, conn, w.SQL())
+	is.Equal(scalar(t, conn, `SELECT slogan FROM company`), "new")
+	check(t, conn, next, 4, 0, 0, 0)
+
+	k, err := relmap.KeyOf(m, map[string]any{"name": "Acme", "country": "IE"})
+	is.NoErr(err)
+	old, err := relmap.Delete(m, k, 3)
+	is.NoErr(err)
+	run(t, conn, old.SQL()) // a delete older than the row: no change
+	is.Equal(scalar(t, conn, `SELECT count(*)::text FROM company`), "1")
+	del, err := relmap.Delete(m, k, 5)
+	is.NoErr(err)
+	run(t, conn, del.SQL())
+	run(t, conn, del.SQL())
+	for _, tb := range next.Tables {
+		is.Equal(scalar(t, conn, `SELECT count(*)::text FROM `+relmap.QuoteIdent(tb.Name)), "0") // children cascade
 	}
 }
 
