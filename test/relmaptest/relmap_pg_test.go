@@ -151,11 +151,17 @@ func run(t *testing.T, conn *pgx.Conn, script string) {
 
 func scalar(t *testing.T, conn *pgx.Conn, q string) string {
 	t.Helper()
-	var s string
-	if err := conn.QueryRow(context.Background(), q).Scan(&s); err != nil {
+	// Through the connection's own Exec, without arguments: pgx refuses
+	// its simple protocol (PGlite's DSN asks for it) while
+	// standard_conforming_strings is off, and the test turns it off.
+	res, err := conn.PgConn().Exec(context.Background(), q).ReadAll()
+	if err != nil {
 		t.Fatalf("%s: %v", q, err)
 	}
-	return s
+	if len(res) != 1 || len(res[0].Rows) != 1 || len(res[0].Rows[0]) != 1 {
+		t.Fatalf("%s: want one value", q)
+	}
+	return string(res[0].Rows[0][0])
 }
 
 // check asserts the entity's revision and the child row counts.
