@@ -180,31 +180,60 @@ func (s *AccessService) Login(ctx context.Context, email, password, clientIP str
 	email = strings.ToLower(strings.TrimSpace(email))
 	now := s.Clock.Now()
 	key := access.ThrottleKey(email, clientIP)
-	f, err := s.Failures.LoginFailures(ctx, key)
+	n, err := s.takeAttempt(ctx, key, now)
 	if err != nil {
 		return nil, err
 	}
-	if wait := s.Throttle.Wait(f, now); wait > 0 {
-		secs := int((wait + time.Second - 1) / time.Second)
-		return nil, &Error{Kind: ErrTooManyAttempts, Code: "too_many_attempts", RetryAfter: time.Duration(secs) * time.Second,
-			Detail: fmt.Sprintf("too many failed logins for this account from this address; try again in %d s", secs)}
-	}
 	sess, err := s.login(ctx, email, password)
 	if errors.Is(err, access.ErrUnauthenticated) {
-		nf, ferr := s.Failures.AddLoginFailure(ctx, key, now, s.Throttle.ForgetBefore(now))
-		if ferr != nil {
-			s.Log.Error("count login failure", "err", ferr)
-		} else if d := s.Throttle.Delay(nf.Count); d > 0 {
-			s.Log.Warn("login delayed after repeated failures", "ip", clientIP, "failures", nf.Count, "delay_s", d.Seconds())
+		// Counted already when the attempt was taken.
+		if d := s.Throttle.Delay(n); d > 0 {
+			s.Log.Warn("login delayed after repeated failures", "ip", clientIP, "failures", n, "delay_s", d.Seconds())
 		}
 		return nil, err
 	}
-	if err == nil && f.Count > 0 {
-		if cerr := s.Failures.ClearLoginFailures(ctx, key); cerr != nil {
-			s.Log.Warn("clear login failures", "err", cerr)
-		}
+	// The attempt was counted as a failure when it was taken: a success
+	// forgets the pair's count (another error leaves it counted).
+	if err != nil {
+		return nil, err
+	}
+	if cerr := s.Failures.ClearLoginFailures(ctx, key); cerr != nil {
+		s.Log.Warn("clear login failures", "err", cerr)
 	}
 	return sess, err
+}
+
+// takeAttempt admits a login attempt of key at now, or refuses it while
+// the pair must wait (ErrTooManyAttempts with RetryAfter, not counted). An
+// admitted attempt is counted as a failure in the same step as the
+// decision (ports.LoginThrottleStore.TakeLoginAttempt), so that concurrent
+// attempts cannot all pass on one read of the count. It returns the
+// pair's count with it.
+func (s *AccessService) takeAttempt(ctx context.Context, key string, now time.Time) (int, error) {
+	for {
+		f, err := s.Failures.LoginFailures(ctx, key)
+		if err != nil {
+			return 0, err
+		}
+		if wait := s.Throttle.Wait(f, now); wait > 0 {
+			secs := int((wait + time.Second - 1) / time.Second)
+			return 0, &Error{Kind: ErrTooManyAttempts, Code: "too_many_attempts", RetryAfter: time.Duration(secs) * time.Second,
+				Detail: fmt.Sprintf("too many failed logins for this account from this address; try again in %d s", secs)}
+		}
+		ok, err := s.Failures.TakeLoginAttempt(ctx, key, f, now, s.Throttle.ForgetBefore(now))
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			if s.Throttle.Forgotten(f, now) {
+				return 1, nil
+			}
+			return f.Count + 1, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+	}
 }
 
 // revokeFamily revokes a session (a refresh-token family) and denies the

@@ -18,6 +18,13 @@ type LoginThrottleStore interface {
 	// again when the last one was not after forgetBefore. It returns the
 	// new count.
 	AddLoginFailure(ctx context.Context, key string, at, forgetBefore time.Time) (access.LoginFailures, error)
+	// TakeLoginAttempt counts an attempt of key at `at` as a failure
+	// (forgetBefore as AddLoginFailure), atomically and only if key's
+	// failures are still seen (what LoginFailures returned): true when it
+	// counted it, false when another attempt changed them first (read
+	// them again and decide again). The attempt is admitted only if it
+	// counted, so that concurrent attempts cannot share one allowance.
+	TakeLoginAttempt(ctx context.Context, key string, seen access.LoginFailures, at, forgetBefore time.Time) (bool, error)
 	// ClearLoginFailures forgets key's failures (a success).
 	ClearLoginFailures(ctx context.Context, key string) error
 	// PurgeLoginFailures forgets every key whose last failure is not after

@@ -49,6 +49,23 @@ func (s *LoginThrottleStore) AddLoginFailure(_ context.Context, key string, at, 
 	return f, nil
 }
 
+// TakeLoginAttempt counts an attempt of key if its failures are still seen.
+func (s *LoginThrottleStore) TakeLoginAttempt(_ context.Context, key string, seen access.LoginFailures, at, forgetBefore time.Time) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f := s.m[key]
+	if f.Count != seen.Count || !f.Last.Equal(seen.Last) {
+		return false, nil
+	}
+	if !f.Last.After(forgetBefore) {
+		f.Count = 0
+	}
+	f.Count++
+	f.Last = ts(at)
+	s.m[key] = f
+	return true, nil
+}
+
 // ClearLoginFailures forgets key.
 func (s *LoginThrottleStore) ClearLoginFailures(_ context.Context, key string) error {
 	s.mu.Lock()

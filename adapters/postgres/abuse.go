@@ -64,6 +64,25 @@ func (s *LoginThrottleStore) AddLoginFailure(ctx context.Context, key string, at
 	return access.LoginFailures{Count: r.Count, Last: utc(r.Last)}, nil
 }
 
+// takeLoginAttempt counts an attempt in one statement, only if the key's
+// row is still the one seen (no row: seen is zero, and the insert wins
+// only if no concurrent attempt inserted first).
+const takeLoginAttempt = `INSERT INTO login_failures AS f (key, count, last_at) VALUES (?, 1, ?)
+ON CONFLICT (key) DO UPDATE SET
+    count = CASE WHEN f.last_at <= ? THEN 1 ELSE f.count + 1 END,
+    last_at = GREATEST(f.last_at, EXCLUDED.last_at)
+WHERE f.count = ? AND f.last_at = ?
+RETURNING count`
+
+// TakeLoginAttempt counts an attempt of key if its failures are still seen.
+func (s *LoginThrottleStore) TakeLoginAttempt(ctx context.Context, key string, seen access.LoginFailures, at, forgetBefore time.Time) (bool, error) {
+	var counts []int
+	if err := s.db.NewRaw(takeLoginAttempt, key, utc(at), utc(forgetBefore), seen.Count, utc(seen.Last)).Scan(ctx, &counts); err != nil {
+		return false, fail(err, "count login attempt")
+	}
+	return len(counts) == 1, nil
+}
+
 // ClearLoginFailures forgets key.
 func (s *LoginThrottleStore) ClearLoginFailures(ctx context.Context, key string) error {
 	if _, err := s.db.NewDelete().Model((*loginFailureRow)(nil)).Where("key = ?", key).Exec(ctx); err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -70,6 +71,73 @@ func RunLoginThrottleStore(t *testing.T, newStore func(t *testing.T) ports.Login
 		f, err := s.LoginFailures(ctx, k)
 		is.NoErr(err)
 		is.Equal(f.Count, 20)
+	})
+	t.Run("an attempt counts only on the failures seen", func(t *testing.T) {
+		is := is.New(t)
+		s := newStore(t)
+		k := newID("key")
+		ok, err := s.TakeLoginAttempt(ctx, k, access.LoginFailures{}, at(1), at(-100))
+		is.NoErr(err)
+		is.True(ok) // none yet: the first attempt counts
+		ok, err = s.TakeLoginAttempt(ctx, k, access.LoginFailures{}, at(1), at(-100))
+		is.NoErr(err)
+		is.True(!ok) // another attempt counted since "none"
+		f, err := s.LoginFailures(ctx, k)
+		is.NoErr(err)
+		is.Equal(f.Count, 1)
+		ok, err = s.TakeLoginAttempt(ctx, k, f, at(2), at(-100))
+		is.NoErr(err)
+		is.True(ok)
+		f, _ = s.LoginFailures(ctx, k)
+		is.Equal(f.Count, 2)
+		sameTime(t, "Last", f.Last, at(2))
+		ok, err = s.TakeLoginAttempt(ctx, k, f, at(200), at(2)) // forgotten: from 1 again
+		is.NoErr(err)
+		is.True(ok)
+		f, _ = s.LoginFailures(ctx, k)
+		is.Equal(f.Count, 1)
+	})
+	t.Run("concurrent attempts share no allowance", func(t *testing.T) {
+		// 20 attempts at once from one address, each deciding by the
+		// domain's rule on what it read: at most the free ones are let
+		// through to a password check.
+		is := is.New(t)
+		s := newStore(t)
+		k := newID("key")
+		rule := access.DefaultLoginThrottle()
+		now := at(10)
+		var admitted atomic.Int32
+		var wg sync.WaitGroup
+		for i := 0; i < 20; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					f, err := s.LoginFailures(ctx, k)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if rule.Wait(f, now) > 0 {
+						return // refused
+					}
+					ok, err := s.TakeLoginAttempt(ctx, k, f, now, rule.ForgetBefore(now))
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if ok {
+						admitted.Add(1)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		is.Equal(int(admitted.Load()), rule.Free)
+		f, err := s.LoginFailures(ctx, k)
+		is.NoErr(err)
+		is.Equal(f.Count, rule.Free)
 	})
 }
 

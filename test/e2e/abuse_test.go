@@ -325,3 +325,39 @@ func TestRegistrationModes(t *testing.T) {
 		})
 	}
 }
+
+// TestLoginThrottleBurst (issue 27): 20 wrong passwords sent at once from
+// one address get at most the 5 free password checks (401); the others are
+// refused (429), on every replica sharing the store.
+func TestLoginThrottleBurst(t *testing.T) {
+	for _, b := range backends[:2] {
+		t.Run(b.name, func(t *testing.T) {
+			dsn := b.dsn(t)
+			s := start(t, testConfig(dsn))
+			s.register("burst@example.com")
+			replicas := []*service{s}
+			if dsn != "" {
+				replicas = append(replicas, start(t, testConfig(dsn)))
+			}
+			attacker := from(t, "127.0.0.2")
+			bad := obj{"email": "burst@example.com", "password": "wrong password"}
+			statuses := make([]int, 20)
+			var wg sync.WaitGroup
+			for i := range statuses {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					statuses[i] = replicas[i%len(replicas)].post(attacker, "/api/auth/login", bad, nil).status
+				}()
+			}
+			wg.Wait()
+			count := map[int]int{}
+			for _, st := range statuses {
+				count[st]++
+			}
+			if count[401] > 5 || count[401]+count[429] != len(statuses) {
+				t.Errorf("statuses %v: want at most 5 password checks (401), the rest 429", count)
+			}
+		})
+	}
+}

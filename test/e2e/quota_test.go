@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -123,4 +126,59 @@ func testOperatorQuota(t *testing.T, dsn string) {
 		sources[e.KeySource]++
 	}
 	is.Equal(sources, map[string]int{"global": 3, "organization": 6})
+}
+
+// TestOperatorQuotaMidRun (issue 27): a job admitted at submit that crosses
+// the operator's quota while it runs makes no call past it: the provider
+// never hears it, and the job ends (failed, with the quota's code) instead
+// of hanging. The organization's own key keeps working afterwards.
+func TestOperatorQuotaMidRun(t *testing.T) {
+	for _, b := range backends {
+		if b.name == "pglite" {
+			continue // the same adapter as postgres
+		}
+		t.Run(b.name, func(t *testing.T) { testOperatorQuotaMidRun(t, b.dsn(t)) })
+	}
+}
+
+func testOperatorQuotaMidRun(t *testing.T, dsn string) {
+	const envKey, ownKey = "sk-operator-env-key-3333", "sk-organization-own-4444"
+	// The finance domain's first answer comes late and is not JSON: its
+	// retry, after the other two domains' calls are answered and charged
+	// and the quota's one-second reuse of the ledger has passed, is the
+	// quota's 3rd call.
+	var slow atomic.Bool
+	fake := fakeopenai.New(t, fakeopenai.WithAPIKeys(envKey, ownKey), fakeopenai.WithResponder(func(req fakeopenai.ChatRequest) (string, int) {
+		if strings.Contains(fmt.Sprint(req.Schema), "revenue") && slow.CompareAndSwap(false, true) {
+			time.Sleep(2500 * time.Millisecond)
+			return "Sure! Here is the data you asked for, but not as JSON.", 0
+		}
+		return fakeopenai.DefaultAnswer(req), 0
+	}))
+	cfg := testConfig(dsn)
+	cfg.Providers = []llm.ProviderConfig{{Name: "paid", Type: "openai", BaseURL: fake.URL(), APIKey: envKey, Models: []string{"m"}}}
+	cfg.QuotaCallsPerDay = enrich.Quota(2)
+	cfg.QuotaTokensPerDay = enrich.Quota(0)
+	s := start(t, cfg)
+	ten := s.register("quota-midrun@example.com")
+	schemaID := s.createSchema(ten.key, "Company", companySchema)
+	body := obj{"entity_data": obj{"name": "Acme"}, "schema_id": schemaID, "models": []string{"paid::m"}, "strategy": "multi_expertise"}
+
+	is := is.New(t)
+	// Admitted (nothing spent yet); its 3 domains' first calls are within
+	// the quota when they are made, the retry is not.
+	jobID := s.startJob(ten.key, body)
+	evs := s.follow(ten.key, jobID, "") // the harness's client gives up on a hung stream
+	is.Equal(last(evs).Name, "failed")
+	is.Equal(last(evs).Data["error_code"], "quota_calls_per_day_exceeded")
+	is.Equal(fake.Requests(), 3) // the call past the quota was never made
+
+	// The organization's own key is not limited by the operator's quota.
+	var k struct{ ID string }
+	is.Equal(s.call("POST", "/api/org-keys", ten.key, obj{"provider": "paid", "api_key": ownKey, "name": "own"}, &k), 201)
+	is.Equal(last(s.follow(ten.key, s.startJob(ten.key, body), "")).Name, "completed")
+	is.Equal(fake.Requests(), 6)
+	for _, r := range fake.AllRequests()[3:] {
+		is.Equal(r.Authorization, "Bearer "+ownKey)
+	}
 }
