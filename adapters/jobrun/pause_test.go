@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/entityenrich/enrich/adapters/jobrun"
 	"github.com/entityenrich/enrich/domain/job"
 	"github.com/entityenrich/enrich/ports"
+	"github.com/entityenrich/enrich/test/fakeports"
 )
 
 // pauseRunner pauses a fresh job with one question; continued, it completes
@@ -177,7 +177,7 @@ func TestPauseTimesOut(t *testing.T) {
 			if tt.sweep {
 				timeout = time.Minute
 			}
-			clock := &shiftClock{}
+			clock := &fakeports.ShiftClock{}
 			w, runs := newPauseWorld(t, timeout, func(e *jobrun.Engine) { e.Clock = clock })
 			j := newPauseJob(1)
 			is.NoErr(w.engine.Create(ctx, j, nil))
@@ -185,7 +185,7 @@ func TestPauseTimesOut(t *testing.T) {
 			waitState(t, w, j.ID, job.Paused)
 			if tt.sweep {
 				is.NoErr(w.engine.Queue.Cancel(ctx, j.ID)) // no timed dispatch: only the sweep is left
-				clock.shift(timeout + time.Second)         // past the pause's deadline
+				clock.Shift(timeout + time.Second)         // past the pause's deadline
 				is.NoErr(w.engine.Sweep(ctx))
 			}
 			done := waitState(t, w, j.ID, job.Cancelled)
@@ -210,36 +210,18 @@ func TestPauseTimesOut(t *testing.T) {
 func TestContinueAfterDeadlineBeforeSweep(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
-	clock := &shiftClock{}
+	clock := &fakeports.ShiftClock{}
 	w, runs := newPauseWorld(t, time.Minute, func(e *jobrun.Engine) { e.Clock = clock })
 	j := newPauseJob(1)
 	is.NoErr(w.engine.Create(ctx, j, nil))
 	<-runs
 	waitState(t, w, j.ID, job.Paused)
 	is.NoErr(w.engine.Queue.Cancel(ctx, j.ID)) // no timed dispatch: only the continue sees the deadline
-	clock.shift(time.Minute + time.Second)     // past the pause's deadline
+	clock.Shift(time.Minute + time.Second)     // past the pause's deadline
 	_, err := w.engine.Continue(ctx, j.ID, nil)
 	is.True(errors.Is(err, job.ErrTransition))
 	done := waitState(t, w, j.ID, job.Cancelled)
 	is.Equal(done.Error, job.PauseTimedOut)
-}
-
-// shiftClock is the system clock moved forward by a settable offset.
-type shiftClock struct {
-	mu  sync.Mutex
-	off time.Duration
-}
-
-func (c *shiftClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return time.Now().Add(c.off)
-}
-
-func (c *shiftClock) shift(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.off += d
 }
 
 // TestCancelWhilePaused: cancel ends a paused job; its pause's timeout then
@@ -247,7 +229,7 @@ func (c *shiftClock) shift(d time.Duration) {
 func TestCancelWhilePaused(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
-	clock := &shiftClock{}
+	clock := &fakeports.ShiftClock{}
 	runs := make(chan *ports.Work, 8)
 	w := newEngineWorld(t, jobrun.Runners{job.TypeSampleGeneration: pauseRunner{timeout: time.Minute, runs: runs}},
 		func(e *jobrun.Engine) { e.Clock = clock })
@@ -260,7 +242,7 @@ func TestCancelWhilePaused(t *testing.T) {
 	got, err := w.jobs.GetJob(ctx, "org", j.ID)
 	is.NoErr(err)
 	is.Equal(got.State, job.Cancelled)
-	clock.shift(2 * time.Minute) // past the pause's deadline
+	clock.Shift(2 * time.Minute) // past the pause's deadline
 	is.NoErr(w.engine.Sweep(ctx))
 	done := waitState(t, w, j.ID, job.Cancelled)
 	is.Equal(done.Error, "cancelled by client")
@@ -273,7 +255,7 @@ func TestCancelWhilePaused(t *testing.T) {
 func TestSweepTimesOutWithTheClock(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
-	clock := &shiftClock{}
+	clock := &fakeports.ShiftClock{}
 	runs := make(chan *ports.Work, 8)
 	w := newEngineWorld(t, jobrun.Runners{job.TypeSampleGeneration: pauseRunner{timeout: time.Minute, runs: runs}},
 		func(e *jobrun.Engine) { e.Clock = clock })
@@ -282,10 +264,10 @@ func TestSweepTimesOutWithTheClock(t *testing.T) {
 	is.NoErr(w.engine.Create(ctx, j, nil))
 	<-runs
 	waitState(t, w, j.ID, job.Paused)
-	clock.shift(50 * time.Second)
+	clock.Shift(50 * time.Second)
 	is.NoErr(w.engine.Sweep(ctx))
 	waitState(t, w, j.ID, job.Paused) // not yet
-	clock.shift(15 * time.Second)
+	clock.Shift(15 * time.Second)
 	is.NoErr(w.engine.Sweep(ctx))
 	done := waitState(t, w, j.ID, job.Cancelled)
 	is.Equal(done.Error, job.PauseTimedOut)

@@ -68,3 +68,24 @@ func (n *Notes) All() []string {
 	defer n.mu.Unlock()
 	return append([]string(nil), n.sent...)
 }
+
+// ShiftClock is the system clock moved forward by an offset the test sets:
+// time still passes, and a test jumps past a lease or a deadline.
+type ShiftClock struct {
+	mu  sync.Mutex
+	off time.Duration
+}
+
+// Now is the system time plus the offset.
+func (c *ShiftClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.off)
+}
+
+// Shift moves the clock forward by d.
+func (c *ShiftClock) Shift(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.off += d
+}

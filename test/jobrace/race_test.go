@@ -24,6 +24,7 @@ import (
 	"github.com/entityenrich/enrich/adapters/postgres"
 	"github.com/entityenrich/enrich/domain/job"
 	"github.com/entityenrich/enrich/ports"
+	"github.com/entityenrich/enrich/test/fakeports"
 	"github.com/entityenrich/enrich/test/pgtest"
 )
 
@@ -388,7 +389,7 @@ func TestSweepRequeuesUnclaimed(t *testing.T) {
 		t.Run(backend, func(t *testing.T) {
 			is := is.New(t)
 			ctx := context.Background()
-			clock := &shiftClock{}
+			clock := &fakeports.ShiftClock{}
 			w := newRaceWorld(t, backend, 2, func(e *jobrun.Engine) { e.Clock = clock; e.SweepEvery = time.Hour })
 			j := newRaceJob("unclaimed", 1, job.TypeEnrichment, clock.Now())
 			is.NoErr(j.Claim("gone", clock.Now(), time.Second))
@@ -397,7 +398,7 @@ func TestSweepRequeuesUnclaimed(t *testing.T) {
 			is.NoErr(w.jobs.CreateJob(ctx, j)) // continued, and its queue entry lost
 			is.NoErr(w.engine.Sweep(ctx))
 			is.Equal(w.queued(j.ID), 0) // within the grace: a hand-off may still be under way
-			clock.shift(jobrun.DefaultLeaseTTL + time.Second)
+			clock.Shift(jobrun.DefaultLeaseTTL + time.Second)
 			is.NoErr(w.engine.Sweep(ctx))
 			is.NoErr(w.engine.Sweep(ctx)) // another replica's sweep right after
 			is.Equal(w.queued(j.ID), 1)   // once: the first sweep marked it requeued
@@ -409,22 +410,4 @@ func TestSweepRequeuesUnclaimed(t *testing.T) {
 			is.Equal(got.Attempt, 2)
 		})
 	}
-}
-
-// shiftClock is the system clock moved forward by a settable offset.
-type shiftClock struct {
-	mu  sync.Mutex
-	off time.Duration
-}
-
-func (c *shiftClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return time.Now().Add(c.off)
-}
-
-func (c *shiftClock) shift(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.off += d
 }
