@@ -99,6 +99,10 @@ type Principal struct {
 	// credential (never set for organization access keys).
 	SysAdmin  bool
 	ExpiresAt *time.Time
+	// DatabaseID is set on the access token of a database credential: it
+	// may do nothing but the feed actions (FeedActions) on this one
+	// registration of OrgID (AuthorizeDatabase).
+	DatabaseID string
 }
 
 // HasScope reports whether the principal carries scope s.
@@ -128,6 +132,14 @@ const (
 	CatUsers         Category = "users"
 	CatSchemaPurge   Category = "schema_purge"
 	CatConceptMint   Category = "concept_mint"
+	// Database sync (issue 28; SPEC.md's table has no rows for it):
+	// registrations, links, webhooks and subscriptions are edited by editors;
+	// the feed, snapshots, checksums and entity state are read by operators
+	// (acks and quarantine actions also need the write scope); deletes and
+	// the webhook secret are for owners.
+	CatDatabases     Category = "databases"
+	CatDatabaseFeed  Category = "database_feed"
+	CatDatabaseOwner Category = "database_owner"
 	// CatSettings is the organization's settings (its pinned default
 	// models): SPEC.md's table has no row; owners, like users and keys.
 	CatSettings Category = "settings"
@@ -147,6 +159,9 @@ var minimum = map[Category]Role{
 	CatUsers:         Owner,
 	CatSchemaPurge:   Owner,
 	CatConceptMint:   Owner,
+	CatDatabases:     Editor,
+	CatDatabaseFeed:  Operator,
+	CatDatabaseOwner: Owner,
 	CatSettings:      Owner,
 }
 

@@ -154,6 +154,44 @@ const (
 	// ActFusionMerge merges stored records into a fused record
 	// (POST /api/fusion/merge and /merge/stream).
 	ActFusionMerge Action = "fusion.merge"
+
+	// Database sync. Registrations, links, the validate dry runs, the
+	// relational map, link webhooks, the credential and schema event
+	// subscriptions: editor.
+	ActListDatabases      Action = "databases.list"
+	ActGetDatabase        Action = "databases.get"
+	ActCreateDatabase     Action = "databases.create"
+	ActUpdateDatabase     Action = "databases.update"
+	ActValidateDatabase   Action = "databases.validate"
+	ActLinkDatabase       Action = "databases.link"
+	ActUnlinkDatabase     Action = "databases.unlink"
+	ActSetDatabaseWebhook Action = "databases.set_webhook"
+	ActGetCredential      Action = "databases.credential_get"
+	ActCreateCredential   Action = "databases.credential_create"
+	ActListSubscriptions  Action = "subscriptions.list"
+	ActCreateSubscription Action = "subscriptions.create"
+	ActDeleteSubscription Action = "subscriptions.delete"
+	ActGetRelationalMap   Action = "databases.relational_map"
+	ActMigrateProjection  Action = "databases.migrate_projection"
+	ActSyncRecordsToDB    Action = "databases.sync_records"
+	// Reading the feed, snapshots, checksums, summaries and entity state:
+	// operator. Acks and quarantine actions: operator with the write scope.
+	ActReadChanges      Action = "feed.read"
+	ActClaimChanges     Action = "feed.claim"
+	ActAckChanges       Action = "feed.ack"
+	ActReadSnapshot     Action = "feed.snapshot"
+	ActReadChecksum     Action = "feed.checksum"
+	ActReadFeedSummary  Action = "feed.summary"
+	ActListEntities     Action = "feed.entities"
+	ActListQuarantine   Action = "feed.quarantine_list"
+	ActReportQuarantine Action = "feed.quarantine_report"
+	ActActOnQuarantine  Action = "feed.quarantine_act"
+	ActClearAcked       Action = "feed.clear_acked"
+	// Deletes (registration, link, credential) and the webhook secret:
+	// owner.
+	ActDeleteDatabase   Action = "databases.delete"
+	ActDeleteCredential Action = "databases.credential_delete"
+	ActGetWebhookSecret Action = "databases.webhook_secret"
 )
 
 type rule struct {
@@ -253,6 +291,66 @@ var rules = map[Action]rule{
 
 	ActReadAPIDocs: {CatSysAdmin, ScopeRead},
 	ActFusionMerge: {CatFusion, ScopeWrite},
+
+	ActListDatabases:      {CatDatabases, ScopeRead},
+	ActGetDatabase:        {CatDatabases, ScopeRead},
+	ActCreateDatabase:     {CatDatabases, ScopeWrite},
+	ActUpdateDatabase:     {CatDatabases, ScopeWrite},
+	ActValidateDatabase:   {CatDatabases, ScopeWrite},
+	ActLinkDatabase:       {CatDatabases, ScopeWrite},
+	ActUnlinkDatabase:     {CatDatabases, ScopeWrite},
+	ActSetDatabaseWebhook: {CatDatabases, ScopeWrite},
+	ActGetCredential:      {CatDatabases, ScopeRead},
+	ActCreateCredential:   {CatDatabases, ScopeWrite},
+	ActListSubscriptions:  {CatDatabases, ScopeRead},
+	ActCreateSubscription: {CatDatabases, ScopeWrite},
+	ActDeleteSubscription: {CatDatabases, ScopeWrite},
+	ActGetRelationalMap:   {CatDatabases, ScopeRead},
+	ActMigrateProjection:  {CatDatabases, ScopeWrite},
+	ActSyncRecordsToDB:    {CatDatabases, ScopeWrite},
+
+	ActReadChanges:      {CatDatabaseFeed, ScopeRead},
+	ActClaimChanges:     {CatDatabaseFeed, ScopeWrite},
+	ActAckChanges:       {CatDatabaseFeed, ScopeWrite},
+	ActReadSnapshot:     {CatDatabaseFeed, ScopeRead},
+	ActReadChecksum:     {CatDatabaseFeed, ScopeRead},
+	ActReadFeedSummary:  {CatDatabaseFeed, ScopeRead},
+	ActListEntities:     {CatDatabaseFeed, ScopeRead},
+	ActListQuarantine:   {CatDatabaseFeed, ScopeRead},
+	ActReportQuarantine: {CatDatabaseFeed, ScopeWrite},
+	ActActOnQuarantine:  {CatDatabaseFeed, ScopeWrite},
+	ActClearAcked:       {CatDatabaseFeed, ScopeWrite},
+
+	ActDeleteDatabase:   {CatDatabaseOwner, ScopeWrite},
+	ActDeleteCredential: {CatDatabaseOwner, ScopeWrite},
+	ActGetWebhookSecret: {CatDatabaseOwner, ScopeRead},
+}
+
+// FeedActions are what a database credential's access token may do, on its
+// own registration only: read the feed (a claim too), acknowledge it,
+// report a refused batch for quarantine, download the snapshot and the
+// checksum.
+var FeedActions = []Action{ActReadChanges, ActClaimChanges, ActAckChanges, ActReportQuarantine,
+	ActReadSnapshot, ActReadChecksum, ActReadFeedSummary}
+
+func feedAction(a Action) bool {
+	for _, f := range FeedActions {
+		if f == a {
+			return true
+		}
+	}
+	return false
+}
+
+// AuthorizeDatabase is Authorize for an action on registration databaseID
+// of the principal's organization (the store scopes the read to it). A
+// database credential's token passes only for its own registration and
+// the feed actions; every other principal as Authorize says.
+func AuthorizeDatabase(p *Principal, a Action, databaseID string) error {
+	if p != nil && p.DatabaseID != "" && p.DatabaseID != databaseID {
+		return fmt.Errorf("%w: this credential reads another database's feed", ErrForbidden)
+	}
+	return Authorize(p, a)
 }
 
 // Actions lists every action, sorted.
@@ -299,6 +397,9 @@ func Authorize(p *Principal, a Action) error {
 			return ErrUnauthenticated
 		}
 		return fmt.Errorf("%w: unknown action %q", ErrForbidden, a)
+	}
+	if p != nil && p.DatabaseID != "" && !feedAction(a) {
+		return fmt.Errorf("%w: a database credential reads its database's feed and nothing else", ErrForbidden)
 	}
 	return AuthorizeCategory(p, r.cat, r.scope)
 }
