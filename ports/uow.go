@@ -25,6 +25,9 @@ type Repos struct {
 	// Invitations are the registration invitations (nil when the store
 	// keeps none).
 	Invitations InvitationStore
+	// Feed appends deltas to registrations' feeds (nil when the store
+	// keeps none).
+	Feed FeedWriter
 	// Queue enqueues job runs that start only if the unit of work commits.
 	Queue JobEnqueuer
 }

@@ -41,6 +41,8 @@ type UnitOfWork struct {
 	usage   *UsageLedger
 	// invitations, when set, are Repos.Invitations.
 	invitations *InvitationStore
+	// sync, when set, is the database-sync state behind Repos.Feed.
+	sync *SyncStore
 }
 
 // NewUnitOfWork returns a UnitOfWork over these stores. queue receives the
@@ -88,6 +90,9 @@ func (w *UnitOfWork) InTx(ctx context.Context, fn func(ctx context.Context, r po
 	}
 	if w.invitations != nil {
 		r.Invitations = txInvitations{w.invitations, u}
+	}
+	if w.sync != nil {
+		r.Feed = txFeed{w.sync, u}
 	}
 	var q *heldQueue
 	if w.queue != nil {
