@@ -3,6 +3,8 @@ package dbsync
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/entityenrich/enrich/domain/relmap"
 )
 
 // OnGaps is the gap admission ladder: what a registration does with an
@@ -76,6 +78,13 @@ type Link struct {
 	// attach and kept when the URL changes. Stored sealed by the store's
 	// cipher where it has one; never in a listing.
 	WebhookSecret string
+	// Shipped is the relational projection the consumer has for this
+	// schema: set when its DDL first ships (the link of a published schema,
+	// or its first publish) and moved by every publish that ships DDL. Nil
+	// while nothing shipped: the link then emits no data deltas (its
+	// publish_state is unpublished) and the snapshot carries its state.
+	// Data deltas are rendered against it.
+	Shipped *relmap.Map
 }
 
 // Link returns the registration's link to schemaID.
