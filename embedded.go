@@ -80,6 +80,8 @@ type Embedded struct {
 	Models *app.ModelService
 	// SchemaGen generates schemas from samples and applies AI edits.
 	SchemaGen *app.SchemaGenService
+	// Databases manages database registrations and their links.
+	Databases *app.DatabaseService
 	// Fusion merges stored records into fused records.
 	Fusion *app.FusionService
 	Jobs   *app.JobService

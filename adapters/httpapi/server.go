@@ -68,6 +68,7 @@ type Server struct {
 	gen     *app.SchemaGenService
 	fetch   *app.FetchService
 	fusion  *app.FusionService
+	dbs     *app.DatabaseService
 	log     *slog.Logger
 	ready   Readiness
 	// events writes job events: the SSE lines and the answers built
@@ -103,6 +104,7 @@ type Services struct {
 	SchemaGen    *app.SchemaGenService
 	Fetch        *app.FetchService
 	Fusion       *app.FusionService
+	Databases    *app.DatabaseService
 }
 
 // NewServer builds the router; events writes the job events it serves.
@@ -119,7 +121,7 @@ func NewServer(cfg Config, svc Services, events ports.EventCodec, lg *slog.Logge
 	s := &Server{cfg: cfg, access: svc.Access, schemas: svc.Schemas, records: svc.Records, enrich: svc.Enrichment, jobs: svc.Jobs,
 		keys: svc.ProviderKeys, costs: svc.Costs, analysis: svc.Analysis, samples: svc.Samples, gen: svc.SchemaGen, log: lg,
 		ready: ready, fetch: svc.Fetch, fusion: svc.Fusion, events: events}
-	s.orgProviders, s.batches, s.models = svc.OrgProviders, svc.Batches, svc.Models
+	s.orgProviders, s.batches, s.models, s.dbs = svc.OrgProviders, svc.Batches, svc.Models, svc.Databases
 	s.clients = clientAddrs{trusted: cfg.TrustedProxies}
 	var err error
 	if s.spec, err = LoadSpec(); err != nil {
@@ -165,6 +167,7 @@ func NewServer(cfg Config, svc Services, events ports.EventCodec, lg *slog.Logge
 	s.registerSampleRoutes(r)
 	s.registerBatchFetchRoutes(r)
 	s.registerFusionRoutes(r)
+	s.registerDatabaseRoutes(r)
 	s.registerBatchRoutes(r)
 	s.registerDocsRoutes(r)
 	s.router = r
