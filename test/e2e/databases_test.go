@@ -187,3 +187,22 @@ func checkDeltas(t *testing.T, dsn, id string) {
 	is.True(strings.Contains(sqls[1], "ADD COLUMN"))
 	is.True(!strings.Contains(sqls[1], "CREATE TABLE"))
 }
+
+// TestDatabaseHostileNumbers: wrong types, huge and negative numbers in a
+// registration are 400 naming the field.
+func TestDatabaseHostileNumbers(t *testing.T) {
+	is := is.New(t)
+	s := start(t, testConfig(""))
+	key := s.register("dbnum@example.com").key
+	sc := s.createSchema(key, "Company", keyedSchema)
+	for field, v := range map[string]any{
+		"page_limit": 1 << 40, "notify_debounce_s": -5, "max_threshold_timeout_s": "300", "purge_on_ack": "yes",
+		"on_gaps": 3, "pk_strategy": "uuid", "dialect": "mysql", "index_scalars": []int{1},
+	} {
+		var e apiError
+		is.Equal(s.call("POST", "/api/schemas/"+sc+"/databases", key, obj{"name": "wh", field: v}, &e), 400)
+		is.Equal(e.Field, field)
+	}
+	var e apiError
+	is.Equal(s.call("PATCH", "/api/databases/"+strings.Repeat("x", 300), key, obj{"page_limit": 1}, &e), 400)
+}
