@@ -28,6 +28,9 @@ type Repos struct {
 	// Feed appends deltas to registrations' feeds (nil when the store
 	// keeps none).
 	Feed FeedWriter
+	// Entities writes the entity layer with its deltas (nil when the
+	// store keeps none).
+	Entities EntityWriter
 	// Queue enqueues job runs that start only if the unit of work commits.
 	Queue JobEnqueuer
 }
@@ -70,6 +73,10 @@ type JobEnd struct {
 	// end (appended to Repos.Usage's ledger; a store without one drops
 	// them).
 	Usage []usage.Entry
+	// Sync are the entity-layer writes of the end's records (written only
+	// with the records): each entity row, its revision and its data
+	// deltas commit with the end, or nothing of it does.
+	Sync []EntityWrite
 }
 
 // ErrUnavailable means the storage cannot be reached right now (an outage);
