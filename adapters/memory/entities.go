@@ -187,3 +187,32 @@ func (t txEntities) WriteEntities(_ context.Context, writes []ports.EntityWrite)
 	})
 	return out, nil
 }
+
+// SeedDatabase stores a registration with its links and an empty feed, as
+// the registry does: the entity layer's tests' way to link a schema while
+// the memory registry is not on this branch.
+func (s *SyncStore) SeedDatabase(d *dbsync.Database) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := *d
+	c.Links = append([]dbsync.Link(nil), d.Links...)
+	s.databases[d.ID] = &c
+	if s.feeds[d.ID] == nil {
+		s.feeds[d.ID] = &feed{}
+	}
+}
+
+// FeedRows returns a registration's deltas in id order (for tests).
+func (s *SyncStore) FeedRows(databaseID string) []ports.FeedRow {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f := s.feeds[databaseID]
+	if f == nil {
+		return nil
+	}
+	out := make([]ports.FeedRow, len(f.deltas))
+	for i, d := range f.deltas {
+		out[i] = ports.FeedRow{Delta: d.Delta, EntityID: d.EntityID, SchemaID: d.SchemaID, RecordID: d.RecordID}
+	}
+	return out
+}

@@ -115,19 +115,39 @@ func (w EntityWriter) WriteEntities(ctx context.Context, writes []ports.EntityWr
 	if err != nil {
 		return nil, fail(err, "read feeding links")
 	}
-	stmts, out, err := entityWrites(writes, revs, feeding)
+	stmts, r, err := entityWrites(writes, revs, feeding)
 	if err != nil {
 		return nil, err
 	}
-	for _, st := range stmts {
-		if err := execIn(ctx, w.tx.Tx, st); err != nil {
-			return nil, conflict(err, "write entities")
+	for i, st := range stmts {
+		if i < 2 {
+			if _, err := w.tx.Tx.ExecContext(ctx, st.sql, st.args...); err != nil {
+				return nil, conflict(err, "write entities")
+			}
+			continue
 		}
+		ids, err := queryIDs(ctx, w.tx.Tx, st)
+		if err != nil {
+			return nil, conflict(err, "append deltas")
+		}
+		r.gave(i-2, ids)
 	}
-	return out, nil
+	return r.written, nil
 }
 
-func execIn(ctx context.Context, tx *sql.Tx, st endStmt) error {
-	_, err := tx.ExecContext(ctx, st.sql, st.args...)
-	return err
+func queryIDs(ctx context.Context, tx *sql.Tx, st endStmt) ([]int64, error) {
+	rows, err := tx.QueryContext(ctx, st.sql, st.args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
 }

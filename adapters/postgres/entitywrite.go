@@ -131,10 +131,11 @@ func scanLinks(rows rowScanner) (map[string][]*dbsync.Database, error) {
 // entityWrites renders writes at the revisions read and returns the write
 // statements (entities, revisions, then each feed's deltas in database id
 // order, the order every writer locks feeds in) and what each write is.
-func entityWrites(writes []ports.EntityWrite, revs map[identityKey]int64, links map[string][]*dbsync.Database) ([]endStmt, []ports.EntityWritten, error) {
+func entityWrites(writes []ports.EntityWrite, revs map[identityKey]int64, links map[string][]*dbsync.Database) ([]endStmt, *rendered, error) {
 	last := map[identityKey]*dbsync.Entity{}
 	var order []identityKey
 	feeds := map[string][]ports.FeedRow{}
+	owners := map[string][]int{} // per feed, the write of each row
 	out := make([]ports.EntityWritten, len(writes))
 	for i, w := range writes {
 		k := keyOf(w)
@@ -151,22 +152,41 @@ func entityWrites(writes []ports.EntityWrite, revs map[identityKey]int64, links 
 		for _, dd := range dds {
 			feeds[dd.DatabaseID] = append(feeds[dd.DatabaseID], ports.FeedRow{Delta: dd.Delta, EntityID: e.ID,
 				SchemaID: w.SchemaID, RecordID: w.RecordID})
+			owners[dd.DatabaseID] = append(owners[dd.DatabaseID], i)
 		}
 	}
 	stmts := []endStmt{upsertEntities(order, last), setRevisions(order, revs)}
-	dbs := make([]string, 0, len(feeds))
+	r := &rendered{written: out}
 	for db := range feeds {
-		dbs = append(dbs, db)
+		r.feeds = append(r.feeds, db)
 	}
-	sort.Strings(dbs)
-	for _, db := range dbs {
+	sort.Strings(r.feeds)
+	for _, db := range r.feeds {
 		args, err := feedArgs(db, feeds[db])
 		if err != nil {
 			return nil, nil, err
 		}
 		stmts = append(stmts, endStmt{appendDeltasSQL, args})
+		r.owners = append(r.owners, owners[db])
 	}
-	return stmts, out, nil
+	return stmts, r, nil
+}
+
+// rendered is what entityWrites made: each write's result, and per append
+// statement (after the two entity statements) its feed and the write of
+// each of its rows, to hand the returned ids back.
+type rendered struct {
+	written []ports.EntityWritten
+	feeds   []string
+	owners  [][]int
+}
+
+// gave records the ids the i-th append statement returned.
+func (r *rendered) gave(i int, ids []int64) {
+	for j, id := range ids {
+		w := &r.written[r.owners[i][j]]
+		w.Deltas[r.feeds[i]] = append(w.Deltas[r.feeds[i]], id)
+	}
 }
 
 func upsertEntities(order []identityKey, last map[identityKey]*dbsync.Entity) endStmt {
