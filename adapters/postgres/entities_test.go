@@ -21,7 +21,7 @@ func TestEntities(t *testing.T) {
 			db := migrated(t, b.dsn(t))
 			contract.RunEntities(t, func(t *testing.T) contract.EntitiesFixture {
 				return contract.EntitiesFixture{UnitOfWorkFixture: uowFixture(t, db.DB), Entities: postgres.NewEntityStore(db.DB),
-					Seed: func(t *testing.T, d *dbsync.Database) { SeedDatabase(t, db.DB, d) },
+					Seed:   func(t *testing.T, d *dbsync.Database) { SeedDatabase(t, db.DB, d) },
 					Deltas: func(t *testing.T, id string) []ports.FeedRow { return feedRows(t, db.DB, id) }}
 			})
 		})
