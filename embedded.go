@@ -65,6 +65,8 @@ type Stores struct {
 	Ready func(ctx context.Context) error
 	// Kind names the storage for logs: memory or postgres.
 	Kind string
+	// Entities is the entity layer (database sync, issue 28).
+	Entities ports.EntityStore
 }
 
 // Embedded is the service without HTTP: the app services, ready to call with

@@ -34,7 +34,7 @@ import (
 // coreSet builds the app services from a *Stores and a Config.
 var coreSet = wire.NewSet(
 	wire.FieldsOf(new(*Stores), "Orgs", "Users", "Keys", "Schemas", "Records", "Jobs", "Events", "UoW", "Queue", "RefreshTokens",
-		"Usage", "Invalidations", "Databases"),
+		"Usage", "Invalidations", "Databases", "Entities"),
 	provideLogger,
 	wire.Struct(new(system.Clock)),
 	wire.Bind(new(ports.Clock), new(system.Clock)),

@@ -49,6 +49,7 @@ func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	schemaConfig := provideSchemaConfig(cfg)
 	schemaService := app.NewSchemaService(schemaStore, recordStore, unitOfWork, compiler, schemas, clock, iDs, schemaConfig)
 	recordService := app.NewRecordService(recordStore, clock)
+	entityStore := stores.Entities
 	codec := jobcodec.New()
 	registry, err := provideRegistry(cfg)
 	if err != nil {
@@ -76,7 +77,7 @@ func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	fuser := app.NewFuser(modelService, calls, clock, logger)
 	enrichMemos := provideEnrichMemos(cfg)
 	enrichConfig := provideEnrichConfig(cfg)
-	enricher := app.NewEnricher(schemaStore, schemas, compiler, codec, modelService, calls, fuser, clock, logger, enrichMemos, enrichConfig)
+	enricher := app.NewEnricher(schemaStore, entityStore, schemas, compiler, codec, modelService, calls, fuser, clock, logger, enrichMemos, enrichConfig)
 	hub, cleanup := provideStream(stores, clock, logger)
 	schemaGenerator := app.NewSchemaGenerator(modelService, calls, codec, schemaStore, schemaService, compiler, clock, iDs, logger)
 	merger := app.NewMerger(fuser, recordStore, schemaStore, schemas, compiler, codec, clock, iDs, logger)
@@ -148,6 +149,7 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	schemaConfig := provideSchemaConfig(cfg)
 	schemaService := app.NewSchemaService(schemaStore, recordStore, unitOfWork, compiler, schemas, clock, iDs, schemaConfig)
 	recordService := app.NewRecordService(recordStore, clock)
+	entityStore := stores.Entities
 	codec := jobcodec.New()
 	registry, err := provideRegistry(cfg)
 	if err != nil {
@@ -179,7 +181,7 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	fuser := app.NewFuser(modelService, calls, clock, logger)
 	enrichMemos := provideEnrichMemos(cfg)
 	enrichConfig := provideEnrichConfig(cfg)
-	enricher := app.NewEnricher(schemaStore, schemas, compiler, codec, modelService, calls, fuser, clock, logger, enrichMemos, enrichConfig)
+	enricher := app.NewEnricher(schemaStore, entityStore, schemas, compiler, codec, modelService, calls, fuser, clock, logger, enrichMemos, enrichConfig)
 	hub, cleanup2 := provideStream(stores, clock, logger)
 	schemaGenerator := app.NewSchemaGenerator(modelService, calls, codec, schemaStore, schemaService, compiler, clock, iDs, logger)
 	merger := app.NewMerger(fuser, recordStore, schemaStore, schemas, compiler, codec, clock, iDs, logger)
@@ -240,6 +242,7 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 	schemaConfig := provideSchemaConfig(cfg)
 	schemaService := app.NewSchemaService(schemaStore, recordStore, unitOfWork, compiler, schemas, clock, iDs, schemaConfig)
 	recordService := app.NewRecordService(recordStore, clock)
+	entityStore := st.Entities
 	codec := jobcodec.New()
 	registry, err := provideRegistry(cfg)
 	if err != nil {
@@ -267,7 +270,7 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 	fuser := app.NewFuser(modelService, calls, clock, logger)
 	enrichMemos := provideEnrichMemos(cfg)
 	enrichConfig := provideEnrichConfig(cfg)
-	enricher := app.NewEnricher(schemaStore, schemas, compiler, codec, modelService, calls, fuser, clock, logger, enrichMemos, enrichConfig)
+	enricher := app.NewEnricher(schemaStore, entityStore, schemas, compiler, codec, modelService, calls, fuser, clock, logger, enrichMemos, enrichConfig)
 	hub, cleanup := provideStream(st, clock, logger)
 	schemaGenerator := app.NewSchemaGenerator(modelService, calls, codec, schemaStore, schemaService, compiler, clock, iDs, logger)
 	merger := app.NewMerger(fuser, recordStore, schemaStore, schemas, compiler, codec, clock, iDs, logger)

@@ -190,9 +190,22 @@ func (s *Enricher) run(ctx context.Context, w *ports.Work, pl *plan) ports.Outco
 			return ports.Outcome{}
 		}
 	}
+	// The entity layer: decided and announced before completed, written
+	// with the records.
+	sync := s.syncEntity(ctx, pl.schema, pl.req.DatabaseSync, recordOf(records, data.RecordID), nil, pub)
 	res, _ := json.Marshal(data.Result)
 	s.Log.Info("enrichment finished", "job_id", w.Job.ID, "records", len(records), "cost", data.Cost, "fused", data.Fused)
-	return ports.Outcome{Result: res, Records: records, Completed: data}
+	return ports.Outcome{Result: res, Records: records, Sync: sync, Completed: data}
+}
+
+// recordOf is the record of records with id id (nil: none).
+func recordOf(records []*enrichment.Record, id string) *enrichment.Record {
+	for _, r := range records {
+		if r.ID == id {
+			return r
+		}
+	}
+	return nil
 }
 
 // entityRun is one entity's enrichment within a job: the single

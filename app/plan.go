@@ -24,6 +24,8 @@ import (
 // submits them.
 type Enricher struct {
 	Schemas ports.SchemaStore
+	// Entities is the entity layer a linked schema's runs feed (nil: none).
+	Entities ports.EntityStore
 	// SchemaCache serves the schema of every job start (nil: read from
 	// Schemas each time). The SchemaService that writes the schemas must
 	// share it.
@@ -86,10 +88,10 @@ type EnrichMemos struct {
 
 // NewEnricher plans and runs enrichment jobs on its ports (cache and the
 // memos may be nil: see the fields).
-func NewEnricher(schemas ports.SchemaStore, cache ports.SchemaCache, compiler ports.SchemaCompiler, requests JobRequests,
-	models *ModelService, calls *Calls, fuser *Fuser, clock ports.Clock, log *slog.Logger, memos EnrichMemos,
+func NewEnricher(schemas ports.SchemaStore, entities ports.EntityStore, cache ports.SchemaCache, compiler ports.SchemaCompiler,
+	requests JobRequests, models *ModelService, calls *Calls, fuser *Fuser, clock ports.Clock, log *slog.Logger, memos EnrichMemos,
 	cfg EnrichConfig) *Enricher {
-	return &Enricher{Schemas: schemas, SchemaCache: cache, Compiler: compiler, Contracts: memos.Contracts, Shapes: memos.Shapes,
+	return &Enricher{Schemas: schemas, Entities: entities, SchemaCache: cache, Compiler: compiler, Contracts: memos.Contracts, Shapes: memos.Shapes,
 		Requests: requests, Models: models, Calls: calls, Fuser: fuser, Clock: clock, Log: log, MaxAttempts: cfg.MaxAttempts,
 		BatchMaxEntities: cfg.BatchMaxEntities, BatchConcurrency: cfg.BatchConcurrency, MaxDomains: cfg.MaxDomains}
 }
@@ -114,8 +116,8 @@ type EnrichRequest struct {
 	// (default false) reach the LLM port's request.
 	EnableResponseSchema         *bool
 	EnableStrictStructuredOutput bool
-	// DatabaseSync (default true) feeds the schema's linked databases; no
-	// schema has one yet, so it changes nothing today.
+	// DatabaseSync (default true) feeds the schema's entity layer and its
+	// linked databases (false: no entity write, no database_* event).
 	DatabaseSync *bool
 	// Capabilities still to come: validated, then refused with
 	// not_supported_yet naming the field (see unsupported).

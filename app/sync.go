@@ -85,6 +85,9 @@ type SyncResult struct {
 	SourceModels []string
 	// ProcessingMS is the wall-clock time of the run as this caller saw it.
 	ProcessingMS int64
+	// Database is the entity-layer outcome of the final record (the
+	// database_* event's DatabaseSyncOutcome; nil when none was written).
+	Database map[string]any
 }
 
 // ModelResult is one model's outcome in a blocking run (its model_completed
@@ -141,7 +144,11 @@ func (s *EnrichmentService) Sync(ctx context.Context, p *access.Principal, req E
 		return nil, err
 	}
 	var models []ModelResult
+	var database map[string]any
 	ev, final, err := awaitEnd(ctx, s.Stream, s.JobSvc, s.Log, p, j, func(ev job.Event) error {
+		if d, ok := job.Inner(ev.Payload).(job.DatabaseOutcome); ok {
+			database = d.Database
+		}
 		if ev.Type == job.EventClassificationMismatchPause {
 			// A blocking run never waits on a pause: 422 with the verdict.
 			return s.refuseClassified(ctx, p, j.ID, ev)
@@ -170,7 +177,7 @@ func (s *EnrichmentService) Sync(ctx context.Context, p *access.Principal, req E
 	}
 	return &SyncResult{Job: final, Result: c.Result, RecordID: c.RecordID, RecordIDs: c.RecordIDs, Cost: c.Cost,
 		Models: models, FailedModels: c.FailedModels, IsFused: c.Fused, Fusion: c.Fusion, SourceModels: c.SourceModels,
-		ProcessingMS: time.Since(t0).Milliseconds()}, nil
+		ProcessingMS: time.Since(t0).Milliseconds(), Database: database}, nil
 }
 
 // awaitEnd follows job j's events from its first, handing each to seen

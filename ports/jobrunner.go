@@ -127,9 +127,13 @@ type Work struct {
 // (the job fails), Pause set (the job pauses until a continue), or Result
 // set (it completes, with its records).
 type Outcome struct {
-	Pause     *Pause
-	Result    []byte
-	Records   []*enrichment.Record
+	Pause   *Pause
+	Result  []byte
+	Records []*enrichment.Record
+	// Sync are the entity-layer writes of Records, stored with them (the
+	// database_* events announcing their outcomes were published by the
+	// run before its end).
+	Sync      []EntityWrite
 	Completed job.JobCompleted
 	Failure   *Failure
 	// Usage is the run's LLM calls not handed to Work.Charge, written to

@@ -31,6 +31,9 @@ type Repos struct {
 	// Databases are the database registrations and their links (nil when
 	// the store keeps none).
 	Databases DatabaseStore
+	// Entities writes the entity layer with its deltas (nil when the
+	// store keeps none).
+	Entities EntityWriter
 	// Queue enqueues job runs that start only if the unit of work commits.
 	Queue JobEnqueuer
 }
@@ -73,6 +76,10 @@ type JobEnd struct {
 	// end (appended to Repos.Usage's ledger; a store without one drops
 	// them).
 	Usage []usage.Entry
+	// Sync are the entity-layer writes of the end's records (written only
+	// with the records): each entity row, its revision and its data
+	// deltas commit with the end, or nothing of it does.
+	Sync []EntityWrite
 }
 
 // ErrUnavailable means the storage cannot be reached right now (an outage);

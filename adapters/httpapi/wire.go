@@ -34,6 +34,9 @@ func toSyncResult(res *app.SyncResult, perModel bool) api.SyncResult {
 		}
 	}
 	out.Cost, out.CostUsd, out.InputTokens, out.OutputTokens = int(res.Cost), model.USD(res.Cost), in, outT
+	if res.Database != nil {
+		out.Database = res.Database
+	}
 	if res.IsFused {
 		// The fused result is no one model's.
 		out.IsFused, out.Model, out.Fusion, out.SourceModels = true, nil, asObject(res.Fusion), &res.SourceModels

@@ -127,6 +127,13 @@ func (f fields) index(k string) *int {
 // inverse of payloadPairs. A type with two payloads tells them apart by a
 // key only one of them writes.
 var decoders = map[job.EventType]func(f fields) job.Payload{
+	job.EventDatabaseSaved: func(f fields) job.Payload {
+		return job.DatabaseOutcome{RecordID: f.str("record_id"), Database: f.obj("database"), EntityIndex: f.index("entity_index")}
+	},
+	job.EventDatabaseRejected: func(f fields) job.Payload {
+		return job.DatabaseOutcome{RecordID: f.str("record_id"), Database: f.obj("database"), Rejected: true,
+			EntityIndex: f.index("entity_index")}
+	},
 	job.EventStrategySelected: func(f fields) job.Payload {
 		return job.StrategySelected{Strategy: f.str("strategy"), Requested: f.str("requested"), Reason: f.str("reason"),
 			Signals: f["signals"]}

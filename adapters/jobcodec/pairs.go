@@ -258,6 +258,9 @@ func otherPairs(ps []pair, p job.Payload) ([]pair, bool) {
 			nullablePair("error_message", x.ErrorMessage)), true
 	case job.FusionCompleted:
 		return fusionCompletedPairs(ps, x), true
+	case job.DatabaseOutcome:
+		ps = append(ps, strPair("record_id", x.RecordID), anyPair("database", x.Database))
+		return entityIndexPair(ps, x.EntityIndex), true
 	case job.SampleInstanceRoster:
 		ps = append(ps, intPair("total", len(x.Instances)), anyPair("instances", x.Instances))
 		if len(x.Instances) == 0 {

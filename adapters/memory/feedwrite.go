@@ -48,6 +48,10 @@ func (s *SyncStore) appendLocked(databaseID string, rows []ports.FeedRow) ([]int
 func (s *SyncStore) unappend(databaseID string, n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.unappendLocked(databaseID, n)
+}
+
+func (s *SyncStore) unappendLocked(databaseID string, n int) {
 	if f, ok := s.feeds[databaseID]; ok && n <= len(f.deltas) {
 		f.deltas = f.deltas[:len(f.deltas)-n]
 		f.nextID -= int64(n)

@@ -94,6 +94,7 @@ func (w *UnitOfWork) InTx(ctx context.Context, fn func(ctx context.Context, r po
 	if w.sync != nil {
 		r.Feed = txFeed{w.sync, u}
 		r.Databases = txDatabases{w.sync, u}
+		r.Entities = txEntities{w.sync, u}
 	}
 	var q *heldQueue
 	if w.queue != nil {
@@ -403,6 +404,11 @@ func (w *UnitOfWork) EndJob(ctx context.Context, end ports.JobEnd) error {
 		}
 		for _, rec := range end.Records {
 			if err := r.Records.CreateRecord(ctx, rec); err != nil {
+				return err
+			}
+		}
+		if len(end.Sync) > 0 && len(end.Records) > 0 && r.Entities != nil {
+			if _, err := r.Entities.WriteEntities(ctx, end.Sync); err != nil {
 				return err
 			}
 		}

@@ -41,6 +41,28 @@ func (w *FeedWriter) Append(ctx context.Context, databaseID string, rows []ports
 	if len(rows) == 0 {
 		return nil, nil
 	}
+	args, err := feedArgs(databaseID, rows)
+	if err != nil {
+		return nil, err
+	}
+	n := len(rows)
+	var ids []int64
+	err = w.db.NewRaw(appendQuery, n, databaseID, n, databaseID, pgdialect.Array(args[2]), pgdialect.Array(args[3]),
+		pgdialect.Array(args[4]), pgdialect.Array(args[5]), pgdialect.Array(args[6]), pgdialect.Array(args[7]),
+		pgdialect.Array(args[8]), pgdialect.Array(args[9]), pgdialect.Array(args[10]), pgdialect.Array(args[11]),
+		pgdialect.Array(args[12])).Scan(ctx, &ids)
+	if err != nil {
+		return nil, conflict(err, "append to the feed of database "+databaseID)
+	}
+	if len(ids) == 0 {
+		return nil, fmt.Errorf("postgres: append to the feed of database %s: %w", databaseID, ports.ErrNotFound)
+	}
+	return ids, nil
+}
+
+// feedArgs validates rows and returns them as the parameters of
+// appendDeltasSQL: the count, the registration, then the parallel arrays.
+func feedArgs(databaseID string, rows []ports.FeedRow) ([]any, error) {
 	n := len(rows)
 	var kinds, ops, sqls, payloads, batches, types, entities, schemas, records []string
 	revisions := make([]int64, 0, n)
@@ -59,16 +81,6 @@ func (w *FeedWriter) Append(ctx context.Context, databaseID string, rows []ports
 		entities, schemas, records = append(entities, r.EntityID), append(schemas, r.SchemaID), append(records, r.RecordID)
 		revisions, created = append(revisions, r.Revision), append(created, utc(r.CreatedAt))
 	}
-	var ids []int64
-	err := w.db.NewRaw(appendQuery, n, databaseID, n, databaseID,
-		pgdialect.Array(kinds), pgdialect.Array(ops), pgdialect.Array(sqls), pgdialect.Array(payloads),
-		pgdialect.Array(batches), pgdialect.Array(revisions), pgdialect.Array(types), pgdialect.Array(entities),
-		pgdialect.Array(schemas), pgdialect.Array(records), pgdialect.Array(created)).Scan(ctx, &ids)
-	if err != nil {
-		return nil, conflict(err, "append to the feed of database "+databaseID)
-	}
-	if len(ids) == 0 {
-		return nil, fmt.Errorf("postgres: append to the feed of database %s: %w", databaseID, ports.ErrNotFound)
-	}
-	return ids, nil
+	return []any{n, databaseID, kinds, ops, sqls, payloads, batches, revisions, types, entities, schemas, records,
+		created}, nil
 }

@@ -84,6 +84,7 @@ func (u *UnitOfWork) repos(tx bun.Tx) ports.Repos {
 		Records: NewRecordStore(tx), Jobs: NewJobStore(tx), Events: NewEventLog(tx, u.codec), RefreshTokens: NewRefreshTokenStore(tx),
 		Usage: NewUsageLedger(tx), Invitations: NewInvitationStore(tx), Feed: NewFeedWriter(tx),
 		Databases: NewDatabaseStore(tx),
+		Entities: EntityWriter{tx: tx},
 	}
 	if u.queue != nil {
 		r.Queue = u.queue(tx)
@@ -133,6 +134,10 @@ func (u *UnitOfWork) EndJob(ctx context.Context, end ports.JobEnd) error {
 	}
 	if reason, ok := refusedText(stmts); !ok {
 		return fmt.Errorf("postgres: %s: %s in text: %w", what, reason, ports.ErrInvalid)
+	}
+	if len(end.Sync) > 0 && len(end.Records) > 0 {
+		// Its own transaction: one round trip more (the locked read).
+		return u.endWithSync(context.WithoutCancel(ctx), end, stmts, what)
 	}
 	return u.ends.submit(pendingEnd{stmts: stmts, what: what, from: end.From})
 }

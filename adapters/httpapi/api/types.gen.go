@@ -3424,7 +3424,9 @@ type SyncResult struct {
 	Cost int `json:"cost"`
 
 	// CostUsd The same in US dollars (one credit is one dollar).
-	CostUsd      float64                   `json:"cost_usd"`
+	CostUsd float64 `json:"cost_usd"`
+
+	// Database The entity-layer outcome of the final record (DatabaseSyncOutcome) when the schema is linked and database_sync is true; null otherwise.
 	Database     any                       `json:"database"`
 	FailedModels []SyncResult_FailedModels `json:"failed_models"`
 	Fusion       any                       `json:"fusion"`

@@ -1,0 +1,100 @@
+package app
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+
+	"github.com/entityenrich/enrich/domain/dbsync"
+	"github.com/entityenrich/enrich/domain/enrichment"
+	"github.com/entityenrich/enrich/domain/job"
+	"github.com/entityenrich/enrich/domain/schema"
+	"github.com/entityenrich/enrich/ports"
+)
+
+// syncEnabled is the request's database_sync (default true).
+func syncEnabled(flag *bool) bool { return flag == nil || *flag }
+
+// syncBatchID is the delta batch of a record's entity-layer write: derived
+// from the record, so that a resumed run that writes the same record
+// announces the same batch.
+func syncBatchID(recordID string) string {
+	sum := sha256.Sum256([]byte("batch/v1\x00" + recordID))
+	h := hex.EncodeToString(sum[:16])
+	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+
+// syncEntity decides the entity-layer write of a run's final record on a
+// linked schema and announces it (database_saved or database_rejected,
+// entity index set in a batch) before the run's end, which stores the
+// returned write with the record. Nothing happens for an unlinked schema,
+// database_sync=false, or a schema no registration feeds on; the schema's
+// registrations are read only for a linked schema (one round trip).
+func (s *Enricher) syncEntity(ctx context.Context, sc *schema.Schema, flag *bool, rec *enrichment.Record, index *int,
+	pub func(job.Payload)) []ports.EntityWrite {
+	if s.Entities == nil || sc == nil || !sc.Linked || rec == nil || !syncEnabled(flag) {
+		return nil
+	}
+	w, out, ok := decideEntity(ctx, s.Entities, sc, rec, s.Clock)
+	if !ok {
+		return nil
+	}
+	pub(job.DatabaseOutcome{RecordID: rec.ID, Database: OutcomeJSON(out), Rejected: !out.Saved, EntityIndex: index})
+	if w == nil {
+		return nil
+	}
+	return []ports.EntityWrite{*w}
+}
+
+// decideEntity is the decision on one record of a linked schema: the
+// write to store (nil when rejected) and its outcome; ok is false when no
+// registration feeds on the schema (nothing to say).
+func decideEntity(ctx context.Context, entities ports.EntityStore, sc *schema.Schema, rec *enrichment.Record,
+	clock ports.Clock) (*ports.EntityWrite, dbsync.Outcome, bool) {
+	dbs, err := entities.SchemaDatabases(ctx, sc.OrgID, sc.ID)
+	if err != nil {
+		return nil, rejected("the schema's databases could not be read"), true
+	}
+	t := dbsync.Target{OrgID: sc.OrgID, SchemaID: sc.ID, Contract: sc.Contract(), KeyLanguage: sc.KeyLanguage}
+	out, w, feeds, err := dbsync.Decide(dbs, t, rec.ID, rec.StructuredOutput, syncBatchID(rec.ID))
+	switch {
+	case !feeds:
+		return nil, dbsync.Outcome{}, false
+	case err != nil:
+		return nil, rejected("the entity could not be admitted: " + err.Error()), true
+	case w == nil:
+		return nil, out, true
+	}
+	w.At = clock.Now()
+	return &ports.EntityWrite{Write: *w, Outcome: out}, out, true
+}
+
+func rejected(reason string) dbsync.Outcome {
+	return dbsync.Outcome{Status: dbsync.StatusRejected, Reason: reason}
+}
+
+// OutcomeJSON is an outcome as the wire's DatabaseSyncOutcome (WIRE.md
+// §1.4): every list present, empty when nothing applies.
+func OutcomeJSON(o dbsync.Outcome) map[string]any {
+	strs := func(v []string) []string {
+		if v == nil {
+			return []string{}
+		}
+		return v
+	}
+	var batch, reason, keys any
+	if o.BatchID != "" {
+		batch = o.BatchID
+	}
+	if o.Reason != "" {
+		reason = o.Reason
+	}
+	if o.EntityKeys != nil {
+		keys = o.EntityKeys
+	}
+	return map[string]any{"saved": o.Saved, "status": string(o.Status), "batch_id": batch, "delta_count": o.DeltaCount,
+		"entity_count": o.EntityCount, "entity_keys": keys, "missing_fields": strs(o.MissingFields),
+		"skipped_items": strs(o.SkippedItems), "reason": reason, "declared_unknown": []any{},
+		"detached_references": []string{}, "identity_merges": []any{}, "identity_underidentifies": []any{},
+		"key_collisions": []any{}, "shared_entity_conflicts": []any{}, "unique_conflicts": []any{}}
+}

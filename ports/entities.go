@@ -1,0 +1,65 @@
+package ports
+
+import (
+	"context"
+
+	"github.com/entityenrich/enrich/domain/dbsync"
+)
+
+// EntityWrite is one entity-layer write of a record, as decided before the
+// record's commit (dbsync.Decide): the admitted state and its identity,
+// and the outcome the write carries out. Whoever assembles a job's end (or
+// a unit of work) may read Outcome to queue what follows from it in the
+// same commit (subscription deliveries).
+type EntityWrite struct {
+	dbsync.Write
+	Outcome dbsync.Outcome
+}
+
+// EntityWritten is what a store wrote for one EntityWrite.
+type EntityWritten struct {
+	EntityID string
+	Revision int64
+	// Deltas are the ids handed out per registration, in write order.
+	Deltas map[string][]int64
+}
+
+// EntityWriter writes the entity layer inside a unit of work
+// (Repos.Entities): each write's entity row at its identity's next
+// revision, the revision, and the data deltas of every registration that
+// feeds on the schema, read under lock in the unit, so the record, the
+// entity and its deltas commit together or not at all.
+type EntityWriter interface {
+	WriteEntities(ctx context.Context, writes []EntityWrite) ([]EntityWritten, error)
+}
+
+// EntityQuery pages an entity list.
+type EntityQuery struct {
+	EntityType    string // "" every type
+	Limit, Offset int
+}
+
+// EntityPage is one page of a schema's entities, most recently updated
+// first, with the total and every entity type the schema has.
+type EntityPage struct {
+	Entities    []*dbsync.Entity
+	Total       int64
+	EntityTypes []string
+}
+
+// EntityStore reads and purges the entity layer (issue 28). Reads are
+// scoped to one organization.
+type EntityStore interface {
+	// SchemaDatabases are the registrations linked to schemaID with their
+	// links (settings and shipped maps): what an entity-layer decision
+	// reads.
+	SchemaDatabases(ctx context.Context, orgID, schemaID string) ([]*dbsync.Database, error)
+	ListEntities(ctx context.Context, orgID, schemaID string, q EntityQuery) (EntityPage, error)
+	// GetEntity returns an entity by id (ErrNotFound when it is not the
+	// organization's).
+	GetEntity(ctx context.Context, orgID, id string) (*dbsync.Entity, error)
+	// DeleteSchemaEntities deletes a schema's entity rows and returns how
+	// many; their revisions stay (entity_revisions), so a re-created
+	// entity keeps rising.
+	DeleteSchemaEntities(ctx context.Context, orgID, schemaID string) (int64, error)
+}
