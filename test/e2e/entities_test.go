@@ -37,7 +37,7 @@ type dbOutcome struct {
 }
 
 type syncAnswer struct {
-	RecordID string   `json:"record_id"`
+	RecordID string     `json:"record_id"`
 	Database *dbOutcome `json:"database"`
 }
 
