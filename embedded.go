@@ -84,6 +84,8 @@ type Embedded struct {
 	SchemaGen *app.SchemaGenService
 	// Databases manages database registrations and their links.
 	Databases *app.DatabaseService
+	// Entities lists the entity layer and feeds records through it.
+	Entities *app.EntityService
 	// Fusion merges stored records into fused records.
 	Fusion *app.FusionService
 	Jobs   *app.JobService

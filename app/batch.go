@@ -290,6 +290,7 @@ type entityReport struct {
 	recordIDs []string
 	records   []*enrichment.Record
 	cost      int64
+	sync      []ports.EntityWrite // the entity-layer write of its final record
 }
 
 // Statuses of an entity in a batch's summary.
@@ -396,6 +397,7 @@ func (s *Enricher) batch(ctx context.Context, w *ports.Work, bp *batchPlan) port
 	var mu sync.Mutex
 	reports := map[int]*entityReport{}
 	for i, r := range ended {
+		r.sync = s.priorSync(ctx, bp.pl, r, byEntity[i])
 		reports[i] = r
 	}
 	report := func(r *entityReport) {
@@ -450,7 +452,7 @@ func (s *Enricher) batch(ctx context.Context, w *ports.Work, bp *batchPlan) port
 	w.Publish(job.BatchCompleted{Summary: summary, StoppedEarlyReason: stopped})
 	res, _ := json.Marshal(summary)
 	s.Log.Info("batch finished", "job_id", w.Job.ID, "entities", len(bp.selected), "records", len(records), "stopped", stopped)
-	return ports.Outcome{Result: res, Records: records, Partial: stopped != "",
+	return ports.Outcome{Result: res, Records: records, Partial: stopped != "", Sync: batchSyncs(bp, reports),
 		Completed: job.JobCompleted{Result: summary, RecordIDs: ids, Cost: cost}}
 }
 
@@ -527,6 +529,9 @@ func (s *Enricher) batchEntity(ctx context.Context, w *ports.Work, bp *batchPlan
 	if eo.failure != nil {
 		r.status, r.code, r.error = entityFailed, string(eo.failure.Code), eo.failure.Msg
 		done.Error, done.ErrorCode = eo.failure.Msg, eo.failure.Code
+	} else {
+		// The entity layer: decided and announced before entity_completed.
+		r.sync = s.syncEntity(ctx, pl.schema, pl.req.DatabaseSync, recordOf(eo.records, eo.recordID), &i, pub)
 	}
 	pub(done)
 	return r

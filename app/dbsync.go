@@ -98,3 +98,41 @@ func OutcomeJSON(o dbsync.Outcome) map[string]any {
 		"detached_references": []string{}, "identity_merges": []any{}, "identity_underidentifies": []any{},
 		"key_collisions": []any{}, "shared_entity_conflicts": []any{}, "unique_conflicts": []any{}}
 }
+
+// batchSyncs are a batch's entity-layer writes, in entity index order.
+func batchSyncs(bp *batchPlan, reports map[int]*entityReport) []ports.EntityWrite {
+	var out []ports.EntityWrite
+	for _, i := range bp.selected {
+		if r := reports[i]; r != nil {
+			out = append(out, r.sync...)
+		}
+	}
+	return out
+}
+
+// priorSync is the entity-layer write of a batch entity that a prior run
+// of the job completed and announced saved (its database_saved event):
+// decided again from its rebuilt record, silently (the event is out
+// already), so that the resumed job's end stores it with the record. The
+// decision is deterministic (the batch id derives from the record), so it
+// is the announced one unless the registrations changed in between.
+func (s *Enricher) priorSync(ctx context.Context, pl *plan, r *entityReport, evs []job.Event) []ports.EntityWrite {
+	if r.status != entityCompleted || s.Entities == nil || pl.schema == nil || !pl.schema.Linked ||
+		!syncEnabled(pl.req.DatabaseSync) {
+		return nil
+	}
+	for _, ev := range evs {
+		d, ok := job.Inner(ev.Payload).(job.DatabaseOutcome)
+		if !ok || d.Rejected {
+			continue
+		}
+		rec := recordOf(r.records, d.RecordID)
+		if rec == nil {
+			return nil
+		}
+		if w, _, ok := decideEntity(ctx, s.Entities, pl.schema, rec, s.Clock); ok && w != nil {
+			return []ports.EntityWrite{*w}
+		}
+	}
+	return nil
+}

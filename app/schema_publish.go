@@ -126,9 +126,10 @@ func (s *SchemaService) ValidatePublish(ctx context.Context, p *access.Principal
 }
 
 // PurgeEnrichmentData removes every record made under a live schema, and
-// its entity state (none is kept yet: 0), in one unit of work, keeping the
-// schema. A schema linked to a database is refused with 409 schema_linked.
-// Owner only.
+// its entity rows (their revisions stay, so a re-created entity's
+// revisions keep rising), in one unit of work, keeping the schema. A
+// schema linked to a database is refused with 409 schema_linked. Owner
+// only.
 func (s *SchemaService) PurgeEnrichmentData(ctx context.Context, p *access.Principal, id string) (*Purge, error) {
 	if err := access.Authorize(p, access.ActPurgeSchemaData); err != nil {
 		return nil, err
@@ -137,7 +138,7 @@ func (s *SchemaService) PurgeEnrichmentData(ctx context.Context, p *access.Princ
 		return nil, err
 	}
 	out := &Purge{}
-	purge := func(ctx context.Context, schemas ports.SchemaStore, records ports.RecordStore) error {
+	purge := func(ctx context.Context, schemas ports.SchemaStore, records ports.RecordStore, entities ports.EntityWriter) error {
 		// The schema's lock holds a concurrent link off until the purge
 		// commits.
 		if _, err := schemas.UpdateSchema(ctx, p.OrgID, id, func(sc *schema.Schema) error {
@@ -150,13 +151,20 @@ func (s *SchemaService) PurgeEnrichmentData(ctx context.Context, p *access.Princ
 		}
 		n, err := records.DeleteRecordsBySchema(ctx, p.OrgID, id)
 		out.RecordsDeleted = n
+		if err != nil || entities == nil {
+			return err
+		}
+		e, err := entities.DeleteSchemaEntities(ctx, p.OrgID, id)
+		out.EntitiesDeleted = int(e)
 		return err
 	}
 	var err error
 	if s.UoW != nil {
-		err = s.UoW.InTx(ctx, func(ctx context.Context, r ports.Repos) error { return purge(ctx, r.Schemas, r.Records) })
+		err = s.UoW.InTx(ctx, func(ctx context.Context, r ports.Repos) error {
+			return purge(ctx, r.Schemas, r.Records, r.Entities)
+		})
 	} else {
-		err = purge(ctx, s.Schemas, s.Records)
+		err = purge(ctx, s.Schemas, s.Records, nil)
 	}
 	if errors.Is(err, ports.ErrNotFound) {
 		if _, ok := AsError(err); !ok {

@@ -31,6 +31,9 @@ type EntityWritten struct {
 // entity and its deltas commit together or not at all.
 type EntityWriter interface {
 	WriteEntities(ctx context.Context, writes []EntityWrite) ([]EntityWritten, error)
+	// DeleteSchemaEntities deletes a schema's entity rows in the unit and
+	// returns how many (a schema's purge); their revisions stay.
+	DeleteSchemaEntities(ctx context.Context, orgID, schemaID string) (int64, error)
 }
 
 // EntityQuery pages an entity list.

@@ -24,6 +24,8 @@ func (s *Server) registerSchemaRoutes(r *mux.Router) {
 
 func (s *Server) registerRecordRoutes(r *mux.Router) {
 	r.HandleFunc("/api/records", s.listRecords).Methods(http.MethodGet)
+	// Before /api/records/{id}, which would answer it 405.
+	r.HandleFunc("/api/records/sync-to-database", s.syncRecordsToDatabase).Methods(http.MethodPost)
 	r.HandleFunc("/api/records/{id}", s.getRecord).Methods(http.MethodGet)
 	r.HandleFunc("/api/records/batch-delete", s.batchDeleteRecords).Methods(http.MethodPost)
 }

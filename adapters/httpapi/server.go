@@ -69,8 +69,10 @@ type Server struct {
 	fetch   *app.FetchService
 	fusion  *app.FusionService
 	dbs     *app.DatabaseService
-	log     *slog.Logger
-	ready   Readiness
+	// entities is the entity layer's listing, injection and reinject.
+	entities *app.EntityService
+	log      *slog.Logger
+	ready    Readiness
 	// events writes job events: the SSE lines and the answers built
 	// from an event.
 	events ports.EventCodec
@@ -105,6 +107,7 @@ type Services struct {
 	Fetch        *app.FetchService
 	Fusion       *app.FusionService
 	Databases    *app.DatabaseService
+	Entities     *app.EntityService
 }
 
 // NewServer builds the router; events writes the job events it serves.
@@ -122,6 +125,7 @@ func NewServer(cfg Config, svc Services, events ports.EventCodec, lg *slog.Logge
 		keys: svc.ProviderKeys, costs: svc.Costs, analysis: svc.Analysis, samples: svc.Samples, gen: svc.SchemaGen, log: lg,
 		ready: ready, fetch: svc.Fetch, fusion: svc.Fusion, events: events}
 	s.orgProviders, s.batches, s.models, s.dbs = svc.OrgProviders, svc.Batches, svc.Models, svc.Databases
+	s.entities = svc.Entities
 	s.clients = clientAddrs{trusted: cfg.TrustedProxies}
 	var err error
 	if s.spec, err = LoadSpec(); err != nil {

@@ -150,14 +150,21 @@ func (s *SyncStore) GetEntity(_ context.Context, orgID, id string) (*dbsync.Enti
 func (s *SyncStore) DeleteSchemaEntities(_ context.Context, orgID, schemaID string) (int64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var n int64
+	n, _ := s.deleteEntitiesLocked(orgID, schemaID)
+	return n, nil
+}
+
+// deleteEntitiesLocked deletes a schema's entity rows and returns how many
+// and their inverse.
+func (s *SyncStore) deleteEntitiesLocked(orgID, schemaID string) (int64, func()) {
+	gone := map[entityKey]*dbsync.Entity{}
 	for k, e := range s.entities {
 		if e.OrgID == orgID && e.SchemaID == schemaID {
+			gone[k] = e
 			delete(s.entities, k)
-			n++
 		}
 	}
-	return n, nil
+	return int64(len(gone)), func() { maps.Copy(s.entities, gone) }
 }
 
 func cloneEntity(e *dbsync.Entity) *dbsync.Entity {
@@ -186,6 +193,18 @@ func (t txEntities) WriteEntities(_ context.Context, writes []ports.EntityWrite)
 		undo()
 	})
 	return out, nil
+}
+
+func (t txEntities) DeleteSchemaEntities(_ context.Context, orgID, schemaID string) (int64, error) {
+	t.s.mu.Lock()
+	defer t.s.mu.Unlock()
+	n, undo := t.s.deleteEntitiesLocked(orgID, schemaID)
+	t.u.add(func() {
+		t.s.mu.Lock()
+		defer t.s.mu.Unlock()
+		undo()
+	})
+	return n, nil
 }
 
 // SeedDatabase stores a registration with its links and an empty feed, as

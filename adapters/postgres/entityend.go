@@ -135,6 +135,12 @@ func (w EntityWriter) WriteEntities(ctx context.Context, writes []ports.EntityWr
 	return r.written, nil
 }
 
+// DeleteSchemaEntities deletes a schema's entity rows in the unit's
+// transaction.
+func (w EntityWriter) DeleteSchemaEntities(ctx context.Context, orgID, schemaID string) (int64, error) {
+	return NewEntityStore(w.tx).DeleteSchemaEntities(ctx, orgID, schemaID)
+}
+
 func queryIDs(ctx context.Context, tx *sql.Tx, st endStmt) ([]int64, error) {
 	rows, err := tx.QueryContext(ctx, st.sql, st.args...)
 	if err != nil {

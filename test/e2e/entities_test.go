@@ -215,3 +215,188 @@ func checkEntityDeltas(t *testing.T, dsn, dbID, firstBatch string) {
 		WHERE c.domain = 'beta.test'`).Scan(&offices))
 	is.Equal(offices, 1)
 }
+
+// TestEntityLayerBatch: a batch on a linked schema decides each entity:
+// database_saved (or database_rejected for a gap) with its entity_index
+// before that entity's entity_completed, the saved ones written in the
+// job's end; database_sync=false on a batch writes nothing.
+func TestEntityLayerBatch(t *testing.T) {
+	for _, b := range backends[:2] {
+		t.Run(b.name, func(t *testing.T) {
+			is := is.New(t)
+			s := start(t, testConfig(b.dsn(t)))
+			key := s.register("entbatch@example.com").key
+			r := linkedSchema(t, s, key, "reject_entity")
+			entities := []obj{
+				{"domain": "a.test", "ceo": "A", "tags": []string{"x"}},
+				{"domain": "b.test", "ceo": nil},
+				{"domain": "c.test", "ceo": "C"},
+			}
+			st := s.startBatch(key, obj{"entities": entities, "schema_id": r.schema, "models": []string{"sandbox::echo"}})
+			groups := byEntity(s.follow(key, st.JobID, ""))
+			for i, want := range []string{"database_saved", "database_rejected", "database_saved"} {
+				evs := groups[i]
+				at := indexOf(evs, want)
+				mustf(t, at >= 0, "entity %d: no %s in %v", i, want, names(evs))
+				is.True(at < indexOf(evs, "entity_completed"))
+				is.Equal(num(evs[at].Data["entity_index"]), i)
+			}
+			page := r.entities("")
+			is.Equal(page.Total, 2)
+
+			st = s.startBatch(key, obj{"entities": []obj{{"domain": "d.test", "ceo": "D"}}, "schema_id": r.schema,
+				"models": []string{"sandbox::echo"}, "database_sync": false})
+			evs := s.follow(key, st.JobID, "")
+			is.Equal(indexOf(evs, "database_saved"), -1)
+			is.Equal(r.entities("").Total, 2)
+		})
+	}
+}
+
+type entityPage struct {
+	Entities []struct {
+		ID           string            `json:"id"`
+		EntityType   string            `json:"entity_type"`
+		Keys         map[string]string `json:"keys"`
+		Revision     int64             `json:"revision"`
+		LastRecordID *string           `json:"last_record_id"`
+		Payload      map[string]any    `json:"payload"`
+	} `json:"entities"`
+	EntityTypes []string `json:"entity_types"`
+	Total       int      `json:"total"`
+}
+
+// entities lists the schema's entities (query: "" or "?...").
+func (r entityRun) entities(query string) entityPage {
+	r.t.Helper()
+	var p entityPage
+	if st := r.s.call("GET", "/api/schemas/"+r.schema+"/entities"+query, r.key, nil, &p); st != 200 {
+		r.t.Fatalf("list entities: %d", st)
+	}
+	return p
+}
+
+type injected struct {
+	Results []struct {
+		Status           string     `json:"status"`
+		RecordID         *string    `json:"record_id"`
+		SourceRecordID   *string    `json:"source_record_id"`
+		CreatedRecord    bool       `json:"created_record"`
+		Database         *dbOutcome `json:"database"`
+		Reason           *string    `json:"reason"`
+		ValidationErrors []string   `json:"validation_errors"`
+	} `json:"results"`
+	Saved, Partial, Rejected, Skipped int
+}
+
+// TestEntityLayerListAndInject: the entity listing pages and filters; the
+// schema's purge deletes its entities (entities_deleted) and a re-created
+// entity's revision keeps rising; sync-to-database injects a stored
+// record, a supplied output (minting a record) and both, validates the
+// output against the published contract, skips an unlinked schema, and
+// answers 404 for another organization's record, writing nothing.
+func TestEntityLayerListAndInject(t *testing.T) {
+	for _, b := range backends[:2] {
+		t.Run(b.name, func(t *testing.T) {
+			is := is.New(t)
+			s := start(t, testConfig(b.dsn(t)))
+			key := s.register("entinject@example.com").key
+			r := linkedSchema(t, s, key, "reject_entity")
+			first := r.enrich(acme([]obj{{"city": "Paris", "note": "hq"}}, []string{"a"}, "Jane"), obj{"database_sync": false})
+			is.True(first.Database == nil)
+			is.Equal(r.entities("").Total, 0)
+
+			// The stored record alone (the reference client's shape).
+			var res injected
+			is.Equal(s.call("POST", "/api/records/sync-to-database", key, obj{"items": []obj{{"record_id": first.RecordID}}}, &res), 200)
+			is.Equal(res.Saved, 1)
+			is.Equal(res.Results[0].Status, "saved")
+			is.Equal(*res.Results[0].RecordID, first.RecordID)
+			is.True(!res.Results[0].CreatedRecord)
+			is.Equal(res.Results[0].Database.DeltaCount, 1)
+			page := r.entities("")
+			is.Equal(page.Total, 1)
+			is.Equal(page.Entities[0].Revision, int64(1))
+			is.Equal(page.Entities[0].Keys, map[string]string{"domain": "acme.test"})
+			is.Equal(*page.Entities[0].LastRecordID, first.RecordID)
+
+			// A transformed output with its provenance, and a standalone
+			// one: each mints a record.
+			out := obj{"domain": "acme.test", "name": "Acme SA", "ceo": "Eve", "offices": []obj{}, "tags": []string{}}
+			other := obj{"domain": "zeta.test", "name": "Zeta", "ceo": "Z", "offices": []obj{}, "tags": []string{"z"}}
+			is.Equal(s.call("POST", "/api/records/sync-to-database", key, obj{"items": []obj{
+				{"record_id": first.RecordID, "structured_output": out},
+				{"saved_schema_id": r.schema, "structured_output": other},
+				{"saved_schema_id": r.schema, "structured_output": obj{"domain": 5}},
+				{"saved_schema_id": r.schema, "structured_output": obj{"domain": "gap.test", "name": "G", "ceo": nil, "offices": []obj{}, "tags": []string{}}},
+			}}, &res), 200)
+			is.Equal([]int{res.Saved, res.Partial, res.Rejected, res.Skipped}, []int{2, 0, 2, 0})
+			is.True(res.Results[0].CreatedRecord)
+			is.Equal(*res.Results[0].SourceRecordID, first.RecordID)
+			is.True(*res.Results[0].RecordID != first.RecordID)
+			is.True(res.Results[1].CreatedRecord)
+			is.True(res.Results[1].SourceRecordID == nil)
+			is.Equal(res.Results[2].Status, "rejected")
+			is.True(len(res.Results[2].ValidationErrors) > 0)
+			is.True(!res.Results[2].CreatedRecord)
+			is.Equal(res.Results[3].Database.MissingFields, []string{"ceo"})
+			var rec struct {
+				StructuredOutput map[string]any `json:"structured_output"`
+			}
+			is.Equal(s.call("GET", "/api/records/"+*res.Results[0].RecordID, key, nil, &rec), 200)
+			is.Equal(rec.StructuredOutput["ceo"], "Eve")
+
+			page = r.entities("?limit=1")
+			is.Equal(page.Total, 2)
+			is.Equal(len(page.Entities), 1)
+			is.Equal(page.EntityTypes, []string{"company"})
+			is.Equal(r.entities("?offset=5").Total, 2)
+			is.Equal(len(r.entities("?offset=5").Entities), 0)
+			is.Equal(r.entities("?entity_type=nope").Total, 0)
+			acmeRev := int64(0)
+			for _, e := range r.entities("").Entities {
+				if e.Keys["domain"] == "acme.test" {
+					acmeRev = e.Revision
+				}
+			}
+			is.Equal(acmeRev, int64(2))
+
+			// An unlinked schema's record is skipped; another organization's
+			// record is 404 and nothing is written.
+			plain := s.createSchema(key, "Plain", entitySchema)
+			loose := entityRun{t: t, s: s, key: key, schema: plain}.enrich(acme(nil, nil, "P"), nil)
+			is.Equal(s.call("POST", "/api/records/sync-to-database", key, obj{"items": []obj{{"record_id": loose.RecordID}}}, &res), 200)
+			is.Equal(res.Skipped, 1)
+			is.True(res.Results[0].Database == nil)
+			stranger := s.register("stranger2@example.com").key
+			var e apiError
+			is.Equal(s.call("POST", "/api/records/sync-to-database", stranger, obj{"items": []obj{
+				{"saved_schema_id": r.schema, "structured_output": other}}}, &e), 404)
+			is.Equal(s.call("POST", "/api/records/sync-to-database", key, obj{"items": []obj{
+				{"saved_schema_id": r.schema, "structured_output": other}, {"record_id": "nope"}}}, &e), 404)
+			is.Equal(e.Field, "items[1].record_id")
+			is.Equal(r.entities("").Total, 2)
+
+			// Unlink (delete the registration), purge: the entities go; a
+			// re-created entity continues its revisions.
+			is.Equal(s.call("DELETE", "/api/databases/"+r.db, key, nil, nil), 204)
+			var purge struct {
+				RecordsDeleted  int `json:"records_deleted"`
+				EntitiesDeleted int `json:"entities_deleted"`
+			}
+			is.Equal(s.call("DELETE", "/api/schema/saved/"+r.schema+"/enrichment-data", key, nil, &purge), 200)
+			is.Equal(purge.EntitiesDeleted, 2)
+			is.Equal(r.entities("").Total, 0)
+			r2 := r
+			var created struct {
+				Database databaseSync `json:"database"`
+			}
+			is.Equal(s.call("POST", "/api/schemas/"+r.schema+"/databases", key, obj{"name": "again"}, &created), 201)
+			r2.db = created.Database.ID
+			is.True(r2.enrich(acme(nil, nil, "New"), nil).Database.Saved)
+			page = r2.entities("")
+			is.Equal(page.Total, 1)
+			is.Equal(page.Entities[0].Revision, int64(3))
+		})
+	}
+}

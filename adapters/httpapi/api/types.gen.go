@@ -904,6 +904,30 @@ func (e PublishPreviewPublishState) Valid() bool {
 	}
 }
 
+// Defines values for RecordInjectionResultStatus.
+const (
+	Partial  RecordInjectionResultStatus = "partial"
+	Rejected RecordInjectionResultStatus = "rejected"
+	Saved    RecordInjectionResultStatus = "saved"
+	Skipped  RecordInjectionResultStatus = "skipped"
+)
+
+// Valid indicates whether the value is a known member of the RecordInjectionResultStatus enum.
+func (e RecordInjectionResultStatus) Valid() bool {
+	switch e {
+	case Partial:
+		return true
+	case Rejected:
+		return true
+	case Saved:
+		return true
+	case Skipped:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for RecordSummaryType.
 const (
 	RecordSummaryTypeAmbiguityAnalysis RecordSummaryType = "ambiguity_analysis"
@@ -2091,6 +2115,26 @@ type EnrichmentOptions struct {
 	TotalCompanies int `json:"total_companies"`
 }
 
+// EntityStateListResponse defines model for EntityStateListResponse.
+type EntityStateListResponse struct {
+	Entities    []EntityStateRow `json:"entities"`
+	EntityTypes []string         `json:"entity_types"`
+	Total       int              `json:"total"`
+}
+
+// EntityStateRow defines model for EntityStateRow.
+type EntityStateRow struct {
+	EntityType   string            `json:"entity_type"`
+	Id           string            `json:"id"`
+	KeyIdentity  *string           `json:"key_identity"`
+	Keys         map[string]string `json:"keys"`
+	LastRecordId *string           `json:"last_record_id"`
+	Payload      json.RawMessage   `json:"payload"`
+	Revision     int64             `json:"revision"`
+	SemanticId   *string           `json:"semantic_id"`
+	UpdatedAt    time.Time         `json:"updated_at"`
+}
+
 // EntityTypeKeys defines model for EntityTypeKeys.
 type EntityTypeKeys struct {
 	DatabaseKeys []string `json:"database_keys"`
@@ -2860,6 +2904,43 @@ type Record struct {
 	StructuredOutput json.RawMessage `json:"structured_output"`
 	ValidationErrors []string        `json:"validation_errors"`
 }
+
+// RecordInjectionItem defines model for RecordInjectionItem.
+type RecordInjectionItem struct {
+	RecordId         *string          `json:"record_id,omitempty"`
+	SavedSchemaId    *string          `json:"saved_schema_id,omitempty"`
+	StructuredOutput *json.RawMessage `json:"structured_output,omitempty"`
+}
+
+// RecordInjectionRequest defines model for RecordInjectionRequest.
+type RecordInjectionRequest struct {
+	Items []RecordInjectionItem `json:"items"`
+}
+
+// RecordInjectionResponse defines model for RecordInjectionResponse.
+type RecordInjectionResponse struct {
+	Partial  int                     `json:"partial"`
+	Rejected int                     `json:"rejected"`
+	Results  []RecordInjectionResult `json:"results"`
+	Saved    int                     `json:"saved"`
+	Skipped  int                     `json:"skipped"`
+}
+
+// RecordInjectionResult defines model for RecordInjectionResult.
+type RecordInjectionResult struct {
+	CreatedRecord bool `json:"created_record"`
+
+	// Database The DatabaseSyncOutcome (null when skipped).
+	Database         any                         `json:"database"`
+	Reason           *string                     `json:"reason"`
+	RecordId         *string                     `json:"record_id"`
+	SourceRecordId   *string                     `json:"source_record_id"`
+	Status           RecordInjectionResultStatus `json:"status"`
+	ValidationErrors []string                    `json:"validation_errors"`
+}
+
+// RecordInjectionResultStatus defines model for RecordInjectionResult.Status.
+type RecordInjectionResultStatus string
 
 // RecordList defines model for RecordList.
 type RecordList struct {
@@ -3973,6 +4054,14 @@ type DeleteSchemaPermanentlyParams struct {
 	Cascade *Cascade `form:"cascade,omitempty" json:"cascade,omitempty"`
 }
 
+// ListSchemaEntitiesParams defines parameters for ListSchemaEntities.
+type ListSchemaEntitiesParams struct {
+	// EntityType Only entities of this type.
+	EntityType *string `form:"entity_type,omitempty" json:"entity_type,omitempty"`
+	Limit      *int    `form:"limit,omitempty" json:"limit,omitempty"`
+	Offset     *int    `form:"offset,omitempty" json:"offset,omitempty"`
+}
+
 // CreateAPIKeyJSONRequestBody defines body for CreateAPIKey for application/json ContentType.
 type CreateAPIKeyJSONRequestBody = CreateAPIKeyRequest
 
@@ -4050,6 +4139,9 @@ type CreateOrgProviderModelJSONRequestBody = ModelCreate
 
 // BatchDeleteRecordsJSONRequestBody defines body for BatchDeleteRecords for application/json ContentType.
 type BatchDeleteRecordsJSONRequestBody = BatchDeleteRequest
+
+// SyncRecordsToDatabaseJSONRequestBody defines body for SyncRecordsToDatabase for application/json ContentType.
+type SyncRecordsToDatabaseJSONRequestBody = RecordInjectionRequest
 
 // AnalyzeSampleJSONRequestBody defines body for AnalyzeSample for application/json ContentType.
 type AnalyzeSampleJSONRequestBody = AnalyzeSampleRequest
