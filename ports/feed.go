@@ -128,3 +128,29 @@ type FeedStore interface {
 	// the two leaves the quarantine and a harmless newer batch.
 	Release(ctx context.Context, orgID, databaseID string, keys []string) (int64, error)
 }
+
+// RequeueRows is delta.Requeue for stored rows: the copies a redrive
+// appends, batch by batch in the order of each batch's first id, each with
+// a new batch id from newBatchID, created at now, and its row's entity,
+// schema and record. rows must be in id order.
+func RequeueRows(rows []StoredDelta, now time.Time, newBatchID func() string) []FeedRow {
+	ds := make([]delta.Delta, len(rows))
+	byKey := map[string][]StoredDelta{}
+	var order []string
+	for i, r := range rows {
+		ds[i] = r.Delta
+		if _, ok := byKey[r.BatchKey()]; !ok {
+			order = append(order, r.BatchKey())
+		}
+		byKey[r.BatchKey()] = append(byKey[r.BatchKey()], r)
+	}
+	var out []FeedRow
+	for i, g := range delta.Requeue(ds) {
+		src, batch := byKey[order[i]], newBatchID()
+		for j, d := range g {
+			d.BatchID, d.CreatedAt = batch, now
+			out = append(out, FeedRow{Delta: d, EntityID: src[j].EntityID, SchemaID: src[j].SchemaID, RecordID: src[j].RecordID})
+		}
+	}
+	return out
+}

@@ -107,54 +107,19 @@ func (s *SyncStore) Redrive(_ context.Context, orgID, databaseID string, deltaID
 		return ports.RedriveOutcome{}, err
 	}
 	keys := f.selected(ports.QuarantineSelection{DeltaIDs: deltaIDs})
-	var rows []deltaRow
+	var rows []delta.Delta
 	for _, r := range f.deltas {
 		if f.state.IsQuarantined(r.Delta) && slices.Contains(keys, r.BatchKey()) {
-			rows = append(rows, r)
+			rows = append(rows, r.Delta)
 		}
 	}
-	batches, err := requeue(rows, now, newBatchID)
-	if err != nil {
-		return ports.RedriveOutcome{}, err
-	}
-	var out ports.RedriveOutcome
-	for _, b := range batches {
-		if _, err := s.appendLocked(databaseID, b); err != nil {
+	copies := ports.RequeueRows(f.stored(rows), ts(now), newBatchID)
+	if len(copies) > 0 {
+		if _, err := s.appendLocked(databaseID, copies); err != nil {
 			return ports.RedriveOutcome{}, err
 		}
-		out.Queued += int64(len(b))
 	}
-	out.Removed = f.release(keys)
-	return out, nil
-}
-
-// requeue pairs delta.Requeue's copies with their rows' entity, schema and
-// record: the copies come grouped by batch in the order of each batch's
-// first id, each group in id order.
-func requeue(rows []deltaRow, now time.Time, newBatchID func() string) ([][]ports.FeedRow, error) {
-	ds := make([]delta.Delta, len(rows))
-	byKey := map[string][]deltaRow{}
-	var order []string
-	for i, r := range rows { // rows are in id order
-		ds[i] = r.Delta
-		if _, ok := byKey[r.BatchKey()]; !ok {
-			order = append(order, r.BatchKey())
-		}
-		byKey[r.BatchKey()] = append(byKey[r.BatchKey()], r)
-	}
-	groups := delta.Requeue(ds)
-	if len(groups) != len(order) {
-		return nil, fmt.Errorf("memory: redrive: %d groups for %d batches", len(groups), len(order))
-	}
-	out := make([][]ports.FeedRow, len(groups))
-	for i, g := range groups {
-		src, batch := byKey[order[i]], newBatchID()
-		for j, d := range g {
-			d.BatchID, d.CreatedAt = batch, now
-			out[i] = append(out[i], ports.FeedRow{Delta: d, EntityID: src[j].EntityID, SchemaID: src[j].SchemaID, RecordID: src[j].RecordID})
-		}
-	}
-	return out, nil
+	return ports.RedriveOutcome{Queued: int64(len(copies)), Removed: f.release(keys)}, nil
 }
 
 // SeedDatabase stores a registration with an empty feed, for tests of the
