@@ -55,6 +55,9 @@ type Stores struct {
 	LoginFailures ports.LoginThrottleStore
 	DeniedTokens  ports.DeniedTokenStore
 	Invitations   ports.InvitationStore
+	// Feed is the read side of the database-sync feeds (nil: the feed
+	// routes answer 500).
+	Feed ports.FeedStore
 	// Invalidations spreads cache invalidations between instances (nil: this
 	// process is the only one).
 	Invalidations ports.Invalidations
@@ -92,6 +95,8 @@ type Embedded struct {
 	Fetch *app.FetchService
 	// OrgProviders manages organizations' own OpenAI-compatible providers.
 	OrgProviders *app.OrgProviderService
+	// Feed serves the database-sync delta feeds.
+	Feed *app.FeedService
 
 	Stores *Stores
 	Log    *slog.Logger

@@ -79,6 +79,8 @@ type Server struct {
 
 	// orgProviders are the organizations' own providers (/api/providers).
 	orgProviders *app.OrgProviderService
+	// feed serves the database-sync delta feeds.
+	feed *app.FeedService
 
 	spec     *openapi3.T
 	specJSON []byte
@@ -103,6 +105,7 @@ type Services struct {
 	SchemaGen    *app.SchemaGenService
 	Fetch        *app.FetchService
 	Fusion       *app.FusionService
+	Feed         *app.FeedService
 }
 
 // NewServer builds the router; events writes the job events it serves.
@@ -119,7 +122,7 @@ func NewServer(cfg Config, svc Services, events ports.EventCodec, lg *slog.Logge
 	s := &Server{cfg: cfg, access: svc.Access, schemas: svc.Schemas, records: svc.Records, enrich: svc.Enrichment, jobs: svc.Jobs,
 		keys: svc.ProviderKeys, costs: svc.Costs, analysis: svc.Analysis, samples: svc.Samples, gen: svc.SchemaGen, log: lg,
 		ready: ready, fetch: svc.Fetch, fusion: svc.Fusion, events: events}
-	s.orgProviders, s.batches, s.models = svc.OrgProviders, svc.Batches, svc.Models
+	s.orgProviders, s.batches, s.models, s.feed = svc.OrgProviders, svc.Batches, svc.Models, svc.Feed
 	s.clients = clientAddrs{trusted: cfg.TrustedProxies}
 	var err error
 	if s.spec, err = LoadSpec(); err != nil {
@@ -166,6 +169,7 @@ func NewServer(cfg Config, svc Services, events ports.EventCodec, lg *slog.Logge
 	s.registerBatchFetchRoutes(r)
 	s.registerFusionRoutes(r)
 	s.registerBatchRoutes(r)
+	s.registerFeedRoutes(r)
 	s.registerDocsRoutes(r)
 	s.router = r
 	return s, nil
