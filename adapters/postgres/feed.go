@@ -161,7 +161,8 @@ const deltaCols = `coalesce(r.id, 0) AS id, coalesce(r.kind, '') AS kind, coales
 // that are not quarantined, the rest of their batches, and one row past
 // them all, so that a window never ends inside a batch and has_more is
 // right. Each part walks an index: the primary key from lo, the batch
-// index for the batches' tails.
+// index for the batches' tails (a lateral probe per batch of the head, so
+// the planner never scans the feed for them).
 const windowCTEs = `head AS (
 	SELECT d.id, d.batch_id FROM deltas d WHERE d.database_id = ?0 AND d.id > (SELECT lo FROM f) AND d.quarantined_at IS NULL
 	ORDER BY d.id LIMIT (SELECT lim + 1 FROM f)
@@ -169,8 +170,9 @@ const windowCTEs = `head AS (
 	SELECT d.* FROM deltas d WHERE d.database_id = ?0 AND d.id > (SELECT lo FROM f) AND d.quarantined_at IS NULL
 		AND d.id <= (SELECT max(id) FROM head)
 	UNION ALL
-	SELECT d.* FROM deltas d WHERE d.database_id = ?0 AND d.batch_id <> '' AND d.quarantined_at IS NULL
-		AND d.batch_id IN (SELECT batch_id FROM head WHERE batch_id <> '') AND d.id > (SELECT max(id) FROM head)
+	SELECT d.* FROM (SELECT DISTINCT batch_id FROM head WHERE batch_id <> '') hb CROSS JOIN LATERAL (
+		SELECT * FROM deltas x WHERE x.database_id = ?0 AND x.batch_id <> '' AND x.batch_id = hb.batch_id
+			AND x.quarantined_at IS NULL AND x.id > (SELECT max(id) FROM head) OFFSET 0) d
 ), rows AS (
 	SELECT * FROM body
 	UNION ALL
