@@ -185,4 +185,3 @@ func (s *Server) redriveQuarantined(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, api.QuarantineRedriveResponse{Queued: out.Queued, Removed: out.Removed})
 }
-
