@@ -58,6 +58,9 @@ type Stores struct {
 	// Databases keeps database registrations and their links (nil: kept
 	// in memory when Kind is memory; database sync is off otherwise).
 	Databases ports.DatabaseStore
+	// Feed is the read side of the database-sync feeds (nil: the feed
+	// routes answer 500).
+	Feed ports.FeedStore
 	// Invalidations spreads cache invalidations between instances (nil: this
 	// process is the only one).
 	Invalidations ports.Invalidations
@@ -99,6 +102,8 @@ type Embedded struct {
 	Fetch *app.FetchService
 	// OrgProviders manages organizations' own OpenAI-compatible providers.
 	OrgProviders *app.OrgProviderService
+	// Feed serves the database-sync delta feeds.
+	Feed *app.FeedService
 
 	Stores *Stores
 	Log    *slog.Logger

@@ -103,6 +103,7 @@ var coreSet = wire.NewSet(
 	app.NewProviderKeyService,
 	app.NewOrgProviderService,
 	app.NewDatabaseService,
+	provideFeed,
 	provideEmbedded,
 )
 
@@ -333,11 +334,17 @@ func provideEmbedded(st *Stores, a *app.AccessService, sc *app.SchemaService, rc
 	bs *app.BatchService, ms *app.ModelService,
 	js *app.JobService, pk *app.ProviderKeyService, cs *app.CostService, an *app.AnalysisService, smp *app.SampleService,
 	sg *app.SchemaGenService, fs *app.FetchService, fu *app.FusionService, h *eventhub.Hub, eng *jobrun.Engine, lg *slog.Logger,
-	m *metrics.Metrics, op *app.OrgProviderService, scc *cache.Schemas, ac *cache.Auth, dl *cache.Denylist, dbs *app.DatabaseService) *Embedded {
+	m *metrics.Metrics, op *app.OrgProviderService, scc *cache.Schemas, ac *cache.Auth, dl *cache.Denylist, dbs *app.DatabaseService,
+	fd *app.FeedService) *Embedded {
 	m.WatchRunning(func() int { return len(eng.Running()) })
 	return &Embedded{Access: a, Schemas: sc, Records: rc, Enrichment: en, Batches: bs, Models: ms, Jobs: js, ProviderKeys: pk, Costs: cs,
 		Analysis: an, Samples: smp, SchemaGen: sg, Fetch: fs, Fusion: fu, Stores: st, Log: lg, Metrics: m, stream: h, engine: eng,
-		OrgProviders: op, schemaCache: scc, authCache: ac, denylist: dl, Databases: dbs}
+		OrgProviders: op, schemaCache: scc, authCache: ac, denylist: dl, Databases: dbs, Feed: fd}
+}
+
+// provideFeed is the feed's use cases on the stores' feed.
+func provideFeed(st *Stores, clock ports.Clock, ids ports.IDs) *app.FeedService {
+	return app.NewFeedService(st.Feed, clock, ids)
 }
 
 // httpSet builds the HTTP API from an Embedded core.
@@ -355,7 +362,7 @@ func provideServices(e *Embedded) httpapi.Services {
 	return httpapi.Services{Access: e.Access, Schemas: e.Schemas, Records: e.Records, Enrichment: e.Enrichment, Batches: e.Batches,
 		Models: e.Models, Jobs: e.Jobs,
 		ProviderKeys: e.ProviderKeys, Costs: e.Costs, Analysis: e.Analysis, Samples: e.Samples,
-		SchemaGen: e.SchemaGen, Fetch: e.Fetch, Fusion: e.Fusion, OrgProviders: e.OrgProviders, Databases: e.Databases}
+		SchemaGen: e.SchemaGen, Fetch: e.Fetch, Fusion: e.Fusion, OrgProviders: e.OrgProviders, Databases: e.Databases, Feed: e.Feed}
 }
 
 func provideHTTPConfig(e *Embedded) httpapi.Config {

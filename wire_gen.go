@@ -101,7 +101,8 @@ func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	orgProviderService := app.NewOrgProviderService(providerStore, fernet, registry, registry, registry, clock, iDs, logger)
 	databaseStore := stores.Databases
 	databaseService := app.NewDatabaseService(databaseStore, schemaStore, unitOfWork, schemas, clock, iDs)
-	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService)
+	feedService := provideFeed(stores, clock, iDs)
+	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService, feedService)
 	return embedded, func() {
 		cleanup()
 	}, nil
@@ -205,7 +206,8 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	orgProviderService := app.NewOrgProviderService(providerStore, fernet, registry, registry, registry, clock, iDs, logger)
 	databaseStore := stores.Databases
 	databaseService := app.NewDatabaseService(databaseStore, schemaStore, unitOfWork, schemas, clock, iDs)
-	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService)
+	feedService := provideFeed(stores, clock, iDs)
+	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService, feedService)
 	return embedded, func() {
 		cleanup2()
 		cleanup()
@@ -294,7 +296,8 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 	orgProviderService := app.NewOrgProviderService(providerStore, fernet, registry, registry, registry, clock, iDs, logger)
 	databaseStore := st.Databases
 	databaseService := app.NewDatabaseService(databaseStore, schemaStore, unitOfWork, schemas, clock, iDs)
-	embedded := provideEmbedded(st, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService)
+	feedService := provideFeed(st, clock, iDs)
+	embedded := provideEmbedded(st, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService, feedService)
 	return embedded, func() {
 		cleanup()
 	}, nil

@@ -80,6 +80,8 @@ type Server struct {
 
 	// orgProviders are the organizations' own providers (/api/providers).
 	orgProviders *app.OrgProviderService
+	// feed serves the database-sync delta feeds.
+	feed *app.FeedService
 
 	spec     *openapi3.T
 	specJSON []byte
@@ -105,6 +107,7 @@ type Services struct {
 	Fetch        *app.FetchService
 	Fusion       *app.FusionService
 	Databases    *app.DatabaseService
+	Feed         *app.FeedService
 }
 
 // NewServer builds the router; events writes the job events it serves.
@@ -122,6 +125,7 @@ func NewServer(cfg Config, svc Services, events ports.EventCodec, lg *slog.Logge
 		keys: svc.ProviderKeys, costs: svc.Costs, analysis: svc.Analysis, samples: svc.Samples, gen: svc.SchemaGen, log: lg,
 		ready: ready, fetch: svc.Fetch, fusion: svc.Fusion, events: events}
 	s.orgProviders, s.batches, s.models, s.dbs = svc.OrgProviders, svc.Batches, svc.Models, svc.Databases
+	s.feed = svc.Feed
 	s.clients = clientAddrs{trusted: cfg.TrustedProxies}
 	var err error
 	if s.spec, err = LoadSpec(); err != nil {
@@ -169,6 +173,7 @@ func NewServer(cfg Config, svc Services, events ports.EventCodec, lg *slog.Logge
 	s.registerFusionRoutes(r)
 	s.registerDatabaseRoutes(r)
 	s.registerBatchRoutes(r)
+	s.registerFeedRoutes(r)
 	s.registerDocsRoutes(r)
 	s.router = r
 	return s, nil

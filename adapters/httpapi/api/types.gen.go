@@ -99,19 +99,19 @@ func (e BatchFetchRequestAuthAuthType) Valid() bool {
 
 // Defines values for BatchFetchResponseFormat.
 const (
-	Csv    BatchFetchResponseFormat = "csv"
-	Json   BatchFetchResponseFormat = "json"
-	Ndjson BatchFetchResponseFormat = "ndjson"
+	BatchFetchResponseFormatCsv    BatchFetchResponseFormat = "csv"
+	BatchFetchResponseFormatJson   BatchFetchResponseFormat = "json"
+	BatchFetchResponseFormatNdjson BatchFetchResponseFormat = "ndjson"
 )
 
 // Valid indicates whether the value is a known member of the BatchFetchResponseFormat enum.
 func (e BatchFetchResponseFormat) Valid() bool {
 	switch e {
-	case Csv:
+	case BatchFetchResponseFormatCsv:
 		return true
-	case Json:
+	case BatchFetchResponseFormatJson:
 		return true
-	case Ndjson:
+	case BatchFetchResponseFormatNdjson:
 		return true
 	default:
 		return false
@@ -496,6 +496,45 @@ func (e DefaultModelSource) Valid() bool {
 	case DefaultModelSourceLessThannil:
 		return true
 	case DefaultModelSourceOrganization:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DeltaRowKind.
+const (
+	DeltaRowKindData   DeltaRowKind = "data"
+	DeltaRowKindSchema DeltaRowKind = "schema"
+)
+
+// Valid indicates whether the value is a known member of the DeltaRowKind enum.
+func (e DeltaRowKind) Valid() bool {
+	switch e {
+	case DeltaRowKindData:
+		return true
+	case DeltaRowKindSchema:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DeltaRowOp.
+const (
+	Delete  DeltaRowOp = "delete"
+	Migrate DeltaRowOp = "migrate"
+	Upsert  DeltaRowOp = "upsert"
+)
+
+// Valid indicates whether the value is a known member of the DeltaRowOp enum.
+func (e DeltaRowOp) Valid() bool {
+	switch e {
+	case Delete:
+		return true
+	case Migrate:
+		return true
+	case Upsert:
 		return true
 	default:
 		return false
@@ -1294,6 +1333,60 @@ func (e CostStatsParamsGroupBy) Valid() bool {
 	}
 }
 
+// Defines values for GetDatabaseChangesParamsInclude.
+const (
+	GetDatabaseChangesParamsIncludeAcked   GetDatabaseChangesParamsInclude = "acked"
+	GetDatabaseChangesParamsIncludeAll     GetDatabaseChangesParamsInclude = "all"
+	GetDatabaseChangesParamsIncludePending GetDatabaseChangesParamsInclude = "pending"
+)
+
+// Valid indicates whether the value is a known member of the GetDatabaseChangesParamsInclude enum.
+func (e GetDatabaseChangesParamsInclude) Valid() bool {
+	switch e {
+	case GetDatabaseChangesParamsIncludeAcked:
+		return true
+	case GetDatabaseChangesParamsIncludeAll:
+		return true
+	case GetDatabaseChangesParamsIncludePending:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetDatabaseChangesParamsOrder.
+const (
+	Asc  GetDatabaseChangesParamsOrder = "asc"
+	Desc GetDatabaseChangesParamsOrder = "desc"
+)
+
+// Valid indicates whether the value is a known member of the GetDatabaseChangesParamsOrder enum.
+func (e GetDatabaseChangesParamsOrder) Valid() bool {
+	switch e {
+	case Asc:
+		return true
+	case Desc:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetDatabaseChangesParamsFormat.
+const (
+	GetDatabaseChangesParamsFormatJson GetDatabaseChangesParamsFormat = "json"
+)
+
+// Valid indicates whether the value is a known member of the GetDatabaseChangesParamsFormat enum.
+func (e GetDatabaseChangesParamsFormat) Valid() bool {
+	switch e {
+	case GetDatabaseChangesParamsFormatJson:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ListRecordsParamsType.
 const (
 	ListRecordsParamsTypeAmbiguityAnalysis ListRecordsParamsType = "ambiguity_analysis"
@@ -1968,6 +2061,83 @@ type DeletedSchemaList_Schemas struct {
 	// Restorable Whether the restore window is still open.
 	Restorable      bool      `json:"restorable"`
 	RestorableUntil time.Time `json:"restorable_until"`
+}
+
+// DeltaAckRequest defines model for DeltaAckRequest.
+type DeltaAckRequest struct {
+	// UpToId Acknowledge every delta with id <= this value.
+	UpToId int64 `json:"up_to_id"`
+}
+
+// DeltaAckResponse defines model for DeltaAckResponse.
+type DeltaAckResponse struct {
+	Acked          int64 `json:"acked"`
+	PurgedDeltas   int64 `json:"purged_deltas"`
+	PurgedEntities int64 `json:"purged_entities"`
+}
+
+// DeltaBatchResponse defines model for DeltaBatchResponse.
+type DeltaBatchResponse struct {
+	Deltas  []DeltaRow `json:"deltas"`
+	HasMore bool       `json:"has_more"`
+
+	// LeaseExpiresAt Claimed rows are leased until then; on a busy claim, when the live lease ends.
+	LeaseExpiresAt *time.Time `json:"lease_expires_at"`
+
+	// NextCursor Pass as since (or before in desc order); null when nothing was returned.
+	NextCursor          *int64              `json:"next_cursor"`
+	SchemaContentHashes *map[string]*string `json:"schema_content_hashes,omitempty"`
+	SnapshotRequired    bool                `json:"snapshot_required"`
+}
+
+// DeltaRow One delta of a registration's feed.
+type DeltaRow struct {
+	AckedAt      *time.Time `json:"acked_at"`
+	ApplyError   *string    `json:"apply_error"`
+	ApplyErrorAt *time.Time `json:"apply_error_at"`
+
+	// BatchId Rows sharing it are applied in one consumer transaction.
+	BatchId        *string    `json:"batch_id"`
+	ClaimExpiresAt *time.Time `json:"claim_expires_at"`
+	CreatedAt      time.Time  `json:"created_at"`
+
+	// EntityId The entity layer's row (data rows).
+	EntityId   *string `json:"entity_id"`
+	EntityType *string `json:"entity_type"`
+
+	// Id Monotonic per registration (the cursor unit).
+	Id   int64        `json:"id"`
+	Kind DeltaRowKind `json:"kind"`
+	Op   DeltaRowOp   `json:"op"`
+
+	// Payload Structured form of the change.
+	Payload       json.RawMessage `json:"payload"`
+	QuarantinedAt *time.Time      `json:"quarantined_at"`
+	RecordId      *string         `json:"record_id"`
+	Revision      *int64          `json:"revision"`
+	SavedSchemaId *string         `json:"saved_schema_id"`
+
+	// Sql Idempotent SQL the consumer applies.
+	Sql string `json:"sql"`
+}
+
+// DeltaRowKind defines model for DeltaRow.Kind.
+type DeltaRowKind string
+
+// DeltaRowOp defines model for DeltaRow.Op.
+type DeltaRowOp string
+
+// DeltaSummaryResponse defines model for DeltaSummaryResponse.
+type DeltaSummaryResponse struct {
+	AckWatermarkAt   *time.Time `json:"ack_watermark_at"`
+	AckWatermarkId   *int64     `json:"ack_watermark_id"`
+	AckedCount       int64      `json:"acked_count"`
+	FirstDataId      *int64     `json:"first_data_id"`
+	MaxId            *int64     `json:"max_id"`
+	MinId            *int64     `json:"min_id"`
+	PendingCount     int64      `json:"pending_count"`
+	QuarantinedCount int64      `json:"quarantined_count"`
+	SchemaDeltaCount int64      `json:"schema_delta_count"`
 }
 
 // DiscoverModelsResponse defines model for DiscoverModelsResponse.
@@ -2837,6 +3007,73 @@ type PublishResult struct {
 type PurgeResult struct {
 	EntitiesDeleted int `json:"entities_deleted"`
 	RecordsDeleted  int `json:"records_deleted"`
+}
+
+// QuarantineActionRequest defines model for QuarantineActionRequest.
+type QuarantineActionRequest struct {
+	DeltaIds  *[]int64  `json:"delta_ids,omitempty"`
+	EntityIds *[]string `json:"entity_ids,omitempty"`
+}
+
+// QuarantineListResponse defines model for QuarantineListResponse.
+type QuarantineListResponse struct {
+	Entities    []QuarantinedEntity    `json:"entities"`
+	Migrations  []QuarantinedMigration `json:"migrations"`
+	TotalDeltas int                    `json:"total_deltas"`
+}
+
+// QuarantineRedriveRequest defines model for QuarantineRedriveRequest.
+type QuarantineRedriveRequest struct {
+	DeltaIds *[]int64 `json:"delta_ids,omitempty"`
+}
+
+// QuarantineRedriveResponse defines model for QuarantineRedriveResponse.
+type QuarantineRedriveResponse struct {
+	Queued  int64 `json:"queued"`
+	Removed int64 `json:"removed"`
+}
+
+// QuarantineReportRequest defines model for QuarantineReportRequest.
+type QuarantineReportRequest struct {
+	DeltaId int64 `json:"delta_id"`
+
+	// Error The consumer database's error (kept up to 8 KiB).
+	Error string `json:"error"`
+}
+
+// QuarantineReportResponse defines model for QuarantineReportResponse.
+type QuarantineReportResponse struct {
+	// Already The batch was set aside before; nothing changed.
+	Already bool `json:"already"`
+
+	// BatchId The batch set aside (a delta without one: "#" and its id).
+	BatchId string `json:"batch_id"`
+
+	// LeaseReleased The delta was in the leased window; the next claim is served at once.
+	LeaseReleased bool `json:"lease_released"`
+}
+
+// QuarantinedEntity defines model for QuarantinedEntity.
+type QuarantinedEntity struct {
+	ApplyError     *string    `json:"apply_error"`
+	BatchIds       []string   `json:"batch_ids"`
+	DeltaCount     int        `json:"delta_count"`
+	EntityId       *string    `json:"entity_id"`
+	EntityType     *string    `json:"entity_type"`
+	FailingDeltaId *int64     `json:"failing_delta_id"`
+	FirstDeltaId   *int64     `json:"first_delta_id"`
+	QuarantinedAt  *time.Time `json:"quarantined_at"`
+	SavedSchemaId  *string    `json:"saved_schema_id"`
+}
+
+// QuarantinedMigration defines model for QuarantinedMigration.
+type QuarantinedMigration struct {
+	ApplyError    *string    `json:"apply_error"`
+	BatchId       *string    `json:"batch_id"`
+	DeltaId       int64      `json:"delta_id"`
+	QuarantinedAt *time.Time `json:"quarantined_at"`
+	SavedSchemaId *string    `json:"saved_schema_id"`
+	Sql           string     `json:"sql"`
 }
 
 // QuestionAnswer defines model for QuestionAnswer.
@@ -3778,6 +4015,42 @@ type DeleteDatabaseParams struct {
 	ClearDatabaseModel *bool `form:"clear_database_model,omitempty" json:"clear_database_model,omitempty"`
 }
 
+// GetDatabaseChangesParams defines parameters for GetDatabaseChanges.
+type GetDatabaseChangesParams struct {
+	// Since Rows with id > since (asc).
+	Since *int64 `form:"since,omitempty" json:"since,omitempty"`
+
+	// Before Desc-mode cursor: rows with id < before (order=desc only).
+	Before *int64 `form:"before,omitempty" json:"before,omitempty"`
+
+	// Claim Lease the returned window (ack required).
+	Claim *bool `form:"claim,omitempty" json:"claim,omitempty"`
+
+	// Limit Max rows, 1-1,000 (default: the registration's page_limit); a window never splits a batch, so a larger first batch comes whole.
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// LeaseS Lease length in seconds, 10-3,600 (default 120).
+	LeaseS *int `form:"lease_s,omitempty" json:"lease_s,omitempty"`
+
+	// Include pending (default): unacknowledged, not quarantined; acked; all.
+	Include *GetDatabaseChangesParamsInclude `form:"include,omitempty" json:"include,omitempty"`
+
+	// Order Cursor direction (a claim is asc).
+	Order *GetDatabaseChangesParamsOrder `form:"order,omitempty" json:"order,omitempty"`
+
+	// Format Payload format; only json.
+	Format *GetDatabaseChangesParamsFormat `form:"format,omitempty" json:"format,omitempty"`
+}
+
+// GetDatabaseChangesParamsInclude defines parameters for GetDatabaseChanges.
+type GetDatabaseChangesParamsInclude string
+
+// GetDatabaseChangesParamsOrder defines parameters for GetDatabaseChanges.
+type GetDatabaseChangesParamsOrder string
+
+// GetDatabaseChangesParamsFormat defines parameters for GetDatabaseChanges.
+type GetDatabaseChangesParamsFormat string
+
 // UnlinkDatabaseSchemaParams defines parameters for UnlinkDatabaseSchema.
 type UnlinkDatabaseSchemaParams struct {
 	// Force Accepted; the last link is refused whatever it says.
@@ -4002,6 +4275,18 @@ type CreateDatabaseJSONRequestBody = DatabaseSyncCreateRequest
 
 // UpdateDatabaseJSONRequestBody defines body for UpdateDatabase for application/json ContentType.
 type UpdateDatabaseJSONRequestBody = DatabaseSyncUpdateRequest
+
+// AckDatabaseChangesJSONRequestBody defines body for AckDatabaseChanges for application/json ContentType.
+type AckDatabaseChangesJSONRequestBody = DeltaAckRequest
+
+// DeleteQuarantinedJSONRequestBody defines body for DeleteQuarantined for application/json ContentType.
+type DeleteQuarantinedJSONRequestBody = QuarantineActionRequest
+
+// RedriveQuarantinedJSONRequestBody defines body for RedriveQuarantined for application/json ContentType.
+type RedriveQuarantinedJSONRequestBody = QuarantineRedriveRequest
+
+// ReportQuarantineJSONRequestBody defines body for ReportQuarantine for application/json ContentType.
+type ReportQuarantineJSONRequestBody = QuarantineReportRequest
 
 // UpdateDatabaseLinkJSONRequestBody defines body for UpdateDatabaseLink for application/json ContentType.
 type UpdateDatabaseLinkJSONRequestBody = LinkUpdateRequest
