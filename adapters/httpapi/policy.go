@@ -114,6 +114,14 @@ var routes = map[Route]access.Action{
 	{"GET", "/api/providers/models/{model_id}"}:              access.ActGetOrgProvider,
 	{"PATCH", "/api/providers/models/{model_id}"}:            access.ActUpdateOrgProvider,
 	{"DELETE", "/api/providers/models/{model_id}"}:           access.ActUpdateOrgProvider,
+	// Database sync: the credential, its exchange, the snapshot and the
+	// checksum (issue 28).
+	{"GET", "/api/databases/{database_id}/credential"}:    access.ActGetCredential,
+	{"POST", "/api/databases/{database_id}/credential"}:   access.ActCreateCredential,
+	{"DELETE", "/api/databases/{database_id}/credential"}: access.ActDeleteCredential,
+	{"POST", "/api/database-sync/exchange"}:               access.ActExchangeCredential,
+	{"GET", "/api/databases/{database_id}/snapshot"}:      access.ActReadSnapshot,
+	{"GET", "/api/databases/{database_id}/checksum"}:      access.ActReadChecksum,
 }
 
 // actionOf returns a route's action, and false for a route missing from the

@@ -80,6 +80,10 @@ type Server struct {
 	// orgProviders are the organizations' own providers (/api/providers).
 	orgProviders *app.OrgProviderService
 
+	// consumer serves the database credential, the snapshot and the
+	// checksum.
+	consumer *app.ConsumerService
+
 	spec     *openapi3.T
 	specJSON []byte
 	router   *mux.Router
@@ -103,6 +107,7 @@ type Services struct {
 	SchemaGen    *app.SchemaGenService
 	Fetch        *app.FetchService
 	Fusion       *app.FusionService
+	Consumer     *app.ConsumerService
 }
 
 // NewServer builds the router; events writes the job events it serves.
@@ -120,6 +125,7 @@ func NewServer(cfg Config, svc Services, events ports.EventCodec, lg *slog.Logge
 		keys: svc.ProviderKeys, costs: svc.Costs, analysis: svc.Analysis, samples: svc.Samples, gen: svc.SchemaGen, log: lg,
 		ready: ready, fetch: svc.Fetch, fusion: svc.Fusion, events: events}
 	s.orgProviders, s.batches, s.models = svc.OrgProviders, svc.Batches, svc.Models
+	s.consumer = svc.Consumer
 	s.clients = clientAddrs{trusted: cfg.TrustedProxies}
 	var err error
 	if s.spec, err = LoadSpec(); err != nil {
@@ -166,6 +172,7 @@ func NewServer(cfg Config, svc Services, events ports.EventCodec, lg *slog.Logge
 	s.registerBatchFetchRoutes(r)
 	s.registerFusionRoutes(r)
 	s.registerBatchRoutes(r)
+	s.registerConsumerRoutes(r)
 	s.registerDocsRoutes(r)
 	s.router = r
 	return s, nil

@@ -43,7 +43,7 @@ func ReadStateSQL() string {
 // SnapshotHeader is a snapshot's first line: a comment naming the
 // registration and the delta id it is consistent with.
 func SnapshotHeader(databaseID string, deltaID int64) string {
-	return fmt.Sprintf("-- enrich snapshot of database %s as of delta %d\n", commentSafe(databaseID), deltaID)
+	return fmt.Sprintf("-- enrich snapshot of database %s as of delta %d\n", CommentSafe(databaseID), deltaID)
 }
 
 // SnapshotDeltaID reads the delta id from a snapshot's first line (false
@@ -60,8 +60,8 @@ func SnapshotDeltaID(line string) (int64, bool) {
 	return n, true
 }
 
-// commentSafe keeps a value on its comment line.
-func commentSafe(s string) string {
+// CommentSafe keeps a value on its comment line.
+func CommentSafe(s string) string {
 	return strings.Map(func(r rune) rune {
 		if r < 0x20 || r == 0x7f {
 			return '?'
