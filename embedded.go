@@ -55,6 +55,9 @@ type Stores struct {
 	LoginFailures ports.LoginThrottleStore
 	DeniedTokens  ports.DeniedTokenStore
 	Invitations   ports.InvitationStore
+	// Databases keeps database registrations and their links (nil: kept
+	// in memory when Kind is memory; database sync is off otherwise).
+	Databases ports.DatabaseStore
 	// Invalidations spreads cache invalidations between instances (nil: this
 	// process is the only one).
 	Invalidations ports.Invalidations

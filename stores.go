@@ -30,15 +30,16 @@ func provideMemoryStores(codec ports.EventCodec) *Stores {
 	queue := inproc.New()
 	ledger := memory.NewUsageLedger()
 	invitations := memory.NewInvitationStore()
-	// The registry and the entity layer share one SyncStore with these.
+	// The registry, the feed, the entity layer and the consumer's stores
+	// share one SyncStore.
 	sync := memory.NewSyncStore()
 	return &Stores{
 		Credentials: memory.NewCredentialStore(sync), Snapshots: sync,
 		LoginFailures: memory.NewLoginThrottleStore(), DeniedTokens: memory.NewDeniedTokenStore(), Invitations: invitations,
 		Orgs: orgs, Users: users, Keys: keys, Schemas: schemas, Records: records, Jobs: jobs, Events: events,
 		RefreshTokens: refresh, Queue: queue, ProviderKeys: memory.NewProviderKeyStore(), Usage: ledger, OrgProviders: memory.NewProviderStore(),
-		UoW:  memory.NewUnitOfWork(orgs, users, keys, schemas, records, jobs, events, refresh, queue).WithUsage(ledger).WithInvitations(invitations),
-		Kind: "memory",
+		UoW:       memory.NewUnitOfWork(orgs, users, keys, schemas, records, jobs, events, refresh, queue).WithUsage(ledger).WithInvitations(invitations).WithSync(sync),
+		Databases: sync, Kind: "memory",
 	}
 }
 
@@ -71,6 +72,7 @@ func providePostgresStores(pdb *postgres.DB, cfg Config, clock ports.Clock, lg *
 		Usage: postgres.NewUsageLedger(db), OrgProviders: postgres.NewProviderStore(db),
 		LoginFailures: postgres.NewLoginThrottleStore(db), DeniedTokens: postgres.NewDeniedTokenStore(db), Invitations: postgres.NewInvitationStore(db),
 		Credentials: postgres.NewCredentialStore(db), Snapshots: postgres.NewSnapshotReader(db),
+		Databases:     postgres.NewDatabaseStore(db),
 		Invalidations: postgres.NewInvalidations(db, cfg.DatabaseURL, lg), Ready: func(ctx context.Context) error { return db.PingContext(ctx) },
 		Kind: "postgres",
 	}, nil

@@ -2,12 +2,10 @@ package memory
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
 
 	"github.com/entityenrich/enrich/domain/dbsync"
-	"github.com/entityenrich/enrich/domain/relmap"
 	"github.com/entityenrich/enrich/ports"
 )
 
@@ -39,15 +37,9 @@ func (s *SyncStore) snapshot(orgID, databaseID string) (*dbsync.Database, int64,
 	if !ok || src.OrgID != orgID {
 		return nil, 0, nil, fmt.Errorf("memory: database %s: %w", databaseID, ports.ErrNotFound)
 	}
-	d := *src
-	d.Links = make([]dbsync.Link, len(src.Links))
+	d := cloneDatabase(src)
 	entities := map[string][]*dbsync.Entity{}
-	for i, l := range src.Links {
-		d.Links[i] = l
-		if l.Shipped != nil {
-			m := cloneMap(*l.Shipped)
-			d.Links[i].Shipped = &m
-		}
+	for _, l := range src.Links {
 		entities[l.SchemaID] = nil
 	}
 	var head int64
@@ -69,18 +61,5 @@ func (s *SyncStore) snapshot(orgID, databaseID string) (*dbsync.Database, int64,
 			return es[i].KeyIdentity < es[j].KeyIdentity
 		})
 	}
-	return &d, head, entities, nil
-}
-
-// cloneMap deep-copies a projection (through JSON: it is plain data).
-func cloneMap(m relmap.Map) relmap.Map {
-	b, err := json.Marshal(m)
-	if err != nil {
-		return m
-	}
-	var out relmap.Map
-	if json.Unmarshal(b, &out) != nil {
-		return m
-	}
-	return out
+	return d, head, entities, nil
 }

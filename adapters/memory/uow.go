@@ -93,6 +93,7 @@ func (w *UnitOfWork) InTx(ctx context.Context, fn func(ctx context.Context, r po
 	}
 	if w.sync != nil {
 		r.Feed = txFeed{w.sync, u}
+		r.Databases = txDatabases{w.sync, u}
 	}
 	var q *heldQueue
 	if w.queue != nil {
