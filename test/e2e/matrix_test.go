@@ -83,6 +83,12 @@ var minimum = map[string]string{
 	"POST /api/providers/{provider_id}/discover-models": "owner",
 	"GET /api/providers/models/{model_id}":              "operator", "PATCH /api/providers/models/{model_id}": "owner",
 	"DELETE /api/providers/models/{model_id}": "owner",
+	// Database sync (issue 28): the credential is an editor's, its
+	// revocation an owner's; its exchange is public (the token is the
+	// credential); snapshots and checksums are read by operators.
+	"GET /api/databases/{database_id}/credential": "editor", "POST /api/databases/{database_id}/credential": "editor",
+	"DELETE /api/databases/{database_id}/credential": "owner", "POST /api/database-sync/exchange": "public",
+	"GET /api/databases/{database_id}/snapshot": "operator", "GET /api/databases/{database_id}/checksum": "operator",
 }
 
 var rank = map[string]int{"operator": 1, "editor": 2, "owner": 4}
@@ -204,6 +210,8 @@ func TestAuthorizationMatrix(t *testing.T) {
 		return m.ID
 	}
 	orgModelID := orgModel()
+	// A database registration of the home organization.
+	dbID := s.registration(home.orgID).ID
 
 	// fresh gives routes that use their object up a new path for every call.
 	fresh := map[string]func() string{
@@ -374,6 +382,13 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"GET", "/api/providers/models/{model_id}", "/api/providers/models/" + orgModelID, nil, 200, true, 0},
 		{"PATCH", "/api/providers/models/{model_id}", "/api/providers/models/" + orgModelID, func() any { return obj{"input_price": 0.25} }, 200, true, 0},
 		{"DELETE", "/api/providers/models/{model_id}", "", nil, 204, true, 0}, // a fresh model per call (fresh)
+		{"GET", "/api/databases/{database_id}/credential", "/api/databases/" + dbID + "/credential", nil, 200, true, 0},
+		{"POST", "/api/databases/{database_id}/credential", "/api/databases/" + dbID + "/credential", nil, 201, true, 0},
+		// Revoking is idempotent: 204 for every allowed caller.
+		{"DELETE", "/api/databases/{database_id}/credential", "/api/databases/" + dbID + "/credential", nil, 204, true, 0},
+		{"POST", "/api/database-sync/exchange", "/api/database-sync/exchange", func() any { return obj{"refresh_token": "eesr_nope"} }, 0, false, 401},
+		{"GET", "/api/databases/{database_id}/snapshot", "/api/databases/" + dbID + "/snapshot", nil, 200, true, 0},
+		{"GET", "/api/databases/{database_id}/checksum", "/api/databases/" + dbID + "/checksum", nil, 200, true, 0},
 	}
 
 	// The matrix covers exactly the routes the server has.
