@@ -56,7 +56,9 @@ type HTTPFeed struct {
 	LeaseS     int // 0: the server's default
 }
 
-func (f *HTTPFeed) path(rest string) string { return "/api/databases/" + url.PathEscape(f.DatabaseID) + rest }
+func (f *HTTPFeed) path(rest string) string {
+	return "/api/databases/" + url.PathEscape(f.DatabaseID) + rest
+}
 
 // Claim leases the next window (GET /changes?claim=true&format=json).
 func (f *HTTPFeed) Claim(ctx context.Context) (Window, error) {
