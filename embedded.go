@@ -64,6 +64,10 @@ type Stores struct {
 	// Invalidations spreads cache invalidations between instances (nil: this
 	// process is the only one).
 	Invalidations ports.Invalidations
+	// Credentials keeps the registrations' database credentials and
+	// Snapshots reads a registration consistently (snapshot, checksum).
+	Credentials ports.CredentialStore
+	Snapshots   ports.SnapshotReader
 	// Ready reports whether the storage answers (nil: always ready).
 	Ready func(ctx context.Context) error
 	// Kind names the storage for logs: memory or postgres.
@@ -104,6 +108,9 @@ type Embedded struct {
 	OrgProviders *app.OrgProviderService
 	// Feed serves the database-sync delta feeds.
 	Feed *app.FeedService
+	// Consumer serves the database credential, the snapshot and the
+	// checksum of database sync.
+	Consumer *app.ConsumerService
 
 	Stores *Stores
 	Log    *slog.Logger

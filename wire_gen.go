@@ -102,7 +102,8 @@ func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	databaseStore := stores.Databases
 	databaseService := app.NewDatabaseService(databaseStore, schemaStore, unitOfWork, schemas, clock, iDs)
 	feedService := provideFeed(stores, clock, iDs)
-	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService, feedService)
+	consumerService := provideConsumerService(cfg, stores, clock, iDs, logger, denylist)
+	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService, feedService, consumerService)
 	return embedded, func() {
 		cleanup()
 	}, nil
@@ -207,7 +208,8 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	databaseStore := stores.Databases
 	databaseService := app.NewDatabaseService(databaseStore, schemaStore, unitOfWork, schemas, clock, iDs)
 	feedService := provideFeed(stores, clock, iDs)
-	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService, feedService)
+	consumerService := provideConsumerService(cfg, stores, clock, iDs, logger, denylist)
+	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService, feedService, consumerService)
 	return embedded, func() {
 		cleanup2()
 		cleanup()
@@ -297,7 +299,8 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 	databaseStore := st.Databases
 	databaseService := app.NewDatabaseService(databaseStore, schemaStore, unitOfWork, schemas, clock, iDs)
 	feedService := provideFeed(st, clock, iDs)
-	embedded := provideEmbedded(st, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService, feedService)
+	consumerService := provideConsumerService(cfg, st, clock, iDs, logger, denylist)
+	embedded := provideEmbedded(st, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService, feedService, consumerService)
 	return embedded, func() {
 		cleanup()
 	}, nil

@@ -139,6 +139,14 @@ var routes = map[Route]access.Action{
 	{"POST", "/api/databases/{database_id}/quarantine/report"}:  access.ActReportQuarantine,
 	{"POST", "/api/databases/{database_id}/quarantine/delete"}:  access.ActActOnQuarantine,
 	{"POST", "/api/databases/{database_id}/quarantine/redrive"}: access.ActActOnQuarantine,
+	// Database sync: the credential, its exchange, the snapshot and the
+	// checksum (issue 28).
+	{"GET", "/api/databases/{database_id}/credential"}:    access.ActGetCredential,
+	{"POST", "/api/databases/{database_id}/credential"}:   access.ActCreateCredential,
+	{"DELETE", "/api/databases/{database_id}/credential"}: access.ActDeleteCredential,
+	{"POST", "/api/database-sync/exchange"}:               access.ActExchangeCredential,
+	{"GET", "/api/databases/{database_id}/snapshot"}:      access.ActReadSnapshot,
+	{"GET", "/api/databases/{database_id}/checksum"}:      access.ActReadChecksum,
 }
 
 // actionOf returns a route's action, and false for a route missing from the

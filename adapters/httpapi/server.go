@@ -83,6 +83,10 @@ type Server struct {
 	// feed serves the database-sync delta feeds.
 	feed *app.FeedService
 
+	// consumer serves the database credential, the snapshot and the
+	// checksum.
+	consumer *app.ConsumerService
+
 	spec     *openapi3.T
 	specJSON []byte
 	router   *mux.Router
@@ -108,6 +112,7 @@ type Services struct {
 	Fusion       *app.FusionService
 	Databases    *app.DatabaseService
 	Feed         *app.FeedService
+	Consumer     *app.ConsumerService
 }
 
 // NewServer builds the router; events writes the job events it serves.
@@ -126,6 +131,7 @@ func NewServer(cfg Config, svc Services, events ports.EventCodec, lg *slog.Logge
 		ready: ready, fetch: svc.Fetch, fusion: svc.Fusion, events: events}
 	s.orgProviders, s.batches, s.models, s.dbs = svc.OrgProviders, svc.Batches, svc.Models, svc.Databases
 	s.feed = svc.Feed
+	s.consumer = svc.Consumer
 	s.clients = clientAddrs{trusted: cfg.TrustedProxies}
 	var err error
 	if s.spec, err = LoadSpec(); err != nil {
@@ -174,6 +180,7 @@ func NewServer(cfg Config, svc Services, events ports.EventCodec, lg *slog.Logge
 	s.registerDatabaseRoutes(r)
 	s.registerBatchRoutes(r)
 	s.registerFeedRoutes(r)
+	s.registerConsumerRoutes(r)
 	s.registerDocsRoutes(r)
 	s.router = r
 	return s, nil

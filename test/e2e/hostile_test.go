@@ -145,6 +145,8 @@ func TestHostileText(t *testing.T) {
 				{"sample typical object", "POST", "/api/schema/sample/generate/stream", ten.key, `{"entity_type":"c","typical_objects":["o` + H + `"]}`, "typical_objects.0"},
 				{"continue answer text", "POST", "/api/llm/continue/j1", ten.key, `{"answers":{"q":{"text":"t` + H + `"}}}`, "answers.q.text"},
 				{"continue answer option", "POST", "/api/llm/continue/j1", ten.key, `{"answers":{"q":{"option_ids":["o` + H + `"]}}}`, "answers.q.option_ids.0"},
+				{"exchange refresh_token", "POST", "/api/database-sync/exchange", "", `{"refresh_token":"eesr_` + H + `"}`, "refresh_token"},
+				{"exchange key", "POST", "/api/database-sync/exchange", "", `{"refresh_token":"eesr_x","k` + H + `":1}`, "k{S}"},
 			}
 			an := `{"sample_json":{"size":"large","board":[{"role":"chair"}]},"protected_fields":["size"],"model":"sandbox::echo"}`
 			split := `{"path":"board","entity_fields":["name"],"entity_name":"Person","entity_samples":[{"board":[{"name":"Ann","role":"chair"}]}]}`
@@ -202,6 +204,13 @@ func TestHostileText(t *testing.T) {
 						{"GET", "/api/databases/d1/changes?format=json" + H, "format", ""},
 						{"POST", "/api/databases/" + H + "/ack", "database_id", `{"up_to_id":1}`},
 						{"GET", "/api/databases/" + H + "/quarantine", "database_id", ""},
+						{"GET", "/api/databases/" + H + "/credential", "database_id", ""},
+						{"POST", "/api/databases/" + H + "/credential", "database_id", ""},
+						{"DELETE", "/api/databases/" + H + "/credential", "database_id", ""},
+						{"GET", "/api/databases/" + H + "/snapshot", "database_id", ""},
+						{"GET", "/api/databases/d/snapshot?format=" + H, "format", ""},
+						{"GET", "/api/databases/" + H + "/checksum", "database_id", ""},
+						{"POST", "/api/database-sync/exchange?refresh_token=" + H, "refresh_token", ""},
 					} {
 						cred := ten.key
 						if strings.Contains(p.path, "/api/auth/") || strings.Contains(p.path, "/api/users") {

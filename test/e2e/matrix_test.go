@@ -99,6 +99,12 @@ var minimum = map[string]string{
 	"POST /api/databases/{database_id}/clear-acked": "operator", "GET /api/databases/{database_id}/deltas/summary": "operator",
 	"GET /api/databases/{database_id}/quarantine": "operator", "POST /api/databases/{database_id}/quarantine/report": "operator",
 	"POST /api/databases/{database_id}/quarantine/delete": "operator", "POST /api/databases/{database_id}/quarantine/redrive": "operator",
+	// Database sync (issue 28): the credential is an editor's, its
+	// revocation an owner's; its exchange is public (the token is the
+	// credential); snapshots and checksums are read by operators.
+	"GET /api/databases/{database_id}/credential": "editor", "POST /api/databases/{database_id}/credential": "editor",
+	"DELETE /api/databases/{database_id}/credential": "owner", "POST /api/database-sync/exchange": "public",
+	"GET /api/databases/{database_id}/snapshot": "operator", "GET /api/databases/{database_id}/checksum": "operator",
 }
 
 var rank = map[string]int{"operator": 1, "editor": 2, "owner": 4}
@@ -237,6 +243,8 @@ func TestAuthorizationMatrix(t *testing.T) {
 		return d.Database.ID
 	}
 	databaseID := newDatabase(dbSchemaID)
+	// A database registration of the home organization.
+	dbID := s.registration(home.orgID).ID
 
 	// fresh gives routes that use their object up a new path for every call.
 	fresh := map[string]func() string{
@@ -446,6 +454,13 @@ func TestAuthorizationMatrix(t *testing.T) {
 		}, 200, true, 0},
 		{"POST", "/api/databases/{database_id}/quarantine/delete", feedDB + "/quarantine/delete", func() any { return obj{"delta_ids": []int{999}} }, 200, true, 0},
 		{"POST", "/api/databases/{database_id}/quarantine/redrive", feedDB + "/quarantine/redrive", func() any { return obj{"delta_ids": []int{999}} }, 200, true, 0},
+		{"GET", "/api/databases/{database_id}/credential", "/api/databases/" + dbID + "/credential", nil, 200, true, 0},
+		{"POST", "/api/databases/{database_id}/credential", "/api/databases/" + dbID + "/credential", nil, 201, true, 0},
+		// Revoking is idempotent: 204 for every allowed caller.
+		{"DELETE", "/api/databases/{database_id}/credential", "/api/databases/" + dbID + "/credential", nil, 204, true, 0},
+		{"POST", "/api/database-sync/exchange", "/api/database-sync/exchange", func() any { return obj{"refresh_token": "eesr_nope"} }, 0, false, 401},
+		{"GET", "/api/databases/{database_id}/snapshot", "/api/databases/" + dbID + "/snapshot", nil, 200, true, 0},
+		{"GET", "/api/databases/{database_id}/checksum", "/api/databases/" + dbID + "/checksum", nil, 200, true, 0},
 	}
 
 	// The matrix covers exactly the routes the server has.

@@ -238,6 +238,39 @@ func (e CreatedAPIKeyRole) Valid() bool {
 	}
 }
 
+// Defines values for DatabaseAccessTokenResponseDialect.
+const (
+	DatabaseAccessTokenResponseDialectPostgres DatabaseAccessTokenResponseDialect = "postgres"
+)
+
+// Valid indicates whether the value is a known member of the DatabaseAccessTokenResponseDialect enum.
+func (e DatabaseAccessTokenResponseDialect) Valid() bool {
+	switch e {
+	case DatabaseAccessTokenResponseDialectPostgres:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DatabaseCredentialResponseStatus.
+const (
+	DatabaseCredentialResponseStatusActive  DatabaseCredentialResponseStatus = "active"
+	DatabaseCredentialResponseStatusRevoked DatabaseCredentialResponseStatus = "revoked"
+)
+
+// Valid indicates whether the value is a known member of the DatabaseCredentialResponseStatus enum.
+func (e DatabaseCredentialResponseStatus) Valid() bool {
+	switch e {
+	case DatabaseCredentialResponseStatusActive:
+		return true
+	case DatabaseCredentialResponseStatusRevoked:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for DatabaseSyncIndexScalars.
 const (
 	DatabaseSyncIndexScalarsAll        DatabaseSyncIndexScalars = "all"
@@ -1387,6 +1420,24 @@ func (e GetDatabaseChangesParamsFormat) Valid() bool {
 	}
 }
 
+// Defines values for GetDatabaseSnapshotParamsFormat.
+const (
+	Jsonl GetDatabaseSnapshotParamsFormat = "jsonl"
+	Sql   GetDatabaseSnapshotParamsFormat = "sql"
+)
+
+// Valid indicates whether the value is a known member of the GetDatabaseSnapshotParamsFormat enum.
+func (e GetDatabaseSnapshotParamsFormat) Valid() bool {
+	switch e {
+	case Jsonl:
+		return true
+	case Sql:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ListRecordsParamsType.
 const (
 	ListRecordsParamsTypeAmbiguityAnalysis ListRecordsParamsType = "ambiguity_analysis"
@@ -1849,6 +1900,72 @@ type CreatedInvitation struct {
 	Token string `json:"token"`
 }
 
+// DatabaseAccessTokenResponse defines model for DatabaseAccessTokenResponse.
+type DatabaseAccessTokenResponse struct {
+	// AccessToken eesa_…, sent as Authorization: Bearer.
+	AccessToken  string                             `json:"access_token"`
+	DatabaseId   string                             `json:"database_id"`
+	DatabaseName string                             `json:"database_name"`
+	Dialect      DatabaseAccessTokenResponseDialect `json:"dialect"`
+
+	// ExpiresIn Seconds.
+	ExpiresIn int `json:"expires_in"`
+}
+
+// DatabaseAccessTokenResponseDialect defines model for DatabaseAccessTokenResponse.Dialect.
+type DatabaseAccessTokenResponseDialect string
+
+// DatabaseCredentialCreateResponse defines model for DatabaseCredentialCreateResponse.
+type DatabaseCredentialCreateResponse struct {
+	// Credential A registration's database credential (WIRE.md §8.7); never its token.
+	Credential DatabaseCredentialResponse `json:"credential"`
+
+	// RefreshToken The refresh token (eesr_…), shown only here.
+	RefreshToken string `json:"refresh_token"`
+
+	// ServerUrl The server's base URL as this request reached it.
+	ServerUrl string `json:"server_url"`
+}
+
+// DatabaseCredentialResponse A registration's database credential (WIRE.md §8.7); never its token.
+type DatabaseCredentialResponse struct {
+	CreatedAt time.Time `json:"created_at"`
+
+	// HostId Sync hosts are not served; always null.
+	HostId *string `json:"host_id"`
+	Id     string  `json:"id"`
+
+	// IsConnected Seen in the last two minutes (an exchange or a feed request).
+	IsConnected bool `json:"is_connected"`
+
+	// LastApplyDeltaId The highest delta id acknowledged with this credential.
+	LastApplyDeltaId  *int64     `json:"last_apply_delta_id"`
+	LastApplyError    *string    `json:"last_apply_error"`
+	LastApplyErrorAt  *time.Time `json:"last_apply_error_at"`
+	LastSeenAt        *time.Time `json:"last_seen_at"`
+	LastSeenIp        *string    `json:"last_seen_ip"`
+	LastSeenUserAgent *string    `json:"last_seen_user_agent"`
+	OrganizationId    string     `json:"organization_id"`
+
+	// Preflight Not served; always null.
+	Preflight   *map[string]interface{} `json:"preflight"`
+	PreflightAt *time.Time              `json:"preflight_at"`
+	RevokedAt   *time.Time              `json:"revoked_at"`
+
+	// SchemaDatabaseId The registration's id.
+	SchemaDatabaseId string                           `json:"schema_database_id"`
+	Status           DatabaseCredentialResponseStatus `json:"status"`
+	UpdatedAt        time.Time                        `json:"updated_at"`
+}
+
+// DatabaseCredentialResponseStatus defines model for DatabaseCredentialResponse.Status.
+type DatabaseCredentialResponseStatus string
+
+// DatabaseCredentialState defines model for DatabaseCredentialState.
+type DatabaseCredentialState struct {
+	Credential *DatabaseCredentialResponse `json:"credential"`
+}
+
 // DatabaseSync defines model for DatabaseSync.
 type DatabaseSync struct {
 	AssignedHostId            *string                  `json:"assigned_host_id,omitempty"`
@@ -1886,6 +2003,13 @@ type DatabaseSyncOnGaps string
 
 // DatabaseSyncPkStrategy defines model for DatabaseSync.PkStrategy.
 type DatabaseSyncPkStrategy string
+
+// DatabaseSyncChecksumResponse defines model for DatabaseSyncChecksumResponse.
+type DatabaseSyncChecksumResponse struct {
+	AsOfDeltaId int64             `json:"as_of_delta_id"`
+	RowCounts   map[string]int64  `json:"row_counts"`
+	Tables      map[string]string `json:"tables"`
+}
 
 // DatabaseSyncCreateRequest A registration: defaults page_limit 100, purge_on_ack false, purge_entity_state false, on_gaps skip_children, pk_strategy surrogate, index_scalars filterable, notify_debounce_s 30, max_threshold_timeout_s 300 (never below notify_debounce_s), propagate_not_null false, dialect postgres. On POST /api/databases the schema is saved_schema_id (or schema_id).
 type DatabaseSyncCreateRequest struct {
@@ -2014,6 +2138,11 @@ type DatabaseSyncValidationResult struct {
 	StampedKeys          *[]EntityTypeKeys `json:"stamped_keys,omitempty"`
 	SuggestedKeyLanguage *string           `json:"suggested_key_language,omitempty"`
 	Valid                bool              `json:"valid"`
+}
+
+// DatabaseTokenExchangeRequest defines model for DatabaseTokenExchangeRequest.
+type DatabaseTokenExchangeRequest struct {
+	RefreshToken *string `json:"refresh_token,omitempty"`
 }
 
 // DefaultModel What `auto` resolves to for one task (the reference's DefaultModelSelection).
@@ -4006,6 +4135,11 @@ type CostSummaryParams struct {
 	AllOrgs *CostAllOrgs `form:"all_orgs,omitempty" json:"all_orgs,omitempty"`
 }
 
+// ExchangeDatabaseCredentialParams defines parameters for ExchangeDatabaseCredential.
+type ExchangeDatabaseCredentialParams struct {
+	RefreshToken *string `form:"refresh_token,omitempty" json:"refresh_token,omitempty"`
+}
+
 // DeleteDatabaseParams defines parameters for DeleteDatabase.
 type DeleteDatabaseParams struct {
 	// DeleteEntityState Accepted; entity state is kept per schema, not per registration.
@@ -4068,6 +4202,14 @@ type LinkDatabaseSchemaParams struct {
 	// KeyLanguage The registration's key language when it has none.
 	KeyLanguage *string `form:"key_language,omitempty" json:"key_language,omitempty"`
 }
+
+// GetDatabaseSnapshotParams defines parameters for GetDatabaseSnapshot.
+type GetDatabaseSnapshotParams struct {
+	Format *GetDatabaseSnapshotParamsFormat `form:"format,omitempty" json:"format,omitempty"`
+}
+
+// GetDatabaseSnapshotParamsFormat defines parameters for GetDatabaseSnapshot.
+type GetDatabaseSnapshotParamsFormat string
 
 // DocsIndexParams defines parameters for DocsIndex.
 type DocsIndexParams struct {
@@ -4269,6 +4411,9 @@ type FetchBatchEntitiesJSONRequestBody = BatchFetchRequest
 
 // StartBatchEnrichmentJSONRequestBody defines body for StartBatchEnrichment for application/json ContentType.
 type StartBatchEnrichmentJSONRequestBody = BatchRequest
+
+// ExchangeDatabaseCredentialJSONRequestBody defines body for ExchangeDatabaseCredential for application/json ContentType.
+type ExchangeDatabaseCredentialJSONRequestBody = DatabaseTokenExchangeRequest
 
 // CreateDatabaseJSONRequestBody defines body for CreateDatabase for application/json ContentType.
 type CreateDatabaseJSONRequestBody = DatabaseSyncCreateRequest
