@@ -58,9 +58,16 @@ type Stores struct {
 	// Databases keeps database registrations and their links (nil: kept
 	// in memory when Kind is memory; database sync is off otherwise).
 	Databases ports.DatabaseStore
+	// Feed is the read side of the database-sync feeds (nil: the feed
+	// routes answer 500).
+	Feed ports.FeedStore
 	// Invalidations spreads cache invalidations between instances (nil: this
 	// process is the only one).
 	Invalidations ports.Invalidations
+	// Credentials keeps the registrations' database credentials and
+	// Snapshots reads a registration consistently (snapshot, checksum).
+	Credentials ports.CredentialStore
+	Snapshots   ports.SnapshotReader
 	// Ready reports whether the storage answers (nil: always ready).
 	Ready func(ctx context.Context) error
 	// Kind names the storage for logs: memory or postgres.
@@ -101,6 +108,11 @@ type Embedded struct {
 	Fetch *app.FetchService
 	// OrgProviders manages organizations' own OpenAI-compatible providers.
 	OrgProviders *app.OrgProviderService
+	// Feed serves the database-sync delta feeds.
+	Feed *app.FeedService
+	// Consumer serves the database credential, the snapshot and the
+	// checksum of database sync.
+	Consumer *app.ConsumerService
 
 	Stores *Stores
 	Log    *slog.Logger

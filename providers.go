@@ -71,6 +71,7 @@ var coreSet = wire.NewSet(
 	provideAccessConfig,
 	provideAccessGuards,
 	provideDenylist,
+	provideConsumerService,
 	provideSchemaConfig,
 	provideEnrichConfig,
 	provideCallsConfig,
@@ -103,6 +104,7 @@ var coreSet = wire.NewSet(
 	app.NewProviderKeyService,
 	app.NewOrgProviderService,
 	app.NewDatabaseService,
+	provideFeed,
 	app.NewEntityService,
 	provideEmbedded,
 )
@@ -235,6 +237,19 @@ func provideAccessGuards(st *Stores, lg *slog.Logger, d *cache.Denylist) (app.Ac
 	return app.AccessGuards{Failures: st.LoginFailures, Denylist: d, Invitations: st.Invitations}, nil
 }
 
+// provideConsumerService serves the database credential (its access
+// tokens signed with ENRICH_JWT_SECRET as their own token type, living as
+// long as session access tokens), the snapshot and the checksum.
+func provideConsumerService(cfg Config, st *Stores, clock ports.Clock, ids ports.IDs, lg *slog.Logger, d *cache.Denylist) *app.ConsumerService {
+	tokens := crypto.NewTokens([]byte(cfg.JWTSecret), cfg.AccessTokenTTL, clock.Now).WithType("database")
+	if st.Credentials == nil || st.Snapshots == nil {
+		// An embedder's stores without database sync: nothing registered.
+		sync := memory.NewSyncStore()
+		st.Credentials, st.Snapshots = memory.NewCredentialStore(sync), sync
+	}
+	return app.NewConsumerService(st.Credentials, st.Snapshots, tokens, d, clock, ids, lg, cfg.AccessTokenTTL)
+}
+
 // provideDenylist is the process's denylist of revoked access tokens,
 // loaded from the stores and kept current through Invalidations.
 func provideDenylist(ctx context.Context, st *Stores, clock ports.Clock, lg *slog.Logger) (*cache.Denylist, error) {
@@ -335,11 +350,17 @@ func provideEmbedded(st *Stores, a *app.AccessService, sc *app.SchemaService, rc
 	js *app.JobService, pk *app.ProviderKeyService, cs *app.CostService, an *app.AnalysisService, smp *app.SampleService,
 	sg *app.SchemaGenService, fs *app.FetchService, fu *app.FusionService, h *eventhub.Hub, eng *jobrun.Engine, lg *slog.Logger,
 	m *metrics.Metrics, op *app.OrgProviderService, scc *cache.Schemas, ac *cache.Auth, dl *cache.Denylist, dbs *app.DatabaseService,
-	ent *app.EntityService) *Embedded {
+	fd *app.FeedService, cons *app.ConsumerService, ent *app.EntityService) *Embedded {
 	m.WatchRunning(func() int { return len(eng.Running()) })
 	return &Embedded{Access: a, Schemas: sc, Records: rc, Enrichment: en, Batches: bs, Models: ms, Jobs: js, ProviderKeys: pk, Costs: cs,
 		Analysis: an, Samples: smp, SchemaGen: sg, Fetch: fs, Fusion: fu, Stores: st, Log: lg, Metrics: m, stream: h, engine: eng,
-		OrgProviders: op, schemaCache: scc, authCache: ac, denylist: dl, Databases: dbs, Entities: ent}
+		OrgProviders: op, schemaCache: scc, authCache: ac, denylist: dl, Databases: dbs, Feed: fd, Consumer: cons,
+		Entities: ent}
+}
+
+// provideFeed is the feed's use cases on the stores' feed.
+func provideFeed(st *Stores, clock ports.Clock, ids ports.IDs) *app.FeedService {
+	return app.NewFeedService(st.Feed, clock, ids)
 }
 
 // httpSet builds the HTTP API from an Embedded core.
@@ -357,7 +378,7 @@ func provideServices(e *Embedded) httpapi.Services {
 	return httpapi.Services{Access: e.Access, Schemas: e.Schemas, Records: e.Records, Enrichment: e.Enrichment, Batches: e.Batches,
 		Models: e.Models, Jobs: e.Jobs,
 		ProviderKeys: e.ProviderKeys, Costs: e.Costs, Analysis: e.Analysis, Samples: e.Samples,
-		SchemaGen: e.SchemaGen, Fetch: e.Fetch, Fusion: e.Fusion, OrgProviders: e.OrgProviders, Databases: e.Databases,
+		SchemaGen: e.SchemaGen, Fetch: e.Fetch, Fusion: e.Fusion, OrgProviders: e.OrgProviders, Databases: e.Databases, Feed: e.Feed, Consumer: e.Consumer,
 		Entities: e.Entities}
 }
 

@@ -30,14 +30,17 @@ func provideMemoryStores(codec ports.EventCodec) *Stores {
 	queue := inproc.New()
 	ledger := memory.NewUsageLedger()
 	invitations := memory.NewInvitationStore()
+	// The registry, the feed, the entity layer and the consumer's stores
+	// share one SyncStore.
 	sync := memory.NewSyncStore()
 	return &Stores{
-		Entities:      sync,
+		Entities:    sync,
+		Credentials: memory.NewCredentialStore(sync), Snapshots: sync,
 		LoginFailures: memory.NewLoginThrottleStore(), DeniedTokens: memory.NewDeniedTokenStore(), Invitations: invitations,
 		Orgs: orgs, Users: users, Keys: keys, Schemas: schemas, Records: records, Jobs: jobs, Events: events,
 		RefreshTokens: refresh, Queue: queue, ProviderKeys: memory.NewProviderKeyStore(), Usage: ledger, OrgProviders: memory.NewProviderStore(),
 		UoW:       memory.NewUnitOfWork(orgs, users, keys, schemas, records, jobs, events, refresh, queue).WithUsage(ledger).WithInvitations(invitations).WithSync(sync),
-		Databases: sync, Kind: "memory",
+		Databases: sync, Feed: sync, Kind: "memory",
 	}
 }
 
@@ -67,8 +70,9 @@ func providePostgresStores(pdb *postgres.DB, cfg Config, clock ports.Clock, lg *
 		Orgs: postgres.NewOrgStore(db), Users: postgres.NewUserStore(db), Keys: postgres.NewAPIKeyStore(db),
 		Schemas: postgres.NewSchemaStore(db), Records: postgres.NewRecordStore(db), Jobs: postgres.NewJobStore(db),
 		Events: postgres.NewEventLog(db, codec), RefreshTokens: postgres.NewRefreshTokenStore(db), ProviderKeys: postgres.NewProviderKeyStore(db, postgres.WithCandidateCache(cfg.Caches.KeyCandidatesTTL, cfg.Caches.KeyCandidateGroups, clock)),
-		Usage: postgres.NewUsageLedger(db), OrgProviders: postgres.NewProviderStore(db), Entities: postgres.NewEntityStore(db),
+		Usage: postgres.NewUsageLedger(db), OrgProviders: postgres.NewProviderStore(db), Entities: postgres.NewEntityStore(db), Feed: postgres.NewFeedStore(db),
 		LoginFailures: postgres.NewLoginThrottleStore(db), DeniedTokens: postgres.NewDeniedTokenStore(db), Invitations: postgres.NewInvitationStore(db),
+		Credentials: postgres.NewCredentialStore(db), Snapshots: postgres.NewSnapshotReader(db),
 		Databases:     postgres.NewDatabaseStore(db),
 		Invalidations: postgres.NewInvalidations(db, cfg.DatabaseURL, lg), Ready: func(ctx context.Context) error { return db.PingContext(ctx) },
 		Kind: "postgres",

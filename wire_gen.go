@@ -101,8 +101,10 @@ func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	orgProviderService := app.NewOrgProviderService(providerStore, fernet, registry, registry, registry, clock, iDs, logger)
 	databaseStore := stores.Databases
 	databaseService := app.NewDatabaseService(databaseStore, schemaStore, unitOfWork, schemas, clock, iDs)
+	feedService := provideFeed(stores, clock, iDs)
+	consumerService := provideConsumerService(cfg, stores, clock, iDs, logger, denylist)
 	entityService := app.NewEntityService(entityStore, schemaStore, recordStore, unitOfWork, compiler, clock, iDs)
-	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService, entityService)
+	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService, feedService, consumerService, entityService)
 	return embedded, func() {
 		cleanup()
 	}, nil
@@ -206,8 +208,10 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	orgProviderService := app.NewOrgProviderService(providerStore, fernet, registry, registry, registry, clock, iDs, logger)
 	databaseStore := stores.Databases
 	databaseService := app.NewDatabaseService(databaseStore, schemaStore, unitOfWork, schemas, clock, iDs)
+	feedService := provideFeed(stores, clock, iDs)
+	consumerService := provideConsumerService(cfg, stores, clock, iDs, logger, denylist)
 	entityService := app.NewEntityService(entityStore, schemaStore, recordStore, unitOfWork, compiler, clock, iDs)
-	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService, entityService)
+	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService, feedService, consumerService, entityService)
 	return embedded, func() {
 		cleanup2()
 		cleanup()
@@ -296,8 +300,10 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 	orgProviderService := app.NewOrgProviderService(providerStore, fernet, registry, registry, registry, clock, iDs, logger)
 	databaseStore := st.Databases
 	databaseService := app.NewDatabaseService(databaseStore, schemaStore, unitOfWork, schemas, clock, iDs)
+	feedService := provideFeed(st, clock, iDs)
+	consumerService := provideConsumerService(cfg, st, clock, iDs, logger, denylist)
 	entityService := app.NewEntityService(entityStore, schemaStore, recordStore, unitOfWork, compiler, clock, iDs)
-	embedded := provideEmbedded(st, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService, entityService)
+	embedded := provideEmbedded(st, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService, feedService, consumerService, entityService)
 	return embedded, func() {
 		cleanup()
 	}, nil

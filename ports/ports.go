@@ -436,6 +436,9 @@ type TokenClaims struct {
 	UserID    string
 	OrgID     string
 	ExpiresAt time.Time
+	// DatabaseID is set on a database credential's access token (UserID
+	// is then the credential's id).
+	DatabaseID string
 }
 
 // Tokens issues and checks session tokens.

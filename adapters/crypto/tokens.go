@@ -47,6 +47,7 @@ func (t *Tokens) WithType(typ string) *Tokens {
 type claims struct {
 	Org string `json:"org"`
 	Typ string `json:"typ"`
+	DB  string `json:"db,omitempty"`
 	jwt.RegisteredClaims
 }
 
@@ -74,7 +75,7 @@ func (t *Tokens) Issue(c ports.TokenClaims) (string, error) {
 		}
 		jti = base64.RawURLEncoding.EncodeToString(id[:])
 	}
-	cl := claims{Org: c.OrgID, Typ: t.typ, RegisteredClaims: jwt.RegisteredClaims{
+	cl := claims{Org: c.OrgID, Typ: t.typ, DB: c.DatabaseID, RegisteredClaims: jwt.RegisteredClaims{
 		Subject:   c.UserID,
 		IssuedAt:  jwt.NewNumericDate(now),
 		ExpiresAt: jwt.NewNumericDate(exp),
@@ -116,5 +117,5 @@ func (t *Tokens) Parse(token string) (ports.TokenClaims, error) {
 	if cl.Subject == "" || cl.Org == "" {
 		return ports.TokenClaims{}, fmt.Errorf("crypto: %w: token has no subject or organization", ErrInvalidToken)
 	}
-	return ports.TokenClaims{ID: cl.ID, UserID: cl.Subject, OrgID: cl.Org, ExpiresAt: cl.ExpiresAt.Time.UTC()}, nil
+	return ports.TokenClaims{ID: cl.ID, UserID: cl.Subject, OrgID: cl.Org, ExpiresAt: cl.ExpiresAt.Time.UTC(), DatabaseID: cl.DB}, nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/entityenrich/enrich/domain/access"
+	"github.com/entityenrich/enrich/domain/dbsync"
 )
 
 type ctxKey int
@@ -148,9 +149,12 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			return
 		}
 		var p *access.Principal
-		if isKey {
+		switch {
+		case isKey:
 			p, err = s.access.AuthenticateKey(r.Context(), cred)
-		} else {
+		case dbsync.IsAccessToken(cred) && s.consumer != nil:
+			p, err = s.consumer.Authenticate(r.Context(), cred, s.seen(r))
+		default:
 			p, err = s.access.AuthenticateToken(r.Context(), cred)
 		}
 		if err != nil {

@@ -131,6 +131,24 @@ var routes = map[Route]access.Action{
 	{"GET", "/api/providers/models/{model_id}"}:              access.ActGetOrgProvider,
 	{"PATCH", "/api/providers/models/{model_id}"}:            access.ActUpdateOrgProvider,
 	{"DELETE", "/api/providers/models/{model_id}"}:           access.ActUpdateOrgProvider,
+	// A registration's delta feed (issue 28). GET /changes is a read; the
+	// use case asks for feed.claim (write scope) when claim=true.
+	{"GET", "/api/databases/{database_id}/changes"}:             access.ActReadChanges,
+	{"POST", "/api/databases/{database_id}/ack"}:                access.ActAckChanges,
+	{"POST", "/api/databases/{database_id}/clear-acked"}:        access.ActClearAcked,
+	{"GET", "/api/databases/{database_id}/deltas/summary"}:      access.ActReadFeedSummary,
+	{"GET", "/api/databases/{database_id}/quarantine"}:          access.ActListQuarantine,
+	{"POST", "/api/databases/{database_id}/quarantine/report"}:  access.ActReportQuarantine,
+	{"POST", "/api/databases/{database_id}/quarantine/delete"}:  access.ActActOnQuarantine,
+	{"POST", "/api/databases/{database_id}/quarantine/redrive"}: access.ActActOnQuarantine,
+	// Database sync: the credential, its exchange, the snapshot and the
+	// checksum (issue 28).
+	{"GET", "/api/databases/{database_id}/credential"}:    access.ActGetCredential,
+	{"POST", "/api/databases/{database_id}/credential"}:   access.ActCreateCredential,
+	{"DELETE", "/api/databases/{database_id}/credential"}: access.ActDeleteCredential,
+	{"POST", "/api/database-sync/exchange"}:               access.ActExchangeCredential,
+	{"GET", "/api/databases/{database_id}/snapshot"}:      access.ActReadSnapshot,
+	{"GET", "/api/databases/{database_id}/checksum"}:      access.ActReadChecksum,
 }
 
 // actionOf returns a route's action, and false for a route missing from the

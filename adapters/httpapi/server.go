@@ -82,6 +82,12 @@ type Server struct {
 
 	// orgProviders are the organizations' own providers (/api/providers).
 	orgProviders *app.OrgProviderService
+	// feed serves the database-sync delta feeds.
+	feed *app.FeedService
+
+	// consumer serves the database credential, the snapshot and the
+	// checksum.
+	consumer *app.ConsumerService
 
 	spec     *openapi3.T
 	specJSON []byte
@@ -107,6 +113,8 @@ type Services struct {
 	Fetch        *app.FetchService
 	Fusion       *app.FusionService
 	Databases    *app.DatabaseService
+	Feed         *app.FeedService
+	Consumer     *app.ConsumerService
 	Entities     *app.EntityService
 }
 
@@ -125,6 +133,8 @@ func NewServer(cfg Config, svc Services, events ports.EventCodec, lg *slog.Logge
 		keys: svc.ProviderKeys, costs: svc.Costs, analysis: svc.Analysis, samples: svc.Samples, gen: svc.SchemaGen, log: lg,
 		ready: ready, fetch: svc.Fetch, fusion: svc.Fusion, events: events}
 	s.orgProviders, s.batches, s.models, s.dbs = svc.OrgProviders, svc.Batches, svc.Models, svc.Databases
+	s.feed = svc.Feed
+	s.consumer = svc.Consumer
 	s.entities = svc.Entities
 	s.clients = clientAddrs{trusted: cfg.TrustedProxies}
 	var err error
@@ -173,6 +183,8 @@ func NewServer(cfg Config, svc Services, events ports.EventCodec, lg *slog.Logge
 	s.registerFusionRoutes(r)
 	s.registerDatabaseRoutes(r)
 	s.registerBatchRoutes(r)
+	s.registerFeedRoutes(r)
+	s.registerConsumerRoutes(r)
 	s.registerDocsRoutes(r)
 	s.router = r
 	return s, nil

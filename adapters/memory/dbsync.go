@@ -2,6 +2,7 @@ package memory
 
 import (
 	"sync"
+	"time"
 
 	"github.com/entityenrich/enrich/domain/dbsync"
 	"github.com/entityenrich/enrich/domain/delta"
@@ -33,12 +34,15 @@ type feed struct {
 	state  delta.State
 	nextID int64
 	deltas []deltaRow
+	// watermarkAt is when the watermark last moved.
+	watermarkAt *time.Time
 }
 
 // deltaRow is a stored delta with what the feed keeps beside it.
 type deltaRow struct {
 	delta.Delta
 	EntityID, SchemaID, RecordID string
+	ApplyErrorAt                 *time.Time
 }
 
 // entityKey is an entity's identity within its schema.

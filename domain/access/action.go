@@ -192,6 +192,9 @@ const (
 	ActDeleteDatabase   Action = "databases.delete"
 	ActDeleteCredential Action = "databases.credential_delete"
 	ActGetWebhookSecret Action = "databases.webhook_secret"
+	// ActExchangeCredential exchanges a database credential's refresh
+	// token for an access token: public (the token is the credential).
+	ActExchangeCredential Action = "databases.credential_exchange"
 )
 
 type rule struct {
@@ -324,6 +327,8 @@ var rules = map[Action]rule{
 	ActDeleteDatabase:   {CatDatabaseOwner, ScopeWrite},
 	ActDeleteCredential: {CatDatabaseOwner, ScopeWrite},
 	ActGetWebhookSecret: {CatDatabaseOwner, ScopeRead},
+
+	ActExchangeCredential: {CatPublic, ScopeWrite},
 }
 
 // FeedActions are what a database credential's access token may do, on its

@@ -145,6 +145,8 @@ func TestHostileText(t *testing.T) {
 				{"sample typical object", "POST", "/api/schema/sample/generate/stream", ten.key, `{"entity_type":"c","typical_objects":["o` + H + `"]}`, "typical_objects.0"},
 				{"continue answer text", "POST", "/api/llm/continue/j1", ten.key, `{"answers":{"q":{"text":"t` + H + `"}}}`, "answers.q.text"},
 				{"continue answer option", "POST", "/api/llm/continue/j1", ten.key, `{"answers":{"q":{"option_ids":["o` + H + `"]}}}`, "answers.q.option_ids.0"},
+				{"exchange refresh_token", "POST", "/api/database-sync/exchange", "", `{"refresh_token":"eesr_` + H + `"}`, "refresh_token"},
+				{"exchange key", "POST", "/api/database-sync/exchange", "", `{"refresh_token":"eesr_x","k` + H + `":1}`, "k{S}"},
 			}
 			an := `{"sample_json":{"size":"large","board":[{"role":"chair"}]},"protected_fields":["size"],"model":"sandbox::echo"}`
 			split := `{"path":"board","entity_fields":["name"],"entity_name":"Person","entity_samples":[{"board":[{"name":"Ann","role":"chair"}]}]}`
@@ -166,7 +168,9 @@ func TestHostileText(t *testing.T) {
 			}
 			cases = append(cases,
 				tc{"generate model", "POST", "/api/schema/generate/stream", ten.key, strings.Replace(gen, `"sandbox::echo"`, `"sandbox::`+H+`"`, 1), "model"},
-				tc{"generate language", "POST", "/api/schema/generate/stream", ten.key, strings.Replace(gen, `"en"`, `"e`+H+`"`, 1), "language"})
+				tc{"generate language", "POST", "/api/schema/generate/stream", ten.key, strings.Replace(gen, `"en"`, `"e`+H+`"`, 1), "language"},
+				tc{"quarantine report error", "POST", "/api/databases/d1/quarantine/report", ten.key, `{"delta_id":1,"error":"refused ` + H + `"}`, "error"},
+				tc{"quarantine delete entity_ids", "POST", "/api/databases/d1/quarantine/delete", ten.key, `{"entity_ids":["e` + H + `"]}`, "entity_ids.0"})
 			for _, route := range []string{"/api/schema/saved/" + schemaID + "/prompt/stream", "/api/schema/saved/" + schemaID + "/prompt"} {
 				cases = append(cases,
 					tc{route + " prompt", "POST", route, ten.key, `{"prompt":"add a field ` + H + `"}`, "prompt"},
@@ -195,6 +199,18 @@ func TestHostileText(t *testing.T) {
 						{"GET", "/api/records?x" + H + "=1", "{Q}", ""},
 						{"GET", "/api/schema/saved?page_size=" + H, "page_size", ""},
 						{"GET", "/api/llm/stream/j?last_event_id=" + H, "last_event_id", ""},
+						{"GET", "/api/databases/" + H + "/changes", "database_id", ""},
+						{"GET", "/api/databases/d1/changes?since=" + H, "since", ""},
+						{"GET", "/api/databases/d1/changes?format=json" + H, "format", ""},
+						{"POST", "/api/databases/" + H + "/ack", "database_id", `{"up_to_id":1}`},
+						{"GET", "/api/databases/" + H + "/quarantine", "database_id", ""},
+						{"GET", "/api/databases/" + H + "/credential", "database_id", ""},
+						{"POST", "/api/databases/" + H + "/credential", "database_id", ""},
+						{"DELETE", "/api/databases/" + H + "/credential", "database_id", ""},
+						{"GET", "/api/databases/" + H + "/snapshot", "database_id", ""},
+						{"GET", "/api/databases/d/snapshot?format=" + H, "format", ""},
+						{"GET", "/api/databases/" + H + "/checksum", "database_id", ""},
+						{"POST", "/api/database-sync/exchange?refresh_token=" + H, "refresh_token", ""},
 					} {
 						cred := ten.key
 						if strings.Contains(p.path, "/api/auth/") || strings.Contains(p.path, "/api/users") {

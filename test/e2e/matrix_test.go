@@ -93,6 +93,18 @@ var minimum = map[string]string{
 	"POST /api/providers/{provider_id}/discover-models": "owner",
 	"GET /api/providers/models/{model_id}":              "operator", "PATCH /api/providers/models/{model_id}": "owner",
 	"DELETE /api/providers/models/{model_id}": "owner",
+	// A registration's delta feed (issue 28): reading it is an operator's,
+	// acks and quarantine actions an operator's with the write scope.
+	"GET /api/databases/{database_id}/changes": "operator", "POST /api/databases/{database_id}/ack": "operator",
+	"POST /api/databases/{database_id}/clear-acked": "operator", "GET /api/databases/{database_id}/deltas/summary": "operator",
+	"GET /api/databases/{database_id}/quarantine": "operator", "POST /api/databases/{database_id}/quarantine/report": "operator",
+	"POST /api/databases/{database_id}/quarantine/delete": "operator", "POST /api/databases/{database_id}/quarantine/redrive": "operator",
+	// Database sync (issue 28): the credential is an editor's, its
+	// revocation an owner's; its exchange is public (the token is the
+	// credential); snapshots and checksums are read by operators.
+	"GET /api/databases/{database_id}/credential": "editor", "POST /api/databases/{database_id}/credential": "editor",
+	"DELETE /api/databases/{database_id}/credential": "owner", "POST /api/database-sync/exchange": "public",
+	"GET /api/databases/{database_id}/snapshot": "operator", "GET /api/databases/{database_id}/checksum": "operator",
 }
 
 var rank = map[string]int{"operator": 1, "editor": 2, "owner": 4}
@@ -214,6 +226,11 @@ func TestAuthorizationMatrix(t *testing.T) {
 		return m.ID
 	}
 	orgModelID := orgModel()
+	// A registration of the home organization with a delivered delta.
+	feedDB := "/api/databases/" + newFeedSeed(t, s, "").register(home.orgID, 100, 1, 1)
+	if st := s.call("GET", feedDB+"/changes?claim=true&limit=1", home.key, nil, nil); st != 200 {
+		t.Fatalf("claim: %d", st)
+	}
 
 	// Database registrations: one on dbSchemaID, and fresh ones for the
 	// deletes and links.
@@ -226,6 +243,8 @@ func TestAuthorizationMatrix(t *testing.T) {
 		return d.Database.ID
 	}
 	databaseID := newDatabase(dbSchemaID)
+	// A database registration of the home organization.
+	dbID := s.registration(home.orgID).ID
 
 	// fresh gives routes that use their object up a new path for every call.
 	fresh := map[string]func() string{
@@ -423,6 +442,25 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"GET", "/api/providers/models/{model_id}", "/api/providers/models/" + orgModelID, nil, 200, true, 0},
 		{"PATCH", "/api/providers/models/{model_id}", "/api/providers/models/" + orgModelID, func() any { return obj{"input_price": 0.25} }, 200, true, 0},
 		{"DELETE", "/api/providers/models/{model_id}", "", nil, 204, true, 0}, // a fresh model per call (fresh)
+		// The feed: a read, a repeated ack, a report of the delivered delta
+		// (then reported again), quarantine actions on nothing.
+		{"GET", "/api/databases/{database_id}/changes", feedDB + "/changes", nil, 200, true, 0},
+		{"POST", "/api/databases/{database_id}/ack", feedDB + "/ack", func() any { return obj{"up_to_id": 0} }, 200, true, 0},
+		{"POST", "/api/databases/{database_id}/clear-acked", feedDB + "/clear-acked", nil, 200, true, 0},
+		{"GET", "/api/databases/{database_id}/deltas/summary", feedDB + "/deltas/summary", nil, 200, true, 0},
+		{"GET", "/api/databases/{database_id}/quarantine", feedDB + "/quarantine", nil, 200, true, 0},
+		{"POST", "/api/databases/{database_id}/quarantine/report", feedDB + "/quarantine/report", func() any {
+			return obj{"delta_id": 1, "error": "refused"}
+		}, 200, true, 0},
+		{"POST", "/api/databases/{database_id}/quarantine/delete", feedDB + "/quarantine/delete", func() any { return obj{"delta_ids": []int{999}} }, 200, true, 0},
+		{"POST", "/api/databases/{database_id}/quarantine/redrive", feedDB + "/quarantine/redrive", func() any { return obj{"delta_ids": []int{999}} }, 200, true, 0},
+		{"GET", "/api/databases/{database_id}/credential", "/api/databases/" + dbID + "/credential", nil, 200, true, 0},
+		{"POST", "/api/databases/{database_id}/credential", "/api/databases/" + dbID + "/credential", nil, 201, true, 0},
+		// Revoking is idempotent: 204 for every allowed caller.
+		{"DELETE", "/api/databases/{database_id}/credential", "/api/databases/" + dbID + "/credential", nil, 204, true, 0},
+		{"POST", "/api/database-sync/exchange", "/api/database-sync/exchange", func() any { return obj{"refresh_token": "eesr_nope"} }, 0, false, 401},
+		{"GET", "/api/databases/{database_id}/snapshot", "/api/databases/" + dbID + "/snapshot", nil, 200, true, 0},
+		{"GET", "/api/databases/{database_id}/checksum", "/api/databases/" + dbID + "/checksum", nil, 200, true, 0},
 	}
 
 	// The matrix covers exactly the routes the server has.

@@ -99,19 +99,19 @@ func (e BatchFetchRequestAuthAuthType) Valid() bool {
 
 // Defines values for BatchFetchResponseFormat.
 const (
-	Csv    BatchFetchResponseFormat = "csv"
-	Json   BatchFetchResponseFormat = "json"
-	Ndjson BatchFetchResponseFormat = "ndjson"
+	BatchFetchResponseFormatCsv    BatchFetchResponseFormat = "csv"
+	BatchFetchResponseFormatJson   BatchFetchResponseFormat = "json"
+	BatchFetchResponseFormatNdjson BatchFetchResponseFormat = "ndjson"
 )
 
 // Valid indicates whether the value is a known member of the BatchFetchResponseFormat enum.
 func (e BatchFetchResponseFormat) Valid() bool {
 	switch e {
-	case Csv:
+	case BatchFetchResponseFormatCsv:
 		return true
-	case Json:
+	case BatchFetchResponseFormatJson:
 		return true
-	case Ndjson:
+	case BatchFetchResponseFormatNdjson:
 		return true
 	default:
 		return false
@@ -232,6 +232,39 @@ func (e CreatedAPIKeyRole) Valid() bool {
 	case CreatedAPIKeyRoleOperator:
 		return true
 	case CreatedAPIKeyRoleOwner:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DatabaseAccessTokenResponseDialect.
+const (
+	DatabaseAccessTokenResponseDialectPostgres DatabaseAccessTokenResponseDialect = "postgres"
+)
+
+// Valid indicates whether the value is a known member of the DatabaseAccessTokenResponseDialect enum.
+func (e DatabaseAccessTokenResponseDialect) Valid() bool {
+	switch e {
+	case DatabaseAccessTokenResponseDialectPostgres:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DatabaseCredentialResponseStatus.
+const (
+	DatabaseCredentialResponseStatusActive  DatabaseCredentialResponseStatus = "active"
+	DatabaseCredentialResponseStatusRevoked DatabaseCredentialResponseStatus = "revoked"
+)
+
+// Valid indicates whether the value is a known member of the DatabaseCredentialResponseStatus enum.
+func (e DatabaseCredentialResponseStatus) Valid() bool {
+	switch e {
+	case DatabaseCredentialResponseStatusActive:
+		return true
+	case DatabaseCredentialResponseStatusRevoked:
 		return true
 	default:
 		return false
@@ -496,6 +529,45 @@ func (e DefaultModelSource) Valid() bool {
 	case DefaultModelSourceLessThannil:
 		return true
 	case DefaultModelSourceOrganization:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DeltaRowKind.
+const (
+	DeltaRowKindData   DeltaRowKind = "data"
+	DeltaRowKindSchema DeltaRowKind = "schema"
+)
+
+// Valid indicates whether the value is a known member of the DeltaRowKind enum.
+func (e DeltaRowKind) Valid() bool {
+	switch e {
+	case DeltaRowKindData:
+		return true
+	case DeltaRowKindSchema:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DeltaRowOp.
+const (
+	Delete  DeltaRowOp = "delete"
+	Migrate DeltaRowOp = "migrate"
+	Upsert  DeltaRowOp = "upsert"
+)
+
+// Valid indicates whether the value is a known member of the DeltaRowOp enum.
+func (e DeltaRowOp) Valid() bool {
+	switch e {
+	case Delete:
+		return true
+	case Migrate:
+		return true
+	case Upsert:
 		return true
 	default:
 		return false
@@ -1318,6 +1390,78 @@ func (e CostStatsParamsGroupBy) Valid() bool {
 	}
 }
 
+// Defines values for GetDatabaseChangesParamsInclude.
+const (
+	GetDatabaseChangesParamsIncludeAcked   GetDatabaseChangesParamsInclude = "acked"
+	GetDatabaseChangesParamsIncludeAll     GetDatabaseChangesParamsInclude = "all"
+	GetDatabaseChangesParamsIncludePending GetDatabaseChangesParamsInclude = "pending"
+)
+
+// Valid indicates whether the value is a known member of the GetDatabaseChangesParamsInclude enum.
+func (e GetDatabaseChangesParamsInclude) Valid() bool {
+	switch e {
+	case GetDatabaseChangesParamsIncludeAcked:
+		return true
+	case GetDatabaseChangesParamsIncludeAll:
+		return true
+	case GetDatabaseChangesParamsIncludePending:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetDatabaseChangesParamsOrder.
+const (
+	Asc  GetDatabaseChangesParamsOrder = "asc"
+	Desc GetDatabaseChangesParamsOrder = "desc"
+)
+
+// Valid indicates whether the value is a known member of the GetDatabaseChangesParamsOrder enum.
+func (e GetDatabaseChangesParamsOrder) Valid() bool {
+	switch e {
+	case Asc:
+		return true
+	case Desc:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetDatabaseChangesParamsFormat.
+const (
+	GetDatabaseChangesParamsFormatJson GetDatabaseChangesParamsFormat = "json"
+)
+
+// Valid indicates whether the value is a known member of the GetDatabaseChangesParamsFormat enum.
+func (e GetDatabaseChangesParamsFormat) Valid() bool {
+	switch e {
+	case GetDatabaseChangesParamsFormatJson:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetDatabaseSnapshotParamsFormat.
+const (
+	Jsonl GetDatabaseSnapshotParamsFormat = "jsonl"
+	Sql   GetDatabaseSnapshotParamsFormat = "sql"
+)
+
+// Valid indicates whether the value is a known member of the GetDatabaseSnapshotParamsFormat enum.
+func (e GetDatabaseSnapshotParamsFormat) Valid() bool {
+	switch e {
+	case Jsonl:
+		return true
+	case Sql:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ListRecordsParamsType.
 const (
 	ListRecordsParamsTypeAmbiguityAnalysis ListRecordsParamsType = "ambiguity_analysis"
@@ -1780,6 +1924,72 @@ type CreatedInvitation struct {
 	Token string `json:"token"`
 }
 
+// DatabaseAccessTokenResponse defines model for DatabaseAccessTokenResponse.
+type DatabaseAccessTokenResponse struct {
+	// AccessToken eesa_…, sent as Authorization: Bearer.
+	AccessToken  string                             `json:"access_token"`
+	DatabaseId   string                             `json:"database_id"`
+	DatabaseName string                             `json:"database_name"`
+	Dialect      DatabaseAccessTokenResponseDialect `json:"dialect"`
+
+	// ExpiresIn Seconds.
+	ExpiresIn int `json:"expires_in"`
+}
+
+// DatabaseAccessTokenResponseDialect defines model for DatabaseAccessTokenResponse.Dialect.
+type DatabaseAccessTokenResponseDialect string
+
+// DatabaseCredentialCreateResponse defines model for DatabaseCredentialCreateResponse.
+type DatabaseCredentialCreateResponse struct {
+	// Credential A registration's database credential (WIRE.md §8.7); never its token.
+	Credential DatabaseCredentialResponse `json:"credential"`
+
+	// RefreshToken The refresh token (eesr_…), shown only here.
+	RefreshToken string `json:"refresh_token"`
+
+	// ServerUrl The server's base URL as this request reached it.
+	ServerUrl string `json:"server_url"`
+}
+
+// DatabaseCredentialResponse A registration's database credential (WIRE.md §8.7); never its token.
+type DatabaseCredentialResponse struct {
+	CreatedAt time.Time `json:"created_at"`
+
+	// HostId Sync hosts are not served; always null.
+	HostId *string `json:"host_id"`
+	Id     string  `json:"id"`
+
+	// IsConnected Seen in the last two minutes (an exchange or a feed request).
+	IsConnected bool `json:"is_connected"`
+
+	// LastApplyDeltaId The highest delta id acknowledged with this credential.
+	LastApplyDeltaId  *int64     `json:"last_apply_delta_id"`
+	LastApplyError    *string    `json:"last_apply_error"`
+	LastApplyErrorAt  *time.Time `json:"last_apply_error_at"`
+	LastSeenAt        *time.Time `json:"last_seen_at"`
+	LastSeenIp        *string    `json:"last_seen_ip"`
+	LastSeenUserAgent *string    `json:"last_seen_user_agent"`
+	OrganizationId    string     `json:"organization_id"`
+
+	// Preflight Not served; always null.
+	Preflight   *map[string]interface{} `json:"preflight"`
+	PreflightAt *time.Time              `json:"preflight_at"`
+	RevokedAt   *time.Time              `json:"revoked_at"`
+
+	// SchemaDatabaseId The registration's id.
+	SchemaDatabaseId string                           `json:"schema_database_id"`
+	Status           DatabaseCredentialResponseStatus `json:"status"`
+	UpdatedAt        time.Time                        `json:"updated_at"`
+}
+
+// DatabaseCredentialResponseStatus defines model for DatabaseCredentialResponse.Status.
+type DatabaseCredentialResponseStatus string
+
+// DatabaseCredentialState defines model for DatabaseCredentialState.
+type DatabaseCredentialState struct {
+	Credential *DatabaseCredentialResponse `json:"credential"`
+}
+
 // DatabaseSync defines model for DatabaseSync.
 type DatabaseSync struct {
 	AssignedHostId            *string                  `json:"assigned_host_id,omitempty"`
@@ -1817,6 +2027,13 @@ type DatabaseSyncOnGaps string
 
 // DatabaseSyncPkStrategy defines model for DatabaseSync.PkStrategy.
 type DatabaseSyncPkStrategy string
+
+// DatabaseSyncChecksumResponse defines model for DatabaseSyncChecksumResponse.
+type DatabaseSyncChecksumResponse struct {
+	AsOfDeltaId int64             `json:"as_of_delta_id"`
+	RowCounts   map[string]int64  `json:"row_counts"`
+	Tables      map[string]string `json:"tables"`
+}
 
 // DatabaseSyncCreateRequest A registration: defaults page_limit 100, purge_on_ack false, purge_entity_state false, on_gaps skip_children, pk_strategy surrogate, index_scalars filterable, notify_debounce_s 30, max_threshold_timeout_s 300 (never below notify_debounce_s), propagate_not_null false, dialect postgres. On POST /api/databases the schema is saved_schema_id (or schema_id).
 type DatabaseSyncCreateRequest struct {
@@ -1947,6 +2164,11 @@ type DatabaseSyncValidationResult struct {
 	Valid                bool              `json:"valid"`
 }
 
+// DatabaseTokenExchangeRequest defines model for DatabaseTokenExchangeRequest.
+type DatabaseTokenExchangeRequest struct {
+	RefreshToken *string `json:"refresh_token,omitempty"`
+}
+
 // DefaultModel What `auto` resolves to for one task (the reference's DefaultModelSelection).
 type DefaultModel struct {
 	DisplayName string `json:"display_name"`
@@ -1992,6 +2214,83 @@ type DeletedSchemaList_Schemas struct {
 	// Restorable Whether the restore window is still open.
 	Restorable      bool      `json:"restorable"`
 	RestorableUntil time.Time `json:"restorable_until"`
+}
+
+// DeltaAckRequest defines model for DeltaAckRequest.
+type DeltaAckRequest struct {
+	// UpToId Acknowledge every delta with id <= this value.
+	UpToId int64 `json:"up_to_id"`
+}
+
+// DeltaAckResponse defines model for DeltaAckResponse.
+type DeltaAckResponse struct {
+	Acked          int64 `json:"acked"`
+	PurgedDeltas   int64 `json:"purged_deltas"`
+	PurgedEntities int64 `json:"purged_entities"`
+}
+
+// DeltaBatchResponse defines model for DeltaBatchResponse.
+type DeltaBatchResponse struct {
+	Deltas  []DeltaRow `json:"deltas"`
+	HasMore bool       `json:"has_more"`
+
+	// LeaseExpiresAt Claimed rows are leased until then; on a busy claim, when the live lease ends.
+	LeaseExpiresAt *time.Time `json:"lease_expires_at"`
+
+	// NextCursor Pass as since (or before in desc order); null when nothing was returned.
+	NextCursor          *int64              `json:"next_cursor"`
+	SchemaContentHashes *map[string]*string `json:"schema_content_hashes,omitempty"`
+	SnapshotRequired    bool                `json:"snapshot_required"`
+}
+
+// DeltaRow One delta of a registration's feed.
+type DeltaRow struct {
+	AckedAt      *time.Time `json:"acked_at"`
+	ApplyError   *string    `json:"apply_error"`
+	ApplyErrorAt *time.Time `json:"apply_error_at"`
+
+	// BatchId Rows sharing it are applied in one consumer transaction.
+	BatchId        *string    `json:"batch_id"`
+	ClaimExpiresAt *time.Time `json:"claim_expires_at"`
+	CreatedAt      time.Time  `json:"created_at"`
+
+	// EntityId The entity layer's row (data rows).
+	EntityId   *string `json:"entity_id"`
+	EntityType *string `json:"entity_type"`
+
+	// Id Monotonic per registration (the cursor unit).
+	Id   int64        `json:"id"`
+	Kind DeltaRowKind `json:"kind"`
+	Op   DeltaRowOp   `json:"op"`
+
+	// Payload Structured form of the change.
+	Payload       json.RawMessage `json:"payload"`
+	QuarantinedAt *time.Time      `json:"quarantined_at"`
+	RecordId      *string         `json:"record_id"`
+	Revision      *int64          `json:"revision"`
+	SavedSchemaId *string         `json:"saved_schema_id"`
+
+	// Sql Idempotent SQL the consumer applies.
+	Sql string `json:"sql"`
+}
+
+// DeltaRowKind defines model for DeltaRow.Kind.
+type DeltaRowKind string
+
+// DeltaRowOp defines model for DeltaRow.Op.
+type DeltaRowOp string
+
+// DeltaSummaryResponse defines model for DeltaSummaryResponse.
+type DeltaSummaryResponse struct {
+	AckWatermarkAt   *time.Time `json:"ack_watermark_at"`
+	AckWatermarkId   *int64     `json:"ack_watermark_id"`
+	AckedCount       int64      `json:"acked_count"`
+	FirstDataId      *int64     `json:"first_data_id"`
+	MaxId            *int64     `json:"max_id"`
+	MinId            *int64     `json:"min_id"`
+	PendingCount     int64      `json:"pending_count"`
+	QuarantinedCount int64      `json:"quarantined_count"`
+	SchemaDeltaCount int64      `json:"schema_delta_count"`
 }
 
 // DiscoverModelsResponse defines model for DiscoverModelsResponse.
@@ -2881,6 +3180,73 @@ type PublishResult struct {
 type PurgeResult struct {
 	EntitiesDeleted int `json:"entities_deleted"`
 	RecordsDeleted  int `json:"records_deleted"`
+}
+
+// QuarantineActionRequest defines model for QuarantineActionRequest.
+type QuarantineActionRequest struct {
+	DeltaIds  *[]int64  `json:"delta_ids,omitempty"`
+	EntityIds *[]string `json:"entity_ids,omitempty"`
+}
+
+// QuarantineListResponse defines model for QuarantineListResponse.
+type QuarantineListResponse struct {
+	Entities    []QuarantinedEntity    `json:"entities"`
+	Migrations  []QuarantinedMigration `json:"migrations"`
+	TotalDeltas int                    `json:"total_deltas"`
+}
+
+// QuarantineRedriveRequest defines model for QuarantineRedriveRequest.
+type QuarantineRedriveRequest struct {
+	DeltaIds *[]int64 `json:"delta_ids,omitempty"`
+}
+
+// QuarantineRedriveResponse defines model for QuarantineRedriveResponse.
+type QuarantineRedriveResponse struct {
+	Queued  int64 `json:"queued"`
+	Removed int64 `json:"removed"`
+}
+
+// QuarantineReportRequest defines model for QuarantineReportRequest.
+type QuarantineReportRequest struct {
+	DeltaId int64 `json:"delta_id"`
+
+	// Error The consumer database's error (kept up to 8 KiB).
+	Error string `json:"error"`
+}
+
+// QuarantineReportResponse defines model for QuarantineReportResponse.
+type QuarantineReportResponse struct {
+	// Already The batch was set aside before; nothing changed.
+	Already bool `json:"already"`
+
+	// BatchId The batch set aside (a delta without one: "#" and its id).
+	BatchId string `json:"batch_id"`
+
+	// LeaseReleased The delta was in the leased window; the next claim is served at once.
+	LeaseReleased bool `json:"lease_released"`
+}
+
+// QuarantinedEntity defines model for QuarantinedEntity.
+type QuarantinedEntity struct {
+	ApplyError     *string    `json:"apply_error"`
+	BatchIds       []string   `json:"batch_ids"`
+	DeltaCount     int        `json:"delta_count"`
+	EntityId       *string    `json:"entity_id"`
+	EntityType     *string    `json:"entity_type"`
+	FailingDeltaId *int64     `json:"failing_delta_id"`
+	FirstDeltaId   *int64     `json:"first_delta_id"`
+	QuarantinedAt  *time.Time `json:"quarantined_at"`
+	SavedSchemaId  *string    `json:"saved_schema_id"`
+}
+
+// QuarantinedMigration defines model for QuarantinedMigration.
+type QuarantinedMigration struct {
+	ApplyError    *string    `json:"apply_error"`
+	BatchId       *string    `json:"batch_id"`
+	DeltaId       int64      `json:"delta_id"`
+	QuarantinedAt *time.Time `json:"quarantined_at"`
+	SavedSchemaId *string    `json:"saved_schema_id"`
+	Sql           string     `json:"sql"`
 }
 
 // QuestionAnswer defines model for QuestionAnswer.
@@ -3850,6 +4216,11 @@ type CostSummaryParams struct {
 	AllOrgs *CostAllOrgs `form:"all_orgs,omitempty" json:"all_orgs,omitempty"`
 }
 
+// ExchangeDatabaseCredentialParams defines parameters for ExchangeDatabaseCredential.
+type ExchangeDatabaseCredentialParams struct {
+	RefreshToken *string `form:"refresh_token,omitempty" json:"refresh_token,omitempty"`
+}
+
 // DeleteDatabaseParams defines parameters for DeleteDatabase.
 type DeleteDatabaseParams struct {
 	// DeleteEntityState Accepted; entity state is kept per schema, not per registration.
@@ -3858,6 +4229,42 @@ type DeleteDatabaseParams struct {
 	// ClearDatabaseModel Accepted; the database model lives in the schema document.
 	ClearDatabaseModel *bool `form:"clear_database_model,omitempty" json:"clear_database_model,omitempty"`
 }
+
+// GetDatabaseChangesParams defines parameters for GetDatabaseChanges.
+type GetDatabaseChangesParams struct {
+	// Since Rows with id > since (asc).
+	Since *int64 `form:"since,omitempty" json:"since,omitempty"`
+
+	// Before Desc-mode cursor: rows with id < before (order=desc only).
+	Before *int64 `form:"before,omitempty" json:"before,omitempty"`
+
+	// Claim Lease the returned window (ack required).
+	Claim *bool `form:"claim,omitempty" json:"claim,omitempty"`
+
+	// Limit Max rows, 1-1,000 (default: the registration's page_limit); a window never splits a batch, so a larger first batch comes whole.
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// LeaseS Lease length in seconds, 10-3,600 (default 120).
+	LeaseS *int `form:"lease_s,omitempty" json:"lease_s,omitempty"`
+
+	// Include pending (default): unacknowledged, not quarantined; acked; all.
+	Include *GetDatabaseChangesParamsInclude `form:"include,omitempty" json:"include,omitempty"`
+
+	// Order Cursor direction (a claim is asc).
+	Order *GetDatabaseChangesParamsOrder `form:"order,omitempty" json:"order,omitempty"`
+
+	// Format Payload format; only json.
+	Format *GetDatabaseChangesParamsFormat `form:"format,omitempty" json:"format,omitempty"`
+}
+
+// GetDatabaseChangesParamsInclude defines parameters for GetDatabaseChanges.
+type GetDatabaseChangesParamsInclude string
+
+// GetDatabaseChangesParamsOrder defines parameters for GetDatabaseChanges.
+type GetDatabaseChangesParamsOrder string
+
+// GetDatabaseChangesParamsFormat defines parameters for GetDatabaseChanges.
+type GetDatabaseChangesParamsFormat string
 
 // UnlinkDatabaseSchemaParams defines parameters for UnlinkDatabaseSchema.
 type UnlinkDatabaseSchemaParams struct {
@@ -3876,6 +4283,14 @@ type LinkDatabaseSchemaParams struct {
 	// KeyLanguage The registration's key language when it has none.
 	KeyLanguage *string `form:"key_language,omitempty" json:"key_language,omitempty"`
 }
+
+// GetDatabaseSnapshotParams defines parameters for GetDatabaseSnapshot.
+type GetDatabaseSnapshotParams struct {
+	Format *GetDatabaseSnapshotParamsFormat `form:"format,omitempty" json:"format,omitempty"`
+}
+
+// GetDatabaseSnapshotParamsFormat defines parameters for GetDatabaseSnapshot.
+type GetDatabaseSnapshotParamsFormat string
 
 // DocsIndexParams defines parameters for DocsIndex.
 type DocsIndexParams struct {
@@ -4086,11 +4501,26 @@ type FetchBatchEntitiesJSONRequestBody = BatchFetchRequest
 // StartBatchEnrichmentJSONRequestBody defines body for StartBatchEnrichment for application/json ContentType.
 type StartBatchEnrichmentJSONRequestBody = BatchRequest
 
+// ExchangeDatabaseCredentialJSONRequestBody defines body for ExchangeDatabaseCredential for application/json ContentType.
+type ExchangeDatabaseCredentialJSONRequestBody = DatabaseTokenExchangeRequest
+
 // CreateDatabaseJSONRequestBody defines body for CreateDatabase for application/json ContentType.
 type CreateDatabaseJSONRequestBody = DatabaseSyncCreateRequest
 
 // UpdateDatabaseJSONRequestBody defines body for UpdateDatabase for application/json ContentType.
 type UpdateDatabaseJSONRequestBody = DatabaseSyncUpdateRequest
+
+// AckDatabaseChangesJSONRequestBody defines body for AckDatabaseChanges for application/json ContentType.
+type AckDatabaseChangesJSONRequestBody = DeltaAckRequest
+
+// DeleteQuarantinedJSONRequestBody defines body for DeleteQuarantined for application/json ContentType.
+type DeleteQuarantinedJSONRequestBody = QuarantineActionRequest
+
+// RedriveQuarantinedJSONRequestBody defines body for RedriveQuarantined for application/json ContentType.
+type RedriveQuarantinedJSONRequestBody = QuarantineRedriveRequest
+
+// ReportQuarantineJSONRequestBody defines body for ReportQuarantine for application/json ContentType.
+type ReportQuarantineJSONRequestBody = QuarantineReportRequest
 
 // UpdateDatabaseLinkJSONRequestBody defines body for UpdateDatabaseLink for application/json ContentType.
 type UpdateDatabaseLinkJSONRequestBody = LinkUpdateRequest
