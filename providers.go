@@ -105,7 +105,7 @@ var coreSet = wire.NewSet(
 	app.NewOrgProviderService,
 	app.NewDatabaseService,
 	provideFeed,
-	app.NewEntityService,
+	provideEntityService,
 	provideEmbedded,
 )
 
@@ -361,6 +361,13 @@ func provideEmbedded(st *Stores, a *app.AccessService, sc *app.SchemaService, rc
 // provideFeed is the feed's use cases on the stores' feed.
 func provideFeed(st *Stores, clock ports.Clock, ids ports.IDs) *app.FeedService {
 	return app.NewFeedService(st.Feed, clock, ids)
+}
+
+// provideEntityService is the entity layer's use cases, with the stores'
+// feed for a reinject.
+func provideEntityService(st *Stores, schemas ports.SchemaStore, records ports.RecordStore, uow ports.UnitOfWork,
+	compiler ports.SchemaCompiler, clock ports.Clock, ids ports.IDs) *app.EntityService {
+	return app.NewEntityService(st.Entities, schemas, records, uow, compiler, st.Feed, clock, ids)
 }
 
 // httpSet builds the HTTP API from an Embedded core.

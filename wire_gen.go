@@ -103,7 +103,7 @@ func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	databaseService := app.NewDatabaseService(databaseStore, schemaStore, unitOfWork, schemas, clock, iDs)
 	feedService := provideFeed(stores, clock, iDs)
 	consumerService := provideConsumerService(cfg, stores, clock, iDs, logger, denylist)
-	entityService := app.NewEntityService(entityStore, schemaStore, recordStore, unitOfWork, compiler, clock, iDs)
+	entityService := provideEntityService(stores, schemaStore, recordStore, unitOfWork, compiler, clock, iDs)
 	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService, feedService, consumerService, entityService)
 	return embedded, func() {
 		cleanup()
@@ -210,7 +210,7 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	databaseService := app.NewDatabaseService(databaseStore, schemaStore, unitOfWork, schemas, clock, iDs)
 	feedService := provideFeed(stores, clock, iDs)
 	consumerService := provideConsumerService(cfg, stores, clock, iDs, logger, denylist)
-	entityService := app.NewEntityService(entityStore, schemaStore, recordStore, unitOfWork, compiler, clock, iDs)
+	entityService := provideEntityService(stores, schemaStore, recordStore, unitOfWork, compiler, clock, iDs)
 	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService, feedService, consumerService, entityService)
 	return embedded, func() {
 		cleanup2()
@@ -302,7 +302,7 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 	databaseService := app.NewDatabaseService(databaseStore, schemaStore, unitOfWork, schemas, clock, iDs)
 	feedService := provideFeed(st, clock, iDs)
 	consumerService := provideConsumerService(cfg, st, clock, iDs, logger, denylist)
-	entityService := app.NewEntityService(entityStore, schemaStore, recordStore, unitOfWork, compiler, clock, iDs)
+	entityService := provideEntityService(st, schemaStore, recordStore, unitOfWork, compiler, clock, iDs)
 	embedded := provideEmbedded(st, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService, feedService, consumerService, entityService)
 	return embedded, func() {
 		cleanup()

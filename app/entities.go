@@ -28,13 +28,16 @@ type EntityService struct {
 	Compiler ports.SchemaCompiler
 	Clock    ports.Clock
 	IDs      ports.IDs
+	// Feed lists and releases quarantined deltas (a reinject; nil: not
+	// available on this storage).
+	Feed ports.FeedStore
 }
 
 // NewEntityService returns an EntityService.
 func NewEntityService(entities ports.EntityStore, schemas ports.SchemaStore, records ports.RecordStore, uow ports.UnitOfWork,
-	compiler ports.SchemaCompiler, clock ports.Clock, ids ports.IDs) *EntityService {
+	compiler ports.SchemaCompiler, feed ports.FeedStore, clock ports.Clock, ids ports.IDs) *EntityService {
 	return &EntityService{Entities: entities, Schemas: schemas, Records: records, UoW: uow, Compiler: compiler,
-		Clock: clock, IDs: ids}
+		Feed: feed, Clock: clock, IDs: ids}
 }
 
 func (s *EntityService) ready() error {

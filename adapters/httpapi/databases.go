@@ -30,6 +30,7 @@ func (s *Server) registerDatabaseRoutes(r *mux.Router) {
 	r.HandleFunc("/api/databases/{database_id}/schemas/{schema_id}", s.updateDatabaseLink).Methods(http.MethodPatch)
 	r.HandleFunc("/api/databases/{database_id}/schemas/{schema_id}/validate", s.validateDatabaseLink).Methods(http.MethodPost)
 	r.HandleFunc("/api/schemas/{schema_id}/entities", s.listEntities).Methods(http.MethodGet)
+	r.HandleFunc("/api/databases/{database_id}/quarantine/reinject", s.reinjectQuarantined).Methods(http.MethodPost)
 }
 
 // settings are the registration fields of a create or an update body.

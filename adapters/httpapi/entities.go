@@ -86,3 +86,25 @@ func (s *Server) syncRecordsToDatabase(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, out)
 }
+
+// reinjectQuarantined serves POST /api/databases/{id}/quarantine/reinject.
+func (s *Server) reinjectQuarantined(w http.ResponseWriter, r *http.Request) {
+	var in api.QuarantineActionRequest
+	if !s.decode(w, r, &in) {
+		return
+	}
+	var sel ports.QuarantineSelection
+	if in.DeltaIds != nil {
+		sel.DeltaIDs = *in.DeltaIds
+	}
+	if in.EntityIds != nil {
+		sel.EntityIDs = *in.EntityIds
+	}
+	out, err := s.entities.Reinject(r.Context(), principal(r), mux.Vars(r)["database_id"], sel)
+	if err != nil {
+		s.Error(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, api.QuarantineReinjectResponse{BatchId: nilIfEmpty(out.BatchID), Queued: int(out.Queued),
+		Removed: int(out.Removed)})
+}

@@ -103,6 +103,7 @@ var routes = map[Route]access.Action{
 	{"PATCH", "/api/databases/{database_id}/schemas/{schema_id}"}:         access.ActLinkDatabase,
 	{"POST", "/api/databases/{database_id}/schemas/{schema_id}/validate"}: access.ActValidateDatabase,
 	{"GET", "/api/schemas/{schema_id}/entities"}:                          access.ActListEntities,
+	{"POST", "/api/databases/{database_id}/quarantine/reinject"}:          access.ActActOnQuarantine,
 	{"POST", "/api/records/sync-to-database"}:                             access.ActSyncRecordsToDB,
 	// Schema generation and AI edit (issue 10, part C1).
 	{"POST", "/api/schema/generate/stream"}:          access.ActGenerateSchema,

@@ -400,3 +400,62 @@ func TestEntityLayerListAndInject(t *testing.T) {
 		})
 	}
 }
+
+// TestEntityLayerReinject: a consumer reports a data delta; reinject by
+// entity appends the entity's current state as one new batch at the tail
+// and removes the quarantined batch; naming nothing is 400; another
+// organization's registration is 404.
+func TestEntityLayerReinject(t *testing.T) {
+	for _, b := range backends[:2] {
+		t.Run(b.name, func(t *testing.T) {
+			is := is.New(t)
+			s := start(t, testConfig(b.dsn(t)))
+			ten := s.register("reinject@example.com")
+			key := ten.key
+			r := linkedSchema(t, s, key, "reject_entity")
+			first := r.enrich(acme(nil, []string{"a"}, "Jane"), nil)
+			second := r.enrich(acme(nil, []string{"a", "b"}, "Joe"), nil)
+			base := "/api/databases/" + r.db
+
+			var w deltaBatch
+			is.Equal(s.call("GET", base+"/changes?since=0&claim=true&format=json", key, nil, &w), 200)
+			is.Equal(w.ids(), []int64{1, 2, 3}) // DDL, two upserts
+			is.Equal(*w.Deltas[1].BatchID, *first.Database.BatchID)
+			is.Equal(*w.Deltas[2].BatchID, *second.Database.BatchID)
+			is.Equal(s.call("POST", base+"/quarantine/report", key, obj{"delta_id": 2, "error": "boom"}, nil), 200)
+			page := r.entities("")
+			is.Equal(page.Total, 1)
+			entityID := page.Entities[0].ID
+
+			var e apiError
+			is.Equal(s.call("POST", base+"/quarantine/reinject", key, obj{}, &e), 400)
+			is.Equal(e.Field, "delta_ids")
+			var out struct {
+				BatchID *string `json:"batch_id"`
+				Queued  int     `json:"queued"`
+				Removed int     `json:"removed"`
+			}
+			is.Equal(s.call("POST", base+"/quarantine/reinject", key, obj{"entity_ids": []string{entityID}}, &out), 200)
+			is.Equal(out.Queued, 1)
+			is.True(out.Removed >= 1)
+			is.True(out.BatchID != nil)
+			var q struct {
+				TotalDeltas int `json:"total_deltas"`
+			}
+			is.Equal(s.call("GET", base+"/quarantine", key, nil, &q), 200)
+			is.Equal(q.TotalDeltas, 0)
+			var read deltaBatch
+			is.Equal(s.call("GET", base+"/changes?since=3&claim=false&format=json", key, nil, &read), 200)
+			is.Equal(len(read.Deltas), 1)
+			is.Equal(*read.Deltas[0].BatchID, *out.BatchID)
+			is.Equal(*read.Deltas[0].Revision, int64(2)) // the current state, at its revision
+
+			// Nothing quarantined left: a reinject queues nothing.
+			is.Equal(s.call("POST", base+"/quarantine/reinject", key, obj{"delta_ids": []int64{2}}, &out), 200)
+			is.Equal([]int{out.Queued, out.Removed}, []int{0, 0})
+			is.True(out.BatchID == nil)
+			stranger := s.register("reinject-other@example.com").key
+			is.Equal(s.call("POST", base+"/quarantine/reinject", stranger, obj{"delta_ids": []int64{2}}, nil), 404)
+		})
+	}
+}

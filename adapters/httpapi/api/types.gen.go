@@ -3206,6 +3206,18 @@ type QuarantineRedriveResponse struct {
 	Removed int64 `json:"removed"`
 }
 
+// QuarantineReinjectResponse defines model for QuarantineReinjectResponse.
+type QuarantineReinjectResponse struct {
+	// BatchId The new batch (null when nothing was queued).
+	BatchId *string `json:"batch_id"`
+
+	// Queued Deltas appended.
+	Queued int `json:"queued"`
+
+	// Removed Quarantined deltas removed.
+	Removed int `json:"removed"`
+}
+
 // QuarantineReportRequest defines model for QuarantineReportRequest.
 type QuarantineReportRequest struct {
 	DeltaId int64 `json:"delta_id"`
@@ -4518,6 +4530,9 @@ type DeleteQuarantinedJSONRequestBody = QuarantineActionRequest
 
 // RedriveQuarantinedJSONRequestBody defines body for RedriveQuarantined for application/json ContentType.
 type RedriveQuarantinedJSONRequestBody = QuarantineRedriveRequest
+
+// ReinjectQuarantineJSONRequestBody defines body for ReinjectQuarantine for application/json ContentType.
+type ReinjectQuarantineJSONRequestBody = QuarantineActionRequest
 
 // ReportQuarantineJSONRequestBody defines body for ReportQuarantine for application/json ContentType.
 type ReportQuarantineJSONRequestBody = QuarantineReportRequest
