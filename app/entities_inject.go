@@ -137,7 +137,7 @@ func (s *EntityService) SyncRecords(ctx context.Context, p *access.Principal, it
 // checkItem checks an item's shape: a record, or an output with its
 // schema, or both; the output an object.
 func checkItem(i int, it InjectionItem) error {
-	at := func(f string) string { return fmt.Sprintf("items[%d].%s", i, f) }
+	at := func(f string) string { return fmt.Sprintf("items.%d.%s", i, f) }
 	for f, v := range map[string]string{"record_id": it.RecordID, "saved_schema_id": it.SchemaID} {
 		if err := checkText(at(f), v); err != nil {
 			return err
@@ -169,7 +169,7 @@ func (s *EntityService) planItem(ctx context.Context, orgID string, i int, it In
 	if it.RecordID != "" {
 		got, err := s.Records.GetRecord(ctx, orgID, it.RecordID)
 		if err != nil {
-			return pl, notFoundAt(err, fmt.Sprintf("items[%d].record_id", i), "record %s not found", it.RecordID)
+			return pl, notFoundAt(err, fmt.Sprintf("items.%d.record_id", i), "record %s not found", it.RecordID)
 		}
 		rec = got
 		pl.res.RecordID = rec.ID
@@ -215,7 +215,7 @@ func (s *EntityService) itemSchema(ctx context.Context, orgID string, i int, nam
 	sc, err := liveSchema(ctx, s.Schemas, orgID, id)
 	switch {
 	case err != nil && named:
-		return nil, "", notFoundAt(err, fmt.Sprintf("items[%d].saved_schema_id", i), "schema %s not found", id)
+		return nil, "", notFoundAt(err, fmt.Sprintf("items.%d.saved_schema_id", i), "schema %s not found", id)
 	case err != nil && isNotFound(err):
 		return nil, "the record's schema no longer exists", nil
 	case err != nil:

@@ -374,7 +374,7 @@ func TestEntityLayerListAndInject(t *testing.T) {
 				{"saved_schema_id": r.schema, "structured_output": other}}}, &e), 404)
 			is.Equal(s.call("POST", "/api/records/sync-to-database", key, obj{"items": []obj{
 				{"saved_schema_id": r.schema, "structured_output": other}, {"record_id": "nope"}}}, &e), 404)
-			is.Equal(e.Field, "items[1].record_id")
+			is.Equal(e.Field, "items.1.record_id")
 			is.Equal(r.entities("").Total, 2)
 
 			// Unlink (delete the registration), purge: the entities go; a

@@ -170,7 +170,15 @@ func TestHostileText(t *testing.T) {
 				tc{"generate model", "POST", "/api/schema/generate/stream", ten.key, strings.Replace(gen, `"sandbox::echo"`, `"sandbox::`+H+`"`, 1), "model"},
 				tc{"generate language", "POST", "/api/schema/generate/stream", ten.key, strings.Replace(gen, `"en"`, `"e`+H+`"`, 1), "language"},
 				tc{"quarantine report error", "POST", "/api/databases/d1/quarantine/report", ten.key, `{"delta_id":1,"error":"refused ` + H + `"}`, "error"},
-				tc{"quarantine delete entity_ids", "POST", "/api/databases/d1/quarantine/delete", ten.key, `{"entity_ids":["e` + H + `"]}`, "entity_ids.0"})
+				tc{"quarantine delete entity_ids", "POST", "/api/databases/d1/quarantine/delete", ten.key, `{"entity_ids":["e` + H + `"]}`, "entity_ids.0"},
+				tc{"quarantine reinject entity_ids", "POST", "/api/databases/d1/quarantine/reinject", ten.key, `{"entity_ids":["e` + H + `"]}`, "entity_ids.0"},
+				tc{"sync-to-database record_id", "POST", "/api/records/sync-to-database", ten.key, `{"items":[{"record_id":"r` + H + `"}]}`, "items.0.record_id"},
+				tc{"sync-to-database saved_schema_id", "POST", "/api/records/sync-to-database", ten.key,
+					`{"items":[{"saved_schema_id":"s` + H + `","structured_output":{}}]}`, "items.0.saved_schema_id"},
+				tc{"sync-to-database output value", "POST", "/api/records/sync-to-database", ten.key,
+					`{"items":[{"saved_schema_id":"s","structured_output":{"name":"A` + H + `"}}]}`, "items.0.structured_output.name"},
+				tc{"sync-to-database output key", "POST", "/api/records/sync-to-database", ten.key,
+					`{"items":[{"saved_schema_id":"s","structured_output":{"n` + H + `":1}}]}`, "items.0.structured_output.n{S}"})
 			for _, route := range []string{"/api/schema/saved/" + schemaID + "/prompt/stream", "/api/schema/saved/" + schemaID + "/prompt"} {
 				cases = append(cases,
 					tc{route + " prompt", "POST", route, ten.key, `{"prompt":"add a field ` + H + `"}`, "prompt"},
@@ -210,6 +218,9 @@ func TestHostileText(t *testing.T) {
 						{"GET", "/api/databases/" + H + "/snapshot", "database_id", ""},
 						{"GET", "/api/databases/d/snapshot?format=" + H, "format", ""},
 						{"GET", "/api/databases/" + H + "/checksum", "database_id", ""},
+						{"GET", "/api/schemas/" + H + "/entities", "schema_id", ""},
+						{"GET", "/api/schemas/s/entities?entity_type=" + H, "entity_type", ""},
+						{"POST", "/api/databases/" + H + "/quarantine/reinject", "database_id", `{"delta_ids":[1]}`},
 						{"POST", "/api/database-sync/exchange?refresh_token=" + H, "refresh_token", ""},
 					} {
 						cred := ten.key
@@ -274,4 +285,52 @@ func (s *service) runningAfter(d time.Duration) int {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return len(s.srv.RunningJobs())
+}
+
+// TestEntityLayerHostileNumbers: the entity layer's routes refuse wrong
+// types, too many items, huge limits and negative offsets with 400 naming
+// the field.
+func TestEntityLayerHostileNumbers(t *testing.T) {
+	s := start(t, testConfig(""))
+	ten := s.register("enthostile@example.com")
+	sc := s.createSchema(ten.key, "Company", keyedSchema)
+	var created struct{ Database struct{ ID string } }
+	if st := s.call("POST", "/api/schemas/"+sc+"/databases", ten.key, obj{"name": "wh"}, &created); st != 201 {
+		t.Fatalf("database: %d", st)
+	}
+	items := make([]obj, 101)
+	for i := range items {
+		items[i] = obj{"record_id": "r"}
+	}
+	db := "/api/databases/" + created.Database.ID + "/quarantine/reinject"
+	for _, c := range []struct {
+		method, path string
+		body         any
+		field        string
+	}{
+		{"GET", "/api/schemas/" + sc + "/entities?limit=1001", nil, "limit"},
+		{"GET", "/api/schemas/" + sc + "/entities?limit=0", nil, "limit"},
+		{"GET", "/api/schemas/" + sc + "/entities?limit=99999999999999999999", nil, "limit"},
+		{"GET", "/api/schemas/" + sc + "/entities?limit=ten", nil, "limit"},
+		{"GET", "/api/schemas/" + sc + "/entities?offset=-1", nil, "offset"},
+		{"POST", "/api/records/sync-to-database", obj{"items": items}, "items"},
+		{"POST", "/api/records/sync-to-database", obj{"items": []obj{}}, "items"},
+		{"POST", "/api/records/sync-to-database", obj{"items": "all"}, "items"},
+		{"POST", "/api/records/sync-to-database", obj{}, "items"},
+		{"POST", "/api/records/sync-to-database", obj{"items": []obj{{"record_id": 5}}}, "items.0.record_id"},
+		{"POST", "/api/records/sync-to-database", obj{"items": []obj{{"structured_output": []int{1}, "saved_schema_id": sc}}}, "items.0.structured_output"},
+		{"POST", "/api/records/sync-to-database", obj{"items": []obj{{"structured_output": obj{"domain": "a"}}}}, "items.0.saved_schema_id"},
+		{"POST", "/api/records/sync-to-database", obj{"items": []obj{{}}}, "items.0.record_id"},
+		{"POST", "/api/records/sync-to-database", obj{"items": []obj{{"record_id": "r", "x": 1}}}, "items.0.x"},
+		{"POST", db, obj{"delta_ids": []any{-1}}, "delta_ids.0"},
+		{"POST", db, obj{"delta_ids": []any{"1"}}, "delta_ids.0"},
+		{"POST", db, obj{"delta_ids": 1e30}, "delta_ids"},
+		{"POST", db, obj{}, "delta_ids"},
+	} {
+		var e apiError
+		st := s.call(c.method, c.path, ten.key, c.body, &e)
+		if st != 400 || e.Field != c.field {
+			t.Errorf("%s %s %v: got %d field %q (%s); want 400 naming %q", c.method, c.path, c.body, st, e.Field, e.Detail, c.field)
+		}
+	}
 }

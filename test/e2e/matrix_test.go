@@ -99,6 +99,11 @@ var minimum = map[string]string{
 	"POST /api/databases/{database_id}/clear-acked": "operator", "GET /api/databases/{database_id}/deltas/summary": "operator",
 	"GET /api/databases/{database_id}/quarantine": "operator", "POST /api/databases/{database_id}/quarantine/report": "operator",
 	"POST /api/databases/{database_id}/quarantine/delete": "operator", "POST /api/databases/{database_id}/quarantine/redrive": "operator",
+	// The entity layer (issue 28): listing is an operator's read, a
+	// reinject a quarantine action; feeding records through it an
+	// editor's.
+	"GET /api/schemas/{schema_id}/entities": "operator", "POST /api/databases/{database_id}/quarantine/reinject": "operator",
+	"POST /api/records/sync-to-database": "editor",
 	// Database sync (issue 28): the credential is an editor's, its
 	// revocation an owner's; its exchange is public (the token is the
 	// credential); snapshots and checksums are read by operators.
@@ -454,6 +459,10 @@ func TestAuthorizationMatrix(t *testing.T) {
 		}, 200, true, 0},
 		{"POST", "/api/databases/{database_id}/quarantine/delete", feedDB + "/quarantine/delete", func() any { return obj{"delta_ids": []int{999}} }, 200, true, 0},
 		{"POST", "/api/databases/{database_id}/quarantine/redrive", feedDB + "/quarantine/redrive", func() any { return obj{"delta_ids": []int{999}} }, 200, true, 0},
+		{"POST", "/api/databases/{database_id}/quarantine/reinject", feedDB + "/quarantine/reinject", func() any { return obj{"delta_ids": []int{999}} }, 200, true, 0},
+		{"GET", "/api/schemas/{schema_id}/entities", "/api/schemas/" + dbSchemaID + "/entities?limit=5", nil, 200, true, 0},
+		// The record's schema is not linked: skipped, nothing written.
+		{"POST", "/api/records/sync-to-database", "/api/records/sync-to-database", func() any { return obj{"items": []obj{{"record_id": recordID}}} }, 200, true, 0},
 		{"GET", "/api/databases/{database_id}/credential", "/api/databases/" + dbID + "/credential", nil, 200, true, 0},
 		{"POST", "/api/databases/{database_id}/credential", "/api/databases/" + dbID + "/credential", nil, 201, true, 0},
 		// Revoking is idempotent: 204 for every allowed caller.
