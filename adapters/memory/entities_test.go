@@ -1,6 +1,7 @@
 package memory_test
 
 import (
+	"context"
 	"testing"
 
 	"github.com/entityenrich/enrich/adapters/memory"
@@ -15,7 +16,11 @@ func TestEntities(t *testing.T) {
 		sync := memory.NewSyncStore()
 		f.UoW.(*memory.UnitOfWork).WithSync(sync)
 		return contract.EntitiesFixture{UnitOfWorkFixture: f, Entities: sync,
-			Seed:   func(_ *testing.T, d *dbsync.Database) { sync.SeedDatabase(d) },
+			Seed: func(t *testing.T, d *dbsync.Database) {
+				if err := sync.CreateDatabase(context.Background(), d); err != nil {
+					t.Fatal(err)
+				}
+			},
 			Deltas: func(_ *testing.T, id string) []ports.FeedRow { return sync.FeedRows(id) }}
 	})
 }

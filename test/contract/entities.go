@@ -120,6 +120,39 @@ func RunEntities(t *testing.T, newFixture func(t *testing.T) EntitiesFixture) {
 			is.Equal(err, boom)
 			s.nothing(t, ctx, f, org)
 		}},
+		{"a unit of work deletes a schema's entities, or nothing when it fails", func(t *testing.T, f EntitiesFixture, s *entitySetup) {
+			is := is.New(t)
+			org := newID("org")
+			s.retarget(t, f, org)
+			is.NoErr(f.UoW.InTx(ctx, func(ctx context.Context, r ports.Repos) error {
+				_, err := r.Entities.WriteEntities(ctx, []ports.EntityWrite{s.write(t, "rec-1", `{"name": "Acme"}`, "b"),
+					s.write(t, "rec-2", `{"name": "Beta"}`, "c")})
+				return err
+			}))
+			boom := errors.New("boom")
+			is.Equal(f.UoW.InTx(ctx, func(ctx context.Context, r ports.Repos) error {
+				n, err := r.Entities.DeleteSchemaEntities(ctx, org, s.schemaID)
+				is.NoErr(err)
+				is.Equal(n, int64(2))
+				return boom
+			}), boom)
+			page, err := f.Entities.ListEntities(ctx, org, s.schemaID, ports.EntityQuery{Limit: 10})
+			is.NoErr(err)
+			is.Equal(page.Total, int64(2))
+			is.NoErr(f.UoW.InTx(ctx, func(ctx context.Context, r ports.Repos) error {
+				n, err := r.Entities.DeleteSchemaEntities(ctx, newID("org"), s.schemaID) // another organization's: none
+				is.Equal(n, int64(0))
+				if err != nil {
+					return err
+				}
+				n, err = r.Entities.DeleteSchemaEntities(ctx, org, s.schemaID)
+				is.Equal(n, int64(2))
+				return err
+			}))
+			page, err = f.Entities.ListEntities(ctx, org, s.schemaID, ports.EntityQuery{Limit: 10})
+			is.NoErr(err)
+			is.Equal(page.Total, int64(0))
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
