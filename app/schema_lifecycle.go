@@ -354,17 +354,31 @@ func (s *SchemaService) Delete(ctx context.Context, p *access.Principal, id stri
 		}
 	}
 	now := s.Clock.Now()
-	sc, err := s.Schemas.UpdateSchema(ctx, p.OrgID, id, func(sc *schema.Schema) error {
-		if sc.Deleted() {
+	var sc *schema.Schema
+	trash := func(ctx context.Context, schemas ports.SchemaStore, dbs ports.DatabaseStore) (err error) {
+		if cascade && !cur.Deleted() {
+			if err := dropLinks(ctx, dbs, p.OrgID, id); err != nil {
+				return err
+			}
+		}
+		sc, err = schemas.UpdateSchema(ctx, p.OrgID, id, func(sc *schema.Schema) error {
+			if sc.Deleted() {
+				return nil
+			}
+			if err := inUse(id, sc.Uses(), cascade); err != nil { // linked meanwhile
+				return err
+			}
+			sc.Unlink(now)
+			sc.Delete(now)
 			return nil
-		}
-		if err := inUse(id, sc.Uses(), cascade); err != nil { // linked meanwhile
-			return err
-		}
-		sc.Unlink(now)
-		sc.Delete(now)
-		return nil
-	})
+		})
+		return err
+	}
+	if s.UoW != nil {
+		err = s.UoW.InTx(ctx, func(ctx context.Context, r ports.Repos) error { return trash(ctx, r.Schemas, r.Databases) })
+	} else {
+		err = trash(ctx, s.Schemas, nil)
+	}
 	if errors.Is(err, ports.ErrNotFound) {
 		return nil, schemaNotFound(id)
 	} else if err != nil {
@@ -458,7 +472,12 @@ func (s *SchemaService) DeletePermanently(ctx context.Context, p *access.Princip
 			return nil, err
 		}
 	}
-	remove := func(ctx context.Context, st ports.SchemaStore) error {
+	remove := func(ctx context.Context, st ports.SchemaStore, dbs ports.DatabaseStore) error {
+		if cascade {
+			if err := dropLinks(ctx, dbs, p.OrgID, id); err != nil {
+				return err
+			}
+		}
 		if _, err := st.UpdateSchema(ctx, p.OrgID, id, func(sc *schema.Schema) error {
 			return inUse(id, sc.Uses(), cascade)
 		}); err != nil {
@@ -467,9 +486,9 @@ func (s *SchemaService) DeletePermanently(ctx context.Context, p *access.Princip
 		return st.DeleteSchema(ctx, p.OrgID, id)
 	}
 	if s.UoW != nil {
-		err = s.UoW.InTx(ctx, func(ctx context.Context, r ports.Repos) error { return remove(ctx, r.Schemas) })
+		err = s.UoW.InTx(ctx, func(ctx context.Context, r ports.Repos) error { return remove(ctx, r.Schemas, r.Databases) })
 	} else {
-		err = remove(ctx, s.Schemas)
+		err = remove(ctx, s.Schemas, nil)
 	}
 	if errors.Is(err, ports.ErrNotFound) {
 		return nil, schemaNotFound(id)

@@ -459,3 +459,28 @@ func TestEntityLayerReinject(t *testing.T) {
 		})
 	}
 }
+
+// TestSchemaCascadeUnlinks: deleting a linked schema with cascade removes
+// its links from the registrations in the same unit of work; the
+// registration stays, with its other links.
+func TestSchemaCascadeUnlinks(t *testing.T) {
+	for _, b := range backends[:2] {
+		t.Run(b.name, func(t *testing.T) {
+			is := is.New(t)
+			s := start(t, testConfig(b.dsn(t)))
+			key := s.register("cascade@example.com").key
+			r := linkedSchema(t, s, key, "skip_children")
+			other := s.createSchema(key, "Other", keyedSchema)
+			is.Equal(s.call("POST", "/api/databases/"+r.db+"/schemas/"+other, key, nil, nil), 201)
+			is.Equal(s.call("DELETE", "/api/schema/saved/"+r.schema, key, nil, nil), 409)
+			is.Equal(s.call("DELETE", "/api/schema/saved/"+r.schema+"?cascade=true", key, nil, nil), 200)
+			var d databaseSync
+			is.Equal(s.call("GET", "/api/databases/"+r.db, key, nil, &d), 200)
+			is.Equal(len(d.Schemas), 1)
+			is.Equal(d.Schemas[0].SavedSchemaID, other)
+			is.Equal(s.call("DELETE", "/api/schema/saved/"+other+"/permanent?cascade=true", key, nil, nil), 200)
+			is.Equal(s.call("GET", "/api/databases/"+r.db, key, nil, &d), 200)
+			is.Equal(len(d.Schemas), 0)
+		})
+	}
+}
