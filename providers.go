@@ -34,7 +34,8 @@ import (
 // coreSet builds the app services from a *Stores and a Config.
 var coreSet = wire.NewSet(
 	wire.FieldsOf(new(*Stores), "Orgs", "Users", "Keys", "Schemas", "Records", "Jobs", "Events", "UoW", "Queue", "RefreshTokens",
-		"Usage", "Invalidations", "Databases", "Entities"),
+		"Usage", "Invalidations", "Databases"),
+	provideEntityStore,
 	provideLogger,
 	wire.Struct(new(system.Clock)),
 	wire.Bind(new(ports.Clock), new(system.Clock)),
@@ -361,6 +362,13 @@ func provideEmbedded(st *Stores, a *app.AccessService, sc *app.SchemaService, rc
 // provideFeed is the feed's use cases on the stores' feed.
 func provideFeed(st *Stores, clock ports.Clock, ids ports.IDs) *app.FeedService {
 	return app.NewFeedService(st.Feed, clock, ids)
+}
+
+// provideEntityStore is the stores' entity layer with the registrations
+// of each schema read through the schema cache (an enrichment's decision
+// then costs no round trip).
+func provideEntityStore(st *Stores, scc *cache.Schemas) ports.EntityStore {
+	return scc.Entities(st.Entities)
 }
 
 // provideEntityService is the entity layer's use cases, with the stores'

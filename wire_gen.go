@@ -49,7 +49,7 @@ func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	schemaConfig := provideSchemaConfig(cfg)
 	schemaService := app.NewSchemaService(schemaStore, recordStore, unitOfWork, compiler, schemas, clock, iDs, schemaConfig)
 	recordService := app.NewRecordService(recordStore, clock)
-	entityStore := stores.Entities
+	entityStore := provideEntityStore(stores, schemas)
 	codec := jobcodec.New()
 	registry, err := provideRegistry(cfg)
 	if err != nil {
@@ -152,7 +152,7 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	schemaConfig := provideSchemaConfig(cfg)
 	schemaService := app.NewSchemaService(schemaStore, recordStore, unitOfWork, compiler, schemas, clock, iDs, schemaConfig)
 	recordService := app.NewRecordService(recordStore, clock)
-	entityStore := stores.Entities
+	entityStore := provideEntityStore(stores, schemas)
 	codec := jobcodec.New()
 	registry, err := provideRegistry(cfg)
 	if err != nil {
@@ -248,7 +248,7 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 	schemaConfig := provideSchemaConfig(cfg)
 	schemaService := app.NewSchemaService(schemaStore, recordStore, unitOfWork, compiler, schemas, clock, iDs, schemaConfig)
 	recordService := app.NewRecordService(recordStore, clock)
-	entityStore := st.Entities
+	entityStore := provideEntityStore(st, schemas)
 	codec := jobcodec.New()
 	registry, err := provideRegistry(cfg)
 	if err != nil {

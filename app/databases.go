@@ -247,7 +247,18 @@ func (s *DatabaseService) Update(ctx context.Context, p *access.Principal, id st
 	if err != nil {
 		return nil, registryError(err)
 	}
+	linksChanged(ctx, s.SchemaCache, d)
 	return s.view(ctx, d)
+}
+
+// linksChanged says that the settings of d, which its linked schemas'
+// enrichments read (on_gaps, key_language, enrichment_enabled), changed:
+// the schema cache drops each schema, with the registrations it keeps of
+// it.
+func linksChanged(ctx context.Context, cache ports.SchemaCache, d *dbsync.Database) {
+	for _, l := range d.Links {
+		schemaChanged(ctx, cache, d.OrgID, l.SchemaID)
+	}
 }
 
 // Delete removes a registration with its links, feed and deltas; a schema

@@ -265,5 +265,6 @@ func (s *DatabaseService) SetEnrichment(ctx context.Context, p *access.Principal
 	if err = s.notFound(err, id); err != nil {
 		return nil, err
 	}
+	schemaChanged(ctx, s.SchemaCache, p.OrgID, schemaID)
 	return s.view(ctx, d)
 }

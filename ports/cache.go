@@ -21,9 +21,10 @@ type SchemaCache interface {
 	// since. The caller gets its own struct; its documents are shared and
 	// must not be changed in place.
 	GetSchema(ctx context.Context, orgID, id string) (*schema.Schema, error)
-	// Changed says that a write of the schema has committed: it is dropped
-	// here before Changed returns, and on the other instances as soon as
-	// they hear of it.
+	// Changed says that a write of the schema, or of what its enrichments
+	// read of its registrations (a link, an unlink, a registration's
+	// settings), has committed: it is dropped here before Changed returns,
+	// and on the other instances as soon as they hear of it.
 	Changed(ctx context.Context, orgID, id string)
 }
 

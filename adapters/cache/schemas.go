@@ -9,6 +9,7 @@ import (
 
 	"github.com/maypok86/otter/v2"
 
+	"github.com/entityenrich/enrich/domain/dbsync"
 	"github.com/entityenrich/enrich/domain/schema"
 	"github.com/entityenrich/enrich/ports"
 )
@@ -47,6 +48,9 @@ type Schemas struct {
 	// fills the cache that nobody reads any more. Per key, otter itself
 	// discards a read that an Invalidate overlapped.
 	c atomic.Pointer[otter.Cache[schemaKey, *schema.Schema]]
+	// dbs keeps the registrations linked to each schema (Entities), with
+	// the same life and invalidations as the schemas.
+	dbs atomic.Pointer[otter.Cache[schemaKey, []*dbsync.Database]]
 }
 
 type schemaKey struct{ org, id string }
@@ -67,6 +71,18 @@ func (s *Schemas) reset() {
 	}
 	s.c.Store(expiring(s.clock, s.cfg.TTL, s.cfg.MaxBytes, func(_ schemaKey, sc *schema.Schema) uint32 {
 		return uint32(len(sc.Content) + len(sc.PublishedContent) + schemaOverhead)
+	}))
+	s.dbs.Store(expiring(s.clock, s.cfg.TTL, s.cfg.MaxBytes, func(_ schemaKey, dbs []*dbsync.Database) uint32 {
+		n := schemaOverhead
+		for _, d := range dbs {
+			n += schemaOverhead
+			for _, l := range d.Links {
+				if l.Shipped != nil {
+					n += schemaOverhead * (1 + len(l.Shipped.Tables))
+				}
+			}
+		}
+		return uint32(n)
 	}))
 }
 
@@ -104,6 +120,46 @@ func (s *Schemas) drop(k schemaKey) {
 	if c := s.c.Load(); c != nil {
 		c.Invalidate(k)
 	}
+	if c := s.dbs.Load(); c != nil {
+		c.Invalidate(k)
+	}
+}
+
+// Entities is store with its SchemaDatabases read through this cache: an
+// enrichment of a linked schema then decides its entity write without a
+// storage round trip. The entries live and go with the schemas' (a
+// schema's Changed, which every change of a registration or a link says
+// of each schema it links, drops both, here and on the other instances).
+// The end of the job re-reads the links it renders deltas for under lock,
+// so a stale entry can only make the announced outcome (its gate and delta
+// count) as old as the cache's TTL at worst. Nil store: nil.
+func (s *Schemas) Entities(store ports.EntityStore) ports.EntityStore {
+	if store == nil {
+		return nil
+	}
+	return &cachedEntities{EntityStore: store, s: s}
+}
+
+type cachedEntities struct {
+	ports.EntityStore
+	s *Schemas
+}
+
+// SchemaDatabases reads through the cache; the registrations are shared
+// and must not be changed (the slice is the caller's).
+func (c *cachedEntities) SchemaDatabases(ctx context.Context, orgID, schemaID string) ([]*dbsync.Database, error) {
+	cc := c.s.dbs.Load()
+	if cc == nil {
+		return c.EntityStore.SchemaDatabases(ctx, orgID, schemaID)
+	}
+	dbs, err := cc.Get(ctx, schemaKey{orgID, schemaID}, otter.LoaderFunc[schemaKey, []*dbsync.Database](
+		func(ctx context.Context, k schemaKey) ([]*dbsync.Database, error) {
+			return c.EntityStore.SchemaDatabases(ctx, k.org, k.id)
+		}))
+	if err != nil {
+		return nil, err
+	}
+	return append([]*dbsync.Database(nil), dbs...), nil
 }
 
 // Forget applies another instance's change: a schema (kind "schema", id
