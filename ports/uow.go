@@ -28,6 +28,9 @@ type Repos struct {
 	// Feed appends deltas to registrations' feeds (nil when the store
 	// keeps none).
 	Feed FeedWriter
+	// Outbox queues schema events for the schemas' subscriptions (nil
+	// when the store keeps none).
+	Outbox EventQueue
 	// Queue enqueues job runs that start only if the unit of work commits.
 	Queue JobEnqueuer
 }
@@ -70,6 +73,10 @@ type JobEnd struct {
 	// end (appended to Repos.Usage's ledger; a store without one drops
 	// them).
 	Usage []usage.Entry
+	// SchemaEvents are queued as deliveries to their schemas'
+	// subscriptions in the end's commit (see EventQueue; a store without
+	// an outbox drops them).
+	SchemaEvents []SchemaEvent
 }
 
 // ErrUnavailable means the storage cannot be reached right now (an outage);

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/entityenrich/enrich/domain/enrichment"
 	"github.com/entityenrich/enrich/domain/job"
 	"github.com/entityenrich/enrich/domain/usage"
 	"github.com/entityenrich/enrich/ports"
@@ -40,7 +39,7 @@ func (e *Engine) finish(ctx context.Context, r *run, out ports.Outcome) {
 		e.dropped(ctx, r)
 		return
 	}
-	err := e.storeEnd(bg, r, create, end, evs, out.Records, unbilled)
+	err := e.storeEnd(bg, r, create, end, evs, out, unbilled)
 	if err == nil {
 		unbilled = nil // stored with the end
 	}
@@ -168,15 +167,16 @@ func (e *Engine) dropped(ctx context.Context, r *run) {
 	e.Log.Info("job left to its new holder", "job_id", r.id, "attempt", r.attempt)
 }
 
-// storeEnd writes the job's end (its state, its last events, records when
-// the end keeps them, and the ledger entries spent) in one commit, retried
+// storeEnd writes the job's end (its state, its last events, records and
+// their schema events when the end keeps them, and the ledger entries
+// spent) in one commit, retried
 // while the store is unreachable. The awaiting caller of a run that
 // creates its row with its end is told at once of an outage.
-func (e *Engine) storeEnd(ctx context.Context, r *run, create bool, end ending, evs []job.Event, records []*enrichment.Record,
+func (e *Engine) storeEnd(ctx context.Context, r *run, create bool, end ending, evs []job.Event, out ports.Outcome,
 	spent []usage.Entry) error {
 	je := ports.JobEnd{Job: new(r.job), From: r.job.State, Create: create, Events: evs, Usage: spent}
 	if end.records {
-		je.Records = records
+		je.Records, je.SchemaEvents = out.Records, out.SchemaEvents
 	}
 	if err := end.apply(je.Job, e.Clock.Now()); err != nil {
 		return err
