@@ -120,7 +120,8 @@ type LinkWebhookStore interface {
 	// such link.
 	SetLinkWebhook(ctx context.Context, orgID, databaseID, schemaID, url, secret string) (string, error)
 	// LinkWebhook returns the link's webhook URL and sealed secret (""
-	// when none was minted).
+	// when none was minted). With schemaID "", the registration's first
+	// link that has a secret, else its first link.
 	LinkWebhook(ctx context.Context, orgID, databaseID, schemaID string) (url, secret string, err error)
 	// PendingLinkNotices returns up to n links with a webhook, enrichment
 	// enabled, no live claim, and deltas of their schema above both what

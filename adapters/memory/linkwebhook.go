@@ -57,6 +57,15 @@ func (w *LinkWebhooks) LinkWebhook(_ context.Context, orgID, databaseID, schemaI
 	w.s.mu.Lock()
 	defer w.s.mu.Unlock()
 	if d, ok := w.s.databases[databaseID]; ok && d.OrgID == orgID {
+		if schemaID == "" && len(d.Links) > 0 {
+			// The first link with a secret, else the first link.
+			for _, l := range d.Links {
+				if l.WebhookSecret != "" {
+					return l.WebhookURL, l.WebhookSecret, nil
+				}
+			}
+			return d.Links[0].WebhookURL, d.Links[0].WebhookSecret, nil
+		}
 		if l, ok := d.Link(schemaID); ok {
 			return l.WebhookURL, l.WebhookSecret, nil
 		}

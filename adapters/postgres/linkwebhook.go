@@ -39,8 +39,10 @@ func (w *LinkWebhooks) SetLinkWebhook(ctx context.Context, orgID, databaseID, sc
 
 func (w *LinkWebhooks) LinkWebhook(ctx context.Context, orgID, databaseID, schemaID string) (string, string, error) {
 	var url, secret string
+	// Without a schema: the first link with a secret, else the first link.
 	err := w.db.QueryRowContext(ctx, `SELECT webhook_url, webhook_secret FROM database_links
-		WHERE database_id = ? AND schema_id = ? AND org_id = ?`, databaseID, schemaID, orgID).Scan(&url, &secret)
+		WHERE database_id = ? AND (schema_id = ? OR ? = '') AND org_id = ?
+		ORDER BY webhook_secret = '', linked_at, schema_id LIMIT 1`, databaseID, schemaID, schemaID, orgID).Scan(&url, &secret)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", "", fmt.Errorf("postgres: webhook of link %s/%s: %w", databaseID, schemaID, ports.ErrNotFound)
 	}

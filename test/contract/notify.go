@@ -263,6 +263,9 @@ func linkWebhookSecret(t *testing.T, f LinkWebhooksFixture) {
 	url, secret, err = f.Store.LinkWebhook(ctx, org, db, "sc-b")
 	is.NoErr(err)
 	is.Equal(url+secret, "") // the other link has none
+	_, secret, err = f.Store.LinkWebhook(ctx, org, db, "")
+	is.NoErr(err)
+	is.Equal(secret, "first") // no schema named: the link that has a secret
 	_, err = f.Store.SetLinkWebhook(ctx, "another-org", db, "sc-a", "https://x.example", "s")
 	is.True(errors.Is(err, ports.ErrNotFound))
 	_, _, err = f.Store.LinkWebhook(ctx, "another-org", db, "sc-a")
