@@ -20,11 +20,13 @@ func (f runnerFunc) Run(ctx context.Context, w *ports.Work) ports.Outcome { retu
 
 func TestSchemaEvents(t *testing.T) {
 	is := is.New(t)
-	render := func(rc *enrichment.Record) (json.RawMessage, error) { return json.Marshal(map[string]string{"id": rc.ID}) }
+	render := func(rc *enrichment.Record) (json.RawMessage, error) {
+		return json.Marshal(map[string]string{"id": rc.ID})
+	}
 	recs := []*enrichment.Record{
 		{ID: "r1", OrgID: "o", SchemaID: "s", Type: enrichment.RecordEnrichment},
 		{ID: "r2", OrgID: "o", SchemaID: "s", Type: enrichment.RecordFusion},
-		{ID: "r3", OrgID: "o", Type: enrichment.RecordEnrichment},                       // no schema
+		{ID: "r3", OrgID: "o", Type: enrichment.RecordEnrichment},                      // no schema
 		{ID: "r4", OrgID: "o", SchemaID: "s", Type: enrichment.RecordSchemaGeneration}, // not an enrichment
 	}
 	inner := runnerFunc(func(context.Context, *ports.Work) ports.Outcome { return ports.Outcome{Records: recs} })

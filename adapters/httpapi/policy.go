@@ -114,6 +114,14 @@ var routes = map[Route]access.Action{
 	{"GET", "/api/providers/models/{model_id}"}:              access.ActGetOrgProvider,
 	{"PATCH", "/api/providers/models/{model_id}"}:            access.ActUpdateOrgProvider,
 	{"DELETE", "/api/providers/models/{model_id}"}:           access.ActUpdateOrgProvider,
+
+	// Notifications (issue 28): subscriptions and links' webhooks are
+	// editors', the webhook secret the registration owner's.
+	{"GET", "/api/schemas/{schema_id}/subscriptions"}:                         access.ActListSubscriptions,
+	{"POST", "/api/schemas/{schema_id}/subscriptions"}:                        access.ActCreateSubscription,
+	{"DELETE", "/api/schemas/{schema_id}/subscriptions"}:                      access.ActDeleteSubscription,
+	{"PUT", "/api/databases/{database_id}/schemas/{saved_schema_id}/webhook"}: access.ActSetDatabaseWebhook,
+	{"GET", "/api/databases/{database_id}/webhook-secret"}:                    access.ActGetWebhookSecret,
 }
 
 // actionOf returns a route's action, and false for a route missing from the

@@ -57,19 +57,20 @@ type Server struct {
 	clients clientAddrs
 	access  *app.AccessService
 	schemas *app.SchemaService
-	records *app.RecordService
-	enrich  *app.EnrichmentService
-	batches *app.BatchService
-	models  *app.ModelService
-	jobs    *app.JobService
-	keys    *app.ProviderKeyService
-	costs   *app.CostService
-	samples *app.SampleService
-	gen     *app.SchemaGenService
-	fetch   *app.FetchService
-	fusion  *app.FusionService
-	log     *slog.Logger
-	ready   Readiness
+	notifications *app.NotificationService
+	records       *app.RecordService
+	enrich        *app.EnrichmentService
+	batches       *app.BatchService
+	models        *app.ModelService
+	jobs          *app.JobService
+	keys          *app.ProviderKeyService
+	costs         *app.CostService
+	samples       *app.SampleService
+	gen           *app.SchemaGenService
+	fetch         *app.FetchService
+	fusion        *app.FusionService
+	log           *slog.Logger
+	ready         Readiness
 	// events writes job events: the SSE lines and the answers built
 	// from an event.
 	events ports.EventCodec
@@ -103,6 +104,8 @@ type Services struct {
 	SchemaGen    *app.SchemaGenService
 	Fetch        *app.FetchService
 	Fusion       *app.FusionService
+	// Notifications are schema event subscriptions and links' webhooks.
+	Notifications *app.NotificationService
 }
 
 // NewServer builds the router; events writes the job events it serves.
@@ -120,6 +123,7 @@ func NewServer(cfg Config, svc Services, events ports.EventCodec, lg *slog.Logge
 		keys: svc.ProviderKeys, costs: svc.Costs, analysis: svc.Analysis, samples: svc.Samples, gen: svc.SchemaGen, log: lg,
 		ready: ready, fetch: svc.Fetch, fusion: svc.Fusion, events: events}
 	s.orgProviders, s.batches, s.models = svc.OrgProviders, svc.Batches, svc.Models
+	s.notifications = svc.Notifications
 	s.clients = clientAddrs{trusted: cfg.TrustedProxies}
 	var err error
 	if s.spec, err = LoadSpec(); err != nil {
@@ -166,6 +170,7 @@ func NewServer(cfg Config, svc Services, events ports.EventCodec, lg *slog.Logge
 	s.registerBatchFetchRoutes(r)
 	s.registerFusionRoutes(r)
 	s.registerBatchRoutes(r)
+	s.registerNotificationRoutes(r)
 	s.registerDocsRoutes(r)
 	s.router = r
 	return s, nil
