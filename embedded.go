@@ -17,6 +17,7 @@ import (
 	"github.com/entityenrich/enrich/adapters/eventhub"
 	"github.com/entityenrich/enrich/adapters/httpapi"
 	"github.com/entityenrich/enrich/adapters/jobrun"
+	"github.com/entityenrich/enrich/adapters/notify"
 	"github.com/entityenrich/enrich/adapters/metrics"
 	"github.com/entityenrich/enrich/app"
 	"github.com/entityenrich/enrich/ports"
@@ -55,6 +56,13 @@ type Stores struct {
 	LoginFailures ports.LoginThrottleStore
 	DeniedTokens  ports.DeniedTokenStore
 	Invitations   ports.InvitationStore
+	// Subscriptions, Outbox and LinkWebhooks keep the notifications:
+	// schema event subscriptions, the outbox of their deliveries (which
+	// UoW's job ends queue to) and the links' delta webhooks (nil: kept in
+	// memory when Kind is memory; refused for any other Kind).
+	Subscriptions ports.SubscriptionStore
+	Outbox        ports.Outbox
+	LinkWebhooks  ports.LinkWebhookStore
 	// Invalidations spreads cache invalidations between instances (nil: this
 	// process is the only one).
 	Invalidations ports.Invalidations
@@ -92,6 +100,9 @@ type Embedded struct {
 	Fetch *app.FetchService
 	// OrgProviders manages organizations' own OpenAI-compatible providers.
 	OrgProviders *app.OrgProviderService
+	// Notifications manages schema event subscriptions and links' delta
+	// webhooks.
+	Notifications *app.NotificationService
 
 	Stores *Stores
 	Log    *slog.Logger
@@ -100,6 +111,8 @@ type Embedded struct {
 
 	stream *eventhub.Hub
 	engine *jobrun.Engine
+	// dispatcher delivers the notifications (nil: this replica does not).
+	dispatcher *notify.Dispatcher
 	cfg    Config
 	// The caches that other instances' changes reach (listen).
 	schemaCache *cache.Schemas
@@ -124,6 +137,9 @@ func (e *Embedded) start() error {
 	if err := e.engine.Start(ctx); err != nil {
 		cancel()
 		return err
+	}
+	if e.dispatcher != nil {
+		e.dispatcher.Start()
 	}
 	e.bg.Add(3)
 	go func() {
@@ -199,6 +215,15 @@ func (e *Embedded) listen(ctx context.Context) {
 	}
 }
 
+// StopDispatcher stops this replica's notification dispatcher: its sends
+// in flight are abandoned (their claims lapse to another replica's
+// dispatcher). Close stops it too.
+func (e *Embedded) StopDispatcher() {
+	if e.dispatcher != nil {
+		e.dispatcher.Stop()
+	}
+}
+
 // Close lets running jobs finish for up to Config.ShutdownGrace, fails the
 // rest with code shutdown, writes pending events and key usage, and closes
 // the storage. It is safe to call more than once.
@@ -209,6 +234,7 @@ func (e *Embedded) Close() error {
 		if err := e.engine.Stop(ctx); err != nil {
 			e.Log.Warn("jobs still running at the end of the grace period were stopped", "err", err)
 		}
+		e.StopDispatcher()
 		e.stop()
 		e.bg.Wait()
 		fctx, fcancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -30,11 +30,15 @@ func provideMemoryStores(codec ports.EventCodec) *Stores {
 	queue := inproc.New()
 	ledger := memory.NewUsageLedger()
 	invitations := memory.NewInvitationStore()
+	sync := memory.NewSyncStore()
+	notes := memory.NewNotifications()
 	return &Stores{
 		LoginFailures: memory.NewLoginThrottleStore(), DeniedTokens: memory.NewDeniedTokenStore(), Invitations: invitations,
 		Orgs: orgs, Users: users, Keys: keys, Schemas: schemas, Records: records, Jobs: jobs, Events: events,
 		RefreshTokens: refresh, Queue: queue, ProviderKeys: memory.NewProviderKeyStore(), Usage: ledger, OrgProviders: memory.NewProviderStore(),
-		UoW:  memory.NewUnitOfWork(orgs, users, keys, schemas, records, jobs, events, refresh, queue).WithUsage(ledger).WithInvitations(invitations),
+		UoW: memory.NewUnitOfWork(orgs, users, keys, schemas, records, jobs, events, refresh, queue).WithUsage(ledger).WithInvitations(invitations).
+			WithSync(sync).WithOutbox(notes),
+		Subscriptions: notes, Outbox: notes, LinkWebhooks: memory.NewLinkWebhooks(sync),
 		Kind: "memory",
 	}
 }
@@ -66,6 +70,7 @@ func providePostgresStores(pdb *postgres.DB, cfg Config, clock ports.Clock, lg *
 		Schemas: postgres.NewSchemaStore(db), Records: postgres.NewRecordStore(db), Jobs: postgres.NewJobStore(db),
 		Events: postgres.NewEventLog(db, codec), RefreshTokens: postgres.NewRefreshTokenStore(db), ProviderKeys: postgres.NewProviderKeyStore(db, postgres.WithCandidateCache(cfg.Caches.KeyCandidatesTTL, cfg.Caches.KeyCandidateGroups, clock)),
 		Usage: postgres.NewUsageLedger(db), OrgProviders: postgres.NewProviderStore(db),
+		Subscriptions: postgres.NewNotifications(db), Outbox: postgres.NewNotifications(db), LinkWebhooks: postgres.NewLinkWebhooks(db),
 		LoginFailures: postgres.NewLoginThrottleStore(db), DeniedTokens: postgres.NewDeniedTokenStore(db), Invitations: postgres.NewInvitationStore(db),
 		Invalidations: postgres.NewInvalidations(db, cfg.DatabaseURL, lg), Ready: func(ctx context.Context) error { return db.PingContext(ctx) },
 		Kind: "postgres",

@@ -81,7 +81,8 @@ func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	schemaGenerator := app.NewSchemaGenerator(modelService, calls, codec, schemaStore, schemaService, compiler, clock, iDs, logger)
 	merger := app.NewMerger(fuser, recordStore, schemaStore, schemas, compiler, codec, clock, iDs, logger)
 	sampleGenerator := app.NewSampleGenerator(codec, modelService, calls, clock, iDs, logger)
-	runners := provideRunners(enricher, schemaGenerator, merger, sampleGenerator)
+	schemaEvents := provideSchemaEvents(clock)
+	runners := provideRunners(enricher, schemaGenerator, merger, sampleGenerator, schemaEvents)
 	engine := provideEngine(cfg, stores, hub, clock, logger, metricsMetrics, runners)
 	jobStore := stores.Jobs
 	eventLog := stores.Events
@@ -98,7 +99,17 @@ func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	fetchService := app.NewFetchService(entityFetcher, batchService, clock, enrichConfig)
 	fusionService := app.NewFusionService(merger, engine, hub, jobService)
 	orgProviderService := app.NewOrgProviderService(providerStore, fernet, registry, registry, registry, clock, iDs, logger)
-	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist)
+	enrichNotifyStores, err := provideNotifyStores(stores, logger)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	subscriptionStore := enrichNotifyStores.Subscriptions
+	linkWebhookStore := enrichNotifyStores.Links
+	sender := provideSender(cfg, logger)
+	notificationService := app.NewNotificationService(subscriptionStore, linkWebhookStore, schemaStore, sender, fernet, clock, iDs)
+	dispatcher := provideDispatcher(cfg, enrichNotifyStores, sender, fernet, clock, logger)
+	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, notificationService, dispatcher)
 	return embedded, func() {
 		cleanup()
 	}, nil
@@ -182,7 +193,8 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	schemaGenerator := app.NewSchemaGenerator(modelService, calls, codec, schemaStore, schemaService, compiler, clock, iDs, logger)
 	merger := app.NewMerger(fuser, recordStore, schemaStore, schemas, compiler, codec, clock, iDs, logger)
 	sampleGenerator := app.NewSampleGenerator(codec, modelService, calls, clock, iDs, logger)
-	runners := provideRunners(enricher, schemaGenerator, merger, sampleGenerator)
+	schemaEvents := provideSchemaEvents(clock)
+	runners := provideRunners(enricher, schemaGenerator, merger, sampleGenerator, schemaEvents)
 	engine := provideEngine(cfg, stores, hub, clock, logger, metricsMetrics, runners)
 	jobStore := stores.Jobs
 	eventLog := stores.Events
@@ -199,7 +211,18 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	fetchService := app.NewFetchService(entityFetcher, batchService, clock, enrichConfig)
 	fusionService := app.NewFusionService(merger, engine, hub, jobService)
 	orgProviderService := app.NewOrgProviderService(providerStore, fernet, registry, registry, registry, clock, iDs, logger)
-	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist)
+	enrichNotifyStores, err := provideNotifyStores(stores, logger)
+	if err != nil {
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
+	subscriptionStore := enrichNotifyStores.Subscriptions
+	linkWebhookStore := enrichNotifyStores.Links
+	sender := provideSender(cfg, logger)
+	notificationService := app.NewNotificationService(subscriptionStore, linkWebhookStore, schemaStore, sender, fernet, clock, iDs)
+	dispatcher := provideDispatcher(cfg, enrichNotifyStores, sender, fernet, clock, logger)
+	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, notificationService, dispatcher)
 	return embedded, func() {
 		cleanup2()
 		cleanup()
@@ -268,7 +291,8 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 	schemaGenerator := app.NewSchemaGenerator(modelService, calls, codec, schemaStore, schemaService, compiler, clock, iDs, logger)
 	merger := app.NewMerger(fuser, recordStore, schemaStore, schemas, compiler, codec, clock, iDs, logger)
 	sampleGenerator := app.NewSampleGenerator(codec, modelService, calls, clock, iDs, logger)
-	runners := provideRunners(enricher, schemaGenerator, merger, sampleGenerator)
+	schemaEvents := provideSchemaEvents(clock)
+	runners := provideRunners(enricher, schemaGenerator, merger, sampleGenerator, schemaEvents)
 	engine := provideEngine(cfg, st, hub, clock, logger, metricsMetrics, runners)
 	jobStore := st.Jobs
 	eventLog := st.Events
@@ -285,7 +309,17 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 	fetchService := app.NewFetchService(entityFetcher, batchService, clock, enrichConfig)
 	fusionService := app.NewFusionService(merger, engine, hub, jobService)
 	orgProviderService := app.NewOrgProviderService(providerStore, fernet, registry, registry, registry, clock, iDs, logger)
-	embedded := provideEmbedded(st, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist)
+	enrichNotifyStores, err := provideNotifyStores(st, logger)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	subscriptionStore := enrichNotifyStores.Subscriptions
+	linkWebhookStore := enrichNotifyStores.Links
+	sender := provideSender(cfg, logger)
+	notificationService := app.NewNotificationService(subscriptionStore, linkWebhookStore, schemaStore, sender, fernet, clock, iDs)
+	dispatcher := provideDispatcher(cfg, enrichNotifyStores, sender, fernet, clock, logger)
+	embedded := provideEmbedded(st, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, notificationService, dispatcher)
 	return embedded, func() {
 		cleanup()
 	}, nil

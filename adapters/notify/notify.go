@@ -35,9 +35,11 @@ type Config struct {
 	Retry webhook.Retry
 	// Poll is how often the stores are looked at (default 1 s).
 	Poll time.Duration
-	// Lease is how long a claim holds a delivery; it must exceed the
-	// sender's time limit (default 1 min).
+	// Lease is how long a claim holds its deliveries; it must cover the
+	// sends of a whole batch (default: from SendTimeout, else 1 min).
 	Lease time.Duration
+	// SendTimeout is the sender's time limit of one attempt.
+	SendTimeout time.Duration
 	// Batch bounds one claim (default 50).
 	Batch int
 	// Senders bounds the posts in flight (default 8).
@@ -72,14 +74,18 @@ func New(d Deps, c Config) *Dispatcher {
 	if c.Poll <= 0 {
 		c.Poll = DefaultPoll
 	}
-	if c.Lease <= 0 {
-		c.Lease = DefaultLease
-	}
 	if c.Batch <= 0 {
 		c.Batch = DefaultBatch
 	}
 	if c.Senders <= 0 {
 		c.Senders = DefaultSenders
+	}
+	if c.Lease <= 0 {
+		c.Lease = DefaultLease
+		if c.SendTimeout > 0 {
+			// The batch's last send may start after the others' rounds.
+			c.Lease = time.Duration(c.Batch/c.Senders+1)*c.SendTimeout + 5*time.Second
+		}
 	}
 	if d.Log == nil {
 		d.Log = slog.New(slog.DiscardHandler)
