@@ -17,8 +17,8 @@ import (
 	"github.com/entityenrich/enrich/adapters/eventhub"
 	"github.com/entityenrich/enrich/adapters/httpapi"
 	"github.com/entityenrich/enrich/adapters/jobrun"
-	"github.com/entityenrich/enrich/adapters/notify"
 	"github.com/entityenrich/enrich/adapters/metrics"
+	"github.com/entityenrich/enrich/adapters/notify"
 	"github.com/entityenrich/enrich/app"
 	"github.com/entityenrich/enrich/ports"
 )
@@ -113,7 +113,7 @@ type Embedded struct {
 	engine *jobrun.Engine
 	// dispatcher delivers the notifications (nil: this replica does not).
 	dispatcher *notify.Dispatcher
-	cfg    Config
+	cfg        Config
 	// The caches that other instances' changes reach (listen).
 	schemaCache *cache.Schemas
 	authCache   *cache.Auth

@@ -53,10 +53,10 @@ type Readiness func(ctx context.Context) error
 
 // Server is the HTTP API.
 type Server struct {
-	cfg     Config
-	clients clientAddrs
-	access  *app.AccessService
-	schemas *app.SchemaService
+	cfg           Config
+	clients       clientAddrs
+	access        *app.AccessService
+	schemas       *app.SchemaService
 	notifications *app.NotificationService
 	records       *app.RecordService
 	enrich        *app.EnrichmentService
