@@ -56,6 +56,9 @@ type Stores struct {
 	LoginFailures ports.LoginThrottleStore
 	DeniedTokens  ports.DeniedTokenStore
 	Invitations   ports.InvitationStore
+	// Databases keeps database registrations and their links (nil: kept
+	// in memory when Kind is memory; database sync is off otherwise).
+	Databases ports.DatabaseStore
 	// Subscriptions, Outbox and LinkWebhooks keep the notifications:
 	// schema event subscriptions, the outbox of their deliveries (which
 	// UoW's job ends queue to) and the links' delta webhooks (nil: kept in
@@ -85,6 +88,8 @@ type Embedded struct {
 	Models *app.ModelService
 	// SchemaGen generates schemas from samples and applies AI edits.
 	SchemaGen *app.SchemaGenService
+	// Databases manages database registrations and their links.
+	Databases *app.DatabaseService
 	// Fusion merges stored records into fused records.
 	Fusion *app.FusionService
 	Jobs   *app.JobService

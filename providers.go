@@ -36,7 +36,7 @@ import (
 // coreSet builds the app services from a *Stores and a Config.
 var coreSet = wire.NewSet(
 	wire.FieldsOf(new(*Stores), "Orgs", "Users", "Keys", "Schemas", "Records", "Jobs", "Events", "UoW", "Queue", "RefreshTokens",
-		"Usage", "Invalidations"),
+		"Usage", "Invalidations", "Databases"),
 	provideLogger,
 	wire.Struct(new(system.Clock)),
 	wire.Bind(new(ports.Clock), new(system.Clock)),
@@ -104,6 +104,7 @@ var coreSet = wire.NewSet(
 	app.NewFetchService,
 	app.NewProviderKeyService,
 	app.NewOrgProviderService,
+	app.NewDatabaseService,
 	// Notifications.
 	provideNotifyStores,
 	wire.FieldsOf(new(notifyStores), "Subscriptions", "Outbox", "Links"),
@@ -344,12 +345,13 @@ func provideEmbedded(st *Stores, a *app.AccessService, sc *app.SchemaService, rc
 	bs *app.BatchService, ms *app.ModelService,
 	js *app.JobService, pk *app.ProviderKeyService, cs *app.CostService, an *app.AnalysisService, smp *app.SampleService,
 	sg *app.SchemaGenService, fs *app.FetchService, fu *app.FusionService, h *eventhub.Hub, eng *jobrun.Engine, lg *slog.Logger,
-	m *metrics.Metrics, op *app.OrgProviderService, scc *cache.Schemas, ac *cache.Auth, dl *cache.Denylist,
+	m *metrics.Metrics, op *app.OrgProviderService, scc *cache.Schemas, ac *cache.Auth, dl *cache.Denylist, dbs *app.DatabaseService,
 	ns *app.NotificationService, nd *notify.Dispatcher) *Embedded {
 	m.WatchRunning(func() int { return len(eng.Running()) })
 	return &Embedded{Access: a, Schemas: sc, Records: rc, Enrichment: en, Batches: bs, Models: ms, Jobs: js, ProviderKeys: pk, Costs: cs,
 		Analysis: an, Samples: smp, SchemaGen: sg, Fetch: fs, Fusion: fu, Stores: st, Log: lg, Metrics: m, stream: h, engine: eng,
-		OrgProviders: op, schemaCache: scc, authCache: ac, denylist: dl, Notifications: ns, dispatcher: nd}
+		OrgProviders: op, schemaCache: scc, authCache: ac, denylist: dl, Databases: dbs,
+		Notifications: ns, dispatcher: nd}
 }
 
 // httpSet builds the HTTP API from an Embedded core.
@@ -367,7 +369,8 @@ func provideServices(e *Embedded) httpapi.Services {
 	return httpapi.Services{Access: e.Access, Schemas: e.Schemas, Records: e.Records, Enrichment: e.Enrichment, Batches: e.Batches,
 		Models: e.Models, Jobs: e.Jobs,
 		ProviderKeys: e.ProviderKeys, Costs: e.Costs, Analysis: e.Analysis, Samples: e.Samples,
-		SchemaGen: e.SchemaGen, Fetch: e.Fetch, Fusion: e.Fusion, OrgProviders: e.OrgProviders, Notifications: e.Notifications}
+		SchemaGen: e.SchemaGen, Fetch: e.Fetch, Fusion: e.Fusion, OrgProviders: e.OrgProviders, Databases: e.Databases,
+		Notifications: e.Notifications}
 }
 
 func provideHTTPConfig(e *Embedded) httpapi.Config {

@@ -39,7 +39,7 @@ func provideMemoryStores(codec ports.EventCodec) *Stores {
 		UoW: memory.NewUnitOfWork(orgs, users, keys, schemas, records, jobs, events, refresh, queue).WithUsage(ledger).WithInvitations(invitations).
 			WithSync(sync).WithOutbox(notes),
 		Subscriptions: notes, Outbox: notes, LinkWebhooks: memory.NewLinkWebhooks(sync),
-		Kind: "memory",
+		Databases: sync, Kind: "memory",
 	}
 }
 
@@ -72,6 +72,7 @@ func providePostgresStores(pdb *postgres.DB, cfg Config, clock ports.Clock, lg *
 		Usage: postgres.NewUsageLedger(db), OrgProviders: postgres.NewProviderStore(db),
 		Subscriptions: postgres.NewNotifications(db), Outbox: postgres.NewNotifications(db), LinkWebhooks: postgres.NewLinkWebhooks(db),
 		LoginFailures: postgres.NewLoginThrottleStore(db), DeniedTokens: postgres.NewDeniedTokenStore(db), Invitations: postgres.NewInvitationStore(db),
+		Databases:     postgres.NewDatabaseStore(db),
 		Invalidations: postgres.NewInvalidations(db, cfg.DatabaseURL, lg), Ready: func(ctx context.Context) error { return db.PingContext(ctx) },
 		Kind: "postgres",
 	}, nil

@@ -99,6 +99,8 @@ func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	fetchService := app.NewFetchService(entityFetcher, batchService, clock, enrichConfig)
 	fusionService := app.NewFusionService(merger, engine, hub, jobService)
 	orgProviderService := app.NewOrgProviderService(providerStore, fernet, registry, registry, registry, clock, iDs, logger)
+	databaseStore := stores.Databases
+	databaseService := app.NewDatabaseService(databaseStore, schemaStore, unitOfWork, schemas, clock, iDs)
 	enrichNotifyStores, err := provideNotifyStores(stores, logger)
 	if err != nil {
 		cleanup()
@@ -109,7 +111,7 @@ func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	sender := provideSender(cfg, logger)
 	notificationService := app.NewNotificationService(subscriptionStore, linkWebhookStore, schemaStore, sender, fernet, clock, iDs)
 	dispatcher := provideDispatcher(cfg, enrichNotifyStores, sender, fernet, clock, logger)
-	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, notificationService, dispatcher)
+	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService, notificationService, dispatcher)
 	return embedded, func() {
 		cleanup()
 	}, nil
@@ -211,6 +213,8 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	fetchService := app.NewFetchService(entityFetcher, batchService, clock, enrichConfig)
 	fusionService := app.NewFusionService(merger, engine, hub, jobService)
 	orgProviderService := app.NewOrgProviderService(providerStore, fernet, registry, registry, registry, clock, iDs, logger)
+	databaseStore := stores.Databases
+	databaseService := app.NewDatabaseService(databaseStore, schemaStore, unitOfWork, schemas, clock, iDs)
 	enrichNotifyStores, err := provideNotifyStores(stores, logger)
 	if err != nil {
 		cleanup2()
@@ -222,7 +226,7 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	sender := provideSender(cfg, logger)
 	notificationService := app.NewNotificationService(subscriptionStore, linkWebhookStore, schemaStore, sender, fernet, clock, iDs)
 	dispatcher := provideDispatcher(cfg, enrichNotifyStores, sender, fernet, clock, logger)
-	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, notificationService, dispatcher)
+	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService, notificationService, dispatcher)
 	return embedded, func() {
 		cleanup2()
 		cleanup()
@@ -309,6 +313,8 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 	fetchService := app.NewFetchService(entityFetcher, batchService, clock, enrichConfig)
 	fusionService := app.NewFusionService(merger, engine, hub, jobService)
 	orgProviderService := app.NewOrgProviderService(providerStore, fernet, registry, registry, registry, clock, iDs, logger)
+	databaseStore := st.Databases
+	databaseService := app.NewDatabaseService(databaseStore, schemaStore, unitOfWork, schemas, clock, iDs)
 	enrichNotifyStores, err := provideNotifyStores(st, logger)
 	if err != nil {
 		cleanup()
@@ -319,7 +325,7 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 	sender := provideSender(cfg, logger)
 	notificationService := app.NewNotificationService(subscriptionStore, linkWebhookStore, schemaStore, sender, fernet, clock, iDs)
 	dispatcher := provideDispatcher(cfg, enrichNotifyStores, sender, fernet, clock, logger)
-	embedded := provideEmbedded(st, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, notificationService, dispatcher)
+	embedded := provideEmbedded(st, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService, notificationService, dispatcher)
 	return embedded, func() {
 		cleanup()
 	}, nil

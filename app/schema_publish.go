@@ -55,19 +55,30 @@ func (in PublishInput) options() (schema.PublishOptions, error) {
 // locked), key_language_locked, confirm_transforms_required (a re-key or a
 // type change not confirmed).
 func (s *SchemaService) Publish(ctx context.Context, p *access.Principal, id string, in PublishInput) (*schema.Schema, schema.Diff, error) {
+	sc, diff, _, err := s.PublishShipping(ctx, p, id, in)
+	return sc, diff, err
+}
+
+// PublishShipping is Publish that also ships the new contract's DDL to
+// every registration linked to the schema, one schema delta each (the
+// changes from what the link shipped; the whole DDL on its first publish),
+// in the publish's unit of work, and returns the deltas' ids. A projection
+// change that migrates data is refused like the schema's own transforms
+// (409 confirm_transforms_required) unless confirm_transforms.
+func (s *SchemaService) PublishShipping(ctx context.Context, p *access.Principal, id string, in PublishInput) (*schema.Schema, schema.Diff, []int64, error) {
 	if err := access.Authorize(p, access.ActPublishSchema); err != nil {
-		return nil, schema.Diff{}, err
+		return nil, schema.Diff{}, nil, err
 	}
 	if err := checkID(id); err != nil {
-		return nil, schema.Diff{}, err
+		return nil, schema.Diff{}, nil, err
 	}
 	opts, err := in.options()
 	if err != nil {
-		return nil, schema.Diff{}, err
+		return nil, schema.Diff{}, nil, err
 	}
 	var diff schema.Diff
 	now := s.Clock.Now()
-	sc, err := s.update(ctx, p.OrgID, id, func(sc *schema.Schema) error {
+	publish := func(sc *schema.Schema) error {
 		// Saved before the limits, or under higher ones: not published
 		// past them.
 		if err := checkLimits(s.Compiler, "schema", sc.Content); err != nil {
@@ -76,11 +87,26 @@ func (s *SchemaService) Publish(ctx context.Context, p *access.Principal, id str
 		d, err := sc.Publish(now, opts)
 		diff = d
 		return err
+	}
+	if s.UoW == nil {
+		sc, err := s.update(ctx, p.OrgID, id, publish)
+		return sc, diff, []int64{}, err
+	}
+	var sc *schema.Schema
+	var ids []int64
+	err = s.UoW.InTx(ctx, func(ctx context.Context, r ports.Repos) error {
+		var err error
+		if sc, err = (&SchemaService{Schemas: r.Schemas}).update(ctx, p.OrgID, id, publish); err != nil {
+			return err
+		}
+		ids, err = shipPublish(ctx, r, sc, in.ConfirmTransforms, now)
+		return err
 	})
 	if err != nil {
-		return nil, schema.Diff{}, err
+		return nil, schema.Diff{}, nil, projectionError(LifecycleError(err))
 	}
-	return sc, diff, nil
+	schemaChanged(ctx, s.SchemaCache, p.OrgID, id)
+	return sc, diff, ids, nil
 }
 
 // ValidatePublish is Publish's dry run without options: the diff and every

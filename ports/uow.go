@@ -28,6 +28,9 @@ type Repos struct {
 	// Feed appends deltas to registrations' feeds (nil when the store
 	// keeps none).
 	Feed FeedWriter
+	// Databases are the database registrations and their links (nil when
+	// the store keeps none).
+	Databases DatabaseStore
 	// Outbox queues schema events for the schemas' subscriptions (nil
 	// when the store keeps none).
 	Outbox EventQueue

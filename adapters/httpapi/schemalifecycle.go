@@ -184,15 +184,18 @@ func (s *Server) publishSchema(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	pin := app.PublishInput{ConfirmTransforms: deref(in.ConfirmTransforms), KeyLanguage: deref(in.KeyLanguage)}
-	sc, diff, err := s.schemas.Publish(r.Context(), principal(r), mux.Vars(r)["id"], pin)
+	sc, diff, ids, err := s.schemas.PublishShipping(r.Context(), principal(r), mux.Vars(r)["id"], pin)
 	if err != nil {
 		s.Error(w, r, err)
 		return
 	}
-	// delta_ids: no database registration exists yet, so no migration is
-	// queued.
-	writeJSON(w, http.StatusOK, api.PublishResult{Published: true, Diff: toDiff(diff), SavedSchema: toSchema(sc),
-		DeltaIds: []int{}})
+	// delta_ids: the schema deltas shipping the new contract's DDL, one per
+	// linked registration that had DDL to ship.
+	out := api.PublishResult{Published: true, Diff: toDiff(diff), SavedSchema: toSchema(sc), DeltaIds: make([]int, 0, len(ids))}
+	for _, id := range ids {
+		out.DeltaIds = append(out.DeltaIds, int(id))
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) validatePublish(w http.ResponseWriter, r *http.Request) {

@@ -57,7 +57,6 @@ type Server struct {
 	clients       clientAddrs
 	access        *app.AccessService
 	schemas       *app.SchemaService
-	notifications *app.NotificationService
 	records       *app.RecordService
 	enrich        *app.EnrichmentService
 	batches       *app.BatchService
@@ -69,6 +68,8 @@ type Server struct {
 	gen           *app.SchemaGenService
 	fetch         *app.FetchService
 	fusion        *app.FusionService
+	dbs           *app.DatabaseService
+	notifications *app.NotificationService
 	log           *slog.Logger
 	ready         Readiness
 	// events writes job events: the SSE lines and the answers built
@@ -106,6 +107,7 @@ type Services struct {
 	Fusion       *app.FusionService
 	// Notifications are schema event subscriptions and links' webhooks.
 	Notifications *app.NotificationService
+	Databases     *app.DatabaseService
 }
 
 // NewServer builds the router; events writes the job events it serves.
@@ -122,7 +124,7 @@ func NewServer(cfg Config, svc Services, events ports.EventCodec, lg *slog.Logge
 	s := &Server{cfg: cfg, access: svc.Access, schemas: svc.Schemas, records: svc.Records, enrich: svc.Enrichment, jobs: svc.Jobs,
 		keys: svc.ProviderKeys, costs: svc.Costs, analysis: svc.Analysis, samples: svc.Samples, gen: svc.SchemaGen, log: lg,
 		ready: ready, fetch: svc.Fetch, fusion: svc.Fusion, events: events}
-	s.orgProviders, s.batches, s.models = svc.OrgProviders, svc.Batches, svc.Models
+	s.orgProviders, s.batches, s.models, s.dbs = svc.OrgProviders, svc.Batches, svc.Models, svc.Databases
 	s.notifications = svc.Notifications
 	s.clients = clientAddrs{trusted: cfg.TrustedProxies}
 	var err error
@@ -169,6 +171,7 @@ func NewServer(cfg Config, svc Services, events ports.EventCodec, lg *slog.Logge
 	s.registerSampleRoutes(r)
 	s.registerBatchFetchRoutes(r)
 	s.registerFusionRoutes(r)
+	s.registerDatabaseRoutes(r)
 	s.registerBatchRoutes(r)
 	s.registerNotificationRoutes(r)
 	s.registerDocsRoutes(r)

@@ -163,3 +163,11 @@ func TestUnitOfWorkUsage(t *testing.T) {
 	is.NoErr(err)
 	is.Equal(len(got), 1)
 }
+
+func TestDatabaseStore(t *testing.T) {
+	contract.RunDatabaseStore(t, func(*testing.T) contract.DatabaseFixture {
+		s := memory.NewSyncStore()
+		f := newUoW(nil)
+		return contract.DatabaseFixture{Store: s, Feed: s, UoW: f.UoW.(*memory.UnitOfWork).WithSync(s)}
+	})
+}

@@ -95,6 +95,7 @@ func (w *UnitOfWork) InTx(ctx context.Context, fn func(ctx context.Context, r po
 	}
 	if w.sync != nil {
 		r.Feed = txFeed{w.sync, u}
+		r.Databases = txDatabases{w.sync, u}
 	}
 	if w.outbox != nil {
 		r.Outbox = txOutbox{w.outbox, u}

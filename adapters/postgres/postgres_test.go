@@ -126,6 +126,12 @@ func TestContract(t *testing.T) {
 					contract.RunUnitOfWorkConcurrency(t, func(t *testing.T) contract.UnitOfWorkFixture { return uowFixture(t, db.DB) })
 				})
 			}
+			t.Run("DatabaseStore", func(t *testing.T) {
+				contract.RunDatabaseStore(t, func(*testing.T) contract.DatabaseFixture {
+					return contract.DatabaseFixture{Store: postgres.NewDatabaseStore(db), Feed: postgres.NewFeedWriter(db),
+						UoW: postgres.NewUnitOfWork(db.DB, jobcodec.Events{}, nil)}
+				})
+			})
 			t.Run("JobQueue", func(t *testing.T) {
 				contract.RunJobQueue(t, func(t *testing.T) contract.QueueFixture {
 					q, err := postgres.NewQueue(db, postgres.QueueConfig{}, slog.New(slog.DiscardHandler))

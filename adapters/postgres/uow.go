@@ -83,6 +83,7 @@ func (u *UnitOfWork) repos(tx bun.Tx) ports.Repos {
 		Orgs: NewOrgStore(tx), Users: NewUserStore(tx), Keys: NewAPIKeyStore(tx), Schemas: NewSchemaStore(tx),
 		Records: NewRecordStore(tx), Jobs: NewJobStore(tx), Events: NewEventLog(tx, u.codec), RefreshTokens: NewRefreshTokenStore(tx),
 		Usage: NewUsageLedger(tx), Invitations: NewInvitationStore(tx), Feed: NewFeedWriter(tx),
+		Databases: NewDatabaseStore(tx),
 		Outbox: NewNotifications(tx),
 	}
 	if u.queue != nil {

@@ -44,6 +44,16 @@ var minimum = map[string]string{
 	"DELETE /api/schema/saved/{id}/permanent": "editor", "POST /api/schema/saved/{id}/restore": "editor",
 	"POST /api/schema/saved/{id}/duplicate": "editor", "POST /api/schema/saved/{id}/publish": "editor",
 	"POST /api/schema/saved/{id}/publish/validate": "editor", "DELETE /api/schema/saved/{id}/enrichment-data": "owner",
+	// Database registrations (issue 28): editor; deletes (a registration,
+	// a link) owner.
+	"GET /api/databases": "editor", "POST /api/databases": "editor",
+	"GET /api/schemas/{schema_id}/databases": "editor", "POST /api/schemas/{schema_id}/databases": "editor",
+	"POST /api/schemas/{schema_id}/databases/validate": "editor", "GET /api/schemas/{schema_id}/relational-map": "editor",
+	"GET /api/databases/{database_id}": "editor", "PATCH /api/databases/{database_id}": "editor",
+	"DELETE /api/databases/{database_id}": "owner", "GET /api/databases/{database_id}/relational-map": "editor",
+	"POST /api/databases/{database_id}/schemas/{schema_id}": "editor", "DELETE /api/databases/{database_id}/schemas/{schema_id}": "owner",
+	"PATCH /api/databases/{database_id}/schemas/{schema_id}": "editor",
+	"POST /api/databases/{database_id}/schemas/{schema_id}/validate": "editor",
 	"POST /api/schema/generate/stream": "editor", "POST /api/schema/generate/sync": "editor",
 	"POST /api/schema/samples/conformance":      "operator",
 	"POST /api/schema/saved/{id}/prompt/stream": "editor", "POST /api/schema/saved/{id}/prompt": "editor",
@@ -205,8 +215,31 @@ func TestAuthorizationMatrix(t *testing.T) {
 	}
 	orgModelID := orgModel()
 
+	// Database registrations: one on dbSchemaID, and fresh ones for the
+	// deletes and links.
+	dbSchemaID := s.createSchema(home.key, "Warehouse", companySchema)
+	newDatabase := func(schemaID string) string {
+		var d struct{ Database struct{ ID string } }
+		if st := s.call("POST", "/api/schemas/"+schemaID+"/databases", home.key, obj{"name": "wh"}, &d); st != 201 {
+			t.Fatalf("database: %d", st)
+		}
+		return d.Database.ID
+	}
+	databaseID := newDatabase(dbSchemaID)
+
 	// fresh gives routes that use their object up a new path for every call.
 	fresh := map[string]func() string{
+		"DELETE /api/databases/{database_id}": func() string { return "/api/databases/" + newDatabase(dbSchemaID) },
+		"POST /api/databases/{database_id}/schemas/{schema_id}": func() string {
+			return "/api/databases/" + databaseID + "/schemas/" + s.createSchema(home.key, "Linked", companySchema)
+		},
+		"DELETE /api/databases/{database_id}/schemas/{schema_id}": func() string {
+			id, other := newDatabase(dbSchemaID), s.createSchema(home.key, "Unlinked", companySchema)
+			if st := s.call("POST", "/api/databases/"+id+"/schemas/"+other, home.key, nil, nil); st != 201 {
+				t.Fatalf("link: %d", st)
+			}
+			return "/api/databases/" + id + "/schemas/" + other
+		},
 		"DELETE /api/org-keys/{key_id}":           func() string { return "/api/org-keys/" + providerKey("/api/org-keys", home.key) },
 		"DELETE /api/global-keys/{key_id}":        func() string { return "/api/global-keys/" + providerKey("/api/global-keys", adm.AccessToken) },
 		"DELETE /api/providers/{provider_id}":     func() string { return "/api/providers/" + orgProvider() },
@@ -351,6 +384,22 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"POST", "/api/schema/saved/{id}/publish", "/api/schema/saved/" + publishID + "/publish", nil, 200, true, 0},
 		{"POST", "/api/schema/saved/{id}/publish/validate", "/api/schema/saved/" + publishID + "/publish/validate", nil, 200, true, 0},
 		{"DELETE", "/api/schema/saved/{id}/enrichment-data", "/api/schema/saved/" + purgeID + "/enrichment-data", nil, 200, true, 0},
+		// Database registrations (deletes: owner).
+		{"GET", "/api/databases", "/api/databases", nil, 200, false, 0},
+		{"POST", "/api/databases", "/api/databases", func() any { return obj{"name": "m", "saved_schema_id": dbSchemaID} }, 201, true, 0},
+		{"GET", "/api/schemas/{schema_id}/databases", "/api/schemas/" + dbSchemaID + "/databases", nil, 200, true, 0},
+		{"POST", "/api/schemas/{schema_id}/databases", "/api/schemas/" + dbSchemaID + "/databases", func() any { return obj{"name": "m"} }, 201, true, 0},
+		{"POST", "/api/schemas/{schema_id}/databases/validate", "/api/schemas/" + dbSchemaID + "/databases/validate", nil, 200, true, 0},
+		{"GET", "/api/schemas/{schema_id}/relational-map", "/api/schemas/" + dbSchemaID + "/relational-map", nil, 200, true, 0},
+		{"GET", "/api/databases/{database_id}", "/api/databases/" + databaseID, nil, 200, true, 0},
+		{"PATCH", "/api/databases/{database_id}", "/api/databases/" + databaseID, func() any { return obj{"page_limit": 50} }, 200, true, 0},
+		{"DELETE", "/api/databases/{database_id}", "", nil, 204, true, 0}, // a fresh registration per call (fresh)
+		{"GET", "/api/databases/{database_id}/relational-map", "/api/databases/" + databaseID + "/relational-map", nil, 200, true, 0},
+		{"POST", "/api/databases/{database_id}/schemas/{schema_id}", "", nil, 201, true, 0},   // a fresh schema per call (fresh)
+		{"DELETE", "/api/databases/{database_id}/schemas/{schema_id}", "", nil, 204, true, 0}, // a fresh link per call (fresh)
+		{"PATCH", "/api/databases/{database_id}/schemas/{schema_id}", "/api/databases/" + databaseID + "/schemas/" + dbSchemaID,
+			func() any { return obj{"enrichment_enabled": true} }, 200, true, 0},
+		{"POST", "/api/databases/{database_id}/schemas/{schema_id}/validate", "/api/databases/" + databaseID + "/schemas/" + schemaID + "/validate", nil, 200, true, 0},
 		// Soft-deleting an unknown id is 200 (reported not found) for every
 		// allowed caller.
 		{"POST", "/api/records/batch-delete", "/api/records/batch-delete", func() any { return obj{"ids": []string{"no-such-record"}} }, 200, false, 0},

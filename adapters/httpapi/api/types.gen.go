@@ -238,6 +238,225 @@ func (e CreatedAPIKeyRole) Valid() bool {
 	}
 }
 
+// Defines values for DatabaseSyncIndexScalars.
+const (
+	DatabaseSyncIndexScalarsAll        DatabaseSyncIndexScalars = "all"
+	DatabaseSyncIndexScalarsFilterable DatabaseSyncIndexScalars = "filterable"
+	DatabaseSyncIndexScalarsKeys       DatabaseSyncIndexScalars = "keys"
+	DatabaseSyncIndexScalarsNone       DatabaseSyncIndexScalars = "none"
+)
+
+// Valid indicates whether the value is a known member of the DatabaseSyncIndexScalars enum.
+func (e DatabaseSyncIndexScalars) Valid() bool {
+	switch e {
+	case DatabaseSyncIndexScalarsAll:
+		return true
+	case DatabaseSyncIndexScalarsFilterable:
+		return true
+	case DatabaseSyncIndexScalarsKeys:
+		return true
+	case DatabaseSyncIndexScalarsNone:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DatabaseSyncOnGaps.
+const (
+	DatabaseSyncOnGapsAcceptPartial DatabaseSyncOnGaps = "accept_partial"
+	DatabaseSyncOnGapsRejectEntity  DatabaseSyncOnGaps = "reject_entity"
+	DatabaseSyncOnGapsSkipChildren  DatabaseSyncOnGaps = "skip_children"
+)
+
+// Valid indicates whether the value is a known member of the DatabaseSyncOnGaps enum.
+func (e DatabaseSyncOnGaps) Valid() bool {
+	switch e {
+	case DatabaseSyncOnGapsAcceptPartial:
+		return true
+	case DatabaseSyncOnGapsRejectEntity:
+		return true
+	case DatabaseSyncOnGapsSkipChildren:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DatabaseSyncPkStrategy.
+const (
+	DatabaseSyncPkStrategyNatural   DatabaseSyncPkStrategy = "natural"
+	DatabaseSyncPkStrategySurrogate DatabaseSyncPkStrategy = "surrogate"
+)
+
+// Valid indicates whether the value is a known member of the DatabaseSyncPkStrategy enum.
+func (e DatabaseSyncPkStrategy) Valid() bool {
+	switch e {
+	case DatabaseSyncPkStrategyNatural:
+		return true
+	case DatabaseSyncPkStrategySurrogate:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DatabaseSyncCreateRequestDialect.
+const (
+	DatabaseSyncCreateRequestDialectPostgres DatabaseSyncCreateRequestDialect = "postgres"
+)
+
+// Valid indicates whether the value is a known member of the DatabaseSyncCreateRequestDialect enum.
+func (e DatabaseSyncCreateRequestDialect) Valid() bool {
+	switch e {
+	case DatabaseSyncCreateRequestDialectPostgres:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DatabaseSyncCreateRequestIndexScalars.
+const (
+	DatabaseSyncCreateRequestIndexScalarsAll        DatabaseSyncCreateRequestIndexScalars = "all"
+	DatabaseSyncCreateRequestIndexScalarsFilterable DatabaseSyncCreateRequestIndexScalars = "filterable"
+	DatabaseSyncCreateRequestIndexScalarsKeys       DatabaseSyncCreateRequestIndexScalars = "keys"
+	DatabaseSyncCreateRequestIndexScalarsNone       DatabaseSyncCreateRequestIndexScalars = "none"
+)
+
+// Valid indicates whether the value is a known member of the DatabaseSyncCreateRequestIndexScalars enum.
+func (e DatabaseSyncCreateRequestIndexScalars) Valid() bool {
+	switch e {
+	case DatabaseSyncCreateRequestIndexScalarsAll:
+		return true
+	case DatabaseSyncCreateRequestIndexScalarsFilterable:
+		return true
+	case DatabaseSyncCreateRequestIndexScalarsKeys:
+		return true
+	case DatabaseSyncCreateRequestIndexScalarsNone:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DatabaseSyncCreateRequestOnGaps.
+const (
+	DatabaseSyncCreateRequestOnGapsAcceptPartial DatabaseSyncCreateRequestOnGaps = "accept_partial"
+	DatabaseSyncCreateRequestOnGapsRejectEntity  DatabaseSyncCreateRequestOnGaps = "reject_entity"
+	DatabaseSyncCreateRequestOnGapsSkipChildren  DatabaseSyncCreateRequestOnGaps = "skip_children"
+)
+
+// Valid indicates whether the value is a known member of the DatabaseSyncCreateRequestOnGaps enum.
+func (e DatabaseSyncCreateRequestOnGaps) Valid() bool {
+	switch e {
+	case DatabaseSyncCreateRequestOnGapsAcceptPartial:
+		return true
+	case DatabaseSyncCreateRequestOnGapsRejectEntity:
+		return true
+	case DatabaseSyncCreateRequestOnGapsSkipChildren:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DatabaseSyncCreateRequestPkStrategy.
+const (
+	DatabaseSyncCreateRequestPkStrategyNatural   DatabaseSyncCreateRequestPkStrategy = "natural"
+	DatabaseSyncCreateRequestPkStrategySurrogate DatabaseSyncCreateRequestPkStrategy = "surrogate"
+)
+
+// Valid indicates whether the value is a known member of the DatabaseSyncCreateRequestPkStrategy enum.
+func (e DatabaseSyncCreateRequestPkStrategy) Valid() bool {
+	switch e {
+	case DatabaseSyncCreateRequestPkStrategyNatural:
+		return true
+	case DatabaseSyncCreateRequestPkStrategySurrogate:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DatabaseSyncUpdateRequestDialect.
+const (
+	DatabaseSyncUpdateRequestDialectPostgres DatabaseSyncUpdateRequestDialect = "postgres"
+)
+
+// Valid indicates whether the value is a known member of the DatabaseSyncUpdateRequestDialect enum.
+func (e DatabaseSyncUpdateRequestDialect) Valid() bool {
+	switch e {
+	case DatabaseSyncUpdateRequestDialectPostgres:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DatabaseSyncUpdateRequestIndexScalars.
+const (
+	DatabaseSyncUpdateRequestIndexScalarsAll        DatabaseSyncUpdateRequestIndexScalars = "all"
+	DatabaseSyncUpdateRequestIndexScalarsFilterable DatabaseSyncUpdateRequestIndexScalars = "filterable"
+	DatabaseSyncUpdateRequestIndexScalarsKeys       DatabaseSyncUpdateRequestIndexScalars = "keys"
+	DatabaseSyncUpdateRequestIndexScalarsNone       DatabaseSyncUpdateRequestIndexScalars = "none"
+)
+
+// Valid indicates whether the value is a known member of the DatabaseSyncUpdateRequestIndexScalars enum.
+func (e DatabaseSyncUpdateRequestIndexScalars) Valid() bool {
+	switch e {
+	case DatabaseSyncUpdateRequestIndexScalarsAll:
+		return true
+	case DatabaseSyncUpdateRequestIndexScalarsFilterable:
+		return true
+	case DatabaseSyncUpdateRequestIndexScalarsKeys:
+		return true
+	case DatabaseSyncUpdateRequestIndexScalarsNone:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DatabaseSyncUpdateRequestOnGaps.
+const (
+	DatabaseSyncUpdateRequestOnGapsAcceptPartial DatabaseSyncUpdateRequestOnGaps = "accept_partial"
+	DatabaseSyncUpdateRequestOnGapsRejectEntity  DatabaseSyncUpdateRequestOnGaps = "reject_entity"
+	DatabaseSyncUpdateRequestOnGapsSkipChildren  DatabaseSyncUpdateRequestOnGaps = "skip_children"
+)
+
+// Valid indicates whether the value is a known member of the DatabaseSyncUpdateRequestOnGaps enum.
+func (e DatabaseSyncUpdateRequestOnGaps) Valid() bool {
+	switch e {
+	case DatabaseSyncUpdateRequestOnGapsAcceptPartial:
+		return true
+	case DatabaseSyncUpdateRequestOnGapsRejectEntity:
+		return true
+	case DatabaseSyncUpdateRequestOnGapsSkipChildren:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DatabaseSyncUpdateRequestPkStrategy.
+const (
+	DatabaseSyncUpdateRequestPkStrategyNatural   DatabaseSyncUpdateRequestPkStrategy = "natural"
+	DatabaseSyncUpdateRequestPkStrategySurrogate DatabaseSyncUpdateRequestPkStrategy = "surrogate"
+)
+
+// Valid indicates whether the value is a known member of the DatabaseSyncUpdateRequestPkStrategy enum.
+func (e DatabaseSyncUpdateRequestPkStrategy) Valid() bool {
+	switch e {
+	case DatabaseSyncUpdateRequestPkStrategyNatural:
+		return true
+	case DatabaseSyncUpdateRequestPkStrategySurrogate:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for DefaultModelSelectedBy.
 const (
 	Benchmark  DefaultModelSelectedBy = "benchmark"
@@ -451,6 +670,27 @@ func (e KeyHealthCheckStatus) Valid() bool {
 	case KeyHealthCheckStatusInvalid:
 		return true
 	case KeyHealthCheckStatusValid:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for LinkedSchemaRefPublishState.
+const (
+	LinkedSchemaRefPublishStateDirty       LinkedSchemaRefPublishState = "dirty"
+	LinkedSchemaRefPublishStateInSync      LinkedSchemaRefPublishState = "in_sync"
+	LinkedSchemaRefPublishStateUnpublished LinkedSchemaRefPublishState = "unpublished"
+)
+
+// Valid indicates whether the value is a known member of the LinkedSchemaRefPublishState enum.
+func (e LinkedSchemaRefPublishState) Valid() bool {
+	switch e {
+	case LinkedSchemaRefPublishStateDirty:
+		return true
+	case LinkedSchemaRefPublishStateInSync:
+		return true
+	case LinkedSchemaRefPublishStateUnpublished:
 		return true
 	default:
 		return false
@@ -688,6 +928,27 @@ func (e RecordSummaryType) Valid() bool {
 	case RecordSummaryTypeSchemaEdit:
 		return true
 	case RecordSummaryTypeSchemaGeneration:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RelationalTableKind.
+const (
+	Entity  RelationalTableKind = "entity"
+	Objects RelationalTableKind = "objects"
+	Scalars RelationalTableKind = "scalars"
+)
+
+// Valid indicates whether the value is a known member of the RelationalTableKind enum.
+func (e RelationalTableKind) Valid() bool {
+	switch e {
+	case Entity:
+		return true
+	case Objects:
+		return true
+	case Scalars:
 		return true
 	default:
 		return false
@@ -963,22 +1224,22 @@ func (e UserStatus) Valid() bool {
 
 // Defines values for CostPreset.
 const (
-	All  CostPreset = "all"
-	N30d CostPreset = "30d"
-	N7d  CostPreset = "7d"
-	N90d CostPreset = "90d"
+	CostPresetAll  CostPreset = "all"
+	CostPresetN30d CostPreset = "30d"
+	CostPresetN7d  CostPreset = "7d"
+	CostPresetN90d CostPreset = "90d"
 )
 
 // Valid indicates whether the value is a known member of the CostPreset enum.
 func (e CostPreset) Valid() bool {
 	switch e {
-	case All:
+	case CostPresetAll:
 		return true
-	case N30d:
+	case CostPresetN30d:
 		return true
-	case N7d:
+	case CostPresetN7d:
 		return true
-	case N90d:
+	case CostPresetN90d:
 		return true
 	default:
 		return false
@@ -1516,6 +1777,173 @@ type CreatedInvitation struct {
 	Token string `json:"token"`
 }
 
+// DatabaseSync defines model for DatabaseSync.
+type DatabaseSync struct {
+	AssignedHostId            *string                  `json:"assigned_host_id,omitempty"`
+	CreatedAt                 time.Time                `json:"created_at"`
+	Dialect                   string                   `json:"dialect"`
+	EntityCount               int                      `json:"entity_count"`
+	Id                        string                   `json:"id"`
+	IndexScalars              DatabaseSyncIndexScalars `json:"index_scalars"`
+	KeyLanguage               *string                  `json:"key_language,omitempty"`
+	MaxThresholdTimeoutS      int                      `json:"max_threshold_timeout_s"`
+	Name                      string                   `json:"name"`
+	NotifyDebounceS           int                      `json:"notify_debounce_s"`
+	OnGaps                    DatabaseSyncOnGaps       `json:"on_gaps"`
+	OrganizationId            string                   `json:"organization_id"`
+	PageLimit                 int                      `json:"page_limit"`
+	PatternIndexLocalizedKeys *bool                    `json:"pattern_index_localized_keys,omitempty"`
+	PendingDeltas             int                      `json:"pending_deltas"`
+	PkStrategy                DatabaseSyncPkStrategy   `json:"pk_strategy"`
+	ProjectionUpgradePending  *bool                    `json:"projection_upgrade_pending,omitempty"`
+	PropagateNotNull          bool                     `json:"propagate_not_null"`
+	PurgeEntityState          bool                     `json:"purge_entity_state"`
+	PurgeOnAck                bool                     `json:"purge_on_ack"`
+	QuarantinedDeltas         int                      `json:"quarantined_deltas"`
+	Schemas                   []LinkedSchemaRef        `json:"schemas"`
+	ShapeShipped              bool                     `json:"shape_shipped"`
+	SnapshotRequired          *bool                    `json:"snapshot_required,omitempty"`
+	UpdatedAt                 time.Time                `json:"updated_at"`
+}
+
+// DatabaseSyncIndexScalars defines model for DatabaseSync.IndexScalars.
+type DatabaseSyncIndexScalars string
+
+// DatabaseSyncOnGaps defines model for DatabaseSync.OnGaps.
+type DatabaseSyncOnGaps string
+
+// DatabaseSyncPkStrategy defines model for DatabaseSync.PkStrategy.
+type DatabaseSyncPkStrategy string
+
+// DatabaseSyncCreateRequest A registration: defaults page_limit 100, purge_on_ack false, purge_entity_state false, on_gaps skip_children, pk_strategy surrogate, index_scalars filterable, notify_debounce_s 30, max_threshold_timeout_s 300 (never below notify_debounce_s), propagate_not_null false, dialect postgres. On POST /api/databases the schema is saved_schema_id (or schema_id).
+type DatabaseSyncCreateRequest struct {
+	Dialect              *DatabaseSyncCreateRequestDialect      `json:"dialect,omitempty"`
+	IndexScalars         *DatabaseSyncCreateRequestIndexScalars `json:"index_scalars,omitempty"`
+	KeyLanguage          *string                                `json:"key_language,omitempty"`
+	MaxThresholdTimeoutS *int                                   `json:"max_threshold_timeout_s,omitempty"`
+	Name                 string                                 `json:"name"`
+	NotifyDebounceS      *int                                   `json:"notify_debounce_s,omitempty"`
+	OnGaps               *DatabaseSyncCreateRequestOnGaps       `json:"on_gaps,omitempty"`
+	PageLimit            *int                                   `json:"page_limit,omitempty"`
+
+	// PatternIndexLocalizedKeys Accepted; no pattern index is emitted yet.
+	PatternIndexLocalizedKeys *bool                                `json:"pattern_index_localized_keys,omitempty"`
+	PkStrategy                *DatabaseSyncCreateRequestPkStrategy `json:"pk_strategy,omitempty"`
+	PropagateNotNull          *bool                                `json:"propagate_not_null,omitempty"`
+	PurgeEntityState          *bool                                `json:"purge_entity_state,omitempty"`
+	PurgeOnAck                *bool                                `json:"purge_on_ack,omitempty"`
+	SavedSchemaId             *string                              `json:"saved_schema_id,omitempty"`
+	SchemaId                  *string                              `json:"schema_id,omitempty"`
+
+	// TargetHost Accepted; sync hosts are not built.
+	TargetHost *string `json:"target_host,omitempty"`
+}
+
+// DatabaseSyncCreateRequestDialect defines model for DatabaseSyncCreateRequest.Dialect.
+type DatabaseSyncCreateRequestDialect string
+
+// DatabaseSyncCreateRequestIndexScalars defines model for DatabaseSyncCreateRequest.IndexScalars.
+type DatabaseSyncCreateRequestIndexScalars string
+
+// DatabaseSyncCreateRequestOnGaps defines model for DatabaseSyncCreateRequest.OnGaps.
+type DatabaseSyncCreateRequestOnGaps string
+
+// DatabaseSyncCreateRequestPkStrategy defines model for DatabaseSyncCreateRequest.PkStrategy.
+type DatabaseSyncCreateRequestPkStrategy string
+
+// DatabaseSyncCreateResponse defines model for DatabaseSyncCreateResponse.
+type DatabaseSyncCreateResponse struct {
+	CustodyWarning *string      `json:"custody_warning,omitempty"`
+	Database       DatabaseSync `json:"database"`
+
+	// DdlDeltaId The schema delta shipping the DDL (absent before the schema's first publish).
+	DdlDeltaId          *int                  `json:"ddl_delta_id,omitempty"`
+	RegistrationNotices *[]RegistrationNotice `json:"registration_notices,omitempty"`
+	StampedKeys         []EntityTypeKeys      `json:"stamped_keys"`
+}
+
+// DatabaseSyncLinkResponse defines model for DatabaseSyncLinkResponse.
+type DatabaseSyncLinkResponse struct {
+	Database DatabaseSync `json:"database"`
+
+	// DdlDeltaId The schema delta shipping the DDL (absent before the schema's first publish).
+	DdlDeltaId  *int              `json:"ddl_delta_id,omitempty"`
+	StampedKeys *[]EntityTypeKeys `json:"stamped_keys,omitempty"`
+}
+
+// DatabaseSyncLinkValidationResult defines model for DatabaseSyncLinkValidationResult.
+type DatabaseSyncLinkValidationResult struct {
+	AdoptedKeyLanguage *string `json:"adopted_key_language,omitempty"`
+
+	// AlreadyStamped The schema is already linked to this registration.
+	AlreadyStamped bool              `json:"already_stamped"`
+	Errors         []string          `json:"errors"`
+	NewTypes       []string          `json:"new_types"`
+	NoCommonTypes  bool              `json:"no_common_types"`
+	StampedKeys    *[]EntityTypeKeys `json:"stamped_keys,omitempty"`
+	Valid          bool              `json:"valid"`
+}
+
+// DatabaseSyncListResponse defines model for DatabaseSyncListResponse.
+type DatabaseSyncListResponse struct {
+	Databases []DatabaseSync `json:"databases"`
+	Total     int            `json:"total"`
+}
+
+// DatabaseSyncRelationalMapResponse defines model for DatabaseSyncRelationalMapResponse.
+type DatabaseSyncRelationalMapResponse struct {
+	DatabaseId string                  `json:"database_id"`
+	Schemas    []RelationalMapResponse `json:"schemas"`
+}
+
+// DatabaseSyncUpdateRequest defines model for DatabaseSyncUpdateRequest.
+type DatabaseSyncUpdateRequest struct {
+	Dialect              *DatabaseSyncUpdateRequestDialect      `json:"dialect,omitempty"`
+	IndexScalars         *DatabaseSyncUpdateRequestIndexScalars `json:"index_scalars,omitempty"`
+	KeyLanguage          *string                                `json:"key_language,omitempty"`
+	MaxThresholdTimeoutS *int                                   `json:"max_threshold_timeout_s,omitempty"`
+	Name                 *string                                `json:"name,omitempty"`
+	NotifyDebounceS      *int                                   `json:"notify_debounce_s,omitempty"`
+	OnGaps               *DatabaseSyncUpdateRequestOnGaps       `json:"on_gaps,omitempty"`
+	PageLimit            *int                                   `json:"page_limit,omitempty"`
+
+	// PatternIndexLocalizedKeys Accepted; no pattern index is emitted yet.
+	PatternIndexLocalizedKeys *bool                                `json:"pattern_index_localized_keys,omitempty"`
+	PkStrategy                *DatabaseSyncUpdateRequestPkStrategy `json:"pk_strategy,omitempty"`
+	PropagateNotNull          *bool                                `json:"propagate_not_null,omitempty"`
+	PurgeEntityState          *bool                                `json:"purge_entity_state,omitempty"`
+	PurgeOnAck                *bool                                `json:"purge_on_ack,omitempty"`
+
+	// TargetHost Accepted; sync hosts are not built.
+	TargetHost *string `json:"target_host,omitempty"`
+}
+
+// DatabaseSyncUpdateRequestDialect defines model for DatabaseSyncUpdateRequest.Dialect.
+type DatabaseSyncUpdateRequestDialect string
+
+// DatabaseSyncUpdateRequestIndexScalars defines model for DatabaseSyncUpdateRequest.IndexScalars.
+type DatabaseSyncUpdateRequestIndexScalars string
+
+// DatabaseSyncUpdateRequestOnGaps defines model for DatabaseSyncUpdateRequest.OnGaps.
+type DatabaseSyncUpdateRequestOnGaps string
+
+// DatabaseSyncUpdateRequestPkStrategy defines model for DatabaseSyncUpdateRequest.PkStrategy.
+type DatabaseSyncUpdateRequestPkStrategy string
+
+// DatabaseSyncValidationResult defines model for DatabaseSyncValidationResult.
+type DatabaseSyncValidationResult struct {
+	AlreadyStamped       bool              `json:"already_stamped"`
+	AlwaysPresentColumns int               `json:"always_present_columns"`
+	EntityTables         int               `json:"entity_tables"`
+	Errors               []string          `json:"errors"`
+	ReferenceColumns     int               `json:"reference_columns"`
+	ReferenceTables      int               `json:"reference_tables"`
+	RequiresKeyLanguage  bool              `json:"requires_key_language"`
+	StampedKeys          *[]EntityTypeKeys `json:"stamped_keys,omitempty"`
+	SuggestedKeyLanguage *string           `json:"suggested_key_language,omitempty"`
+	Valid                bool              `json:"valid"`
+}
+
 // DefaultModel What `auto` resolves to for one task (the reference's DefaultModelSelection).
 type DefaultModel struct {
 	DisplayName string `json:"display_name"`
@@ -1682,6 +2110,15 @@ type EnrichmentOptions struct {
 
 	// TotalCompanies The reference's legacy counter; always 0.
 	TotalCompanies int `json:"total_companies"`
+}
+
+// EntityTypeKeys defines model for EntityTypeKeys.
+type EntityTypeKeys struct {
+	DatabaseKeys []string `json:"database_keys"`
+	EntityType   string   `json:"entity_type"`
+	OwnedBy      *string  `json:"owned_by,omitempty"`
+	Path         string   `json:"path"`
+	Source       string   `json:"source"`
 }
 
 // Error defines model for Error.
@@ -1981,11 +2418,33 @@ type KeyHealthCheck struct {
 // KeyHealthCheckStatus `error`: the provider could not say (unreachable, rate limited, timed out); the key is left as it was.
 type KeyHealthCheckStatus string
 
+// LinkUpdateRequest defines model for LinkUpdateRequest.
+type LinkUpdateRequest struct {
+	EnrichmentEnabled bool `json:"enrichment_enabled"`
+}
+
 // LinkWebhookRequest defines model for LinkWebhookRequest.
 type LinkWebhookRequest struct {
 	// WebhookUrl The delta-available endpoint; null detaches it.
 	WebhookUrl *string `json:"webhook_url"`
 }
+
+// LinkedSchemaRef defines model for LinkedSchemaRef.
+type LinkedSchemaRef struct {
+	EnrichmentEnabled bool                        `json:"enrichment_enabled"`
+	LinkedAt          time.Time                   `json:"linked_at"`
+	PublishState      LinkedSchemaRefPublishState `json:"publish_state"`
+	SavedSchemaId     string                      `json:"saved_schema_id"`
+	SchemaContentHash *string                     `json:"schema_content_hash,omitempty"`
+	SchemaName        string                      `json:"schema_name"`
+
+	// ShapeShipped This link's DDL shipped.
+	ShapeShipped *bool   `json:"shape_shipped,omitempty"`
+	WebhookUrl   *string `json:"webhook_url,omitempty"`
+}
+
+// LinkedSchemaRefPublishState defines model for LinkedSchemaRef.PublishState.
+type LinkedSchemaRefPublishState string
 
 // LoginRequest defines model for LoginRequest.
 type LoginRequest struct {
@@ -2363,7 +2822,7 @@ type PublishDiff_Transforms struct {
 
 // PublishPreview defines model for PublishPreview.
 type PublishPreview struct {
-	AdoptedKeyLanguage *string `json:"adopted_key_language"`
+	AdoptedKeyLanguage string `json:"adopted_key_language"`
 
 	// BlockerCodes The 409 code each blocker would answer with.
 	BlockerCodes []string    `json:"blocker_codes"`
@@ -2377,7 +2836,7 @@ type PublishPreview struct {
 	PublishState         PublishPreviewPublishState `json:"publish_state"`
 	RequiresConfirm      bool                       `json:"requires_confirm"`
 	RequiresKeyLanguage  bool                       `json:"requires_key_language"`
-	SuggestedKeyLanguage *string                    `json:"suggested_key_language"`
+	SuggestedKeyLanguage string                     `json:"suggested_key_language"`
 }
 
 // PublishPreviewPublishState defines model for PublishPreview.PublishState.
@@ -2394,7 +2853,7 @@ type PublishRequest struct {
 
 // PublishResult defines model for PublishResult.
 type PublishResult struct {
-	// DeltaIds Always empty until database registration exists.
+	// DeltaIds The schema deltas the publish appended, one per linked registration that had DDL to ship.
 	DeltaIds    []int       `json:"delta_ids"`
 	Diff        PublishDiff `json:"diff"`
 	Published   bool        `json:"published"`
@@ -2530,6 +2989,63 @@ type RegisterRequest struct {
 	Organization *string `json:"organization,omitempty"`
 	Password     string  `json:"password"`
 }
+
+// RegistrationNotice defines model for RegistrationNotice.
+type RegistrationNotice struct {
+	Effect          string `json:"effect"`
+	LockedAfterShip bool   `json:"locked_after_ship"`
+	Option          string `json:"option"`
+	Value           string `json:"value"`
+}
+
+// RelationalColumn defines model for RelationalColumn.
+type RelationalColumn struct {
+	IndexClass *string `json:"index_class,omitempty"`
+	Language   *string `json:"language,omitempty"`
+	Name       string  `json:"name"`
+	NotNull    bool    `json:"not_null"`
+	Role       string  `json:"role"`
+	Source     *string `json:"source,omitempty"`
+	Type       string  `json:"type"`
+}
+
+// RelationalIndex defines model for RelationalIndex.
+type RelationalIndex struct {
+	Columns []string `json:"columns"`
+	Method  string   `json:"method"`
+	Name    string   `json:"name"`
+}
+
+// RelationalMapResponse A schema's relational projection and its DDL; `error` is why there is none.
+type RelationalMapResponse struct {
+	Ddl          []string `json:"ddl"`
+	EntityType   string   `json:"entity_type"`
+	Error        *string  `json:"error,omitempty"`
+	IndexScalars string   `json:"index_scalars"`
+	PkStrategy   string   `json:"pk_strategy"`
+
+	// Published Of the published contract (false: of the working copy; a registration ships nothing before a publish).
+	Published     bool              `json:"published"`
+	SavedSchemaId string            `json:"saved_schema_id"`
+	SchemaName    string            `json:"schema_name"`
+	Tables        []RelationalTable `json:"tables"`
+}
+
+// RelationalTable defines model for RelationalTable.
+type RelationalTable struct {
+	Columns    []RelationalColumn  `json:"columns"`
+	Depth      int                 `json:"depth"`
+	ForeignKey *[]string           `json:"foreign_key,omitempty"`
+	Indexes    *[]RelationalIndex  `json:"indexes,omitempty"`
+	Kind       RelationalTableKind `json:"kind"`
+	Name       string              `json:"name"`
+	Parent     *string             `json:"parent,omitempty"`
+	PrimaryKey []string            `json:"primary_key"`
+	Source     string              `json:"source"`
+}
+
+// RelationalTableKind defines model for RelationalTable.Kind.
+type RelationalTableKind string
 
 // Role defines model for Role.
 type Role string
@@ -3120,6 +3636,9 @@ type CostStart = string
 // Cursor defines model for Cursor.
 type Cursor = string
 
+// DatabaseID defines model for DatabaseID.
+type DatabaseID = string
+
 // ID defines model for ID.
 type ID = string
 
@@ -3147,6 +3666,9 @@ type ProviderID = string
 // RecordsAllOrgs defines model for RecordsAllOrgs.
 type RecordsAllOrgs = bool
 
+// SchemaID defines model for SchemaID.
+type SchemaID = string
+
 // AnalysisBadRequest defines model for AnalysisBadRequest.
 type AnalysisBadRequest = Error
 
@@ -3161,6 +3683,9 @@ type BadRequest = Error
 
 // Conflict defines model for Conflict.
 type Conflict = Error
+
+// DatabaseConflict defines model for DatabaseConflict.
+type DatabaseConflict = Error
 
 // EnrichBadRequest defines model for EnrichBadRequest.
 type EnrichBadRequest = Error
@@ -3298,6 +3823,33 @@ type CostSummaryParams struct {
 
 	// AllOrgs Every organization's figures together (system administrators).
 	AllOrgs *CostAllOrgs `form:"all_orgs,omitempty" json:"all_orgs,omitempty"`
+}
+
+// DeleteDatabaseParams defines parameters for DeleteDatabase.
+type DeleteDatabaseParams struct {
+	// DeleteEntityState Accepted; entity state is kept per schema, not per registration.
+	DeleteEntityState *bool `form:"delete_entity_state,omitempty" json:"delete_entity_state,omitempty"`
+
+	// ClearDatabaseModel Accepted; the database model lives in the schema document.
+	ClearDatabaseModel *bool `form:"clear_database_model,omitempty" json:"clear_database_model,omitempty"`
+}
+
+// UnlinkDatabaseSchemaParams defines parameters for UnlinkDatabaseSchema.
+type UnlinkDatabaseSchemaParams struct {
+	// Force Accepted; the last link is refused whatever it says.
+	Force *bool `form:"force,omitempty" json:"force,omitempty"`
+
+	// DeleteEntityState Accepted; entity state is kept per schema.
+	DeleteEntityState *bool `form:"delete_entity_state,omitempty" json:"delete_entity_state,omitempty"`
+
+	// ClearDatabaseModel Accepted.
+	ClearDatabaseModel *bool `form:"clear_database_model,omitempty" json:"clear_database_model,omitempty"`
+}
+
+// LinkDatabaseSchemaParams defines parameters for LinkDatabaseSchema.
+type LinkDatabaseSchemaParams struct {
+	// KeyLanguage The registration's key language when it has none.
+	KeyLanguage *string `form:"key_language,omitempty" json:"key_language,omitempty"`
 }
 
 // GetLinkWebhookSecretParams defines parameters for GetLinkWebhookSecret.
@@ -3512,8 +4064,17 @@ type FetchBatchEntitiesJSONRequestBody = BatchFetchRequest
 // StartBatchEnrichmentJSONRequestBody defines body for StartBatchEnrichment for application/json ContentType.
 type StartBatchEnrichmentJSONRequestBody = BatchRequest
 
+// CreateDatabaseJSONRequestBody defines body for CreateDatabase for application/json ContentType.
+type CreateDatabaseJSONRequestBody = DatabaseSyncCreateRequest
+
+// UpdateDatabaseJSONRequestBody defines body for UpdateDatabase for application/json ContentType.
+type UpdateDatabaseJSONRequestBody = DatabaseSyncUpdateRequest
+
 // SetLinkWebhookJSONRequestBody defines body for SetLinkWebhook for application/json ContentType.
 type SetLinkWebhookJSONRequestBody = LinkWebhookRequest
+
+// UpdateDatabaseLinkJSONRequestBody defines body for UpdateDatabaseLink for application/json ContentType.
+type UpdateDatabaseLinkJSONRequestBody = LinkUpdateRequest
 
 // MergeResultsJSONRequestBody defines body for MergeResults for application/json ContentType.
 type MergeResultsJSONRequestBody = FusionRequest
@@ -3595,6 +4156,9 @@ type PublishSchemaJSONRequestBody = PublishRequest
 
 // ScopingSplitJSONRequestBody defines body for ScopingSplit for application/json ContentType.
 type ScopingSplitJSONRequestBody = ScopingSplitRequest
+
+// CreateSchemaDatabaseJSONRequestBody defines body for CreateSchemaDatabase for application/json ContentType.
+type CreateSchemaDatabaseJSONRequestBody = DatabaseSyncCreateRequest
 
 // CreateSchemaSubscriptionJSONRequestBody defines body for CreateSchemaSubscription for application/json ContentType.
 type CreateSchemaSubscriptionJSONRequestBody = SchemaEventSubscriptionCreateRequest
