@@ -84,7 +84,7 @@ func (u *UnitOfWork) repos(tx bun.Tx) ports.Repos {
 		Records: NewRecordStore(tx), Jobs: NewJobStore(tx), Events: NewEventLog(tx, u.codec), RefreshTokens: NewRefreshTokenStore(tx),
 		Usage: NewUsageLedger(tx), Invitations: NewInvitationStore(tx), Feed: NewFeedWriter(tx),
 		Databases: NewDatabaseStore(tx),
-		Outbox: NewNotifications(tx),
+		Outbox:    NewNotifications(tx),
 	}
 	if u.queue != nil {
 		r.Queue = u.queue(tx)
