@@ -82,7 +82,8 @@ func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	schemaGenerator := app.NewSchemaGenerator(modelService, calls, codec, schemaStore, schemaService, compiler, clock, iDs, logger)
 	merger := app.NewMerger(fuser, recordStore, schemaStore, schemas, compiler, codec, clock, iDs, logger)
 	sampleGenerator := app.NewSampleGenerator(codec, modelService, calls, clock, iDs, logger)
-	runners := provideRunners(enricher, schemaGenerator, merger, sampleGenerator)
+	schemaEvents := provideSchemaEvents(clock)
+	runners := provideRunners(enricher, schemaGenerator, merger, sampleGenerator, schemaEvents)
 	engine := provideEngine(cfg, stores, hub, clock, logger, metricsMetrics, runners)
 	jobStore := stores.Jobs
 	eventLog := stores.Events
@@ -103,7 +104,17 @@ func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	databaseService := app.NewDatabaseService(databaseStore, schemaStore, unitOfWork, schemas, clock, iDs)
 	feedService := provideFeed(stores, clock, iDs)
 	consumerService := provideConsumerService(cfg, stores, clock, iDs, logger, denylist)
-	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService, feedService, consumerService)
+	enrichNotifyStores, err := provideNotifyStores(stores, logger)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	subscriptionStore := enrichNotifyStores.Subscriptions
+	linkWebhookStore := enrichNotifyStores.Links
+	sender := provideSender(cfg, logger)
+	notificationService := app.NewNotificationService(subscriptionStore, linkWebhookStore, schemaStore, sender, fernet, clock, iDs)
+	dispatcher := provideDispatcher(cfg, enrichNotifyStores, sender, fernet, clock, logger)
+	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService, feedService, consumerService, notificationService, dispatcher)
 	return embedded, func() {
 		cleanup()
 	}, nil
@@ -188,7 +199,8 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	schemaGenerator := app.NewSchemaGenerator(modelService, calls, codec, schemaStore, schemaService, compiler, clock, iDs, logger)
 	merger := app.NewMerger(fuser, recordStore, schemaStore, schemas, compiler, codec, clock, iDs, logger)
 	sampleGenerator := app.NewSampleGenerator(codec, modelService, calls, clock, iDs, logger)
-	runners := provideRunners(enricher, schemaGenerator, merger, sampleGenerator)
+	schemaEvents := provideSchemaEvents(clock)
+	runners := provideRunners(enricher, schemaGenerator, merger, sampleGenerator, schemaEvents)
 	engine := provideEngine(cfg, stores, hub, clock, logger, metricsMetrics, runners)
 	jobStore := stores.Jobs
 	eventLog := stores.Events
@@ -209,7 +221,18 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	databaseService := app.NewDatabaseService(databaseStore, schemaStore, unitOfWork, schemas, clock, iDs)
 	feedService := provideFeed(stores, clock, iDs)
 	consumerService := provideConsumerService(cfg, stores, clock, iDs, logger, denylist)
-	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService, feedService, consumerService)
+	enrichNotifyStores, err := provideNotifyStores(stores, logger)
+	if err != nil {
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
+	subscriptionStore := enrichNotifyStores.Subscriptions
+	linkWebhookStore := enrichNotifyStores.Links
+	sender := provideSender(cfg, logger)
+	notificationService := app.NewNotificationService(subscriptionStore, linkWebhookStore, schemaStore, sender, fernet, clock, iDs)
+	dispatcher := provideDispatcher(cfg, enrichNotifyStores, sender, fernet, clock, logger)
+	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService, feedService, consumerService, notificationService, dispatcher)
 	return embedded, func() {
 		cleanup2()
 		cleanup()
@@ -279,7 +302,8 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 	schemaGenerator := app.NewSchemaGenerator(modelService, calls, codec, schemaStore, schemaService, compiler, clock, iDs, logger)
 	merger := app.NewMerger(fuser, recordStore, schemaStore, schemas, compiler, codec, clock, iDs, logger)
 	sampleGenerator := app.NewSampleGenerator(codec, modelService, calls, clock, iDs, logger)
-	runners := provideRunners(enricher, schemaGenerator, merger, sampleGenerator)
+	schemaEvents := provideSchemaEvents(clock)
+	runners := provideRunners(enricher, schemaGenerator, merger, sampleGenerator, schemaEvents)
 	engine := provideEngine(cfg, st, hub, clock, logger, metricsMetrics, runners)
 	jobStore := st.Jobs
 	eventLog := st.Events
@@ -300,7 +324,17 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 	databaseService := app.NewDatabaseService(databaseStore, schemaStore, unitOfWork, schemas, clock, iDs)
 	feedService := provideFeed(st, clock, iDs)
 	consumerService := provideConsumerService(cfg, st, clock, iDs, logger, denylist)
-	embedded := provideEmbedded(st, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService, feedService, consumerService)
+	enrichNotifyStores, err := provideNotifyStores(st, logger)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	subscriptionStore := enrichNotifyStores.Subscriptions
+	linkWebhookStore := enrichNotifyStores.Links
+	sender := provideSender(cfg, logger)
+	notificationService := app.NewNotificationService(subscriptionStore, linkWebhookStore, schemaStore, sender, fernet, clock, iDs)
+	dispatcher := provideDispatcher(cfg, enrichNotifyStores, sender, fernet, clock, logger)
+	embedded := provideEmbedded(st, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService, feedService, consumerService, notificationService, dispatcher)
 	return embedded, func() {
 		cleanup()
 	}, nil

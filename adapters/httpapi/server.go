@@ -53,24 +53,25 @@ type Readiness func(ctx context.Context) error
 
 // Server is the HTTP API.
 type Server struct {
-	cfg     Config
-	clients clientAddrs
-	access  *app.AccessService
-	schemas *app.SchemaService
-	records *app.RecordService
-	enrich  *app.EnrichmentService
-	batches *app.BatchService
-	models  *app.ModelService
-	jobs    *app.JobService
-	keys    *app.ProviderKeyService
-	costs   *app.CostService
-	samples *app.SampleService
-	gen     *app.SchemaGenService
-	fetch   *app.FetchService
-	fusion  *app.FusionService
-	dbs     *app.DatabaseService
-	log     *slog.Logger
-	ready   Readiness
+	cfg           Config
+	clients       clientAddrs
+	access        *app.AccessService
+	schemas       *app.SchemaService
+	records       *app.RecordService
+	enrich        *app.EnrichmentService
+	batches       *app.BatchService
+	models        *app.ModelService
+	jobs          *app.JobService
+	keys          *app.ProviderKeyService
+	costs         *app.CostService
+	samples       *app.SampleService
+	gen           *app.SchemaGenService
+	fetch         *app.FetchService
+	fusion        *app.FusionService
+	dbs           *app.DatabaseService
+	notifications *app.NotificationService
+	log           *slog.Logger
+	ready         Readiness
 	// events writes job events: the SSE lines and the answers built
 	// from an event.
 	events ports.EventCodec
@@ -113,6 +114,8 @@ type Services struct {
 	Databases    *app.DatabaseService
 	Feed         *app.FeedService
 	Consumer     *app.ConsumerService
+	// Notifications are schema event subscriptions and links' webhooks.
+	Notifications *app.NotificationService
 }
 
 // NewServer builds the router; events writes the job events it serves.
@@ -132,6 +135,7 @@ func NewServer(cfg Config, svc Services, events ports.EventCodec, lg *slog.Logge
 	s.orgProviders, s.batches, s.models, s.dbs = svc.OrgProviders, svc.Batches, svc.Models, svc.Databases
 	s.feed = svc.Feed
 	s.consumer = svc.Consumer
+	s.notifications = svc.Notifications
 	s.clients = clientAddrs{trusted: cfg.TrustedProxies}
 	var err error
 	if s.spec, err = LoadSpec(); err != nil {
@@ -181,6 +185,7 @@ func NewServer(cfg Config, svc Services, events ports.EventCodec, lg *slog.Logge
 	s.registerBatchRoutes(r)
 	s.registerFeedRoutes(r)
 	s.registerConsumerRoutes(r)
+	s.registerNotificationRoutes(r)
 	s.registerDocsRoutes(r)
 	s.router = r
 	return s, nil
