@@ -15,11 +15,14 @@ import (
 	"github.com/entityenrich/enrich/adapters/httpapi"
 	"github.com/entityenrich/enrich/adapters/jobrun"
 	"github.com/entityenrich/enrich/adapters/llm"
+	"github.com/entityenrich/enrich/adapters/notify"
+	"github.com/entityenrich/enrich/adapters/webhooks"
 	"github.com/entityenrich/enrich/app"
 	"github.com/entityenrich/enrich/domain/access"
 	"github.com/entityenrich/enrich/domain/enrichment"
 	"github.com/entityenrich/enrich/domain/quota"
 	"github.com/entityenrich/enrich/domain/schema"
+	"github.com/entityenrich/enrich/domain/webhook"
 )
 
 // Config is the service configuration, read from the environment by
@@ -156,6 +159,27 @@ type Config struct {
 	// (comma-separated), like FetchAllowLoopbackPorts: for tests of a
 	// server on this machine only. Empty (the default): none.
 	OrgProviderAllowLoopbackPorts []uint16 `env:"ENRICH_ORG_PROVIDER_ALLOW_LOOPBACK_PORTS" envSeparator:","`
+	// WebhookAllowLoopbackPorts lets notifications (schema event
+	// subscriptions and links' delta webhooks) reach loopback addresses on
+	// these ports (comma-separated), like FetchAllowLoopbackPorts: for
+	// tests of a receiver on this machine only. Empty (the default): none.
+	WebhookAllowLoopbackPorts []uint16 `env:"ENRICH_WEBHOOK_ALLOW_LOOPBACK_PORTS" envSeparator:","`
+	// WebhookTimeout bounds one delivery attempt (default
+	// webhooks.DefaultTimeout, 10 s).
+	WebhookTimeout time.Duration `env:"ENRICH_WEBHOOK_TIMEOUT"`
+	// WebhookRetryBase is the wait after a delivery's first failed
+	// attempt; it doubles after each further one, up to an hour (default
+	// 10 s).
+	WebhookRetryBase time.Duration `env:"ENRICH_WEBHOOK_RETRY_BASE"`
+	// WebhookMaxAttempts gives a delivery up after that many failed
+	// attempts (default 20: about 16 hours with the default base).
+	WebhookMaxAttempts int `env:"ENRICH_WEBHOOK_MAX_ATTEMPTS"`
+	// WebhookPoll is how often each replica's dispatcher looks for due
+	// notifications (default 1 s).
+	WebhookPoll time.Duration `env:"ENRICH_WEBHOOK_POLL"`
+	// WebhookDispatchOff runs this replica without a notification
+	// dispatcher (the other replicas deliver).
+	WebhookDispatchOff bool `env:"ENRICH_WEBHOOK_DISPATCH_OFF"`
 
 	// MaxExpertiseDomains bounds the expertise domains one model's run of
 	// a job calls: past it the domains are grouped (default
@@ -313,6 +337,18 @@ func (c Config) withDefaults() (Config, []string, error) {
 	}
 	if c.BatchMaxEntities <= 0 {
 		c.BatchMaxEntities = app.DefaultBatchMaxEntities
+	}
+	if c.WebhookTimeout <= 0 {
+		c.WebhookTimeout = webhooks.DefaultTimeout
+	}
+	if c.WebhookRetryBase <= 0 {
+		c.WebhookRetryBase = webhook.DefaultRetry.Base
+	}
+	if c.WebhookMaxAttempts <= 0 {
+		c.WebhookMaxAttempts = webhook.DefaultRetry.MaxAttempts
+	}
+	if c.WebhookPoll <= 0 {
+		c.WebhookPoll = notify.DefaultPoll
 	}
 	if c.MetricsToken == "" && c.MetricsAddr == "" && c.Production() {
 		warn = append(warn, "ENRICH_METRICS_TOKEN is not set: GET /metrics on the API's address needs no credential (set it, or serve the metrics on ENRICH_METRICS_ADDR)")

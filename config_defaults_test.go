@@ -8,10 +8,13 @@ import (
 
 	"github.com/entityenrich/enrich/adapters/httpapi"
 	"github.com/entityenrich/enrich/adapters/jobrun"
+	"github.com/entityenrich/enrich/adapters/notify"
+	"github.com/entityenrich/enrich/adapters/webhooks"
 	"github.com/entityenrich/enrich/app"
 	"github.com/entityenrich/enrich/domain/enrichment"
 	"github.com/entityenrich/enrich/domain/quota"
 	"github.com/entityenrich/enrich/domain/schema"
+	"github.com/entityenrich/enrich/domain/webhook"
 )
 
 // TestDefaultsDeclaredOnce: a server started from an empty environment and
@@ -53,6 +56,10 @@ func TestDefaultsDeclaredOnce(t *testing.T) {
 		{"MetricsToken", env.MetricsToken, zero.MetricsToken, ""},
 		{"MaxExpertiseDomains", env.MaxExpertiseDomains, zero.MaxExpertiseDomains, enrichment.DefaultMaxDomains},
 		{"MaxCallsPerJob", env.MaxCallsPerJob, zero.MaxCallsPerJob, app.DefaultMaxCallsPerJob},
+		{"WebhookTimeout", env.WebhookTimeout, zero.WebhookTimeout, webhooks.DefaultTimeout},
+		{"WebhookRetryBase", env.WebhookRetryBase, zero.WebhookRetryBase, webhook.DefaultRetry.Base},
+		{"WebhookMaxAttempts", env.WebhookMaxAttempts, zero.WebhookMaxAttempts, webhook.DefaultRetry.MaxAttempts},
+		{"WebhookPoll", env.WebhookPoll, zero.WebhookPoll, notify.DefaultPoll},
 		{"QuotaCallsPerDay", *env.QuotaCallsPerDay, *zero.QuotaCallsPerDay, int64(quota.DefaultCallsPerDay)},
 		{"QuotaTokensPerDay", *env.QuotaTokensPerDay, *zero.QuotaTokensPerDay, int64(quota.DefaultTokensPerDay)},
 	} {

@@ -18,6 +18,7 @@ import (
 	"github.com/entityenrich/enrich/adapters/httpapi"
 	"github.com/entityenrich/enrich/adapters/jobrun"
 	"github.com/entityenrich/enrich/adapters/metrics"
+	"github.com/entityenrich/enrich/adapters/notify"
 	"github.com/entityenrich/enrich/app"
 	"github.com/entityenrich/enrich/ports"
 )
@@ -61,6 +62,13 @@ type Stores struct {
 	// Feed is the read side of the database-sync feeds (nil: the feed
 	// routes answer 500).
 	Feed ports.FeedStore
+	// Subscriptions, Outbox and LinkWebhooks keep the notifications:
+	// schema event subscriptions, the outbox of their deliveries (which
+	// UoW's job ends queue to) and the links' delta webhooks (nil: kept in
+	// memory when Kind is memory; refused for any other Kind).
+	Subscriptions ports.SubscriptionStore
+	Outbox        ports.Outbox
+	LinkWebhooks  ports.LinkWebhookStore
 	// Invalidations spreads cache invalidations between instances (nil: this
 	// process is the only one).
 	Invalidations ports.Invalidations
@@ -113,6 +121,9 @@ type Embedded struct {
 	// Consumer serves the database credential, the snapshot and the
 	// checksum of database sync.
 	Consumer *app.ConsumerService
+	// Notifications manages schema event subscriptions and links' delta
+	// webhooks.
+	Notifications *app.NotificationService
 
 	Stores *Stores
 	Log    *slog.Logger
@@ -121,7 +132,9 @@ type Embedded struct {
 
 	stream *eventhub.Hub
 	engine *jobrun.Engine
-	cfg    Config
+	// dispatcher delivers the notifications (nil: this replica does not).
+	dispatcher *notify.Dispatcher
+	cfg        Config
 	// The caches that other instances' changes reach (listen).
 	schemaCache *cache.Schemas
 	authCache   *cache.Auth
@@ -145,6 +158,9 @@ func (e *Embedded) start() error {
 	if err := e.engine.Start(ctx); err != nil {
 		cancel()
 		return err
+	}
+	if e.dispatcher != nil {
+		e.dispatcher.Start()
 	}
 	e.bg.Add(3)
 	go func() {
@@ -220,6 +236,15 @@ func (e *Embedded) listen(ctx context.Context) {
 	}
 }
 
+// StopDispatcher stops this replica's notification dispatcher: its sends
+// in flight are abandoned (their claims lapse to another replica's
+// dispatcher). Close stops it too.
+func (e *Embedded) StopDispatcher() {
+	if e.dispatcher != nil {
+		e.dispatcher.Stop()
+	}
+}
+
 // Close lets running jobs finish for up to Config.ShutdownGrace, fails the
 // rest with code shutdown, writes pending events and key usage, and closes
 // the storage. It is safe to call more than once.
@@ -230,6 +255,7 @@ func (e *Embedded) Close() error {
 		if err := e.engine.Stop(ctx); err != nil {
 			e.Log.Warn("jobs still running at the end of the grace period were stopped", "err", err)
 		}
+		e.StopDispatcher()
 		e.stop()
 		e.bg.Wait()
 		fctx, fcancel := context.WithTimeout(context.Background(), 5*time.Second)

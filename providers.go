@@ -23,8 +23,10 @@ import (
 	"github.com/entityenrich/enrich/adapters/memory"
 	"github.com/entityenrich/enrich/adapters/metrics"
 	"github.com/entityenrich/enrich/adapters/netguard"
+	"github.com/entityenrich/enrich/adapters/notify"
 	"github.com/entityenrich/enrich/adapters/system"
 	"github.com/entityenrich/enrich/adapters/urlfetch"
+	"github.com/entityenrich/enrich/adapters/webhooks"
 	"github.com/entityenrich/enrich/app"
 	"github.com/entityenrich/enrich/domain/job"
 	"github.com/entityenrich/enrich/domain/quota"
@@ -106,6 +108,14 @@ var coreSet = wire.NewSet(
 	app.NewOrgProviderService,
 	app.NewDatabaseService,
 	provideFeed,
+	// Notifications.
+	provideNotifyStores,
+	wire.FieldsOf(new(notifyStores), "Subscriptions", "Outbox", "Links"),
+	provideSender,
+	wire.Bind(new(ports.WebhookSender), new(*webhooks.Sender)),
+	app.NewNotificationService,
+	provideSchemaEvents,
+	provideDispatcher,
 	provideEntityService,
 	provideEmbedded,
 )
@@ -317,13 +327,15 @@ func provideEnrichMemos(cfg Config) app.EnrichMemos {
 
 // provideRunners is the table from job type to the Runner of its jobs,
 // handed to the job runtime.
-func provideRunners(enr *app.Enricher, sg *app.SchemaGenerator, mg *app.Merger, smp *app.SampleGenerator) jobrun.Runners {
+// The runs that store enrichment records queue their schema events with
+// their end (SchemaEvents).
+func provideRunners(enr *app.Enricher, sg *app.SchemaGenerator, mg *app.Merger, smp *app.SampleGenerator, se *app.SchemaEvents) jobrun.Runners {
 	return jobrun.Runners{
-		job.TypeEnrichment:       enr,
-		job.TypeBatchEnrichment:  enr.BatchRunner(),
+		job.TypeEnrichment:       se.Wrap(enr),
+		job.TypeBatchEnrichment:  se.Wrap(enr.BatchRunner()),
 		job.TypeSchemaGeneration: sg,
 		job.TypeSchemaEdit:       sg,
-		job.TypeFusion:           mg,
+		job.TypeFusion:           se.Wrap(mg),
 		job.TypeSampleGeneration: smp,
 	}
 }
@@ -351,12 +363,13 @@ func provideEmbedded(st *Stores, a *app.AccessService, sc *app.SchemaService, rc
 	js *app.JobService, pk *app.ProviderKeyService, cs *app.CostService, an *app.AnalysisService, smp *app.SampleService,
 	sg *app.SchemaGenService, fs *app.FetchService, fu *app.FusionService, h *eventhub.Hub, eng *jobrun.Engine, lg *slog.Logger,
 	m *metrics.Metrics, op *app.OrgProviderService, scc *cache.Schemas, ac *cache.Auth, dl *cache.Denylist, dbs *app.DatabaseService,
-	fd *app.FeedService, cons *app.ConsumerService, ent *app.EntityService) *Embedded {
+	fd *app.FeedService, cons *app.ConsumerService,
+	ns *app.NotificationService, nd *notify.Dispatcher, ent *app.EntityService) *Embedded {
 	m.WatchRunning(func() int { return len(eng.Running()) })
 	return &Embedded{Access: a, Schemas: sc, Records: rc, Enrichment: en, Batches: bs, Models: ms, Jobs: js, ProviderKeys: pk, Costs: cs,
 		Analysis: an, Samples: smp, SchemaGen: sg, Fetch: fs, Fusion: fu, Stores: st, Log: lg, Metrics: m, stream: h, engine: eng,
 		OrgProviders: op, schemaCache: scc, authCache: ac, denylist: dl, Databases: dbs, Feed: fd, Consumer: cons,
-		Entities: ent}
+		Notifications: ns, dispatcher: nd, Entities: ent}
 }
 
 // provideFeed is the feed's use cases on the stores' feed.
@@ -394,7 +407,7 @@ func provideServices(e *Embedded) httpapi.Services {
 		Models: e.Models, Jobs: e.Jobs,
 		ProviderKeys: e.ProviderKeys, Costs: e.Costs, Analysis: e.Analysis, Samples: e.Samples,
 		SchemaGen: e.SchemaGen, Fetch: e.Fetch, Fusion: e.Fusion, OrgProviders: e.OrgProviders, Databases: e.Databases, Feed: e.Feed, Consumer: e.Consumer,
-		Entities: e.Entities}
+		Notifications: e.Notifications, Entities: e.Entities}
 }
 
 func provideHTTPConfig(e *Embedded) httpapi.Config {

@@ -82,7 +82,8 @@ func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	schemaGenerator := app.NewSchemaGenerator(modelService, calls, codec, schemaStore, schemaService, compiler, clock, iDs, logger)
 	merger := app.NewMerger(fuser, recordStore, schemaStore, schemas, compiler, codec, clock, iDs, logger)
 	sampleGenerator := app.NewSampleGenerator(codec, modelService, calls, clock, iDs, logger)
-	runners := provideRunners(enricher, schemaGenerator, merger, sampleGenerator)
+	schemaEvents := provideSchemaEvents(clock)
+	runners := provideRunners(enricher, schemaGenerator, merger, sampleGenerator, schemaEvents)
 	engine := provideEngine(cfg, stores, hub, clock, logger, metricsMetrics, runners)
 	jobStore := stores.Jobs
 	eventLog := stores.Events
@@ -103,8 +104,18 @@ func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	databaseService := app.NewDatabaseService(databaseStore, schemaStore, unitOfWork, schemas, clock, iDs)
 	feedService := provideFeed(stores, clock, iDs)
 	consumerService := provideConsumerService(cfg, stores, clock, iDs, logger, denylist)
+	enrichNotifyStores, err := provideNotifyStores(stores, logger)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	subscriptionStore := enrichNotifyStores.Subscriptions
+	linkWebhookStore := enrichNotifyStores.Links
+	sender := provideSender(cfg, logger)
+	notificationService := app.NewNotificationService(subscriptionStore, linkWebhookStore, schemaStore, sender, fernet, clock, iDs)
+	dispatcher := provideDispatcher(cfg, enrichNotifyStores, sender, fernet, clock, logger)
 	entityService := provideEntityService(stores, schemaStore, recordStore, unitOfWork, compiler, clock, iDs)
-	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService, feedService, consumerService, entityService)
+	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService, feedService, consumerService, notificationService, dispatcher, entityService)
 	return embedded, func() {
 		cleanup()
 	}, nil
@@ -189,7 +200,8 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	schemaGenerator := app.NewSchemaGenerator(modelService, calls, codec, schemaStore, schemaService, compiler, clock, iDs, logger)
 	merger := app.NewMerger(fuser, recordStore, schemaStore, schemas, compiler, codec, clock, iDs, logger)
 	sampleGenerator := app.NewSampleGenerator(codec, modelService, calls, clock, iDs, logger)
-	runners := provideRunners(enricher, schemaGenerator, merger, sampleGenerator)
+	schemaEvents := provideSchemaEvents(clock)
+	runners := provideRunners(enricher, schemaGenerator, merger, sampleGenerator, schemaEvents)
 	engine := provideEngine(cfg, stores, hub, clock, logger, metricsMetrics, runners)
 	jobStore := stores.Jobs
 	eventLog := stores.Events
@@ -210,8 +222,19 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	databaseService := app.NewDatabaseService(databaseStore, schemaStore, unitOfWork, schemas, clock, iDs)
 	feedService := provideFeed(stores, clock, iDs)
 	consumerService := provideConsumerService(cfg, stores, clock, iDs, logger, denylist)
+	enrichNotifyStores, err := provideNotifyStores(stores, logger)
+	if err != nil {
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
+	subscriptionStore := enrichNotifyStores.Subscriptions
+	linkWebhookStore := enrichNotifyStores.Links
+	sender := provideSender(cfg, logger)
+	notificationService := app.NewNotificationService(subscriptionStore, linkWebhookStore, schemaStore, sender, fernet, clock, iDs)
+	dispatcher := provideDispatcher(cfg, enrichNotifyStores, sender, fernet, clock, logger)
 	entityService := provideEntityService(stores, schemaStore, recordStore, unitOfWork, compiler, clock, iDs)
-	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService, feedService, consumerService, entityService)
+	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService, feedService, consumerService, notificationService, dispatcher, entityService)
 	return embedded, func() {
 		cleanup2()
 		cleanup()
@@ -281,7 +304,8 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 	schemaGenerator := app.NewSchemaGenerator(modelService, calls, codec, schemaStore, schemaService, compiler, clock, iDs, logger)
 	merger := app.NewMerger(fuser, recordStore, schemaStore, schemas, compiler, codec, clock, iDs, logger)
 	sampleGenerator := app.NewSampleGenerator(codec, modelService, calls, clock, iDs, logger)
-	runners := provideRunners(enricher, schemaGenerator, merger, sampleGenerator)
+	schemaEvents := provideSchemaEvents(clock)
+	runners := provideRunners(enricher, schemaGenerator, merger, sampleGenerator, schemaEvents)
 	engine := provideEngine(cfg, st, hub, clock, logger, metricsMetrics, runners)
 	jobStore := st.Jobs
 	eventLog := st.Events
@@ -302,8 +326,18 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 	databaseService := app.NewDatabaseService(databaseStore, schemaStore, unitOfWork, schemas, clock, iDs)
 	feedService := provideFeed(st, clock, iDs)
 	consumerService := provideConsumerService(cfg, st, clock, iDs, logger, denylist)
+	enrichNotifyStores, err := provideNotifyStores(st, logger)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	subscriptionStore := enrichNotifyStores.Subscriptions
+	linkWebhookStore := enrichNotifyStores.Links
+	sender := provideSender(cfg, logger)
+	notificationService := app.NewNotificationService(subscriptionStore, linkWebhookStore, schemaStore, sender, fernet, clock, iDs)
+	dispatcher := provideDispatcher(cfg, enrichNotifyStores, sender, fernet, clock, logger)
 	entityService := provideEntityService(st, schemaStore, recordStore, unitOfWork, compiler, clock, iDs)
-	embedded := provideEmbedded(st, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService, feedService, consumerService, entityService)
+	embedded := provideEmbedded(st, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService, feedService, consumerService, notificationService, dispatcher, entityService)
 	return embedded, func() {
 		cleanup()
 	}, nil

@@ -140,6 +140,10 @@ type Outcome struct {
 	// the ledger with the job's end whatever the end (the calls were made
 	// and paid for).
 	Usage []usage.Entry
+	// SchemaEvents are the schema events of the Records (app's
+	// SchemaEvents decorator fills them), queued with the records when
+	// the end stores them (JobEnd.SchemaEvents).
+	SchemaEvents []SchemaEvent
 	// Partial says a run a client cancelled has results worth keeping (a
 	// batch's finished entities): its Records are stored with the
 	// cancellation, and Completed.Result is the cancelled event's result.

@@ -34,6 +34,9 @@ type Repos struct {
 	// Entities writes the entity layer with its deltas (nil when the
 	// store keeps none).
 	Entities EntityWriter
+	// Outbox queues schema events for the schemas' subscriptions (nil
+	// when the store keeps none).
+	Outbox EventQueue
 	// Queue enqueues job runs that start only if the unit of work commits.
 	Queue JobEnqueuer
 }
@@ -80,6 +83,10 @@ type JobEnd struct {
 	// with the records): each entity row, its revision and its data
 	// deltas commit with the end, or nothing of it does.
 	Sync []EntityWrite
+	// SchemaEvents are queued as deliveries to their schemas'
+	// subscriptions in the end's commit (see EventQueue; a store without
+	// an outbox drops them).
+	SchemaEvents []SchemaEvent
 }
 
 // ErrUnavailable means the storage cannot be reached right now (an outage);

@@ -80,6 +80,7 @@ func (s *Server) ackChanges(w http.ResponseWriter, r *http.Request) {
 		s.Error(w, r, err)
 		return
 	}
+	s.NoteAck(r, in.UpToId)
 	writeJSON(w, http.StatusOK, toAckResponse(out))
 }
 

@@ -150,6 +150,14 @@ var routes = map[Route]access.Action{
 	{"POST", "/api/database-sync/exchange"}:               access.ActExchangeCredential,
 	{"GET", "/api/databases/{database_id}/snapshot"}:      access.ActReadSnapshot,
 	{"GET", "/api/databases/{database_id}/checksum"}:      access.ActReadChecksum,
+
+	// Notifications (issue 28): subscriptions and links' webhooks are
+	// editors', the webhook secret the registration owner's.
+	{"GET", "/api/schemas/{schema_id}/subscriptions"}:                         access.ActListSubscriptions,
+	{"POST", "/api/schemas/{schema_id}/subscriptions"}:                        access.ActCreateSubscription,
+	{"DELETE", "/api/schemas/{schema_id}/subscriptions"}:                      access.ActDeleteSubscription,
+	{"PUT", "/api/databases/{database_id}/schemas/{saved_schema_id}/webhook"}: access.ActSetDatabaseWebhook,
+	{"GET", "/api/databases/{database_id}/webhook-secret"}:                    access.ActGetWebhookSecret,
 }
 
 // actionOf returns a route's action, and false for a route missing from the

@@ -53,22 +53,23 @@ type Readiness func(ctx context.Context) error
 
 // Server is the HTTP API.
 type Server struct {
-	cfg     Config
-	clients clientAddrs
-	access  *app.AccessService
-	schemas *app.SchemaService
-	records *app.RecordService
-	enrich  *app.EnrichmentService
-	batches *app.BatchService
-	models  *app.ModelService
-	jobs    *app.JobService
-	keys    *app.ProviderKeyService
-	costs   *app.CostService
-	samples *app.SampleService
-	gen     *app.SchemaGenService
-	fetch   *app.FetchService
-	fusion  *app.FusionService
-	dbs     *app.DatabaseService
+	cfg           Config
+	clients       clientAddrs
+	access        *app.AccessService
+	schemas       *app.SchemaService
+	records       *app.RecordService
+	enrich        *app.EnrichmentService
+	batches       *app.BatchService
+	models        *app.ModelService
+	jobs          *app.JobService
+	keys          *app.ProviderKeyService
+	costs         *app.CostService
+	samples       *app.SampleService
+	gen           *app.SchemaGenService
+	fetch         *app.FetchService
+	fusion        *app.FusionService
+	dbs           *app.DatabaseService
+	notifications *app.NotificationService
 	// entities is the entity layer's listing, injection and reinject.
 	entities *app.EntityService
 	log      *slog.Logger
@@ -115,7 +116,9 @@ type Services struct {
 	Databases    *app.DatabaseService
 	Feed         *app.FeedService
 	Consumer     *app.ConsumerService
-	Entities     *app.EntityService
+	// Notifications are schema event subscriptions and links' webhooks.
+	Notifications *app.NotificationService
+	Entities      *app.EntityService
 }
 
 // NewServer builds the router; events writes the job events it serves.
@@ -135,6 +138,7 @@ func NewServer(cfg Config, svc Services, events ports.EventCodec, lg *slog.Logge
 	s.orgProviders, s.batches, s.models, s.dbs = svc.OrgProviders, svc.Batches, svc.Models, svc.Databases
 	s.feed = svc.Feed
 	s.consumer = svc.Consumer
+	s.notifications = svc.Notifications
 	s.entities = svc.Entities
 	s.clients = clientAddrs{trusted: cfg.TrustedProxies}
 	var err error
@@ -185,6 +189,7 @@ func NewServer(cfg Config, svc Services, events ports.EventCodec, lg *slog.Logge
 	s.registerBatchRoutes(r)
 	s.registerFeedRoutes(r)
 	s.registerConsumerRoutes(r)
+	s.registerNotificationRoutes(r)
 	s.registerDocsRoutes(r)
 	s.router = r
 	return s, nil

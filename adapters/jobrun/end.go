@@ -167,16 +167,18 @@ func (e *Engine) dropped(ctx context.Context, r *run) {
 	e.Log.Info("job left to its new holder", "job_id", r.id, "attempt", r.attempt)
 }
 
-// storeEnd writes the job's end (its state, its last events, records when
-// the end keeps them, and the ledger entries spent) in one commit, retried
+// storeEnd writes the job's end (its state, its last events, records and
+// their schema events when the end keeps them, and the ledger entries
+// spent) in one commit, retried
 // while the store is unreachable. The awaiting caller of a run that
 // creates its row with its end is told at once of an outage.
 func (e *Engine) storeEnd(ctx context.Context, r *run, create bool, end ending, evs []job.Event, out ports.Outcome,
 	spent []usage.Entry) error {
 	je := ports.JobEnd{Job: new(r.job), From: r.job.State, Create: create, Events: evs, Usage: spent}
 	if end.records {
-		// The entity-layer writes go with their records, or not at all.
-		je.Records, je.Sync = out.Records, out.Sync
+		// The entity-layer writes and the schema events go with their
+		// records, or not at all.
+		je.Records, je.Sync, je.SchemaEvents = out.Records, out.Sync, out.SchemaEvents
 	}
 	if err := end.apply(je.Job, e.Clock.Now()); err != nil {
 		return err

@@ -43,6 +43,8 @@ type UnitOfWork struct {
 	invitations *InvitationStore
 	// sync, when set, is the database-sync state behind Repos.Feed.
 	sync *SyncStore
+	// outbox, when set, is Repos.Outbox.
+	outbox *Notifications
 }
 
 // NewUnitOfWork returns a UnitOfWork over these stores. queue receives the
@@ -95,6 +97,9 @@ func (w *UnitOfWork) InTx(ctx context.Context, fn func(ctx context.Context, r po
 		r.Feed = txFeed{w.sync, u}
 		r.Databases = txDatabases{w.sync, u}
 		r.Entities = txEntities{w.sync, u}
+	}
+	if w.outbox != nil {
+		r.Outbox = txOutbox{w.outbox, u}
 	}
 	var q *heldQueue
 	if w.queue != nil {
@@ -414,6 +419,11 @@ func (w *UnitOfWork) EndJob(ctx context.Context, end ports.JobEnd) error {
 		}
 		if len(end.Usage) > 0 && r.Usage != nil {
 			if err := r.Usage.AppendUsage(ctx, end.Usage); err != nil {
+				return err
+			}
+		}
+		if len(end.SchemaEvents) > 0 && r.Outbox != nil {
+			if err := r.Outbox.QueueEvents(ctx, end.SchemaEvents); err != nil {
 				return err
 			}
 		}

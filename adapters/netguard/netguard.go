@@ -141,6 +141,31 @@ func numericLabel(l string) bool {
 	return strings.Trim(l, "0123456789") == ""
 }
 
+// Check refuses a host and port that DialContext would refuse, without
+// connecting: a refused name, a name that does not resolve, or an address
+// (any of the name's) that is not allowed. Checking a URL when it is saved
+// tells its owner at once; DialContext still checks every connection.
+func (g *Guard) Check(ctx context.Context, host string, port uint16) error {
+	if err := CheckHost(host); err != nil {
+		return err
+	}
+	var addrs []netip.Addr
+	if a, err := netip.ParseAddr(strings.TrimSuffix(host, ".")); err == nil {
+		addrs = []netip.Addr{a}
+	} else if addrs, err = g.resolve(ctx, host); err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrUnresolved, host, err)
+	}
+	if len(addrs) == 0 {
+		return fmt.Errorf("%w: %s has no address", ErrUnresolved, host)
+	}
+	for _, a := range addrs {
+		if err := g.CheckAddr(netip.AddrPortFrom(a, port)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // DialContext resolves addr's host, checks every address and connects to
 // the first allowed one that answers.
 func (g *Guard) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {

@@ -68,6 +68,10 @@ const eventColumns = "job_id, seq, type, data, created_at"
 const insertEventsSQL = "INSERT INTO job_events (" + eventColumns + ") " +
 	"SELECT $1, s, t, d::json, c FROM unnest($2::bigint[], $3::text[], $4::text[], $5::timestamptz[]) AS e(s, t, d, c)"
 
+// queueEventsEndSQL is Notifications' fan-out of schema events to their
+// schemas' subscriptions, in pgx's placeholder form.
+var queueEventsEndSQL = dollars(queueEventsSQL)
+
 // endStmt is one statement of a job's end and its arguments.
 type endStmt struct {
 	sql  string
@@ -75,7 +79,7 @@ type endStmt struct {
 }
 
 // endStmts returns the statements that store end, in order: the job, its
-// records, its usage, its events.
+// records, its usage, its schema events' deliveries, its events.
 func endStmts(end ports.JobEnd, codec ports.EventCodec) ([]endStmt, error) {
 	j := end.Job
 	stmts := make([]endStmt, 0, 3+len(end.Records)+len(end.Usage))
@@ -98,6 +102,9 @@ func endStmts(end ports.JobEnd, codec ports.EventCodec) ([]endStmt, error) {
 	}
 	for _, e := range end.Usage {
 		stmts = append(stmts, endStmt{insertUsageSQL, usageArgs(e)})
+	}
+	if len(end.SchemaEvents) > 0 {
+		stmts = append(stmts, endStmt{queueEventsEndSQL, queueEventsArgs(end.SchemaEvents)})
 	}
 	for rest := end.Events; len(rest) > 0; {
 		n := 1

@@ -85,6 +85,7 @@ func (u *UnitOfWork) repos(tx bun.Tx) ports.Repos {
 		Usage: NewUsageLedger(tx), Invitations: NewInvitationStore(tx), Feed: NewFeedWriter(tx),
 		Databases: NewDatabaseStore(tx),
 		Entities:  EntityWriter{tx: tx},
+		Outbox:    NewNotifications(tx),
 	}
 	if u.queue != nil {
 		r.Queue = u.queue(tx)

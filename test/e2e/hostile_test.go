@@ -139,6 +139,10 @@ func TestHostileText(t *testing.T) {
 				{"database saved_schema_id", "POST", "/api/databases", ten.key, `{"name":"wh","saved_schema_id":"s` + H + `"}`, "saved_schema_id"},
 				{"database key", "POST", "/api/databases", ten.key, `{"name":"wh","x` + H + `":1}`, "x{S}"},
 				{"database patch name", "PATCH", "/api/databases/d1", ten.key, `{"name":"x` + H + `"}`, "name"},
+				{"subscription url", "POST", "/api/schemas/" + schemaID + "/subscriptions", ten.key, `{"url":"https://e` + H + `.example/h"}`, "url"},
+				{"subscription source", "POST", "/api/schemas/" + schemaID + "/subscriptions", ten.key, `{"url":"https://93.184.216.34/h","source":"n` + H + `"}`, "source"},
+				{"subscription key", "POST", "/api/schemas/" + schemaID + "/subscriptions", ten.key, `{"url":"https://93.184.216.34/h","x` + H + `":1}`, "x{S}"},
+				{"link webhook_url", "PUT", "/api/databases/d1/schemas/s1/webhook", ten.key, `{"webhook_url":"https://e` + H + `.example/h"}`, "webhook_url"},
 				{"patch member status", "PATCH", "/api/users/u1", ten.token, `{"status":"active` + H + `"}`, "status"},
 				{"sample entity_type", "POST", "/api/schema/sample/generate/stream", ten.key, `{"entity_type":"c` + H + `"}`, "entity_type"},
 				{"sample field", "POST", "/api/schema/sample/generate/sync", ten.key, `{"entity_type":"c","fields":["a","b` + H + `"]}`, "fields.1"},
@@ -222,6 +226,12 @@ func TestHostileText(t *testing.T) {
 						{"GET", "/api/schemas/s/entities?entity_type=" + H, "entity_type", ""},
 						{"POST", "/api/databases/" + H + "/quarantine/reinject", "database_id", `{"delta_ids":[1]}`},
 						{"POST", "/api/database-sync/exchange?refresh_token=" + H, "refresh_token", ""},
+						{"GET", "/api/schemas/" + H + "/subscriptions", "schema_id", ""},
+						{"DELETE", "/api/schemas/s1/subscriptions?url=" + H, "url", ""},
+						{"DELETE", "/api/schemas/s1/subscriptions?subscription_id=" + H, "subscription_id", ""},
+						{"PUT", "/api/databases/" + H + "/schemas/s1/webhook", "database_id", `{"webhook_url":null}`},
+						{"PUT", "/api/databases/d1/schemas/" + H + "/webhook", "saved_schema_id", `{"webhook_url":null}`},
+						{"GET", "/api/databases/d1/webhook-secret?saved_schema_id=" + H, "saved_schema_id", ""},
 					} {
 						cred := ten.key
 						if strings.Contains(p.path, "/api/auth/") || strings.Contains(p.path, "/api/users") {

@@ -54,7 +54,13 @@ var minimum = map[string]string{
 	"POST /api/databases/{database_id}/schemas/{schema_id}": "editor", "DELETE /api/databases/{database_id}/schemas/{schema_id}": "owner",
 	"PATCH /api/databases/{database_id}/schemas/{schema_id}":         "editor",
 	"POST /api/databases/{database_id}/schemas/{schema_id}/validate": "editor",
-	"POST /api/schema/generate/stream":                               "editor", "POST /api/schema/generate/sync": "editor",
+	// Notifications (issue 28): subscriptions and links' webhooks editor;
+	// the webhook secret owner.
+	"GET /api/schemas/{schema_id}/subscriptions": "editor", "POST /api/schemas/{schema_id}/subscriptions": "editor",
+	"DELETE /api/schemas/{schema_id}/subscriptions":                      "editor",
+	"PUT /api/databases/{database_id}/schemas/{saved_schema_id}/webhook": "editor",
+	"GET /api/databases/{database_id}/webhook-secret":                    "owner",
+	"POST /api/schema/generate/stream":                                   "editor", "POST /api/schema/generate/sync": "editor",
 	"POST /api/schema/samples/conformance":      "operator",
 	"POST /api/schema/saved/{id}/prompt/stream": "editor", "POST /api/schema/saved/{id}/prompt": "editor",
 	"GET /api/records": "operator", "GET /api/records/{id}": "operator",
@@ -424,6 +430,18 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"PATCH", "/api/databases/{database_id}/schemas/{schema_id}", "/api/databases/" + databaseID + "/schemas/" + dbSchemaID,
 			func() any { return obj{"enrichment_enabled": true} }, 200, true, 0},
 		{"POST", "/api/databases/{database_id}/schemas/{schema_id}/validate", "/api/databases/" + databaseID + "/schemas/" + schemaID + "/validate", nil, 200, true, 0},
+		// Subscriptions to a public address literal (nothing resolves; no
+		// schema of them is enriched, so nothing is sent), and the link
+		// webhook detached (null), so nothing is sent either.
+		{"GET", "/api/schemas/{schema_id}/subscriptions", "/api/schemas/" + dbSchemaID + "/subscriptions", nil, 200, true, 0},
+		{"POST", "/api/schemas/{schema_id}/subscriptions", "/api/schemas/" + dbSchemaID + "/subscriptions",
+			func() any { return obj{"url": "https://93.184.216.34/hook", "source": "n8n"} }, 201, true, 0},
+		{"DELETE", "/api/schemas/{schema_id}/subscriptions", "/api/schemas/" + dbSchemaID + "/subscriptions?url=https://93.184.216.34/hook",
+			nil, 204, true, 0},
+		{"PUT", "/api/databases/{database_id}/schemas/{saved_schema_id}/webhook", "/api/databases/" + databaseID + "/schemas/" + dbSchemaID + "/webhook",
+			func() any { return obj{"webhook_url": nil} }, 200, true, 0},
+		{"GET", "/api/databases/{database_id}/webhook-secret", "/api/databases/" + databaseID + "/webhook-secret?saved_schema_id=" + dbSchemaID,
+			nil, 200, true, 0},
 		// Soft-deleting an unknown id is 200 (reported not found) for every
 		// allowed caller.
 		{"POST", "/api/records/batch-delete", "/api/records/batch-delete", func() any { return obj{"ids": []string{"no-such-record"}} }, 200, false, 0},

@@ -1096,6 +1096,27 @@ func (e SchemaPublishState) Valid() bool {
 	}
 }
 
+// Defines values for SchemaEventSubscriptionCreateRequestSource.
+const (
+	SchemaEventSubscriptionCreateRequestSourceMake   SchemaEventSubscriptionCreateRequestSource = "make"
+	SchemaEventSubscriptionCreateRequestSourceManual SchemaEventSubscriptionCreateRequestSource = "manual"
+	SchemaEventSubscriptionCreateRequestSourceN8n    SchemaEventSubscriptionCreateRequestSource = "n8n"
+)
+
+// Valid indicates whether the value is a known member of the SchemaEventSubscriptionCreateRequestSource enum.
+func (e SchemaEventSubscriptionCreateRequestSource) Valid() bool {
+	switch e {
+	case SchemaEventSubscriptionCreateRequestSourceMake:
+		return true
+	case SchemaEventSubscriptionCreateRequestSourceManual:
+		return true
+	case SchemaEventSubscriptionCreateRequestSourceN8n:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for SchemaLimitName.
 const (
 	MaxBytes      SchemaLimitName = "max_bytes"
@@ -2745,6 +2766,12 @@ type LinkUpdateRequest struct {
 	EnrichmentEnabled bool `json:"enrichment_enabled"`
 }
 
+// LinkWebhookRequest defines model for LinkWebhookRequest.
+type LinkWebhookRequest struct {
+	// WebhookUrl The delta-available endpoint; null detaches it.
+	WebhookUrl *string `json:"webhook_url"`
+}
+
 // LinkedSchemaRef defines model for LinkedSchemaRef.
 type LinkedSchemaRef struct {
 	EnrichmentEnabled bool                        `json:"enrichment_enabled"`
@@ -3578,6 +3605,31 @@ type SchemaDeletion struct {
 	Unlinked []string `json:"unlinked"`
 }
 
+// SchemaEventSubscription defines model for SchemaEventSubscription.
+type SchemaEventSubscription struct {
+	CreatedAt     time.Time `json:"created_at"`
+	Id            string    `json:"id"`
+	SavedSchemaId string    `json:"saved_schema_id"`
+	Source        string    `json:"source"`
+	Url           string    `json:"url"`
+}
+
+// SchemaEventSubscriptionCreateRequest defines model for SchemaEventSubscriptionCreateRequest.
+type SchemaEventSubscriptionCreateRequest struct {
+	Source *SchemaEventSubscriptionCreateRequestSource `json:"source,omitempty"`
+	Url    string                                      `json:"url"`
+}
+
+// SchemaEventSubscriptionCreateRequestSource defines model for SchemaEventSubscriptionCreateRequest.Source.
+type SchemaEventSubscriptionCreateRequestSource string
+
+// SchemaEventSubscriptionCreateResponse defines model for SchemaEventSubscriptionCreateResponse.
+type SchemaEventSubscriptionCreateResponse struct {
+	// Secret Shared secret for event signatures; returned only here.
+	Secret       string                  `json:"secret"`
+	Subscription SchemaEventSubscription `json:"subscription"`
+}
+
 // SchemaLimit With 400 `schema_too_complex`: the schema limit the document passed. Every schema the service takes (saved, patched, duplicated, published, inline `target_schema`, a split's input, and a model's answer to schema generation or an AI edit) is measured against the limits before it is compiled. `max_depth`: the JSON nesting of objects and arrays (the root object is 1); `max_properties`: the names under `properties` and `patternProperties`, at every depth; `max_subschemas`: the objects and booleans in a schema position (each property's schema, `items`, each `allOf` member, each `$defs` entry...); `max_bytes`: the document's size.
 type SchemaLimit struct {
 	// Max The limit's value on this server.
@@ -4015,6 +4067,12 @@ type UserList struct {
 	Users []User `json:"users"`
 }
 
+// WebhookSecretResponse defines model for WebhookSecretResponse.
+type WebhookSecretResponse struct {
+	// WebhookSecret The signing key of the X-EE-Signature header (null when detached or never attached).
+	WebhookSecret *string `json:"webhook_secret"`
+}
+
 // AcceptLanguage defines model for AcceptLanguage.
 type AcceptLanguage = string
 
@@ -4304,6 +4362,11 @@ type GetDatabaseSnapshotParams struct {
 // GetDatabaseSnapshotParamsFormat defines parameters for GetDatabaseSnapshot.
 type GetDatabaseSnapshotParamsFormat string
 
+// GetLinkWebhookSecretParams defines parameters for GetLinkWebhookSecret.
+type GetLinkWebhookSecretParams struct {
+	SavedSchemaId *string `form:"saved_schema_id,omitempty" json:"saved_schema_id,omitempty"`
+}
+
 // DocsIndexParams defines parameters for DocsIndex.
 type DocsIndexParams struct {
 	// Token A session token or key for browsers; it is kept in an HttpOnly cookie for the page's own requests.
@@ -4489,6 +4552,12 @@ type ListSchemaEntitiesParams struct {
 	Offset     *int    `form:"offset,omitempty" json:"offset,omitempty"`
 }
 
+// DeleteSchemaSubscriptionsParams defines parameters for DeleteSchemaSubscriptions.
+type DeleteSchemaSubscriptionsParams struct {
+	SubscriptionId *string `form:"subscription_id,omitempty" json:"subscription_id,omitempty"`
+	Url            *string `form:"url,omitempty" json:"url,omitempty"`
+}
+
 // CreateAPIKeyJSONRequestBody defines body for CreateAPIKey for application/json ContentType.
 type CreateAPIKeyJSONRequestBody = CreateAPIKeyRequest
 
@@ -4536,6 +4605,9 @@ type ReinjectQuarantineJSONRequestBody = QuarantineActionRequest
 
 // ReportQuarantineJSONRequestBody defines body for ReportQuarantine for application/json ContentType.
 type ReportQuarantineJSONRequestBody = QuarantineReportRequest
+
+// SetLinkWebhookJSONRequestBody defines body for SetLinkWebhook for application/json ContentType.
+type SetLinkWebhookJSONRequestBody = LinkWebhookRequest
 
 // UpdateDatabaseLinkJSONRequestBody defines body for UpdateDatabaseLink for application/json ContentType.
 type UpdateDatabaseLinkJSONRequestBody = LinkUpdateRequest
@@ -4626,6 +4698,9 @@ type ScopingSplitJSONRequestBody = ScopingSplitRequest
 
 // CreateSchemaDatabaseJSONRequestBody defines body for CreateSchemaDatabase for application/json ContentType.
 type CreateSchemaDatabaseJSONRequestBody = DatabaseSyncCreateRequest
+
+// CreateSchemaSubscriptionJSONRequestBody defines body for CreateSchemaSubscription for application/json ContentType.
+type CreateSchemaSubscriptionJSONRequestBody = SchemaEventSubscriptionCreateRequest
 
 // StartEnrichmentJSONRequestBody defines body for StartEnrichment for application/json ContentType.
 type StartEnrichmentJSONRequestBody = EnrichRequest
