@@ -43,7 +43,7 @@ func provideSender(cfg Config, lg *slog.Logger) *webhooks.Sender {
 // provideSchemaEvents renders the records of schema events as the records
 // API shows them. The entity layer's outcome (Database) joins here.
 func provideSchemaEvents(clock ports.Clock) *app.SchemaEvents {
-	return &app.SchemaEvents{Render: httpapi.RecordEventData, Clock: clock}
+	return &app.SchemaEvents{Render: httpapi.RecordEventData, Database: app.RecordDatabase, Clock: clock}
 }
 
 // provideDispatcher is this replica's notification dispatcher (nil with

@@ -290,7 +290,7 @@ type entityReport struct {
 	recordIDs []string
 	records   []*enrichment.Record
 	cost      int64
-	sync      []ports.EntityWrite // the entity-layer write of its final record
+	sync      entitySync // the entity-layer decision on its final record
 }
 
 // Statuses of an entity in a batch's summary.
@@ -452,7 +452,8 @@ func (s *Enricher) batch(ctx context.Context, w *ports.Work, bp *batchPlan) port
 	w.Publish(job.BatchCompleted{Summary: summary, StoppedEarlyReason: stopped})
 	res, _ := json.Marshal(summary)
 	s.Log.Info("batch finished", "job_id", w.Job.ID, "entities", len(bp.selected), "records", len(records), "stopped", stopped)
-	return ports.Outcome{Result: res, Records: records, Partial: stopped != "", Sync: batchSyncs(bp, reports),
+	writes, decided := batchSyncs(bp, reports)
+	return ports.Outcome{Result: res, Records: records, Partial: stopped != "", Sync: writes, Database: decided,
 		Completed: job.JobCompleted{Result: summary, RecordIDs: ids, Cost: cost}}
 }
 

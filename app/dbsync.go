@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 
 	"github.com/entityenrich/enrich/domain/dbsync"
 	"github.com/entityenrich/enrich/domain/enrichment"
@@ -31,19 +32,58 @@ func syncBatchID(recordID string) string {
 // database_sync=false, or a schema no registration feeds on; the schema's
 // registrations are read only for a linked schema (one round trip).
 func (s *Enricher) syncEntity(ctx context.Context, sc *schema.Schema, flag *bool, rec *enrichment.Record, index *int,
-	pub func(job.Payload)) []ports.EntityWrite {
+	pub func(job.Payload)) entitySync {
 	if s.Entities == nil || sc == nil || !sc.Linked || rec == nil || !syncEnabled(flag) {
-		return nil
+		return entitySync{}
 	}
 	w, out, ok := decideEntity(ctx, s.Entities, sc, rec, s.Clock)
 	if !ok {
-		return nil
+		return entitySync{}
 	}
 	pub(job.DatabaseOutcome{RecordID: rec.ID, Database: OutcomeJSON(out), Rejected: !out.Saved, EntityIndex: index})
-	if w == nil {
-		return nil
+	es := entitySync{recordID: rec.ID, outcome: &out}
+	if w != nil {
+		es.writes = []ports.EntityWrite{*w}
 	}
-	return []ports.EntityWrite{*w}
+	return es
+}
+
+// entitySync is a record's entity-layer decision: the writes to store
+// with it and its outcome (nil when nothing was decided).
+type entitySync struct {
+	recordID string
+	writes   []ports.EntityWrite
+	outcome  *dbsync.Outcome
+}
+
+// outcomes is the Outcome.Database of decisions.
+func outcomes(ss ...entitySync) map[string]dbsync.Outcome {
+	var out map[string]dbsync.Outcome
+	for _, s := range ss {
+		if s.outcome == nil {
+			continue
+		}
+		if out == nil {
+			out = map[string]dbsync.Outcome{}
+		}
+		out[s.recordID] = *s.outcome
+	}
+	return out
+}
+
+// RecordDatabase is a record's entity-layer outcome in a run's Outcome, as
+// the DatabaseSyncOutcome JSON of its schema events, and whether the
+// entity layer rejected it (SchemaEvents.Database).
+func RecordDatabase(out *ports.Outcome, rc *enrichment.Record) (json.RawMessage, bool) {
+	o, ok := out.Database[rc.ID]
+	if !ok {
+		return nil, false
+	}
+	b, err := json.Marshal(OutcomeJSON(o))
+	if err != nil {
+		return nil, false
+	}
+	return b, !o.Saved
 }
 
 // decideEntity is the decision on one record of a linked schema: the
@@ -99,15 +139,18 @@ func OutcomeJSON(o dbsync.Outcome) map[string]any {
 		"key_collisions": []any{}, "shared_entity_conflicts": []any{}, "unique_conflicts": []any{}}
 }
 
-// batchSyncs are a batch's entity-layer writes, in entity index order.
-func batchSyncs(bp *batchPlan, reports map[int]*entityReport) []ports.EntityWrite {
+// batchSyncs are a batch's entity-layer writes, in entity index order,
+// and its outcomes by record.
+func batchSyncs(bp *batchPlan, reports map[int]*entityReport) ([]ports.EntityWrite, map[string]dbsync.Outcome) {
 	var out []ports.EntityWrite
+	var all []entitySync
 	for _, i := range bp.selected {
 		if r := reports[i]; r != nil {
-			out = append(out, r.sync...)
+			out = append(out, r.sync.writes...)
+			all = append(all, r.sync)
 		}
 	}
-	return out
+	return out, outcomes(all...)
 }
 
 // priorSync is the entity-layer write of a batch entity that a prior run
@@ -116,23 +159,27 @@ func batchSyncs(bp *batchPlan, reports map[int]*entityReport) []ports.EntityWrit
 // already), so that the resumed job's end stores it with the record. The
 // decision is deterministic (the batch id derives from the record), so it
 // is the announced one unless the registrations changed in between.
-func (s *Enricher) priorSync(ctx context.Context, pl *plan, r *entityReport, evs []job.Event) []ports.EntityWrite {
+func (s *Enricher) priorSync(ctx context.Context, pl *plan, r *entityReport, evs []job.Event) entitySync {
 	if r.status != entityCompleted || s.Entities == nil || pl.schema == nil || !pl.schema.Linked ||
 		!syncEnabled(pl.req.DatabaseSync) {
-		return nil
+		return entitySync{}
 	}
 	for _, ev := range evs {
 		d, ok := job.Inner(ev.Payload).(job.DatabaseOutcome)
-		if !ok || d.Rejected {
+		if !ok {
 			continue
 		}
 		rec := recordOf(r.records, d.RecordID)
 		if rec == nil {
-			return nil
+			return entitySync{}
 		}
-		if w, _, ok := decideEntity(ctx, s.Entities, pl.schema, rec, s.Clock); ok && w != nil {
-			return []ports.EntityWrite{*w}
+		if w, out, ok := decideEntity(ctx, s.Entities, pl.schema, rec, s.Clock); ok {
+			es := entitySync{recordID: rec.ID, outcome: &out}
+			if w != nil {
+				es.writes = []ports.EntityWrite{*w}
+			}
+			return es
 		}
 	}
-	return nil
+	return entitySync{}
 }

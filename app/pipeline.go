@@ -195,7 +195,7 @@ func (s *Enricher) run(ctx context.Context, w *ports.Work, pl *plan) ports.Outco
 	sync := s.syncEntity(ctx, pl.schema, pl.req.DatabaseSync, recordOf(records, data.RecordID), nil, pub)
 	res, _ := json.Marshal(data.Result)
 	s.Log.Info("enrichment finished", "job_id", w.Job.ID, "records", len(records), "cost", data.Cost, "fused", data.Fused)
-	return ports.Outcome{Result: res, Records: records, Sync: sync, Completed: data}
+	return ports.Outcome{Result: res, Records: records, Sync: sync.writes, Database: outcomes(sync), Completed: data}
 }
 
 // recordOf is the record of records with id id (nil: none).

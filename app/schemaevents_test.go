@@ -9,6 +9,7 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/entityenrich/enrich/app"
+	"github.com/entityenrich/enrich/domain/dbsync"
 	"github.com/entityenrich/enrich/domain/enrichment"
 	"github.com/entityenrich/enrich/domain/webhook"
 	"github.com/entityenrich/enrich/ports"
@@ -53,4 +54,26 @@ func TestSchemaEvents(t *testing.T) {
 	is.Equal(out.SchemaEvents[1].Event, webhook.RejectedForDatabaseSave)
 	is.True(out.SchemaEvents[1].ID != out.SchemaEvents[0].ID)
 	is.Equal(string(out.SchemaEvents[2].Data), `{"id":"r2"}`)
+}
+
+// TestRecordDatabase: a run's Outcome.Database gives each decided record
+// its DatabaseSyncOutcome and says whether it was rejected.
+func TestRecordDatabase(t *testing.T) {
+	is := is.New(t)
+	out := &ports.Outcome{Database: map[string]dbsync.Outcome{
+		"r1": {Status: dbsync.StatusRejected, Reason: "gap"},
+		"r2": {Saved: true, Status: dbsync.StatusSaved, DeltaCount: 1, BatchID: "b"},
+	}}
+	db, rejected := app.RecordDatabase(out, &enrichment.Record{ID: "r1"})
+	is.True(rejected)
+	var o map[string]any
+	is.NoErr(json.Unmarshal(db, &o))
+	is.Equal(o["status"], "rejected")
+	is.Equal(o["reason"], "gap")
+	db, rejected = app.RecordDatabase(out, &enrichment.Record{ID: "r2"})
+	is.True(!rejected)
+	is.NoErr(json.Unmarshal(db, &o))
+	is.Equal(o["batch_id"], "b")
+	db, rejected = app.RecordDatabase(out, &enrichment.Record{ID: "r3"})
+	is.True(db == nil && !rejected)
 }

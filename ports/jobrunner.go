@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/entityenrich/enrich/domain/dbsync"
 	"github.com/entityenrich/enrich/domain/enrichment"
 	"github.com/entityenrich/enrich/domain/job"
 	"github.com/entityenrich/enrich/domain/usage"
@@ -133,7 +134,11 @@ type Outcome struct {
 	// Sync are the entity-layer writes of Records, stored with them (the
 	// database_* events announcing their outcomes were published by the
 	// run before its end).
-	Sync      []EntityWrite
+	Sync []EntityWrite
+	// Database is the entity layer's outcome of each record it decided on
+	// (by record id): saved, partial or rejected. The rejected ones have
+	// no write in Sync.
+	Database  map[string]dbsync.Outcome
 	Completed job.JobCompleted
 	Failure   *Failure
 	// Usage is the run's LLM calls not handed to Work.Charge, written to

@@ -2,13 +2,16 @@ package e2e_test
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/matryer/is"
 
 	"github.com/entityenrich/enrich/adapters/postgres"
+	"github.com/entityenrich/enrich/domain/webhook"
 	"github.com/entityenrich/enrich/test/pgtest"
 )
 
@@ -483,4 +486,38 @@ func TestSchemaCascadeUnlinks(t *testing.T) {
 			is.Equal(len(d.Schemas), 0)
 		})
 	}
+}
+
+// TestEntityLayerSubscriptionEvents: on a linked schema, a rejected
+// enrichment delivers enrichment_result with its database block and
+// rejected_for_database_save; a saved one only enrichment_result.
+func TestEntityLayerSubscriptionEvents(t *testing.T) {
+	is := is.New(t)
+	rc := newHookReceiver(t)
+	s := start(t, notifyConfig("", rc))
+	key := s.register("entsubs@example.com").key
+	r := linkedSchema(t, s, key, "reject_entity")
+	is.Equal(s.call("POST", "/api/schemas/"+r.schema+"/subscriptions", key, obj{"url": rc.url()}, nil), 201)
+	rejected := r.enrich(acme(nil, nil, nil), nil)
+	is.True(!rejected.Database.Saved)
+	got := rc.waitFor(2)
+	events := map[webhook.Event]json.RawMessage{}
+	for _, h := range got {
+		events[h.env.Event] = h.env.Data
+	}
+	var data struct {
+		ID       string    `json:"id"`
+		Database dbOutcome `json:"database"`
+	}
+	is.NoErr(json.Unmarshal(events[webhook.RejectedForDatabaseSave], &data))
+	is.Equal(data.ID, rejected.RecordID)
+	is.Equal(data.Database.Status, "rejected")
+	is.NoErr(json.Unmarshal(events[webhook.EnrichmentResult], &data))
+	is.Equal(data.Database.Status, "rejected")
+	saved := r.enrich(acme(nil, nil, "Jane"), nil)
+	is.True(saved.Database.Saved)
+	got = rc.waitFor(3)
+	is.Equal(got[2].env.Event, webhook.EnrichmentResult)
+	time.Sleep(200 * time.Millisecond)
+	is.Equal(len(rc.hooks()), 3)
 }
