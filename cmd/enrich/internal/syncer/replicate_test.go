@@ -97,10 +97,13 @@ func TestSyncReplicates(t *testing.T) {
 	if !killed || err == nil {
 		t.Fatalf("the consumer was not killed between commit and ack (killed %v, err %v)", killed, err)
 	}
+	r.sync(ctx, target, nil) // the restart
 	r.enrichRange(2*third, n)
 	st := r.sync(ctx, target, nil)
 	writes := time.Since(start)
-	t.Logf("N=%d enrichments, %d deltas in the feed, writes+syncs %s (%.0f enrichments/s)", n, st.Watermark, writes.Round(time.Millisecond), float64(n)/writes.Seconds())
+	t.Logf("N=%d enrichments, %d deltas in the feed; writes and syncs %s (%.0f enrichments/s); syncing alone %s for %d deltas (%.0f deltas/s)",
+		n, st.Watermark, writes.Round(time.Millisecond), float64(n)/writes.Seconds(),
+		r.syncTime.Round(time.Millisecond), r.applied, float64(r.applied)/r.syncTime.Seconds())
 
 	// Verify (enrich sync --verify) against the server's checksum.
 	asOf, diffs, err := r.syncer(target).s.Verify(ctx)
@@ -123,6 +126,7 @@ func TestSyncReplicates(t *testing.T) {
 	}
 	compareDatabases(t, target, fresh)
 	checkRevisionLog(t, target, r.revisions)
+	checkLatest(t, target, r.latest)
 	t.Logf("total %s", time.Since(start).Round(time.Millisecond))
 }
 
@@ -135,11 +139,20 @@ type replication struct {
 	refresh    string
 	withTicker bool
 	revisions  map[string]int // enrichments per identity
+	latest     map[string]latest
+	syncTime   time.Duration // spent in sync (claim, apply, ack)
+	applied    int64
+}
+
+// latest is what an identity's last enrichment sent.
+type latest struct {
+	name          string
+	tags, offices int
 }
 
 func newReplication(t *testing.T, url string) *replication {
 	t.Helper()
-	r := &replication{t: t, url: url, revisions: map[string]int{}}
+	r := &replication{t: t, url: url, revisions: map[string]int{}, latest: map[string]latest{}}
 	anon := api.New(url, nil)
 	var sess struct {
 		AccessToken string `json:"access_token"`
@@ -226,6 +239,7 @@ func (r *replication) enrichRange(from, to int) {
 		r.call("POST", "/api/single/enrich/sync", map[string]any{"entity_data": data, "schema_id": r.schema,
 			"models": []string{"sandbox::echo"}}, nil)
 		r.revisions[domain]++
+		r.latest[domain] = latest{name: data["name"].(string), tags: len(tags), offices: len(offices)}
 	}
 }
 
@@ -249,6 +263,8 @@ func (c consumer) runWith(ctx context.Context, afterCommit func(int64)) error {
 func (r *replication) sync(ctx context.Context, target *pgx.Conn, afterCommit func(int64)) syncer.Stats {
 	r.t.Helper()
 	c := r.syncer(target)
+	began := time.Now()
+	defer func() { r.syncTime += time.Since(began); r.applied += c.s.Stats().Applied }()
 	if err := c.runWith(ctx, afterCommit); err != nil {
 		r.t.Fatalf("sync: %v", err)
 	}
@@ -350,7 +366,6 @@ func compareDatabases(t *testing.T, a, b *pgx.Conn) {
 			continue
 		}
 		ra, rb := tableRows(t, a, name), tableRows(t, b, name)
-		t.Logf("%s: %d rows; %s", name, len(ra), strings.Join(head(ra), " | "))
 		if strings.Join(ra, "\n") != strings.Join(rb, "\n") {
 			t.Errorf("%s: rows differ:\n target   %v\n snapshot %v", name, head(ra), head(rb))
 		}
@@ -399,3 +414,36 @@ func tableRows(t *testing.T, c *pgx.Conn, table string) []string {
 	return out
 }
 
+
+// checkLatest: every entity holds its last enrichment's name and array
+// lengths (arrays that shrank lost their extra rows).
+func checkLatest(t *testing.T, c *pgx.Conn, want map[string]latest) {
+	t.Helper()
+	rows, err := c.Query(context.Background(), `SELECT e.domain, e.name,
+		(SELECT count(*) FROM company_tags g WHERE g.ee_parent_id = e.ee_id),
+		(SELECT count(*) FROM company_offices o WHERE o.ee_parent_id = e.ee_id)
+		FROM company e`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]latest{}
+	for rows.Next() {
+		var domain string
+		var l latest
+		if err := rows.Scan(&domain, &l.name, &l.tags, &l.offices); err != nil {
+			t.Fatal(err)
+		}
+		got[domain] = l
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) {
+		t.Errorf("%d entities in the target, %d enriched", len(got), len(want))
+	}
+	for domain, w := range want {
+		if got[domain] != w {
+			t.Errorf("entity %s: %+v in the target, %+v sent last", domain, got[domain], w)
+		}
+	}
+}
