@@ -414,7 +414,6 @@ func tableRows(t *testing.T, c *pgx.Conn, table string) []string {
 	return out
 }
 
-
 // checkLatest: every entity holds its last enrichment's name and array
 // lengths (arrays that shrank lost their extra rows).
 func checkLatest(t *testing.T, c *pgx.Conn, want map[string]latest) {
