@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -50,9 +52,12 @@ func replicaN(t *testing.T) int {
 // replicate into a second database with enrich sync's engine: updates of
 // the same identities, arrays that grow and shrink, a published structural
 // change midway, syncs interleaved with the writes and one consumer killed
-// between commit and ack. Afterwards the target equals a fresh snapshot
-// loaded into a third database row for row, the checksum agrees, and a
-// trigger's log shows every entity's revisions applied once, in order.
+// between commit and ack, restarted as the enrich binary (enrich sync
+// --once with the database credential). Afterwards enrich sync --verify
+// agrees with the server's checksum, the target equals a fresh snapshot
+// loaded into a third database row for row, every entity holds its last
+// enrichment, and a trigger's log shows every entity's revisions applied
+// once, in order.
 func TestSyncReplicates(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short")
@@ -63,13 +68,14 @@ func TestSyncReplicates(t *testing.T) {
 	r := newReplication(t, serve.Sandbox(t, enrich.Config{DatabaseURL: serverDSN}))
 	target := connectTarget(t, targetDSN)
 
-	r.sync(ctx, target, nil) // the DDL: the tables exist
+	r.sync(ctx, target) // the DDL: the tables exist
 	installRevisionLog(t, target)
+	r.build()
 
 	start := time.Now()
 	third := n / 3
 	r.enrichRange(0, third)
-	r.sync(ctx, target, nil) // interleaved
+	r.sync(ctx, target) // interleaved
 	r.enrichRange(third, 2*third)
 
 	// A published structural change: a nullable property.
@@ -97,9 +103,13 @@ func TestSyncReplicates(t *testing.T) {
 	if !killed || err == nil {
 		t.Fatalf("the consumer was not killed between commit and ack (killed %v, err %v)", killed, err)
 	}
-	r.sync(ctx, target, nil) // the restart
+	// The restart is the command itself (what the kill left).
+	out := r.command(targetDSN, "--once")
+	if !strings.HasPrefix(out, "applied ") || strings.HasPrefix(out, "applied 0 ") {
+		t.Fatalf("enrich sync --once: %q", out)
+	}
 	r.enrichRange(2*third, n)
-	st := r.sync(ctx, target, nil)
+	st := r.sync(ctx, target)
 	writes := time.Since(start)
 	t.Logf("N=%d enrichments, %d deltas in the feed; writes and syncs %s (%.0f enrichments/s); syncing alone %s for %d deltas (%.0f deltas/s)",
 		n, st.Watermark, writes.Round(time.Millisecond), float64(n)/writes.Seconds(),
@@ -114,6 +124,9 @@ func TestSyncReplicates(t *testing.T) {
 		t.Fatalf("checksum as of %d, the target at %d", asOf, st.Watermark)
 	}
 
+	if out := r.command(targetDSN, "--verify"); !strings.Contains(out, fmt.Sprintf("checksum agrees as of delta %d", st.Watermark)) {
+		t.Fatalf("enrich sync --verify: %q", out)
+	}
 	r.compareSnapshot(ctx, target, freshDSN, st.Watermark)
 	checkRevisionLog(t, target, r.revisions)
 	checkLatest(t, target, r.latest)
@@ -162,6 +175,7 @@ type replication struct {
 	latest     map[string]latest
 	syncTime   time.Duration // spent in sync (claim, apply, ack)
 	applied    int64
+	bin        string // the enrich binary
 }
 
 // latest is what an identity's last enrichment sent.
@@ -263,6 +277,29 @@ func (r *replication) enrichRange(from, to int) {
 	}
 }
 
+// build builds the enrich binary.
+func (r *replication) build() {
+	r.t.Helper()
+	r.bin = filepath.Join(r.t.TempDir(), "enrich")
+	if out, err := exec.Command("go", "build", "-o", r.bin, "github.com/entityenrich/enrich/cmd/enrich").CombinedOutput(); err != nil {
+		r.t.Fatalf("build enrich: %v\n%s", err, out)
+	}
+}
+
+// command runs the enrich binary's sync on the target with the database
+// credential, as a person would; it returns the standard output.
+func (r *replication) command(targetDSN string, args ...string) string {
+	r.t.Helper()
+	cmd := exec.Command(r.bin, append([]string{"sync", "--database", r.db, "--target", targetDSN}, args...)...)
+	cmd.Env = []string{"HOME=" + r.t.TempDir(), "ENRICH_URL=" + r.url, "ENRICH_SYNC_CREDENTIAL=" + r.refresh}
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		r.t.Fatalf("enrich sync %v: %v\n%s%s", args, err, stdout.String(), stderr.String())
+	}
+	return stdout.String()
+}
+
 // consumer is one run of the engine on a target.
 type consumer struct {
 	s *syncer.Syncer
@@ -280,12 +317,12 @@ func (c consumer) runWith(ctx context.Context, afterCommit func(int64)) error {
 }
 
 // sync runs the engine once to the head (--once).
-func (r *replication) sync(ctx context.Context, target *pgx.Conn, afterCommit func(int64)) syncer.Stats {
+func (r *replication) sync(ctx context.Context, target *pgx.Conn) syncer.Stats {
 	r.t.Helper()
 	c := r.syncer(target)
 	began := time.Now()
 	defer func() { r.syncTime += time.Since(began); r.applied += c.s.Stats().Applied }()
-	if err := c.runWith(ctx, afterCommit); err != nil {
+	if err := c.runWith(ctx, nil); err != nil {
 		r.t.Fatalf("sync: %v", err)
 	}
 	if c.s.Stats().Refused > 0 {
