@@ -109,6 +109,13 @@ func TestSyncReplicates(t *testing.T) {
 		t.Fatalf("enrich sync --once: %q", out)
 	}
 	r.enrichRange(2*third, n)
+	if os.Getenv("ENRICH_REPLICATION_MERGE") == "1" {
+		// A merge of two records of one entity. Not yet by default: a
+		// fused record (POST /api/fusion/merge) writes no entity revision
+		// and no data delta on main, so the target never sees it.
+		r.mergeLastTwo("c00000.example")
+		r.mergeLastTwo("c00001.example")
+	}
 	st := r.sync(ctx, target)
 	writes := time.Since(start)
 	t.Logf("N=%d enrichments, %d deltas in the feed; writes and syncs %s (%.0f enrichments/s); syncing alone %s for %d deltas (%.0f deltas/s)",
@@ -175,7 +182,8 @@ type replication struct {
 	latest     map[string]latest
 	syncTime   time.Duration // spent in sync (claim, apply, ack)
 	applied    int64
-	bin        string // the enrich binary
+	bin        string              // the enrich binary
+	records    map[string][]string // record ids per identity
 }
 
 // latest is what an identity's last enrichment sent.
@@ -186,7 +194,7 @@ type latest struct {
 
 func newReplication(t *testing.T, url string) *replication {
 	t.Helper()
-	r := &replication{t: t, url: url, revisions: map[string]int{}, latest: map[string]latest{}}
+	r := &replication{t: t, url: url, revisions: map[string]int{}, latest: map[string]latest{}, records: map[string][]string{}}
 	anon := api.New(url, nil)
 	var sess struct {
 		AccessToken string `json:"access_token"`
@@ -270,8 +278,12 @@ func (r *replication) enrichRange(from, to int) {
 		if r.withTicker && id%2 == 0 {
 			data["ticker"] = fmt.Sprintf("T%d", id)
 		}
+		var res struct {
+			RecordID string `json:"record_id"`
+		}
 		r.call("POST", "/api/single/enrich/sync", map[string]any{"entity_data": data, "schema_id": r.schema,
-			"models": []string{"sandbox::echo"}}, nil)
+			"models": []string{"sandbox::echo"}}, &res)
+		r.records[domain] = append(r.records[domain], res.RecordID)
 		r.revisions[domain]++
 		r.latest[domain] = latest{name: data["name"].(string), tags: len(tags), offices: len(offices)}
 	}
@@ -298,6 +310,25 @@ func (r *replication) command(targetDSN string, args ...string) string {
 		r.t.Fatalf("enrich sync %v: %v\n%s%s", args, err, stdout.String(), stderr.String())
 	}
 	return stdout.String()
+}
+
+// mergeLastTwo fuses an identity's last two records (POST
+// /api/fusion/merge): a new revision of the entity, its arrays the union.
+func (r *replication) mergeLastTwo(domain string) {
+	r.t.Helper()
+	ids := r.records[domain]
+	var res struct {
+		MergedResult struct {
+			Name    string           `json:"name"`
+			Tags    []string         `json:"tags"`
+			Offices []map[string]any `json:"offices"`
+		} `json:"merged_result"`
+	}
+	r.call("POST", "/api/fusion/merge", map[string]any{"result_ids": ids[len(ids)-2:]}, &res)
+	m := res.MergedResult
+	r.t.Logf("merged %s: %+v", domain, m)
+	r.revisions[domain]++
+	r.latest[domain] = latest{name: m.Name, tags: len(m.Tags), offices: len(m.Offices)}
 }
 
 // consumer is one run of the engine on a target.
