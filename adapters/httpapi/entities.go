@@ -93,13 +93,7 @@ func (s *Server) reinjectQuarantined(w http.ResponseWriter, r *http.Request) {
 	if !s.decode(w, r, &in) {
 		return
 	}
-	var sel ports.QuarantineSelection
-	if in.DeltaIds != nil {
-		sel.DeltaIDs = *in.DeltaIds
-	}
-	if in.EntityIds != nil {
-		sel.EntityIDs = *in.EntityIds
-	}
+	sel := quarantineSelection(in)
 	out, err := s.entities.Reinject(r.Context(), principal(r), mux.Vars(r)["database_id"], sel)
 	if err != nil {
 		s.Error(w, r, err)

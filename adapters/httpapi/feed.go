@@ -155,13 +155,7 @@ func (s *Server) deleteQuarantined(w http.ResponseWriter, r *http.Request) {
 	if !s.decode(w, r, &in) {
 		return
 	}
-	var sel ports.QuarantineSelection
-	if in.DeltaIds != nil {
-		sel.DeltaIDs = *in.DeltaIds
-	}
-	if in.EntityIds != nil {
-		sel.EntityIDs = *in.EntityIds
-	}
+	sel := quarantineSelection(in)
 	out, err := s.feed.DeleteQuarantined(r.Context(), principal(r), databaseID(r), sel)
 	if err != nil {
 		s.Error(w, r, err)
@@ -185,4 +179,16 @@ func (s *Server) redriveQuarantined(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, api.QuarantineRedriveResponse{Queued: out.Queued, Removed: out.Removed})
+}
+
+// quarantineSelection is what a quarantine action's body names.
+func quarantineSelection(in api.QuarantineActionRequest) ports.QuarantineSelection {
+	var sel ports.QuarantineSelection
+	if in.DeltaIds != nil {
+		sel.DeltaIDs = *in.DeltaIds
+	}
+	if in.EntityIds != nil {
+		sel.EntityIDs = *in.EntityIds
+	}
+	return sel
 }
