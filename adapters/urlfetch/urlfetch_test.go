@@ -34,7 +34,7 @@ func TestFetchLimits(t *testing.T) {
 			w.(http.Flusher).Flush() // no Content-Length
 			_, _ = w.Write([]byte(strings.Repeat("x", 5000)))
 		case "/slow":
-			time.Sleep(300 * time.Millisecond)
+			time.Sleep(3 * time.Second)
 		case "/hop":
 			n, _ := strconv.Atoi(r.URL.Query().Get("n"))
 			if n > 0 {
@@ -49,7 +49,7 @@ func TestFetchLimits(t *testing.T) {
 	defer srv.Close()
 	u, _ := url.Parse(srv.URL)
 	p, _ := strconv.Atoi(u.Port())
-	f := urlfetch.New(urlfetch.Config{MaxBytes: 1000, Timeout: 100 * time.Millisecond,
+	f := urlfetch.New(urlfetch.Config{MaxBytes: 1000, Timeout: time.Second,
 		Guard: netguard.Options{AllowLoopbackPorts: []uint16{uint16(p)}}})
 	ctx := context.Background()
 	_, err := f.Fetch(ctx, ports.FetchRequest{URL: srv.URL + "/big"})
