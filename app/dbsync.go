@@ -33,10 +33,17 @@ func syncBatchID(recordID string) string {
 // registrations are read only for a linked schema (one round trip).
 func (s *Enricher) syncEntity(ctx context.Context, sc *schema.Schema, flag *bool, rec *enrichment.Record, index *int,
 	pub func(job.Payload)) entitySync {
-	if s.Entities == nil || sc == nil || !sc.Linked || rec == nil || !syncEnabled(flag) {
+	return syncEntity(ctx, s.Entities, s.Clock, sc, flag, rec, index, pub)
+}
+
+// syncEntity is the decision and announcement of any run that stores a
+// final record: an enrichment's, a batch entity's, a fusion merge's.
+func syncEntity(ctx context.Context, entities ports.EntityStore, clock ports.Clock, sc *schema.Schema, flag *bool,
+	rec *enrichment.Record, index *int, pub func(job.Payload)) entitySync {
+	if entities == nil || sc == nil || !sc.Linked || rec == nil || !syncEnabled(flag) {
 		return entitySync{}
 	}
-	w, out, ok := decideEntity(ctx, s.Entities, sc, rec, s.Clock)
+	w, out, ok := decideEntity(ctx, entities, sc, rec, clock)
 	if !ok {
 		return entitySync{}
 	}

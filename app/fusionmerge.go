@@ -13,6 +13,7 @@ import (
 	"github.com/entityenrich/enrich/domain/enrichment"
 	"github.com/entityenrich/enrich/domain/job"
 	"github.com/entityenrich/enrich/domain/model"
+	"github.com/entityenrich/enrich/domain/schema"
 	"github.com/entityenrich/enrich/ports"
 )
 
@@ -46,13 +47,16 @@ type Merger struct {
 	Clock       ports.Clock
 	IDs         ports.IDs
 	Log         *slog.Logger
+	// Entities is the entity layer a fused record of a linked schema
+	// feeds, like an enrichment's (nil: none).
+	Entities ports.EntityStore
 }
 
 // NewMerger runs merge jobs over records with fuser.
 func NewMerger(fuser *Fuser, records ports.RecordStore, schemas ports.SchemaStore, cache ports.SchemaCache, compiler ports.SchemaCompiler,
-	requests JobRequests, clock ports.Clock, ids ports.IDs, log *slog.Logger) *Merger {
+	requests JobRequests, clock ports.Clock, ids ports.IDs, log *slog.Logger, entities ports.EntityStore) *Merger {
 	return &Merger{Fuser: fuser, Records: records, Schemas: schemas, SchemaCache: cache, Compiler: compiler, Requests: requests,
-		Clock: clock, IDs: ids, Log: log}
+		Clock: clock, IDs: ids, Log: log, Entities: entities}
 }
 
 // Bounds of a merge's result_ids.
@@ -67,7 +71,8 @@ type MergeRequest struct {
 	ResultIDs        []string
 	ArbitrationModel *string
 	AttachmentIDs    []string
-	// DatabaseSync is accepted; no schema has a linked database yet.
+	// DatabaseSync (default true): the fused record of a linked schema
+	// feeds the entity layer and its databases.
 	DatabaseSync *bool
 }
 
@@ -82,6 +87,7 @@ type mergePlan struct {
 	arbiter   *model.Info
 	entity    json.RawMessage
 	strategy  enrichment.Strategy
+	schema    *schema.Schema // the records' schema, nil when it is gone
 }
 
 func (s *Merger) prepare(ctx context.Context, orgID string, req MergeRequest) (*mergePlan, error) {
@@ -174,6 +180,7 @@ func (s *Merger) schemaOf(ctx context.Context, orgID string, pl *mergePlan) {
 	if err != nil {
 		return
 	}
+	pl.schema = sc
 	var doc map[string]any
 	if json.Unmarshal(sc.Contract(), &doc) != nil {
 		return
@@ -272,7 +279,8 @@ func (s *Merger) Run(ctx context.Context, w *ports.Work) ports.Outcome {
 		return ports.Outcome{Failure: &ports.Failure{Code: job.CodeOutputInvalid, Msg: err.Error()}, Usage: usage}
 	}
 	res, _ := json.Marshal(f.result.Merged)
-	return ports.Outcome{Result: res, Records: []*enrichment.Record{f.record}, Usage: usage,
+	sync := syncEntity(ctx, s.Entities, s.Clock, pl.schema, pl.req.DatabaseSync, f.record, nil, w.Publish)
+	return ports.Outcome{Result: res, Records: []*enrichment.Record{f.record}, Usage: usage, Sync: sync.writes, Database: outcomes(sync),
 		Completed: job.JobCompleted{Result: f.result.Merged, RecordID: f.record.ID, RecordIDs: []string{f.record.ID}, Cost: f.cost,
 			Fused: true, Fusion: f.result.Summary, SourceModels: sourceModels(pl.sources)}}
 }

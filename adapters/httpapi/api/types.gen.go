@@ -2496,7 +2496,7 @@ type FusionRequest struct {
 	// AttachmentIds Not supported yet (400 `not_supported_yet` when not empty).
 	AttachmentIds *[]string `json:"attachment_ids,omitempty"`
 
-	// DatabaseSync Accepted; no schema has a linked database yet.
+	// DatabaseSync Default true: the fused record of a linked schema feeds the entity layer (database_saved or database_rejected on the stream).
 	DatabaseSync *bool `json:"database_sync,omitempty"`
 
 	// ResultIds Ids of the organization's enrichment or fusion records, all of one schema.

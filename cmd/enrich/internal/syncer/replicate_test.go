@@ -109,13 +109,10 @@ func TestSyncReplicates(t *testing.T) {
 		t.Fatalf("enrich sync --once: %q", out)
 	}
 	r.enrichRange(2*third, n)
-	if os.Getenv("ENRICH_REPLICATION_MERGE") == "1" {
-		// A merge of two records of one entity. Not yet by default: a
-		// fused record (POST /api/fusion/merge) writes no entity revision
-		// and no data delta on main, so the target never sees it.
-		r.mergeLastTwo("c00000.example")
-		r.mergeLastTwo("c00001.example")
-	}
+	// A merge of two records of one entity: the fused record is the
+	// entity's next revision.
+	r.mergeLastTwo("c00000.example")
+	r.mergeLastTwo("c00001.example")
 	st := r.sync(ctx, target)
 	writes := time.Since(start)
 	t.Logf("N=%d enrichments, %d deltas in the feed; writes and syncs %s (%.0f enrichments/s); syncing alone %s for %d deltas (%.0f deltas/s)",
