@@ -67,7 +67,7 @@ the target with the server's checksum and exits 1 when they differ.`,
 	fl.BoolVar(&f.snapshot, "snapshot", false, "load the snapshot into an empty target first")
 	fl.BoolVar(&f.verify, "verify", false, "compare the target with the server's checksum after syncing")
 	fl.IntVar(&f.limit, "limit", 0, "deltas per window (default: the registration's page_limit)")
-	fl.IntVar(&f.leaseS, "lease", 0, "lease of a window in seconds (default: the server's)")
+	fl.IntVar(&f.leaseS, "lease", 0, "lease of a window in seconds, 10 to 3600 (default: the server's, 120)")
 	fl.StringVar(&f.listen, "listen", "", "with --follow: address (e.g. 127.0.0.1:8787) whose webhook calls wake the sync")
 	fl.StringVar(&f.webhookSecret, "webhook-secret", "", "with --listen: check X-EE-Signature with this secret")
 	fl.DurationVar(&f.maxIdle, "max-idle", 30*time.Second, "with --follow: the longest wait between polls at the head")

@@ -329,3 +329,45 @@ func TestHostileFeed(t *testing.T) {
 		}
 	}
 }
+
+// TestFeedLeaseSurvivesRestart: the replica that granted a lease stops
+// while the lease is live; another replica on the same PostgreSQL keeps the
+// lease (a claim gets nothing new, told when it ends), then delivers the
+// same window again, first and in order, and the consumer's ack completes
+// the feed with nothing lost or duplicated beyond that redelivery.
+func TestFeedLeaseSurvivesRestart(t *testing.T) {
+	is := is.New(t)
+	dsn := pgtest.Native(t)
+	a := start(t, testConfig(dsn))
+	ten := a.register("lease-restart@example.com")
+	db := newFeedSeed(t, a, dsn).register(ten.orgID, 4, 2, 2, 1, 3)
+	path := "/api/databases/" + db + "/changes?since=0&claim=true&format=json&lease_s=10"
+
+	var first deltaBatch
+	is.Equal(a.call("GET", path, ten.key, nil, &first), 200)
+	is.Equal(first.ids(), []int64{1, 2, 3, 4}) // whole batches up to the limit
+	a.stop()                                   // the replica goes away with the lease live
+
+	b := start(t, testConfig(dsn))
+	var busy deltaBatch
+	is.Equal(b.call("GET", path, ten.key, nil, &busy), 200)
+	is.Equal(len(busy.Deltas), 0) // the lease outlived its replica
+	is.True(busy.LeaseExpiresAt != nil)
+	is.True(busy.HasMore)
+	until, err := time.Parse(time.RFC3339Nano, *busy.LeaseExpiresAt)
+	is.NoErr(err)
+	time.Sleep(time.Until(until) + 100*time.Millisecond)
+
+	var again deltaBatch
+	is.Equal(b.call("GET", path, ten.key, nil, &again), 200)
+	is.Equal(again.ids(), first.ids()) // redelivered, same order
+	is.Equal(b.call("POST", "/api/databases/"+db+"/ack", ten.key, map[string]any{"up_to_id": 4}, nil), 200)
+	var rest deltaBatch
+	is.Equal(b.call("GET", path, ten.key, nil, &rest), 200)
+	is.Equal(rest.ids(), []int64{5, 6, 7, 8})
+	is.Equal(b.call("POST", "/api/databases/"+db+"/ack", ten.key, map[string]any{"up_to_id": 8}, nil), 200)
+	var none deltaBatch
+	is.Equal(b.call("GET", path, ten.key, nil, &none), 200)
+	is.Equal(len(none.Deltas), 0)
+	is.True(!none.HasMore)
+}
