@@ -30,10 +30,10 @@ const keyedDoc = `{"type":"object","title":"company","properties":{
 // adds to an enrichment at one client: the same single-model enrichment
 // on an unlinked schema and on a linked, published one (its entity row,
 // revision and one data delta written with the record), alternated in one
-// loop. Under "rtt=2ms" the service reaches PostgreSQL through a loopback
-// proxy that delays every answer by 2 ms, so the difference, divided by
-// 2 ms, counts the round trips the linked enrichment adds (the issue's
-// goal: at most one).
+// loop. Under an "rtt=" sub-benchmark the service reaches PostgreSQL
+// through a loopback proxy that delays every answer by that time, so the
+// difference divided by it counts the round trips the linked enrichment
+// adds (the issue's goal: at most one). Figures: docs/performance.md.
 func BenchmarkLinkedEnrichment(b *testing.B) {
 	for _, rtt := range []time.Duration{0, 2 * time.Millisecond} {
 		name := "direct"
