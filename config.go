@@ -181,6 +181,16 @@ type Config struct {
 	// dispatcher (the other replicas deliver).
 	WebhookDispatchOff bool `env:"ENRICH_WEBHOOK_DISPATCH_OFF"`
 
+	// BlobURL moves attachments' bytes to object storage: a gocloud.dev
+	// bucket URL (s3://, gs://, azblob://, file://). Empty (the default):
+	// in the database the service stores in (PostgreSQL, or memory).
+	BlobURL string `env:"ENRICH_BLOB_URL"`
+	// AttachmentMaxBytes bounds one uploaded file (default 32 MiB) and
+	// AttachmentMaxRequestBytes one upload request (default 128 MiB);
+	// past either the upload is 413 naming the file.
+	AttachmentMaxBytes        int64 `env:"ENRICH_ATTACHMENT_MAX_BYTES"`
+	AttachmentMaxRequestBytes int64 `env:"ENRICH_ATTACHMENT_MAX_REQUEST_BYTES"`
+
 	// MaxExpertiseDomains bounds the expertise domains one model's run of
 	// a job calls: past it the domains are grouped (default
 	// enrichment.DefaultMaxDomains, 16).
@@ -337,6 +347,12 @@ func (c Config) withDefaults() (Config, []string, error) {
 	}
 	if c.BatchMaxEntities <= 0 {
 		c.BatchMaxEntities = app.DefaultBatchMaxEntities
+	}
+	if c.AttachmentMaxBytes <= 0 {
+		c.AttachmentMaxBytes = 32 << 20
+	}
+	if c.AttachmentMaxRequestBytes <= 0 {
+		c.AttachmentMaxRequestBytes = 128 << 20
 	}
 	if c.WebhookTimeout <= 0 {
 		c.WebhookTimeout = webhooks.DefaultTimeout

@@ -76,6 +76,11 @@ type Stores struct {
 	// Snapshots reads a registration consistently (snapshot, checksum).
 	Credentials ports.CredentialStore
 	Snapshots   ports.SnapshotReader
+	// Attachments keeps attachments' metadata and Blobs their bytes (nil:
+	// kept in memory when Kind is memory; attachments are refused
+	// otherwise). Config.BlobURL replaces Blobs with object storage.
+	Attachments ports.AttachmentStore
+	Blobs       ports.BlobStore
 	// Ready reports whether the storage answers (nil: always ready).
 	Ready func(ctx context.Context) error
 	// Kind names the storage for logs: memory or postgres.

@@ -437,7 +437,14 @@ func messages(in []enrichment.Message) ([]llms.MessageContent, error) {
 		default:
 			return nil, fmt.Errorf("%w %q: %w", errRole, m.Role, ports.ErrInvalid)
 		}
-		out = append(out, llms.TextParts(role, m.Content))
+		mc := llms.TextParts(role, m.Content)
+		if len(m.Files) > 0 && role != llms.ChatMessageTypeHuman {
+			return nil, fmt.Errorf("%w: only a user message carries files: %w", errPart, ports.ErrInvalid)
+		}
+		for _, f := range m.Files {
+			mc.Parts = append(mc.Parts, llms.BinaryContent{MIMEType: f.MediaType, Data: f.Data})
+		}
+		out = append(out, mc)
 	}
 	return out, nil
 }

@@ -10,6 +10,16 @@ import (
 type Message struct {
 	Role    string // system, user or assistant
 	Content string
+	// Files go to the model with a user message as their raw bytes, after
+	// Content (attachments a model reads natively: PDFs, images, audio).
+	Files []File
+}
+
+// File is a file's bytes given to a model with a message.
+type File struct {
+	MediaType string
+	Filename  string
+	Data      []byte
 }
 
 // Prompt builds the first messages of one expertise call.
