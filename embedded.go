@@ -126,6 +126,8 @@ type Embedded struct {
 	// Consumer serves the database credential, the snapshot and the
 	// checksum of database sync.
 	Consumer *app.ConsumerService
+	// Attachments resolves and reads jobs' attachments.
+	Attachments *app.AttachmentLoader
 	// Notifications manages schema event subscriptions and links' delta
 	// webhooks.
 	Notifications *app.NotificationService

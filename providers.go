@@ -75,6 +75,8 @@ var coreSet = wire.NewSet(
 	provideAccessGuards,
 	provideDenylist,
 	provideConsumerService,
+	provideBlobs,
+	provideAttachmentLoader,
 	provideSchemaConfig,
 	provideEnrichConfig,
 	provideCallsConfig,
@@ -246,6 +248,25 @@ func provideAccessGuards(st *Stores, lg *slog.Logger, d *cache.Denylist) (app.Ac
 		st.Invitations = memory.NewInvitationStore()
 	}
 	return app.AccessGuards{Failures: st.LoginFailures, Denylist: d, Invitations: st.Invitations}, nil
+}
+
+// provideBlobs is where attachments' bytes live: object storage when
+// ENRICH_BLOB_URL names it, else the stores' own blob store (memory for
+// memory stores).
+func provideBlobs(st *Stores, lg *slog.Logger) (ports.BlobStore, error) {
+	if st.Blobs == nil {
+		if err := inMemory(st, lg, "Blobs", "attachment bytes"); err != nil {
+			return nil, err
+		}
+		st.Blobs = memory.NewBlobStore()
+	}
+	return st.Blobs, nil
+}
+
+// provideAttachmentLoader resolves jobs' attachment_ids against the stores'
+// attachments (none: attachment_ids is refused as not supported).
+func provideAttachmentLoader(st *Stores, blobs ports.BlobStore) *app.AttachmentLoader {
+	return &app.AttachmentLoader{Store: st.Attachments, Blobs: blobs}
 }
 
 // provideConsumerService serves the database credential (its access
