@@ -385,12 +385,12 @@ func provideEmbedded(st *Stores, a *app.AccessService, sc *app.SchemaService, rc
 	sg *app.SchemaGenService, fs *app.FetchService, fu *app.FusionService, h *eventhub.Hub, eng *jobrun.Engine, lg *slog.Logger,
 	m *metrics.Metrics, op *app.OrgProviderService, scc *cache.Schemas, ac *cache.Auth, dl *cache.Denylist, dbs *app.DatabaseService,
 	fd *app.FeedService, cons *app.ConsumerService,
-	ns *app.NotificationService, nd *notify.Dispatcher, ent *app.EntityService) *Embedded {
+	ns *app.NotificationService, nd *notify.Dispatcher, ent *app.EntityService, al *app.AttachmentLoader) *Embedded {
 	m.WatchRunning(func() int { return len(eng.Running()) })
 	return &Embedded{Access: a, Schemas: sc, Records: rc, Enrichment: en, Batches: bs, Models: ms, Jobs: js, ProviderKeys: pk, Costs: cs,
 		Analysis: an, Samples: smp, SchemaGen: sg, Fetch: fs, Fusion: fu, Stores: st, Log: lg, Metrics: m, stream: h, engine: eng,
 		OrgProviders: op, schemaCache: scc, authCache: ac, denylist: dl, Databases: dbs, Feed: fd, Consumer: cons,
-		Notifications: ns, dispatcher: nd, Entities: ent}
+		Notifications: ns, dispatcher: nd, Entities: ent, Attachments: al}
 }
 
 // provideFeed is the feed's use cases on the stores' feed.

@@ -115,7 +115,13 @@ func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	notificationService := app.NewNotificationService(subscriptionStore, linkWebhookStore, schemaStore, sender, fernet, clock, iDs)
 	dispatcher := provideDispatcher(cfg, enrichNotifyStores, sender, fernet, clock, logger)
 	entityService := provideEntityService(stores, schemaStore, recordStore, unitOfWork, compiler, clock, iDs)
-	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService, feedService, consumerService, notificationService, dispatcher, entityService)
+	blobStore, err := provideBlobs(stores, logger)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	attachmentLoader := provideAttachmentLoader(stores, blobStore)
+	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService, feedService, consumerService, notificationService, dispatcher, entityService, attachmentLoader)
 	return embedded, func() {
 		cleanup()
 	}, nil
@@ -234,7 +240,14 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	notificationService := app.NewNotificationService(subscriptionStore, linkWebhookStore, schemaStore, sender, fernet, clock, iDs)
 	dispatcher := provideDispatcher(cfg, enrichNotifyStores, sender, fernet, clock, logger)
 	entityService := provideEntityService(stores, schemaStore, recordStore, unitOfWork, compiler, clock, iDs)
-	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService, feedService, consumerService, notificationService, dispatcher, entityService)
+	blobStore, err := provideBlobs(stores, logger)
+	if err != nil {
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
+	attachmentLoader := provideAttachmentLoader(stores, blobStore)
+	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService, feedService, consumerService, notificationService, dispatcher, entityService, attachmentLoader)
 	return embedded, func() {
 		cleanup2()
 		cleanup()
@@ -337,7 +350,13 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 	notificationService := app.NewNotificationService(subscriptionStore, linkWebhookStore, schemaStore, sender, fernet, clock, iDs)
 	dispatcher := provideDispatcher(cfg, enrichNotifyStores, sender, fernet, clock, logger)
 	entityService := provideEntityService(st, schemaStore, recordStore, unitOfWork, compiler, clock, iDs)
-	embedded := provideEmbedded(st, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService, feedService, consumerService, notificationService, dispatcher, entityService)
+	blobStore, err := provideBlobs(st, logger)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	attachmentLoader := provideAttachmentLoader(st, blobStore)
+	embedded := provideEmbedded(st, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService, feedService, consumerService, notificationService, dispatcher, entityService, attachmentLoader)
 	return embedded, func() {
 		cleanup()
 	}, nil
