@@ -254,11 +254,11 @@ func provideAccessGuards(st *Stores, lg *slog.Logger, d *cache.Denylist) (app.Ac
 // ENRICH_BLOB_URL names it, else the stores' own blob store (memory for
 // memory stores).
 func provideBlobs(st *Stores, lg *slog.Logger) (ports.BlobStore, error) {
-	if st.Blobs == nil {
-		if err := inMemory(st, lg, "Blobs", "attachment bytes"); err != nil {
-			return nil, err
-		}
+	if st.Blobs == nil && st.Kind == "memory" {
 		st.Blobs = memory.NewBlobStore()
+	}
+	if st.Blobs == nil {
+		lg.Info("the stores keep no attachment bytes: attachments are refused", "field", "Blobs")
 	}
 	return st.Blobs, nil
 }
@@ -266,6 +266,9 @@ func provideBlobs(st *Stores, lg *slog.Logger) (ports.BlobStore, error) {
 // provideAttachmentLoader resolves jobs' attachment_ids against the stores'
 // attachments (none: attachment_ids is refused as not supported).
 func provideAttachmentLoader(st *Stores, blobs ports.BlobStore) *app.AttachmentLoader {
+	if blobs == nil {
+		return &app.AttachmentLoader{}
+	}
 	return &app.AttachmentLoader{Store: st.Attachments, Blobs: blobs}
 }
 
@@ -408,8 +411,11 @@ func provideEntityStore(st *Stores, scc *cache.Schemas) ports.EntityStore {
 // provideEntityService is the entity layer's use cases, with the stores'
 // feed for a reinject.
 func provideEntityService(st *Stores, schemas ports.SchemaStore, records ports.RecordStore, uow ports.UnitOfWork,
-	compiler ports.SchemaCompiler, clock ports.Clock, ids ports.IDs) *app.EntityService {
-	return app.NewEntityService(st.Entities, schemas, records, uow, compiler, st.Feed, clock, ids)
+	compiler ports.SchemaCompiler, clock ports.Clock, ids ports.IDs, events *app.SchemaEvents) *app.EntityService {
+	s := app.NewEntityService(st.Entities, schemas, records, uow, compiler, st.Feed, clock, ids)
+	// sync-to-database announces what it writes as an enrichment does.
+	s.Events = events
+	return s
 }
 
 // httpSet builds the HTTP API from an Embedded core.

@@ -114,7 +114,7 @@ func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	sender := provideSender(cfg, logger)
 	notificationService := app.NewNotificationService(subscriptionStore, linkWebhookStore, schemaStore, sender, fernet, clock, iDs)
 	dispatcher := provideDispatcher(cfg, enrichNotifyStores, sender, fernet, clock, logger)
-	entityService := provideEntityService(stores, schemaStore, recordStore, unitOfWork, compiler, clock, iDs)
+	entityService := provideEntityService(stores, schemaStore, recordStore, unitOfWork, compiler, clock, iDs, schemaEvents)
 	blobStore, err := provideBlobs(stores, logger)
 	if err != nil {
 		cleanup()
@@ -239,7 +239,7 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	sender := provideSender(cfg, logger)
 	notificationService := app.NewNotificationService(subscriptionStore, linkWebhookStore, schemaStore, sender, fernet, clock, iDs)
 	dispatcher := provideDispatcher(cfg, enrichNotifyStores, sender, fernet, clock, logger)
-	entityService := provideEntityService(stores, schemaStore, recordStore, unitOfWork, compiler, clock, iDs)
+	entityService := provideEntityService(stores, schemaStore, recordStore, unitOfWork, compiler, clock, iDs, schemaEvents)
 	blobStore, err := provideBlobs(stores, logger)
 	if err != nil {
 		cleanup2()
@@ -349,7 +349,7 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 	sender := provideSender(cfg, logger)
 	notificationService := app.NewNotificationService(subscriptionStore, linkWebhookStore, schemaStore, sender, fernet, clock, iDs)
 	dispatcher := provideDispatcher(cfg, enrichNotifyStores, sender, fernet, clock, logger)
-	entityService := provideEntityService(st, schemaStore, recordStore, unitOfWork, compiler, clock, iDs)
+	entityService := provideEntityService(st, schemaStore, recordStore, unitOfWork, compiler, clock, iDs, schemaEvents)
 	blobStore, err := provideBlobs(st, logger)
 	if err != nil {
 		cleanup()

@@ -31,6 +31,9 @@ type EntityService struct {
 	// Feed lists and releases quarantined deltas (a reinject; nil: not
 	// available on this storage).
 	Feed ports.FeedStore
+	// Events renders the schema events a sync-to-database queues (nil:
+	// it queues none).
+	Events *SchemaEvents
 }
 
 // NewEntityService returns an EntityService.

@@ -64,6 +64,8 @@ type injection struct {
 	res   InjectionResult
 	write *ports.EntityWrite
 	mint  *enrichment.Record
+	// rec is the stored record the item named (nil for an output alone).
+	rec *enrichment.Record
 }
 
 // SyncRecords feeds stored or supplied outputs through the entity layer,
@@ -112,8 +114,10 @@ func (s *EntityService) SyncRecords(ctx context.Context, p *access.Principal, it
 				ws = append(ws, *pl.write)
 			}
 		}
-		_, err := writeEntities(ctx, r, ws)
-		return err
+		if _, err := writeEntities(ctx, r, ws); err != nil {
+			return err
+		}
+		return queueInjectionEvents(ctx, r, s.Events.injection(plans, s.IDs.NewID()))
 	}); err != nil {
 		return nil, err
 	}
@@ -172,7 +176,7 @@ func (s *EntityService) planItem(ctx context.Context, orgID string, i int, it In
 			return pl, notFoundAt(err, fmt.Sprintf("items.%d.record_id", i), "record %s not found", it.RecordID)
 		}
 		rec = got
-		pl.res.RecordID = rec.ID
+		pl.rec, pl.res.RecordID = rec, rec.ID
 	}
 	output := it.Output
 	if output == nil && rec != nil {

@@ -92,3 +92,54 @@ func withDatabase(record, db json.RawMessage) json.RawMessage {
 	out = append(out, db...)
 	return append(out, '}')
 }
+
+// injection returns the schema events of a sync-to-database call (callID
+// makes them its own: the same record injected again is a new event):
+// enrichment_result for each record the call minted, and
+// rejected_for_database_save for each stored or minted record the entity
+// layer refused.
+func (s *SchemaEvents) injection(plans []injection, callID string) []ports.SchemaEvent {
+	if s == nil {
+		return nil
+	}
+	var evs []ports.SchemaEvent
+	at := s.Clock.Now()
+	for _, pl := range plans {
+		rc := pl.mint
+		if rc == nil {
+			rc = pl.rec
+		}
+		if rc == nil || rc.SchemaID == "" || pl.res.Database == nil {
+			continue
+		}
+		data, err := s.Render(rc)
+		if err != nil {
+			continue
+		}
+		var db json.RawMessage
+		if b, err := json.Marshal(OutcomeJSON(*pl.res.Database)); err == nil {
+			db = b
+		}
+		data = withDatabase(data, db)
+		add := func(e webhook.Event) {
+			evs = append(evs, ports.SchemaEvent{ID: eventID(rc.ID+"/"+callID, e), OrgID: rc.OrgID,
+				SchemaID: rc.SchemaID, Event: e, Data: data, At: at})
+		}
+		if pl.mint != nil {
+			add(webhook.EnrichmentResult)
+		}
+		if pl.res.Status == InjectionRejected {
+			add(webhook.RejectedForDatabaseSave)
+		}
+	}
+	return evs
+}
+
+// queueInjectionEvents queues evs in the unit of work (a store without an
+// outbox drops them, as a job's end does).
+func queueInjectionEvents(ctx context.Context, r ports.Repos, evs []ports.SchemaEvent) error {
+	if len(evs) == 0 || r.Outbox == nil {
+		return nil
+	}
+	return r.Outbox.QueueEvents(ctx, evs)
+}

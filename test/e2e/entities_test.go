@@ -520,4 +520,36 @@ func TestEntityLayerSubscriptionEvents(t *testing.T) {
 	is.Equal(got[2].env.Event, webhook.EnrichmentResult)
 	time.Sleep(200 * time.Millisecond)
 	is.Equal(len(rc.hooks()), 3)
+
+	// sync-to-database announces too: the rejected record injected again
+	// is refused again (a new event, its own id), and an output injected
+	// for the saved record mints a record (enrichment_result).
+	var res struct {
+		Results []struct {
+			Status   string `json:"status"`
+			RecordID string `json:"record_id"`
+		} `json:"results"`
+	}
+	is.Equal(s.call("POST", "/api/records/sync-to-database", key, obj{"items": []obj{
+		{"record_id": rejected.RecordID},
+		{"record_id": saved.RecordID, "structured_output": acme([]obj{}, []string{}, "Joan")},
+	}}, &res), 200)
+	is.Equal(res.Results[0].Status, "rejected")
+	is.Equal(res.Results[1].Status, "saved")
+	got = rc.waitFor(5)
+	ids := map[string]bool{}
+	for _, h := range got {
+		id := h.header.Get(webhook.EventIDHeader)
+		is.True(id != "" && !ids[id]) // every event has its own id
+		ids[id] = true
+	}
+	last := map[webhook.Event]json.RawMessage{got[3].env.Event: got[3].env.Data, got[4].env.Event: got[4].env.Data}
+	is.NoErr(json.Unmarshal(last[webhook.RejectedForDatabaseSave], &data))
+	is.Equal(data.ID, rejected.RecordID)
+	is.Equal(data.Database.Status, "rejected")
+	is.NoErr(json.Unmarshal(last[webhook.EnrichmentResult], &data))
+	is.Equal(data.ID, res.Results[1].RecordID)
+	is.Equal(data.Database.Status, "saved")
+	time.Sleep(200 * time.Millisecond)
+	is.Equal(len(rc.hooks()), 5)
 }
