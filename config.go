@@ -174,6 +174,9 @@ type Config struct {
 	// WebhookMaxAttempts gives a delivery up after that many failed
 	// attempts (default 20: about 16 hours with the default base).
 	WebhookMaxAttempts int `env:"ENRICH_WEBHOOK_MAX_ATTEMPTS"`
+	// WebhookRetention is how long finished deliveries (delivered or
+	// given up) stay in the outbox before they are pruned (default 7 days).
+	WebhookRetention time.Duration `env:"ENRICH_WEBHOOK_RETENTION"`
 	// WebhookPoll is how often each replica's dispatcher looks for due
 	// notifications (default 1 s).
 	WebhookPoll time.Duration `env:"ENRICH_WEBHOOK_POLL"`

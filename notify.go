@@ -55,5 +55,6 @@ func provideDispatcher(cfg Config, ns notifyStores, s ports.WebhookSender, c por
 	retry := webhook.DefaultRetry
 	retry.Base, retry.MaxAttempts = cfg.WebhookRetryBase, cfg.WebhookMaxAttempts
 	return notify.New(notify.Deps{Outbox: ns.Outbox, Links: ns.Links, Sender: s, Cipher: c, Clock: clock, Log: lg},
-		notify.Config{Retry: retry, Poll: cfg.WebhookPoll, SendTimeout: cfg.WebhookTimeout})
+		notify.Config{Retry: retry, Poll: cfg.WebhookPoll, SendTimeout: cfg.WebhookTimeout,
+			Retention: cfg.WebhookRetention})
 }

@@ -88,6 +88,11 @@ type Outbox interface {
 	// DeliveryFailed records a failed attempt: tried again at next, or
 	// given up when next is zero. lastError is kept for operators.
 	DeliveryFailed(ctx context.Context, id string, next time.Time, lastError string) error
+	// PruneDeliveries deletes up to n deliveries that are finished
+	// (delivered or given up) and were queued before `before`, and says
+	// how many it deleted. The outbox would otherwise grow with every
+	// event ever sent.
+	PruneDeliveries(ctx context.Context, before time.Time, n int) (int64, error)
 }
 
 // LinkNotice is a link's delta-available notification that is due: the

@@ -32,6 +32,7 @@ type delivery struct {
 	delivered *time.Time
 	lastError string
 	seq       int64 // queue order
+	queued    time.Time
 }
 
 // NewNotifications returns empty Notifications.
@@ -113,7 +114,7 @@ func (n *Notifications) queue(events []ports.SchemaEvent) []string {
 			at := ts(e.At)
 			n.seq++
 			n.deliveries[id] = &delivery{Delivery: ports.Delivery{ID: id, EventID: e.ID, Event: e.Event,
-				Data: cloneJSON(e.Data)}, subID: s.ID, next: &at, seq: n.seq}
+				Data: cloneJSON(e.Data)}, subID: s.ID, next: &at, seq: n.seq, queued: at}
 			added = append(added, id)
 		}
 	}
@@ -180,6 +181,24 @@ func (n *Notifications) DeliveryFailed(_ context.Context, id string, next time.T
 		}
 	}
 	return nil
+}
+
+// PruneDeliveries implements ports.Outbox.
+func (n *Notifications) PruneDeliveries(_ context.Context, before time.Time, limit int) (int64, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var done []*delivery
+	for _, d := range n.deliveries {
+		if d.next == nil && d.queued.Before(before) {
+			done = append(done, d)
+		}
+	}
+	sort.Slice(done, func(i, j int) bool { return done[i].seq < done[j].seq })
+	done = done[:min(len(done), limit)]
+	for _, d := range done {
+		delete(n.deliveries, d.ID)
+	}
+	return int64(len(done)), nil
 }
 
 // txOutbox is the outbox inside a unit of work.

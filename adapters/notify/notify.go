@@ -27,6 +27,12 @@ const (
 	DefaultBatch = 50
 	// DefaultSenders bounds the posts in flight per replica.
 	DefaultSenders = 8
+	// DefaultRetention is how long finished deliveries are kept.
+	DefaultRetention = 7 * 24 * time.Hour
+	// pruneEvery spaces the prunes of one dispatcher, and pruneBatch
+	// bounds one delete.
+	pruneEvery = time.Hour
+	pruneBatch = 1000
 )
 
 // Config sets the dispatcher's timing.
@@ -44,6 +50,9 @@ type Config struct {
 	Batch int
 	// Senders bounds the posts in flight (default 8).
 	Senders int
+	// Retention is how long a finished delivery (delivered or given up)
+	// is kept for operators before it is pruned (default 7 days).
+	Retention time.Duration
 }
 
 // Deps are the dispatcher's ports. Links may be nil (no delta webhooks).
@@ -64,6 +73,7 @@ type Dispatcher struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	wake   chan struct{}
+	pruned time.Time // when this dispatcher last pruned
 }
 
 // New returns a Dispatcher; Start runs it.
@@ -79,6 +89,9 @@ func New(d Deps, c Config) *Dispatcher {
 	}
 	if c.Senders <= 0 {
 		c.Senders = DefaultSenders
+	}
+	if c.Retention <= 0 {
+		c.Retention = DefaultRetention
 	}
 	if c.Lease <= 0 {
 		c.Lease = DefaultLease
@@ -155,7 +168,33 @@ func (x *Dispatcher) Pass(ctx context.Context) int {
 	if x.d.Links != nil && ctx.Err() == nil {
 		sent += x.notifyDue(ctx)
 	}
+	x.prune(ctx)
 	return sent
+}
+
+// prune deletes the finished deliveries past their retention, at most
+// once per pruneEvery.
+func (x *Dispatcher) prune(ctx context.Context) {
+	now := x.d.Clock.Now()
+	if now.Sub(x.pruned) < pruneEvery {
+		return
+	}
+	x.pruned = now
+	var total int64
+	for ctx.Err() == nil {
+		n, err := x.d.Outbox.PruneDeliveries(ctx, now.Add(-x.c.Retention), pruneBatch)
+		if err != nil {
+			x.d.Log.Warn("prune finished deliveries", "err", err)
+			return
+		}
+		total += n
+		if n < pruneBatch {
+			break
+		}
+	}
+	if total > 0 {
+		x.d.Log.Info("pruned finished deliveries", "deleted", total, "retention", x.c.Retention)
+	}
 }
 
 // deliverDue claims one batch of deliveries and sends them; full says the

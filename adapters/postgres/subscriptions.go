@@ -178,6 +178,16 @@ func (n *Notifications) DeliveryFailed(ctx context.Context, id string, next time
 	return failOrNil(err, "mark delivery "+id+" failed")
 }
 
+// PruneDeliveries implements ports.Outbox.
+func (n *Notifications) PruneDeliveries(ctx context.Context, before time.Time, limit int) (int64, error) {
+	res, err := n.db.ExecContext(ctx, `DELETE FROM event_deliveries WHERE id IN (SELECT id FROM event_deliveries
+		WHERE next_attempt_at IS NULL AND created_at < ? ORDER BY created_at LIMIT ?)`, utc(before), limit)
+	if err != nil {
+		return 0, fail(err, "prune deliveries")
+	}
+	return res.RowsAffected()
+}
+
 func failOrNil(err error, what string) error {
 	if err != nil {
 		return fail(err, what)

@@ -41,6 +41,8 @@ func RunNotifications(t *testing.T, newFixture func(t *testing.T) NotificationsF
 		{"a rolled-back unit of work queues nothing", outboxRollback},
 		{"deleting a subscription drops its deliveries", outboxDeleteSubscription},
 		{"a job's end queues its schema events in its commit", outboxJobEnd},
+		// Last: its t0 is the earliest, so its prune reaches no other case's rows.
+		{"finished deliveries are pruned past their retention", outboxPrune},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -372,4 +374,50 @@ func outboxJobEnd(t *testing.T, f NotificationsFixture, t0 time.Time) {
 	is.NoErr(err)
 	is.Equal(len(got), 1)
 	is.Equal(got[0].EventID, ev.ID)
+}
+
+// outboxPrune: a prune deletes delivered and given-up deliveries queued
+// before its bound, at most its limit, and never a pending one; a pruned
+// event queued again is delivered again (at least once).
+func outboxPrune(t *testing.T, f NotificationsFixture, t0 time.Time) {
+	is := is.New(t)
+	ctx := context.Background()
+	org, sc := f.NewSchema(t)
+	is.NoErr(f.Subscriptions.CreateSubscription(ctx, newSubscription(org, sc, "https://a.example/hook", t0)))
+	sent, gaveUp, pending := schemaEvent(org, sc, t0), schemaEvent(org, sc, t0), schemaEvent(org, sc, t0)
+	is.NoErr(f.Outbox.QueueEvents(ctx, []ports.SchemaEvent{sent, gaveUp, pending}))
+	got, err := f.Outbox.ClaimDeliveries(ctx, t0, t0.Add(time.Minute), 10)
+	is.NoErr(err)
+	is.Equal(len(got), 3)
+	ids := map[string]string{}
+	for _, d := range got {
+		ids[d.EventID] = d.ID
+	}
+	is.NoErr(f.Outbox.DeliverySent(ctx, ids[sent.ID], t0.Add(time.Second)))
+	is.NoErr(f.Outbox.DeliveryFailed(ctx, ids[gaveUp.ID], time.Time{}, "410 Gone"))
+	is.NoErr(f.Outbox.DeliveryFailed(ctx, ids[pending.ID], t0.Add(2*time.Minute), "503"))
+
+	n, err := f.Outbox.PruneDeliveries(ctx, t0, 10) // queued at t0: not before it
+	is.NoErr(err)
+	is.Equal(n, int64(0))
+	n, err = f.Outbox.PruneDeliveries(ctx, t0.Add(time.Second), 1) // the limit holds
+	is.NoErr(err)
+	is.Equal(n, int64(1))
+	n, err = f.Outbox.PruneDeliveries(ctx, t0.Add(time.Second), 10)
+	is.NoErr(err)
+	is.Equal(n, int64(1))
+	n, err = f.Outbox.PruneDeliveries(ctx, t0.Add(time.Second), 10)
+	is.NoErr(err)
+	is.Equal(n, int64(0)) // the pending one stays
+	got, err = f.Outbox.ClaimDeliveries(ctx, t0.Add(2*time.Minute), t0.Add(3*time.Minute), 10)
+	is.NoErr(err)
+	is.Equal(len(got), 1)
+	is.Equal(got[0].EventID, pending.ID)
+
+	is.NoErr(f.Outbox.QueueEvents(ctx, []ports.SchemaEvent{sent}))
+	// While the pending one is still leased:
+	got, err = f.Outbox.ClaimDeliveries(ctx, t0.Add(150*time.Second), t0.Add(4*time.Minute), 10)
+	is.NoErr(err)
+	is.Equal(len(got), 1)
+	is.Equal(got[0].EventID, sent.ID)
 }

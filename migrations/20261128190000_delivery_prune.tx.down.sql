@@ -1,0 +1,1 @@
+DROP INDEX IF EXISTS event_deliveries_done_idx;
