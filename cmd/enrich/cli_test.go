@@ -66,6 +66,7 @@ type user struct {
 	t    *testing.T
 	home string
 	env  []string
+	dir  string // the working directory ("": the test's)
 }
 
 func newUser(t *testing.T, s *server) *user {
@@ -87,6 +88,7 @@ func (u *user) run(in string, args ...string) result {
 	u.t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Env = u.env
+	cmd.Dir = u.dir
 	cmd.Stdin = strings.NewReader(in)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
