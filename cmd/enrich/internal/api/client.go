@@ -171,6 +171,10 @@ func (c *Client) send(ctx context.Context, method, path string, body io.Reader, 
 	}
 	resp, err := c.HTTP.Do(req)
 	if err != nil {
+		var be bodyError
+		if errors.As(err, &be) {
+			return nil, be.err
+		}
 		var ue *url.Error
 		if errors.As(err, &ue) && ctx.Err() == nil {
 			return nil, fmt.Errorf("cannot reach %s: %w (is the server running? set ENRICH_URL)", c.BaseURL, ue.Err)

@@ -22,10 +22,11 @@ func Files(field string, paths []string) Body {
 		mw := multipart.NewWriter(pw)
 		go func() {
 			err := writeFiles(mw, field, paths)
-			if err == nil {
-				err = mw.Close()
+			if err != nil {
+				pw.CloseWithError(bodyError{err})
+				return
 			}
-			pw.CloseWithError(err)
+			pw.CloseWithError(mw.Close())
 		}()
 		return pr, mw.FormDataContentType(), nil
 	}
@@ -63,6 +64,13 @@ func writeFile(mw *multipart.Writer, field, path string) error {
 	}
 	return nil
 }
+
+// bodyError is a failure to make a request's body (a file that cannot be
+// read): the client's, not the network's.
+type bodyError struct{ err error }
+
+func (e bodyError) Error() string { return e.err.Error() }
+func (e bodyError) Unwrap() error { return e.err }
 
 // quoteEscaper escapes a quoted-string's specials, as mime/multipart does.
 var quoteEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`)
