@@ -27,13 +27,15 @@ Entities the schema's input contract refuses are skipped (listed when the batch
 starts); one entity's failure does not fail the batch. With several models each
 entity's answers are fused (--arbitration-model names an arbiter for their
 conflicts); --classification-model checks each entity's kind first and skips a
-confident mismatch (a batch never pauses). --events prints every event as one
-JSON line; --follow=false only starts the job and prints its id.
+confident mismatch (a batch never pauses). --attach FILE (repeatable) uploads
+files first; every entity's enrichment reads them. --events prints every
+event as one JSON line; --follow=false only starts the job and prints its id.
 
 Exit code 1 when the job fails or is cancelled.`,
 		Example: `  enrich batch SCHEMA_ID -d '[{"name":"Acme"},{"name":"Globex"}]'
   enrich batch SCHEMA_ID -f entities.json -m sandbox::echo,sandbox::alt --arbitration-model sandbox::echo
-  JOB=$(enrich batch SCHEMA_ID -f entities.json --follow=false -q)`,
+  JOB=$(enrich batch SCHEMA_ID -f entities.json --follow=false -q)
+  enrich batch SCHEMA_ID -f entities.json --attach catalogue.pdf`,
 		Args:              args(cobra.ExactArgs(1)),
 		ValidArgsFunction: c.completeSchemas,
 		RunE: func(cmd *cobra.Command, a []string) error {
@@ -56,6 +58,9 @@ Exit code 1 when the job fails or is cancelled.`,
 
 func (c *cli) startBatch(cmd *cobra.Command, schemaID string, entities []map[string]any, f batchFlags) error {
 	body := map[string]any{"schema_id": schemaID, "entities": entities}
+	if err := c.attachTo(cmd, body, f.attach); err != nil {
+		return err
+	}
 	if len(f.models) > 0 {
 		body["models"] = f.models
 	}

@@ -66,6 +66,7 @@ type user struct {
 	t    *testing.T
 	home string
 	env  []string
+	dir  string // the working directory ("": the test's)
 }
 
 func newUser(t *testing.T, s *server) *user {
@@ -87,6 +88,7 @@ func (u *user) run(in string, args ...string) result {
 	u.t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Env = u.env
+	cmd.Dir = u.dir
 	cmd.Stdin = strings.NewReader(in)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
@@ -357,6 +359,21 @@ func TestVerbs(t *testing.T) {
 	r := u.run(doc, "schemas", "create", "-f", "-")
 	is.Equal(r.code, 2) // standard input without a title needs --name
 	is.True(strings.Contains(r.errOut, "--name is required"))
+
+	// schemas generate follows the job; --save keeps the schema, whose id
+	// the result gives.
+	var gen struct {
+		Event  string `json:"event"`
+		Result struct {
+			SchemaID string         `json:"schema_id"`
+			Schema   map[string]any `json:"schema"`
+		} `json:"result"`
+	}
+	is.NoErr(json.Unmarshal([]byte(u.ok("", "schemas", "generate", "-d", `[{"name":"Acme","founded":1990},{"name":"Globex","founded":1989}]`, "-m", "sandbox::echo", "--save")), &gen))
+	is.Equal(gen.Event, "completed")
+	is.True(gen.Result.Schema["properties"] != nil)
+	is.True(strings.Contains(u.ok("", "schemas", "list", "-q"), gen.Result.SchemaID+"\n"))
+	is.Equal(u.run("", "schemas", "generate", "-d", `[]`).code, 2) // no sample
 
 	// schemas get as a table: the fields, then the document.
 	got := u.ok("", "schemas", "get", s.schema, "-o", "table")

@@ -25,6 +25,7 @@ type enrichFlags struct {
 	strategy   string
 	follow     bool
 	events     bool
+	attach     []string
 }
 
 func (c *cli) enrichCmd() *cobra.Command {
@@ -46,12 +47,15 @@ cancel). Without a terminal to ask on, Ctrl-C leaves the job running, prints
 its id and exits with 130: the job is durable work, and 'enrich jobs cancel'
 or 'enrich jobs follow' take it from there.
 
+--attach FILE (repeatable) uploads files first and grounds the job in them.
+
 Exit code 1 when the job fails or is cancelled.`,
 		Example: `  enrich enrich SCHEMA_ID -d '{"name":"Acme"}'
   enrich enrich SCHEMA_ID -f entity.json --model sandbox::flaky --strategy multi_expertise
   RECORD=$(enrich enrich SCHEMA_ID -d '{"name":"Acme"}' -q)     # the record id alone
   JOB=$(enrich enrich SCHEMA_ID -d '{"name":"Acme"}' --follow=false -q)
-  enrich enrich SCHEMA_ID -d '{"name":"Acme"}' --events | grep attempt`,
+  enrich enrich SCHEMA_ID -d '{"name":"Acme"}' --events | grep attempt
+  enrich enrich SCHEMA_ID -d '{"name":"Acme"}' --attach annual-report.pdf`,
 		Args:              args(cobra.ExactArgs(1)),
 		ValidArgsFunction: c.completeSchemas,
 		RunE: func(cmd *cobra.Command, a []string) error {
@@ -76,6 +80,7 @@ func (c *cli) enrichFlags(cmd *cobra.Command, f *enrichFlags) {
 	fl.StringVar(&f.strategy, "strategy", "", "auto, multi_expertise, single_pass or expert_domains (default auto)")
 	fl.BoolVar(&f.follow, "follow", true, "follow the job to its end (false: print the job id and return)")
 	fl.BoolVar(&f.events, "events", false, "print every event as a JSON line (NDJSON) instead of progress and result")
+	attachFlag(cmd, &f.attach, "the job")
 	_ = cmd.MarkFlagFilename("file", "json")
 	_ = cmd.RegisterFlagCompletionFunc("strategy", cobra.FixedCompletions([]string{"auto", "multi_expertise", "single_pass", "expert_domains"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("model", c.completeModels)
@@ -116,14 +121,23 @@ func (c *cli) shortcut(root *cobra.Command) {
 
 func (c *cli) startEnrichment(cmd *cobra.Command, schemaID string, entity json.RawMessage, f enrichFlags) error {
 	body := map[string]any{"schema_id": schemaID, "entity_data": entity}
+	if err := c.attachTo(cmd, body, f.attach); err != nil {
+		return err
+	}
 	if len(f.models) > 0 {
 		body["models"] = f.models
 	}
 	if f.strategy != "" {
 		body["strategy"] = f.strategy
 	}
+	return c.startJob(cmd, "/api/single/enrich/stream", body, f.follow, f.events)
+}
+
+// startJob posts a job's request to route, then follows the job (or, not
+// following, prints its id).
+func (c *cli) startJob(cmd *cobra.Command, route string, body map[string]any, follow, events bool) error {
 	var raw json.RawMessage
-	if err := c.call(cmd, http.MethodPost, "/api/single/enrich/stream", body, &raw); err != nil {
+	if err := c.call(cmd, http.MethodPost, route, body, &raw); err != nil {
 		return err
 	}
 	var started struct {
@@ -132,14 +146,14 @@ func (c *cli) startEnrichment(cmd *cobra.Command, schemaID string, entity json.R
 	if err := json.Unmarshal(raw, &started); err != nil || started.JobID == "" {
 		return fmt.Errorf("the server did not answer a job id: %s", raw)
 	}
-	if !f.follow {
+	if !follow {
 		return c.show(raw, started.JobID, func(t *tw) {
 			t.row("JOB", started.JobID)
 			t.Flush()
 			fmt.Fprintf(c.io.err, "Started. Follow it with: enrich jobs follow %s\n", started.JobID)
 		})
 	}
-	return c.follow(cmd, started.JobID, f.events)
+	return c.follow(cmd, started.JobID, events)
 }
 
 func (c *cli) jobsCmd() *cobra.Command {

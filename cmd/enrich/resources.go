@@ -15,7 +15,7 @@ import (
 )
 
 // The schemas command offers only the verbs whose route the server has
-// (list, get, create); generate, edit, publish and delete arrive with theirs.
+// (list, get, create, generate); edit, publish and delete arrive with theirs.
 func (c *cli) schemasCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "schemas",
@@ -24,12 +24,13 @@ func (c *cli) schemasCmd() *cobra.Command {
 the structured output of an enrichment. Objects become their own expertise
 domain; scalars form "general".`,
 		Example: `  enrich schemas create -f company.json --name Company
+  enrich schemas generate -d '{"name":"Acme","founded":1990}' --save
   enrich schemas list
   enrich schemas get SCHEMA_ID --output json`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error { return c.listSchemas(cmd) },
 	}
-	cmd.AddCommand(c.schemasListCmd(), c.schemasGetCmd(), c.schemasCreateCmd())
+	cmd.AddCommand(c.schemasListCmd(), c.schemasGetCmd(), c.schemasCreateCmd(), c.schemasGenerateCmd())
 	return cmd
 }
 

@@ -214,7 +214,7 @@ the job left running.`,
 
 	root.AddGroup(&cobra.Group{ID: "main", Title: "Enrichment:"}, &cobra.Group{ID: "account", Title: "Account:"},
 		&cobra.Group{ID: "ops", Title: "Operators:"}, &cobra.Group{ID: "shell", Title: "Help and shell completion:"})
-	for _, sub := range []*cobra.Command{c.enrichCmd(), c.batchCmd(), c.schemasCmd(), c.jobsCmd(), c.recordsCmd(), c.optionsCmd(), c.syncCmd()} {
+	for _, sub := range []*cobra.Command{c.enrichCmd(), c.batchCmd(), c.schemasCmd(), c.jobsCmd(), c.recordsCmd(), c.optionsCmd(), c.attachmentsCmd(), c.syncCmd()} {
 		sub.GroupID = "main"
 		root.AddCommand(sub)
 	}

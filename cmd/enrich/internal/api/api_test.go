@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -154,4 +155,61 @@ func TestFollowGivesUp(t *testing.T) {
 	var e *api.Error
 	is.True(errors.As(err, &e))
 	is.Equal(e.Code, "not_found")
+}
+
+// TestFilesAfterRefresh: a multipart upload refused for an expired token is
+// made again, files read anew, after the refresh; a file that cannot be
+// read ends the request with an error rather than a short body.
+func TestFilesAfterRefresh(t *testing.T) {
+	is := is.New(t)
+	var mu sync.Mutex
+	var got []string // "field filename content" of each part of the accepted upload
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case r.URL.Path == "/api/auth/refresh":
+			fmt.Fprint(w, `{"access_token":"a1","refresh_token":"r2","expires_in":900}`)
+		case r.Header.Get("Authorization") != "Bearer a1":
+			w.WriteHeader(401)
+			fmt.Fprint(w, `{"detail":"token expired","code":"unauthenticated"}`)
+		default:
+			mr, err := r.MultipartReader()
+			is.NoErr(err)
+			for {
+				p, err := mr.NextPart()
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				if err != nil {
+					w.WriteHeader(400)
+					return
+				}
+				b, _ := io.ReadAll(p)
+				got = append(got, p.FormName()+" "+p.FileName()+" "+string(b))
+			}
+			fmt.Fprint(w, `[]`)
+		}
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.txt"), filepath.Join(dir, "b.md")
+	is.NoErr(os.WriteFile(a, []byte("alpha"), 0o600))
+	is.NoErr(os.WriteFile(b, []byte("beta"), 0o600))
+	var tok api.Tokens
+	tok.AccessToken, tok.RefreshToken, tok.ExpiresIn = "a0", "r1", 900
+	c := api.New(srv.URL, api.NewSession(filepath.Join(dir, "session.json"), srv.URL, tok))
+
+	resp, err := c.Open(context.Background(), "POST", "/api/attachments", api.Files("files", []string{a, b}))
+	is.NoErr(err)
+	resp.Body.Close()
+	is.Equal(got, []string{"files a.txt alpha", "files b.md beta"})
+
+	mu.Lock()
+	got = nil
+	mu.Unlock()
+	_, err = c.Open(context.Background(), "POST", "/api/attachments", api.Files("files", []string{a, filepath.Join(dir, "gone")}))
+	is.True(err != nil) // the body ends in the error: the server never sees a complete upload
+	is.True(strings.Contains(err.Error(), "gone: no such file or directory"))
+	is.True(!strings.Contains(err.Error(), "cannot reach")) // not blamed on the network
 }

@@ -74,37 +74,23 @@ func New(base string, creds Credentials) *Client {
 }
 
 // Do sends a JSON request (body nil for none) and decodes a JSON answer into
-// out (if not nil). An error status gives *Error. A 401 with credentials that
-// can be refreshed is retried once after the refresh.
+// out (if not nil; an io.Writer gets the answer's bytes). An error status
+// gives *Error. A 401 with credentials that can be refreshed is retried once
+// after the refresh.
 func (c *Client) Do(ctx context.Context, method, path string, body, out any) error {
-	var raw []byte
+	var mk Body
 	if body != nil {
-		var err error
-		if raw, err = json.Marshal(body); err != nil {
+		raw, err := json.Marshal(body)
+		if err != nil {
 			return err
 		}
+		mk = func() (io.Reader, string, error) { return bytes.NewReader(raw), "application/json", nil }
 	}
-	resp, err := c.send(ctx, method, path, raw, nil)
+	resp, err := c.Open(ctx, method, path, mk)
 	if err != nil {
 		return err
 	}
-	if resp.StatusCode == http.StatusUnauthorized && c.Creds != nil {
-		ok, err := c.Creds.Refresh(ctx, c)
-		if err != nil {
-			resp.Body.Close()
-			return err
-		}
-		if ok {
-			resp.Body.Close()
-			if resp, err = c.send(ctx, method, path, raw, nil); err != nil {
-				return err
-			}
-		}
-	}
 	defer resp.Body.Close()
-	if err := check(resp); err != nil {
-		return err
-	}
 	if out == nil {
 		return nil
 	}
@@ -118,29 +104,77 @@ func (c *Client) Do(ctx context.Context, method, path string, body, out any) err
 	return nil
 }
 
-func (c *Client) send(ctx context.Context, method, path string, body []byte, header http.Header) (*http.Response, error) {
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, c.BaseURL+path, rd)
+// Body makes a request's body and its content type. It is called once per
+// try (again for the retry after a refresh), so a body read from files is
+// streamed, never held whole in memory.
+type Body func() (io.Reader, string, error)
+
+// Open sends a request with the body that body makes (nil: none) and
+// returns the successful answer, whose body the caller closes. An error
+// status gives *Error. A 401 with credentials that can be refreshed is
+// retried once after the refresh.
+func (c *Client) Open(ctx context.Context, method, path string, body Body) (*http.Response, error) {
+	resp, err := c.sendBody(ctx, method, path, body)
 	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode == http.StatusUnauthorized && c.Creds != nil {
+		ok, err := c.Creds.Refresh(ctx, c)
+		if err != nil {
+			resp.Body.Close()
+			return nil, err
+		}
+		if ok {
+			resp.Body.Close()
+			if resp, err = c.sendBody(ctx, method, path, body); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := check(resp); err != nil {
+		resp.Body.Close()
+		return nil, err
+	}
+	return resp, nil
+}
+
+func (c *Client) sendBody(ctx context.Context, method, path string, body Body) (*http.Response, error) {
+	if body == nil {
+		return c.send(ctx, method, path, nil, nil)
+	}
+	rd, ctype, err := body()
+	if err != nil {
+		return nil, err
+	}
+	return c.send(ctx, method, path, rd, http.Header{"Content-Type": {ctype}})
+}
+
+func (c *Client) send(ctx context.Context, method, path string, body io.Reader, header http.Header) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, c.BaseURL+path, body)
+	if err != nil {
+		if rc, ok := body.(io.Closer); ok {
+			rc.Close()
+		}
 		return nil, err
 	}
 	for k, v := range header {
 		req.Header[k] = v
 	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
 	req.Header.Set("Accept", "application/json")
 	if c.Creds != nil {
 		if err := c.Creds.Apply(ctx, c, req); err != nil {
+			if req.Body != nil {
+				req.Body.Close()
+			}
 			return nil, err
 		}
 	}
 	resp, err := c.HTTP.Do(req)
 	if err != nil {
+		var be bodyError
+		if errors.As(err, &be) {
+			return nil, be.err
+		}
 		var ue *url.Error
 		if errors.As(err, &ue) && ctx.Err() == nil {
 			return nil, fmt.Errorf("cannot reach %s: %w (is the server running? set ENRICH_URL)", c.BaseURL, ue.Err)
