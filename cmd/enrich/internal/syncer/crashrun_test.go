@@ -3,8 +3,8 @@ package syncer_test
 import (
 	"context"
 	"errors"
-	"io"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"sync"
