@@ -40,17 +40,21 @@ func (m *crashMatrix) checkServer(head int64) map[string]int {
 	}
 	defer conn.Close(ctx)
 	states := map[string]int{}
-	m.crashQuery(conn, `SELECT state, count(*) FROM jobs GROUP BY 1`, func(r pgx.Rows) error {
-		var s string
+	codes := map[string]int{}
+	m.crashQuery(conn, `SELECT state, error_code, count(*) FROM jobs GROUP BY 1, 2`, func(r pgx.Rows) error {
+		var s, code string
 		var n int
-		err := r.Scan(&s, &n)
-		states[s] = n
+		err := r.Scan(&s, &code, &n)
+		states[s] += n
+		if code != "" {
+			codes[code] += n
+		}
 		return err
 	})
 	if states["completed"]+states["failed"] < int(m.submitted.Load()) {
 		m.t.Errorf("jobs by state %v, %d submitted", states, m.submitted.Load())
 	}
-	m.t.Logf("jobs by state: %v", states)
+	m.t.Logf("jobs by state: %v; failed by error code: %v", states, codes)
 	for s := range states {
 		if s != "completed" && s != "failed" {
 			m.t.Errorf("jobs by state %v: only completed and failed expected", states)
