@@ -44,7 +44,7 @@ bench: test-deps ## benchmarks (overhead per job and call, allocations, SSE firs
 	$(GO) test -run '^$$' -bench ProviderKeyPick/postgres -benchtime 20000x -benchmem ./test/bench/ && \
 	ENRICH_LOAD=1 $(GO) test -count=1 -run '^(TestLoad|TestBatchLoad|TestProviderPathLoad|TestKillSoak|TestFeedLoad)$$' -v -timeout 25m ./test/load/ && \
 	ENRICH_LOAD=1 $(GO) test -count=1 -run '^TestPauseContinueRace$$' -v -timeout 10m ./test/jobrace/ && \
-	ENRICH_REPLICATION_N=10000 $(GO) test -count=1 -run '^TestSyncReplicates$$' -v -timeout 10m ./cmd/enrich/internal/syncer/
+	ENRICH_REPLICATION_N=10000 ENRICH_LOAD=1 $(GO) test -count=1 -run '^(TestSyncReplicates|TestCrashMatrix)$$' -v -timeout 15m ./cmd/enrich/internal/syncer/
 
 generate: ## regenerate wire_gen.go and the HTTP types (adapters/httpapi/api/types.gen.go)
 	$(GO) tool wire gen .

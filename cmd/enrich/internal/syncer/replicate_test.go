@@ -174,6 +174,7 @@ type replication struct {
 	url        string
 	schema, db string
 	refresh    string
+	key        string // the owner's access key
 	withTicker bool
 	revisions  map[string]int // enrichments per identity
 	latest     map[string]latest
@@ -208,6 +209,7 @@ func newReplication(t *testing.T, url string) *replication {
 	if err := bearer.Do(ctx, "POST", "/api/auth/api-keys", map[string]any{"name": "owner", "role": "owner"}, &key); err != nil {
 		t.Fatal(err)
 	}
+	r.key = key.Key
 	r.cl = api.New(url, api.Key(key.Key))
 	var sc struct {
 		ID string `json:"id"`

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,7 +26,12 @@ import (
 	"github.com/entityenrich/enrich/test/pgtest"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) {
+	if raw := os.Getenv(envCrashChild); raw != "" {
+		os.Exit(runCrashChild(raw)) // a server of the crash matrix (crash_test.go)
+	}
+	pgtest.Main(m)
+}
 
 // fakeFeed serves /changes (claims), /ack and /quarantine/report over a
 // fixed list of deltas with domain/delta's rules, on loopback.
