@@ -1,8 +1,11 @@
 package inspect
 
 import (
+	"fmt"
 	"io"
 	"strings"
+
+	"github.com/entityenrich/enrich/domain/attachment"
 
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/charset"
@@ -52,8 +55,11 @@ func htmlText(r io.Reader, out *textOut, skipHead bool) error {
 		var err error
 		switch tt {
 		case html.ErrorToken:
-			if z.Err() == io.EOF {
+			switch z.Err() {
+			case io.EOF:
 				return nil
+			case html.ErrBufferExceeded:
+				return fmt.Errorf("%w: a text run longer than %d bytes", attachment.ErrBomb, out.max)
 			}
 			return z.Err()
 		case html.TextToken:
@@ -100,7 +106,8 @@ func htmlText(r io.Reader, out *textOut, skipHead bool) error {
 func writeHTMLText(out *textOut, s string, pre bool) error {
 	if !pre {
 		atLineStart := out.b.Len() == 0 || strings.HasSuffix(out.b.String(), "\n") || strings.HasSuffix(out.b.String(), " ")
-		fields := strings.Fields(s)
+		// HTML collapses ASCII whitespace only: a no-break space stays.
+		fields := strings.FieldsFunc(s, func(r rune) bool { return r == ' ' || r == '\t' || r == '\n' || r == '\r' || r == '\f' })
 		if len(fields) == 0 {
 			if atLineStart || s == "" {
 				return nil
