@@ -153,7 +153,7 @@ func TestZipBombs(t *testing.T) {
 			is.True(errors.Is(err, attachment.ErrBomb)) // refused as a bomb
 			allocated := after.TotalAlloc - before.TotalAlloc
 			t.Logf("refused in %v, %d KiB allocated: %v", elapsed, allocated>>10, err)
-			is.True(allocated < 16<<20)     // without inflating the bomb
+			is.True(allocated < 16<<20)      // without inflating the bomb
 			is.True(elapsed < 5*time.Second) // quickly
 		})
 	}

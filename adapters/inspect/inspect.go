@@ -108,7 +108,12 @@ func (in Inspector) Extract(ctx context.Context, f io.ReaderAt, size int64, mt s
 	if err := in.extract(ctx, f, size, mt, out); err != nil {
 		return "", classify(err)
 	}
-	return out.String(), nil
+	// Cleaning replaces each invalid byte with a three-byte U+FFFD, so the
+	// bound is checked again on what is returned.
+	if text = out.String(); int64(len(text)) > in.MaxText {
+		return "", fmt.Errorf("%w: more than %d bytes of text", attachment.ErrBomb, in.MaxText)
+	}
+	return text, nil
 }
 
 // extract writes the text of a file of type mt to out.
