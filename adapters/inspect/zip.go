@@ -224,7 +224,8 @@ func (in Inspector) checkBomb(entries []zipEntry, over bool) error {
 
 // zipDoc is a zip-based document that passed the bomb checks.
 type zipDoc struct {
-	r *zip.Reader
+	r      *zip.Reader
+	byName map[string]*zip.File
 }
 
 // openZip checks a zip-based document's directory against the bounds,
@@ -244,19 +245,19 @@ func (in Inspector) openZip(f io.ReaderAt, size int64) (*zipDoc, error) {
 	if len(r.File) > in.MaxEntries {
 		return nil, fmt.Errorf("%w: more than %d entries", attachment.ErrBomb, in.MaxEntries)
 	}
-	return &zipDoc{r: r}, nil
+	z := &zipDoc{r: r, byName: make(map[string]*zip.File, len(r.File))}
+	for _, f := range r.File {
+		if _, dup := z.byName[f.Name]; !dup {
+			z.byName[f.Name] = f // the first of duplicate names, as a linear search would
+		}
+	}
+	return z, nil
 }
 
 // file finds an entry by name (nil when there is none). Names are matched
 // without a leading slash and case-sensitively, as the formats require.
 func (z *zipDoc) file(name string) *zip.File {
-	name = strings.TrimPrefix(path.Clean("/"+name), "/")
-	for _, f := range z.r.File {
-		if f.Name == name {
-			return f
-		}
-	}
-	return nil
+	return z.byName[strings.TrimPrefix(path.Clean("/"+name), "/")]
 }
 
 // open reads an entry through a bound: a header that lies about its size
