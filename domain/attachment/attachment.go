@@ -137,7 +137,8 @@ func CheckFilename(name string) error {
 
 // DefaultPolicies are the types enabled out of the box (REFERENCE.md):
 // PDF and images binary, text decoded as it is, documents extracted. The
-// legacy .doc has no sound pure-Go extractor, so it is listed but off.
+// legacy .doc has no sound pure-Go extractor, so it is listed but off,
+// and so is GIF.
 func DefaultPolicies() []Policy {
 	bin := func(mt, label, capability string, extract bool) Policy {
 		return Policy{MediaType: mt, Label: label, Mode: Binary, Enabled: true, Capability: capability, Extract: extract}
@@ -161,6 +162,9 @@ func DefaultPolicies() []Policy {
 		text("application/vnd.openxmlformats-officedocument.presentationml.presentation", "PowerPoint deck (.pptx)"),
 		text("application/epub+zip", "EPUB book"),
 		{MediaType: "application/msword", Label: "Legacy Word document (.doc)", Mode: InlineText, Enabled: false},
+		// GIF is recognised but off, as in the reference; an administrator
+		// can enable it.
+		{MediaType: "image/gif", Label: "GIF image", Mode: Binary, Enabled: false, Capability: CapVision},
 	}
 }
 
