@@ -49,12 +49,23 @@ func (s *AttachmentService) NewIntake(ctx context.Context, p *access.Principal) 
 	return &Intake{s: s, orgID: p.OrgID, policies: ps, left: s.Limits.MaxRequestBytes}, nil
 }
 
-// Add spools one file read from r and checks it: size, filename, bytes,
-// media type and its policy, extracted text. field names the file in the
-// request ("files.0", "content_base64"), and every refusal names it and the
-// filename. A read error of r that is an *Error passes as it is (the door
-// knows what a broken body means); any other is the body's fault.
-func (in *Intake) Add(ctx context.Context, field, filename string, r io.Reader) error {
+// Upload is one file of an upload request.
+type Upload struct {
+	// Field names the file in the request ("files.0", "content_base64"),
+	// FilenameField its filename ("files.0.filename", "filename").
+	Field, FilenameField string
+	Filename             string
+	// Body is read once, to its end. A read error that is an *Error
+	// passes as it is (the door knows what a broken body means); any
+	// other is the body's fault (400).
+	Body io.Reader
+}
+
+// Add spools one file and checks it: size, filename, bytes, media type and
+// its policy, extracted text. Every refusal names the file's field and its
+// filename.
+func (in *Intake) Add(ctx context.Context, u Upload) error {
+	field, filename := u.Field, u.Filename
 	f, err := os.CreateTemp(in.s.Limits.TempDir, "enrich-upload-*")
 	if err != nil {
 		return fmt.Errorf("spool upload: %w", err)
@@ -68,13 +79,13 @@ func (in *Intake) Add(ctx context.Context, field, filename string, r io.Reader) 
 	}()
 	limit := min(in.s.Limits.MaxBytes, in.left)
 	h := sha256.New()
-	n, err := io.Copy(io.MultiWriter(f, h), io.LimitReader(r, limit+1))
+	n, err := io.Copy(io.MultiWriter(f, h), io.LimitReader(u.Body, limit+1))
 	if err != nil {
 		var e *Error
 		if errors.As(err, &e) {
 			return e
 		}
-		if errors.Is(err, os.ErrClosed) || isDiskError(err) {
+		if isDiskError(err) {
 			return fmt.Errorf("spool upload: %w", err)
 		}
 		return Invalid(field, "%s (%q) could not be read: %v", field, filename, err)
@@ -84,7 +95,7 @@ func (in *Intake) Add(ctx context.Context, field, filename string, r io.Reader) 
 	}
 	in.left -= n
 	a := attachment.Attachment{OrgID: in.orgID, Filename: filename, SizeBytes: n, SHA256: hex.EncodeToString(h.Sum(nil))}
-	if err := in.check(ctx, field, f, &a); err != nil {
+	if err := in.check(ctx, u, f, &a); err != nil {
 		return err
 	}
 	if err := f.Close(); err != nil {
@@ -113,12 +124,13 @@ func isDiskError(err error) bool {
 
 // check judges a spooled file: its filename, that it has bytes, its media
 // type (sniffed, never the client's word) and its policy, and its text.
-func (in *Intake) check(ctx context.Context, field string, f *os.File, a *attachment.Attachment) error {
+func (in *Intake) check(ctx context.Context, u Upload, f *os.File, a *attachment.Attachment) error {
+	field := u.Field
 	refuse := func(kind error, code, format string, args ...any) error {
 		return (&Error{Kind: kind, Code: code, Detail: fmt.Sprintf("%s (%q): ", field, a.Filename) + fmt.Sprintf(format, args...)}).at(field)
 	}
 	if err := attachment.CheckFilename(a.Filename); err != nil {
-		return (&Error{Kind: ports.ErrInvalid, Code: CodeInvalidFilename, Detail: fmt.Sprintf("%s: %v", field, err)}).at(field + ".filename")
+		return (&Error{Kind: ports.ErrInvalid, Code: CodeInvalidFilename, Detail: fmt.Sprintf("%s: %v", u.FilenameField, err)}).at(u.FilenameField)
 	}
 	if a.SizeBytes == 0 {
 		return refuse(ports.ErrInvalid, CodeAttachmentEmpty, "the file is empty")

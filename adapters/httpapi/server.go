@@ -74,8 +74,8 @@ type Server struct {
 	entities *app.EntityService
 	// attachments are the uploaded files (/api/attachments).
 	attachments *app.AttachmentService
-	log      *slog.Logger
-	ready    Readiness
+	log         *slog.Logger
+	ready       Readiness
 	// events writes job events: the SSE lines and the answers built
 	// from an event.
 	events ports.EventCodec
@@ -195,6 +195,7 @@ func NewServer(cfg Config, svc Services, events ports.EventCodec, lg *slog.Logge
 	s.registerFeedRoutes(r)
 	s.registerConsumerRoutes(r)
 	s.registerNotificationRoutes(r)
+	s.registerAttachmentRoutes(r)
 	s.registerDocsRoutes(r)
 	s.router = r
 	return s, nil
