@@ -315,3 +315,103 @@ func attachmentTotal(s *service, cred string) int {
 	}
 	return pg.Total
 }
+
+// TestAttachmentHostileInput: refused uploads answer a 4xx naming the file,
+// never a 5xx, and store nothing.
+func TestAttachmentHostileInput(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			cfg := testConfig(b.dsn(t))
+			cfg.AttachmentMaxBytes, cfg.AttachmentMaxRequestBytes = 1000, 2500
+			s := start(t, cfg)
+			home := s.register("home@example.com")
+			disp := func(v string) upFile { return upFile{disposition: v, data: txtBytes} }
+			cases := []struct {
+				name   string
+				files  []upFile
+				status int
+				code   string
+				field  string
+			}{
+				{"NUL in the filename", []upFile{disp("form-data; name=\"files\"; filename=\"a\x00b.txt\"")}, 400, "", "files.0"},
+				{"escaped NUL in the filename", []upFile{disp(`form-data; name="files"; filename*=UTF-8''a%00b.txt`)}, 400, "invalid_filename", "files.0.filename"},
+				{"lone surrogate in the filename", []upFile{disp(`form-data; name="files"; filename*=UTF-8''a%ED%A0%80.txt`)}, 400, "invalid_filename", "files.0.filename"},
+				{"a path", []upFile{{name: "ok.txt", data: []byte("x")}, {name: "../../etc/passwd", data: txtBytes}}, 400, "invalid_filename", "files.1.filename"},
+				{"no filename", []upFile{disp(`form-data; name="files"`)}, 400, "invalid_filename", "files.0.filename"},
+				{"an empty part", []upFile{{name: "empty.txt", data: nil}}, 400, "attachment_empty", "files.0"},
+				{"an executable calling itself a PNG", []upFile{{name: "x.png", contentType: "image/png", data: append([]byte("MZ\x90\x00\x03\x00\x00\x00"), bytes.Repeat([]byte{0, 1, 2}, 50)...)}}, 415, "attachment_type_unsupported", "files.0"},
+				{"a file past its limit", []upFile{{name: "big.txt", data: bytes.Repeat([]byte("a"), 1001)}}, 413, "attachment_too_large", "files.0"},
+				{"files past the request's limit", []upFile{{name: "1.txt", data: bytes.Repeat([]byte("a"), 900)},
+					{name: "2.txt", data: bytes.Repeat([]byte("b"), 900)}, {name: "3.txt", data: bytes.Repeat([]byte("c"), 900)}}, 413, "upload_too_large", "files.2"},
+			}
+			for _, tc := range cases {
+				t.Run(tc.name, func(t *testing.T) {
+					is := is.New(t)
+					ct, body := multipartBody(t, tc.files...)
+					st, raw, _ := s.raw("POST", "/api/attachments", home.key, ct, body)
+					is.Equal(st, tc.status)
+					e := decodeAs[apiError](t, raw)
+					if tc.code != "" {
+						is.Equal(e.Code, tc.code)
+					}
+					is.Equal(e.Field, tc.field)
+				})
+			}
+
+			is := is.New(t)
+			// The part's Content-Type is not the type: sniffed text stays text.
+			st, raw := s.upload(home.key, upFile{name: "photo.png", contentType: "image/png", data: []byte("just words, no pixels")})
+			is.Equal(st, 200)
+			is.Equal(decodeAs[[]uploaded](t, raw)[0].MediaType, "text/plain")
+			stored := 1
+
+			// A truncated body, a body past the limit of the route, no
+			// files at all, not multipart at all.
+			ct, body := multipartBody(t, upFile{name: "cut.txt", data: bytes.Repeat([]byte("z"), 500)})
+			st, raw, _ = s.raw("POST", "/api/attachments", home.key, ct, body[:len(body)-300])
+			is.Equal(st, 400)
+			is.Equal(decodeAs[apiError](t, raw).Field, "files.0")
+			var huge bytes.Buffer
+			mw := multipart.NewWriter(&huge)
+			_ = mw.WriteField("padding", strings.Repeat("p", 2<<20))
+			_ = mw.Close()
+			st, raw, _ = s.raw("POST", "/api/attachments", home.key, mw.FormDataContentType(), huge.Bytes())
+			is.Equal(st, 413)
+			is.Equal(decodeAs[apiError](t, raw).Code, "body_too_large")
+			ct, body = multipartBody(t)
+			st, raw, _ = s.raw("POST", "/api/attachments", home.key, ct, body)
+			is.Equal(st, 400)
+			is.Equal(decodeAs[apiError](t, raw).Field, "files")
+			st, _, _ = s.raw("POST", "/api/attachments", home.key, "text/plain", []byte("hello"))
+			is.Equal(st, 415)
+
+			// Base64: a lone surrogate or NUL in the filename, bad base64,
+			// too many bytes.
+			for _, bad := range []string{
+				`{"filename": "a\ud800.txt", "content_base64": "aGVsbG8="}`,
+				`{"filename": "a\u0000.txt", "content_base64": "aGVsbG8="}`,
+			} {
+				var e apiError
+				is.Equal(s.call("POST", "/api/attachments/base64", home.key, bad, &e), 400)
+				is.Equal(e.Field, "filename")
+			}
+			var e apiError
+			is.Equal(s.call("POST", "/api/attachments/base64", home.key, obj{"filename": "a.txt", "content_base64": "not*base64!"}, &e), 400)
+			is.Equal(e.Field, "content_base64")
+			is.Equal(s.call("POST", "/api/attachments/base64", home.key, obj{"filename": "a.txt",
+				"content_base64": base64.StdEncoding.EncodeToString(bytes.Repeat([]byte("q"), 1200))}, &e), 413)
+			is.Equal(e.Code, "attachment_too_large")
+			is.Equal(e.Field, "content_base64")
+			is.Equal(s.call("POST", "/api/attachments/base64", home.key, obj{"filename": "a.txt", "content_base64": ""}, &e), 400)
+			is.Equal(e.Code, "attachment_empty")
+
+			// Ids that are no attachment, NUL in a path or an id list.
+			is.Equal(s.call("GET", "/api/attachments/%00/download", home.key, nil, nil), 400)
+			is.Equal(s.call("DELETE", "/api/attachments/"+strings.Repeat("x", 300), home.key, nil, nil), 400)
+			is.Equal(s.call("POST", "/api/attachments/metadata", home.key, `{"attachment_ids": ["a\u0000"]}`, nil), 400)
+			is.Equal(s.call("POST", "/api/attachments/verify", home.key, obj{"attachment_ids": []string{""}}, nil), 400)
+
+			is.Equal(attachmentTotal(s, home.key), stored) // nothing of the refused uploads
+		})
+	}
+}
