@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/matryer/is"
+
+	"github.com/entityenrich/enrich/test/pgtest"
 )
 
 // Files of the attachment tests: their bytes say what they are.
@@ -414,4 +416,30 @@ func TestAttachmentHostileInput(t *testing.T) {
 			is.Equal(attachmentTotal(s, home.key), stored) // nothing of the refused uploads
 		})
 	}
+}
+
+// TestAttachmentReplicas: a file uploaded through one server is listed,
+// described, downloaded byte for byte and deleted through another on the
+// same PostgreSQL (the metadata and, by default, the bytes are there).
+func TestAttachmentReplicas(t *testing.T) {
+	is := is.New(t)
+	dsn := pgtest.Native(t)
+	a := start(t, testConfig(dsn))
+	b := start(t, testConfig(dsn))
+	home := a.register("replicas-attachments@example.com")
+	big := bytes.Repeat(pngBytes, 40000) // a few MB: several chunks of any chunked store
+	st, raw := a.upload(home.key, upFile{name: "label.png", data: big}, upFile{name: "report.pdf", data: pdfBytes})
+	is.Equal(st, 200)
+	ups := decodeAs[[]uploaded](t, raw)
+	st, body, h := b.raw("GET", "/api/attachments/"+ups[0].ID+"/download", home.key, "", nil)
+	is.Equal(st, 200)
+	is.True(bytes.Equal(body, big))
+	is.Equal(h.Get("Content-Type"), "image/png")
+	is.Equal(attachmentTotal(b, home.key), 2)
+	// The same bytes through the other server: the same attachment.
+	st, raw = b.upload(home.key, upFile{name: "again.pdf", data: pdfBytes})
+	is.Equal(st, 200)
+	is.Equal(decodeAs[[]uploaded](t, raw)[0].ID, ups[1].ID)
+	is.Equal(b.call("DELETE", "/api/attachments/"+ups[0].ID, home.key, nil, nil), 200)
+	is.Equal(a.call("GET", "/api/attachments/"+ups[0].ID+"/download", home.key, nil, nil), 404)
 }
