@@ -281,7 +281,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 	// fresh gives routes that use their object up a new path for every call.
 	fresh := map[string]func() string{
 		"DELETE /api/attachments/{attachment_id}": func() string { return "/api/attachments/" + upload() },
-		"DELETE /api/databases/{database_id}": func() string { return "/api/databases/" + newDatabase(dbSchemaID) },
+		"DELETE /api/databases/{database_id}":     func() string { return "/api/databases/" + newDatabase(dbSchemaID) },
 		"POST /api/databases/{database_id}/schemas/{schema_id}": func() string {
 			return "/api/databases/" + databaseID + "/schemas/" + s.createSchema(home.key, "Linked", companySchema)
 		},
