@@ -128,6 +128,9 @@ type Embedded struct {
 	Consumer *app.ConsumerService
 	// Attachments resolves and reads jobs' attachments.
 	Attachments *app.AttachmentLoader
+	// AttachmentFiles uploads, lists, downloads and deletes attachments,
+	// and manages the policies per media type.
+	AttachmentFiles *app.AttachmentService
 	// Notifications manages schema event subscriptions and links' delta
 	// webhooks.
 	Notifications *app.NotificationService

@@ -15,6 +15,7 @@ import (
 	"github.com/entityenrich/enrich/adapters/crypto"
 	"github.com/entityenrich/enrich/adapters/eventhub"
 	"github.com/entityenrich/enrich/adapters/httpapi"
+	"github.com/entityenrich/enrich/adapters/inspect"
 	"github.com/entityenrich/enrich/adapters/jobcodec"
 	"github.com/entityenrich/enrich/adapters/jobrun"
 	"github.com/entityenrich/enrich/adapters/jsonschema"
@@ -77,6 +78,7 @@ var coreSet = wire.NewSet(
 	provideConsumerService,
 	provideBlobs,
 	provideAttachmentLoader,
+	provideAttachmentService,
 	provideSchemaConfig,
 	provideEnrichConfig,
 	provideCallsConfig,
@@ -272,6 +274,14 @@ func provideAttachmentLoader(st *Stores, blobs ports.BlobStore) *app.AttachmentL
 	return &app.AttachmentLoader{Store: st.Attachments, Blobs: blobs}
 }
 
+// provideAttachmentService uploads and serves attachments: their bytes in
+// blobs, their text read by the inspector, within the configured limits.
+func provideAttachmentService(cfg Config, st *Stores, blobs ports.BlobStore, clock ports.Clock, ids ports.IDs,
+	lg *slog.Logger) *app.AttachmentService {
+	return app.NewAttachmentService(st.Attachments, blobs, inspect.New(), clock, ids, lg,
+		app.AttachmentLimits{MaxBytes: cfg.AttachmentMaxBytes, MaxRequestBytes: cfg.AttachmentMaxRequestBytes})
+}
+
 // provideConsumerService serves the database credential (its access
 // tokens signed with ENRICH_JWT_SECRET as their own token type, living as
 // long as session access tokens), the snapshot and the checksum.
@@ -388,12 +398,13 @@ func provideEmbedded(st *Stores, a *app.AccessService, sc *app.SchemaService, rc
 	sg *app.SchemaGenService, fs *app.FetchService, fu *app.FusionService, h *eventhub.Hub, eng *jobrun.Engine, lg *slog.Logger,
 	m *metrics.Metrics, op *app.OrgProviderService, scc *cache.Schemas, ac *cache.Auth, dl *cache.Denylist, dbs *app.DatabaseService,
 	fd *app.FeedService, cons *app.ConsumerService,
-	ns *app.NotificationService, nd *notify.Dispatcher, ent *app.EntityService, al *app.AttachmentLoader) *Embedded {
+	ns *app.NotificationService, nd *notify.Dispatcher, ent *app.EntityService, al *app.AttachmentLoader,
+	af *app.AttachmentService) *Embedded {
 	m.WatchRunning(func() int { return len(eng.Running()) })
 	return &Embedded{Access: a, Schemas: sc, Records: rc, Enrichment: en, Batches: bs, Models: ms, Jobs: js, ProviderKeys: pk, Costs: cs,
 		Analysis: an, Samples: smp, SchemaGen: sg, Fetch: fs, Fusion: fu, Stores: st, Log: lg, Metrics: m, stream: h, engine: eng,
 		OrgProviders: op, schemaCache: scc, authCache: ac, denylist: dl, Databases: dbs, Feed: fd, Consumer: cons,
-		Notifications: ns, dispatcher: nd, Entities: ent, Attachments: al}
+		Notifications: ns, dispatcher: nd, Entities: ent, Attachments: al, AttachmentFiles: af}
 }
 
 // provideFeed is the feed's use cases on the stores' feed.
@@ -434,7 +445,7 @@ func provideServices(e *Embedded) httpapi.Services {
 		Models: e.Models, Jobs: e.Jobs,
 		ProviderKeys: e.ProviderKeys, Costs: e.Costs, Analysis: e.Analysis, Samples: e.Samples,
 		SchemaGen: e.SchemaGen, Fetch: e.Fetch, Fusion: e.Fusion, OrgProviders: e.OrgProviders, Databases: e.Databases, Feed: e.Feed, Consumer: e.Consumer,
-		Notifications: e.Notifications, Entities: e.Entities}
+		Notifications: e.Notifications, Entities: e.Entities, Attachments: e.AttachmentFiles}
 }
 
 func provideHTTPConfig(e *Embedded) httpapi.Config {

@@ -121,7 +121,8 @@ func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 		return nil, nil, err
 	}
 	attachmentLoader := provideAttachmentLoader(stores, blobStore)
-	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService, feedService, consumerService, notificationService, dispatcher, entityService, attachmentLoader)
+	attachmentService := provideAttachmentService(cfg, stores, blobStore, clock, iDs, logger)
+	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService, feedService, consumerService, notificationService, dispatcher, entityService, attachmentLoader, attachmentService)
 	return embedded, func() {
 		cleanup()
 	}, nil
@@ -247,7 +248,8 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 		return nil, nil, err
 	}
 	attachmentLoader := provideAttachmentLoader(stores, blobStore)
-	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService, feedService, consumerService, notificationService, dispatcher, entityService, attachmentLoader)
+	attachmentService := provideAttachmentService(cfg, stores, blobStore, clock, iDs, logger)
+	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService, feedService, consumerService, notificationService, dispatcher, entityService, attachmentLoader, attachmentService)
 	return embedded, func() {
 		cleanup2()
 		cleanup()
@@ -356,7 +358,8 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 		return nil, nil, err
 	}
 	attachmentLoader := provideAttachmentLoader(st, blobStore)
-	embedded := provideEmbedded(st, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService, feedService, consumerService, notificationService, dispatcher, entityService, attachmentLoader)
+	attachmentService := provideAttachmentService(cfg, st, blobStore, clock, iDs, logger)
+	embedded := provideEmbedded(st, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService, feedService, consumerService, notificationService, dispatcher, entityService, attachmentLoader, attachmentService)
 	return embedded, func() {
 		cleanup()
 	}, nil

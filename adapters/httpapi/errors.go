@@ -10,6 +10,7 @@ import (
 	"github.com/entityenrich/enrich/adapters/httpapi/api"
 	"github.com/entityenrich/enrich/app"
 	"github.com/entityenrich/enrich/domain/access"
+	"github.com/entityenrich/enrich/domain/attachment"
 	"github.com/entityenrich/enrich/domain/job"
 	"github.com/entityenrich/enrich/domain/model"
 	"github.com/entityenrich/enrich/domain/page"
@@ -93,6 +94,10 @@ var errorTable = []errorRule{
 	{err: schema.ErrTooComplex, status: http.StatusBadRequest, code: app.CodeSchemaTooComplex, detail: "the schema is past a schema limit"},
 	{err: schema.ErrInvalid, status: http.StatusBadRequest, code: "invalid_request", detail: "the schema is invalid"},
 	{err: schema.ErrContractUnsatisfied, status: http.StatusBadRequest, code: app.CodeInputContract, detail: "entity_data does not satisfy the schema's input contract"},
+	// An upload's refusals by size and by media type (the app's error
+	// names the file and says which limit or type).
+	{err: attachment.ErrTooLarge, status: http.StatusRequestEntityTooLarge, code: app.CodeAttachmentTooLarge, detail: "the file is larger than the limit"},
+	{err: attachment.ErrDisabled, status: http.StatusUnsupportedMediaType, code: app.CodeTypeUnsupported, detail: "this type of file is not accepted"},
 	{err: ports.ErrInvalid, status: http.StatusBadRequest, code: "invalid_request", detail: "the request is invalid"},
 	{err: errTooLarge, status: http.StatusRequestEntityTooLarge, code: "body_too_large", detail: "request body too large"},
 	// The saved-schema lifecycle's refusals (docs/contract.md, "Schemas").

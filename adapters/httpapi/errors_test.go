@@ -17,6 +17,7 @@ import (
 	"github.com/entityenrich/enrich/adapters/httpapi/api"
 	"github.com/entityenrich/enrich/app"
 	"github.com/entityenrich/enrich/domain/access"
+	"github.com/entityenrich/enrich/domain/attachment"
 	"github.com/entityenrich/enrich/domain/job"
 	"github.com/entityenrich/enrich/domain/model"
 	"github.com/entityenrich/enrich/domain/page"
@@ -103,6 +104,8 @@ func TestErrorTableSentinels(t *testing.T) {
 		{ports.ErrFetchFailed, 502, "fetch_failed", ""},
 		{ports.ErrFetchTimeout, 504, "fetch_timeout", ""},
 		{ports.ErrFenced, 500, "internal_error", ""},
+		{attachment.ErrTooLarge, 413, "attachment_too_large", ""},
+		{attachment.ErrDisabled, 415, "attachment_type_unsupported", ""},
 		{errors.New("anything else"), 500, "internal_error", ""},
 	}
 	for _, tt := range tests {

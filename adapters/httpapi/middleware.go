@@ -75,7 +75,7 @@ func (s *Server) outer(next http.Handler) http.Handler {
 		w.Header().Set("X-Request-ID", id)
 		r = r.WithContext(context.WithValue(r.Context(), keyRequestID, id))
 		if r.Body != nil {
-			r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+			r.Body = http.MaxBytesReader(w, r.Body, s.bodyLimit(r))
 		}
 		sw := &statusWriter{ResponseWriter: w}
 		start := time.Now()

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"net/mail"
 	"slices"
@@ -87,6 +88,9 @@ type validatedOp struct {
 	// body is the JSON request body's schema; nil when the operation takes no body.
 	body         *openapi3.Schema
 	bodyRequired bool
+	// multipart: the body is multipart/form-data, which its handler reads
+	// as a stream (an upload); only its Content-Type is checked here.
+	multipart bool
 }
 
 type validator struct {
@@ -145,7 +149,10 @@ func ValidateRequests(doc *openapi3.T, onError func(w http.ResponseWriter, r *ht
 	for path, item := range vdoc.Paths.Map() {
 		for method, op := range item.Operations() {
 			o := &validatedOp{route: &routers.Route{Spec: &vdoc, Path: path, PathItem: item, Method: method, Operation: op}}
-			if rb := op.RequestBody; rb != nil && rb.Value != nil {
+			if rb := op.RequestBody; rb != nil && rb.Value != nil && rb.Value.Content.Get("multipart/form-data") != nil &&
+				len(rb.Value.Content) == 1 {
+				o.multipart = true
+			} else if rb := op.RequestBody; rb != nil && rb.Value != nil {
 				mt := rb.Value.Content.Get("application/json")
 				if mt == nil || mt.Schema == nil || mt.Schema.Value == nil {
 					return nil, fmt.Errorf("openapi: %s %s: request body is not described as application/json", method, path)
@@ -171,6 +178,10 @@ func (v *validator) middleware(next http.Handler) http.Handler {
 		op, params := v.find(r)
 		if op == nil {
 			next.ServeHTTP(w, r)
+			return
+		}
+		if op.multipart {
+			v.multipartOp(w, r, op, params, next)
 			return
 		}
 		var data []byte
@@ -216,6 +227,26 @@ func (v *validator) middleware(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// multipartOp checks an upload's Content-Type and its parameters, leaving
+// the body, which may be large, to the handler's streaming reader.
+func (v *validator) multipartOp(w http.ResponseWriter, r *http.Request, op *validatedOp, params map[string]string, next http.Handler) {
+	mt, ps, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || mt != "multipart/form-data" || ps["boundary"] == "" {
+		v.onError(w, r, http.StatusUnsupportedMediaType, "Content-Type",
+			"request body must be multipart/form-data with a boundary, not "+strconv.Quote(r.Header.Get("Content-Type")))
+		return
+	}
+	opts := *v.opts
+	opts.ExcludeRequestBody = true
+	in := &openapi3filter.RequestValidationInput{Request: r, PathParams: params, Route: op.route, Options: &opts}
+	if err := openapi3filter.ValidateRequest(r.Context(), in); err != nil {
+		field, detail := describe(err, nil, nil)
+		v.onError(w, r, http.StatusBadRequest, field, detail)
+		return
+	}
+	next.ServeHTTP(w, r)
 }
 
 // find returns the operation r is for and its path parameters, or nil when

@@ -158,6 +158,18 @@ var routes = map[Route]access.Action{
 	{"DELETE", "/api/schemas/{schema_id}/subscriptions"}:                      access.ActDeleteSubscription,
 	{"PUT", "/api/databases/{database_id}/schemas/{saved_schema_id}/webhook"}: access.ActSetDatabaseWebhook,
 	{"GET", "/api/databases/{database_id}/webhook-secret"}:                    access.ActGetWebhookSecret,
+
+	// Attachments (issue 29): uploads and deletes are editors', reads
+	// operators'; the policies per media type system administrators'.
+	{"GET", "/api/attachments"}:                             access.ActListAttachments,
+	{"POST", "/api/attachments"}:                            access.ActUploadAttachment,
+	{"POST", "/api/attachments/base64"}:                     access.ActUploadAttachment,
+	{"POST", "/api/attachments/metadata"}:                   access.ActDescribeAttachments,
+	{"POST", "/api/attachments/verify"}:                     access.ActDescribeAttachments,
+	{"DELETE", "/api/attachments/{attachment_id}"}:          access.ActDeleteAttachment,
+	{"GET", "/api/attachments/{attachment_id}/download"}:    access.ActReadAttachment,
+	{"GET", "/api/admin/attachment-policies"}:               access.ActListAttachmentPolicies,
+	{"PATCH", "/api/admin/attachment-policies/{mime_type}"}: access.ActUpdateAttachmentPolicies,
 }
 
 // actionOf returns a route's action, and false for a route missing from the

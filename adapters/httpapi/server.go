@@ -72,8 +72,10 @@ type Server struct {
 	notifications *app.NotificationService
 	// entities is the entity layer's listing, injection and reinject.
 	entities *app.EntityService
-	log      *slog.Logger
-	ready    Readiness
+	// attachments are the uploaded files (/api/attachments).
+	attachments *app.AttachmentService
+	log         *slog.Logger
+	ready       Readiness
 	// events writes job events: the SSE lines and the answers built
 	// from an event.
 	events ports.EventCodec
@@ -119,6 +121,8 @@ type Services struct {
 	// Notifications are schema event subscriptions and links' webhooks.
 	Notifications *app.NotificationService
 	Entities      *app.EntityService
+	// Attachments are the organization's uploaded files.
+	Attachments *app.AttachmentService
 }
 
 // NewServer builds the router; events writes the job events it serves.
@@ -140,6 +144,7 @@ func NewServer(cfg Config, svc Services, events ports.EventCodec, lg *slog.Logge
 	s.consumer = svc.Consumer
 	s.notifications = svc.Notifications
 	s.entities = svc.Entities
+	s.attachments = svc.Attachments
 	s.clients = clientAddrs{trusted: cfg.TrustedProxies}
 	var err error
 	if s.spec, err = LoadSpec(); err != nil {
@@ -190,6 +195,7 @@ func NewServer(cfg Config, svc Services, events ports.EventCodec, lg *slog.Logge
 	s.registerFeedRoutes(r)
 	s.registerConsumerRoutes(r)
 	s.registerNotificationRoutes(r)
+	s.registerAttachmentRoutes(r)
 	s.registerDocsRoutes(r)
 	s.router = r
 	return s, nil

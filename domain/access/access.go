@@ -140,6 +140,11 @@ const (
 	CatDatabases     Category = "databases"
 	CatDatabaseFeed  Category = "database_feed"
 	CatDatabaseOwner Category = "database_owner"
+	// Attachments (issue 29; SPEC.md's table has no rows for them):
+	// uploading and deleting are editors', reading (download, list,
+	// metadata, verify) operators'.
+	CatAttachments    Category = "attachments"
+	CatAttachmentRead Category = "attachment_read"
 	// CatSettings is the organization's settings (its pinned default
 	// models): SPEC.md's table has no row; owners, like users and keys.
 	CatSettings Category = "settings"
@@ -163,6 +168,9 @@ var minimum = map[Category]Role{
 	CatDatabaseFeed:  Operator,
 	CatDatabaseOwner: Owner,
 	CatSettings:      Owner,
+
+	CatAttachments:    Editor,
+	CatAttachmentRead: Operator,
 }
 
 // MinimumRole returns the minimum role of a category, and false when the

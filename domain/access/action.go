@@ -192,6 +192,17 @@ const (
 	ActDeleteDatabase   Action = "databases.delete"
 	ActDeleteCredential Action = "databases.credential_delete"
 	ActGetWebhookSecret Action = "databases.webhook_secret"
+	// Attachments: upload and delete are editors' (with the write scope);
+	// download, list, metadata and verify operators' (metadata and verify
+	// are POSTs, so they need the write scope like every POST). The
+	// administrator's policies per media type are system administrators'.
+	ActUploadAttachment         Action = "attachments.upload"
+	ActDeleteAttachment         Action = "attachments.delete"
+	ActReadAttachment           Action = "attachments.read"
+	ActListAttachments          Action = "attachments.list"
+	ActDescribeAttachments      Action = "attachments.describe"
+	ActListAttachmentPolicies   Action = "attachments.policies_list"
+	ActUpdateAttachmentPolicies Action = "attachments.policies_update"
 	// ActExchangeCredential exchanges a database credential's refresh
 	// token for an access token: public (the token is the credential).
 	ActExchangeCredential Action = "databases.credential_exchange"
@@ -329,6 +340,14 @@ var rules = map[Action]rule{
 	ActGetWebhookSecret: {CatDatabaseOwner, ScopeRead},
 
 	ActExchangeCredential: {CatPublic, ScopeWrite},
+
+	ActUploadAttachment:         {CatAttachments, ScopeWrite},
+	ActDeleteAttachment:         {CatAttachments, ScopeWrite},
+	ActReadAttachment:           {CatAttachmentRead, ScopeRead},
+	ActListAttachments:          {CatAttachmentRead, ScopeRead},
+	ActDescribeAttachments:      {CatAttachmentRead, ScopeWrite},
+	ActListAttachmentPolicies:   {CatSysAdmin, ScopeRead},
+	ActUpdateAttachmentPolicies: {CatSysAdmin, ScopeWrite},
 }
 
 // FeedActions are what a database credential's access token may do, on its

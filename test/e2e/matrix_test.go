@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"sort"
 	"strings"
@@ -116,6 +117,12 @@ var minimum = map[string]string{
 	"GET /api/databases/{database_id}/credential": "editor", "POST /api/databases/{database_id}/credential": "editor",
 	"DELETE /api/databases/{database_id}/credential": "owner", "POST /api/database-sync/exchange": "public",
 	"GET /api/databases/{database_id}/snapshot": "operator", "GET /api/databases/{database_id}/checksum": "operator",
+	// Attachments (issue 29): uploads and deletes editor, reads operator;
+	// the policies per media type system administrators.
+	"GET /api/attachments": "operator", "POST /api/attachments": "editor", "POST /api/attachments/base64": "editor",
+	"POST /api/attachments/metadata": "operator", "POST /api/attachments/verify": "operator",
+	"DELETE /api/attachments/{attachment_id}": "editor", "GET /api/attachments/{attachment_id}/download": "operator",
+	"GET /api/admin/attachment-policies": "sysadmin", "PATCH /api/admin/attachment-policies/{mime_type}": "sysadmin",
 }
 
 var rank = map[string]int{"operator": 1, "editor": 2, "owner": 4}
@@ -257,9 +264,24 @@ func TestAuthorizationMatrix(t *testing.T) {
 	// A database registration of the home organization.
 	dbID := s.registration(home.orgID).ID
 
+	// Attachments of the home organization: one to download, fresh ones
+	// (bytes of their own, so no dedup) to delete.
+	uploads := 0
+	upload := func() string {
+		uploads++
+		var a struct{ ID string }
+		if st := s.call("POST", "/api/attachments/base64", home.key, obj{"filename": "note.txt",
+			"content_base64": base64.StdEncoding.EncodeToString(fmt.Appendf(nil, "note %d", uploads))}, &a); st != 200 {
+			t.Fatalf("upload: %d", st)
+		}
+		return a.ID
+	}
+	attachmentID := upload()
+
 	// fresh gives routes that use their object up a new path for every call.
 	fresh := map[string]func() string{
-		"DELETE /api/databases/{database_id}": func() string { return "/api/databases/" + newDatabase(dbSchemaID) },
+		"DELETE /api/attachments/{attachment_id}": func() string { return "/api/attachments/" + upload() },
+		"DELETE /api/databases/{database_id}":     func() string { return "/api/databases/" + newDatabase(dbSchemaID) },
 		"POST /api/databases/{database_id}/schemas/{schema_id}": func() string {
 			return "/api/databases/" + databaseID + "/schemas/" + s.createSchema(home.key, "Linked", companySchema)
 		},
@@ -488,6 +510,22 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"POST", "/api/database-sync/exchange", "/api/database-sync/exchange", func() any { return obj{"refresh_token": "eesr_nope"} }, 0, false, 401},
 		{"GET", "/api/databases/{database_id}/snapshot", "/api/databases/" + dbID + "/snapshot", nil, 200, true, 0},
 		{"GET", "/api/databases/{database_id}/checksum", "/api/databases/" + dbID + "/checksum", nil, 200, true, 0},
+		// Attachments. The matrix sends JSON, which the multipart upload
+		// refuses (415) once the caller is allowed; the base64 upload
+		// sends new bytes each time.
+		{"GET", "/api/attachments", "/api/attachments?page_size=5", nil, 200, false, 0},
+		{"POST", "/api/attachments", "/api/attachments", func() any { return obj{} }, 415, false, 0},
+		{"POST", "/api/attachments/base64", "/api/attachments/base64", func() any {
+			n++
+			return obj{"filename": "m.txt", "content_base64": base64.StdEncoding.EncodeToString(fmt.Appendf(nil, "matrix %d", n))}
+		}, 200, false, 0},
+		{"POST", "/api/attachments/metadata", "/api/attachments/metadata", func() any { return obj{"attachment_ids": []string{attachmentID}} }, 200, false, 0},
+		{"POST", "/api/attachments/verify", "/api/attachments/verify", func() any { return obj{"attachment_ids": []string{attachmentID}} }, 200, false, 0},
+		{"DELETE", "/api/attachments/{attachment_id}", "", nil, 200, true, 0}, // a fresh attachment per call (fresh)
+		{"GET", "/api/attachments/{attachment_id}/download", "/api/attachments/" + attachmentID + "/download", nil, 200, true, 0},
+		{"GET", "/api/admin/attachment-policies", "/api/admin/attachment-policies", nil, 200, false, 0},
+		{"PATCH", "/api/admin/attachment-policies/{mime_type}", "/api/admin/attachment-policies/application%2Fpdf",
+			func() any { return obj{"label": "PDF document"} }, 200, false, 0},
 	}
 
 	// The matrix covers exactly the routes the server has.

@@ -73,6 +73,147 @@ func (e AmbiguityFindingLevel) Valid() bool {
 	}
 }
 
+// Defines values for AttachmentFormatPolicyMode.
+const (
+	AttachmentFormatPolicyModeBinary     AttachmentFormatPolicyMode = "binary"
+	AttachmentFormatPolicyModeInlineText AttachmentFormatPolicyMode = "inline_text"
+)
+
+// Valid indicates whether the value is a known member of the AttachmentFormatPolicyMode enum.
+func (e AttachmentFormatPolicyMode) Valid() bool {
+	switch e {
+	case AttachmentFormatPolicyModeBinary:
+		return true
+	case AttachmentFormatPolicyModeInlineText:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AttachmentFormatPolicyUpdateMode.
+const (
+	AttachmentFormatPolicyUpdateModeBinary     AttachmentFormatPolicyUpdateMode = "binary"
+	AttachmentFormatPolicyUpdateModeInlineText AttachmentFormatPolicyUpdateMode = "inline_text"
+)
+
+// Valid indicates whether the value is a known member of the AttachmentFormatPolicyUpdateMode enum.
+func (e AttachmentFormatPolicyUpdateMode) Valid() bool {
+	switch e {
+	case AttachmentFormatPolicyUpdateModeBinary:
+		return true
+	case AttachmentFormatPolicyUpdateModeInlineText:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AttachmentFormatPolicyUpdateRequiresCapability.
+const (
+	AttachmentFormatPolicyUpdateRequiresCapabilityEmpty              AttachmentFormatPolicyUpdateRequiresCapability = ""
+	AttachmentFormatPolicyUpdateRequiresCapabilityLessThannil        AttachmentFormatPolicyUpdateRequiresCapability = "<nil>"
+	AttachmentFormatPolicyUpdateRequiresCapabilitySupportsAudioInput AttachmentFormatPolicyUpdateRequiresCapability = "supports_audio_input"
+	AttachmentFormatPolicyUpdateRequiresCapabilitySupportsPdfInput   AttachmentFormatPolicyUpdateRequiresCapability = "supports_pdf_input"
+	AttachmentFormatPolicyUpdateRequiresCapabilitySupportsVision     AttachmentFormatPolicyUpdateRequiresCapability = "supports_vision"
+)
+
+// Valid indicates whether the value is a known member of the AttachmentFormatPolicyUpdateRequiresCapability enum.
+func (e AttachmentFormatPolicyUpdateRequiresCapability) Valid() bool {
+	switch e {
+	case AttachmentFormatPolicyUpdateRequiresCapabilityEmpty:
+		return true
+	case AttachmentFormatPolicyUpdateRequiresCapabilityLessThannil:
+		return true
+	case AttachmentFormatPolicyUpdateRequiresCapabilitySupportsAudioInput:
+		return true
+	case AttachmentFormatPolicyUpdateRequiresCapabilitySupportsPdfInput:
+		return true
+	case AttachmentFormatPolicyUpdateRequiresCapabilitySupportsVision:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AttachmentRefExtractionKind.
+const (
+	AttachmentRefExtractionKindBinary     AttachmentRefExtractionKind = "binary"
+	AttachmentRefExtractionKindExtracted  AttachmentRefExtractionKind = "extracted"
+	AttachmentRefExtractionKindInlineText AttachmentRefExtractionKind = "inline_text"
+)
+
+// Valid indicates whether the value is a known member of the AttachmentRefExtractionKind enum.
+func (e AttachmentRefExtractionKind) Valid() bool {
+	switch e {
+	case AttachmentRefExtractionKindBinary:
+		return true
+	case AttachmentRefExtractionKindExtracted:
+		return true
+	case AttachmentRefExtractionKindInlineText:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AttachmentRefMode.
+const (
+	AttachmentRefModeBinary     AttachmentRefMode = "binary"
+	AttachmentRefModeInlineText AttachmentRefMode = "inline_text"
+)
+
+// Valid indicates whether the value is a known member of the AttachmentRefMode enum.
+func (e AttachmentRefMode) Valid() bool {
+	switch e {
+	case AttachmentRefModeBinary:
+		return true
+	case AttachmentRefModeInlineText:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AttachmentUploadResponseExtractionKind.
+const (
+	AttachmentUploadResponseExtractionKindBinary     AttachmentUploadResponseExtractionKind = "binary"
+	AttachmentUploadResponseExtractionKindExtracted  AttachmentUploadResponseExtractionKind = "extracted"
+	AttachmentUploadResponseExtractionKindInlineText AttachmentUploadResponseExtractionKind = "inline_text"
+)
+
+// Valid indicates whether the value is a known member of the AttachmentUploadResponseExtractionKind enum.
+func (e AttachmentUploadResponseExtractionKind) Valid() bool {
+	switch e {
+	case AttachmentUploadResponseExtractionKindBinary:
+		return true
+	case AttachmentUploadResponseExtractionKindExtracted:
+		return true
+	case AttachmentUploadResponseExtractionKindInlineText:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AttachmentUploadResponseMode.
+const (
+	AttachmentUploadResponseModeBinary     AttachmentUploadResponseMode = "binary"
+	AttachmentUploadResponseModeInlineText AttachmentUploadResponseMode = "inline_text"
+)
+
+// Valid indicates whether the value is a known member of the AttachmentUploadResponseMode enum.
+func (e AttachmentUploadResponseMode) Valid() bool {
+	switch e {
+	case AttachmentUploadResponseModeBinary:
+		return true
+	case AttachmentUploadResponseModeInlineText:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for BatchFetchRequestAuthAuthType.
 const (
 	BatchFetchRequestAuthAuthTypeApiKey BatchFetchRequestAuthAuthType = "api_key"
@@ -1607,6 +1748,132 @@ type AnalyzeSampleRequest struct {
 	SampleJson json.RawMessage `json:"sample_json"`
 }
 
+// AttachmentBase64Request defines model for AttachmentBase64Request.
+type AttachmentBase64Request struct {
+	// ContentBase64 Standard base64 of the bytes.
+	ContentBase64 string `json:"content_base64"`
+	Filename      string `json:"filename"`
+
+	// MediaType Ignored; the media type is sniffed from the bytes.
+	MediaType *string `json:"media_type,omitempty"`
+}
+
+// AttachmentDeleteResponse defines model for AttachmentDeleteResponse.
+type AttachmentDeleteResponse struct {
+	Filename string `json:"filename"`
+	Id       string `json:"id"`
+	Success  bool   `json:"success"`
+}
+
+// AttachmentFormatPolicy defines model for AttachmentFormatPolicy.
+type AttachmentFormatPolicy struct {
+	// ExtractsText Whether text is extracted at upload (a binary type's fallback).
+	ExtractsText bool `json:"extracts_text"`
+
+	// IsDefault Whether the policy is the built-in one, unchanged.
+	IsDefault bool `json:"is_default"`
+
+	// IsEnabled Whether uploads of the type are accepted.
+	IsEnabled bool                       `json:"is_enabled"`
+	Label     string                     `json:"label"`
+	MimeType  string                     `json:"mime_type"`
+	Mode      AttachmentFormatPolicyMode `json:"mode"`
+
+	// RequiresCapability What a model needs to read a binary type's bytes.
+	RequiresCapability *string `json:"requires_capability"`
+}
+
+// AttachmentFormatPolicyMode defines model for AttachmentFormatPolicy.Mode.
+type AttachmentFormatPolicyMode string
+
+// AttachmentFormatPolicyUpdate defines model for AttachmentFormatPolicyUpdate.
+type AttachmentFormatPolicyUpdate struct {
+	IsEnabled          *bool                                           `json:"is_enabled,omitempty"`
+	Label              *string                                         `json:"label,omitempty"`
+	Mode               *AttachmentFormatPolicyUpdateMode               `json:"mode,omitempty"`
+	RequiresCapability *AttachmentFormatPolicyUpdateRequiresCapability `json:"requires_capability,omitempty"`
+}
+
+// AttachmentFormatPolicyUpdateMode defines model for AttachmentFormatPolicyUpdate.Mode.
+type AttachmentFormatPolicyUpdateMode string
+
+// AttachmentFormatPolicyUpdateRequiresCapability defines model for AttachmentFormatPolicyUpdate.RequiresCapability.
+type AttachmentFormatPolicyUpdateRequiresCapability string
+
+// AttachmentList defines model for AttachmentList.
+type AttachmentList struct {
+	Attachments []AttachmentUploadResponse `json:"attachments"`
+
+	// NextCursor Cursor of the next page; null on the last page.
+	NextCursor *NextCursor `json:"next_cursor"`
+
+	// Total The organization's attachments, every page together.
+	Total int `json:"total"`
+}
+
+// AttachmentRef An attachment as jobs and records name it.
+type AttachmentRef struct {
+	ExtractionKind     AttachmentRefExtractionKind `json:"extraction_kind"`
+	Filename           string                      `json:"filename"`
+	Id                 string                      `json:"id"`
+	MediaType          string                      `json:"media_type"`
+	Mode               AttachmentRefMode           `json:"mode"`
+	RequiresCapability *string                     `json:"requires_capability"`
+	Sha256             string                      `json:"sha256"`
+	SizeBytes          int64                       `json:"size_bytes"`
+}
+
+// AttachmentRefExtractionKind defines model for AttachmentRef.ExtractionKind.
+type AttachmentRefExtractionKind string
+
+// AttachmentRefMode defines model for AttachmentRef.Mode.
+type AttachmentRefMode string
+
+// AttachmentUploadResponse One uploaded file's attachment.
+type AttachmentUploadResponse struct {
+	CreatedAt *time.Time `json:"created_at,omitempty"`
+
+	// ExtractedChars Characters of the extracted text, when there is any.
+	ExtractedChars *int `json:"extracted_chars"`
+
+	// ExtractionKind How the content reaches models; `extracted` also for a binary type with a text fallback.
+	ExtractionKind AttachmentUploadResponseExtractionKind `json:"extraction_kind"`
+	Filename       string                                 `json:"filename"`
+
+	// Id Attachment id (use it in `attachment_ids`).
+	Id string `json:"id"`
+
+	// MediaType The media type sniffed from the bytes.
+	MediaType string `json:"media_type"`
+
+	// Mode The policy's mode.
+	Mode AttachmentUploadResponseMode `json:"mode"`
+
+	// RequiresCapability What a model needs to read the bytes (`supports_pdf_input`, `supports_vision`).
+	RequiresCapability *string `json:"requires_capability"`
+
+	// Sha256 Hex sha256 of the bytes (uploads are deduplicated on it per organization).
+	Sha256    string `json:"sha256"`
+	SizeBytes int64  `json:"size_bytes"`
+}
+
+// AttachmentUploadResponseExtractionKind How the content reaches models; `extracted` also for a binary type with a text fallback.
+type AttachmentUploadResponseExtractionKind string
+
+// AttachmentUploadResponseMode The policy's mode.
+type AttachmentUploadResponseMode string
+
+// AttachmentVerifyRequest defines model for AttachmentVerifyRequest.
+type AttachmentVerifyRequest struct {
+	AttachmentIds *[]string `json:"attachment_ids,omitempty"`
+}
+
+// AttachmentVerifyResponse defines model for AttachmentVerifyResponse.
+type AttachmentVerifyResponse struct {
+	Missing []MissingAttachment `json:"missing"`
+	Present []string            `json:"present"`
+}
+
 // BatchDeleteRequest The reference's BatchDeleteRequest; `record_ids` is accepted as another spelling of `ids`.
 type BatchDeleteRequest struct {
 	// HardDelete Remove for good (owner role) instead of a soft delete.
@@ -2811,6 +3078,13 @@ type Me struct {
 
 // MeKind defines model for Me.Kind.
 type MeKind string
+
+// MissingAttachment defines model for MissingAttachment.
+type MissingAttachment struct {
+	// Filename The attachment's filename when only its bytes are missing; otherwise empty.
+	Filename string `json:"filename"`
+	Id       string `json:"id"`
+}
 
 // ModelCostRow defines model for ModelCostRow.
 type ModelCostRow struct {
@@ -4178,6 +4452,23 @@ type Unauthorized = Error
 // UnsupportedMediaType defines model for UnsupportedMediaType.
 type UnsupportedMediaType = Error
 
+// ListAttachmentsParams defines parameters for ListAttachments.
+type ListAttachmentsParams struct {
+	// PageSize Items per page.
+	PageSize *PageSize `form:"page_size,omitempty" json:"page_size,omitempty"`
+
+	// Limit The same as `page_size` (the reference product's client sends it); `page_size` wins.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor Opaque cursor from the previous page's `next_cursor`.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// UploadAttachmentsMultipartBody defines parameters for UploadAttachments.
+type UploadAttachmentsMultipartBody struct {
+	Files *[]string `json:"files,omitempty"`
+}
+
 // CostByModelParams defines parameters for CostByModel.
 type CostByModelParams struct {
 	// StartDate First moment counted (inclusive), a date (UTC midnight) or an RFC 3339 time; the ledger's start when absent.
@@ -4557,6 +4848,21 @@ type DeleteSchemaSubscriptionsParams struct {
 	SubscriptionId *string `form:"subscription_id,omitempty" json:"subscription_id,omitempty"`
 	Url            *string `form:"url,omitempty" json:"url,omitempty"`
 }
+
+// UpdateAttachmentPolicyJSONRequestBody defines body for UpdateAttachmentPolicy for application/json ContentType.
+type UpdateAttachmentPolicyJSONRequestBody = AttachmentFormatPolicyUpdate
+
+// UploadAttachmentsMultipartRequestBody defines body for UploadAttachments for multipart/form-data ContentType.
+type UploadAttachmentsMultipartRequestBody UploadAttachmentsMultipartBody
+
+// UploadAttachmentBase64JSONRequestBody defines body for UploadAttachmentBase64 for application/json ContentType.
+type UploadAttachmentBase64JSONRequestBody = AttachmentBase64Request
+
+// DescribeAttachmentsJSONRequestBody defines body for DescribeAttachments for application/json ContentType.
+type DescribeAttachmentsJSONRequestBody = AttachmentVerifyRequest
+
+// VerifyAttachmentsJSONRequestBody defines body for VerifyAttachments for application/json ContentType.
+type VerifyAttachmentsJSONRequestBody = AttachmentVerifyRequest
 
 // CreateAPIKeyJSONRequestBody defines body for CreateAPIKey for application/json ContentType.
 type CreateAPIKeyJSONRequestBody = CreateAPIKeyRequest
