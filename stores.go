@@ -43,7 +43,7 @@ func provideMemoryStores(codec ports.EventCodec) *Stores {
 		UoW: memory.NewUnitOfWork(orgs, users, keys, schemas, records, jobs, events, refresh, queue).WithUsage(ledger).WithInvitations(invitations).
 			WithSync(sync).WithOutbox(notes),
 		Subscriptions: notes, Outbox: notes, LinkWebhooks: memory.NewLinkWebhooks(sync),
-		Databases: sync, Feed: sync, Kind: "memory",
+		Databases: sync, Feed: sync, Blobs: memory.NewBlobStore(), Kind: "memory",
 	}
 }
 
@@ -77,7 +77,7 @@ func providePostgresStores(pdb *postgres.DB, cfg Config, clock ports.Clock, lg *
 		Subscriptions: postgres.NewNotifications(db), Outbox: postgres.NewNotifications(db), LinkWebhooks: postgres.NewLinkWebhooks(db),
 		LoginFailures: postgres.NewLoginThrottleStore(db), DeniedTokens: postgres.NewDeniedTokenStore(db), Invitations: postgres.NewInvitationStore(db),
 		Credentials: postgres.NewCredentialStore(db), Snapshots: postgres.NewSnapshotReader(db),
-		Databases:     postgres.NewDatabaseStore(db),
+		Databases: postgres.NewDatabaseStore(db), Blobs: postgres.NewBlobStore(db),
 		Invalidations: postgres.NewInvalidations(db, cfg.DatabaseURL, lg), Ready: func(ctx context.Context) error { return db.PingContext(ctx) },
 		Kind: "postgres",
 	}, nil

@@ -115,7 +115,7 @@ func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	notificationService := app.NewNotificationService(subscriptionStore, linkWebhookStore, schemaStore, sender, fernet, clock, iDs)
 	dispatcher := provideDispatcher(cfg, enrichNotifyStores, sender, fernet, clock, logger)
 	entityService := provideEntityService(stores, schemaStore, recordStore, unitOfWork, compiler, clock, iDs)
-	blobStore, err := provideBlobs(stores, logger)
+	blobStore, cleanup2, err := provideBlobs(ctx, cfg, stores, logger)
 	if err != nil {
 		cleanup()
 		return nil, nil, err
@@ -123,6 +123,7 @@ func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	attachmentLoader := provideAttachmentLoader(stores, blobStore)
 	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService, feedService, consumerService, notificationService, dispatcher, entityService, attachmentLoader)
 	return embedded, func() {
+		cleanup2()
 		cleanup()
 	}, nil
 }
@@ -240,7 +241,7 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	notificationService := app.NewNotificationService(subscriptionStore, linkWebhookStore, schemaStore, sender, fernet, clock, iDs)
 	dispatcher := provideDispatcher(cfg, enrichNotifyStores, sender, fernet, clock, logger)
 	entityService := provideEntityService(stores, schemaStore, recordStore, unitOfWork, compiler, clock, iDs)
-	blobStore, err := provideBlobs(stores, logger)
+	blobStore, cleanup3, err := provideBlobs(ctx, cfg, stores, logger)
 	if err != nil {
 		cleanup2()
 		cleanup()
@@ -249,6 +250,7 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	attachmentLoader := provideAttachmentLoader(stores, blobStore)
 	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService, feedService, consumerService, notificationService, dispatcher, entityService, attachmentLoader)
 	return embedded, func() {
+		cleanup3()
 		cleanup2()
 		cleanup()
 	}, nil
@@ -350,7 +352,7 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 	notificationService := app.NewNotificationService(subscriptionStore, linkWebhookStore, schemaStore, sender, fernet, clock, iDs)
 	dispatcher := provideDispatcher(cfg, enrichNotifyStores, sender, fernet, clock, logger)
 	entityService := provideEntityService(st, schemaStore, recordStore, unitOfWork, compiler, clock, iDs)
-	blobStore, err := provideBlobs(st, logger)
+	blobStore, cleanup2, err := provideBlobs(ctx, cfg, st, logger)
 	if err != nil {
 		cleanup()
 		return nil, nil, err
@@ -358,6 +360,7 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 	attachmentLoader := provideAttachmentLoader(st, blobStore)
 	embedded := provideEmbedded(st, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService, feedService, consumerService, notificationService, dispatcher, entityService, attachmentLoader)
 	return embedded, func() {
+		cleanup2()
 		cleanup()
 	}, nil
 }
