@@ -132,7 +132,7 @@ func TestCallerCancelIsNotAnOutage(t *testing.T) {
 	is.True(!errors.Is(err, ports.ErrUnavailable))
 }
 
-func open(t *testing.T, u string) *blobstore.Store {
+func open(t testing.TB, u string) *blobstore.Store {
 	t.Helper()
 	s, err := blobstore.Open(context.Background(), u)
 	if err != nil {
@@ -152,7 +152,7 @@ func fakeS3(t *testing.T) string {
 
 // s3Store opens bucket on the S3 endpoint, path-style (no bucket
 // subdomains: loopback only) with static credentials.
-func s3Store(t *testing.T, endpoint, bucket string) *blobstore.Store {
+func s3Store(t testing.TB, endpoint, bucket string) *blobstore.Store {
 	t.Helper()
 	cfg := aws.Config{
 		Region:       "us-east-1",
