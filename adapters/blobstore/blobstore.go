@@ -37,11 +37,32 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 	if err != nil || u.Scheme == "" {
 		return nil, fmt.Errorf("blob storage URL %q: want scheme://bucket (s3, gs, azblob, file or mem)", rawURL)
 	}
+	if u.Scheme == "file" {
+		rawURL = fileDefaults(u)
+	}
 	b, err := blob.OpenBucket(ctx, rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("blob storage %s: %w", redacted(u), err)
 	}
 	return New(b, redacted(u)), nil
+}
+
+// fileDefaults sets the file driver's options a server wants unless the
+// URL says otherwise: temporary files next to the blobs (renaming one from
+// the system's temporary directory fails when the bucket is another mount,
+// such as a container's volume), and no attribute files beside every blob
+// (the store reads nothing but the bytes).
+func fileDefaults(u *url.URL) string {
+	q := u.Query()
+	if !q.Has("no_tmp_dir") {
+		q.Set("no_tmp_dir", "true")
+	}
+	if !q.Has("metadata") {
+		q.Set("metadata", "skip")
+	}
+	v := *u
+	v.RawQuery = q.Encode()
+	return v.String()
 }
 
 // New returns the store on b, opened by the caller; name says where it

@@ -5,10 +5,12 @@ import (
 	"context"
 	"errors"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -167,4 +169,24 @@ func s3Store(t testing.TB, endpoint, bucket string) *blobstore.Store {
 	s := blobstore.New(b, "s3://"+bucket)
 	t.Cleanup(func() { _ = s.Close() })
 	return s
+}
+
+// TestFileBucketKeepsOnlyTheBytes: the file driver writes its temporary
+// files in the bucket's directory (a rename across mounts would fail) and
+// no attribute files: a blob is one file.
+func TestFileBucketKeepsOnlyTheBytes(t *testing.T) {
+	is := is.New(t)
+	dir := t.TempDir()
+	t.Setenv("TMPDIR", filepath.Join(dir, "missing")) // a temporary file there would fail the write
+	s := open(t, "file://"+dir)
+	_, err := s.PutBlob(context.Background(), "org/sha", bytes.NewReader([]byte("bytes")))
+	is.NoErr(err)
+	var files []string
+	is.NoErr(filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			files = append(files, strings.TrimPrefix(p, dir))
+		}
+		return err
+	}))
+	is.Equal(files, []string{"/org/sha"})
 }

@@ -35,13 +35,16 @@ func isOutage(err error) bool {
 	if gcerrors.Code(err) == gcerrors.ResourceExhausted || errors.Is(err, context.DeadlineExceeded) {
 		return true
 	}
-	var ne net.Error
+	// Not any net.Error: a file's syscall.Errno satisfies that interface
+	// too, and a missing directory is no outage.
 	var oe *net.OpError
+	var dns *net.DNSError
+	var ne net.Error
 	switch {
-	case errors.As(err, &oe), errors.As(err, &ne):
+	case errors.As(err, &oe), errors.As(err, &dns), errors.As(err, &ne) && ne.Timeout():
 		return true
-	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNREFUSED),
-		errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET),
+		errors.Is(err, syscall.EPIPE), errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
 		return true
 	}
 	return false
