@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"sync"
 
 	"github.com/uptrace/bun"
 
@@ -18,6 +19,9 @@ import (
 const blobChunk = 1 << 20
 
 var _ ports.BlobStore = (*BlobStore)(nil)
+
+// chunkBufs are writes' chunk buffers, reused from one write to the next.
+var chunkBufs = sync.Pool{New: func() any { return new([blobChunk]byte) }}
 
 // BlobStore keeps attachments' bytes in attachment_blobs, in chunks. It
 // is the default on PostgreSQL: every replica reads what any wrote, with
@@ -66,7 +70,9 @@ func (s *BlobStore) PutBlob(ctx context.Context, key string, r io.Reader) (int64
 
 func putChunks(ctx context.Context, tx *sql.Tx, key string, r io.Reader) (int64, error) {
 	gen := rand.Int64()
-	buf := make([]byte, blobChunk)
+	b := chunkBufs.Get().(*[blobChunk]byte)
+	defer chunkBufs.Put(b)
+	buf := b[:]
 	var total int64
 	for seq := 0; ; seq++ {
 		n, eof, err := fill(r, buf)
