@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/wire"
 
+	"github.com/entityenrich/enrich/adapters/blobstore"
 	"github.com/entityenrich/enrich/adapters/cache"
 	"github.com/entityenrich/enrich/adapters/crypto"
 	"github.com/entityenrich/enrich/adapters/eventhub"
@@ -253,16 +254,29 @@ func provideAccessGuards(st *Stores, lg *slog.Logger, d *cache.Denylist) (app.Ac
 }
 
 // provideBlobs is where attachments' bytes live: object storage when
-// ENRICH_BLOB_URL names it, else the stores' own blob store (memory for
-// memory stores).
-func provideBlobs(st *Stores, lg *slog.Logger) (ports.BlobStore, error) {
+// ENRICH_BLOB_URL names it (closed with the service), else the stores' own
+// blob store (PostgreSQL's attachment_blobs, memory for memory stores).
+func provideBlobs(ctx context.Context, cfg Config, st *Stores, lg *slog.Logger) (ports.BlobStore, func(), error) {
+	if cfg.BlobURL != "" {
+		b, err := blobstore.Open(ctx, cfg.BlobURL)
+		if err != nil {
+			return nil, nil, fmt.Errorf("ENRICH_BLOB_URL: %w", err)
+		}
+		lg.Info("attachment bytes in object storage", "blob_storage", b.Name())
+		st.Blobs = b
+		return b, func() { _ = b.Close() }, nil
+	}
 	if st.Blobs == nil && st.Kind == "memory" {
 		st.Blobs = memory.NewBlobStore()
 	}
 	if st.Blobs == nil {
+		// An embedder's stores without a blob store: attachments are
+		// refused (not_supported_yet), the rest of the service runs.
 		lg.Info("the stores keep no attachment bytes: attachments are refused", "field", "Blobs")
+		return nil, func() {}, nil
 	}
-	return st.Blobs, nil
+	lg.Info("attachment bytes in the stores", "blob_storage", st.Kind)
+	return st.Blobs, func() {}, nil
 }
 
 // provideAttachmentLoader resolves jobs' attachment_ids against the stores'

@@ -77,7 +77,7 @@ func providePostgresStores(pdb *postgres.DB, cfg Config, clock ports.Clock, lg *
 		Subscriptions: postgres.NewNotifications(db), Outbox: postgres.NewNotifications(db), LinkWebhooks: postgres.NewLinkWebhooks(db),
 		LoginFailures: postgres.NewLoginThrottleStore(db), DeniedTokens: postgres.NewDeniedTokenStore(db), Invitations: postgres.NewInvitationStore(db),
 		Credentials: postgres.NewCredentialStore(db), Snapshots: postgres.NewSnapshotReader(db),
-		Databases: postgres.NewDatabaseStore(db), Attachments: postgres.NewAttachmentStore(db),
+		Databases: postgres.NewDatabaseStore(db), Attachments: postgres.NewAttachmentStore(db), Blobs: postgres.NewBlobStore(db),
 		Invalidations: postgres.NewInvalidations(db, cfg.DatabaseURL, lg), Ready: func(ctx context.Context) error { return db.PingContext(ctx) },
 		Kind: "postgres",
 	}, nil

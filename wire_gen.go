@@ -115,7 +115,7 @@ func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	notificationService := app.NewNotificationService(subscriptionStore, linkWebhookStore, schemaStore, sender, fernet, clock, iDs)
 	dispatcher := provideDispatcher(cfg, enrichNotifyStores, sender, fernet, clock, logger)
 	entityService := provideEntityService(stores, schemaStore, recordStore, unitOfWork, compiler, clock, iDs, schemaEvents)
-	blobStore, err := provideBlobs(stores, logger)
+	blobStore, cleanup2, err := provideBlobs(ctx, cfg, stores, logger)
 	if err != nil {
 		cleanup()
 		return nil, nil, err
@@ -124,6 +124,7 @@ func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	attachmentService := provideAttachmentService(cfg, stores, blobStore, clock, iDs, logger)
 	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService, feedService, consumerService, notificationService, dispatcher, entityService, attachmentLoader, attachmentService)
 	return embedded, func() {
+		cleanup2()
 		cleanup()
 	}, nil
 }
@@ -241,7 +242,7 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	notificationService := app.NewNotificationService(subscriptionStore, linkWebhookStore, schemaStore, sender, fernet, clock, iDs)
 	dispatcher := provideDispatcher(cfg, enrichNotifyStores, sender, fernet, clock, logger)
 	entityService := provideEntityService(stores, schemaStore, recordStore, unitOfWork, compiler, clock, iDs, schemaEvents)
-	blobStore, err := provideBlobs(stores, logger)
+	blobStore, cleanup3, err := provideBlobs(ctx, cfg, stores, logger)
 	if err != nil {
 		cleanup2()
 		cleanup()
@@ -251,6 +252,7 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	attachmentService := provideAttachmentService(cfg, stores, blobStore, clock, iDs, logger)
 	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService, feedService, consumerService, notificationService, dispatcher, entityService, attachmentLoader, attachmentService)
 	return embedded, func() {
+		cleanup3()
 		cleanup2()
 		cleanup()
 	}, nil
@@ -352,7 +354,7 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 	notificationService := app.NewNotificationService(subscriptionStore, linkWebhookStore, schemaStore, sender, fernet, clock, iDs)
 	dispatcher := provideDispatcher(cfg, enrichNotifyStores, sender, fernet, clock, logger)
 	entityService := provideEntityService(st, schemaStore, recordStore, unitOfWork, compiler, clock, iDs, schemaEvents)
-	blobStore, err := provideBlobs(st, logger)
+	blobStore, cleanup2, err := provideBlobs(ctx, cfg, st, logger)
 	if err != nil {
 		cleanup()
 		return nil, nil, err
@@ -361,6 +363,7 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 	attachmentService := provideAttachmentService(cfg, st, blobStore, clock, iDs, logger)
 	embedded := provideEmbedded(st, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService, feedService, consumerService, notificationService, dispatcher, entityService, attachmentLoader, attachmentService)
 	return embedded, func() {
+		cleanup2()
 		cleanup()
 	}, nil
 }

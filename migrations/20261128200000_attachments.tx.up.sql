@@ -33,10 +33,14 @@ CREATE TABLE attachment_policies (
 );
 --bun:split
 -- The bytes of the PostgreSQL blob store, in chunks so that a write
--- streams and a read never holds a whole file.
+-- streams and a read never holds a whole file. gen tells one write's
+-- chunks from another's, so that a read that spans an overwrite or a
+-- delete fails rather than mixing versions. An empty blob is one empty
+-- chunk.
 CREATE TABLE attachment_blobs (
     key   text NOT NULL,
     seq   integer NOT NULL,
+    gen   bigint NOT NULL,
     data  bytea NOT NULL,
     PRIMARY KEY (key, seq)
 );
