@@ -153,6 +153,10 @@ func (in *Intake) check(ctx context.Context, u Upload, f *os.File, a *attachment
 		switch {
 		case errors.Is(err, attachment.ErrBomb):
 			return refuse(ports.ErrInvalid, CodeTooComplex, "the document expands past the limits (uncompressed size or entries)")
+		case errors.Is(err, attachment.ErrUnreadable) && pol.Mode == attachment.Binary:
+			// The text is only a binary type's fallback: the bytes still
+			// go to the models that read the type natively.
+			text, err = "", nil
 		case errors.Is(err, attachment.ErrUnreadable):
 			return refuse(ports.ErrInvalid, CodeUnreadable, "the %s document cannot be read", mt)
 		case err != nil:

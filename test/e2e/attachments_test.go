@@ -134,7 +134,7 @@ func TestAttachments(t *testing.T) {
 			is.Equal(txt.MediaType, "text/plain")
 			is.Equal(txt.Mode, "inline_text")
 			is.Equal(txt.ExtractionKind, "inline_text")
-			is.True(txt.ExtractedChars != nil && *txt.ExtractedChars == len([]rune(string(txtBytes))))
+			is.True(txt.ExtractedChars != nil && *txt.ExtractedChars == len([]rune(strings.TrimSpace(string(txtBytes))))) // trailing space trimmed
 			is.True(txt.RequiresCapability == nil)
 			is.Equal(txt.SizeBytes, int64(len(txtBytes)))
 			is.Equal(png.MediaType, "image/png") // sniffed, not the part's word
