@@ -77,11 +77,16 @@ func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	fuser := app.NewFuser(modelService, calls, clock, logger)
 	enrichMemos := provideEnrichMemos(cfg)
 	enrichConfig := provideEnrichConfig(cfg)
-	enricher := app.NewEnricher(schemaStore, entityStore, schemas, compiler, codec, modelService, calls, fuser, clock, logger, enrichMemos, enrichConfig)
+	blobStore, err := provideBlobs(stores, logger)
+	if err != nil {
+		return nil, nil, err
+	}
+	attachmentLoader := provideAttachmentLoader(stores, blobStore)
+	enricher := app.NewEnricher(schemaStore, entityStore, schemas, compiler, codec, modelService, calls, fuser, clock, logger, enrichMemos, enrichConfig, attachmentLoader)
 	hub, cleanup := provideStream(stores, clock, logger)
-	schemaGenerator := app.NewSchemaGenerator(modelService, calls, codec, schemaStore, schemaService, compiler, clock, iDs, logger)
-	merger := app.NewMerger(fuser, recordStore, schemaStore, schemas, compiler, codec, clock, iDs, logger, entityStore)
-	sampleGenerator := app.NewSampleGenerator(codec, modelService, calls, clock, iDs, logger)
+	schemaGenerator := app.NewSchemaGenerator(modelService, calls, codec, schemaStore, schemaService, compiler, clock, iDs, logger, attachmentLoader)
+	merger := app.NewMerger(fuser, recordStore, schemaStore, schemas, compiler, codec, clock, iDs, logger, entityStore, attachmentLoader)
+	sampleGenerator := app.NewSampleGenerator(codec, modelService, calls, clock, iDs, logger, attachmentLoader)
 	schemaEvents := provideSchemaEvents(clock)
 	runners := provideRunners(enricher, schemaGenerator, merger, sampleGenerator, schemaEvents)
 	engine := provideEngine(cfg, stores, hub, clock, logger, metricsMetrics, runners)
@@ -115,12 +120,6 @@ func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	notificationService := app.NewNotificationService(subscriptionStore, linkWebhookStore, schemaStore, sender, fernet, clock, iDs)
 	dispatcher := provideDispatcher(cfg, enrichNotifyStores, sender, fernet, clock, logger)
 	entityService := provideEntityService(stores, schemaStore, recordStore, unitOfWork, compiler, clock, iDs)
-	blobStore, err := provideBlobs(stores, logger)
-	if err != nil {
-		cleanup()
-		return nil, nil, err
-	}
-	attachmentLoader := provideAttachmentLoader(stores, blobStore)
 	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService, feedService, consumerService, notificationService, dispatcher, entityService, attachmentLoader)
 	return embedded, func() {
 		cleanup()
@@ -201,11 +200,17 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	fuser := app.NewFuser(modelService, calls, clock, logger)
 	enrichMemos := provideEnrichMemos(cfg)
 	enrichConfig := provideEnrichConfig(cfg)
-	enricher := app.NewEnricher(schemaStore, entityStore, schemas, compiler, codec, modelService, calls, fuser, clock, logger, enrichMemos, enrichConfig)
+	blobStore, err := provideBlobs(stores, logger)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	attachmentLoader := provideAttachmentLoader(stores, blobStore)
+	enricher := app.NewEnricher(schemaStore, entityStore, schemas, compiler, codec, modelService, calls, fuser, clock, logger, enrichMemos, enrichConfig, attachmentLoader)
 	hub, cleanup2 := provideStream(stores, clock, logger)
-	schemaGenerator := app.NewSchemaGenerator(modelService, calls, codec, schemaStore, schemaService, compiler, clock, iDs, logger)
-	merger := app.NewMerger(fuser, recordStore, schemaStore, schemas, compiler, codec, clock, iDs, logger, entityStore)
-	sampleGenerator := app.NewSampleGenerator(codec, modelService, calls, clock, iDs, logger)
+	schemaGenerator := app.NewSchemaGenerator(modelService, calls, codec, schemaStore, schemaService, compiler, clock, iDs, logger, attachmentLoader)
+	merger := app.NewMerger(fuser, recordStore, schemaStore, schemas, compiler, codec, clock, iDs, logger, entityStore, attachmentLoader)
+	sampleGenerator := app.NewSampleGenerator(codec, modelService, calls, clock, iDs, logger, attachmentLoader)
 	schemaEvents := provideSchemaEvents(clock)
 	runners := provideRunners(enricher, schemaGenerator, merger, sampleGenerator, schemaEvents)
 	engine := provideEngine(cfg, stores, hub, clock, logger, metricsMetrics, runners)
@@ -240,13 +245,6 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	notificationService := app.NewNotificationService(subscriptionStore, linkWebhookStore, schemaStore, sender, fernet, clock, iDs)
 	dispatcher := provideDispatcher(cfg, enrichNotifyStores, sender, fernet, clock, logger)
 	entityService := provideEntityService(stores, schemaStore, recordStore, unitOfWork, compiler, clock, iDs)
-	blobStore, err := provideBlobs(stores, logger)
-	if err != nil {
-		cleanup2()
-		cleanup()
-		return nil, nil, err
-	}
-	attachmentLoader := provideAttachmentLoader(stores, blobStore)
 	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService, feedService, consumerService, notificationService, dispatcher, entityService, attachmentLoader)
 	return embedded, func() {
 		cleanup2()
@@ -312,11 +310,16 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 	fuser := app.NewFuser(modelService, calls, clock, logger)
 	enrichMemos := provideEnrichMemos(cfg)
 	enrichConfig := provideEnrichConfig(cfg)
-	enricher := app.NewEnricher(schemaStore, entityStore, schemas, compiler, codec, modelService, calls, fuser, clock, logger, enrichMemos, enrichConfig)
+	blobStore, err := provideBlobs(st, logger)
+	if err != nil {
+		return nil, nil, err
+	}
+	attachmentLoader := provideAttachmentLoader(st, blobStore)
+	enricher := app.NewEnricher(schemaStore, entityStore, schemas, compiler, codec, modelService, calls, fuser, clock, logger, enrichMemos, enrichConfig, attachmentLoader)
 	hub, cleanup := provideStream(st, clock, logger)
-	schemaGenerator := app.NewSchemaGenerator(modelService, calls, codec, schemaStore, schemaService, compiler, clock, iDs, logger)
-	merger := app.NewMerger(fuser, recordStore, schemaStore, schemas, compiler, codec, clock, iDs, logger, entityStore)
-	sampleGenerator := app.NewSampleGenerator(codec, modelService, calls, clock, iDs, logger)
+	schemaGenerator := app.NewSchemaGenerator(modelService, calls, codec, schemaStore, schemaService, compiler, clock, iDs, logger, attachmentLoader)
+	merger := app.NewMerger(fuser, recordStore, schemaStore, schemas, compiler, codec, clock, iDs, logger, entityStore, attachmentLoader)
+	sampleGenerator := app.NewSampleGenerator(codec, modelService, calls, clock, iDs, logger, attachmentLoader)
 	schemaEvents := provideSchemaEvents(clock)
 	runners := provideRunners(enricher, schemaGenerator, merger, sampleGenerator, schemaEvents)
 	engine := provideEngine(cfg, st, hub, clock, logger, metricsMetrics, runners)
@@ -350,12 +353,6 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 	notificationService := app.NewNotificationService(subscriptionStore, linkWebhookStore, schemaStore, sender, fernet, clock, iDs)
 	dispatcher := provideDispatcher(cfg, enrichNotifyStores, sender, fernet, clock, logger)
 	entityService := provideEntityService(st, schemaStore, recordStore, unitOfWork, compiler, clock, iDs)
-	blobStore, err := provideBlobs(st, logger)
-	if err != nil {
-		cleanup()
-		return nil, nil, err
-	}
-	attachmentLoader := provideAttachmentLoader(st, blobStore)
 	embedded := provideEmbedded(st, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService, feedService, consumerService, notificationService, dispatcher, entityService, attachmentLoader)
 	return embedded, func() {
 		cleanup()
