@@ -120,7 +120,7 @@ type EnrichRequest struct {
 	EnableStrictStructuredOutput bool
 	// DatabaseSync (default true) feeds the schema's entity layer and its
 	// linked databases (false: no entity write, no database_* event).
-	DatabaseSync *bool
+	DatabaseSync        *bool
 	ClassificationModel *string
 	ArbitrationModel    *string
 	// AttachmentIDs name the organization's attachments every model of
