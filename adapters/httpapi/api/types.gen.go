@@ -73,6 +73,45 @@ func (e AmbiguityFindingLevel) Valid() bool {
 	}
 }
 
+// Defines values for AttachmentRefExtractionKind.
+const (
+	AttachmentRefExtractionKindBinary     AttachmentRefExtractionKind = "binary"
+	AttachmentRefExtractionKindExtracted  AttachmentRefExtractionKind = "extracted"
+	AttachmentRefExtractionKindInlineText AttachmentRefExtractionKind = "inline_text"
+)
+
+// Valid indicates whether the value is a known member of the AttachmentRefExtractionKind enum.
+func (e AttachmentRefExtractionKind) Valid() bool {
+	switch e {
+	case AttachmentRefExtractionKindBinary:
+		return true
+	case AttachmentRefExtractionKindExtracted:
+		return true
+	case AttachmentRefExtractionKindInlineText:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AttachmentRefMode.
+const (
+	AttachmentRefModeBinary     AttachmentRefMode = "binary"
+	AttachmentRefModeInlineText AttachmentRefMode = "inline_text"
+)
+
+// Valid indicates whether the value is a known member of the AttachmentRefMode enum.
+func (e AttachmentRefMode) Valid() bool {
+	switch e {
+	case AttachmentRefModeBinary:
+		return true
+	case AttachmentRefModeInlineText:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for BatchFetchRequestAuthAuthType.
 const (
 	BatchFetchRequestAuthAuthTypeApiKey BatchFetchRequestAuthAuthType = "api_key"
@@ -1606,6 +1645,28 @@ type AnalyzeSampleRequest struct {
 	// SampleJson The sample object to analyze (never changed).
 	SampleJson json.RawMessage `json:"sample_json"`
 }
+
+// AttachmentRef One attachment a record's run read.
+type AttachmentRef struct {
+	ExtractionKind AttachmentRefExtractionKind `json:"extraction_kind"`
+	Filename       string                      `json:"filename"`
+	Id             string                      `json:"id"`
+	MediaType      string                      `json:"media_type"`
+
+	// Mode binary (the raw bytes go to a model with the capability) or inline_text (text inlined into prompts).
+	Mode AttachmentRefMode `json:"mode"`
+
+	// RequiresCapability What a model needs to read the raw bytes (supports_pdf_input, supports_vision, supports_audio_input); null for none.
+	RequiresCapability *string `json:"requires_capability"`
+	Sha256             string  `json:"sha256"`
+	SizeBytes          int64   `json:"size_bytes"`
+}
+
+// AttachmentRefExtractionKind defines model for AttachmentRef.ExtractionKind.
+type AttachmentRefExtractionKind string
+
+// AttachmentRefMode binary (the raw bytes go to a model with the capability) or inline_text (text inlined into prompts).
+type AttachmentRefMode string
 
 // BatchDeleteRequest The reference's BatchDeleteRequest; `record_ids` is accepted as another spelling of `ids`.
 type BatchDeleteRequest struct {
@@ -3299,6 +3360,10 @@ type Record struct {
 	// Embedded struct due to allOf(#/components/schemas/RecordSummary)
 	RecordSummary `yaml:",inline"`
 	// Embedded fields due to inline allOf schema
+	// Attachments The attachments the record's run read (attachment_ids), as they were then: the
+	// record keeps them when an attachment is later deleted. Empty when none.
+	Attachments []AttachmentRef `json:"attachments"`
+
 	// EntityData The entity's attributes as sent.
 	EntityData json.RawMessage `json:"entity_data"`
 
