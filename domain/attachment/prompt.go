@@ -2,6 +2,7 @@ package attachment
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/entityenrich/enrich/domain/enrichment"
@@ -72,9 +73,11 @@ func shortHash(h string) string {
 	return h
 }
 
-// Block is one attachment's text as a prompt carries it.
+// Block is one attachment as a prompt carries it: its text, or (File) a
+// mention that its bytes go with the message as a file.
 type Block struct {
 	Filename, MediaType, Text string
+	File                      bool
 }
 
 // ParseBlocks reads back the text blocks ForModel wrote into prompt (the
@@ -83,16 +86,18 @@ func ParseBlocks(prompt string) []Block {
 	var out []Block
 	lines := strings.Split(prompt, "\n")
 	for i := 0; i < len(lines); i++ {
+		if head, ok := strings.CutPrefix(lines[i], blockFile); ok && strings.HasSuffix(head, " is attached as a file -----") {
+			_, rest, _ := strings.Cut(head, ": ")
+			name, mt := nameAndType(rest)
+			out = append(out, Block{Filename: name, MediaType: mt, File: true})
+			continue
+		}
 		head, ok := strings.CutPrefix(lines[i], blockBegin)
 		if !ok {
 			continue
 		}
 		num, rest, _ := strings.Cut(head, ": ")
-		var name, mt string
-		if q := strings.LastIndex(rest, "\" ("); strings.HasPrefix(rest, "\"") && q > 0 {
-			name = strings.ReplaceAll(rest[1:q], `\"`, `"`)
-			mt, _, _ = strings.Cut(rest[q+3:], ",")
-		}
+		name, mt := nameAndType(rest)
 		end := blockEnd + num + " "
 		var text []string
 		for i++; i < len(lines) && !strings.HasPrefix(lines[i], end); i++ {
@@ -101,6 +106,23 @@ func ParseBlocks(prompt string) []Block {
 		out = append(out, Block{Filename: name, MediaType: mt, Text: strings.Join(text, "\n")})
 	}
 	return out
+}
+
+// nameAndType reads `"name" (type, ...` or `"name" (type)`.
+func nameAndType(rest string) (name, mt string) {
+	q := strings.LastIndex(rest, "\" (")
+	if !strings.HasPrefix(rest, "\"") || q <= 0 {
+		return "", ""
+	}
+	name, err := strconv.Unquote(rest[:q+1])
+	if err != nil {
+		name = rest[1:q]
+	}
+	mt = rest[q+3:]
+	if i := strings.IndexAny(mt, ",)"); i >= 0 {
+		mt = mt[:i]
+	}
+	return name, mt
 }
 
 // Refs are atts as the records of a run list them.
