@@ -101,7 +101,9 @@ func (s *Attachments) DeleteAttachment(_ context.Context, orgID, id string) (*at
 }
 
 // AttachmentPolicies implements ports.AttachmentStore (none stored).
-func (s *Attachments) AttachmentPolicies(context.Context) ([]attachment.Policy, error) { return nil, nil }
+func (s *Attachments) AttachmentPolicies(context.Context) ([]attachment.Policy, error) {
+	return nil, nil
+}
 
 // SaveAttachmentPolicy implements ports.AttachmentStore (not kept).
 func (s *Attachments) SaveAttachmentPolicy(context.Context, attachment.Policy) error { return nil }
