@@ -130,7 +130,9 @@ func unprepared(log *slog.Logger, err error) ports.Outcome {
 		code = job.CodeSchemaInvalid
 	case "no_usable_provider_key":
 		code = job.CodeNoUsableKey
-	case CodeTooManyCalls, quota.CodeCallsPerDay, quota.CodeTokensPerDay:
+	case CodeTooManyCalls, quota.CodeCallsPerDay, quota.CodeTokensPerDay, string(job.CodeAttachmentNotFound):
+		// attachment_not_found: a worker that takes the job over after an
+		// attachment was deleted cannot read it again.
 		code = job.ErrorCode(e.Code)
 	}
 	return ports.Outcome{Failure: &ports.Failure{Code: code, Msg: e.Detail}}
