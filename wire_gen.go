@@ -77,11 +77,16 @@ func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	fuser := app.NewFuser(modelService, calls, clock, logger)
 	enrichMemos := provideEnrichMemos(cfg)
 	enrichConfig := provideEnrichConfig(cfg)
-	enricher := app.NewEnricher(schemaStore, entityStore, schemas, compiler, codec, modelService, calls, fuser, clock, logger, enrichMemos, enrichConfig)
-	hub, cleanup := provideStream(stores, clock, logger)
-	schemaGenerator := app.NewSchemaGenerator(modelService, calls, codec, schemaStore, schemaService, compiler, clock, iDs, logger)
-	merger := app.NewMerger(fuser, recordStore, schemaStore, schemas, compiler, codec, clock, iDs, logger, entityStore)
-	sampleGenerator := app.NewSampleGenerator(codec, modelService, calls, clock, iDs, logger)
+	blobStore, cleanup, err := provideBlobs(ctx, cfg, stores, logger)
+	if err != nil {
+		return nil, nil, err
+	}
+	attachmentLoader := provideAttachmentLoader(stores, blobStore)
+	enricher := app.NewEnricher(schemaStore, entityStore, schemas, compiler, codec, modelService, calls, fuser, clock, logger, enrichMemos, enrichConfig, attachmentLoader)
+	hub, cleanup2 := provideStream(stores, clock, logger)
+	schemaGenerator := app.NewSchemaGenerator(modelService, calls, codec, schemaStore, schemaService, compiler, clock, iDs, logger, attachmentLoader)
+	merger := app.NewMerger(fuser, recordStore, schemaStore, schemas, compiler, codec, clock, iDs, logger, entityStore, attachmentLoader)
+	sampleGenerator := app.NewSampleGenerator(codec, modelService, calls, clock, iDs, logger, attachmentLoader)
 	schemaEvents := provideSchemaEvents(clock)
 	runners := provideRunners(enricher, schemaGenerator, merger, sampleGenerator, schemaEvents)
 	engine := provideEngine(cfg, stores, hub, clock, logger, metricsMetrics, runners)
@@ -106,6 +111,7 @@ func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	consumerService := provideConsumerService(cfg, stores, clock, iDs, logger, denylist)
 	enrichNotifyStores, err := provideNotifyStores(stores, logger)
 	if err != nil {
+		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
@@ -115,12 +121,6 @@ func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	notificationService := app.NewNotificationService(subscriptionStore, linkWebhookStore, schemaStore, sender, fernet, clock, iDs)
 	dispatcher := provideDispatcher(cfg, enrichNotifyStores, sender, fernet, clock, logger)
 	entityService := provideEntityService(stores, schemaStore, recordStore, unitOfWork, compiler, clock, iDs, schemaEvents)
-	blobStore, cleanup2, err := provideBlobs(ctx, cfg, stores, logger)
-	if err != nil {
-		cleanup()
-		return nil, nil, err
-	}
-	attachmentLoader := provideAttachmentLoader(stores, blobStore)
 	attachmentService := provideAttachmentService(cfg, stores, blobStore, clock, iDs, logger)
 	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService, feedService, consumerService, notificationService, dispatcher, entityService, attachmentLoader, attachmentService)
 	return embedded, func() {
@@ -203,11 +203,17 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	fuser := app.NewFuser(modelService, calls, clock, logger)
 	enrichMemos := provideEnrichMemos(cfg)
 	enrichConfig := provideEnrichConfig(cfg)
-	enricher := app.NewEnricher(schemaStore, entityStore, schemas, compiler, codec, modelService, calls, fuser, clock, logger, enrichMemos, enrichConfig)
-	hub, cleanup2 := provideStream(stores, clock, logger)
-	schemaGenerator := app.NewSchemaGenerator(modelService, calls, codec, schemaStore, schemaService, compiler, clock, iDs, logger)
-	merger := app.NewMerger(fuser, recordStore, schemaStore, schemas, compiler, codec, clock, iDs, logger, entityStore)
-	sampleGenerator := app.NewSampleGenerator(codec, modelService, calls, clock, iDs, logger)
+	blobStore, cleanup2, err := provideBlobs(ctx, cfg, stores, logger)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	attachmentLoader := provideAttachmentLoader(stores, blobStore)
+	enricher := app.NewEnricher(schemaStore, entityStore, schemas, compiler, codec, modelService, calls, fuser, clock, logger, enrichMemos, enrichConfig, attachmentLoader)
+	hub, cleanup3 := provideStream(stores, clock, logger)
+	schemaGenerator := app.NewSchemaGenerator(modelService, calls, codec, schemaStore, schemaService, compiler, clock, iDs, logger, attachmentLoader)
+	merger := app.NewMerger(fuser, recordStore, schemaStore, schemas, compiler, codec, clock, iDs, logger, entityStore, attachmentLoader)
+	sampleGenerator := app.NewSampleGenerator(codec, modelService, calls, clock, iDs, logger, attachmentLoader)
 	schemaEvents := provideSchemaEvents(clock)
 	runners := provideRunners(enricher, schemaGenerator, merger, sampleGenerator, schemaEvents)
 	engine := provideEngine(cfg, stores, hub, clock, logger, metricsMetrics, runners)
@@ -232,6 +238,7 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	consumerService := provideConsumerService(cfg, stores, clock, iDs, logger, denylist)
 	enrichNotifyStores, err := provideNotifyStores(stores, logger)
 	if err != nil {
+		cleanup3()
 		cleanup2()
 		cleanup()
 		return nil, nil, err
@@ -242,13 +249,6 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	notificationService := app.NewNotificationService(subscriptionStore, linkWebhookStore, schemaStore, sender, fernet, clock, iDs)
 	dispatcher := provideDispatcher(cfg, enrichNotifyStores, sender, fernet, clock, logger)
 	entityService := provideEntityService(stores, schemaStore, recordStore, unitOfWork, compiler, clock, iDs, schemaEvents)
-	blobStore, cleanup3, err := provideBlobs(ctx, cfg, stores, logger)
-	if err != nil {
-		cleanup2()
-		cleanup()
-		return nil, nil, err
-	}
-	attachmentLoader := provideAttachmentLoader(stores, blobStore)
 	attachmentService := provideAttachmentService(cfg, stores, blobStore, clock, iDs, logger)
 	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService, feedService, consumerService, notificationService, dispatcher, entityService, attachmentLoader, attachmentService)
 	return embedded, func() {
@@ -316,11 +316,16 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 	fuser := app.NewFuser(modelService, calls, clock, logger)
 	enrichMemos := provideEnrichMemos(cfg)
 	enrichConfig := provideEnrichConfig(cfg)
-	enricher := app.NewEnricher(schemaStore, entityStore, schemas, compiler, codec, modelService, calls, fuser, clock, logger, enrichMemos, enrichConfig)
-	hub, cleanup := provideStream(st, clock, logger)
-	schemaGenerator := app.NewSchemaGenerator(modelService, calls, codec, schemaStore, schemaService, compiler, clock, iDs, logger)
-	merger := app.NewMerger(fuser, recordStore, schemaStore, schemas, compiler, codec, clock, iDs, logger, entityStore)
-	sampleGenerator := app.NewSampleGenerator(codec, modelService, calls, clock, iDs, logger)
+	blobStore, cleanup, err := provideBlobs(ctx, cfg, st, logger)
+	if err != nil {
+		return nil, nil, err
+	}
+	attachmentLoader := provideAttachmentLoader(st, blobStore)
+	enricher := app.NewEnricher(schemaStore, entityStore, schemas, compiler, codec, modelService, calls, fuser, clock, logger, enrichMemos, enrichConfig, attachmentLoader)
+	hub, cleanup2 := provideStream(st, clock, logger)
+	schemaGenerator := app.NewSchemaGenerator(modelService, calls, codec, schemaStore, schemaService, compiler, clock, iDs, logger, attachmentLoader)
+	merger := app.NewMerger(fuser, recordStore, schemaStore, schemas, compiler, codec, clock, iDs, logger, entityStore, attachmentLoader)
+	sampleGenerator := app.NewSampleGenerator(codec, modelService, calls, clock, iDs, logger, attachmentLoader)
 	schemaEvents := provideSchemaEvents(clock)
 	runners := provideRunners(enricher, schemaGenerator, merger, sampleGenerator, schemaEvents)
 	engine := provideEngine(cfg, st, hub, clock, logger, metricsMetrics, runners)
@@ -345,6 +350,7 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 	consumerService := provideConsumerService(cfg, st, clock, iDs, logger, denylist)
 	enrichNotifyStores, err := provideNotifyStores(st, logger)
 	if err != nil {
+		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
@@ -354,12 +360,6 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 	notificationService := app.NewNotificationService(subscriptionStore, linkWebhookStore, schemaStore, sender, fernet, clock, iDs)
 	dispatcher := provideDispatcher(cfg, enrichNotifyStores, sender, fernet, clock, logger)
 	entityService := provideEntityService(st, schemaStore, recordStore, unitOfWork, compiler, clock, iDs, schemaEvents)
-	blobStore, cleanup2, err := provideBlobs(ctx, cfg, st, logger)
-	if err != nil {
-		cleanup()
-		return nil, nil, err
-	}
-	attachmentLoader := provideAttachmentLoader(st, blobStore)
 	attachmentService := provideAttachmentService(cfg, st, blobStore, clock, iDs, logger)
 	embedded := provideEmbedded(st, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService, feedService, consumerService, notificationService, dispatcher, entityService, attachmentLoader, attachmentService)
 	return embedded, func() {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/entityenrich/enrich/domain/attachment"
 	"github.com/entityenrich/enrich/ports"
@@ -34,7 +35,7 @@ func (l *AttachmentLoader) Resolve(ctx context.Context, orgID string, ids []stri
 	uniq := make([]string, 0, len(ids))
 	seen := make(map[string]bool, len(ids))
 	for i, id := range ids {
-		if id == "" {
+		if strings.TrimSpace(id) == "" {
 			return nil, Invalid(fmt.Sprintf("attachment_ids.%d", i), "attachment_ids.%d is empty", i)
 		}
 		if !seen[id] {

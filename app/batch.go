@@ -340,7 +340,7 @@ func (s *Enricher) priorBatch(bp *batchPlan, jobID string, prior []job.Event) (m
 					Type: enrichment.RecordEnrichment, SchemaID: bp.pl.schema.ID, JobID: jobID, Model: r.Model,
 					Strategy: enrichment.Strategy(r.Strategy), EntityData: bp.req.Entities[i], StructuredOutput: out, Cost: r.Cost,
 					InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, WebSearchCalls: r.WebSearchCalls, Sandbox: r.Sandbox,
-					CreatedAt: ev.CreatedAt})
+					CreatedAt: ev.CreatedAt, Attachments: bp.pl.atts.refs()})
 				rep.recordIDs = append(rep.recordIDs, r.RecordID)
 			}
 			if len(rep.recordIDs) > 0 {
@@ -371,6 +371,9 @@ func (s *Enricher) runBatch(ctx context.Context, w *ports.Work) ports.Outcome {
 	}
 	pl := bp.pl
 	pl.usage.bind(w)
+	if f := pl.atts.load(ctx, s.Attachments); f != nil {
+		return ports.Outcome{Failure: f}
+	}
 	out := s.batch(ctx, w, bp)
 	out.Usage = pl.usage.take()
 	return out

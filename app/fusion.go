@@ -60,6 +60,9 @@ type fusionRun struct {
 	prior        []job.Event
 	// entityIndex is the entity's index in a batch (nil: not a batch).
 	entityIndex *int
+	// atts are what the arbiter reads (a merge's attachment_ids; nil:
+	// none), loaded.
+	atts *jobAttachments
 }
 
 // fused is a fusion's outcome.
@@ -151,7 +154,7 @@ func (s *Fuser) fuse(ctx context.Context, fr fusionRun, log *usageLog) (*fused, 
 				wild = append(wild, c)
 			}
 		}
-		if p, err := s.Models.AutoPick(ctx, fr.orgID, TaskEnrichment, modelsel.Needs{}); err == nil {
+		if p, err := s.Models.AutoPick(ctx, fr.orgID, TaskEnrichment, fr.atts.needs(modelsel.Needs{})); err == nil {
 			arbiter, escalated, conflicts = &p.Model, true, wild
 		} else {
 			s.Log.Info("no arbiter for wildly disagreeing numbers: the rules stand", "job_id", fr.jobID, "err", err)
@@ -216,7 +219,7 @@ func (s *Fuser) fusedRecord(fr fusionRun, cands []fusion.Candidate, out *fused) 
 	return &enrichment.Record{ID: fr.recordID, OrgID: fr.orgID, Type: enrichment.RecordFusion, SchemaID: fr.schemaID,
 		JobID: fr.jobID, Model: recModel, Strategy: fr.strategy, EntityData: fr.entity, StructuredOutput: merged,
 		Cost: out.cost, InputTokens: out.in, OutputTokens: out.outT, Sandbox: sandbox, CreatedAt: s.Clock.Now(),
-		Fusion: &enrichment.Fusion{Sources: sources, Provenance: out.result.Provenance, Summary: out.result.Summary,
+		Attachments: fr.atts.refs(), Fusion: &enrichment.Fusion{Sources: sources, Provenance: out.result.Provenance, Summary: out.result.Summary,
 			Report: out.result.Report, ArbitrationCost: out.cost}}
 }
 
@@ -288,7 +291,7 @@ func (s *Fuser) arbitrateInto(ctx context.Context, fr fusionRun, pf priorFusion,
 	if c := keys[m.Key.Provider].current(); c != nil {
 		out.keySrc = string(c.Source)
 	}
-	msgs := arbitrationPrompt(conflicts)
+	msgs := fr.atts.prompt(arbitrationPrompt(conflicts), m)
 	resp, err := s.Calls.generate(ctx, calls, m, ports.LLMRequest{Model: m.Key, Messages: msgs, Schema: arbitrationSchema,
 		SchemaName: "arbitration", ResponseSchema: true, OrgID: fr.orgID, Task: ports.TaskArbitration})
 	cost := m.Price.Cost(resp.InputTokens, resp.OutputTokens)
@@ -348,12 +351,12 @@ func sourceModels(srcs []fuseSource) []string {
 
 // arbiterOf resolves a request's arbitration_model: nil for none, a
 // catalog model, or auto (the organization's enrichment default).
-func (s *Fuser) arbiterOf(ctx context.Context, orgID string, name *string) (*model.Info, error) {
+func (s *Fuser) arbiterOf(ctx context.Context, orgID string, name *string, atts *jobAttachments) (*model.Info, error) {
 	if name == nil || *name == "" {
 		return nil, nil
 	}
 	if *name == model.Auto {
-		p, err := s.Models.AutoPick(ctx, orgID, TaskEnrichment, modelsel.Needs{})
+		p, err := s.Models.AutoPick(ctx, orgID, TaskEnrichment, atts.needs(modelsel.Needs{}))
 		if err != nil {
 			return nil, err
 		}
@@ -361,6 +364,9 @@ func (s *Fuser) arbiterOf(ctx context.Context, orgID string, name *string) (*mod
 	}
 	m, err := s.Models.knownModelFor(ctx, orgID, "arbitration_model", *name)
 	if err != nil {
+		return nil, err
+	}
+	if err := atts.checkReadable("arbitration_model", m); err != nil {
 		return nil, err
 	}
 	return &m, nil

@@ -50,13 +50,16 @@ type Merger struct {
 	// Entities is the entity layer a fused record of a linked schema
 	// feeds, like an enrichment's (nil: none).
 	Entities ports.EntityStore
+	// Attachments resolves and reads the arbiter's attachment_ids (nil:
+	// attachments are refused).
+	Attachments *AttachmentLoader
 }
 
 // NewMerger runs merge jobs over records with fuser.
 func NewMerger(fuser *Fuser, records ports.RecordStore, schemas ports.SchemaStore, cache ports.SchemaCache, compiler ports.SchemaCompiler,
-	requests JobRequests, clock ports.Clock, ids ports.IDs, log *slog.Logger, entities ports.EntityStore) *Merger {
+	requests JobRequests, clock ports.Clock, ids ports.IDs, log *slog.Logger, entities ports.EntityStore, atts *AttachmentLoader) *Merger {
 	return &Merger{Fuser: fuser, Records: records, Schemas: schemas, SchemaCache: cache, Compiler: compiler, Requests: requests,
-		Clock: clock, IDs: ids, Log: log, Entities: entities}
+		Clock: clock, IDs: ids, Log: log, Entities: entities, Attachments: atts}
 }
 
 // Bounds of a merge's result_ids.
@@ -88,20 +91,14 @@ type mergePlan struct {
 	entity    json.RawMessage
 	strategy  enrichment.Strategy
 	schema    *schema.Schema // the records' schema, nil when it is gone
+	// atts are what the arbiter reads (nil: none).
+	atts *jobAttachments
 }
 
 func (s *Merger) prepare(ctx context.Context, orgID string, req MergeRequest) (*mergePlan, error) {
 	n := len(req.ResultIDs)
 	if n < MinMergeRecords || n > MaxMergeRecords {
 		return nil, Invalid("result_ids", "result_ids: between %d and %d record ids", MinMergeRecords, MaxMergeRecords)
-	}
-	for i, id := range req.AttachmentIDs {
-		if strings.TrimSpace(id) == "" {
-			return nil, Invalid(fmt.Sprintf("attachment_ids.%d", i), "attachment_ids.%d is empty", i)
-		}
-	}
-	if len(req.AttachmentIDs) > 0 {
-		return nil, notSupported("attachment_ids", "attachment_ids: attachments are not supported yet; leave it out or empty")
 	}
 	if req.ArbitrationModel != nil {
 		if err := checkText("arbitration_model", *req.ArbitrationModel); err != nil {
@@ -160,7 +157,10 @@ func (s *Merger) prepare(ctx context.Context, orgID string, req MergeRequest) (*
 		pl.sources = append(pl.sources, fuseSource{record: rec, result: out, info: info})
 	}
 	var err error
-	if pl.arbiter, err = s.Fuser.arbiterOf(ctx, orgID, req.ArbitrationModel); err != nil {
+	if pl.atts, err = resolveAttachments(ctx, s.Attachments, orgID, req.AttachmentIDs); err != nil {
+		return nil, err
+	}
+	if pl.arbiter, err = s.Fuser.arbiterOf(ctx, orgID, req.ArbitrationModel, pl.atts); err != nil {
 		return nil, err
 	}
 	s.schemaOf(ctx, orgID, pl)
@@ -264,11 +264,14 @@ func (s *Merger) Run(ctx context.Context, w *ports.Work) ports.Outcome {
 	if w.Tracker != nil {
 		w.Tracker.SetTotalModels(len(pl.sources))
 	}
+	if f := pl.atts.load(ctx, s.Attachments); f != nil {
+		return ports.Outcome{Failure: f}
+	}
 	log := &usageLog{}
 	log.bind(w)
 	fr := fusionRun{orgID: w.Job.OrgID, jobID: w.Job.ID, recordID: fusionRecordID(w.Job.ID, pl.sources), doc: pl.doc, validator: pl.validator,
 		primary: pl.primary, strategy: pl.strategy, entity: pl.entity, schemaID: pl.schemaID, sources: pl.sources,
-		arbiter: pl.arbiter, pub: w.Publish, prior: w.Prior}
+		arbiter: pl.arbiter, pub: w.Publish, prior: w.Prior, atts: pl.atts}
 	f, err := s.Fuser.fuse(ctx, fr, log)
 	usage := log.take()
 	if ctx.Err() != nil {

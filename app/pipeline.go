@@ -104,6 +104,9 @@ func (s *Enricher) Run(ctx context.Context, w *ports.Work) ports.Outcome {
 		}
 	}
 	pl.usage.bind(w)
+	if f := pl.atts.load(ctx, s.Attachments); f != nil {
+		return ports.Outcome{Failure: f}
+	}
 	out := s.run(s.Calls.withBudget(ctx), w, pl)
 	out.Usage = pl.usage.take()
 	return out
@@ -127,7 +130,9 @@ func unprepared(log *slog.Logger, err error) ports.Outcome {
 		code = job.CodeSchemaInvalid
 	case "no_usable_provider_key":
 		code = job.CodeNoUsableKey
-	case CodeTooManyCalls, quota.CodeCallsPerDay, quota.CodeTokensPerDay:
+	case CodeTooManyCalls, quota.CodeCallsPerDay, quota.CodeTokensPerDay, string(job.CodeAttachmentNotFound):
+		// attachment_not_found: a worker that takes the job over after an
+		// attachment was deleted cannot read it again.
 		code = job.ErrorCode(e.Code)
 	}
 	return ports.Outcome{Failure: &ports.Failure{Code: code, Msg: e.Detail}}
@@ -471,7 +476,7 @@ func (s *Enricher) finish(er *entityRun, m model.Info, parts []map[string]any, o
 	o.record = &enrichment.Record{ID: recordID(er.recKey, m.Key), OrgID: pl.usage.orgID, Type: enrichment.RecordEnrichment, SchemaID: pl.schema.ID,
 		JobID: er.jobID, Model: m.Key.String(), Strategy: pl.choice.Strategy, EntityData: er.entity, StructuredOutput: out,
 		Cost: o.cost, InputTokens: o.inTokens, OutputTokens: o.outTokens, WebSearchCalls: o.searches, Sandbox: m.Sandbox,
-		CreatedAt: s.Clock.Now()}
+		CreatedAt: s.Clock.Now(), Attachments: pl.atts.refs()}
 	return merged, nil
 }
 
@@ -507,6 +512,7 @@ func (s *Enricher) callWithRetries(ctx context.Context, er *entityRun, m model.I
 	pl, pub := er.pl, er.pub
 	msgs := enrichment.WithClassification(enrichment.WithLanguages(enrichment.PromptWith(pl.schema.Name, er.entity, c.domain, c.schema), pl.req.Languages),
 		er.classification)
+	msgs = pl.atts.prompt(msgs, m)
 	max := s.attempts()
 	var t callTokens
 	var reason, public string

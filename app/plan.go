@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
@@ -39,6 +38,9 @@ type Enricher struct {
 	Shapes    ports.Memo[string, *Shape]
 	// Requests decodes the stored requests of the jobs it runs.
 	Requests JobRequests
+	// Attachments resolves and reads the jobs' attachment_ids (nil:
+	// attachments are refused).
+	Attachments *AttachmentLoader
 	// Models resolves the requests' models; Calls makes the paid calls;
 	// Fuser fuses several models' answers (auto-fusion).
 	Models *ModelService
@@ -90,9 +92,9 @@ type EnrichMemos struct {
 // memos may be nil: see the fields).
 func NewEnricher(schemas ports.SchemaStore, entities ports.EntityStore, cache ports.SchemaCache, compiler ports.SchemaCompiler,
 	requests JobRequests, models *ModelService, calls *Calls, fuser *Fuser, clock ports.Clock, log *slog.Logger, memos EnrichMemos,
-	cfg EnrichConfig) *Enricher {
+	cfg EnrichConfig, atts *AttachmentLoader) *Enricher {
 	return &Enricher{Schemas: schemas, Entities: entities, SchemaCache: cache, Compiler: compiler, Contracts: memos.Contracts, Shapes: memos.Shapes,
-		Requests: requests, Models: models, Calls: calls, Fuser: fuser, Clock: clock, Log: log, MaxAttempts: cfg.MaxAttempts,
+		Requests: requests, Attachments: atts, Models: models, Calls: calls, Fuser: fuser, Clock: clock, Log: log, MaxAttempts: cfg.MaxAttempts,
 		BatchMaxEntities: cfg.BatchMaxEntities, BatchConcurrency: cfg.BatchConcurrency, MaxDomains: cfg.MaxDomains}
 }
 
@@ -118,13 +120,15 @@ type EnrichRequest struct {
 	EnableStrictStructuredOutput bool
 	// DatabaseSync (default true) feeds the schema's entity layer and its
 	// linked databases (false: no entity write, no database_* event).
-	DatabaseSync *bool
-	// Capabilities still to come: validated, then refused with
-	// not_supported_yet naming the field (see unsupported).
+	DatabaseSync        *bool
 	ClassificationModel *string
 	ArbitrationModel    *string
-	AttachmentIDs       []string
-	TargetSchema        json.RawMessage
+	// AttachmentIDs name the organization's attachments every model of
+	// the run reads (shared by every entity of a batch).
+	AttachmentIDs []string
+	// TargetSchema (an inline schema) is still to come: validated, then
+	// refused with not_supported_yet (see unsupported).
+	TargetSchema json.RawMessage
 	// PauseTimeoutSeconds (ours) bounds how long a classification pause
 	// waits for a continue (default ports.DefaultPauseTimeout).
 	PauseTimeoutSeconds *int
@@ -166,14 +170,6 @@ func checkLanguages(langs []string) error {
 // then refuses the first one set with 400 not_supported_yet naming it: they
 // are never silently ignored.
 func (s *Enricher) unsupported(req EnrichRequest) error {
-	for i, id := range req.AttachmentIDs {
-		if strings.TrimSpace(id) == "" {
-			return Invalid(fmt.Sprintf("attachment_ids.%d", i), "attachment_ids.%d is empty", i)
-		}
-	}
-	if len(req.AttachmentIDs) > 0 {
-		return notSupported("attachment_ids", "attachment_ids: attachments are not supported yet; leave it out or empty")
-	}
 	if len(req.TargetSchema) > 0 && string(req.TargetSchema) != "null" {
 		// The limits first: they will hold when inline schemas come.
 		if err := checkLimits(s.Compiler, "target_schema", req.TargetSchema); err != nil {
@@ -198,6 +194,8 @@ type plan struct {
 	choice   enrichment.Choice
 	models   []model.Info
 	autoPick *modelsel.Pick
+	// atts are the run's attachments (nil: none).
+	atts *jobAttachments
 	// arbiter is the requested arbitration model of the auto-fusion (nil:
 	// rule-based, see app/fusion.go).
 	arbiter *model.Info
@@ -305,7 +303,13 @@ func (s *Enricher) checkPlan(ctx context.Context, orgID string, req EnrichReques
 	if err != nil {
 		return nil, Invalid("strategy", "%v", err)
 	}
-	models, pick, err := s.resolveModels(ctx, orgID, req)
+	// The attachments before the models: auto picks among the models that
+	// can read them, and a named one that cannot is refused.
+	atts, err := resolveAttachments(ctx, s.Attachments, orgID, req.AttachmentIDs)
+	if err != nil {
+		return nil, err
+	}
+	models, pick, err := s.resolveModels(ctx, orgID, req, atts)
 	if err != nil {
 		return nil, err
 	}
@@ -320,8 +324,8 @@ func (s *Enricher) checkPlan(ctx context.Context, orgID string, req EnrichReques
 	if err != nil {
 		return nil, err
 	}
-	pl := &plan{req: req, schema: sc, models: models, autoPick: pick, entity: entity, classifier: classifier}
-	if pl.arbiter, err = s.Fuser.arbiterOf(ctx, orgID, req.ArbitrationModel); err != nil {
+	pl := &plan{req: req, schema: sc, models: models, autoPick: pick, entity: entity, classifier: classifier, atts: atts}
+	if pl.arbiter, err = s.Fuser.arbiterOf(ctx, orgID, req.ArbitrationModel, nil); err != nil {
 		return nil, err
 	}
 	// A linked, published schema runs on its published contract, not on
@@ -356,7 +360,7 @@ func (s *Enricher) checkPlan(ctx context.Context, orgID string, req EnrichReques
 }
 
 // resolveModels merges models and model, resolves auto, and checks every key.
-func (s *Enricher) resolveModels(ctx context.Context, orgID string, req EnrichRequest) ([]model.Info, *modelsel.Pick, error) {
+func (s *Enricher) resolveModels(ctx context.Context, orgID string, req EnrichRequest, atts *jobAttachments) ([]model.Info, *modelsel.Pick, error) {
 	keys := append([]string(nil), req.Models...)
 	field := "models"
 	if req.Model != "" {
@@ -371,7 +375,7 @@ func (s *Enricher) resolveModels(ctx context.Context, orgID string, req EnrichRe
 	seen := map[string]bool{}
 	var out []model.Info
 	var pick *modelsel.Pick
-	for _, k := range keys {
+	for i, k := range keys {
 		if k == "" || seen[k] {
 			continue
 		}
@@ -384,14 +388,21 @@ func (s *Enricher) resolveModels(ctx context.Context, orgID string, req EnrichRe
 			return nil, nil, err
 		}
 		if req.EnableWebSearch && !modelsel.CanSearch(m) {
-			return nil, nil, coded(ports.ErrInvalid, "model_lacks_capability", "%s: model %q cannot search the web", field, k)
+			return nil, nil, coded(ports.ErrInvalid, CodeModelLacksCapability, "%s: model %q cannot search the web", field, k)
+		}
+		at := "model"
+		if i < len(req.Models) {
+			at = fmt.Sprintf("models.%d", i)
+		}
+		if err := atts.checkReadable(at, m); err != nil {
+			return nil, nil, err
 		}
 		out = append(out, m)
 	}
 	// Auto resolves to one model and never fuses: it is used only when no
 	// explicit model is named.
 	if len(out) == 0 {
-		p, err := s.Models.AutoPick(ctx, orgID, TaskEnrichment, modelsel.Needs{WebSearch: req.EnableWebSearch})
+		p, err := s.Models.AutoPick(ctx, orgID, TaskEnrichment, atts.needs(modelsel.Needs{WebSearch: req.EnableWebSearch}))
 		if err != nil {
 			return nil, nil, err
 		}

@@ -38,12 +38,15 @@ type SampleGenerator struct {
 	// PauseTimeout is how long a clarification pause waits for a continue
 	// unless the request says (default ports.DefaultPauseTimeout).
 	PauseTimeout time.Duration
+	// Attachments resolves and reads the jobs' attachment_ids (nil:
+	// attachments are refused).
+	Attachments *AttachmentLoader
 }
 
 // NewSampleGenerator runs sample generation jobs.
 func NewSampleGenerator(requests JobRequests, models *ModelService, calls *Calls, clock ports.Clock, ids ports.IDs,
-	log *slog.Logger) *SampleGenerator {
-	return &SampleGenerator{Requests: requests, Models: models, Calls: calls, Clock: clock, IDs: ids, Log: log}
+	log *slog.Logger, atts *AttachmentLoader) *SampleGenerator {
+	return &SampleGenerator{Requests: requests, Models: models, Calls: calls, Clock: clock, IDs: ids, Log: log, Attachments: atts}
 }
 
 // MaxPauseTimeout bounds a request's pause_timeout_seconds.
@@ -86,6 +89,8 @@ type samplePlan struct {
 	// search: the calls use the model's web search tool (the request
 	// asked, and the model can).
 	search bool
+	// atts are the attachments every sample call reads (nil: none).
+	atts *jobAttachments
 }
 
 func (s *SampleGenerator) prepare(ctx context.Context, orgID string, req SampleRequest) (*samplePlan, error) {
@@ -116,16 +121,22 @@ func (s *SampleGenerator) prepare(ctx context.Context, orgID string, req SampleR
 		pl.timeout = t
 	}
 	pl.auto = req.AutoAnswer != nil && *req.AutoAnswer
-	if err := checkAttachments(req.AttachmentIDs); err != nil {
+	if pl.atts, err = resolveAttachments(ctx, s.Attachments, orgID, req.AttachmentIDs); err != nil {
 		return nil, err
 	}
+	if pl.atts.count() > 0 {
+		// The documents are the sample: one, transcribed from them.
+		pl.count = 1
+	}
 	if req.Model == "" || req.Model == model.Auto {
-		p, err := s.Models.AutoPick(ctx, orgID, TaskSampleGeneration, modelsel.Needs{WebSearch: req.EnableWebSearch})
+		p, err := s.Models.AutoPick(ctx, orgID, TaskSampleGeneration, pl.atts.needs(modelsel.Needs{WebSearch: req.EnableWebSearch}))
 		if err != nil {
 			return nil, err
 		}
 		pl.autoPick, pl.model = &p, p.Model
 	} else if pl.model, err = s.Models.knownModelFor(ctx, orgID, "model", req.Model); err != nil {
+		return nil, err
+	} else if err := pl.atts.checkReadable("model", pl.model); err != nil {
 		return nil, err
 	}
 	// The reference grounds a sample with web search only where the model
@@ -266,7 +277,10 @@ func (s *SampleGenerator) Run(ctx context.Context, w *ports.Work) ports.Outcome 
 	if err != nil {
 		return unprepared(s.Log, err)
 	}
-	r := &sampleRun{s: s, pl: pl, calls: &plan{keys: keys}}
+	if f := pl.atts.load(ctx, s.Attachments); f != nil {
+		return ports.Outcome{Failure: f}
+	}
+	r := &sampleRun{s: s, pl: pl, calls: &plan{keys: keys, atts: pl.atts}}
 	r.calls.usage.bind(w)
 	out := r.run(ctx, w)
 	out.Usage = r.calls.usage.take()
@@ -286,6 +300,10 @@ func (r *sampleRun) run(ctx context.Context, w *ports.Work) ports.Outcome {
 	}
 	if !st.roster {
 		w.Publish(job.SampleInstanceRoster{Instances: pl.instances})
+	}
+	// Two or more attachments: do they describe one thing?
+	if _, f := pl.atts.cohere(ctx, r.s.Calls, r.calls, pl.model, strings.TrimSpace(pl.req.EntityType), w.Prior, w.Publish); f != nil {
+		return ports.Outcome{Failure: f}
 	}
 	for _, d := range st.done {
 		r.add(d.InputTokens, d.OutputTokens, d.Cost)
@@ -319,9 +337,13 @@ func (r *sampleRun) run(ctx context.Context, w *ports.Work) ports.Outcome {
 		}
 		if p.AskQuestions && len(ans.Questions) > 0 {
 			if !pl.auto {
+				mode := sample.SourceDescribe
+				if pl.atts.count() > 0 {
+					mode = sample.SourceTranscribe
+				}
 				return ports.Outcome{Pause: &ports.Pause{Timeout: pl.timeout, Event: job.SampleClarificationPause{
 					EntityTitle: base.EntityType, Questions: ans.Questions, Round: st.pauses,
-					SourceMode: sample.SourceDescribe, TimeoutSeconds: int(pl.timeout / time.Second)}}}
+					SourceMode: mode, TimeoutSeconds: int(pl.timeout / time.Second)}}}
 			}
 			// auto_answer: the defaults, which sample 1 already assumed.
 			base.Questions, base.Answers = ans.Questions, sample.Resolve(ans.Questions, nil)
@@ -444,7 +466,7 @@ func (f *callFailure) Error() string { return f.msg }
 // fed back (up to sample.MaxRetries tries) and a transport failure after a
 // short wait.
 func (r *sampleRun) call(ctx context.Context, p sample.Params) (sample.Answer, callUsage, error) {
-	msgs := sample.Prompt(p)
+	msgs := r.pl.atts.prompt(sample.Prompt(p), r.pl.model)
 	schema := sample.AnswerSchema(p)
 	var u callUsage
 	m := r.pl.model

@@ -25,7 +25,7 @@ const sampleAnswer = `{"sample": {"name": "x", "n": 1}, "questions": [{"id": "q1
 func runSamples(t *testing.T, llm ports.LLM, req app.SampleRequest, prior []job.Event) (ports.Outcome, []job.Payload) {
 	t.Helper()
 	enr, _ := newEnrichment(t, llm)
-	svc := app.NewSampleGenerator(enr.Requests, enr.Models, enr.Calls, enr.Clock, system.IDs{}, enr.Log)
+	svc := app.NewSampleGenerator(enr.Requests, enr.Models, enr.Calls, enr.Clock, system.IDs{}, enr.Log, nil)
 	body, _ := jobcodec.New().EncodeSample(req)
 	var mu sync.Mutex
 	var evs []job.Payload

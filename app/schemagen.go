@@ -39,6 +39,9 @@ type SchemaGenerator struct {
 	Log      *slog.Logger
 	// SchemaCache is told of the AI edits' writes (nil: no cache).
 	SchemaCache ports.SchemaCache
+	// Attachments resolves and reads the jobs' attachment_ids (nil:
+	// attachments are refused).
+	Attachments *AttachmentLoader
 
 	// MaxAttempts bounds the model's answers per job (default
 	// DefaultSchemaAttempts, the reference's 6 in total).
@@ -51,9 +54,9 @@ type SchemaGenerator struct {
 // NewSchemaGenerator runs schema generation and AI edit jobs, saving
 // through saved (and its cache).
 func NewSchemaGenerator(models *ModelService, calls *Calls, requests JobRequests, schemas ports.SchemaStore, saved *SchemaService,
-	compiler ports.SchemaCompiler, clock ports.Clock, ids ports.IDs, log *slog.Logger) *SchemaGenerator {
+	compiler ports.SchemaCompiler, clock ports.Clock, ids ports.IDs, log *slog.Logger, atts *AttachmentLoader) *SchemaGenerator {
 	return &SchemaGenerator{Models: models, Calls: calls, Requests: requests, Schemas: schemas, Saved: saved, Compiler: compiler,
-		Clock: clock, IDs: ids, Log: log, SchemaCache: saved.SchemaCache}
+		Clock: clock, IDs: ids, Log: log, SchemaCache: saved.SchemaCache, Attachments: atts}
 }
 
 // DefaultSchemaAttempts is how many answers a schema job may ask for in
@@ -82,8 +85,8 @@ type GenerateRequest struct {
 	// organization, deduplicated by content.
 	SaveSchema          *bool
 	GenerateSemanticIDs bool
-	// AttachmentIDs: attachments do not exist yet (not_supported_yet when
-	// non-empty).
+	// AttachmentIDs name the organization's attachments the model reads
+	// with the samples.
 	AttachmentIDs []string
 	// SampleInputs are the guided-form inputs that produced the samples:
 	// accepted (an object) and kept with the job's request only.
@@ -183,42 +186,36 @@ func sampleError(c schema.Conformance) error {
 // pickModel resolves the request's model: a known composite key, or auto
 // (the default), which picks the organization's default for the
 // schema_generation task.
-func (s *SchemaGenerator) pickModel(ctx context.Context, orgID, k string) (model.Info, *modelsel.Pick, error) {
+func (s *SchemaGenerator) pickModel(ctx context.Context, orgID, k string, atts *jobAttachments) (model.Info, *modelsel.Pick, error) {
 	if k == "" || k == model.Auto {
-		p, err := s.Models.AutoPick(ctx, orgID, modelsel.TaskSchemaGeneration, modelsel.Needs{})
+		p, err := s.Models.AutoPick(ctx, orgID, modelsel.TaskSchemaGeneration, atts.needs(modelsel.Needs{}))
 		if err != nil {
 			return model.Info{}, nil, err
 		}
 		return p.Model, &p, nil
 	}
 	m, err := s.Models.knownModelFor(ctx, orgID, "model", k)
+	if err == nil {
+		err = atts.checkReadable("model", m)
+	}
 	return m, nil, err
 }
 
 // finishPlan resolves the model and, last (a pick records a use), the
 // provider key.
-func (s *SchemaGenerator) finishPlan(ctx context.Context, orgID, modelKey string, sp *schemaPlan) (*schemaPlan, error) {
-	var err error
-	if sp.model, sp.pick, err = s.pickModel(ctx, orgID, modelKey); err != nil {
+func (s *SchemaGenerator) finishPlan(ctx context.Context, orgID, modelKey string, ids []string, sp *schemaPlan) (*schemaPlan, error) {
+	atts, err := resolveAttachments(ctx, s.Attachments, orgID, ids)
+	if err != nil {
 		return nil, err
 	}
-	sp.pl = &plan{}
+	if sp.model, sp.pick, err = s.pickModel(ctx, orgID, modelKey, atts); err != nil {
+		return nil, err
+	}
+	sp.pl = &plan{atts: atts}
 	if sp.pl.keys, err = s.Calls.pickKeys(ctx, orgID, []model.Info{sp.model}); err != nil {
 		return nil, err
 	}
 	return sp, nil
-}
-
-func checkAttachments(ids []string) error {
-	for i, id := range ids {
-		if strings.TrimSpace(id) == "" {
-			return Invalid(fmt.Sprintf("attachment_ids.%d", i), "attachment_ids.%d is empty", i)
-		}
-	}
-	if len(ids) > 0 {
-		return notSupported("attachment_ids", "attachment_ids: attachments are not supported yet; leave it out or empty")
-	}
-	return nil
 }
 
 func (s *SchemaGenerator) prepareGeneration(ctx context.Context, orgID string, req GenerateRequest) (*schemaPlan, error) {
@@ -239,9 +236,6 @@ func (s *SchemaGenerator) prepareGeneration(ctx context.Context, orgID string, r
 	if si := strings.TrimSpace(string(req.SampleInputs)); si != "" && si != "null" && !strings.HasPrefix(si, "{") {
 		return nil, Invalid("sample_inputs", "sample_inputs must be an object")
 	}
-	if err := checkAttachments(req.AttachmentIDs); err != nil {
-		return nil, err
-	}
 	samples, c, err := parseSampleSet(req.EntitySamples, req.SampleCommonalityThreshold)
 	if err != nil {
 		return nil, err
@@ -250,7 +244,7 @@ func (s *SchemaGenerator) prepareGeneration(ctx context.Context, orgID string, r
 	if err := sampleError(schema.CheckSamples(c.Samples, threshold(req.SampleCommonalityThreshold), strict(req.StrictFieldConformance))); err != nil {
 		return nil, err
 	}
-	return s.finishPlan(ctx, orgID, req.Model, &schemaPlan{task: ports.TaskSchemaGeneration, gen: &req, samples: samples, collapsed: c})
+	return s.finishPlan(ctx, orgID, req.Model, req.AttachmentIDs, &schemaPlan{task: ports.TaskSchemaGeneration, gen: &req, samples: samples, collapsed: c})
 }
 
 func (s *SchemaGenerator) prepareEdit(ctx context.Context, orgID string, req EditRequest) (*schemaPlan, error) {
@@ -268,16 +262,13 @@ func (s *SchemaGenerator) prepareEdit(ctx context.Context, orgID string, req Edi
 	if len(req.Prompt) > MaxEditPromptLen {
 		return nil, Invalid("prompt", "prompt is longer than %d characters", MaxEditPromptLen)
 	}
-	if err := checkAttachments(req.AttachmentIDs); err != nil {
-		return nil, err
-	}
 	// From the store, not the SchemaCache: the edit is written over this
 	// version, so it must be the latest.
 	sc, err := liveSchema(ctx, s.Schemas, orgID, req.SchemaID)
 	if err != nil {
 		return nil, err
 	}
-	return s.finishPlan(ctx, orgID, req.Model, &schemaPlan{task: ports.TaskSchemaEdit, edit: &req, current: sc})
+	return s.finishPlan(ctx, orgID, req.Model, req.AttachmentIDs, &schemaPlan{task: ports.TaskSchemaEdit, edit: &req, current: sc})
 }
 
 // jobPrincipal is who a schema job acts as when it saves: an editor of the
@@ -312,6 +303,9 @@ func (s *SchemaGenerator) Run(ctx context.Context, w *ports.Work) ports.Outcome 
 		}
 	}
 	sp.pl.usage.bind(w)
+	if f := sp.pl.atts.load(ctx, s.Attachments); f != nil {
+		return ports.Outcome{Failure: f}
+	}
 	out := s.run(ctx, w, sp)
 	out.Usage = sp.pl.usage.take()
 	return out
@@ -346,6 +340,12 @@ func (s *SchemaGenerator) run(ctx context.Context, w *ports.Work, sp *schemaPlan
 	if sp.pick != nil && !rs.started[job.EventModelAutoSelected] {
 		pub(job.ModelAutoSelected{Model: key, TaskType: TaskSchemaGeneration, Pinned: sp.pick.Pinned, Source: sp.pick.Source})
 	}
+	if sp.gen != nil {
+		// Two or more attachments: do they describe one kind of thing?
+		if _, f := sp.pl.atts.cohere(ctx, s.Calls, sp.pl, sp.model, "the entity type of these samples", w.Prior, pub); f != nil {
+			return ports.Outcome{Failure: f}
+		}
+	}
 	if !rs.started[job.EventModelStarted] {
 		pub(job.SchemaModelStarted{Model: key, Sandbox: sp.model.Sandbox})
 	}
@@ -372,7 +372,8 @@ func (s *SchemaGenerator) run(ctx context.Context, w *ports.Work, sp *schemaPlan
 		return ports.Outcome{}
 	}
 	rec := &enrichment.Record{ID: recordID(w.Job.ID, sp.model.Key), OrgID: w.Job.OrgID, JobID: w.Job.ID, Model: key,
-		StructuredOutput: got.raw, Cost: cost, InputTokens: in, OutputTokens: outT, Sandbox: sp.model.Sandbox, CreatedAt: s.Clock.Now()}
+		StructuredOutput: got.raw, Cost: cost, InputTokens: in, OutputTokens: outT, Sandbox: sp.model.Sandbox, CreatedAt: s.Clock.Now(),
+		Attachments: sp.pl.atts.refs()}
 	result := job.SchemaResult{Model: key, RecordID: rec.ID, Cost: cost, InputTokens: in, OutputTokens: outT,
 		Suggestions: got.suggestions, Schema: got.doc}
 	if err := s.keep(ctx, w, sp, got, rec, &result); err != nil {
@@ -395,7 +396,7 @@ func (s *SchemaGenerator) run(ctx context.Context, w *ports.Work, sp *schemaPlan
 // (its model_completed is published here), or ctx ended.
 func (s *SchemaGenerator) ask(ctx context.Context, sp *schemaPlan, pub func(job.Payload), start time.Time) (got *validated, in, outT int, failed *ports.Outcome) {
 	key := sp.model.Key.String()
-	msgs := schemaPrompt(sp)
+	msgs := sp.pl.atts.prompt(schemaPrompt(sp), sp.model)
 	max := s.attempts()
 	var reason, public string
 	var code job.ErrorCode

@@ -349,6 +349,10 @@ const (
 	TaskArbitration LLMTask = "arbitration"
 	// TaskClassification is enrichment's pre-flight classification call.
 	TaskClassification LLMTask = "classification"
+	// TaskAttachmentCoherence judges whether a sample or schema
+	// generation's attachments describe one entity, several of one type,
+	// or unrelated things.
+	TaskAttachmentCoherence LLMTask = "attachment_coherence"
 )
 
 // LLMResponse is a model's answer and its token usage.

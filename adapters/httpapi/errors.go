@@ -164,6 +164,10 @@ var errorTable = []errorRule{
 	{job: string(job.CodeTooManyCalls), status: http.StatusUnprocessableEntity},
 	{job: string(job.CodeQuotaCalls), status: http.StatusTooManyRequests},
 	{job: string(job.CodeQuotaTokens), status: http.StatusTooManyRequests},
+	// The job's attachments: one lost its bytes before the job read them
+	// (as at submit, 400), or they describe unrelated things (422).
+	{job: string(job.CodeAttachmentNotFound), status: http.StatusBadRequest},
+	{job: string(job.CodeIncoherentAttachments), status: http.StatusUnprocessableEntity},
 	{job: string(job.CodeInternal), status: http.StatusInternalServerError},
 	{job: app.CodeCancelled, status: statusClientClosed, code: "cancelled"},
 }

@@ -143,6 +143,7 @@ func TestErrorTableJobCodes(t *testing.T) {
 		"context_length_exceeded": 422, "model_retired": 422, "no_usable_provider_key": 502, "schema_invalid": 422, "interrupted": 503,
 		"shutdown": 503, "storage_error": 500, "internal_error": 500,
 		"too_many_calls": 422, "quota_calls_per_day_exceeded": 429, "quota_tokens_per_day_exceeded": 429,
+		"attachment_not_found": 400, "incoherent_attachments": 422,
 	}
 	for _, c := range job.Codes() {
 		t.Run(string(c), func(t *testing.T) {

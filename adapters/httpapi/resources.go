@@ -155,7 +155,20 @@ func (s *Server) getSchema(w http.ResponseWriter, r *http.Request) {
 
 func toRecordDetail(rc *enrichment.Record) api.Record {
 	return api.Record{RecordSummary: toRecordSummary(rc), EntityData: rc.EntityData, EntityInputData: rc.EntityData,
-		StructuredOutput: rc.StructuredOutput, ValidationErrors: []string{}}
+		StructuredOutput: rc.StructuredOutput, ValidationErrors: []string{}, Attachments: toAttachmentRefs(rc.Attachments)}
+}
+
+func toAttachmentRefs(refs []enrichment.AttachmentRef) []api.AttachmentRef {
+	out := make([]api.AttachmentRef, 0, len(refs))
+	for _, a := range refs {
+		r := api.AttachmentRef{Id: a.ID, Filename: a.Filename, MediaType: a.MediaType, SizeBytes: a.SizeBytes, Sha256: a.SHA256,
+			Mode: api.AttachmentRefMode(a.Mode), ExtractionKind: api.AttachmentRefExtractionKind(a.Kind)}
+		if a.Capability != "" {
+			r.RequiresCapability = &a.Capability
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 func toRecordList(res page.Result[*enrichment.Record], pr page.Request) api.RecordList {

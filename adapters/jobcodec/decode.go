@@ -273,6 +273,18 @@ var decoders = map[job.EventType]func(f fields) job.Payload{
 			ArbiterUsed: f.str("arbitration_model_used"), KeySource: f.str("arbitration_key_source"),
 			EntityIndex: f.index("entity_index")}
 	},
+	job.EventAttachmentCoherence: func(f fields) job.Payload {
+		p := job.AttachmentCoherence{Mode: f.str("mode"), ObjectType: f.str("object_type"), Reason: f.str("reason"),
+			InputTokens: f.int("input_tokens"), OutputTokens: f.int("output_tokens"), Cost: f.int64("cost")}
+		if r := f.obj("reference_attachment"); r != nil {
+			rf := fields(r)
+			p.Reference = &job.AttachmentFile{Index: rf.int("index"), Filename: rf.str("filename")}
+		}
+		for _, e := range f.each("excluded_attachments") {
+			p.Excluded = append(p.Excluded, job.AttachmentFile{Index: e.int("index"), Filename: e.str("filename")})
+		}
+		return p
+	},
 	job.EventSampleInstanceRoster: func(f fields) job.Payload {
 		return job.SampleInstanceRoster{Instances: f.strs("instances")}
 	},

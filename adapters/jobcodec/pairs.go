@@ -283,8 +283,25 @@ func otherPairs(ps []pair, p job.Payload) ([]pair, bool) {
 			nullPair("error_message")), true
 	case job.SchemaModelStarted:
 		return append(ps, strPair("model", x.Model), boolPair("sandbox", x.Sandbox)), true
+	case job.AttachmentCoherence:
+		return coherencePairs(ps, x), true
 	}
 	return ps, false
+}
+
+func coherencePairs(ps []pair, x job.AttachmentCoherence) []pair {
+	ps = append(ps, strPair("mode", x.Mode), nullablePair("object_type", x.ObjectType), nullablePair("reason", x.Reason))
+	if x.Reference != nil {
+		ps = append(ps, anyPair("reference_attachment", *x.Reference))
+	} else {
+		ps = append(ps, nullPair("reference_attachment"))
+	}
+	ex := x.Excluded
+	if ex == nil {
+		ex = []job.AttachmentFile{}
+	}
+	return append(ps, anyPair("excluded_attachments", ex), intPair("input_tokens", x.InputTokens),
+		intPair("output_tokens", x.OutputTokens), int64Pair("cost", x.Cost), usdPair("cost_usd", x.Cost))
 }
 
 func fusionCompletedPairs(ps []pair, x job.FusionCompleted) []pair {

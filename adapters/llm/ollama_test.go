@@ -2,6 +2,7 @@ package llm_test
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"net/http"
 	"testing"
@@ -10,9 +11,11 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/entityenrich/enrich/adapters/llm"
+	"github.com/entityenrich/enrich/domain/enrichment"
 	"github.com/entityenrich/enrich/domain/model"
 	"github.com/entityenrich/enrich/ports"
 	"github.com/entityenrich/enrich/test/fakeollama"
+	"github.com/entityenrich/enrich/test/fakeports"
 )
 
 func ollamaRegistry(t *testing.T, fake *fakeollama.Server) *llm.Registry {
@@ -106,4 +109,20 @@ func TestOllamaEmbeddings(t *testing.T) {
 	is.Equal(got.API, "embed")
 	is.Equal(got.Model, "nomic-embed-text") // not among the provider's chat models
 	is.Equal(fake.Requests(), len(texts))
+}
+
+// TestOllamaImages: an image attachment reaches Ollama as the user
+// message's images, base64 as its API wants them.
+func TestOllamaImages(t *testing.T) {
+	is := is.New(t)
+	fake := fakeollama.New(t)
+	r := ollamaRegistry(t, fake)
+	req := request(t, "ol::llama", companySchema, acme)
+	img := fakeports.PNG(3, 2)
+	req.Messages[1].Files = []enrichment.File{{MediaType: "image/png", Filename: "label.png", Data: img}}
+	_, err := r.Generate(context.Background(), req)
+	is.NoErr(err)
+	got, _ := fake.LastRequest()
+	is.Equal(got.Messages[1].Role, "user")
+	is.Equal(got.Messages[1].Images, []string{base64.StdEncoding.EncodeToString(img)})
 }

@@ -23,6 +23,9 @@ type Config struct {
 	Providers []ProviderConfig
 	// Sandbox offers the sandbox::* models.
 	Sandbox bool
+	// SandboxPDFText reads the PDFs given to the sandbox models (nil: the
+	// sandbox's own reader, sandbox.PDFText).
+	SandboxPDFText func(data []byte) (string, error)
 	// SandboxLatency is added to every sandbox answer.
 	SandboxLatency time.Duration
 	// Catalog describes known models (capabilities, context, prices); nil
@@ -154,7 +157,7 @@ func NewRegistry(cfg Config) (*Registry, error) {
 					pr.PerSearch = SandboxSearchPrice
 				}
 			}
-			r.entries[key] = &entry{fixed: sandbox.New(s.Name, cfg.SandboxLatency), info: model.Info{
+			r.entries[key] = &entry{fixed: sandbox.New(s.Name, cfg.SandboxLatency, sandbox.WithPDFText(cfg.SandboxPDFText)), info: model.Info{
 				Key:           key,
 				DisplayName:   fmt.Sprintf("Sandbox (deterministic, no network): %s (%s)", s.Name, s.Purpose),
 				Price:         pr,
@@ -162,6 +165,8 @@ func NewRegistry(cfg Config) (*Registry, error) {
 				ContextLength: 128_000,
 				// sandbox::search answers web-search calls itself (Generate).
 				WebSearch: s.WebSearch, WebSearchTool: s.WebSearch,
+				// Every sandbox model reads PDFs and images (sandbox/documents.go).
+				PDFInput: true, Vision: true,
 			}}
 		}
 	}

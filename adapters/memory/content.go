@@ -112,6 +112,7 @@ func cloneRecord(r enrichment.Record) *enrichment.Record {
 		_ = json.Unmarshal(b, &f)
 		r.Fusion = &f
 	}
+	r.Attachments = append([]enrichment.AttachmentRef(nil), r.Attachments...)
 	return &r
 }
 

@@ -220,6 +220,8 @@ type recordRow struct {
 	DeletedAt        *time.Time      `bun:"deleted_at"`
 	// Fusion is a fused record's provenance, sources, summary and report.
 	Fusion json.RawMessage `bun:"fusion,nullzero"`
+	// Attachments are the attachments the run read.
+	Attachments json.RawMessage `bun:"attachments,nullzero"`
 }
 
 func (r *recordRow) record() *enrichment.Record {
@@ -227,7 +229,26 @@ func (r *recordRow) record() *enrichment.Record {
 		JobID: r.JobID, Model: r.Model, Strategy: enrichment.Strategy(r.Strategy), EntityData: jsonOrNil(r.EntityData),
 		StructuredOutput: jsonOrNil(r.StructuredOutput), Cost: r.Cost, InputTokens: r.InputTokens,
 		OutputTokens: r.OutputTokens, WebSearchCalls: r.WebSearchCalls, Sandbox: r.Sandbox, CreatedAt: utc(r.CreatedAt), DeletedAt: utcPtr(r.DeletedAt),
-		Fusion: fusionOf(r.Fusion)}
+		Fusion: fusionOf(r.Fusion), Attachments: attachmentRefsOf(r.Attachments)}
+}
+
+func attachmentRefsOf(b json.RawMessage) []enrichment.AttachmentRef {
+	if len(b) == 0 || string(b) == "null" {
+		return nil
+	}
+	var refs []enrichment.AttachmentRef
+	if json.Unmarshal(b, &refs) != nil {
+		return nil
+	}
+	return refs
+}
+
+func attachmentRefsJSON(refs []enrichment.AttachmentRef) json.RawMessage {
+	if len(refs) == 0 {
+		return nil
+	}
+	b, _ := json.Marshal(refs)
+	return b
 }
 
 func fusionOf(b json.RawMessage) *enrichment.Fusion {
@@ -254,7 +275,7 @@ func recordToRow(rec *enrichment.Record) recordRow {
 		Model: rec.Model, Strategy: string(rec.Strategy), EntityData: jsonOrNil(rec.EntityData),
 		StructuredOutput: jsonOrNil(rec.StructuredOutput), Cost: rec.Cost, InputTokens: rec.InputTokens,
 		OutputTokens: rec.OutputTokens, WebSearchCalls: rec.WebSearchCalls, Sandbox: rec.Sandbox, CreatedAt: utc(rec.CreatedAt), DeletedAt: utcPtr(rec.DeletedAt),
-		Fusion: fusionJSON(rec.Fusion)}
+		Fusion: fusionJSON(rec.Fusion), Attachments: attachmentRefsJSON(rec.Attachments)}
 }
 
 // RecordStore keeps enrichment records in the records table.
@@ -311,7 +332,7 @@ func getRecord(ctx context.Context, db *sql.DB, orgID, id string) (recordRow, er
 		var schemaID, jobID *string
 		err := c.QueryRow(ctx, q, args...).Scan(&r.ID, &r.OrgID, &r.Type, &schemaID, &jobID, &r.Model, &r.Strategy,
 			&r.EntityData, &r.StructuredOutput, &r.Cost, &r.InputTokens, &r.OutputTokens, &r.WebSearchCalls,
-			&r.Sandbox, &r.CreatedAt, &r.DeletedAt, &r.Fusion)
+			&r.Sandbox, &r.CreatedAt, &r.DeletedAt, &r.Fusion, &r.Attachments)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return sql.ErrNoRows
 		}

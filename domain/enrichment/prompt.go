@@ -60,3 +60,25 @@ func Retry(msgs []Message, answer string, problem error) []Message {
 			". Reply again with only the corrected JSON object."},
 	)
 }
+
+// WithAttachments gives a prompt its attachments: text (the delimited
+// blocks of the ones read as text) after the first user message's content,
+// and files (the ones read as bytes) with it. Retries keep that message,
+// so every attempt sees the attachments.
+func WithAttachments(msgs []Message, text string, files []File) []Message {
+	if text == "" && len(files) == 0 {
+		return msgs
+	}
+	out := append([]Message(nil), msgs...)
+	for i := range out {
+		if out[i].Role != "user" {
+			continue
+		}
+		if text != "" {
+			out[i].Content = strings.TrimRight(out[i].Content, "\n") + "\n\n" + text
+		}
+		out[i].Files = append(append([]File(nil), out[i].Files...), files...)
+		return out
+	}
+	return append(out, Message{Role: "user", Content: text, Files: files})
+}

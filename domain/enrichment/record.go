@@ -51,4 +51,19 @@ type Record struct {
 	DeletedAt *time.Time
 	// Fusion is set on fused records (type fusion) only.
 	Fusion *Fusion
+	// Attachments are the documents the record's run read (attachment_ids).
+	Attachments []AttachmentRef
+}
+
+// AttachmentRef is one attachment a record's run read, as it was then: the
+// record keeps it when the attachment is later deleted.
+type AttachmentRef struct {
+	ID        string
+	Filename  string
+	MediaType string
+	SizeBytes int64
+	SHA256    string
+	// Mode is binary or inline_text; Kind binary, inline_text or extracted;
+	// Capability what a model needs for the raw bytes ("" when none).
+	Mode, Kind, Capability string
 }

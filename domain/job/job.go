@@ -141,33 +141,41 @@ const (
 	// job ran; the calls past it were not made.
 	CodeQuotaCalls  ErrorCode = quota.CodeCallsPerDay
 	CodeQuotaTokens ErrorCode = quota.CodeTokensPerDay
+	// CodeAttachmentNotFound: an attachment the job names lost its stored
+	// bytes before the job could read them.
+	CodeAttachmentNotFound ErrorCode = "attachment_not_found"
+	// CodeIncoherentAttachments: a sample or schema generation's
+	// attachments describe unrelated kinds of things.
+	CodeIncoherentAttachments ErrorCode = "incoherent_attachments"
 )
 
 // Codes lists every error code.
 func Codes() []ErrorCode {
 	return []ErrorCode{CodeLLMUnavailable, CodeOutputInvalid, CodeProviderTimeout, CodeRateLimited, CodeContextLength,
 		CodeModelRetired, CodeNoUsableKey, CodeSchemaInvalid, CodeInterrupted, CodeShutdown, CodeInternal, CodeStorage,
-		CodeTooManyCalls, CodeQuotaCalls, CodeQuotaTokens}
+		CodeTooManyCalls, CodeQuotaCalls, CodeQuotaTokens, CodeAttachmentNotFound, CodeIncoherentAttachments}
 }
 
 // messages are the fixed public texts of the codes: what a client is told
 // instead of a provider's or a store's own words.
 var messages = map[ErrorCode]string{
-	CodeLLMUnavailable:  "the model's provider failed or could not be reached",
-	CodeOutputInvalid:   "the model's output did not match the schema",
-	CodeProviderTimeout: "the model's provider did not answer in time",
-	CodeRateLimited:     "the model's provider refused the call for its rate limit",
-	CodeContextLength:   "the prompt is longer than the model's context window",
-	CodeModelRetired:    "the model's provider no longer serves this model",
-	CodeNoUsableKey:     "the model's provider refused every key, or none was usable",
-	CodeSchemaInvalid:   "the job's schema can no longer be used",
-	CodeInterrupted:     "the job was interrupted too many times",
-	CodeShutdown:        "the server stopped while the job ran",
-	CodeInternal:        "internal error",
-	CodeStorage:         "the job's results could not be stored",
-	CodeTooManyCalls:    "the job reached its limit of LLM calls",
-	CodeQuotaCalls:      "the organization's daily quota of calls through the operator's provider keys is used up",
-	CodeQuotaTokens:     "the organization's daily quota of tokens through the operator's provider keys is used up",
+	CodeLLMUnavailable:        "the model's provider failed or could not be reached",
+	CodeOutputInvalid:         "the model's output did not match the schema",
+	CodeProviderTimeout:       "the model's provider did not answer in time",
+	CodeRateLimited:           "the model's provider refused the call for its rate limit",
+	CodeContextLength:         "the prompt is longer than the model's context window",
+	CodeModelRetired:          "the model's provider no longer serves this model",
+	CodeNoUsableKey:           "the model's provider refused every key, or none was usable",
+	CodeSchemaInvalid:         "the job's schema can no longer be used",
+	CodeInterrupted:           "the job was interrupted too many times",
+	CodeShutdown:              "the server stopped while the job ran",
+	CodeInternal:              "internal error",
+	CodeStorage:               "the job's results could not be stored",
+	CodeTooManyCalls:          "the job reached its limit of LLM calls",
+	CodeQuotaCalls:            "the organization's daily quota of calls through the operator's provider keys is used up",
+	CodeQuotaTokens:           "the organization's daily quota of tokens through the operator's provider keys is used up",
+	CodeAttachmentNotFound:    "an attachment of the job has no stored bytes any more",
+	CodeIncoherentAttachments: "the attachments describe unrelated kinds of things",
 }
 
 // Message is the code's fixed public text.

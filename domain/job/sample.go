@@ -68,3 +68,31 @@ type SamplesCompleted struct {
 }
 
 func (SamplesCompleted) EventType() EventType { return EventModelCompleted }
+
+// EventAttachmentCoherence says how a sample or schema generation's two
+// or more attachments relate (REFERENCE.md "Sample generation").
+const EventAttachmentCoherence EventType = "attachment_coherence"
+
+// AttachmentFile names one attachment of the job by its index in
+// attachment_ids.
+type AttachmentFile struct {
+	Index    int    `json:"index"`
+	Filename string `json:"filename,omitempty"`
+}
+
+// AttachmentCoherence is the coherence verdict: Mode is single_entity,
+// instances_of_type or incoherent (which fails the job with
+// incoherent_attachments).
+type AttachmentCoherence struct {
+	Mode       string
+	ObjectType string
+	Reason     string
+	Reference  *AttachmentFile
+	Excluded   []AttachmentFile
+	// The coherence call's spend, so that a worker that takes the job
+	// over neither asks nor pays again.
+	InputTokens, OutputTokens int
+	Cost                      int64
+}
+
+func (AttachmentCoherence) EventType() EventType { return EventAttachmentCoherence }

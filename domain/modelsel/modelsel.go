@@ -19,6 +19,7 @@ type Needs struct {
 	WebSearch bool
 	Vision    bool
 	PDFInput  bool
+	Audio     bool
 }
 
 // Pick is the outcome of automatic selection.
@@ -41,7 +42,7 @@ func CanSearch(m model.Info) bool {
 }
 
 func capable(m model.Info, n Needs) bool {
-	return (!n.WebSearch || CanSearch(m)) && (!n.Vision || m.Vision) && (!n.PDFInput || m.PDFInput)
+	return (!n.WebSearch || CanSearch(m)) && (!n.Vision || m.Vision) && (!n.PDFInput || m.PDFInput) && (!n.Audio || m.AudioInput)
 }
 
 // Select picks one model among candidates. pinned, if non-empty, wins when it

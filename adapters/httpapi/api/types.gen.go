@@ -1811,22 +1811,26 @@ type AttachmentList struct {
 	Total int `json:"total"`
 }
 
-// AttachmentRef An attachment as jobs and records name it.
+// AttachmentRef One attachment a record's run read.
 type AttachmentRef struct {
-	ExtractionKind     AttachmentRefExtractionKind `json:"extraction_kind"`
-	Filename           string                      `json:"filename"`
-	Id                 string                      `json:"id"`
-	MediaType          string                      `json:"media_type"`
-	Mode               AttachmentRefMode           `json:"mode"`
-	RequiresCapability *string                     `json:"requires_capability"`
-	Sha256             string                      `json:"sha256"`
-	SizeBytes          int64                       `json:"size_bytes"`
+	ExtractionKind AttachmentRefExtractionKind `json:"extraction_kind"`
+	Filename       string                      `json:"filename"`
+	Id             string                      `json:"id"`
+	MediaType      string                      `json:"media_type"`
+
+	// Mode binary (the raw bytes go to a model with the capability) or inline_text (text inlined into prompts).
+	Mode AttachmentRefMode `json:"mode"`
+
+	// RequiresCapability What a model needs to read the raw bytes (supports_pdf_input, supports_vision, supports_audio_input); null for none.
+	RequiresCapability *string `json:"requires_capability"`
+	Sha256             string  `json:"sha256"`
+	SizeBytes          int64   `json:"size_bytes"`
 }
 
 // AttachmentRefExtractionKind defines model for AttachmentRef.ExtractionKind.
 type AttachmentRefExtractionKind string
 
-// AttachmentRefMode defines model for AttachmentRef.Mode.
+// AttachmentRefMode binary (the raw bytes go to a model with the capability) or inline_text (text inlined into prompts).
 type AttachmentRefMode string
 
 // AttachmentUploadResponse One uploaded file's attachment.
@@ -3573,6 +3577,10 @@ type Record struct {
 	// Embedded struct due to allOf(#/components/schemas/RecordSummary)
 	RecordSummary `yaml:",inline"`
 	// Embedded fields due to inline allOf schema
+	// Attachments The attachments the record's run read (attachment_ids), as they were then: the
+	// record keeps them when an attachment is later deleted. Empty when none.
+	Attachments []AttachmentRef `json:"attachments"`
+
 	// EntityData The entity's attributes as sent.
 	EntityData json.RawMessage `json:"entity_data"`
 

@@ -64,17 +64,30 @@ func Specs() []Spec {
 type Model struct {
 	name    string
 	latency time.Duration
+	// pdfText reads the PDFs it is given (nil: PDFText).
+	pdfText PDFTextFunc
 }
+
+// Option configures a Model.
+type Option func(*Model)
+
+// WithPDFText makes the model read PDFs' text layers with f (the wiring
+// gives the service's own PDF reader).
+func WithPDFText(f PDFTextFunc) Option { return func(m *Model) { m.pdfText = f } }
 
 var _ llms.Model = (*Model)(nil)
 
 // New returns the sandbox model called name, which waits latency (plus
 // SlowLatency for "slow") before each answer.
-func New(name string, latency time.Duration) *Model {
+func New(name string, latency time.Duration, opts ...Option) *Model {
 	if name == "slow" {
 		latency += SlowLatency
 	}
-	return &Model{name: name, latency: latency}
+	m := &Model{name: name, latency: latency}
+	for _, o := range opts {
+		o(m)
+	}
+	return m
 }
 
 // Call implements the deprecated single-prompt form of llms.Model.
@@ -130,18 +143,21 @@ func (m *Model) GenerateContent(ctx context.Context, messages []llms.MessageCont
 		return nil, fmt.Errorf("sandbox::%s: %w", m.name, ErrCannotSearch)
 	}
 	var text string
+	// The attachments: read deterministically, and the answer grounded
+	// on their "key: value" facts.
+	docs := documents(messages, prompt.String(), m.pdfText)
 	task, isTask := tasks[taskName(opts.Metadata)]
 	switch {
 	case isTask:
-		text = marshal(task(TaskInput{Prompt: prompt.String(), Schema: schema, Seed: m.name, Retry: retry}))
+		text = marshal(task(TaskInput{Prompt: prompt.String(), Schema: schema, Seed: m.name, Retry: retry, Docs: docs}))
 	case m.name == "flaky" && !retry:
 		text = `{"oops":`
 	case m.name == "broken" || failRequested(entity):
 		text = marshal(Invalid(orEmptyObject(schema)))
 	case m.name == "contrarian":
-		text = marshal(Contrarian(orEmptyObject(schema), entity))
+		text = marshal(ground(orEmptyObject(schema), Contrarian(orEmptyObject(schema), entity), docs))
 	default:
-		text = marshal(Generate(orEmptyObject(schema), entity, m.name))
+		text = marshal(ground(orEmptyObject(schema), Generate(orEmptyObject(schema), entity, m.name), docs))
 	}
 	in, out := estimate(prompt.String()), estimate(text)
 	// The keys langchaingo's openai client uses, so that one usage

@@ -155,6 +155,10 @@ func samples(in TaskInput) any {
 		src := p.Fields
 		if len(src) == 0 {
 			src = kindFields[kind]
+			// Attached documents: their facts are the sample's fields.
+			if keys := factKeys(in.Docs); len(keys) > 0 {
+				src = keys
+			}
 		}
 		for _, f := range src {
 			if n := conv.Apply(f); !slices.Contains(fields, n) {
@@ -180,6 +184,10 @@ func samples(in TaskInput) any {
 	}
 	smp := map[string]any{}
 	for _, f := range fields {
+		if v, ok := fact(in.Docs, f); ok {
+			smp[f] = factValue(v) // transcribed from the documents
+			continue
+		}
 		smp[f] = sampleValue(p, kind, name, f, h(f))
 	}
 	out := map[string]any{"sample": smp}

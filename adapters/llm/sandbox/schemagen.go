@@ -47,6 +47,7 @@ func generateSchema(in TaskInput) any {
 	if root["properties"] == nil || len(root["properties"].(map[string]any)) == 0 {
 		root = map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string", "description": "The entity's name."}}}
 	}
+	addDocumentProperties(root, in.Docs)
 	markIdentifying(root)
 	if strings.Contains(in.Prompt, schema.SemanticIDInstruction) {
 		addSemanticIDs(root)
@@ -343,12 +344,19 @@ func editSchema(in TaskInput) any {
 			delete(props, m[1])
 			props[m[2]] = p
 			dropRequired(doc, m[1], m[2])
+		case len(in.Docs) > 0 && docsRe.MatchString(step):
+			for _, k := range addDocumentProperties(doc, in.Docs) {
+				appendOrder(doc, k)
+			}
 		default:
 			sugg = append(sugg, fmt.Sprintf("The sandbox model did not understand %q; it follows \"add a field X [of type number]\", \"remove Y\" and \"rename A to B\".", step))
 		}
 	}
 	return map[string]any{"schema": doc, "suggestions": sugg}
 }
+
+// docsRe is an edit step that asks for what the attached documents hold.
+var docsRe = regexp.MustCompile(`(?i)\b(documents?|attachments?|files?|pdfs?|images?)\b`)
 
 // dropRequired renames (or, with to empty, removes) a name in the
 // document's required list and property_order.

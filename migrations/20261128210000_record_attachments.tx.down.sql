@@ -1,0 +1,1 @@
+ALTER TABLE records DROP COLUMN IF EXISTS attachments;
