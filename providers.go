@@ -1,6 +1,7 @@
 package enrich
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -142,7 +143,13 @@ func provideRegistry(cfg Config) (*llm.Registry, error) {
 	}
 	return llm.NewRegistry(llm.Config{Providers: cfg.Providers, Catalog: cat, Sandbox: cfg.Sandbox, SandboxLatency: cfg.SandboxLatency,
 		GuardedHTTPClient: llm.GuardedHTTPClientFor(netguard.Options{AllowLoopbackPorts: cfg.OrgProviderAllowLoopbackPorts}),
-		ClientCacheSize:   cfg.Caches.Clients})
+		ClientCacheSize:   cfg.Caches.Clients, SandboxPDFText: sandboxPDFText})
+}
+
+// sandboxPDFText has the sandbox models read a PDF's text layer as uploads
+// are read (adapters/inspect), so a demo is grounded in the real text.
+func sandboxPDFText(data []byte) (string, error) {
+	return inspect.PDFText(bytes.NewReader(data), int64(len(data)))
 }
 
 // provideLLM is the provider registry with the call metrics around it,

@@ -233,7 +233,7 @@ func runCompat(t *testing.T, s *service) {
 		extra             obj
 	}{
 		{"unknown arbitration model", "invalid_model", "arbitration_model", obj{"arbitration_model": "openai::nope"}},
-		{"attachment_ids", "not_supported_yet", "attachment_ids", obj{"attachment_ids": []string{"3f1c9a56-0000-4000-8000-000000000000"}}},
+		{"attachment_ids", "attachment_not_found", "attachment_ids.0", obj{"attachment_ids": []string{"3f1c9a56-0000-4000-8000-000000000000"}}},
 		{"target_schema", "not_supported_yet", "target_schema", obj{"target_schema": json.RawMessage(companySchema), "schema_id": nil}},
 		{"unknown classification model", "invalid_model", "classification_model", obj{"classification_model": "openai::nope"}},
 		{"unknown language", "invalid_language", "languages.1", obj{"languages": []string{"en", "xx"}}},

@@ -473,7 +473,7 @@ func TestFusionMerge(t *testing.T) {
 			is.Equal(s.call("POST", "/api/fusion/merge/stream", other.key, obj{"result_ids": ids[:2]}, &e), 404)
 			is.Equal(s.call("POST", "/api/fusion/merge", ten.key, obj{"result_ids": []string{ids[0], ids[0]}}, &e), 400)
 			is.Equal(s.call("POST", "/api/fusion/merge", ten.key, obj{"result_ids": ids[:2], "attachment_ids": []string{"a"}}, &e), 400)
-			is.Equal(e.Code, "not_supported_yet")
+			is.Equal(e.Code, "attachment_not_found")
 			id2 := s.createSchema(ten.key, "Other", fusionSchema)
 			evs = s.follow(ten.key, s.startJob(ten.key, obj{"entity_data": obj{"name": "Acme"}, "schema_id": id2, "models": []string{"sandbox::echo"}}), "")
 			is.Equal(s.call("POST", "/api/fusion/merge", ten.key, obj{"result_ids": []string{ids[0], last(evs).Data["record_id"].(string)}}, &e), 400)

@@ -266,7 +266,7 @@ func TestSampleGenerationSync(t *testing.T) {
 				{obj{"entity_type": ""}, "entity_type", ""},
 				{obj{"entity_type": "company", "naming_convention": "kebab"}, "naming_convention", ""},
 				{obj{"entity_type": "company", "sample_count": 1, "typical_objects": []string{"a", "b"}}, "typical_objects", ""},
-				{obj{"entity_type": "company", "attachment_ids": []string{"a1"}}, "attachment_ids", "not_supported_yet"},
+				{obj{"entity_type": "company", "attachment_ids": []string{"a1"}}, "attachment_ids.0", "attachment_not_found"},
 				{obj{"entity_type": "company", "model": "nope::nothing"}, "model", "invalid_model"},
 			} {
 				for _, route := range []string{"stream", "sync"} {

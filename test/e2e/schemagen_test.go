@@ -197,7 +197,7 @@ func TestSchemaGeneration(t *testing.T) {
 				{obj{"entity_samples": []obj{}}, 400, "invalid_request", "entity_samples", ""},
 				{obj{"entity_samples": []any{obj{"a": 1}, 2}}, 400, "invalid_request", "entity_samples.1", ""},
 				{obj{"entity_samples": twoCompanies, "sample_commonality_threshold": 1.5}, 400, "invalid_request", "sample_commonality_threshold", ""},
-				{obj{"entity_samples": twoCompanies, "attachment_ids": []string{"att_1"}}, 400, "not_supported_yet", "attachment_ids", ""},
+				{obj{"entity_samples": twoCompanies, "attachment_ids": []string{"att_1"}}, 400, "attachment_not_found", "attachment_ids.0", ""},
 				{obj{"entity_samples": twoCompanies, "language": "xx"}, 400, "invalid_language", "language", ""},
 				{obj{"entity_samples": twoCompanies, "model": "nope::x"}, 400, "invalid_model", "model", ""},
 				{obj{"entity_samples": twoCompanies, "extra_instructions": "x"}, 400, "invalid_request", "extra_instructions", ""},
@@ -369,7 +369,7 @@ func TestSchemaAIEdit(t *testing.T) {
 			is.Equal(s.call("POST", "/api/schema/saved/"+id+"/prompt", editor, obj{"prompt": ""}, &bad), 400)
 			is.Equal(bad.Field, "prompt")
 			is.Equal(s.call("POST", "/api/schema/saved/"+id+"/prompt", editor, obj{"prompt": "x", "attachment_ids": []string{"a"}}, &bad), 400)
-			is.Equal(bad.Code, "not_supported_yet")
+			is.Equal(bad.Code, "attachment_not_found")
 
 			// The records: one per completed edit.
 			var recs struct {
