@@ -1,50 +1,28 @@
 package e2e_test
 
 import (
-	"context"
 	"encoding/json"
 	"strings"
 	"testing"
 
 	"github.com/matryer/is"
 
-	"github.com/entityenrich/enrich"
-
-	"github.com/entityenrich/enrich/ports"
 	"github.com/entityenrich/enrich/test/fakeports"
 )
 
-// attachmentStores are where a test seeds attachments: the storage's own
-// stores, or, on memory until it has an AttachmentStore, a test-local one
-// put under the service's loader. Another storage without one skips.
-func attachmentStores(t *testing.T, s *service, backend string) (*fakeports.Attachments, ports.BlobStore) {
+// uploadAll uploads files through POST /api/attachments and returns their
+// ids by filename.
+func uploadAll(t *testing.T, s *service, key string, files ...upFile) map[string]string {
 	t.Helper()
-	if s.srv.Stores.Attachments != nil {
-		t.Skipf("%s has its own AttachmentStore: seed through the upload routes (not on this branch)", backend)
+	st, raw := s.upload(key, files...)
+	if st != 200 {
+		t.Fatalf("upload: %d %s", st, raw)
 	}
-	if backend != "memory" {
-		t.Skipf("%s: Stores.Attachments is nil (no PostgreSQL AttachmentStore yet)", backend)
+	ids := map[string]string{}
+	for _, u := range decodeAs[[]uploaded](t, raw) {
+		ids[u.Filename] = u.ID
 	}
-	fake := fakeports.NewAttachments()
-	s.srv.Attachments.Store = fake
-	return fake, s.srv.Attachments.Blobs
-}
-
-// skipWithoutAttachmentStores skips a storage that cannot start with
-// attachments yet (no attachment stores for PostgreSQL on this branch).
-func skipWithoutAttachmentStores(t *testing.T, cfg enrich.Config, backend string) {
-	t.Helper()
-	if cfg.DatabaseURL == "" {
-		return
-	}
-	srv, err := enrich.NewServer(context.Background(), cfg)
-	if err != nil && strings.Contains(err.Error(), "attachment") {
-		t.Skipf("%s: %v", backend, err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = srv.Close()
+	return ids
 }
 
 // TestAttachmentsInJobs: through real HTTP, an enrichment and a sample are
@@ -55,28 +33,21 @@ func skipWithoutAttachmentStores(t *testing.T, cfg enrich.Config, backend string
 func TestAttachmentsInJobs(t *testing.T) {
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
-			cfg := testConfig(b.dsn(t))
-			skipWithoutAttachmentStores(t, cfg, b.name)
-			s := start(t, cfg)
-			atts, blobs := attachmentStores(t, s, b.name)
+			s := start(t, testConfig(b.dsn(t)))
 			ten := s.register("att-" + b.name + "@example.com")
-			ctx := context.Background()
-			seed := func(id, name, mt string, data []byte, text string) {
-				if _, err := atts.Put(ctx, blobs, ten.orgID, id, name, mt, data, text); err != nil {
-					t.Fatal(err)
-				}
-			}
-			seed("a-pdf", "acme.pdf", "application/pdf", fakeports.PDF("name: Acme Robotics", "industry: warehouse robots", "type: company"), "")
-			seed("a-png", "label.png", "image/png", fakeports.PNG(120, 80), "")
-			seed("a-notes", "notes.md", "text/markdown", []byte("ticker: ACME"), "ticker: ACME")
-			seed("a-recipe", "soup.txt", "text/plain", []byte("type: recipe\nname: Leek soup"), "type: recipe\nname: Leek soup")
+			ids := uploadAll(t, s, ten.key,
+				upFile{name: "acme.pdf", data: fakeports.PDF("name: Acme Robotics", "industry: warehouse robots", "type: company")},
+				upFile{name: "label.png", data: fakeports.PNG(120, 80)},
+				upFile{name: "notes.md", data: []byte("ticker: ACME")},
+				upFile{name: "soup.txt", data: []byte("type: recipe\nname: Leek soup")})
+			pdf, png, notes, recipe := ids["acme.pdf"], ids["label.png"], ids["notes.md"], ids["soup.txt"]
 			schemaID := s.createSchema(ten.key, "Company", `{"type":"object","required":["name"],"properties":{
 				"name":{"type":"string"},"industry":{"type":"string"},"image_format":{"type":"string"},"image_width":{"type":"integer"}}}`)
 
 			t.Run("enrichment grounded in a PDF and an image", func(t *testing.T) {
 				is := is.New(t)
 				id := s.startJob(ten.key, obj{"entity_data": obj{"name": "Acme"}, "schema_id": schemaID,
-					"models": []string{"sandbox::echo"}, "attachment_ids": []string{"a-pdf", "a-png"}})
+					"models": []string{"sandbox::echo"}, "attachment_ids": []string{pdf, png}})
 				evs := s.follow(ten.key, id, "")
 				done := last(evs)
 				is.Equal(done.Name, "completed")
@@ -89,7 +60,7 @@ func TestAttachmentsInJobs(t *testing.T) {
 				list := raw["attachments"].([]any)
 				is.Equal(len(list), 2)
 				first := list[0].(obj)
-				is.Equal(first["id"], "a-pdf")
+				is.Equal(first["id"], pdf)
 				is.Equal(first["filename"], "acme.pdf")
 				is.Equal(first["media_type"], "application/pdf")
 				is.Equal(first["mode"], "binary")
@@ -104,12 +75,12 @@ func TestAttachmentsInJobs(t *testing.T) {
 					Detail string `json:"detail"`
 				}
 				st := s.call("POST", "/api/single/enrich/stream", ten.key, obj{"entity_data": obj{"name": "Acme"}, "schema_id": schemaID,
-					"attachment_ids": []string{"a-pdf", "missing"}}, &e)
+					"attachment_ids": []string{pdf, "missing"}}, &e)
 				is.Equal(st, 400)
 				is.Equal(e.Code, "attachment_not_found")
 				other := s.register("att-other-" + b.name + "@example.com")
 				st = s.call("POST", "/api/schema/sample/generate/stream", other.key, obj{"entity_type": "company",
-					"attachment_ids": []string{"a-pdf"}}, &e)
+					"attachment_ids": []string{pdf}}, &e)
 				is.Equal(st, 400) // another organization's attachment is not there
 				is.Equal(e.Code, "attachment_not_found")
 			})
@@ -117,7 +88,7 @@ func TestAttachmentsInJobs(t *testing.T) {
 			t.Run("sample transcribed from the PDF", func(t *testing.T) {
 				is := is.New(t)
 				id := s.startSamples(ten.key, obj{"entity_type": "company", "sample_count": 3, "auto_answer": true,
-					"model": "sandbox::echo", "attachment_ids": []string{"a-pdf"}})
+					"model": "sandbox::echo", "attachment_ids": []string{pdf}})
 				evs := s.follow(ten.key, id, "")
 				is.Equal(last(evs).Name, "completed")
 				mc := find(evs, "model_completed")[0]
@@ -130,7 +101,7 @@ func TestAttachmentsInJobs(t *testing.T) {
 			t.Run("incoherent attachments fail a sample", func(t *testing.T) {
 				is := is.New(t)
 				id := s.startSamples(ten.key, obj{"entity_type": "company", "auto_answer": true, "model": "sandbox::echo",
-					"attachment_ids": []string{"a-pdf", "a-recipe"}})
+					"attachment_ids": []string{pdf, recipe}})
 				evs := s.follow(ten.key, id, "")
 				coh := find(evs, "attachment_coherence")
 				is.Equal(len(coh), 1)
@@ -147,14 +118,14 @@ func TestAttachmentsInJobs(t *testing.T) {
 				is := is.New(t)
 				var gen obj
 				st := s.call("POST", "/api/schema/generate/sync", ten.key, obj{"entity_samples": []obj{{"name": "Bolt"}},
-					"model": "sandbox::echo", "attachment_ids": []string{"a-pdf", "a-png"}}, &gen)
+					"model": "sandbox::echo", "attachment_ids": []string{pdf, png}}, &gen)
 				is.Equal(st, 200)
 				body := mustJSON(gen)
 				is.True(strings.Contains(body, `"industry"`))    // from the PDF
 				is.True(strings.Contains(body, `"image_width"`)) // from the image
 				var edit obj
 				st = s.call("POST", "/api/schema/saved/"+schemaID+"/prompt", ten.key, obj{"prompt": "add the fields of the document",
-					"model": "sandbox::echo", "attachment_ids": []string{"a-notes"}}, &edit)
+					"model": "sandbox::echo", "attachment_ids": []string{notes}}, &edit)
 				is.Equal(st, 200)
 				is.True(strings.Contains(mustJSON(edit), `"ticker"`)) // from the notes
 			})
@@ -168,14 +139,11 @@ func TestAttachmentsInJobs(t *testing.T) {
 func TestAttachmentsNeedACapableModel(t *testing.T) {
 	is := is.New(t)
 	s := start(t, testConfig(""))
-	atts, blobs := attachmentStores(t, s, "memory")
 	ten := s.register("cap@example.com")
-	if _, err := atts.Put(context.Background(), blobs, ten.orgID, "img", "label.png", "image/png", fakeports.PNG(8, 8), ""); err != nil {
-		t.Fatal(err)
-	}
+	img := uploadAll(t, s, ten.key, upFile{name: "label.png", data: fakeports.PNG(8, 8)})["label.png"]
 	schemaID := s.createSchema(ten.key, "Company", `{"type":"object","required":["name"],"properties":{"name":{"type":"string"}}}`)
 	id := s.startJob(ten.key, obj{"entity_data": obj{"name": "Acme"}, "schema_id": schemaID, "models": []string{"auto"},
-		"attachment_ids": []string{"img"}})
+		"attachment_ids": []string{img}})
 	evs := s.follow(ten.key, id, "")
 	is.Equal(last(evs).Name, "completed")
 	picked := find(evs, "model_auto_selected")[0].Data["model"].(string)
