@@ -105,6 +105,8 @@ func TestWalkthroughsRunTwice(t *testing.T) {
 		{"generate", []string{`"ok":true`, `"event":"attempt"`, `"reason":"model_output_invalid`, `"event":"completed"`,
 			`"schema_generation"`, `"founded_year":{`, `"code":"sample_commonality_failed"`}},
 		{"cli", []string{`"email": "me@example.com"`, `"event": "completed"`, `"structured_output": {`, `"name": "Initech"`, `"name": "Globex"`}},
+		{"attach", []string{`"chief_executive":"Dr. Lena Hoffmann."`, `"employees":"240 at the end of 2024."`,
+			`"attachments":[{`, "same bytes"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.block, func(t *testing.T) {
@@ -114,6 +116,9 @@ func TestWalkthroughsRunTwice(t *testing.T) {
 			}
 			url := startServer(t)
 			home := t.TempDir()
+			// The walk-throughs run from the repository's root: the files
+			// they name are there.
+			copyTestdata(t, home)
 			for run := 1; run <= 2; run++ {
 				is := is.New(t)
 				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -147,4 +152,28 @@ func TestWalkthroughsRunTwice(t *testing.T) {
 func startServer(t *testing.T) string {
 	t.Helper()
 	return serve.Sandbox(t, enrich.Config{})
+}
+
+// copyTestdata copies the repository's test/testdata into dir, as the
+// walk-throughs find it from the repository's root.
+func copyTestdata(t *testing.T, dir string) {
+	t.Helper()
+	src := filepath.Join("..", "testdata")
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(dir, "test", "testdata")
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dst, e.Name()), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
