@@ -68,7 +68,7 @@ func TestAttachmentLoad(t *testing.T) {
 	for _, store := range []string{"postgres", "file"} {
 		for _, mb := range []int{1, 20} {
 			for _, clients := range []int{1, 16} {
-				r := attRun{store: store, mb: mb, clients: clients, each: max(2, 40/mb/clients)}
+				r := attRun{store: store, mb: mb, clients: clients, each: max(2, 120/mb/clients)}
 				t.Run(fmt.Sprintf("%s/%dMB/%d", store, mb, clients), func(t *testing.T) { uploadRun(t, pool, &r) })
 				runs = append(runs, r)
 			}
