@@ -43,7 +43,7 @@ bench: test-deps ## benchmarks (overhead per job and call, allocations, SSE firs
 	$(GO) test -run '^$$' -bench . -skip ProviderKeyPick/postgres -benchtime 2000x -benchmem ./test/bench/ ./adapters/llm/ && \
 	$(GO) test -run '^$$' -bench ProviderKeyPick/postgres -benchtime 20000x -benchmem ./test/bench/ && \
 	$(GO) test -run '^$$' -bench BlobStore -benchtime 20x -benchmem ./adapters/blobstore/ && \
-	ENRICH_LOAD=1 $(GO) test -count=1 -run '^(TestLoad|TestBatchLoad|TestProviderPathLoad|TestKillSoak|TestFeedLoad)$$' -v -timeout 25m ./test/load/ && \
+	ENRICH_LOAD=1 $(GO) test -count=1 -run '^(TestLoad|TestBatchLoad|TestProviderPathLoad|TestKillSoak|TestFeedLoad|TestAttachmentLoad)$$' -v -timeout 25m ./test/load/ && \
 	ENRICH_LOAD=1 $(GO) test -count=1 -run '^TestPauseContinueRace$$' -v -timeout 10m ./test/jobrace/ && \
 	ENRICH_REPLICATION_N=10000 ENRICH_LOAD=1 $(GO) test -count=1 -run '^(TestSyncReplicates|TestCrashMatrix)$$' -v -timeout 15m ./cmd/enrich/internal/syncer/
 

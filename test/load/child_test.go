@@ -51,6 +51,7 @@ type childSpec struct {
 	Workers  int           `json:"workers,omitempty"`
 	LeaseTTL time.Duration `json:"lease_ttl,omitempty"`
 	Models   []string      `json:"models,omitempty"`
+	BlobURL  string        `json:"blob_url,omitempty"` // attachments' bytes elsewhere than PostgreSQL
 }
 
 const listenPrefix = "LISTEN "
@@ -186,6 +187,7 @@ func serverConfig(spec childSpec, logger *slog.Logger) enrich.Config {
 			Models: models}},
 		Workers:  spec.Workers,
 		LeaseTTL: spec.LeaseTTL,
+		BlobURL:  spec.BlobURL,
 		// The load runs far more calls through the environment's key than
 		// any daily quota allows. (With a quota set, its check counts at
 		// most about the quota's calls of one organization, once a second.)

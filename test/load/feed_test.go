@@ -124,15 +124,22 @@ func feedServer(t *testing.T, dsn string) (string, string, string) {
 	}
 	go func() { _ = srv.Serve(ctx, ln) }()
 	base := "http://" + ln.Addr().String()
+	orgID, key := registerOwner(t, base, "feed@example.com")
+	return base, orgID, key
+}
+
+// registerOwner registers an organization on base and returns it and an
+// owner key.
+func registerOwner(t *testing.T, base, email string) (string, string) {
 	var sess struct {
 		AccessToken  string `json:"access_token"`
 		Organization struct{ ID string }
 	}
-	feedCall(t, base, "POST", "/api/auth/register", "", map[string]any{"email": "feed@example.com", "password": "correct horse battery",
-		"organization": "Feed"}, &sess)
+	feedCall(t, base, "POST", "/api/auth/register", "", map[string]any{"email": email, "password": "correct horse battery",
+		"organization": "Bench"}, &sess)
 	var k struct{ Key string }
 	feedCall(t, base, "POST", "/api/auth/api-keys", sess.AccessToken, map[string]any{"name": "bench", "role": "owner"}, &k)
-	return base, sess.Organization.ID, k.Key
+	return sess.Organization.ID, k.Key
 }
 
 var feedClient = &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
