@@ -67,6 +67,21 @@ func TestAttachmentsInJobs(t *testing.T) {
 				is.Equal(first["requires_capability"], "supports_pdf_input")
 			})
 
+			t.Run("batch: every entity reads the PDF and the image", func(t *testing.T) {
+				is := is.New(t)
+				b := s.startBatch(ten.key, obj{"entities": []obj{{"name": "Acme"}, {"name": "Bolt"}}, "schema_id": schemaID,
+					"models": []string{"sandbox::echo"}, "attachment_ids": []string{pdf, png}})
+				evs := s.follow(ten.key, b.JobID, "")
+				is.Equal(last(evs).Name, "completed")
+				done := find(evs, "entity_completed")
+				is.Equal(len(done), 2)
+				for _, e := range done {
+					r := e.Data["results"].([]any)[0].(obj)["result"].(obj)
+					is.Equal(r["industry"], "warehouse robots") // the PDF, shared by every entity
+					is.Equal(r["image_width"], 120.0)           // the image
+				}
+			})
+
 			t.Run("unknown id is refused before any job", func(t *testing.T) {
 				is := is.New(t)
 				var e struct {
@@ -128,6 +143,12 @@ func TestAttachmentsInJobs(t *testing.T) {
 					"model": "sandbox::echo", "attachment_ids": []string{notes}}, &edit)
 				is.Equal(st, 200)
 				is.True(strings.Contains(mustJSON(edit), `"ticker"`)) // from the notes
+				st = s.call("POST", "/api/schema/saved/"+schemaID+"/prompt", ten.key, obj{"prompt": "add the fields of the document",
+					"model": "sandbox::echo", "attachment_ids": []string{pdf, png}}, &edit)
+				is.Equal(st, 200)
+				body = mustJSON(edit)
+				is.True(strings.Contains(body, `"type"`))         // the PDF's "type: company" line
+				is.True(strings.Contains(body, `"image_height"`)) // the image
 			})
 		})
 	}
