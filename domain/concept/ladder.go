@@ -131,7 +131,10 @@ type Input struct {
 	// text in the slice, nil when none does.
 	Exact *Neighbor
 	// Neighbors are the nearest concepts in the slice, in any order.
-	Neighbors  []Neighbor
+	Neighbors []Neighbor
+	// Thresholds bound the gray band; the zero value means
+	// DefaultThresholds, so that a forgotten field never reuses any
+	// neighbour at all.
 	Thresholds Thresholds
 	// Judge decides the gray band; nil sends it to the review list.
 	Judge Judge
@@ -221,6 +224,9 @@ func Resolve(in Input) (Outcome, error) {
 	best := near[0]
 	out.Similarity = best.Similarity
 	th := in.Thresholds
+	if th == (Thresholds{}) {
+		th = DefaultThresholds()
+	}
 	if best.Similarity >= th.Accept {
 		out.Kind, out.ConceptID, out.Matched = Match, best.ConceptID, &best
 		return out, nil
