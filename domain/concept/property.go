@@ -41,7 +41,7 @@ type Property struct {
 	// properties ("publisher.sid", "offices[].sid").
 	Path string
 	// Object is the path of the object holding the property, step by
-	// step ([] for the root, ["offices", "[]"] for an array's items,
+	// step (nil for the root, ["offices", "[]"] for an array's items,
 	// ["$defs", "Company"] for a definition); Name is the property's.
 	Object []string
 	Name   string
