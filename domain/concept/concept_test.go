@@ -12,7 +12,7 @@ import (
 
 func ibm() concept.Concept {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	return concept.Concept{ID: "c-1", Type: "company", CanonicalText: "IBM", NormalizedText: "ibm", EmbeddingModel: "local::ngram-384", Dims: 384,
+	return concept.Concept{ID: "c-1", Type: "company", CanonicalText: "IBM", NormalizedText: "ibm", EmbeddingModel: "builtin::ngram-384", Dims: 384,
 		Aliases: []concept.Alias{
 			{ID: "a-1", Text: "IBM", NormalizedText: "ibm", IsCanonical: true, CreatedAt: t0},
 			{ID: "a-3", Text: "I.B.M.", NormalizedText: "i.b.m.", CreatedAt: t0.Add(2 * time.Hour)},
@@ -23,7 +23,7 @@ func ibm() concept.Concept {
 func TestAliases(t *testing.T) {
 	is := is.New(t)
 	c := ibm()
-	is.Equal(c.Slice(), concept.Slice{Type: "company", EmbeddingModel: "local::ngram-384"})
+	is.Equal(c.Slice(), concept.Slice{Type: "company", EmbeddingModel: "builtin::ngram-384"})
 	a, ok := c.Canonical()
 	is.True(ok)
 	is.Equal(a.ID, "a-1")

@@ -23,7 +23,7 @@ func TestProperties(t *testing.T) {
 	props, errs := concept.Properties(doc(t, `{"type": "object", "properties": {
 		"name": {"type": "string", "identifying": true},
 		"id": {"type": ["string", "null"], "semantic_id": true, "semantic_concept_type": "company",
-			"semantic_source_keys": ["name", "hq.city"], "semantic_embedding_model": "local::ngram-384", "semantic_threshold": 0.95},
+			"semantic_source_keys": ["name", "hq.city"], "semantic_embedding_model": "builtin::ngram-384", "semantic_threshold": 0.95},
 		"hq": {"type": "object", "properties": {"city": {"type": "string", "identifying": true}, "sid": {"type": "string", "semantic_id": true}}},
 		"offices": {"type": "array", "items": {"type": "object", "properties": {"sid": {"type": "string", "semantic_id": true}}}}
 	}, "$defs": {"Person": {"type": "object", "properties": {"id": {"type": "string", "semantic_id": true}}}}}`))
@@ -34,7 +34,7 @@ func TestProperties(t *testing.T) {
 	is.Equal(*props[2].Threshold, 0.95)
 	props[2].Threshold = nil
 	is.Equal(props[2], concept.Property{Path: "id", Name: "id", ConceptType: "company",
-		SourceKeys: []string{"name", "hq.city"}, EmbeddingModel: "local::ngram-384"})
+		SourceKeys: []string{"name", "hq.city"}, EmbeddingModel: "builtin::ngram-384"})
 	is.Equal(props[3], concept.Property{Path: "offices[].sid", Object: []string{"offices", "[]"}, Name: "sid"})
 
 	props, errs = concept.Properties(doc(t, `{"root": {"properties": {"id": {"type": "string", "semantic_id": true}}}}`))
