@@ -41,8 +41,10 @@ func Cosine(a, b []float32) float64 {
 // abbreviations are not ("ibm" and "international business machines"):
 // aliases and the judge link those.
 //
-// A text that normalizes to nothing has the zero vector; dims below 1
-// gives nil.
+// A text that normalizes to nothing has the zero vector, and so, rarely,
+// has a very short text whose few 3-grams cancel out in their buckets;
+// a zero vector is similar to nothing (Cosine), so the ladder mints.
+// dims below 1 gives nil.
 func NgramEmbed(text string, dims int) []float32 {
 	if dims < 1 {
 		return nil
