@@ -159,7 +159,7 @@ func splitModels(v string) []string {
 func (p ProviderConfig) validate() error {
 	env := envPrefix + strings.ToUpper(p.Name)
 	switch {
-	case p.Name == SandboxProvider:
+	case p.Name == SandboxProvider, p.Name == BuiltinProvider:
 		return fmt.Errorf("llm: provider name %q is reserved for the built-in models", p.Name)
 	case !validName.MatchString(p.Name):
 		return fmt.Errorf("llm: provider name %q must be letters, digits and underscores", p.Name)

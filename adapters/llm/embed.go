@@ -30,8 +30,12 @@ type embedder interface {
 // langchaingo's embeddings.Embedder in batches. The model may be any of a
 // configured provider's: embedding models are not chat models, so the
 // provider's model list (its chat models) need not name it. Clients are
-// built and cached per credential, as for Generate.
+// built and cached per credential, as for Generate. The built-in models
+// (NgramModel) are computed here, with no client.
 func (r *Registry) Embed(ctx context.Context, req ports.EmbedRequest) (ports.EmbedResponse, error) {
+	if resp, ok, err := embedBuiltin(ctx, req); ok {
+		return resp, err
+	}
 	client, err := r.resolveEmbedder(req)
 	if err != nil {
 		return ports.EmbedResponse{}, err

@@ -207,6 +207,9 @@ func price(cfg Config, key model.Key, ce CatalogEntry, known bool) model.Price {
 
 // Provider describes the provider named name (ports.Providers).
 func (r *Registry) Provider(name string) (ports.ProviderInfo, bool) {
+	if name == BuiltinProvider {
+		return ports.ProviderInfo{Name: name, Type: BuiltinProvider, Keyless: true}, true
+	}
 	if name == SandboxProvider {
 		for k := range r.entries {
 			if k.Provider == SandboxProvider {

@@ -78,6 +78,8 @@ type Info struct {
 	ToolCalls      bool
 	AudioInput     bool
 	VideoInput     bool
+	// Dims is the vector size of an embedding model; 0 for a chat model.
+	Dims int
 }
 
 // MicroCreditsPerUSD is the exchange rate of costs and prices: one credit is
