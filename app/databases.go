@@ -67,7 +67,8 @@ type LinkedSchema struct {
 	dbsync.Link
 	Name         string
 	PublishState schema.PublishState
-	// ContentHash is the published contract's hash ("" before a publish).
+	// ContentHash is the content hash of the published contract the link
+	// shipped and follows ("" while nothing shipped).
 	ContentHash string
 }
 
@@ -317,9 +318,9 @@ func (s *DatabaseService) view(ctx context.Context, d *dbsync.Database) (*Databa
 	}
 	v := &DatabaseView{Database: d, Counters: c, Schemas: make([]LinkedSchema, 0, len(d.Links))}
 	for _, l := range d.Links {
-		ls := LinkedSchema{Link: l, PublishState: schema.Unpublished}
+		ls := LinkedSchema{Link: l, PublishState: schema.Unpublished, ContentHash: l.ShippedHash}
 		if sc, err := s.Schemas.GetSchema(ctx, d.OrgID, l.SchemaID); err == nil {
-			ls.Name, ls.PublishState, ls.ContentHash = sc.Name, sc.PublishState(), sc.PublishedHash
+			ls.Name, ls.PublishState = sc.Name, sc.PublishState()
 		} else if !errors.Is(err, ports.ErrNotFound) {
 			return nil, err
 		}

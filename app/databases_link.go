@@ -71,7 +71,9 @@ func shipLink(d *dbsync.Database, sc *schema.Schema, _ time.Time) (*dbsync.Ship,
 	if d.KeyLanguage == "" && sc.KeyLanguage != "" {
 		d.KeyLanguage = sc.KeyLanguage
 	}
-	return d.PlanShip(sc.ID, sc.PublishedContent, false)
+	ship, err := d.PlanShip(sc.ID, sc.PublishedContent, false)
+	d.NoteContract(sc.ID, sc.PublishedHash)
+	return ship, err
 }
 
 // appendShip appends ship as one schema delta of the registration's feed.
@@ -104,6 +106,7 @@ func shipPublish(ctx context.Context, r ports.Repos, sc *schema.Schema, confirm 
 		_, err := r.Databases.UpdateDatabase(ctx, sc.OrgID, d.ID, func(d *dbsync.Database) error {
 			var err error
 			ship, err = d.PlanShip(sc.ID, sc.PublishedContent, confirm)
+			d.NoteContract(sc.ID, sc.PublishedHash)
 			return err
 		})
 		if err != nil {
@@ -160,7 +163,9 @@ func (s *DatabaseService) Link(ctx context.Context, p *access.Principal, id, sch
 			return err
 		}
 		var ship *dbsync.Ship
+		var shippedBefore bool
 		d, err = r.Databases.UpdateDatabase(ctx, p.OrgID, id, func(d *dbsync.Database) error {
+			shippedBefore = d.ShapeShipped()
 			if _, ok := d.Link(schemaID); ok {
 				return coded(ports.ErrConflict, CodeAlreadyLinked, "schema %s is already linked to database %s", schemaID, id)
 			}
@@ -181,7 +186,10 @@ func (s *DatabaseService) Link(ctx context.Context, p *access.Principal, id, sch
 		if err != nil {
 			return err
 		}
-		out.DDLDeltaID, err = appendShip(ctx, r, id, ship, now)
+		if out.DDLDeltaID, err = appendShip(ctx, r, id, ship, now); err != nil {
+			return err
+		}
+		d, err = requireSnapshot(ctx, r, d, schemaID, shippedBefore, out.DDLDeltaID)
 		return err
 	})
 	if err = s.notFound(err, id); err != nil {
@@ -190,6 +198,24 @@ func (s *DatabaseService) Link(ctx context.Context, p *access.Principal, id, sch
 	schemaChanged(ctx, s.SchemaCache, p.OrgID, schemaID)
 	out.View, err = s.view(ctx, d)
 	return out, err
+}
+
+// requireSnapshot marks the registration snapshot_required when linking
+// schemaID makes its consumer reload (dbsync.RelinkNeedsSnapshot), from
+// the DDL delta ddl: a snapshot as of at least that id covers the link.
+func requireSnapshot(ctx context.Context, r ports.Repos, d *dbsync.Database, schemaID string, shippedBefore bool,
+	ddl *int64) (*dbsync.Database, error) {
+	if !shippedBefore || ddl == nil || r.Entities == nil {
+		return d, nil
+	}
+	n, err := r.Entities.CountSchemaEntities(ctx, d.OrgID, schemaID)
+	if err != nil || !dbsync.RelinkNeedsSnapshot(shippedBefore, true, n > 0) {
+		return d, err
+	}
+	return r.Databases.UpdateDatabase(ctx, d.OrgID, d.ID, func(d *dbsync.Database) error {
+		d.SnapshotRequiredFrom = *ddl
+		return nil
+	})
 }
 
 // notFound maps a bare ErrNotFound (the registration's) to a 404 naming it.

@@ -65,7 +65,7 @@ func toDatabase(v *app.DatabaseView) api.DatabaseSync {
 		PkStrategy: api.DatabaseSyncPkStrategy(d.PKStrategy), IndexScalars: api.DatabaseSyncIndexScalars(d.IndexScalars),
 		NotifyDebounceS: d.NotifyDebounceS, MaxThresholdTimeoutS: d.MaxThresholdTimeoutS, PropagateNotNull: d.PropagateNotNull,
 		PendingDeltas: int(v.Counters.PendingDeltas), QuarantinedDeltas: int(v.Counters.QuarantinedDeltas),
-		EntityCount: int(v.Counters.EntityCount), ShapeShipped: d.ShapeShipped(), CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt,
+		EntityCount: int(v.Counters.EntityCount), ShapeShipped: d.ShapeShipped(), SnapshotRequired: d.SnapshotRequired(), CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt,
 		Schemas: make([]api.LinkedSchemaRef, 0, len(v.Schemas))}
 	if d.KeyLanguage != "" {
 		out.KeyLanguage = &d.KeyLanguage

@@ -157,3 +157,14 @@ func queryIDs(ctx context.Context, tx *sql.Tx, st endStmt) ([]int64, error) {
 	}
 	return ids, rows.Err()
 }
+
+// CountSchemaEntities counts a schema's entity rows in the unit's
+// transaction.
+func (w EntityWriter) CountSchemaEntities(ctx context.Context, orgID, schemaID string) (int64, error) {
+	var n int64
+	err := w.tx.QueryRowContext(ctx, `SELECT count(*) FROM entities WHERE org_id = $1 AND schema_id = $2`, orgID, schemaID).Scan(&n)
+	if err != nil {
+		return 0, fail(err, "count the entities of schema "+schemaID)
+	}
+	return n, nil
+}

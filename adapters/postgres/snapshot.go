@@ -118,3 +118,11 @@ func snapshotEntities(ctx context.Context, tx bun.Tx, orgID, schemaID string, af
 	}
 	return out, nil
 }
+
+// SnapshotServed clears the registration's snapshot_required when a
+// snapshot as of head covers the link that set it, in one statement.
+func (s *SnapshotReader) SnapshotServed(ctx context.Context, orgID, databaseID string, head int64) error {
+	_, err := s.db.NewRaw(`UPDATE databases SET snapshot_required_from = 0 WHERE id = ? AND org_id = ?
+		AND snapshot_required_from > 0 AND snapshot_required_from <= ?`, databaseID, orgID, head).Exec(ctx)
+	return failOrNil(err, "note the snapshot of database "+databaseID)
+}
