@@ -46,21 +46,51 @@ func linkSchema(ctx context.Context, r ports.Repos, orgID, schemaID string, now 
 	return sc, err
 }
 
+// UnlinkOptions are the query options of an unlink and of a delete.
+type UnlinkOptions struct {
+	// DeleteEntityState deletes the entity rows of a schema no
+	// registration links any more (revisions stay, so a re-created entity
+	// keeps rising). A schema another registration links keeps them: they
+	// feed that one.
+	DeleteEntityState bool
+	// ClearDatabaseModel strips the database-model flags
+	// (schema.DatabaseModelFlags) from the working copy of a schema no
+	// registration links any more; it is then dirty until published.
+	ClearDatabaseModel bool
+	// Force unlinks although the link's deltas are not all acknowledged
+	// (unlink only).
+	Force bool
+}
+
 // unlinkIfLast unlinks schemaID when no registration of orgID links it
-// any more (after this unit's writes); it reports whether it did.
-func unlinkIfLast(ctx context.Context, r ports.Repos, orgID, schemaID string, now time.Time) (bool, error) {
+// any more (after this unit's writes), applying o; it reports whether it
+// did.
+func unlinkIfLast(ctx context.Context, r ports.Repos, orgID, schemaID string, o UnlinkOptions, now time.Time) (bool, error) {
 	ds, err := r.Databases.ListDatabases(ctx, orgID, schemaID)
 	if err != nil || len(ds) > 0 {
 		return false, err
 	}
 	_, err = r.Schemas.UpdateSchema(ctx, orgID, schemaID, func(sc *schema.Schema) error {
 		sc.Unlink(now)
+		if o.ClearDatabaseModel {
+			if _, err := sc.ClearDatabaseModel(now); err != nil {
+				return Invalid("clear_database_model", "clear_database_model: %v", err)
+			}
+		}
 		return nil
 	})
 	if errors.Is(err, ports.ErrNotFound) {
 		return false, nil // deleted permanently meanwhile
 	}
-	return err == nil, err
+	if err != nil {
+		return false, err
+	}
+	if o.DeleteEntityState && r.Entities != nil {
+		if _, err := r.Entities.DeleteSchemaEntities(ctx, orgID, schemaID); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
 }
 
 // shipLink plans the DDL of a newly linked schema: its whole projection
@@ -230,9 +260,11 @@ func (s *DatabaseService) notFound(err error, id string) error {
 
 // Unlink removes the link of schemaID; a schema no registration links any
 // more is unlinked (its purge is then allowed). The registration's last
-// link is refused (409 last_schema_link): delete the registration. Owner
-// only. The link's deltas already in the feed stay.
-func (s *DatabaseService) Unlink(ctx context.Context, p *access.Principal, id, schemaID string) error {
+// link is refused (409 last_schema_link): delete the registration. So is
+// a link whose deltas the consumer has not acknowledged yet (409
+// unlink_pending_deltas) unless o.Force: they stay in the feed, but no
+// later change follows them. Owner only.
+func (s *DatabaseService) Unlink(ctx context.Context, p *access.Principal, id, schemaID string, o UnlinkOptions) error {
 	if _, err := s.get(ctx, p, access.ActDeleteDatabase, id); err != nil {
 		return err
 	}
@@ -241,6 +273,16 @@ func (s *DatabaseService) Unlink(ctx context.Context, p *access.Principal, id, s
 	}
 	now := s.Clock.Now()
 	err := s.UoW.InTx(ctx, func(ctx context.Context, r ports.Repos) error {
+		if !o.Force {
+			n, err := r.Databases.PendingSchemaDeltas(ctx, p.OrgID, id, schemaID)
+			if err != nil {
+				return err
+			}
+			if n > 0 {
+				return coded(ports.ErrConflict, CodeUnlinkPending, "database %s has %d unacknowledged deltas of schema %s; "+
+					"let the consumer catch up, or unlink with force=true", id, n, schemaID)
+			}
+		}
 		_, err := r.Databases.UpdateDatabase(ctx, p.OrgID, id, func(d *dbsync.Database) error {
 			i := d.LinkIndex(schemaID)
 			switch {
@@ -256,7 +298,7 @@ func (s *DatabaseService) Unlink(ctx context.Context, p *access.Principal, id, s
 		if err != nil {
 			return err
 		}
-		_, err = unlinkIfLast(ctx, r, p.OrgID, schemaID, now)
+		_, err = unlinkIfLast(ctx, r, p.OrgID, schemaID, o, now)
 		return err
 	})
 	if err = s.notFound(err, id); err != nil {
