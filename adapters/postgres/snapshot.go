@@ -73,8 +73,8 @@ func (s *SnapshotReader) ReadSnapshot(ctx context.Context, orgID, databaseID str
 
 func readSnapshotDatabase(ctx context.Context, tx bun.Tx, orgID, id string) (*dbsync.Database, error) {
 	d := &dbsync.Database{ID: id, OrgID: orgID, Dialect: dbsync.Dialect}
-	err := tx.NewRaw(`SELECT name, created_at, updated_at FROM databases WHERE id = ? AND org_id = ?`, id, orgID).
-		Scan(ctx, &d.Name, &d.CreatedAt, &d.UpdatedAt)
+	err := tx.NewRaw(`SELECT name, snapshot_required_from, created_at, updated_at FROM databases WHERE id = ? AND org_id = ?`,
+		id, orgID).Scan(ctx, &d.Name, &d.SnapshotRequiredFrom, &d.CreatedAt, &d.UpdatedAt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("postgres: database %s: %w", id, ports.ErrNotFound)
 	}
