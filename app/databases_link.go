@@ -55,7 +55,8 @@ type UnlinkOptions struct {
 	DeleteEntityState bool
 	// ClearDatabaseModel strips the database-model flags
 	// (schema.DatabaseModelFlags) from the working copy of a schema no
-	// registration links any more; it is then dirty until published.
+	// registration links any more; its published contract keeps them
+	// until the next publish.
 	ClearDatabaseModel bool
 	// Force unlinks although the link's deltas are not all acknowledged
 	// (unlink only).

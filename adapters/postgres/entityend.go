@@ -162,7 +162,7 @@ func queryIDs(ctx context.Context, tx *sql.Tx, st endStmt) ([]int64, error) {
 // transaction.
 func (w EntityWriter) CountSchemaEntities(ctx context.Context, orgID, schemaID string) (int64, error) {
 	var n int64
-	err := w.tx.QueryRowContext(ctx, `SELECT count(*) FROM entities WHERE org_id = $1 AND schema_id = $2`, orgID, schemaID).Scan(&n)
+	err := w.tx.NewRaw(`SELECT count(*) FROM entities WHERE org_id = ? AND schema_id = ?`, orgID, schemaID).Scan(ctx, &n)
 	if err != nil {
 		return 0, fail(err, "count the entities of schema "+schemaID)
 	}

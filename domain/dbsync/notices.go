@@ -33,18 +33,26 @@ func (d *Database) Notices(schemaID string, contract json.RawMessage) ([]Notice,
 	if err != nil {
 		return nil, err
 	}
-	on := *d
-	on.PropagateNotNull = true
-	all, err := on.Projection(schemaID, contract)
+	// The columns the option makes NOT NULL: those NOT NULL with it and
+	// not without it (natural key columns are NOT NULL either way).
+	on, off := *d, *d
+	on.PropagateNotNull, off.PropagateNotNull = true, false
+	with, err := on.Projection(schemaID, contract)
 	if err != nil {
 		return nil, err
 	}
-	always, props := propertyColumns(all)
+	without, err := off.Projection(schemaID, contract)
+	if err != nil {
+		return nil, err
+	}
+	n1, props := propertyColumns(with)
+	n0, _ := propertyColumns(without)
+	always := n1 - n0
 	if d.PropagateNotNull {
-		nn.Effect = fmt.Sprintf("%d of %d property columns are NOT NULL in the replica (the properties this schema declares "+
-			"always present); a row with a gap there (on_gaps accept_partial) is refused by the replica and quarantined", always, props)
+		nn.Effect = fmt.Sprintf("%d of the %d property columns are NOT NULL in the replica because this schema declares them "+
+			"always present; a row with a gap there (on_gaps accept_partial) is refused by the replica and quarantined", always, props)
 	} else {
-		nn.Effect = fmt.Sprintf("none of the %d property columns is NOT NULL in the replica, although this schema declares %d "+
+		nn.Effect = fmt.Sprintf("none of the %d property columns is made NOT NULL in the replica, although this schema declares %d "+
 			"always present: the gate is applied here, on_gaps decides what is written", props, always)
 	}
 	pk.Effect = pkEffect(m)

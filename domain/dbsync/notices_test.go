@@ -39,7 +39,7 @@ func TestNotices(t *testing.T) {
 			[]string{"2 tables are keyed by a surrogate ee_id", "key columns (domain)"}},
 		{"mirrored NOT NULL, natural keys", dbsync.Fields{PropagateNotNull: ptr(true), PKStrategy: ptr(dbsync.Natural)},
 			json.RawMessage(noticeContract),
-			[]string{"3 of 4 property columns are NOT NULL"},
+			[]string{"2 of the 4 property columns are NOT NULL"},
 			[]string{"2 tables get natural primary keys", "(domain)"}},
 		{"unpublished: the numbers wait for the first publish", dbsync.Fields{}, nil,
 			[]string{"not published yet"}, []string{"not published yet"}},

@@ -141,8 +141,7 @@ func isModelFlag(k string) bool {
 
 // ClearDatabaseModel strips DatabaseModelFlags from the working copy at
 // now (the package function); it reports whether the document changed.
-// A published contract is left as it is: the schema is dirty until
-// published.
+// A published contract is left as it is until the next publish.
 func (s *Schema) ClearDatabaseModel(now time.Time) (bool, error) {
 	doc, changed, err := ClearDatabaseModel(s.Content)
 	if err != nil || !changed {

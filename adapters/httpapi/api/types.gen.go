@@ -4635,7 +4635,7 @@ type DeleteDatabaseParams struct {
 	// DeleteEntityState Also delete the entity rows of every linked schema no other registration links (their revisions are kept, so a re-created entity keeps rising).
 	DeleteEntityState *bool `form:"delete_entity_state,omitempty" json:"delete_entity_state,omitempty"`
 
-	// ClearDatabaseModel Also strip the database-model flags (database_key, db_type, db_type_length, db_name, index, unique_group) from the working copy of every linked schema no other registration links; the schema is then dirty until published.
+	// ClearDatabaseModel Also strip the database-model flags (database_key, db_type, db_type_length, db_name, index, unique_group) from the working copy of every linked schema no other registration links; its published contract keeps them until the next publish.
 	ClearDatabaseModel *bool `form:"clear_database_model,omitempty" json:"clear_database_model,omitempty"`
 }
 
@@ -4683,7 +4683,7 @@ type UnlinkDatabaseSchemaParams struct {
 	// DeleteEntityState Also delete the schema's entity rows when no other registration links it (their revisions are kept).
 	DeleteEntityState *bool `form:"delete_entity_state,omitempty" json:"delete_entity_state,omitempty"`
 
-	// ClearDatabaseModel Also strip the database-model flags (database_key, db_type, db_type_length, db_name, index, unique_group) from the schema's working copy when no other registration links it; the schema is then dirty until published.
+	// ClearDatabaseModel Also strip the database-model flags (database_key, db_type, db_type_length, db_name, index, unique_group) from the schema's working copy when no other registration links it; its published contract keeps them until the next publish.
 	ClearDatabaseModel *bool `form:"clear_database_model,omitempty" json:"clear_database_model,omitempty"`
 }
 
