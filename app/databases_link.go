@@ -274,16 +274,6 @@ func (s *DatabaseService) Unlink(ctx context.Context, p *access.Principal, id, s
 	}
 	now := s.Clock.Now()
 	err := s.UoW.InTx(ctx, func(ctx context.Context, r ports.Repos) error {
-		if !o.Force {
-			n, err := r.Databases.PendingSchemaDeltas(ctx, p.OrgID, id, schemaID)
-			if err != nil {
-				return err
-			}
-			if n > 0 {
-				return coded(ports.ErrConflict, CodeUnlinkPending, "database %s has %d unacknowledged deltas of schema %s; "+
-					"let the consumer catch up, or unlink with force=true", id, n, schemaID)
-			}
-		}
 		_, err := r.Databases.UpdateDatabase(ctx, p.OrgID, id, func(d *dbsync.Database) error {
 			i := d.LinkIndex(schemaID)
 			switch {
@@ -299,6 +289,10 @@ func (s *DatabaseService) Unlink(ctx context.Context, p *access.Principal, id, s
 		if err != nil {
 			return err
 		}
+		// After the link's own refusals; a refusal here rolls the unit back.
+		if err := s.checkPending(ctx, r, p.OrgID, id, schemaID, o.Force); err != nil {
+			return err
+		}
 		_, err = unlinkIfLast(ctx, r, p.OrgID, schemaID, o, now)
 		return err
 	})
@@ -307,6 +301,20 @@ func (s *DatabaseService) Unlink(ctx context.Context, p *access.Principal, id, s
 	}
 	schemaChanged(ctx, s.SchemaCache, p.OrgID, schemaID)
 	return nil
+}
+
+// checkPending refuses an unlink while the registration's feed holds
+// unacknowledged deltas of the schema, unless force.
+func (s *DatabaseService) checkPending(ctx context.Context, r ports.Repos, orgID, id, schemaID string, force bool) error {
+	if force {
+		return nil
+	}
+	n, err := r.Databases.PendingSchemaDeltas(ctx, orgID, id, schemaID)
+	if err != nil || n == 0 {
+		return err
+	}
+	return coded(ports.ErrConflict, CodeUnlinkPending, "database %s has %d unacknowledged deltas of schema %s; "+
+		"let the consumer catch up, or unlink with force=true", id, n, schemaID)
 }
 
 // SetEnrichment turns a link's data deltas on or off.
