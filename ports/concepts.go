@@ -77,8 +77,9 @@ type ConceptSelection struct {
 }
 
 // RefBump adds Delta to a concept's reference count and, when AliasID is
-// set, to that alias's (the one the link resolved through). Counts never
-// go below 0.
+// set, to that alias's (the one the link resolved through). The deltas of
+// one call add up per concept and per alias (SumRefBumps), and the sum is
+// applied with a floor at 0.
 type RefBump struct {
 	ConceptID string
 	AliasID   string
@@ -144,7 +145,8 @@ type ConceptStore interface {
 // names no alias (AliasID "", IsCanonical true).
 type VectorIndex interface {
 	// Upsert stores vector as the concept's in the slice's model, over any
-	// it had. The concept must be the organization's and of the slice's
+	// it had; in the concept's own model it sets the concept's Dims (and
+	// Delete there sets 0). The concept must be the organization's and of the slice's
 	// type (ErrNotFound); an empty vector or one holding a value that is
 	// not finite is ErrInvalid.
 	Upsert(ctx context.Context, orgID string, s concept.Slice, conceptID string, vector []float32) error
@@ -183,4 +185,28 @@ func CheckVector(v []float32) error {
 		}
 	}
 	return nil
+}
+
+// SumRefBumps adds up bumps per concept and per (concept, alias), the
+// way a ConceptStore applies them: a call's bumps add up before the floor
+// at 0. Bumps whose deltas cancel out are left out.
+func SumRefBumps(bumps []RefBump) (concepts map[string]int, aliases map[[2]string]int) {
+	concepts, aliases = map[string]int{}, map[[2]string]int{}
+	for _, b := range bumps {
+		concepts[b.ConceptID] += b.Delta
+		if b.AliasID != "" {
+			aliases[[2]string{b.ConceptID, b.AliasID}] += b.Delta
+		}
+	}
+	for id, d := range concepts {
+		if d == 0 {
+			delete(concepts, id)
+		}
+	}
+	for k, d := range aliases {
+		if d == 0 {
+			delete(aliases, k)
+		}
+	}
+	return concepts, aliases
 }

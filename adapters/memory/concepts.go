@@ -249,15 +249,20 @@ func aliasErr(err error, conceptID, aliasID string) error {
 func (s *ConceptStore) BumpRefCounts(_ context.Context, orgID string, bumps []ports.RefBump) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, b := range bumps {
-		c := s.owned(orgID, b.ConceptID)
+	concepts, aliases := ports.SumRefBumps(bumps)
+	for id, d := range concepts {
+		if c := s.owned(orgID, id); c != nil {
+			c.RefCount = max(0, c.RefCount+d)
+		}
+	}
+	for k, d := range aliases {
+		c := s.owned(orgID, k[0])
 		if c == nil {
 			continue
 		}
-		c.RefCount = max(0, c.RefCount+b.Delta)
 		for i := range c.Aliases {
-			if b.AliasID != "" && c.Aliases[i].ID == b.AliasID {
-				c.Aliases[i].RefCount = max(0, c.Aliases[i].RefCount+b.Delta)
+			if c.Aliases[i].ID == k[1] {
+				c.Aliases[i].RefCount = max(0, c.Aliases[i].RefCount+d)
 			}
 		}
 	}
