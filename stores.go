@@ -34,7 +34,9 @@ func provideMemoryStores(codec ports.EventCodec) *Stores {
 	// share one SyncStore.
 	sync := memory.NewSyncStore()
 	notes := memory.NewNotifications()
+	concepts := memory.NewConceptStore()
 	return &Stores{
+		Concepts: concepts, Vectors: concepts,
 		Entities:    sync,
 		Credentials: memory.NewCredentialStore(sync), Snapshots: sync,
 		LoginFailures: memory.NewLoginThrottleStore(), DeniedTokens: memory.NewDeniedTokenStore(), Invitations: invitations,
@@ -78,6 +80,7 @@ func providePostgresStores(pdb *postgres.DB, cfg Config, clock ports.Clock, lg *
 		LoginFailures: postgres.NewLoginThrottleStore(db), DeniedTokens: postgres.NewDeniedTokenStore(db), Invitations: postgres.NewInvitationStore(db),
 		Credentials: postgres.NewCredentialStore(db), Snapshots: postgres.NewSnapshotReader(db),
 		Databases: postgres.NewDatabaseStore(db), Attachments: postgres.NewAttachmentStore(db), Blobs: postgres.NewBlobStore(db),
+		Concepts: postgres.NewConceptStore(db), Vectors: postgres.NewExactVectorIndex(db),
 		Invalidations: postgres.NewInvalidations(db, cfg.DatabaseURL, lg), Ready: func(ctx context.Context) error { return db.PingContext(ctx) },
 		Kind: "postgres",
 	}, nil

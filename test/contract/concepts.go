@@ -115,7 +115,7 @@ func conceptRefused(t *testing.T, s ports.ConceptStore) {
 			Text: text, Origin: concept.OriginManual, EmbeddingModel: testModel, Vector: vector, CreatedAt: at(2)})
 		return err
 	}
-	is.True(errors.Is(create(" ACME  ", nil), ports.ErrConflict))  // the incumbent's text
+	is.True(errors.Is(create(" ACME  ", nil), ports.ErrConflict))   // the incumbent's text
 	is.True(errors.Is(create("acme (uk)", nil), ports.ErrConflict)) // normalizes to it
 	for _, bad := range []string{"", "  ", "(only a parenthetical)", "nul\x00byte", "bad \xff utf-8"} {
 		is.True(errors.Is(create(bad, nil), ports.ErrInvalid))
