@@ -7,3 +7,6 @@ import "github.com/uptrace/bun"
 func NewExactVectorIndexPaged(db bun.IDB, rows int) *ExactVectorIndex {
 	return &ExactVectorIndex{db: db, pageRows: rows}
 }
+
+// PgvectorNearestSQL is the statement PgvectorIndex.Nearest runs.
+var PgvectorNearestSQL = pgvectorNearestSQL
