@@ -151,9 +151,11 @@ type VectorIndex interface {
 	// not finite is ErrInvalid.
 	Upsert(ctx context.Context, orgID string, s concept.Slice, conceptID string, vector []float32) error
 	// Nearest returns up to k concepts of the slice whose vectors have the
-	// length of vector, by concept.Cosine, in concept.Nearest's order
-	// (most similar first, then most referenced, then by id). k below 1
-	// returns none.
+	// length of vector, with their concept.Cosine, in concept.Nearest's
+	// order (most similar first, then most referenced, then by id). An
+	// exact index returns the k nearest; an approximate one (pgvector's
+	// HNSW) may miss some of them, but ranks what it finds the same way.
+	// k below 1 returns none.
 	Nearest(ctx context.Context, orgID string, s concept.Slice, vector []float32, k int) ([]concept.Neighbor, error)
 	// Delete removes the concept's vector in the slice's model; a missing
 	// one is not an error.
