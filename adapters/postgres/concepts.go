@@ -88,6 +88,17 @@ func storable(ss ...string) bool {
 	return true
 }
 
+// storableOnly is ss without the strings storable refuses.
+func storableOnly(ss []string) []string {
+	out := make([]string, 0, len(ss))
+	for _, s := range ss {
+		if storable(s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 func errNoConcept(id string) error {
 	return fmt.Errorf("postgres: concept %s: %w", id, ports.ErrNotFound)
 }
@@ -214,10 +225,14 @@ func conceptOrder(f ports.ConceptFilter) string {
 
 // ListConcepts counts the matches, reads one page and then its aliases.
 func (s *ConceptStore) ListConcepts(ctx context.Context, orgID string, f ports.ConceptFilter) ([]*concept.Concept, int, error) {
+	types := storableOnly(f.Types)
+	if (len(f.Types) > 0 && len(types) == 0) || !storable(orgID) {
+		return nil, 0, nil
+	}
 	var rows []conceptRow
 	q := s.db.NewSelect().Model(&rows).Where("c.org_id = ?", orgID)
-	if len(f.Types) > 0 {
-		q.Where("c.concept_type IN (?)", bun.In(f.Types))
+	if len(types) > 0 {
+		q.Where("c.concept_type IN (?)", bun.In(types))
 	}
 	if f.MinRefCount > 0 {
 		q.Where("c.ref_count >= ?", f.MinRefCount)
@@ -413,6 +428,15 @@ func (s *ConceptStore) ConceptTypes(ctx context.Context, orgID string) ([]ports.
 func (s *ConceptStore) DeleteConcepts(ctx context.Context, orgID string, sel ports.ConceptSelection) ([]string, error) {
 	if len(sel.IDs) == 0 && len(sel.Types) == 0 {
 		return nil, fmt.Errorf("postgres: delete concepts: %w: name ids or types", ports.ErrInvalid)
+	}
+	ids, types := storableOnly(sel.IDs), storableOnly(sel.Types)
+	if len(ids) < len(sel.IDs) || len(types) < len(sel.Types) {
+		// What no text column holds matches nothing; an emptied list must
+		// not widen the selection.
+		if (len(sel.IDs) > 0 && len(ids) == 0) || (len(sel.Types) > 0 && len(types) == 0) || !storable(orgID) {
+			return nil, nil
+		}
+		sel.IDs, sel.Types = ids, types
 	}
 	q := s.db.NewDelete().Model((*conceptRow)(nil)).Where("org_id = ?", orgID)
 	if len(sel.IDs) > 0 {

@@ -311,6 +311,14 @@ func conceptDelete(t *testing.T, p ConceptPorts) {
 	gone, err := s.DeleteConcepts(ctx, org, ports.ConceptSelection{IDs: []string{theirs.ID}})
 	is.NoErr(err)
 	is.Equal(len(gone), 0) // another organization's
+	for _, sel := range []ports.ConceptSelection{{IDs: []string{"nul\x00"}}, {Types: []string{"bad \xff"}}, {IDs: []string{a.ID}, Types: []string{"\x00"}}} {
+		gone, err = s.DeleteConcepts(ctx, org, sel)
+		is.NoErr(err)
+		is.Equal(len(gone), 0) // what no text holds matches nothing, never everything
+	}
+	cs, total, err := s.ListConcepts(ctx, org, ports.ConceptFilter{Types: []string{"nul\x00"}})
+	is.NoErr(err)
+	is.Equal(len(cs)+total, 0)
 	gone, err = s.DeleteConcepts(ctx, org, ports.ConceptSelection{Types: []string{"company"}, UnusedOnly: true})
 	is.NoErr(err)
 	is.Equal(gone, []string{a.ID})
