@@ -36,7 +36,13 @@ func TestConceptStore(t *testing.T) {
 				t.Fatalf("HasPgvector = %v on %s", has, b.name)
 			}
 			if has {
-				indexes["pgvector"] = func() ports.VectorIndex { return postgres.NewPgvectorIndex(db) }
+				indexes["pgvector"] = func() ports.VectorIndex {
+					x, err := postgres.NewPgvectorIndex(context.Background(), db)
+					if err != nil {
+						t.Fatal(err)
+					}
+					return x
+				}
 			}
 			contract.RunConceptStore(t, func(*testing.T) contract.ConceptPorts {
 				return contract.ConceptPorts{Store: postgres.NewConceptStore(db), Index: postgres.NewExactVectorIndex(db)}
@@ -68,7 +74,9 @@ func TestConceptStore(t *testing.T) {
 func hnswPlan(t *testing.T, db *postgres.DB) {
 	ctx := context.Background()
 	is := is.New(t)
-	store, index := postgres.NewConceptStore(db), postgres.NewPgvectorIndex(db)
+	store := postgres.NewConceptStore(db)
+	index, err := postgres.NewPgvectorIndex(ctx, db)
+	is.NoErr(err)
 	org := "org_hnsw_" + contract.TestUUID()
 	sl := concept.Slice{Type: "company", EmbeddingModel: "builtin/ngram"}
 	for i, text := range []string{"Acme Corporation", "Acme Corp", "Globex", "Initech", "Umbrella"} {

@@ -26,11 +26,23 @@ const pgvectorMaxCandidates = 1000
 // its order of ties are the exact index's.
 type PgvectorIndex struct {
 	*ExactVectorIndex
+	// iterative: the extension (0.8 and later) can go on scanning the
+	// index until enough rows pass the slice's filters.
+	iterative bool
 }
 
-// NewPgvectorIndex returns the index on db.
-func NewPgvectorIndex(db bun.IDB) *PgvectorIndex {
-	return &PgvectorIndex{ExactVectorIndex: NewExactVectorIndex(db)}
+// NewPgvectorIndex returns the index on db, whose pgvector version it
+// reads.
+func NewPgvectorIndex(ctx context.Context, db bun.IDB) (*PgvectorIndex, error) {
+	var version string
+	if err := db.NewRaw("SELECT extversion FROM pg_extension WHERE extname = 'vector'").Scan(ctx, &version); err != nil {
+		return nil, notFound(err, "read the pgvector version")
+	}
+	var major, minor int
+	if _, err := fmt.Sscanf(version, "%d.%d", &major, &minor); err != nil {
+		return nil, fmt.Errorf("postgres: pgvector version %q: %w", version, err)
+	}
+	return &PgvectorIndex{ExactVectorIndex: NewExactVectorIndex(db), iterative: major > 0 || minor >= 8}, nil
 }
 
 // HasPgvector reports whether the database's concept_embeddings carries
@@ -54,7 +66,7 @@ func NewVectorIndex(ctx context.Context, db bun.IDB) (ports.VectorIndex, error) 
 	case err != nil:
 		return nil, err
 	case ok:
-		return NewPgvectorIndex(db), nil
+		return NewPgvectorIndex(ctx, db)
 	}
 	return NewExactVectorIndex(db), nil
 }
@@ -82,13 +94,16 @@ func (x *PgvectorIndex) Nearest(ctx context.Context, orgID string, s concept.Sli
 	q := pgvectorNearestSQL(len(vector))
 	var rows []nearRow
 	err := inTx(ctx, x.db, func(ctx context.Context, tx bun.Tx) error {
-		// Filters apply after the index scan: the iterative scan goes on
-		// until enough rows of the slice pass them.
 		if _, err := tx.ExecContext(ctx, "SET LOCAL hnsw.ef_search = ?", max(40, candidates)); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, "SET LOCAL hnsw.iterative_scan = relaxed_order"); err != nil {
-			return err
+		// Filters apply after the index scan: the iterative scan goes on
+		// until enough rows of the slice pass them. Without it (before
+		// 0.8) a small slice among large ones may come back short.
+		if x.iterative {
+			if _, err := tx.ExecContext(ctx, "SET LOCAL hnsw.iterative_scan = relaxed_order"); err != nil {
+				return err
+			}
 		}
 		return tx.NewRaw(q, orgID, s.Type, s.EmbeddingModel, pgvector.NewVector(vector), candidates).Scan(ctx, &rows)
 	})
