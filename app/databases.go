@@ -21,6 +21,9 @@ const (
 	// CodeLastLink (409): the registration's only link; delete the
 	// registration instead.
 	CodeLastLink = "last_schema_link"
+	// CodeUnlinkPending (409): the link's deltas are not all acknowledged;
+	// force=true unlinks anyway.
+	CodeUnlinkPending = "unlink_pending_deltas"
 	// CodeNoDatabaseKey (409): the published contract has no identifying
 	// property, so its rows have no identity.
 	CodeNoDatabaseKey = "no_database_key"
@@ -67,7 +70,8 @@ type LinkedSchema struct {
 	dbsync.Link
 	Name         string
 	PublishState schema.PublishState
-	// ContentHash is the published contract's hash ("" before a publish).
+	// ContentHash is the content hash of the published contract the link
+	// shipped and follows ("" while nothing shipped).
 	ContentHash string
 }
 
@@ -79,6 +83,9 @@ type DatabaseCreated struct {
 	DDLDeltaID     *int64
 	StampedKeys    []StampedKeys
 	CustodyWarning string
+	// Notices restate propagate_not_null and pk_strategy with the
+	// schema's own numbers.
+	Notices []dbsync.Notice
 }
 
 // StampedKeys are the database keys of an entity type.
@@ -161,6 +168,9 @@ func (s *DatabaseService) Create(ctx context.Context, p *access.Principal, schem
 		out.CustodyWarning = CustodyWarning
 	}
 	out.StampedKeys = stampedKeys(d, sc)
+	if out.Notices, err = d.Notices(schemaID, sc.PublishedContent); err != nil {
+		return nil, registryError(err)
+	}
 	return out, nil
 }
 
@@ -262,9 +272,10 @@ func linksChanged(ctx context.Context, cache ports.SchemaCache, d *dbsync.Databa
 }
 
 // Delete removes a registration with its links, feed and deltas; a schema
-// no other registration links is unlinked. Owner only. A second delete is
+// no other registration links is unlinked, with o's options (Force has no
+// meaning here). Owner only. A second delete is
 // 404, as a schema's or a key's.
-func (s *DatabaseService) Delete(ctx context.Context, p *access.Principal, id string) error {
+func (s *DatabaseService) Delete(ctx context.Context, p *access.Principal, id string, o UnlinkOptions) error {
 	if err := access.Authorize(p, access.ActDeleteDatabase); err != nil {
 		return err
 	}
@@ -285,7 +296,7 @@ func (s *DatabaseService) Delete(ctx context.Context, p *access.Principal, id st
 			return err
 		}
 		for _, l := range d.Links {
-			done, err := unlinkIfLast(ctx, r, p.OrgID, l.SchemaID, now)
+			done, err := unlinkIfLast(ctx, r, p.OrgID, l.SchemaID, o, now)
 			if err != nil {
 				return err
 			}
@@ -317,9 +328,9 @@ func (s *DatabaseService) view(ctx context.Context, d *dbsync.Database) (*Databa
 	}
 	v := &DatabaseView{Database: d, Counters: c, Schemas: make([]LinkedSchema, 0, len(d.Links))}
 	for _, l := range d.Links {
-		ls := LinkedSchema{Link: l, PublishState: schema.Unpublished}
+		ls := LinkedSchema{Link: l, PublishState: schema.Unpublished, ContentHash: l.ShippedHash}
 		if sc, err := s.Schemas.GetSchema(ctx, d.OrgID, l.SchemaID); err == nil {
-			ls.Name, ls.PublishState, ls.ContentHash = sc.Name, sc.PublishState(), sc.PublishedHash
+			ls.Name, ls.PublishState = sc.Name, sc.PublishState()
 		} else if !errors.Is(err, ports.ErrNotFound) {
 			return nil, err
 		}

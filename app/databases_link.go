@@ -46,21 +46,52 @@ func linkSchema(ctx context.Context, r ports.Repos, orgID, schemaID string, now 
 	return sc, err
 }
 
+// UnlinkOptions are the query options of an unlink and of a delete.
+type UnlinkOptions struct {
+	// DeleteEntityState deletes the entity rows of a schema no
+	// registration links any more (revisions stay, so a re-created entity
+	// keeps rising). A schema another registration links keeps them: they
+	// feed that one.
+	DeleteEntityState bool
+	// ClearDatabaseModel strips the database-model flags
+	// (schema.DatabaseModelFlags) from the working copy of a schema no
+	// registration links any more; its published contract keeps them
+	// until the next publish.
+	ClearDatabaseModel bool
+	// Force unlinks although the link's deltas are not all acknowledged
+	// (unlink only).
+	Force bool
+}
+
 // unlinkIfLast unlinks schemaID when no registration of orgID links it
-// any more (after this unit's writes); it reports whether it did.
-func unlinkIfLast(ctx context.Context, r ports.Repos, orgID, schemaID string, now time.Time) (bool, error) {
+// any more (after this unit's writes), applying o; it reports whether it
+// did.
+func unlinkIfLast(ctx context.Context, r ports.Repos, orgID, schemaID string, o UnlinkOptions, now time.Time) (bool, error) {
 	ds, err := r.Databases.ListDatabases(ctx, orgID, schemaID)
 	if err != nil || len(ds) > 0 {
 		return false, err
 	}
 	_, err = r.Schemas.UpdateSchema(ctx, orgID, schemaID, func(sc *schema.Schema) error {
 		sc.Unlink(now)
+		if o.ClearDatabaseModel {
+			if _, err := sc.ClearDatabaseModel(now); err != nil {
+				return Invalid("clear_database_model", "clear_database_model: %v", err)
+			}
+		}
 		return nil
 	})
 	if errors.Is(err, ports.ErrNotFound) {
 		return false, nil // deleted permanently meanwhile
 	}
-	return err == nil, err
+	if err != nil {
+		return false, err
+	}
+	if o.DeleteEntityState && r.Entities != nil {
+		if _, err := r.Entities.DeleteSchemaEntities(ctx, orgID, schemaID); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
 }
 
 // shipLink plans the DDL of a newly linked schema: its whole projection
@@ -71,7 +102,9 @@ func shipLink(d *dbsync.Database, sc *schema.Schema, _ time.Time) (*dbsync.Ship,
 	if d.KeyLanguage == "" && sc.KeyLanguage != "" {
 		d.KeyLanguage = sc.KeyLanguage
 	}
-	return d.PlanShip(sc.ID, sc.PublishedContent, false)
+	ship, err := d.PlanShip(sc.ID, sc.PublishedContent, false)
+	d.NoteContract(sc.ID, sc.PublishedHash)
+	return ship, err
 }
 
 // appendShip appends ship as one schema delta of the registration's feed.
@@ -104,6 +137,7 @@ func shipPublish(ctx context.Context, r ports.Repos, sc *schema.Schema, confirm 
 		_, err := r.Databases.UpdateDatabase(ctx, sc.OrgID, d.ID, func(d *dbsync.Database) error {
 			var err error
 			ship, err = d.PlanShip(sc.ID, sc.PublishedContent, confirm)
+			d.NoteContract(sc.ID, sc.PublishedHash)
 			return err
 		})
 		if err != nil {
@@ -160,7 +194,9 @@ func (s *DatabaseService) Link(ctx context.Context, p *access.Principal, id, sch
 			return err
 		}
 		var ship *dbsync.Ship
+		var shippedBefore bool
 		d, err = r.Databases.UpdateDatabase(ctx, p.OrgID, id, func(d *dbsync.Database) error {
+			shippedBefore = d.ShapeShipped()
 			if _, ok := d.Link(schemaID); ok {
 				return coded(ports.ErrConflict, CodeAlreadyLinked, "schema %s is already linked to database %s", schemaID, id)
 			}
@@ -181,7 +217,10 @@ func (s *DatabaseService) Link(ctx context.Context, p *access.Principal, id, sch
 		if err != nil {
 			return err
 		}
-		out.DDLDeltaID, err = appendShip(ctx, r, id, ship, now)
+		if out.DDLDeltaID, err = appendShip(ctx, r, id, ship, now); err != nil {
+			return err
+		}
+		d, err = requireSnapshot(ctx, r, d, schemaID, shippedBefore, out.DDLDeltaID)
 		return err
 	})
 	if err = s.notFound(err, id); err != nil {
@@ -190,6 +229,24 @@ func (s *DatabaseService) Link(ctx context.Context, p *access.Principal, id, sch
 	schemaChanged(ctx, s.SchemaCache, p.OrgID, schemaID)
 	out.View, err = s.view(ctx, d)
 	return out, err
+}
+
+// requireSnapshot marks the registration snapshot_required when linking
+// schemaID makes its consumer reload (dbsync.RelinkNeedsSnapshot), from
+// the DDL delta ddl: a snapshot as of at least that id covers the link.
+func requireSnapshot(ctx context.Context, r ports.Repos, d *dbsync.Database, schemaID string, shippedBefore bool,
+	ddl *int64) (*dbsync.Database, error) {
+	if !shippedBefore || ddl == nil || r.Entities == nil {
+		return d, nil
+	}
+	n, err := r.Entities.CountSchemaEntities(ctx, d.OrgID, schemaID)
+	if err != nil || !dbsync.RelinkNeedsSnapshot(shippedBefore, true, n > 0) {
+		return d, err
+	}
+	return r.Databases.UpdateDatabase(ctx, d.OrgID, d.ID, func(d *dbsync.Database) error {
+		d.SnapshotRequiredFrom = *ddl
+		return nil
+	})
 }
 
 // notFound maps a bare ErrNotFound (the registration's) to a 404 naming it.
@@ -204,9 +261,11 @@ func (s *DatabaseService) notFound(err error, id string) error {
 
 // Unlink removes the link of schemaID; a schema no registration links any
 // more is unlinked (its purge is then allowed). The registration's last
-// link is refused (409 last_schema_link): delete the registration. Owner
-// only. The link's deltas already in the feed stay.
-func (s *DatabaseService) Unlink(ctx context.Context, p *access.Principal, id, schemaID string) error {
+// link is refused (409 last_schema_link): delete the registration. So is
+// a link whose deltas the consumer has not acknowledged yet (409
+// unlink_pending_deltas) unless o.Force: they stay in the feed, but no
+// later change follows them. Owner only.
+func (s *DatabaseService) Unlink(ctx context.Context, p *access.Principal, id, schemaID string, o UnlinkOptions) error {
 	if _, err := s.get(ctx, p, access.ActDeleteDatabase, id); err != nil {
 		return err
 	}
@@ -230,7 +289,11 @@ func (s *DatabaseService) Unlink(ctx context.Context, p *access.Principal, id, s
 		if err != nil {
 			return err
 		}
-		_, err = unlinkIfLast(ctx, r, p.OrgID, schemaID, now)
+		// After the link's own refusals; a refusal here rolls the unit back.
+		if err := s.checkPending(ctx, r, p.OrgID, id, schemaID, o.Force); err != nil {
+			return err
+		}
+		_, err = unlinkIfLast(ctx, r, p.OrgID, schemaID, o, now)
 		return err
 	})
 	if err = s.notFound(err, id); err != nil {
@@ -238,6 +301,20 @@ func (s *DatabaseService) Unlink(ctx context.Context, p *access.Principal, id, s
 	}
 	schemaChanged(ctx, s.SchemaCache, p.OrgID, schemaID)
 	return nil
+}
+
+// checkPending refuses an unlink while the registration's feed holds
+// unacknowledged deltas of the schema, unless force.
+func (s *DatabaseService) checkPending(ctx context.Context, r ports.Repos, orgID, id, schemaID string, force bool) error {
+	if force {
+		return nil
+	}
+	n, err := r.Databases.PendingSchemaDeltas(ctx, orgID, id, schemaID)
+	if err != nil || n == 0 {
+		return err
+	}
+	return coded(ports.ErrConflict, CodeUnlinkPending, "database %s has %d unacknowledged deltas of schema %s; "+
+		"let the consumer catch up, or unlink with force=true", id, n, schemaID)
 }
 
 // SetEnrichment turns a link's data deltas on or off.

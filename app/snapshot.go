@@ -14,8 +14,11 @@ import (
 // set, nothing else), then SQL units (each one statement or one entity's
 // script, run as one Exec, no terminator) and comments.
 type SnapshotPart struct {
-	Head    int64
-	First   bool
+	Head  int64
+	First bool
+	// End is the last part, after every SQL unit: the caller finishes the
+	// file and sends it all before it returns.
+	End     bool
 	SQL     string
 	Comment string
 }
@@ -32,7 +35,9 @@ func (s *ConsumerService) Snapshot(ctx context.Context, p *access.Principal, dat
 	if err := access.AuthorizeDatabase(p, access.ActReadSnapshot, databaseID); err != nil {
 		return err
 	}
-	return s.Snapshots.ReadSnapshot(ctx, p.OrgID, databaseID, func(ctx context.Context, v ports.SnapshotView) error {
+	head := int64(-1)
+	err := s.Snapshots.ReadSnapshot(ctx, p.OrgID, databaseID, func(ctx context.Context, v ports.SnapshotView) error {
+		head = v.Head
 		if err := emit(SnapshotPart{Head: v.Head, First: true}); err != nil {
 			return err
 		}
@@ -65,6 +70,15 @@ func (s *ConsumerService) Snapshot(ctx context.Context, p *access.Principal, dat
 		}
 		return emit(SnapshotPart{SQL: set})
 	})
+	if err != nil || head < 0 {
+		return err
+	}
+	if err := emit(SnapshotPart{Head: head, End: true}); err != nil {
+		return err
+	}
+	// Served whole: a consumer that re-linked waits for this download
+	// (snapshot_required), and loading it sets its watermark to the head.
+	return s.Snapshots.SnapshotServed(ctx, p.OrgID, databaseID, head)
 }
 
 // Checksum is the registration's checksum as of a delta id.

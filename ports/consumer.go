@@ -65,4 +65,9 @@ type SnapshotReader interface {
 	// that stays consistent until fn returns (ErrNotFound: not the
 	// organization's).
 	ReadSnapshot(ctx context.Context, orgID, databaseID string, fn func(ctx context.Context, v SnapshotView) error) error
+	// SnapshotServed notes that a whole snapshot as of head was served:
+	// it clears the registration's snapshot_required when the link that
+	// set it is covered (dbsync.Database.SnapshotServed); a no-op
+	// otherwise.
+	SnapshotServed(ctx context.Context, orgID, databaseID string, head int64) error
 }

@@ -28,4 +28,7 @@ type DatabaseStore interface {
 	DeleteDatabase(ctx context.Context, orgID, id string) error
 	// Counters returns the live counts of a registration.
 	Counters(ctx context.Context, orgID, id string) (dbsync.Counters, error)
+	// PendingSchemaDeltas counts the registration's deltas of schemaID
+	// that are neither acknowledged nor quarantined.
+	PendingSchemaDeltas(ctx context.Context, orgID, id, schemaID string) (int64, error)
 }

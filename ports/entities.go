@@ -34,6 +34,8 @@ type EntityWriter interface {
 	// DeleteSchemaEntities deletes a schema's entity rows in the unit and
 	// returns how many (a schema's purge); their revisions stay.
 	DeleteSchemaEntities(ctx context.Context, orgID, schemaID string) (int64, error)
+	// CountSchemaEntities counts a schema's entity rows in the unit.
+	CountSchemaEntities(ctx context.Context, orgID, schemaID string) (int64, error)
 }
 
 // EntityQuery pages an entity list.

@@ -45,6 +45,13 @@ type FeedWindow struct {
 	Busy           bool      // a claim met another claim's live lease
 	Redelivery     bool      // a claim delivered ids delivered before
 	NextCursor     int64     // the last id returned (reads); 0 when none
+	// SnapshotRequired: the consumer must reload from a snapshot (a schema
+	// was linked again after the shape shipped); a claim then delivers
+	// nothing and changes nothing until a snapshot is served.
+	SnapshotRequired bool
+	// ContentHashes maps each linked schema to the content hash of the
+	// published contract its link follows ("" while nothing shipped).
+	ContentHashes map[string]string
 }
 
 // AckOutcome is the answer of an ack, clear-acked and a quarantine delete

@@ -148,15 +148,16 @@ func (s *Server) snapshot(w http.ResponseWriter, r *http.Request) {
 			}
 			w.WriteHeader(http.StatusOK)
 		}
+		if p.End {
+			// Sent whole before the app notes the snapshot served.
+			if err := writeSnapshotEnd(bw, jsonl); err != nil {
+				return err
+			}
+			return bw.Flush()
+		}
 		return writeSnapshotPart(bw, id, p, jsonl)
 	}
 	err := s.consumer.Snapshot(r.Context(), principal(r), id, emit)
-	if err == nil {
-		err = writeSnapshotEnd(bw, jsonl)
-	}
-	if err == nil {
-		err = bw.Flush()
-	}
 	if err == nil {
 		return
 	}

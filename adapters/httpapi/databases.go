@@ -65,7 +65,7 @@ func toDatabase(v *app.DatabaseView) api.DatabaseSync {
 		PkStrategy: api.DatabaseSyncPkStrategy(d.PKStrategy), IndexScalars: api.DatabaseSyncIndexScalars(d.IndexScalars),
 		NotifyDebounceS: d.NotifyDebounceS, MaxThresholdTimeoutS: d.MaxThresholdTimeoutS, PropagateNotNull: d.PropagateNotNull,
 		PendingDeltas: int(v.Counters.PendingDeltas), QuarantinedDeltas: int(v.Counters.QuarantinedDeltas),
-		EntityCount: int(v.Counters.EntityCount), ShapeShipped: d.ShapeShipped(), CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt,
+		EntityCount: int(v.Counters.EntityCount), ShapeShipped: d.ShapeShipped(), SnapshotRequired: d.SnapshotRequired(), CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt,
 		Schemas: make([]api.LinkedSchemaRef, 0, len(v.Schemas))}
 	if d.KeyLanguage != "" {
 		out.KeyLanguage = &d.KeyLanguage
@@ -127,6 +127,12 @@ func (s *Server) createDatabase(w http.ResponseWriter, r *http.Request) {
 	if c.CustodyWarning != "" {
 		out.CustodyWarning = &c.CustodyWarning
 	}
+	notices := make([]api.RegistrationNotice, 0, len(c.Notices))
+	for _, n := range c.Notices {
+		notices = append(notices, api.RegistrationNotice{Option: api.RegistrationNoticeOption(n.Option), Value: n.Value,
+			Effect: n.Effect, LockedAfterShip: n.LockedAfterShip})
+	}
+	out.RegistrationNotices = &notices
 	writeJSON(w, http.StatusCreated, out)
 }
 
@@ -165,22 +171,31 @@ func (s *Server) updateDatabase(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, toDatabase(v))
 }
 
-// boolQueries checks optional boolean query parameters the route accepts.
-func boolQueries(r *http.Request, names ...string) error {
-	for _, n := range names {
-		if _, err := boolQuery(r, n); err != nil {
-			return err
-		}
+// unlinkOptions reads the options of an unlink or a delete (force only
+// where the route takes it); a value other than true or false is 400
+// naming the parameter.
+func unlinkOptions(r *http.Request, force bool) (app.UnlinkOptions, error) {
+	var o app.UnlinkOptions
+	var err error
+	if o.DeleteEntityState, err = boolQuery(r, "delete_entity_state"); err != nil {
+		return o, err
 	}
-	return nil
+	if o.ClearDatabaseModel, err = boolQuery(r, "clear_database_model"); err != nil {
+		return o, err
+	}
+	if force {
+		o.Force, err = boolQuery(r, "force")
+	}
+	return o, err
 }
 
 func (s *Server) deleteDatabase(w http.ResponseWriter, r *http.Request) {
-	if err := boolQueries(r, "delete_entity_state", "clear_database_model"); err != nil {
+	o, err := unlinkOptions(r, false)
+	if err != nil {
 		s.Error(w, r, err)
 		return
 	}
-	if err := s.dbs.Delete(r.Context(), principal(r), mux.Vars(r)["database_id"]); err != nil {
+	if err := s.dbs.Delete(r.Context(), principal(r), mux.Vars(r)["database_id"], o); err != nil {
 		s.Error(w, r, err)
 		return
 	}
@@ -198,12 +213,13 @@ func (s *Server) linkDatabase(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) unlinkDatabase(w http.ResponseWriter, r *http.Request) {
-	if err := boolQueries(r, "force", "delete_entity_state", "clear_database_model"); err != nil {
+	o, err := unlinkOptions(r, true)
+	if err != nil {
 		s.Error(w, r, err)
 		return
 	}
 	v := mux.Vars(r)
-	if err := s.dbs.Unlink(r.Context(), principal(r), v["database_id"], v["schema_id"]); err != nil {
+	if err := s.dbs.Unlink(r.Context(), principal(r), v["database_id"], v["schema_id"], o); err != nil {
 		s.Error(w, r, err)
 		return
 	}

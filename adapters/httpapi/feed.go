@@ -48,6 +48,14 @@ func (s *Server) getChanges(w http.ResponseWriter, r *http.Request) {
 	if win.NextCursor != 0 {
 		out.NextCursor = &win.NextCursor
 	}
+	out.SnapshotRequired = win.SnapshotRequired
+	out.SchemaContentHashes = make(map[string]*string, len(win.ContentHashes))
+	for id, h := range win.ContentHashes {
+		out.SchemaContentHashes[id] = nilIfEmpty(h)
+		if len(win.ContentHashes) == 1 {
+			out.SchemaContentHash = nilIfEmpty(h)
+		}
+	}
 	writeJSON(w, http.StatusOK, out)
 }
 

@@ -208,3 +208,22 @@ func (t txDatabases) DeleteDatabase(ctx context.Context, orgID, id string) error
 	t.u.add(func() { t.restoreDatabase(prev, f) })
 	return nil
 }
+
+// PendingSchemaDeltas counts the registration's deltas of schemaID above
+// the watermark and outside the quarantine.
+func (s *SyncStore) PendingSchemaDeltas(_ context.Context, orgID, id, schemaID string) (int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f, _, err := s.feedOf(orgID, id)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, r := range f.deltas {
+		if r.SchemaID == schemaID && r.ID > f.state.Watermark && r.QuarantinedAt == nil &&
+			!slices.Contains(f.state.Quarantined, r.BatchKey()) {
+			n++
+		}
+	}
+	return n, nil
+}

@@ -217,7 +217,9 @@ func (s *SyncStore) SeedDatabase(d *dbsync.Database) {
 	c.Links = append([]dbsync.Link(nil), d.Links...)
 	s.databases[d.ID] = &c
 	if s.feeds[d.ID] == nil {
-		s.feeds[d.ID] = &feed{}
+		// delta_feeds.next_id starts at 1 on PostgreSQL: the first delta is
+		// 1 and an empty feed's head is 0.
+		s.feeds[d.ID] = &feed{nextID: 1}
 	}
 }
 
@@ -234,4 +236,21 @@ func (s *SyncStore) FeedRows(databaseID string) []ports.FeedRow {
 		out[i] = ports.FeedRow{Delta: d.Delta, EntityID: d.EntityID, SchemaID: d.SchemaID, RecordID: d.RecordID}
 	}
 	return out
+}
+
+func (t txEntities) CountSchemaEntities(ctx context.Context, orgID, schemaID string) (int64, error) {
+	return t.s.CountSchemaEntities(ctx, orgID, schemaID)
+}
+
+// CountSchemaEntities counts a schema's entity rows.
+func (s *SyncStore) CountSchemaEntities(_ context.Context, orgID, schemaID string) (int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var n int64
+	for _, e := range s.entities {
+		if e.OrgID == orgID && e.SchemaID == schemaID {
+			n++
+		}
+	}
+	return n, nil
 }

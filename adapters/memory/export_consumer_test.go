@@ -19,3 +19,17 @@ func (s *SyncStore) SeedSync(d *dbsync.Database, head int64, es []*dbsync.Entity
 		s.entities[entityKey{e.SchemaID, e.EntityType, e.KeyIdentity}] = &ce
 	}
 }
+
+// MarkDatabase sets a registration's snapshot_required_from and its
+// links' shipped hashes (the feed suite's way to stand for the registry).
+func (s *SyncStore) MarkDatabase(id string, from int64, hashes map[string]string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d := s.databases[id]
+	d.SnapshotRequiredFrom = from
+	for i, l := range d.Links {
+		if h, ok := hashes[l.SchemaID]; ok {
+			d.Links[i].ShippedHash = h
+		}
+	}
+}

@@ -39,6 +39,15 @@ func (s *SyncStore) Settings(_ context.Context, orgID, databaseID string) (delta
 	return feedSettings(d), nil
 }
 
+// contentHashes maps each link's schema to the contract hash it follows.
+func contentHashes(d *dbsync.Database) map[string]string {
+	out := make(map[string]string, len(d.Links))
+	for _, l := range d.Links {
+		out[l.SchemaID] = l.ShippedHash
+	}
+	return out
+}
+
 // deltas returns the feed's rows as the rules see them.
 func (f *feed) rules(rows []deltaRow) []delta.Delta {
 	out := make([]delta.Delta, len(rows))
@@ -79,6 +88,11 @@ func (s *SyncStore) Claim(_ context.Context, orgID, databaseID string, now time.
 	if err != nil {
 		return ports.FeedWindow{}, err
 	}
+	if d.SnapshotRequired() {
+		// Paused: the snapshot sets the consumer's watermark to its head,
+		// so nothing is leased until one is served.
+		return ports.FeedWindow{SnapshotRequired: true, ContentHashes: contentHashes(d), Deltas: []ports.StoredDelta{}}, nil
+	}
 	if limit == 0 {
 		limit = feedSettings(d).PageLimit
 	}
@@ -89,7 +103,7 @@ func (s *SyncStore) Claim(_ context.Context, orgID, databaseID string, now time.
 	}
 	f.state = st
 	w := ports.FeedWindow{Deltas: f.stored(res.Deltas), HasMore: res.HasMore, LeaseExpiresAt: res.LeaseExpiresAt,
-		Busy: res.Busy, Redelivery: res.Redelivery}
+		Busy: res.Busy, Redelivery: res.Redelivery, ContentHashes: contentHashes(d)}
 	if n := len(res.Deltas); n > 0 {
 		w.NextCursor = res.Deltas[n-1].ID
 	}
@@ -115,7 +129,8 @@ func (s *SyncStore) Read(_ context.Context, orgID, databaseID string, now time.T
 	if err != nil {
 		return ports.FeedWindow{}, fmt.Errorf("memory: read the feed of database %s: %w", databaseID, err)
 	}
-	w := ports.FeedWindow{Deltas: f.stored(p.Deltas), HasMore: p.HasMore, NextCursor: p.NextCursor}
+	w := ports.FeedWindow{Deltas: f.stored(p.Deltas), HasMore: p.HasMore, NextCursor: p.NextCursor,
+		SnapshotRequired: d.SnapshotRequired(), ContentHashes: contentHashes(d)}
 	if f.state.Live(ts(now)) {
 		w.LeaseExpiresAt = f.state.Lease.ExpiresAt
 	}

@@ -30,6 +30,7 @@ func feedFixture(*testing.T) contract.FeedFixture {
 		},
 		PutEntity:    func(_ *testing.T, e dbsync.Entity) { s.SeedEntity(e) },
 		EntityStored: func(_ *testing.T, id string) bool { return s.EntityStored(id) },
+		Mark:         func(_ *testing.T, id string, from int64, hashes map[string]string) { s.MarkDatabase(id, from, hashes) },
 	}
 }
 

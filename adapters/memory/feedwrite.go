@@ -21,9 +21,6 @@ func (s *SyncStore) appendLocked(databaseID string, rows []ports.FeedRow) ([]int
 	if !ok {
 		return nil, fmt.Errorf("memory: append to the feed of database %s: %w", databaseID, ports.ErrNotFound)
 	}
-	if f.nextID == 0 {
-		f.nextID = 1
-	}
 	ids := make([]int64, len(rows))
 	for i, r := range rows {
 		r.ID = f.nextID

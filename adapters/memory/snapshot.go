@@ -43,7 +43,7 @@ func (s *SyncStore) snapshot(orgID, databaseID string) (*dbsync.Database, int64,
 		entities[l.SchemaID] = nil
 	}
 	var head int64
-	if f, ok := s.feeds[databaseID]; ok && f.nextID > 0 {
+	if f, ok := s.feeds[databaseID]; ok {
 		head = f.nextID - 1
 	}
 	for _, e := range s.entities {
@@ -62,4 +62,17 @@ func (s *SyncStore) snapshot(orgID, databaseID string) (*dbsync.Database, int64,
 		})
 	}
 	return d, head, entities, nil
+}
+
+// SnapshotServed clears the registration's snapshot_required when a
+// snapshot as of head covers the link that set it.
+func (s *SyncStore) SnapshotServed(_ context.Context, orgID, databaseID string, head int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d, ok := s.databases[databaseID]
+	if !ok || d.OrgID != orgID {
+		return fmt.Errorf("memory: database %s: %w", databaseID, ports.ErrNotFound)
+	}
+	d.SnapshotServed(head)
+	return nil
 }

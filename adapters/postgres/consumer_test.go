@@ -24,9 +24,9 @@ func seedSync(t *testing.T, db bun.IDB, d *dbsync.Database, head int64, es []*db
 		}
 	}
 	exec(`INSERT INTO databases (id, org_id, name, page_limit, on_gaps, pk_strategy, index_scalars, notify_debounce_s,
-		max_threshold_timeout_s, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		max_threshold_timeout_s, snapshot_required_from, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		d.ID, d.OrgID, d.Name, d.PageLimit, d.OnGaps, d.PKStrategy, d.IndexScalars, d.NotifyDebounceS, d.MaxThresholdTimeoutS,
-		d.CreatedAt, d.UpdatedAt)
+		d.SnapshotRequiredFrom, d.CreatedAt, d.UpdatedAt)
 	for _, l := range d.Links {
 		var shipped any
 		if l.Shipped != nil {
@@ -36,8 +36,8 @@ func seedSync(t *testing.T, db bun.IDB, d *dbsync.Database, head int64, es []*db
 			}
 			shipped = string(b)
 		}
-		exec(`INSERT INTO database_links (database_id, schema_id, org_id, linked_at, enrichment_enabled, shipped)
-			VALUES (?, ?, ?, ?, ?, ?::jsonb)`, d.ID, l.SchemaID, d.OrgID, l.LinkedAt, l.EnrichmentEnabled, shipped)
+		exec(`INSERT INTO database_links (database_id, schema_id, org_id, linked_at, enrichment_enabled, shipped, shipped_hash)
+			VALUES (?, ?, ?, ?, ?, ?::jsonb, ?)`, d.ID, l.SchemaID, d.OrgID, l.LinkedAt, l.EnrichmentEnabled, shipped, l.ShippedHash)
 	}
 	exec(`INSERT INTO delta_feeds (database_id, next_id) VALUES (?, ?)`, d.ID, head+1)
 	for _, e := range es {

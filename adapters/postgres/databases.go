@@ -31,6 +31,7 @@ type databaseRow struct {
 	MaxThresholdTimeoutS int       `bun:"max_threshold_timeout_s,notnull"`
 	KeyLanguage          string    `bun:"key_language,notnull"`
 	PropagateNotNull     bool      `bun:"propagate_not_null,notnull"`
+	SnapshotRequiredFrom int64     `bun:"snapshot_required_from,notnull"`
 	CreatedAt            time.Time `bun:"created_at,notnull"`
 	UpdatedAt            time.Time `bun:"updated_at,notnull"`
 }
@@ -46,6 +47,7 @@ type databaseLinkRow struct {
 	WebhookURL        string      `bun:"webhook_url,notnull"`
 	WebhookSecret     string      `bun:"webhook_secret,notnull"`
 	Shipped           *relmap.Map `bun:"shipped,type:jsonb"`
+	ShippedHash       string      `bun:"shipped_hash,notnull"`
 }
 
 type deltaFeedRow struct {
@@ -59,7 +61,7 @@ func databaseToRow(d *dbsync.Database) *databaseRow {
 		PurgeOnAck: d.PurgeOnAck, PurgeEntityState: d.PurgeEntityState, OnGaps: string(d.OnGaps),
 		PKStrategy: string(d.PKStrategy), IndexScalars: string(d.IndexScalars), NotifyDebounceS: d.NotifyDebounceS,
 		MaxThresholdTimeoutS: d.MaxThresholdTimeoutS, KeyLanguage: d.KeyLanguage, PropagateNotNull: d.PropagateNotNull,
-		CreatedAt: utc(d.CreatedAt), UpdatedAt: utc(d.UpdatedAt)}
+		SnapshotRequiredFrom: d.SnapshotRequiredFrom, CreatedAt: utc(d.CreatedAt), UpdatedAt: utc(d.UpdatedAt)}
 }
 
 func (r *databaseRow) database() *dbsync.Database {
@@ -67,21 +69,22 @@ func (r *databaseRow) database() *dbsync.Database {
 		PurgeOnAck: r.PurgeOnAck, PurgeEntityState: r.PurgeEntityState, OnGaps: dbsync.OnGaps(r.OnGaps),
 		PKStrategy: dbsync.PKStrategy(r.PKStrategy), IndexScalars: dbsync.IndexScalars(r.IndexScalars),
 		NotifyDebounceS: r.NotifyDebounceS, MaxThresholdTimeoutS: r.MaxThresholdTimeoutS, KeyLanguage: r.KeyLanguage,
-		PropagateNotNull: r.PropagateNotNull, CreatedAt: utc(r.CreatedAt), UpdatedAt: utc(r.UpdatedAt), Links: []dbsync.Link{}}
+		PropagateNotNull: r.PropagateNotNull, SnapshotRequiredFrom: r.SnapshotRequiredFrom, CreatedAt: utc(r.CreatedAt), UpdatedAt: utc(r.UpdatedAt), Links: []dbsync.Link{}}
 }
 
 func linkRows(d *dbsync.Database) []databaseLinkRow {
 	rows := make([]databaseLinkRow, len(d.Links))
 	for i, l := range d.Links {
 		rows[i] = databaseLinkRow{DatabaseID: d.ID, SchemaID: l.SchemaID, OrgID: d.OrgID, LinkedAt: utc(l.LinkedAt),
-			EnrichmentEnabled: l.EnrichmentEnabled, WebhookURL: l.WebhookURL, WebhookSecret: l.WebhookSecret, Shipped: l.Shipped}
+			EnrichmentEnabled: l.EnrichmentEnabled, WebhookURL: l.WebhookURL, WebhookSecret: l.WebhookSecret, Shipped: l.Shipped,
+			ShippedHash: l.ShippedHash}
 	}
 	return rows
 }
 
 func (r *databaseLinkRow) link() dbsync.Link {
 	return dbsync.Link{SchemaID: r.SchemaID, LinkedAt: utc(r.LinkedAt), EnrichmentEnabled: r.EnrichmentEnabled,
-		WebhookURL: r.WebhookURL, WebhookSecret: r.WebhookSecret, Shipped: r.Shipped}
+		WebhookURL: r.WebhookURL, WebhookSecret: r.WebhookSecret, Shipped: r.Shipped, ShippedHash: r.ShippedHash}
 }
 
 // DatabaseStore keeps registrations in databases and their links in
@@ -224,7 +227,7 @@ func writeLinks(ctx context.Context, tx bun.Tx, d *dbsync.Database) error {
 	_, err := tx.NewInsert().Model(&rows).On("CONFLICT (database_id, schema_id) DO UPDATE").
 		Set("linked_at = EXCLUDED.linked_at").Set("enrichment_enabled = EXCLUDED.enrichment_enabled").
 		Set("webhook_url = EXCLUDED.webhook_url").Set("webhook_secret = EXCLUDED.webhook_secret").
-		Set("shipped = EXCLUDED.shipped").Exec(ctx)
+		Set("shipped = EXCLUDED.shipped").Set("shipped_hash = EXCLUDED.shipped_hash").Exec(ctx)
 	if err != nil {
 		return fail(err, "link database "+d.ID)
 	}
@@ -270,4 +273,18 @@ func (s *DatabaseStore) Counters(ctx context.Context, orgID, id string) (dbsync.
 		return dbsync.Counters{}, notFound(err, "counters of database "+id)
 	}
 	return c, nil
+}
+
+// PendingSchemaDeltas counts the registration's deltas of schemaID above
+// the watermark and outside the quarantine, in one statement.
+func (s *DatabaseStore) PendingSchemaDeltas(ctx context.Context, orgID, id, schemaID string) (int64, error) {
+	var n int64
+	err := s.db.NewRaw(`SELECT count(x.id) FROM databases d JOIN delta_feeds f ON f.database_id = d.id
+		LEFT JOIN deltas x ON x.database_id = d.id AND x.schema_id = ?2 AND x.id > f.watermark AND x.quarantined_at IS NULL
+			AND NOT (CASE WHEN x.batch_id <> '' THEN x.batch_id ELSE '#' || x.id END) = ANY (f.quarantined)
+		WHERE d.id = ?0 AND d.org_id = ?1 GROUP BY d.id`, id, orgID, schemaID).Scan(ctx, &n)
+	if err != nil {
+		return 0, notFound(err, "pending deltas of database "+id)
+	}
+	return n, nil
 }

@@ -34,10 +34,10 @@ func SeedDatabase(t *testing.T, db *bun.DB, d *dbsync.Database) {
 	t.Helper()
 	ctx := context.Background()
 	_, err := db.ExecContext(ctx, `INSERT INTO databases (id, org_id, name, page_limit, on_gaps, pk_strategy,
-		index_scalars, notify_debounce_s, max_threshold_timeout_s, key_language, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, d.ID, d.OrgID, d.Name, d.PageLimit, string(d.OnGaps),
+		index_scalars, notify_debounce_s, max_threshold_timeout_s, key_language, snapshot_required_from, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, d.ID, d.OrgID, d.Name, d.PageLimit, string(d.OnGaps),
 		string(d.PKStrategy), string(d.IndexScalars), d.NotifyDebounceS, d.MaxThresholdTimeoutS, d.KeyLanguage,
-		d.CreatedAt, d.UpdatedAt)
+		d.SnapshotRequiredFrom, d.CreatedAt, d.UpdatedAt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,8 +48,8 @@ func SeedDatabase(t *testing.T, db *bun.DB, d *dbsync.Database) {
 			shipped = string(b)
 		}
 		if _, err := db.ExecContext(ctx, `INSERT INTO database_links (database_id, schema_id, org_id, linked_at,
-			enrichment_enabled, shipped) VALUES (?, ?, ?, ?, ?, ?::jsonb)`, d.ID, l.SchemaID, d.OrgID, l.LinkedAt,
-			l.EnrichmentEnabled, shipped); err != nil {
+			enrichment_enabled, shipped, shipped_hash) VALUES (?, ?, ?, ?, ?, ?::jsonb, ?)`, d.ID, l.SchemaID, d.OrgID, l.LinkedAt,
+			l.EnrichmentEnabled, shipped, l.ShippedHash); err != nil {
 			t.Fatal(err)
 		}
 	}

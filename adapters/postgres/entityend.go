@@ -157,3 +157,14 @@ func queryIDs(ctx context.Context, tx *sql.Tx, st endStmt) ([]int64, error) {
 	}
 	return ids, rows.Err()
 }
+
+// CountSchemaEntities counts a schema's entity rows in the unit's
+// transaction.
+func (w EntityWriter) CountSchemaEntities(ctx context.Context, orgID, schemaID string) (int64, error) {
+	var n int64
+	err := w.tx.NewRaw(`SELECT count(*) FROM entities WHERE org_id = ? AND schema_id = ?`, orgID, schemaID).Scan(ctx, &n)
+	if err != nil {
+		return 0, fail(err, "count the entities of schema "+schemaID)
+	}
+	return n, nil
+}

@@ -59,6 +59,8 @@ type feedRow struct {
 	PurgeEntityState bool       `bun:"purge_entity_state"`
 	Lo               int64      `bun:"lo"`
 	Lim              int        `bun:"lim"`
+	SnapshotFrom     int64      `bun:"snapshot_required_from"`
+	ContentHashes    string     `bun:"content_hashes"`
 
 	ID           int64      `bun:"id"`
 	Kind         string     `bun:"kind"`
@@ -84,6 +86,10 @@ type loaded struct {
 	version int64
 	set     delta.Settings
 	rows    []ports.StoredDelta
+	// snapshot and hashes are the registration's (FeedWindow's
+	// SnapshotRequired and ContentHashes).
+	snapshot bool
+	hashes   map[string]string
 }
 
 func (l loaded) deltas() []delta.Delta {
@@ -119,6 +125,10 @@ func toLoaded(rows []feedRow) loaded {
 	if len(l.state.Quarantined) == 0 {
 		l.state.Quarantined = nil
 	}
+	l.snapshot = f.SnapshotFrom > 0
+	if err := json.Unmarshal([]byte(f.ContentHashes), &l.hashes); err != nil || l.hashes == nil {
+		l.hashes = map[string]string{}
+	}
 	if f.LeaseExpiresAt != nil {
 		l.state.Lease.ExpiresAt = f.LeaseExpiresAt.UTC()
 	}
@@ -145,7 +155,9 @@ func toLoaded(rows []feedRow) loaded {
 const feedCTE = `f AS (
 	SELECT f.watermark, f.delivered, f.lease_up_to, f.lease_expires_at, f.lease_token, f.claims, f.quarantined,
 		f.state_version, f.watermark_at, db.page_limit, db.purge_on_ack, db.purge_entity_state,
-		greatest(f.watermark, ?2::bigint) AS lo, coalesce(nullif(?3::int, 0), db.page_limit) AS lim
+		greatest(f.watermark, ?2::bigint) AS lo, coalesce(nullif(?3::int, 0), db.page_limit) AS lim,
+		db.snapshot_required_from, (SELECT coalesce(json_object_agg(l.schema_id, l.shipped_hash), '{}')::text
+			FROM database_links l WHERE l.database_id = db.id) AS content_hashes
 	FROM delta_feeds f JOIN databases db ON db.id = f.database_id
 	WHERE f.database_id = ?0 AND db.org_id = ?1
 )`
@@ -267,6 +279,12 @@ func (s *FeedStore) Claim(ctx context.Context, orgID, databaseID string, now tim
 		if err != nil {
 			return err
 		}
+		if l.snapshot {
+			// Paused: the snapshot sets the consumer's watermark to its
+			// head, so nothing is leased until one is served.
+			w = ports.FeedWindow{SnapshotRequired: true, ContentHashes: l.hashes, Deltas: []ports.StoredDelta{}}
+			return nil
+		}
 		if limit == 0 {
 			limit = l.set.PageLimit
 		}
@@ -280,7 +298,7 @@ func (s *FeedStore) Claim(ctx context.Context, orgID, databaseID string, now tim
 			}
 		}
 		w = ports.FeedWindow{Deltas: l.stored(res.Deltas), HasMore: res.HasMore, LeaseExpiresAt: res.LeaseExpiresAt,
-			Busy: res.Busy, Redelivery: res.Redelivery}
+			Busy: res.Busy, Redelivery: res.Redelivery, ContentHashes: l.hashes}
 		if n := len(res.Deltas); n > 0 {
 			w.NextCursor = res.Deltas[n-1].ID
 		}
@@ -322,7 +340,8 @@ func (s *FeedStore) Read(ctx context.Context, orgID, databaseID string, now time
 	if err != nil {
 		return ports.FeedWindow{}, fmt.Errorf("postgres: read the feed of database %s: %w", databaseID, err)
 	}
-	w := ports.FeedWindow{Deltas: l.stored(p.Deltas), HasMore: p.HasMore, NextCursor: p.NextCursor}
+	w := ports.FeedWindow{Deltas: l.stored(p.Deltas), HasMore: p.HasMore, NextCursor: p.NextCursor,
+		SnapshotRequired: l.snapshot, ContentHashes: l.hashes}
 	if l.state.Live(now) {
 		w.LeaseExpiresAt = l.state.Lease.ExpiresAt
 	}

@@ -52,6 +52,18 @@ func feedFixture(db *postgres.DB) func(t *testing.T) contract.FeedFixture {
 					t.Fatal(err)
 				}
 			},
+			Mark: func(t *testing.T, databaseID string, from int64, hashes map[string]string) {
+				_, err := db.DB.ExecContext(ctx, `UPDATE databases SET snapshot_required_from = ? WHERE id = ?`, from, databaseID)
+				for schemaID, h := range hashes {
+					if err == nil {
+						_, err = db.DB.ExecContext(ctx, `UPDATE database_links SET shipped_hash = ? WHERE database_id = ? AND schema_id = ?`,
+							h, databaseID, schemaID)
+					}
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			},
 			EntityStored: func(t *testing.T, id string) bool {
 				n, err := db.DB.NewSelect().Table("entities").Where("id = ?", id).Count(ctx)
 				if err != nil {

@@ -73,8 +73,8 @@ func (s *SnapshotReader) ReadSnapshot(ctx context.Context, orgID, databaseID str
 
 func readSnapshotDatabase(ctx context.Context, tx bun.Tx, orgID, id string) (*dbsync.Database, error) {
 	d := &dbsync.Database{ID: id, OrgID: orgID, Dialect: dbsync.Dialect}
-	err := tx.NewRaw(`SELECT name, created_at, updated_at FROM databases WHERE id = ? AND org_id = ?`, id, orgID).
-		Scan(ctx, &d.Name, &d.CreatedAt, &d.UpdatedAt)
+	err := tx.NewRaw(`SELECT name, snapshot_required_from, created_at, updated_at FROM databases WHERE id = ? AND org_id = ?`,
+		id, orgID).Scan(ctx, &d.Name, &d.SnapshotRequiredFrom, &d.CreatedAt, &d.UpdatedAt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("postgres: database %s: %w", id, ports.ErrNotFound)
 	}
@@ -117,4 +117,12 @@ func snapshotEntities(ctx context.Context, tx bun.Tx, orgID, schemaID string, af
 		out[i] = e
 	}
 	return out, nil
+}
+
+// SnapshotServed clears the registration's snapshot_required when a
+// snapshot as of head covers the link that set it, in one statement.
+func (s *SnapshotReader) SnapshotServed(ctx context.Context, orgID, databaseID string, head int64) error {
+	_, err := s.db.NewRaw(`UPDATE databases SET snapshot_required_from = 0 WHERE id = ? AND org_id = ?
+		AND snapshot_required_from > 0 AND snapshot_required_from <= ?`, databaseID, orgID, head).Exec(ctx)
+	return failOrNil(err, "note the snapshot of database "+databaseID)
 }

@@ -115,7 +115,7 @@ func (c *cli) sync(ctx context.Context, f syncFlags) error {
 			fmt.Fprintf(c.io.err, "snapshot loaded as of delta %d\n", s.Stats().Watermark)
 		}
 	}
-	o := syncer.Options{Follow: f.follow, MaxIdle: f.maxIdle}
+	o := syncer.Options{Follow: f.follow, MaxIdle: f.maxIdle, Reload: f.snapshot}
 	if f.listen != "" {
 		wake, stop, err := listenWebhook(f.listen, f.webhookSecret)
 		if err != nil {

@@ -63,6 +63,13 @@ type Database struct {
 
 	Links []Link // in link order
 
+	// SnapshotRequiredFrom is the feed's head when a schema was linked to
+	// the registration after its shape had shipped while the schema
+	// already had entity state (0: no snapshot required). Those rows were
+	// never sent as deltas and exist only in the snapshot, so claims
+	// deliver nothing until a snapshot as of at least this head is served.
+	SnapshotRequiredFrom int64
+
 	CreatedAt time.Time
 	UpdatedAt time.Time
 }
@@ -85,6 +92,11 @@ type Link struct {
 	// publish_state is unpublished) and the snapshot carries its state.
 	// Data deltas are rendered against it.
 	Shipped *relmap.Map
+	// ShippedHash is the content hash (schema.ContentHash) of the
+	// published contract Shipped follows: moved by every publish, with or
+	// without DDL, since data deltas are rendered from that contract. ""
+	// while nothing shipped.
+	ShippedHash string
 }
 
 // Link returns the registration's link to schemaID.

@@ -97,3 +97,36 @@ func (d *Database) LinkIndex(schemaID string) int {
 	}
 	return -1
 }
+
+// NoteContract records that the link of schemaID follows the published
+// contract with this content hash, once its projection shipped (a link
+// that shipped nothing follows no contract yet).
+func (d *Database) NoteContract(schemaID, hash string) {
+	if i := d.LinkIndex(schemaID); i >= 0 && d.Links[i].Shipped != nil {
+		d.Links[i].ShippedHash = hash
+	}
+}
+
+// SnapshotRequired reports whether claims are paused until the consumer
+// reloads from a snapshot.
+func (d *Database) SnapshotRequired() bool { return d.SnapshotRequiredFrom > 0 }
+
+// RelinkNeedsSnapshot reports whether linking a schema makes the consumer
+// reload from a snapshot: the registration's shape had shipped before
+// (a consumer exists), the new link ships its projection now, and the
+// schema has entity state (rows written while this registration did not
+// link it, which were never sent to it as deltas). A new registration's
+// consumer starts from a snapshot anyway.
+func RelinkNeedsSnapshot(shippedBefore, shipsNow, hasState bool) bool {
+	return shippedBefore && shipsNow && hasState
+}
+
+// SnapshotServed clears SnapshotRequiredFrom when a snapshot as of head
+// covers the link that set it; it reports whether it did.
+func (d *Database) SnapshotServed(head int64) bool {
+	if d.SnapshotRequiredFrom > 0 && d.SnapshotRequiredFrom <= head {
+		d.SnapshotRequiredFrom = 0
+		return true
+	}
+	return false
+}

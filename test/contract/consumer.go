@@ -223,6 +223,26 @@ func RunSnapshotReader(t *testing.T, newFixture func(t *testing.T) ConsumerFixtu
 		return nil
 	})
 	is.NoErr(err)
+	// A snapshot served clears snapshot_required only when its head covers
+	// the link that set it; another organization's is not touched.
+	d3 := TestDatabase(t, org, newID("s"))
+	d3.SnapshotRequiredFrom = 6
+	f.Seed(t, d3, 7, nil)
+	required := func() int64 {
+		var from int64
+		is.NoErr(f.Snapshots.ReadSnapshot(ctx, org, d3.ID, func(_ context.Context, v ports.SnapshotView) error {
+			from = v.Database.SnapshotRequiredFrom
+			return nil
+		}))
+		return from
+	}
+	is.Equal(required(), int64(6))
+	is.NoErr(f.Snapshots.SnapshotServed(ctx, org, d3.ID, 5)) // an older snapshot
+	is.Equal(required(), int64(6))
+	_ = f.Snapshots.SnapshotServed(ctx, newID("org"), d3.ID, 7) // not this organization's
+	is.Equal(required(), int64(6))
+	is.NoErr(f.Snapshots.SnapshotServed(ctx, org, d3.ID, 7))
+	is.Equal(required(), int64(0))
 	// An empty feed's head is 0.
 	d2 := TestDatabase(t, org, newID("s"))
 	f.Seed(t, d2, 0, nil)

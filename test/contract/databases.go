@@ -52,6 +52,7 @@ func checkDatabase(t *testing.T, got, want *dbsync.Database) {
 		is.Equal(gl.EnrichmentEnabled, wl.EnrichmentEnabled)
 		is.Equal(gl.WebhookURL, wl.WebhookURL)
 		is.Equal(gl.WebhookSecret, wl.WebhookSecret)
+		is.Equal(gl.ShippedHash, wl.ShippedHash)
 		is.Equal(gl.Shipped == nil, wl.Shipped == nil)
 		if gl.Shipped != nil && wl.Shipped != nil {
 			is.Equal(len(gl.Shipped.Tables), len(wl.Shipped.Tables))
@@ -96,7 +97,8 @@ func RunDatabaseStore(t *testing.T, newFixture func(t *testing.T) DatabaseFixtur
 			d := newDatabase(newID("org"), 0, newID("s"), newID("s"))
 			d.PageLimit, d.PurgeOnAck, d.PurgeEntityState, d.OnGaps = 7, true, true, dbsync.AcceptPartial
 			d.PKStrategy, d.IndexScalars, d.NotifyDebounceS, d.MaxThresholdTimeoutS = dbsync.Natural, dbsync.IndexAll, 3, 9
-			d.KeyLanguage, d.PropagateNotNull = "pt-BR", true
+			d.KeyLanguage, d.PropagateNotNull, d.SnapshotRequiredFrom = "pt-BR", true, 12
+			d.Links[0].ShippedHash = "4f2a"
 			d.Links[0].WebhookURL, d.Links[0].WebhookSecret, d.Links[0].Shipped = "http://127.0.0.1:9/hook", "whsec", shippedMap(t)
 			d.Links[1].EnrichmentEnabled = false
 			want := d.Clone()
@@ -166,13 +168,15 @@ func RunDatabaseStore(t *testing.T, newFixture func(t *testing.T) DatabaseFixtur
 				x.ID, x.OrgID, x.CreatedAt = "other", "other", at(99) // never change
 				x.Links = []dbsync.Link{x.Links[1], {SchemaID: s3, LinkedAt: at(11), EnrichmentEnabled: true}}
 				x.Links[0].Shipped, x.Links[0].EnrichmentEnabled, x.Links[0].WebhookURL = m, false, "http://127.0.0.1:9/x"
+				x.Links[0].ShippedHash, x.SnapshotRequiredFrom = "beef", 3
 				return nil
 			})
 			is.NoErr(err)
 			want := d.Clone()
-			want.Name, want.PageLimit, want.UpdatedAt = "renamed", 500, at(10)
+			want.Name, want.PageLimit, want.UpdatedAt, want.SnapshotRequiredFrom = "renamed", 500, at(10), 3
 			want.Links = []dbsync.Link{d.Links[1], {SchemaID: s3, LinkedAt: at(11), EnrichmentEnabled: true}}
 			want.Links[0].Shipped, want.Links[0].EnrichmentEnabled, want.Links[0].WebhookURL = m, false, "http://127.0.0.1:9/x"
+			want.Links[0].ShippedHash = "beef"
 			checkDatabase(t, out, want)
 			got, err = f.Store.GetDatabase(ctx, d.OrgID, d.ID)
 			is.NoErr(err)
@@ -216,6 +220,26 @@ func RunDatabaseStore(t *testing.T, newFixture func(t *testing.T) DatabaseFixtur
 			c, err = f.Store.Counters(ctx, d.OrgID, d.ID)
 			is.NoErr(err)
 			is.Equal(c, dbsync.Counters{PendingDeltas: 2})
+		}},
+		{"pending deltas of one schema: above the watermark, per schema, scoped to the organization", func(t *testing.T, f DatabaseFixture) {
+			is := is.New(t)
+			s1, s2 := newID("s"), newID("s")
+			d := newDatabase(newID("org"), 0, s1, s2)
+			is.NoErr(f.Store.CreateDatabase(ctx, d))
+			n, err := f.Store.PendingSchemaDeltas(ctx, d.OrgID, d.ID, s1)
+			is.NoErr(err)
+			is.Equal(n, int64(0))
+			_, err = f.Feed.Append(ctx, d.ID, []ports.FeedRow{schemaRow(s1), schemaRow(s2), schemaRow(s1)})
+			is.NoErr(err)
+			for schemaID, want := range map[string]int64{s1: 2, s2: 1, newID("s"): 0} {
+				n, err := f.Store.PendingSchemaDeltas(ctx, d.OrgID, d.ID, schemaID)
+				is.NoErr(err)
+				is.Equal(n, want)
+			}
+			_, err = f.Store.PendingSchemaDeltas(ctx, newID("org"), d.ID, s1)
+			is.True(errors.Is(err, ports.ErrNotFound))
+			_, err = f.Store.PendingSchemaDeltas(ctx, d.OrgID, newID("db"), s1)
+			is.True(errors.Is(err, ports.ErrNotFound))
 		}},
 		{"in a unit of work, a rolled-back create, update and delete leave nothing", func(t *testing.T, f DatabaseFixture) {
 			is := is.New(t)

@@ -29,6 +29,9 @@ type FeedFixture struct {
 	// PutEntity stores an entity row; EntityStored reports whether one is.
 	PutEntity    func(t *testing.T, e dbsync.Entity)
 	EntityStored func(t *testing.T, id string) bool
+	// Mark sets a registration's snapshot_required_from and its links'
+	// shipped hashes (schema id → hash), as the registry does.
+	Mark func(t *testing.T, databaseID string, snapshotFrom int64, hashes map[string]string)
 }
 
 // feedAppend appends batches to a feed: sizes[i] rows in batch "<prefix>-i"
@@ -86,6 +89,7 @@ func RunFeedStore(t *testing.T, newFixture func(t *testing.T) FeedFixture) {
 	t.Run("Quarantine", func(t *testing.T) { feedQuarantine(t, newFixture(t)) })
 	t.Run("Redrive", func(t *testing.T) { feedRedrive(t, newFixture(t)) })
 	t.Run("OtherOrganization", func(t *testing.T) { feedOtherOrg(t, newFixture(t)) })
+	t.Run("SnapshotRequiredAndHashes", func(t *testing.T) { feedSnapshotRequired(t, newFixture(t)) })
 }
 
 func feedClaimLeaseAck(t *testing.T, fx FeedFixture) {
@@ -550,4 +554,39 @@ func feedConsume(ctx context.Context, st ports.FeedStore, org, db string, want i
 		}
 	}
 	return errors.New("consumers did not get every delta within a minute")
+}
+
+// feedSnapshotRequired: a registration waiting for a snapshot reload
+// leases nothing and says so, reads still list its rows, and every
+// answer carries the links' contract hashes; once cleared, the claim
+// delivers from the watermark. A new feed's first id is 1.
+func feedSnapshotRequired(t *testing.T, fx FeedFixture) {
+	is := is.New(t)
+	ctx := context.Background()
+	org, s1, s2 := newID("org"), newID("s"), newID("s")
+	db := fx.Register(t, org, delta.Settings{}, s1, s2)
+	ids := feedAppend(t, fx.Writer, db, []int{2, 0})
+	is.Equal(ids, []int64{1, 2, 3})
+	fx.Mark(t, db, 3, map[string]string{s1: "h1"})
+	hashes := map[string]string{s1: "h1", s2: ""}
+	for range 2 {
+		w, err := fx.Store.Claim(ctx, org, db, at(0), time.Minute, 0)
+		is.NoErr(err)
+		is.True(w.SnapshotRequired)
+		is.Equal(len(w.Deltas), 0)
+		is.True(w.LeaseExpiresAt.IsZero())
+		is.Equal(w.ContentHashes, hashes)
+	}
+	r, err := fx.Store.Read(ctx, org, db, at(0), delta.ChangesQuery{Limit: 10, Include: delta.Pending, Order: delta.Asc})
+	is.NoErr(err)
+	is.True(r.SnapshotRequired)
+	is.Equal(windowIDs(r), []int64{1, 2, 3})
+	is.Equal(r.ContentHashes, hashes)
+
+	fx.Mark(t, db, 0, map[string]string{s1: "h2", s2: "h3"})
+	w, err := fx.Store.Claim(ctx, org, db, at(0), time.Minute, 0)
+	is.NoErr(err)
+	is.True(!w.SnapshotRequired)
+	is.Equal(windowIDs(w), []int64{1, 2, 3})
+	is.Equal(w.ContentHashes, map[string]string{s1: "h2", s2: "h3"})
 }

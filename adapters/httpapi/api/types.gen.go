@@ -1171,6 +1171,24 @@ func (e RecordSummaryType) Valid() bool {
 	}
 }
 
+// Defines values for RegistrationNoticeOption.
+const (
+	PkStrategy       RegistrationNoticeOption = "pk_strategy"
+	PropagateNotNull RegistrationNoticeOption = "propagate_not_null"
+)
+
+// Valid indicates whether the value is a known member of the RegistrationNoticeOption enum.
+func (e RegistrationNoticeOption) Valid() bool {
+	switch e {
+	case PkStrategy:
+		return true
+	case PropagateNotNull:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for RelationalTableKind.
 const (
 	Entity  RelationalTableKind = "entity"
@@ -2307,8 +2325,10 @@ type DatabaseSync struct {
 	QuarantinedDeltas         int                      `json:"quarantined_deltas"`
 	Schemas                   []LinkedSchemaRef        `json:"schemas"`
 	ShapeShipped              bool                     `json:"shape_shipped"`
-	SnapshotRequired          *bool                    `json:"snapshot_required,omitempty"`
-	UpdatedAt                 time.Time                `json:"updated_at"`
+
+	// SnapshotRequired The consumer must reload from the .sql snapshot before deltas resume: set when a schema with entity state is linked after the shape shipped; cleared when a whole snapshot is served.
+	SnapshotRequired bool      `json:"snapshot_required"`
+	UpdatedAt        time.Time `json:"updated_at"`
 }
 
 // DatabaseSyncIndexScalars defines model for DatabaseSync.IndexScalars.
@@ -2369,7 +2389,9 @@ type DatabaseSyncCreateResponse struct {
 	Database       DatabaseSync `json:"database"`
 
 	// DdlDeltaId The schema delta shipping the DDL (absent before the schema's first publish).
-	DdlDeltaId          *int                  `json:"ddl_delta_id,omitempty"`
+	DdlDeltaId *int `json:"ddl_delta_id,omitempty"`
+
+	// RegistrationNotices The weighty registration-time decisions (propagate_not_null, pk_strategy), restated with this schema's own numbers.
 	RegistrationNotices *[]RegistrationNotice `json:"registration_notices,omitempty"`
 	StampedKeys         []EntityTypeKeys      `json:"stamped_keys"`
 }
@@ -2530,9 +2552,17 @@ type DeltaBatchResponse struct {
 	LeaseExpiresAt *time.Time `json:"lease_expires_at"`
 
 	// NextCursor Pass as since (or before in desc order); null when nothing was returned.
-	NextCursor          *int64              `json:"next_cursor"`
-	SchemaContentHashes *map[string]*string `json:"schema_content_hashes,omitempty"`
-	SnapshotRequired    bool                `json:"snapshot_required"`
+	NextCursor *int64 `json:"next_cursor"`
+
+	// SchemaContentHash The single linked schema's entry of schema_content_hashes; null when several schemas are linked.
+	// Deprecated: this property has been marked as deprecated upstream, but no `x-deprecated-reason` was set
+	SchemaContentHash *string `json:"schema_content_hash"`
+
+	// SchemaContentHashes Per linked schema (saved_schema_id), the content hash of the published contract its link shipped and follows (null while nothing shipped); a consumer compares it to the contract it was built for.
+	SchemaContentHashes map[string]*string `json:"schema_content_hashes"`
+
+	// SnapshotRequired Delivery is paused until the consumer reloads from the .sql snapshot: a schema was linked again after the shape shipped, and rows written while it was not linked exist only in the snapshot. A claim then delivers nothing (claim=false reads still list rows); serving a whole snapshot (GET /api/databases/{id}/snapshot) clears it.
+	SnapshotRequired bool `json:"snapshot_required"`
 }
 
 // DeltaRow One delta of a registration's feed.
@@ -3049,8 +3079,10 @@ type LinkedSchemaRef struct {
 	LinkedAt          time.Time                   `json:"linked_at"`
 	PublishState      LinkedSchemaRefPublishState `json:"publish_state"`
 	SavedSchemaId     string                      `json:"saved_schema_id"`
-	SchemaContentHash *string                     `json:"schema_content_hash,omitempty"`
-	SchemaName        string                      `json:"schema_name"`
+
+	// SchemaContentHash Content hash of the published contract this link shipped and follows (absent while nothing shipped).
+	SchemaContentHash *string `json:"schema_content_hash,omitempty"`
+	SchemaName        string  `json:"schema_name"`
 
 	// ShapeShipped This link's DDL shipped.
 	ShapeShipped *bool   `json:"shape_shipped,omitempty"`
@@ -3733,11 +3765,19 @@ type RegisterRequest struct {
 
 // RegistrationNotice defines model for RegistrationNotice.
 type RegistrationNotice struct {
-	Effect          string `json:"effect"`
-	LockedAfterShip bool   `json:"locked_after_ship"`
-	Option          string `json:"option"`
-	Value           string `json:"value"`
+	// Effect What it does to this schema's tables, with their numbers.
+	Effect string `json:"effect"`
+
+	// LockedAfterShip The option cannot change once DDL shipped (409 projection_locked).
+	LockedAfterShip bool                     `json:"locked_after_ship"`
+	Option          RegistrationNoticeOption `json:"option"`
+
+	// Value The option's value on this registration.
+	Value string `json:"value"`
 }
+
+// RegistrationNoticeOption defines model for RegistrationNotice.Option.
+type RegistrationNoticeOption string
 
 // RelationalColumn defines model for RelationalColumn.
 type RelationalColumn struct {
@@ -4592,10 +4632,10 @@ type ExchangeDatabaseCredentialParams struct {
 
 // DeleteDatabaseParams defines parameters for DeleteDatabase.
 type DeleteDatabaseParams struct {
-	// DeleteEntityState Accepted; entity state is kept per schema, not per registration.
+	// DeleteEntityState Also delete the entity rows of every linked schema no other registration links (their revisions are kept, so a re-created entity keeps rising).
 	DeleteEntityState *bool `form:"delete_entity_state,omitempty" json:"delete_entity_state,omitempty"`
 
-	// ClearDatabaseModel Accepted; the database model lives in the schema document.
+	// ClearDatabaseModel Also strip the database-model flags (database_key, db_type, db_type_length, db_name, index, unique_group) from the working copy of every linked schema no other registration links; its published contract keeps them until the next publish.
 	ClearDatabaseModel *bool `form:"clear_database_model,omitempty" json:"clear_database_model,omitempty"`
 }
 
@@ -4637,13 +4677,13 @@ type GetDatabaseChangesParamsFormat string
 
 // UnlinkDatabaseSchemaParams defines parameters for UnlinkDatabaseSchema.
 type UnlinkDatabaseSchemaParams struct {
-	// Force Accepted; the last link is refused whatever it says.
+	// Force Unlink although the registration's feed still holds unacknowledged deltas of this schema (otherwise 409 unlink_pending_deltas). The last link is refused whatever it says.
 	Force *bool `form:"force,omitempty" json:"force,omitempty"`
 
-	// DeleteEntityState Accepted; entity state is kept per schema.
+	// DeleteEntityState Also delete the schema's entity rows when no other registration links it (their revisions are kept).
 	DeleteEntityState *bool `form:"delete_entity_state,omitempty" json:"delete_entity_state,omitempty"`
 
-	// ClearDatabaseModel Accepted.
+	// ClearDatabaseModel Also strip the database-model flags (database_key, db_type, db_type_length, db_name, index, unique_group) from the schema's working copy when no other registration links it; its published contract keeps them until the next publish.
 	ClearDatabaseModel *bool `form:"clear_database_model,omitempty" json:"clear_database_model,omitempty"`
 }
 

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/tmc/langchaingo/llms"
+	_ "golang.org/x/image/webp" // and WebP, which the default policies accept
 
 	"github.com/entityenrich/enrich/domain/attachment"
 	"github.com/entityenrich/enrich/domain/sample"

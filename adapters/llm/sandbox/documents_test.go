@@ -3,6 +3,8 @@ package sandbox_test
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -89,6 +91,29 @@ func TestCoherence(t *testing.T) {
 			v, err := attachment.ParseVerdict(resp.Choices[0].Content, len(tt.docs))
 			is.NoErr(err)
 			is.Equal(string(v.Mode), tt.want)
+		})
+	}
+}
+
+// TestImagesOfEveryDefaultType: the sandbox reads the format and size of
+// every image type the default policies accept, WebP included.
+func TestImagesOfEveryDefaultType(t *testing.T) {
+	for _, tt := range []struct{ file, format string }{
+		{"acme-logo.png", "png"}, {"acme-photo.jpg", "jpeg"}, {"acme-pixel.webp", "webp"},
+	} {
+		t.Run(tt.format, func(t *testing.T) {
+			is := is.New(t)
+			data, err := os.ReadFile(filepath.Join("..", "..", "inspect", "testdata", tt.file))
+			is.NoErr(err)
+			schema := `{"type":"object","properties":{"image_format":{"type":"string"},"image_width":{"type":"integer"}}}`
+			parts := []llms.ContentPart{llms.TextContent{Text: sandbox.SchemaMarker + "\n" + schema + "\n" + sandbox.EntityMarker + "\n{}\n"},
+				llms.BinaryContent{MIMEType: "image/" + tt.format, Data: data}}
+			resp, err := sandbox.New("echo", 0).GenerateContent(context.Background(), []llms.MessageContent{{Role: llms.ChatMessageTypeHuman, Parts: parts}})
+			is.NoErr(err)
+			var got map[string]any
+			is.NoErr(json.Unmarshal([]byte(resp.Choices[0].Content), &got))
+			is.Equal(got["image_format"], tt.format)
+			is.True(got["image_width"].(float64) >= 1)
 		})
 	}
 }

@@ -30,6 +30,9 @@ type Window struct {
 	Deltas         []Delta    `json:"deltas"`
 	HasMore        bool       `json:"has_more"`
 	LeaseExpiresAt *time.Time `json:"lease_expires_at"`
+	// SnapshotRequired: the server delivers nothing until the target
+	// reloads from a snapshot (a schema was linked again).
+	SnapshotRequired bool `json:"snapshot_required"`
 }
 
 // Feed is the server side the consumer talks to.

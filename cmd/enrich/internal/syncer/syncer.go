@@ -52,6 +52,9 @@ type Options struct {
 	Follow  bool
 	MaxIdle time.Duration
 	Wake    <-chan struct{}
+	// Reload loads the snapshot again when the server asks for it
+	// (snapshot_required); without it Run stops with ErrSnapshotRequired.
+	Reload bool
 }
 
 // Prepare creates the watermark table and reads the watermark.
@@ -67,6 +70,11 @@ func (s *Syncer) Prepare(ctx context.Context) (int64, error) {
 	s.stats.Watermark = wm
 	return wm, nil
 }
+
+// ErrSnapshotRequired: the registration pauses its feed until the target
+// reloads from a snapshot (a schema was linked to it again, and the rows
+// written meanwhile exist only in the snapshot).
+var ErrSnapshotRequired = errors.New("the server requires a snapshot reload before deltas resume: run enrich sync --snapshot")
 
 // Run syncs until the head (and on, with Follow) or until ctx ends.
 func (s *Syncer) Run(ctx context.Context, o Options) error {
@@ -85,6 +93,18 @@ func (s *Syncer) Run(ctx context.Context, o Options) error {
 		w, err := s.Feed.Claim(ctx)
 		if err != nil {
 			return fmt.Errorf("claim: %w", err)
+		}
+		if w.SnapshotRequired {
+			if !o.Reload {
+				return ErrSnapshotRequired
+			}
+			if _, err := s.load(ctx); err != nil {
+				return err
+			}
+			if s.Notice != nil {
+				s.Notice("snapshot reloaded as of delta %d, as the server asked", s.stats.Watermark)
+			}
+			continue
 		}
 		if len(w.Deltas) > 0 {
 			idle = 0
@@ -227,6 +247,13 @@ func (s *Syncer) Bootstrap(ctx context.Context) (bool, error) {
 	if err != nil || wm > 0 {
 		return false, err
 	}
+	return s.load(ctx)
+}
+
+// load applies the snapshot (jsonl) to the target in one transaction,
+// whatever it holds: the snapshot's upserts are guarded by revision and
+// it sets the watermark to its head.
+func (s *Syncer) load(ctx context.Context) (bool, error) {
 	rc, err := s.Feed.Snapshot(ctx)
 	if err != nil {
 		return false, err

@@ -20,6 +20,7 @@ import (
 
 	"github.com/entityenrich/enrich/cmd/enrich/internal/api"
 	"github.com/entityenrich/enrich/cmd/enrich/internal/syncer"
+	"github.com/entityenrich/enrich/domain/dbsync"
 	"github.com/entityenrich/enrich/domain/delta"
 	"github.com/entityenrich/enrich/domain/relmap"
 	"github.com/entityenrich/enrich/test/contract"
@@ -43,6 +44,11 @@ type fakeFeed struct {
 	claims int
 	// failAcks makes the next acks fail (503), as a lost ack would.
 	failAcks int
+	// snapshotRequired pauses claims (snapshot_required) until the
+	// snapshot is served: the DDL of the first delta and the watermark set
+	// to the last delta.
+	snapshotRequired bool
+	snapshots        int
 }
 
 func (f *fakeFeed) handler(t *testing.T) http.Handler {
@@ -53,6 +59,10 @@ func (f *fakeFeed) handler(t *testing.T) http.Handler {
 		limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
 		if r.URL.Query().Get("claim") != "true" || limit == 0 {
 			http.Error(w, "claim=true and limit expected", 400)
+			return
+		}
+		if f.snapshotRequired {
+			_ = json.NewEncoder(w).Encode(map[string]any{"deltas": []any{}, "has_more": false, "snapshot_required": true})
 			return
 		}
 		res, st, err := delta.Claim(f.state, time.Now(), f.lease, f.deltas, limit)
@@ -95,6 +105,23 @@ func (f *fakeFeed) handler(t *testing.T) http.Handler {
 		}
 		f.state = st
 		_ = json.NewEncoder(w).Encode(map[string]any{"acked": res.Acked.Through - res.Acked.After})
+	})
+	mux.HandleFunc("GET /api/databases/{id}/snapshot", func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		head := f.deltas[len(f.deltas)-1].ID
+		set, err := dbsync.SetStateSQL(r.PathValue("id"), head)
+		if err != nil {
+			http.Error(w, err.Error(), 500)
+			return
+		}
+		enc := json.NewEncoder(w)
+		_ = enc.Encode(map[string]int64{"as_of_delta_id": head})
+		_ = enc.Encode(map[string]string{"sql": f.deltas[0].SQL})
+		_ = enc.Encode(map[string]string{"sql": set})
+		_ = enc.Encode(map[string]bool{"end": true})
+		f.snapshotRequired = false
+		f.snapshots++
 	})
 	mux.HandleFunc("POST /api/databases/{id}/quarantine/report", func(w http.ResponseWriter, r *http.Request) {
 		var in struct {
@@ -270,4 +297,33 @@ func TestSyncCrashBetweenCommitAndAck(t *testing.T) {
 	if s.Stats().Skipped == 0 {
 		t.Fatal("no redelivered delta was skipped")
 	}
+}
+
+// TestSyncSnapshotRequired: a registration that asks for a snapshot
+// reload stops a plain run with ErrSnapshotRequired, target untouched;
+// with Reload the run loads the snapshot, skips what it covers and
+// acknowledges up to its head.
+func TestSyncSnapshotRequired(t *testing.T) {
+	is := is.New(t)
+	dsn := pgtest.Native(t)
+	deltas, _ := buildFeed(t, 3, 2)
+	f := &fakeFeed{deltas: deltas, lease: time.Minute, snapshotRequired: true}
+	url := f.serve(t)
+	err := newSyncer(t, url, dsn, 4).Run(context.Background(), syncer.Options{})
+	is.True(errors.Is(err, syncer.ErrSnapshotRequired))
+	is.Equal(f.snapshots, 0)
+
+	s := newSyncer(t, url, dsn, 4)
+	var notices []string
+	s.Notice = func(format string, args ...any) { notices = append(notices, fmt.Sprintf(format, args...)) }
+	is.NoErr(s.Run(context.Background(), syncer.Options{Reload: true}))
+	head := deltas[len(deltas)-1].ID
+	is.Equal(f.snapshots, 1)
+	is.Equal(s.Stats().Watermark, head)
+	is.Equal(f.state.Watermark, head) // acknowledged
+	is.Equal(len(notices), 1)
+	is.True(strings.Contains(notices[0], "snapshot reloaded"))
+	var applied int64
+	is.NoErr(connect(t, dsn).QueryRow(context.Background(), `SELECT count(*) FROM revlog`).Scan(&applied))
+	is.Equal(applied, int64(0)) // the snapshot covered every delta
 }
