@@ -18,7 +18,7 @@ var _ ports.VectorIndex = (*PgvectorIndex)(nil)
 const pgvectorMaxCandidates = 1000
 
 // PgvectorIndex is ports.VectorIndex on pgvector (the migration
-// 20261128230000_semantic_pgvector adds the column and the HNSW index
+// 20261128231000_semantic_pgvector adds the column and the HNSW index
 // where the extension is available). Writes are the exact index's (a
 // trigger derives the pgvector column from real[]); Nearest lets the
 // HNSW index pick candidates, a few more than asked, and ranks them in Go
