@@ -81,6 +81,10 @@ type Stores struct {
 	// otherwise). Config.BlobURL replaces Blobs with object storage.
 	Attachments ports.AttachmentStore
 	Blobs       ports.BlobStore
+	// Concepts keeps the semantic concept vocabulary and Vectors its
+	// embeddings (issue 30); no service reads them yet.
+	Concepts ports.ConceptStore
+	Vectors  ports.VectorIndex
 	// Ready reports whether the storage answers (nil: always ready).
 	Ready func(ctx context.Context) error
 	// Kind names the storage for logs: memory or postgres.

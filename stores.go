@@ -34,7 +34,9 @@ func provideMemoryStores(codec ports.EventCodec) *Stores {
 	// share one SyncStore.
 	sync := memory.NewSyncStore()
 	notes := memory.NewNotifications()
+	concepts := memory.NewConceptStore()
 	return &Stores{
+		Concepts: concepts, Vectors: concepts,
 		Entities:    sync,
 		Credentials: memory.NewCredentialStore(sync), Snapshots: sync,
 		LoginFailures: memory.NewLoginThrottleStore(), DeniedTokens: memory.NewDeniedTokenStore(), Invitations: invitations,
@@ -62,12 +64,18 @@ func providePostgres(ctx context.Context, cfg Config, lg *slog.Logger) (*postgre
 	return db, func() { _ = db.Close() }, nil
 }
 
-func providePostgresStores(pdb *postgres.DB, cfg Config, clock ports.Clock, lg *slog.Logger, codec ports.EventCodec) (*Stores, error) {
+func providePostgresStores(ctx context.Context, pdb *postgres.DB, cfg Config, clock ports.Clock, lg *slog.Logger, codec ports.EventCodec) (*Stores, error) {
 	queue, err := postgres.NewQueue(pdb, postgres.QueueConfig{}, lg)
 	if err != nil {
 		return nil, err
 	}
 	db := pdb.DB
+	// pgvector where the migrations found the extension, else the exact
+	// index.
+	vectors, err := postgres.NewVectorIndex(ctx, db)
+	if err != nil {
+		return nil, err
+	}
 	return &Stores{
 		Queue: queue, UoW: postgres.NewUnitOfWork(db, codec, func(tx bun.Tx) ports.JobEnqueuer { return queue.TxEnqueuer(tx) }),
 		Orgs: postgres.NewOrgStore(db), Users: postgres.NewUserStore(db), Keys: postgres.NewAPIKeyStore(db),
@@ -78,6 +86,7 @@ func providePostgresStores(pdb *postgres.DB, cfg Config, clock ports.Clock, lg *
 		LoginFailures: postgres.NewLoginThrottleStore(db), DeniedTokens: postgres.NewDeniedTokenStore(db), Invitations: postgres.NewInvitationStore(db),
 		Credentials: postgres.NewCredentialStore(db), Snapshots: postgres.NewSnapshotReader(db),
 		Databases: postgres.NewDatabaseStore(db), Attachments: postgres.NewAttachmentStore(db), Blobs: postgres.NewBlobStore(db),
+		Concepts: postgres.NewConceptStore(db), Vectors: vectors,
 		Invalidations: postgres.NewInvalidations(db, cfg.DatabaseURL, lg), Ready: func(ctx context.Context) error { return db.PingContext(ctx) },
 		Kind: "postgres",
 	}, nil

@@ -138,7 +138,7 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	}
 	clock := system.Clock{}
 	events := jobcodec.NewEvents()
-	stores, err := providePostgresStores(db, cfg, clock, logger, events)
+	stores, err := providePostgresStores(ctx, db, cfg, clock, logger, events)
 	if err != nil {
 		cleanup()
 		return nil, nil, err

@@ -1,0 +1,17 @@
+package memory_test
+
+import (
+	"testing"
+
+	"github.com/entityenrich/enrich/adapters/memory"
+	"github.com/entityenrich/enrich/test/contract"
+)
+
+func TestConceptStore(t *testing.T) {
+	newPorts := func(*testing.T) contract.ConceptPorts {
+		s := memory.NewConceptStore()
+		return contract.ConceptPorts{Store: s, Index: s}
+	}
+	contract.RunConceptStore(t, newPorts)
+	contract.RunVectorIndex(t, newPorts)
+}

@@ -1,0 +1,120 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/pgvector/pgvector-go"
+	"github.com/uptrace/bun"
+
+	"github.com/entityenrich/enrich/domain/concept"
+	"github.com/entityenrich/enrich/ports"
+)
+
+var _ ports.VectorIndex = (*PgvectorIndex)(nil)
+
+// pgvectorMaxCandidates is hnsw.ef_search's upper bound, and so the most
+// candidates one index scan can return.
+const pgvectorMaxCandidates = 1000
+
+// PgvectorIndex is ports.VectorIndex on pgvector (the migration
+// 20261128231000_semantic_pgvector adds the column and the HNSW index
+// where the extension is available). Writes are the exact index's (a
+// trigger derives the pgvector column from real[]); Nearest lets the
+// HNSW index pick candidates, a few more than asked, and ranks them in Go
+// with concept.Cosine and concept.Nearest, so that its similarities and
+// its order of ties are the exact index's.
+type PgvectorIndex struct {
+	*ExactVectorIndex
+	// iterative: the extension (0.8 and later) can go on scanning the
+	// index until enough rows pass the slice's filters.
+	iterative bool
+}
+
+// NewPgvectorIndex returns the index on db, whose pgvector version it
+// reads.
+func NewPgvectorIndex(ctx context.Context, db bun.IDB) (*PgvectorIndex, error) {
+	var version string
+	if err := db.NewRaw("SELECT extversion FROM pg_extension WHERE extname = 'vector'").Scan(ctx, &version); err != nil {
+		return nil, notFound(err, "read the pgvector version")
+	}
+	var major, minor int
+	if _, err := fmt.Sscanf(version, "%d.%d", &major, &minor); err != nil {
+		return nil, fmt.Errorf("postgres: pgvector version %q: %w", version, err)
+	}
+	return &PgvectorIndex{ExactVectorIndex: NewExactVectorIndex(db), iterative: major > 0 || minor >= 8}, nil
+}
+
+// HasPgvector reports whether the database's concept_embeddings carries
+// the pgvector column, that is whether the pgvector migration found the
+// extension.
+func HasPgvector(ctx context.Context, db bun.IDB) (bool, error) {
+	var ok bool
+	err := db.NewRaw(`SELECT EXISTS (SELECT 1 FROM information_schema.columns
+		WHERE table_schema = current_schema() AND table_name = 'concept_embeddings' AND column_name = 'embedding')`).Scan(ctx, &ok)
+	if err != nil {
+		return false, fail(err, "look for pgvector")
+	}
+	return ok, nil
+}
+
+// NewVectorIndex is the index the database supports: pgvector's where the
+// migration found the extension, else the exact one.
+func NewVectorIndex(ctx context.Context, db bun.IDB) (ports.VectorIndex, error) {
+	ok, err := HasPgvector(ctx, db)
+	switch {
+	case err != nil:
+		return nil, err
+	case ok:
+		return NewPgvectorIndex(ctx, db)
+	}
+	return NewExactVectorIndex(db), nil
+}
+
+// pgvectorNearestSQL orders by pgvector's cosine distance on the column
+// cast to d dimensions, the expression the partial HNSW index is built on.
+// d is written into the statement (it is an int): a type modifier cannot
+// be a parameter, and the index's predicate must be provable from a
+// literal. Its parameters: organization, type, model, query vector, limit.
+func pgvectorNearestSQL(d int) string {
+	return fmt.Sprintf(`SELECT e.concept_id, e.vector, c.canonical_text, c.ref_count
+		FROM concept_embeddings e JOIN semantic_concepts c ON c.id = e.concept_id
+		WHERE e.org_id = ? AND e.concept_type = ? AND e.embedding_model = ? AND e.dims = %d
+		ORDER BY e.embedding::vector(%d) <=> ?::vector(%d) LIMIT ?`, d, d, d)
+}
+
+// Nearest asks the HNSW index for candidates and ranks them.
+func (x *PgvectorIndex) Nearest(ctx context.Context, orgID string, s concept.Slice, vector []float32, k int) ([]concept.Neighbor, error) {
+	if k < 1 || len(vector) == 0 || !storable(orgID, s.Type, s.EmbeddingModel) {
+		return nil, nil
+	}
+	// Candidates past k catch ties at the k-th place and what the
+	// approximate scan ranks slightly off.
+	candidates := min(max(2*k, k+10), pgvectorMaxCandidates)
+	q := pgvectorNearestSQL(len(vector))
+	var rows []nearRow
+	err := inTx(ctx, x.db, func(ctx context.Context, tx bun.Tx) error {
+		if _, err := tx.ExecContext(ctx, "SET LOCAL hnsw.ef_search = ?", max(40, candidates)); err != nil {
+			return err
+		}
+		// Filters apply after the index scan: the iterative scan goes on
+		// until enough rows of the slice pass them. Without it (before
+		// 0.8) a small slice among large ones may come back short.
+		if x.iterative {
+			if _, err := tx.ExecContext(ctx, "SET LOCAL hnsw.iterative_scan = relaxed_order"); err != nil {
+				return err
+			}
+		}
+		return tx.NewRaw(q, orgID, s.Type, s.EmbeddingModel, pgvector.NewVector(vector), candidates).Scan(ctx, &rows)
+	})
+	if err != nil {
+		return nil, fail(err, "nearest concepts")
+	}
+	ns := make([]concept.Neighbor, 0, len(rows))
+	for _, r := range rows {
+		ns = append(ns, concept.Neighbor{ConceptID: r.ConceptID, Text: r.CanonicalText, CanonicalText: r.CanonicalText,
+			IsCanonical: true, RefCount: r.RefCount, Similarity: concept.Cosine(vector, r.Vector)})
+	}
+	ns = concept.Nearest(ns)
+	return ns[:min(k, len(ns))], nil
+}

@@ -1,0 +1,214 @@
+package ports
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/entityenrich/enrich/domain/concept"
+	"github.com/entityenrich/enrich/domain/text"
+)
+
+// NewConcept is what CreateConcept stores: the concept, its canonical
+// alias (made from Text) and its embedding in the slice (Type,
+// EmbeddingModel).
+type NewConcept struct {
+	ID      string
+	OrgID   string
+	Type    string
+	AliasID string
+	// Text is the canonical text as given; the store keeps
+	// concept.Normalize(Text) beside it for exact matching.
+	Text   string
+	Origin concept.Origin
+	// EmbeddingModel and Vector are the concept's embedding; an empty
+	// Vector stores none (Dims 0), for a concept whose embedder did not
+	// answer.
+	EmbeddingModel string
+	Vector         []float32
+	CreatedAt      time.Time
+}
+
+// NewAlias is an alias AddAlias stores.
+type NewAlias struct {
+	ID        string
+	Text      string
+	Origin    concept.Origin
+	CreatedAt time.Time
+}
+
+// ConceptSort is the order of a concept listing.
+type ConceptSort string
+
+// The orders of a concept listing; ties are broken by id.
+const (
+	SortConceptCreated  ConceptSort = "created_at"
+	SortConceptRefCount ConceptSort = "ref_count"
+	// SortConceptText orders by the normalized canonical text, byte-wise.
+	SortConceptText ConceptSort = "canonical_text"
+)
+
+// ConceptFilter narrows and orders a concept listing; zero fields match
+// everything.
+type ConceptFilter struct {
+	Types []string
+	// Search keeps the concepts one of whose texts (canonical or alias)
+	// contains concept.Normalize(Search).
+	Search      string
+	MinRefCount int
+	// CreatedAfter (exclusive) and CreatedBefore (exclusive) bound the
+	// creation time when set.
+	CreatedAfter, CreatedBefore *time.Time
+	// Sort defaults to SortConceptCreated.
+	Sort       ConceptSort
+	Descending bool
+	// Limit defaults to page.DefaultSize and is capped at page.MaxSize.
+	Limit, Offset int
+}
+
+// ConceptSelection names the concepts DeleteConcepts removes: those among
+// IDs (when set) of the types Types (when set), only the unreferenced
+// ones with UnusedOnly. At least one of IDs and Types must be set.
+type ConceptSelection struct {
+	IDs        []string
+	Types      []string
+	UnusedOnly bool
+}
+
+// RefBump adds Delta to a concept's reference count and, when AliasID is
+// set, to that alias's (the one the link resolved through). The deltas of
+// one call add up per concept and per alias (SumRefBumps), and the sum is
+// applied with a floor at 0.
+type RefBump struct {
+	ConceptID string
+	AliasID   string
+	Delta     int
+}
+
+// ConceptTypeInfo is one slice of an organization's vocabulary (WIRE.md
+// §12 SemanticConceptTypeInfo): its concepts, the unreferenced ones among
+// them, and the dimensions of their vectors.
+type ConceptTypeInfo struct {
+	Type           string
+	EmbeddingModel string
+	Dims           int
+	ConceptCount   int
+	UnusedCount    int
+}
+
+// ConceptStore keeps the semantic concept vocabulary (issue 30): concepts,
+// their aliases and reference counts. Every read and write is scoped to
+// one organization: another organization's concept is ErrNotFound. A
+// normalized text names at most one alias among an organization's
+// concepts of one type (ErrConflict). Returned concepts carry their
+// aliases, oldest first (ties by id).
+type ConceptStore interface {
+	// CreateConcept stores the concept, its canonical alias and its
+	// embedding in one step. A text that normalizes to nothing or holds
+	// what text cannot (NUL, bytes that are not UTF-8), or a vector with a
+	// value that is not a finite number, is ErrInvalid; a normalized text
+	// the type already holds is ErrConflict.
+	CreateConcept(ctx context.Context, c NewConcept) (*concept.Concept, error)
+	GetConcept(ctx context.Context, orgID, id string) (*concept.Concept, error)
+	// FindExact is the concept one of whose texts normalizes as text does,
+	// among the organization's concepts of the type, as the ladder's exact
+	// neighbour (Similarity 1, the alias that matched); ErrNotFound when
+	// none does.
+	FindExact(ctx context.Context, orgID, conceptType, text string) (*concept.Neighbor, error)
+	// ListConcepts returns a page of concepts and how many match f.
+	ListConcepts(ctx context.Context, orgID string, f ConceptFilter) ([]*concept.Concept, int, error)
+	// AddAlias adds an alias to the concept (ErrInvalid and ErrConflict as
+	// CreateConcept's text).
+	AddAlias(ctx context.Context, orgID, conceptID string, a NewAlias) (*concept.Concept, error)
+	// RemoveAlias and PromoteAlias apply concept.RemoveAlias and
+	// concept.PromoteAlias: the last alias is never removed
+	// (concept.ErrLastAlias), an alias the concept lacks is
+	// concept.ErrAliasNotFound (wrapping ErrNotFound).
+	RemoveAlias(ctx context.Context, orgID, conceptID, aliasID string) (*concept.Concept, error)
+	PromoteAlias(ctx context.Context, orgID, conceptID, aliasID string) (*concept.Concept, error)
+	// BumpRefCounts applies the bumps; concepts and aliases the
+	// organization does not hold are skipped.
+	BumpRefCounts(ctx context.Context, orgID string, bumps []RefBump) error
+	// ConceptTypes lists one facet per slice (type, embedding model),
+	// ordered by type then model.
+	ConceptTypes(ctx context.Context, orgID string) ([]ConceptTypeInfo, error)
+	// DeleteConcepts removes the selected concepts with their aliases and
+	// vectors, and returns their ids, sorted. An empty selection is
+	// ErrInvalid.
+	DeleteConcepts(ctx context.Context, orgID string, sel ConceptSelection) ([]string, error)
+}
+
+// VectorIndex finds concepts by embedding, within one slice (type and
+// embedding model) of one organization. A concept has at most one vector
+// per embedding model, the embedding of its canonical text, so a neighbour
+// names no alias (AliasID "", IsCanonical true).
+type VectorIndex interface {
+	// Upsert stores vector as the concept's in the slice's model, over any
+	// it had; in the concept's own model it sets the concept's Dims (and
+	// Delete there sets 0). The concept must be the organization's and of the slice's
+	// type (ErrNotFound); an empty vector or one holding a value that is
+	// not finite is ErrInvalid.
+	Upsert(ctx context.Context, orgID string, s concept.Slice, conceptID string, vector []float32) error
+	// Nearest returns up to k concepts of the slice whose vectors have the
+	// length of vector, with their concept.Cosine, in concept.Nearest's
+	// order (most similar first, then most referenced, then by id). An
+	// exact index returns the k nearest; an approximate one (pgvector's
+	// HNSW) may miss some of them, but ranks what it finds the same way.
+	// k below 1 returns none.
+	Nearest(ctx context.Context, orgID string, s concept.Slice, vector []float32, k int) ([]concept.Neighbor, error)
+	// Delete removes the concept's vector in the slice's model; a missing
+	// one is not an error.
+	Delete(ctx context.Context, orgID string, s concept.Slice, conceptID string) error
+}
+
+// ConceptText checks an alias text for a ConceptStore: it returns its
+// normalized form, or ErrInvalid naming why it cannot be stored.
+func ConceptText(s string) (string, error) {
+	if r, ok := text.CheckString(s); !ok {
+		return "", fmt.Errorf("%w: text holds %s", ErrInvalid, r)
+	}
+	n := concept.Normalize(s)
+	if n == "" {
+		return "", fmt.Errorf("%w: text is blank once normalized", ErrInvalid)
+	}
+	return n, nil
+}
+
+// CheckVector reports why v cannot be stored as an embedding: it is
+// empty, or a value is NaN or infinite.
+func CheckVector(v []float32) error {
+	if len(v) == 0 {
+		return fmt.Errorf("%w: vector is empty", ErrInvalid)
+	}
+	for i, x := range v {
+		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+			return fmt.Errorf("%w: vector[%d] is not a finite number", ErrInvalid, i)
+		}
+	}
+	return nil
+}
+
+// SumRefBumps adds up bumps per concept and per (concept, alias), the
+// way a ConceptStore applies them: a call's bumps add up before the floor
+// at 0. Bumps whose deltas cancel out are left out.
+func SumRefBumps(bumps []RefBump) (concepts map[string]int, aliases map[[2]string]int) {
+	concepts, aliases = map[string]int{}, map[[2]string]int{}
+	for _, b := range bumps {
+		concepts[b.ConceptID] += b.Delta
+		if b.AliasID != "" {
+			aliases[[2]string{b.ConceptID, b.AliasID}] += b.Delta
+		}
+	}
+	for id, d := range concepts {
+		if d == 0 {
+			delete(concepts, id)
+		}
+	}
+	for k, d := range aliases {
+		if d == 0 {
+			delete(aliases, k)
+		}
+	}
+	return concepts, aliases
+}
