@@ -32,7 +32,7 @@ func (c twoModels) Model(k model.Key) (model.Info, error) {
 // attachmentsFixture is an Enricher over a text-only model (p::plain) and a
 // model that reads PDFs and images (p::vision), with three attachments of
 // org: a PDF with a text layer, a PDF without, and a PNG.
-func attachmentsFixture(t *testing.T) (*app.Enricher, *scriptLLM, *fakeports.Attachments) {
+func attachmentsFixture(t *testing.T) (*app.Enricher, *scriptLLM, *memory.AttachmentStore) {
 	t.Helper()
 	ctx := context.Background()
 	store := memory.NewSchemaStore()
@@ -45,7 +45,7 @@ func attachmentsFixture(t *testing.T) (*app.Enricher, *scriptLLM, *fakeports.Att
 	cat := twoModels{{Key: model.Key{Provider: "p", Model: "plain"}},
 		{Key: model.Key{Provider: "p", Model: "vision"}, Vision: true, PDFInput: true}}
 	e := testEnricher(store, nil, llm, cat, nil, nil)
-	atts, blobs := fakeports.NewAttachments(), memory.NewBlobStore()
+	atts, blobs := memory.NewAttachmentStore(), memory.NewBlobStore()
 	e.Attachments = &app.AttachmentLoader{Store: atts, Blobs: blobs}
 	for _, a := range []struct{ id, name, mt, text string }{
 		{"pdf", "report.pdf", "application/pdf", "name: Acme"},
@@ -56,7 +56,7 @@ func attachmentsFixture(t *testing.T) (*app.Enricher, *scriptLLM, *fakeports.Att
 		if a.mt == "application/pdf" {
 			data = fakeports.PDF(a.text)
 		}
-		if _, err := atts.Put(ctx, blobs, "org", a.id, a.name, a.mt, data, a.text); err != nil {
+		if _, err := fakeports.SeedAttachment(ctx, atts, blobs, "org", a.id, a.name, a.mt, data, a.text); err != nil {
 			t.Fatal(err)
 		}
 	}

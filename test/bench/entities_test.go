@@ -33,7 +33,7 @@ const keyedDoc = `{"type":"object","title":"company","properties":{
 // loop. Under an "rtt=" sub-benchmark the service reaches PostgreSQL
 // through a loopback proxy that delays every answer by that time, so the
 // difference divided by it counts the round trips the linked enrichment
-// adds (the issue's goal: at most one). Figures: docs/performance.md.
+// adds. Its figures are in docs/performance.md.
 func BenchmarkLinkedEnrichment(b *testing.B) {
 	for _, rtt := range []time.Duration{0, 2 * time.Millisecond} {
 		name := "direct"
