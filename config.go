@@ -194,6 +194,11 @@ type Config struct {
 	AttachmentMaxBytes        int64 `env:"ENRICH_ATTACHMENT_MAX_BYTES"`
 	AttachmentMaxRequestBytes int64 `env:"ENRICH_ATTACHMENT_MAX_REQUEST_BYTES"`
 
+	// EmbeddingModel embeds semantic concepts for organizations that chose
+	// no model (provider::model); the default is the built-in local
+	// embedder, which needs no key and no network.
+	EmbeddingModel string `env:"ENRICH_EMBEDDING_MODEL" envDefault:"builtin::ngram-384"`
+
 	// MaxExpertiseDomains bounds the expertise domains one model's run of
 	// a job calls: past it the domains are grouped (default
 	// enrichment.DefaultMaxDomains, 16).

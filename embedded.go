@@ -82,9 +82,14 @@ type Stores struct {
 	Attachments ports.AttachmentStore
 	Blobs       ports.BlobStore
 	// Concepts keeps the semantic concept vocabulary and Vectors its
-	// embeddings (issue 30); no service reads them yet.
-	Concepts ports.ConceptStore
-	Vectors  ports.VectorIndex
+	// embeddings; Reviews the pairs left to a person, ConceptLinks the
+	// records' uses of concepts and EmbeddingSettings each organization's
+	// embedding model (issue 30). A nil one leaves its part out.
+	Concepts          ports.ConceptStore
+	Vectors           ports.VectorIndex
+	Reviews           ports.ConceptReviews
+	ConceptLinks      ports.ConceptLinks
+	EmbeddingSettings ports.EmbeddingSettings
 	// Ready reports whether the storage answers (nil: always ready).
 	Ready func(ctx context.Context) error
 	// Kind names the storage for logs: memory or postgres.
@@ -135,6 +140,8 @@ type Embedded struct {
 	// AttachmentFiles uploads, lists, downloads and deletes attachments,
 	// and manages the policies per media type.
 	AttachmentFiles *app.AttachmentService
+	// Concepts is the semantic concept vocabulary and its ladder.
+	Concepts *app.ConceptService
 	// Notifications manages schema event subscriptions and links' delta
 	// webhooks.
 	Notifications *app.NotificationService

@@ -32,6 +32,7 @@ import (
 	"github.com/entityenrich/enrich/adapters/webhooks"
 	"github.com/entityenrich/enrich/app"
 	"github.com/entityenrich/enrich/domain/job"
+	"github.com/entityenrich/enrich/domain/model"
 	"github.com/entityenrich/enrich/domain/quota"
 	"github.com/entityenrich/enrich/ports"
 )
@@ -81,6 +82,7 @@ var coreSet = wire.NewSet(
 	provideBlobs,
 	provideAttachmentLoader,
 	provideAttachmentService,
+	provideConceptService,
 	provideSchemaConfig,
 	provideEnrichConfig,
 	provideCallsConfig,
@@ -286,6 +288,19 @@ func provideBlobs(ctx context.Context, cfg Config, st *Stores, lg *slog.Logger) 
 	return st.Blobs, func() {}, nil
 }
 
+// provideConceptService runs the semantic concept vocabulary on the
+// stores' concept adapters, embedding through the registry (langchaingo's
+// embedders, and the built-in one) with the organizations' keys.
+func provideConceptService(cfg Config, st *Stores, reg *llm.Registry, keys *app.KeyRing, clock ports.Clock, ids ports.IDs,
+	lg *slog.Logger) (*app.ConceptService, error) {
+	def, err := model.ParseKey(cfg.EmbeddingModel)
+	if err != nil {
+		return nil, fmt.Errorf("ENRICH_EMBEDDING_MODEL: %w", err)
+	}
+	return &app.ConceptService{Store: st.Concepts, Vectors: st.Vectors, Reviews: st.Reviews, Links: st.ConceptLinks,
+		Settings: st.EmbeddingSettings, Embedder: reg, Keys: keys, DefaultModel: def, Clock: clock, IDs: ids, Log: lg}, nil
+}
+
 // provideAttachmentLoader resolves jobs' attachment_ids against the stores'
 // attachments (none: attachment_ids is refused as not supported).
 func provideAttachmentLoader(st *Stores, blobs ports.BlobStore) *app.AttachmentLoader {
@@ -420,12 +435,13 @@ func provideEmbedded(st *Stores, a *app.AccessService, sc *app.SchemaService, rc
 	m *metrics.Metrics, op *app.OrgProviderService, scc *cache.Schemas, ac *cache.Auth, dl *cache.Denylist, dbs *app.DatabaseService,
 	fd *app.FeedService, cons *app.ConsumerService,
 	ns *app.NotificationService, nd *notify.Dispatcher, ent *app.EntityService, al *app.AttachmentLoader,
-	af *app.AttachmentService) *Embedded {
+	af *app.AttachmentService, cpt *app.ConceptService) *Embedded {
 	m.WatchRunning(func() int { return len(eng.Running()) })
 	return &Embedded{Access: a, Schemas: sc, Records: rc, Enrichment: en, Batches: bs, Models: ms, Jobs: js, ProviderKeys: pk, Costs: cs,
 		Analysis: an, Samples: smp, SchemaGen: sg, Fetch: fs, Fusion: fu, Stores: st, Log: lg, Metrics: m, stream: h, engine: eng,
 		OrgProviders: op, schemaCache: scc, authCache: ac, denylist: dl, Databases: dbs, Feed: fd, Consumer: cons,
-		Notifications: ns, dispatcher: nd, Entities: ent, Attachments: al, AttachmentFiles: af}
+		Notifications: ns, dispatcher: nd, Entities: ent, Attachments: al, AttachmentFiles: af,
+		Concepts: cpt}
 }
 
 // provideFeed is the feed's use cases on the stores' feed.
@@ -466,7 +482,8 @@ func provideServices(e *Embedded) httpapi.Services {
 		Models: e.Models, Jobs: e.Jobs,
 		ProviderKeys: e.ProviderKeys, Costs: e.Costs, Analysis: e.Analysis, Samples: e.Samples,
 		SchemaGen: e.SchemaGen, Fetch: e.Fetch, Fusion: e.Fusion, OrgProviders: e.OrgProviders, Databases: e.Databases, Feed: e.Feed, Consumer: e.Consumer,
-		Notifications: e.Notifications, Entities: e.Entities, Attachments: e.AttachmentFiles}
+		Notifications: e.Notifications, Entities: e.Entities, Attachments: e.AttachmentFiles,
+		Concepts: e.Concepts}
 }
 
 func provideHTTPConfig(e *Embedded) httpapi.Config {

@@ -212,3 +212,97 @@ func SumRefBumps(bumps []RefBump) (concepts map[string]int, aliases map[[2]strin
 	}
 	return concepts, aliases
 }
+
+// ConceptReview is a pair of concepts left to a person (SPEC.md's review
+// list): A is the concept the ladder minted or met, B the candidate it
+// could not tell apart from A.
+type ConceptReview struct {
+	ID             string
+	OrgID          string
+	Type           string
+	EmbeddingModel string
+	AID, BID       string
+	Similarity     float64
+	// Reason says why a person must look: ReviewEscalated,
+	// ReviewSeparated.
+	Reason    string
+	Detail    string
+	CreatedAt time.Time
+}
+
+// The reasons of a review pair.
+const (
+	// ReviewEscalated: gray-band candidates with no judge, an unsure or a
+	// failed one; the ladder minted.
+	ReviewEscalated = "escalated"
+	// ReviewSeparated: the judge said different at a similarity worth
+	// confirming.
+	ReviewSeparated = "separated"
+)
+
+// ReviewFilter narrows a review listing.
+type ReviewFilter struct {
+	Types         []string
+	Limit, Offset int
+}
+
+// ConceptReviews keeps the review list. A pair is kept once per
+// organization, whichever order its concepts come in.
+type ConceptReviews interface {
+	// FileReviews adds pairs; a pair already filed keeps its first filing.
+	FileReviews(ctx context.Context, pairs []ConceptReview) error
+	// ListReviews returns a page of pairs, most similar first, and how
+	// many match.
+	ListReviews(ctx context.Context, orgID string, f ReviewFilter) ([]ConceptReview, int, error)
+	// DropReviews removes the pairs naming any of the concepts (a merge, a
+	// delete, a person's decision) and returns how many.
+	DropReviews(ctx context.Context, orgID string, conceptIDs []string) (int, error)
+}
+
+// ConceptLink is a record's use of a concept: the value at JSONPath of the
+// record's output resolved to ConceptID (through AliasID), with the
+// similarity that decided it (nil for an exact or a kept id).
+type ConceptLink struct {
+	OrgID     string
+	ConceptID string
+	AliasID   string
+	RecordID  string
+	SchemaID  string
+	JSONPath  string
+	Cosine    *float64
+	CreatedAt time.Time
+}
+
+// ConceptUse counts what refers to a set of concepts: the record links,
+// and the schemas those records belong to.
+type ConceptUse struct {
+	RecordLinks int
+	SchemaIDs   []string
+}
+
+// ConceptLinks keeps the links between records and concepts.
+type ConceptLinks interface {
+	// AddLinks stores links; a link already stored (record, path) is
+	// replaced.
+	AddLinks(ctx context.Context, links []ConceptLink) error
+	// LinksOf returns up to limit links of the concept, newest first.
+	LinksOf(ctx context.Context, orgID, conceptID string, limit int) ([]ConceptLink, error)
+	// UseOf counts the links of the concepts.
+	UseOf(ctx context.Context, orgID string, conceptIDs []string) (ConceptUse, error)
+	// RepointLinks moves the links of concept from to concept to and
+	// returns how many moved.
+	RepointLinks(ctx context.Context, orgID, from, to string) (int, error)
+	// DeleteLinks removes the links of the concepts and returns how many.
+	DeleteLinks(ctx context.Context, orgID string, conceptIDs []string) (int, error)
+}
+
+// EmbeddingSettings keeps each organization's embedding-model setting
+// (the reference's /api/org-keys/embedding-model).
+type EmbeddingSettings interface {
+	// EmbeddingModel returns the organization's setting; set is false when
+	// the organization never set one (the server's default applies), and
+	// model is "" with set true when it was cleared (semantic ids off).
+	EmbeddingModel(ctx context.Context, orgID string) (model string, set bool, err error)
+	// SetEmbeddingModel stores the setting; "" clears it.
+	SetEmbeddingModel(ctx context.Context, orgID, model string) error
+}

@@ -123,6 +123,8 @@ type Services struct {
 	Entities      *app.EntityService
 	// Attachments are the organization's uploaded files.
 	Attachments *app.AttachmentService
+	// Concepts is the semantic concept vocabulary.
+	Concepts *app.ConceptService
 }
 
 // NewServer builds the router; events writes the job events it serves.
