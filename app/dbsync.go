@@ -113,7 +113,7 @@ func decideEntity(ctx context.Context, entities ports.EntityStore, sc *schema.Sc
 		return nil, out, true
 	}
 	w.At = clock.Now()
-	return &ports.EntityWrite{Write: *w, Outcome: out}, out, true
+	return &ports.EntityWrite{Write: *w, Outcome: out, Feeds: dbs}, out, true
 }
 
 func rejected(reason string) dbsync.Outcome {

@@ -14,6 +14,11 @@ import (
 type EntityWrite struct {
 	dbsync.Write
 	Outcome dbsync.Outcome
+	// Feeds are the schema's registrations the decision read (nil: not
+	// known). A store may render the write's deltas against them before
+	// it locks anything, as long as it checks, in the commit, that the
+	// feeding links are still these (else it renders again under lock).
+	Feeds []*dbsync.Database
 }
 
 // EntityWritten is what a store wrote for one EntityWrite.

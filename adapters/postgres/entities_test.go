@@ -65,6 +65,7 @@ func feedRows(t *testing.T, db *bun.DB, databaseID string) []ports.FeedRow {
 		Kind       string    `bun:"kind"`
 		Op         string    `bun:"op"`
 		SQL        string    `bun:"sql"`
+		Draft      string    `bun:"draft"`
 		Payload    string    `bun:"payload"`
 		BatchID    string    `bun:"batch_id"`
 		Revision   int64     `bun:"revision"`
@@ -74,12 +75,19 @@ func feedRows(t *testing.T, db *bun.DB, databaseID string) []ports.FeedRow {
 		RecordID   string    `bun:"record_id"`
 		CreatedAt  time.Time `bun:"created_at"`
 	}
-	if err := db.NewRaw(`SELECT id, kind, op, sql, payload::text AS payload, batch_id, revision, entity_type, entity_id,
+	if err := db.NewRaw(`SELECT id, kind, op, sql, coalesce(draft::text, '') AS draft, payload::text AS payload, batch_id, revision, entity_type, entity_id,
 		schema_id, record_id, created_at FROM deltas WHERE database_id = ? ORDER BY id`, databaseID).Scan(context.Background(), &rows); err != nil {
 		t.Fatal(err)
 	}
 	out := make([]ports.FeedRow, len(rows))
 	for i, r := range rows {
+		if r.Draft != "" {
+			sql, err := dbsync.DraftSQL([]byte(r.Draft), r.Revision)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.SQL = sql
+		}
 		out[i] = ports.FeedRow{Delta: delta.Delta{ID: r.ID, Kind: delta.Kind(r.Kind), Op: delta.Op(r.Op), SQL: r.SQL,
 			Payload: json.RawMessage(r.Payload), BatchID: r.BatchID, Revision: r.Revision, EntityType: r.EntityType,
 			CreatedAt: r.CreatedAt}, EntityID: r.EntityID, SchemaID: r.SchemaID, RecordID: r.RecordID}

@@ -10,6 +10,7 @@ import (
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect/pgdialect"
 
+	"github.com/entityenrich/enrich/domain/dbsync"
 	"github.com/entityenrich/enrich/domain/delta"
 	"github.com/entityenrich/enrich/ports"
 )
@@ -66,6 +67,7 @@ type feedRow struct {
 	Kind         string     `bun:"kind"`
 	Op           string     `bun:"op"`
 	SQL          string     `bun:"sql"`
+	Draft        string     `bun:"draft"`
 	Payload      string     `bun:"payload"`
 	BatchID      string     `bun:"batch_id"`
 	Revision     int64      `bun:"revision"`
@@ -116,7 +118,7 @@ func (l loaded) stored(ds []delta.Delta) []ports.StoredDelta {
 	return out
 }
 
-func toLoaded(rows []feedRow) loaded {
+func toLoaded(rows []feedRow) (loaded, error) {
 	f := rows[0]
 	l := loaded{version: f.StateVersion,
 		set: delta.Settings{PageLimit: f.PageLimit, PurgeOnAck: f.PurgeOnAck, PurgeEntityState: f.PurgeEntityState}.WithDefaults(),
@@ -136,6 +138,14 @@ func toLoaded(rows []feedRow) loaded {
 		if r.ID == 0 {
 			continue
 		}
+		if r.Draft != "" {
+			// Stored by a linked end before its revision was known.
+			sql, err := dbsync.DraftSQL([]byte(r.Draft), r.Revision)
+			if err != nil {
+				return loaded{}, fmt.Errorf("postgres: delta %d: %w", r.ID, err)
+			}
+			r.SQL = sql
+		}
 		d := delta.Delta{ID: r.ID, Kind: delta.Kind(r.Kind), Op: delta.Op(r.Op), SQL: r.SQL, Payload: json.RawMessage(r.Payload),
 			BatchID: r.BatchID, Revision: r.Revision, EntityType: r.EntityType, AckedAt: utcPtr(r.AckedAt),
 			QuarantinedAt: utcPtr(r.QuarantineAt), ApplyError: r.ApplyError}
@@ -145,7 +155,7 @@ func toLoaded(rows []feedRow) loaded {
 		l.rows = append(l.rows, ports.StoredDelta{FeedRow: ports.FeedRow{Delta: d, EntityID: r.EntityID, SchemaID: r.SchemaID,
 			RecordID: r.RecordID}, ApplyErrorAt: utcPtr(r.ApplyErrorAt)})
 	}
-	return l
+	return l, nil
 }
 
 // feedCTE is the registration's state and settings, scoped to its
@@ -164,6 +174,7 @@ const feedCTE = `f AS (
 
 // deltaCols are a delta's columns, empty when the join found none.
 const deltaCols = `coalesce(r.id, 0) AS id, coalesce(r.kind, '') AS kind, coalesce(r.op, '') AS op, coalesce(r.sql, '') AS sql,
+	coalesce(r.draft::text, '') AS draft,
 	coalesce(r.payload::text, '{}') AS payload, coalesce(r.batch_id, '') AS batch_id, coalesce(r.revision, 0) AS revision,
 	coalesce(r.entity_type, '') AS entity_type, coalesce(r.entity_id, '') AS entity_id, coalesce(r.schema_id, '') AS schema_id,
 	coalesce(r.record_id, '') AS record_id, r.created_at, r.acked_at, r.quarantined_at, coalesce(r.apply_error, '') AS apply_error,
@@ -210,7 +221,7 @@ func (s *FeedStore) load(ctx context.Context, db bun.IDB, what, databaseID, orgI
 	if len(rows) == 0 {
 		return loaded{}, fmt.Errorf("postgres: %s: database %s: %w", what, databaseID, ports.ErrNotFound)
 	}
-	return toLoaded(rows), nil
+	return toLoaded(rows)
 }
 
 // loadState loads a feed's state without rows.

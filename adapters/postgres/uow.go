@@ -35,6 +35,15 @@ type pendingEnd struct {
 	stmts []endStmt
 	what  string
 	from  job.State
+	// linked is a linked end's: its own statements (stmts without the
+	// entity layer's) and the end, for endWithSync when the links it was
+	// rendered against changed.
+	linked *linkedEnd
+}
+
+type linkedEnd struct {
+	end  ports.JobEnd
+	base []endStmt
 }
 
 // NewUnitOfWork returns a UnitOfWork on db that stores events in codec's
@@ -136,17 +145,34 @@ func (u *UnitOfWork) EndJob(ctx context.Context, end ports.JobEnd) error {
 	if reason, ok := refusedText(stmts); !ok {
 		return fmt.Errorf("postgres: %s: %s in text: %w", what, reason, ports.ErrInvalid)
 	}
+	p := pendingEnd{stmts: stmts, what: what, from: end.From}
 	if len(end.Sync) > 0 && len(end.Records) > 0 {
-		// Its own transaction: one round trip more (the locked read).
-		return u.endWithSync(context.WithoutCancel(ctx), end, stmts, what)
+		linked, ok, err := linkedStmts(end.Sync)
+		if err != nil {
+			return err
+		}
+		if reason, ok := refusedText(linked); !ok {
+			return fmt.Errorf("postgres: %s: %s in text: %w", what, reason, ports.ErrInvalid)
+		}
+		if !ok {
+			// Its own transaction: one round trip more (the locked read).
+			return u.endWithSync(context.WithoutCancel(ctx), end, stmts, what)
+		}
+		p.linked = &linkedEnd{end: end, base: stmts}
+		p.stmts = append(append([]endStmt(nil), stmts...), linked...)
 	}
-	return u.ends.submit(pendingEnd{stmts: stmts, what: what, from: end.From})
+	return u.ends.submit(p)
 }
 
 func (u *UnitOfWork) execEnd(e pendingEnd) error {
 	what, from := e.what, e.from
 	err := sendBatch(context.Background(), u.db.DB, e.stmts)
 	var pg *pgconn.PgError
+	if errors.As(err, &pg) && pg.Code == errStaleFeeds && e.linked != nil {
+		// The registrations changed since the decision read them: render
+		// again at the links read under lock.
+		return u.endWithSync(context.Background(), e.linked.end, e.linked.base, what)
+	}
 	if errors.As(err, &pg) && pg.Code == errNotHeld {
 		return fmt.Errorf("postgres: %s from %s: %w", what, from, ports.ErrFenced)
 	}

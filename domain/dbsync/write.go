@@ -131,3 +131,51 @@ func (w Write) Apply(last int64, dbs []*Database) (*Entity, []DatabaseDelta, err
 	}
 	return e, ds, nil
 }
+
+// DraftDelta is a data delta bound for one registration's feed, rendered
+// before the entity's revision is known (relmap.Draft): Delta has every
+// field but its id, SQL and revision, and its payload is at revision 0
+// (relmap.PayloadRevisionPaths). The store that learns the revision keeps
+// the draft, and the feed renders the SQL when it serves the delta
+// (DraftSQL).
+type DraftDelta struct {
+	DatabaseID string
+	Draft      relmap.Draft
+	Delta      delta.Delta
+}
+
+// Drafts is Apply before the revision is known, for a store that computes
+// it in the statement that writes the entity: the entity row (Revision 0)
+// and the draft deltas for dbs, rendered as Apply renders them at any
+// revision.
+func (w Write) Drafts(dbs []*Database) (*Entity, []DraftDelta, error) {
+	now := w.At
+	e := &Entity{ID: EntityID(w.SchemaID, w.Identity), OrgID: w.OrgID, SchemaID: w.SchemaID,
+		EntityType: w.Identity.EntityType, KeyIdentity: w.Identity.KeyIdentity, Keys: w.Identity.Keys,
+		SemanticID: w.Identity.SemanticID, Payload: w.State, LastRecordID: w.RecordID, UpdatedAt: now}
+	var out []DraftDelta
+	for _, d := range Feeds(dbs, e.SchemaID) {
+		l, _ := d.Link(e.SchemaID)
+		dr, err := relmap.UpsertDraft(*l.Shipped, e.ID, e.Payload)
+		if err != nil {
+			return nil, nil, fmt.Errorf("render the upsert of entity %s for database %s: %w", e.ID, d.ID, err)
+		}
+		payload, err := json.Marshal(dr.Payload)
+		if err != nil {
+			return nil, nil, err
+		}
+		out = append(out, DraftDelta{DatabaseID: d.ID, Draft: dr, Delta: delta.Delta{Kind: delta.Data, Op: delta.Upsert,
+			Payload: payload, BatchID: w.BatchID, EntityType: dr.Payload.EntityType, CreatedAt: now}})
+	}
+	return e, out, nil
+}
+
+// DraftSQL is the SQL of a delta stored as a draft (DraftDelta), at the
+// revision the store gave it.
+func DraftSQL(draft []byte, revision int64) (string, error) {
+	d, err := relmap.ParseDraft(draft)
+	if err != nil {
+		return "", err
+	}
+	return d.SQL(revision)
+}

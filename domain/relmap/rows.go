@@ -69,32 +69,32 @@ func (r *renderer) values(t Table, row map[string]any, at string) ([]string, err
 	return out, nil
 }
 
+// upsertRoot adds the entity row's upsert, its revision cell left out.
 func (r *renderer) upsertRoot(t Table, values []string) {
-	var sets []string
-	for _, c := range t.Columns {
-		if !contains(t.PrimaryKey, c.Name) {
-			sets = append(sets, fmt.Sprintf("%s = EXCLUDED.%s", QuoteIdent(c.Name), QuoteIdent(c.Name)))
+	for i, c := range t.Columns {
+		if c.Name == ColRevision {
+			values[i] = ""
 		}
 	}
-	sql := fmt.Sprintf("INSERT INTO %s (%s) VALUES (%s) ON CONFLICT (%s) DO UPDATE SET %s WHERE %s.%s < EXCLUDED.%s",
-		QuoteIdent(t.Name), idents(columnNames(t)), strings.Join(values, ", "), idents(t.PrimaryKey),
-		strings.Join(sets, ", "), QuoteIdent(t.Name), QuoteIdent(ColRevision), QuoteIdent(ColRevision))
-	r.stmts = append(r.stmts, Statement{Table: t.Name, Op: "upsert", SQL: sql})
+	r.parts = append(r.parts, Part{Table: t.Name, Op: "upsert", Columns: columnNames(t), Rows: [][]string{values},
+		Key: t.PrimaryKey})
 }
 
 // child renders one child table: the guarded delete of the entity's rows
 // (depth 1; deeper tables go by cascade), then the guarded insert of the
 // current items.
 func (r *renderer) child(t Table, ctx map[string][]rowCtx) error {
-	guard, err := r.guard()
-	if err != nil {
-		return err
+	if r.match == "" {
+		where, err := r.keyMatch()
+		if err != nil {
+			return err
+		}
+		r.match = where
 	}
 	if t.Depth == 1 {
-		r.stmts = append(r.stmts, Statement{Table: t.Name, Op: "delete",
-			SQL: fmt.Sprintf("DELETE FROM %s WHERE %s AND %s", QuoteIdent(t.Name), r.parentMatch(t), guard)})
+		r.parts = append(r.parts, Part{Table: t.Name, Op: "delete", Match: r.parentMatch(t)})
 	}
-	var tuples []string
+	var tuples [][]string
 	var rows []map[string]any
 	for _, parent := range ctx[t.Parent] {
 		pm, _ := parent.obj.(map[string]any)
@@ -113,7 +113,7 @@ func (r *renderer) child(t Table, ctx map[string][]rowCtx) error {
 			if err != nil {
 				return err
 			}
-			tuples = append(tuples, "("+strings.Join(vals, ", ")+")")
+			tuples = append(tuples, vals)
 			rows = append(rows, row)
 			ctx[t.Name] = append(ctx[t.Name], rowCtx{obj: item, pk: pick(row, t.PrimaryKey), path: at})
 		}
@@ -122,8 +122,7 @@ func (r *renderer) child(t Table, ctx map[string][]rowCtx) error {
 		return nil
 	}
 	r.rows = append(r.rows, Rows{Table: t.Name, Rows: rows})
-	r.stmts = append(r.stmts, Statement{Table: t.Name, Op: "insert", SQL: fmt.Sprintf("INSERT INTO %s (%s) SELECT v.* FROM (VALUES %s) AS v WHERE %s",
-		QuoteIdent(t.Name), idents(columnNames(t)), strings.Join(tuples, ", "), guard)})
+	r.parts = append(r.parts, Part{Table: t.Name, Op: "insert", Columns: columnNames(t), Rows: tuples})
 	return nil
 }
 

@@ -159,25 +159,40 @@ func Upsert(m Map, state json.RawMessage, revision int64) (Write, error) {
 // merged into one entity) keeps its row. "" derives the id; natural
 // ignores it.
 func UpsertWithID(m Map, id string, state json.RawMessage, revision int64) (Write, error) {
-	obj, err := Decode(state)
+	d, err := UpsertDraft(m, id, state)
 	if err != nil {
 		return Write{}, err
 	}
+	return d.Render(revision)
+}
+
+// UpsertDraft is UpsertWithID before the revision is known: every value
+// is checked and rendered, and only the revision remains (Draft.Render).
+func UpsertDraft(m Map, id string, state json.RawMessage) (Draft, error) {
+	obj, err := Decode(state)
+	if err != nil {
+		return Draft{}, err
+	}
 	if m.Root() == nil {
-		return Write{}, ErrContract
+		return Draft{}, ErrContract
 	}
 	k, err := KeyOf(m, obj)
 	if err != nil {
-		return Write{}, err
+		return Draft{}, err
 	}
 	if id != "" && m.PKStrategy == Surrogate {
 		k[ColID] = id
 	}
-	r := renderer{m: m, revision: revision, key: k}
+	r := renderer{m: m, key: k}
 	if err := r.entity(obj); err != nil {
-		return Write{}, err
+		return Draft{}, err
 	}
-	return r.write("upsert"), nil
+	w := r.write("upsert")
+	typ := TypeBigint
+	if c := m.Root().Column(ColRevision); c != nil {
+		typ = c.Type
+	}
+	return Draft{Root: m.Root().Name, KeyMatch: r.match, RevisionType: typ, Parts: r.parts, Payload: w.Payload}, nil
 }
 
 // Delete renders the removal of an entity (its child rows go by ON DELETE
@@ -204,6 +219,8 @@ type renderer struct {
 	key      Key
 	pk       map[string]any // the entity table's primary key values
 	stmts    []Statement
+	parts    []Part // an upsert's statements, revision left out
+	match    string // keyMatch, once a guard needed it
 	rows     []Rows
 }
 
@@ -242,15 +259,6 @@ func (r *renderer) keyMatch() (string, error) {
 		conds = append(conds, QuoteIdent(name)+" = "+lit)
 	}
 	return strings.Join(conds, " AND "), nil
-}
-
-// guard holds only while the entity row is at this write's revision.
-func (r *renderer) guard() (string, error) {
-	where, err := r.keyMatch()
-	if err != nil {
-		return "", err
-	}
-	return fmt.Sprintf("EXISTS (SELECT 1 FROM %s WHERE %s AND %s = %d)", QuoteIdent(r.m.Root().Name), where, QuoteIdent(ColRevision), r.revision), nil
 }
 
 func withPath(err error, path string) error {

@@ -80,6 +80,54 @@ func RunEntities(t *testing.T, newFixture func(t *testing.T) EntitiesFixture) {
 			s.endAgain(t, ctx, f, `{"name": "Acme"}`, 3)
 			is.Equal(len(f.Deltas(t, s.feeding)), 3)
 		}},
+		{"an end's deltas are what the write renders at its revision, one revision per write of an identity", func(t *testing.T, f EntitiesFixture, s *entitySetup) {
+			is := is.New(t)
+			e := newEnding(t, ctx, f.Repos)
+			s.retarget(t, f, e.job.OrgID)
+			end := e.end(job.Running, 2, 3)
+			a := s.write(t, e.rec.ID, `{"name": "Acme", "city": "Lyon", "tags": ["a", "b"]}`, "batch-1")
+			b := s.write(t, e.rec.ID, `{"name": "Acme", "city": "Oslo"}`, "batch-1")
+			end.Sync = []ports.EntityWrite{a, b}
+			is.NoErr(f.UoW.EndJob(ctx, end))
+			rows := f.Deltas(t, s.feeding)
+			is.Equal(len(rows), 2)
+			for i, w := range end.Sync {
+				_, want, err := w.Apply(int64(i), s.dbs)
+				is.NoErr(err)
+				is.Equal(rows[i].Revision, int64(i+1))
+				is.Equal(rows[i].SQL, want[0].Delta.SQL)
+				is.Equal(jsonValue(t, rows[i].Payload), jsonValue(t, want[0].Delta.Payload))
+			}
+			page, err := f.Entities.ListEntities(ctx, e.job.OrgID, s.schemaID, ports.EntityQuery{Limit: 10})
+			is.NoErr(err)
+			is.Equal(page.Total, int64(1))
+			is.Equal(page.Entities[0].Revision, int64(2))
+			is.Equal(jsonValue(t, page.Entities[0].Payload), jsonValue(t, b.State))
+		}},
+		{"an end decided on registrations that changed since is rendered at the links as they are", func(t *testing.T, f EntitiesFixture, s *entitySetup) {
+			is := is.New(t)
+			e := newEnding(t, ctx, f.Repos)
+			s.retarget(t, f, e.job.OrgID)
+			end := e.end(job.Running, 2, 3)
+			w := s.write(t, e.rec.ID, `{"name": "Acme", "tags": ["a"]}`, "batch-1")
+			other := s.m
+			other.Tables = other.Tables[:1] // a shape the link never shipped
+			stale := *s.dbs[0]
+			stale.Links = []dbsync.Link{{SchemaID: s.schemaID, EnrichmentEnabled: true, Shipped: &other}}
+			w.Feeds = []*dbsync.Database{&stale}
+			if stale.ID != s.feeding {
+				w.Feeds = append(w.Feeds, s.dbs[1]) // and the feeding one unknown
+			}
+			end.Sync = []ports.EntityWrite{w}
+			is.NoErr(f.UoW.EndJob(ctx, end))
+			rows := f.Deltas(t, s.feeding)
+			is.Equal(len(rows), 1)
+			_, want, err := w.Apply(0, s.dbs)
+			is.NoErr(err)
+			is.Equal(rows[0].SQL, want[0].Delta.SQL)
+			is.Equal(rows[0].Revision, int64(1))
+			is.Equal(len(f.Deltas(t, s.unshipped)), 0)
+		}},
 		{"a refused end (fenced) writes neither the record nor the entity nor a delta", func(t *testing.T, f EntitiesFixture, s *entitySetup) {
 			is := is.New(t)
 			e := newEnding(t, ctx, f.Repos)
@@ -207,7 +255,7 @@ func (s *entitySetup) write(t *testing.T, recordID, state, batch string) ports.E
 		t.Fatalf("outcome %+v", out)
 	}
 	w.At = at(40)
-	return ports.EntityWrite{Write: *w, Outcome: out}
+	return ports.EntityWrite{Write: *w, Outcome: out, Feeds: s.dbs}
 }
 
 // endAgain ends another job of the organization with the same identity
@@ -243,4 +291,15 @@ func (s *entitySetup) nothing(t *testing.T, ctx context.Context, f EntitiesFixtu
 		return errors.New("roll back")
 	})
 	is.Equal(err.Error(), "roll back")
+}
+
+// jsonValue decodes a JSON document for a comparison that ignores its
+// spacing and key order.
+func jsonValue(t *testing.T, b []byte) any {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatalf("not JSON: %s", b)
+	}
+	return v
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/entityenrich/enrich/adapters/postgres"
+	"github.com/entityenrich/enrich/domain/dbsync"
 	"github.com/entityenrich/enrich/domain/webhook"
 	"github.com/entityenrich/enrich/test/pgtest"
 )
@@ -174,10 +175,18 @@ func checkEntityDeltas(t *testing.T, dsn, dbID, firstBatch string) {
 		Kind     string  `bun:"kind"`
 		Op       *string `bun:"op"`
 		SQL      string  `bun:"sql"`
+		Draft    string  `bun:"draft"`
 		BatchID  *string `bun:"batch_id"`
 		Revision *int64  `bun:"revision"`
 	}
-	is.NoErr(db.DB.NewRaw("SELECT id, kind, op, sql, batch_id, revision FROM deltas WHERE database_id = ? ORDER BY id", dbID).Scan(ctx, &rows))
+	is.NoErr(db.DB.NewRaw("SELECT id, kind, op, sql, coalesce(draft::text, '') AS draft, batch_id, revision FROM deltas WHERE database_id = ? ORDER BY id", dbID).Scan(ctx, &rows))
+	for i, d := range rows {
+		if d.Draft != "" { // a linked end's delta: the feed renders its SQL at its revision
+			sql, err := dbsync.DraftSQL([]byte(d.Draft), *d.Revision)
+			is.NoErr(err)
+			rows[i].SQL = sql
+		}
+	}
 	is.Equal(len(rows), 4)
 	is.Equal(rows[0].Kind, "schema")
 	for i, want := range []int64{1, 2, 1} {

@@ -1,0 +1,3 @@
+DROP FUNCTION IF EXISTS enrich_require_feeds(bigint);
+--bun:split
+ALTER TABLE deltas DROP COLUMN draft;
