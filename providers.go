@@ -2,6 +2,7 @@ package enrich
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -293,7 +294,9 @@ func provideBlobs(ctx context.Context, cfg Config, st *Stores, lg *slog.Logger) 
 // embedders, and the built-in one) with the organizations' keys.
 func provideConceptService(cfg Config, st *Stores, reg *llm.Registry, keys *app.KeyRing, clock ports.Clock, ids ports.IDs,
 	lg *slog.Logger) (*app.ConceptService, error) {
-	def, err := model.ParseKey(cfg.EmbeddingModel)
+	// A Config built in code (the embedded library, tests) has no env
+	// default: the built-in embedder, as ENRICH_EMBEDDING_MODEL's.
+	def, err := model.ParseKey(cmp.Or(cfg.EmbeddingModel, "builtin::ngram-384"))
 	if err != nil {
 		return nil, fmt.Errorf("ENRICH_EMBEDDING_MODEL: %w", err)
 	}

@@ -151,6 +151,13 @@ func TestHostileText(t *testing.T) {
 				{"continue answer option", "POST", "/api/llm/continue/j1", ten.key, `{"answers":{"q":{"option_ids":["o` + H + `"]}}}`, "answers.q.option_ids.0"},
 				{"exchange refresh_token", "POST", "/api/database-sync/exchange", "", `{"refresh_token":"eesr_` + H + `"}`, "refresh_token"},
 				{"exchange key", "POST", "/api/database-sync/exchange", "", `{"refresh_token":"eesr_x","k` + H + `":1}`, "k{S}"},
+				{"concept text", "POST", "/api/semantic-concepts", ten.key, `{"text":"I` + H + `BM","concept_type":"company"}`, "text"},
+				{"concept type", "POST", "/api/semantic-concepts", ten.key, `{"text":"IBM","concept_type":"c` + H + `"}`, "concept_type"},
+				{"concept alias_of", "POST", "/api/semantic-concepts", ten.key, `{"text":"IBM","alias_of":"c` + H + `"}`, "alias_of"},
+				{"probe text", "POST", "/api/semantic-concepts/probe", ten.key, `{"text":"I` + H + `BM","concept_type":"company"}`, "text"},
+				{"probe embedding_model", "POST", "/api/semantic-concepts/probe", ten.key, `{"text":"IBM","concept_type":"company","embedding_model":"b` + H + `"}`, "embedding_model"},
+				{"concept delete ids", "POST", "/api/semantic-concepts/delete", ten.key, `{"ids":["c` + H + `"]}`, "ids.0"},
+				{"concept delete-impact types", "POST", "/api/semantic-concepts/delete-impact", ten.key, `{"concept_types":["c` + H + `"]}`, "concept_types.0"},
 			}
 			an := `{"sample_json":{"size":"large","board":[{"role":"chair"}]},"protected_fields":["size"],"model":"sandbox::echo"}`
 			split := `{"path":"board","entity_fields":["name"],"entity_name":"Person","entity_samples":[{"board":[{"name":"Ann","role":"chair"}]}]}`
@@ -232,6 +239,15 @@ func TestHostileText(t *testing.T) {
 						{"PUT", "/api/databases/" + H + "/schemas/s1/webhook", "database_id", `{"webhook_url":null}`},
 						{"PUT", "/api/databases/d1/schemas/" + H + "/webhook", "saved_schema_id", `{"webhook_url":null}`},
 						{"GET", "/api/databases/d1/webhook-secret?saved_schema_id=" + H, "saved_schema_id", ""},
+						{"GET", "/api/semantic-concepts/" + H, "concept_id", ""},
+						{"DELETE", "/api/semantic-concepts/" + H, "concept_id", ""},
+						{"GET", "/api/semantic-concepts/" + H + "/neighbors", "concept_id", ""},
+						{"DELETE", "/api/semantic-concepts/" + H + "/aliases/a1", "semantic_id", ""},
+						{"PUT", "/api/semantic-concepts/c1/canonical/" + H, "alias_id", ""},
+						{"GET", "/api/semantic-concepts?search=" + H, "search", ""},
+						{"GET", "/api/semantic-concepts?concept_types=" + H, "concept_types", ""},
+						{"GET", "/api/semantic-concepts/review?concept_types=" + H, "concept_types", ""},
+						{"GET", "/api/semantic-concepts/duplicates?threshold=" + H, "threshold", ""},
 					} {
 						cred := ten.key
 						if strings.Contains(p.path, "/api/auth/") || strings.Contains(p.path, "/api/users") {

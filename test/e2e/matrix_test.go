@@ -123,6 +123,16 @@ var minimum = map[string]string{
 	"POST /api/attachments/metadata": "operator", "POST /api/attachments/verify": "operator",
 	"DELETE /api/attachments/{attachment_id}": "editor", "GET /api/attachments/{attachment_id}/download": "operator",
 	"GET /api/admin/attachment-policies": "sysadmin", "PATCH /api/admin/attachment-policies/{mime_type}": "sysadmin",
+	// Semantic concepts (issue 30): reads operator (probe and
+	// delete-impact are POSTs: the write scope), edits editor.
+	"GET /api/semantic-concepts": "operator", "POST /api/semantic-concepts": "editor",
+	"GET /api/semantic-concepts/types": "operator", "POST /api/semantic-concepts/probe": "operator",
+	"GET /api/semantic-concepts/review": "operator", "GET /api/semantic-concepts/duplicates": "operator",
+	"POST /api/semantic-concepts/delete": "editor", "POST /api/semantic-concepts/delete-impact": "operator",
+	"GET /api/semantic-concepts/{concept_id}": "operator", "DELETE /api/semantic-concepts/{concept_id}": "editor",
+	"GET /api/semantic-concepts/{concept_id}/neighbors":              "operator",
+	"DELETE /api/semantic-concepts/{semantic_id}/aliases/{alias_id}": "editor",
+	"PUT /api/semantic-concepts/{semantic_id}/canonical/{alias_id}":  "editor",
 }
 
 var rank = map[string]int{"operator": 1, "editor": 2, "owner": 4}
@@ -137,6 +147,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 	// The organization's own provider of the matrix points at the same fake,
 	// whose loopback port the test lets through the SSRF guard.
 	cfg.OrgProviderAllowLoopbackPorts = []uint16{loopbackPort(t, fake.URL())}
+	cfg.EmbeddingModel = "builtin::ngram-384"
 	s := start(t, cfg)
 	ctx := context.Background()
 	home := s.register("home@example.com")
@@ -278,10 +289,37 @@ func TestAuthorizationMatrix(t *testing.T) {
 	}
 	attachmentID := upload()
 
+	// Semantic concepts of the home organization: one to read, fresh ones
+	// (texts of their own) to create, delete and edit.
+	concepts := 0
+	newConcept := func() (string, string) {
+		concepts++
+		var c struct {
+			ID      string
+			Aliases []struct{ ID string }
+		}
+		if st := s.call("POST", "/api/semantic-concepts", home.key, obj{"text": fmt.Sprintf("Concept %d", concepts), "concept_type": "matrix"}, &c); st != 201 {
+			t.Fatalf("concept: %d", st)
+		}
+		if st := s.call("POST", "/api/semantic-concepts", home.key, obj{"text": fmt.Sprintf("Alias %d", concepts), "alias_of": c.ID}, &c); st != 201 {
+			t.Fatalf("alias: %d", st)
+		}
+		return c.ID, c.Aliases[1].ID
+	}
+	conceptID, conceptAliasID := newConcept()
+
 	// fresh gives routes that use their object up a new path for every call.
 	fresh := map[string]func() string{
 		"DELETE /api/attachments/{attachment_id}": func() string { return "/api/attachments/" + upload() },
-		"DELETE /api/databases/{database_id}":     func() string { return "/api/databases/" + newDatabase(dbSchemaID) },
+		"DELETE /api/semantic-concepts/{concept_id}": func() string {
+			id, _ := newConcept()
+			return "/api/semantic-concepts/" + id
+		},
+		"DELETE /api/semantic-concepts/{semantic_id}/aliases/{alias_id}": func() string {
+			id, alias := newConcept()
+			return "/api/semantic-concepts/" + id + "/aliases/" + alias
+		},
+		"DELETE /api/databases/{database_id}": func() string { return "/api/databases/" + newDatabase(dbSchemaID) },
 		"POST /api/databases/{database_id}/schemas/{schema_id}": func() string {
 			return "/api/databases/" + databaseID + "/schemas/" + s.createSchema(home.key, "Linked", companySchema)
 		},
@@ -526,6 +564,22 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"GET", "/api/admin/attachment-policies", "/api/admin/attachment-policies", nil, 200, false, 0},
 		{"PATCH", "/api/admin/attachment-policies/{mime_type}", "/api/admin/attachment-policies/application%2Fpdf",
 			func() any { return obj{"label": "PDF document"} }, 200, false, 0},
+		{"GET", "/api/semantic-concepts", "/api/semantic-concepts?limit=5", nil, 200, false, 0},
+		{"POST", "/api/semantic-concepts", "/api/semantic-concepts", func() any {
+			n++
+			return obj{"text": fmt.Sprintf("Matrix entity %d", n), "concept_type": fmt.Sprintf("matrix%d", n)}
+		}, 201, false, 0},
+		{"GET", "/api/semantic-concepts/types", "/api/semantic-concepts/types", nil, 200, false, 0},
+		{"POST", "/api/semantic-concepts/probe", "/api/semantic-concepts/probe", func() any { return obj{"text": "Concept 1", "concept_type": "matrix"} }, 200, false, 0},
+		{"GET", "/api/semantic-concepts/review", "/api/semantic-concepts/review", nil, 200, false, 0},
+		{"GET", "/api/semantic-concepts/duplicates", "/api/semantic-concepts/duplicates", nil, 200, false, 0},
+		{"POST", "/api/semantic-concepts/delete", "/api/semantic-concepts/delete", func() any { return obj{"ids": []string{"gone"}} }, 200, false, 0},
+		{"POST", "/api/semantic-concepts/delete-impact", "/api/semantic-concepts/delete-impact", func() any { return obj{"ids": []string{conceptID}} }, 200, false, 0},
+		{"GET", "/api/semantic-concepts/{concept_id}", "/api/semantic-concepts/" + conceptID, nil, 200, true, 0},
+		{"DELETE", "/api/semantic-concepts/{concept_id}", "", nil, 200, true, 0}, // a fresh concept per call (fresh)
+		{"GET", "/api/semantic-concepts/{concept_id}/neighbors", "/api/semantic-concepts/" + conceptID + "/neighbors", nil, 200, true, 0},
+		{"DELETE", "/api/semantic-concepts/{semantic_id}/aliases/{alias_id}", "", nil, 204, true, 0}, // fresh
+		{"PUT", "/api/semantic-concepts/{semantic_id}/canonical/{alias_id}", "/api/semantic-concepts/" + conceptID + "/canonical/" + conceptAliasID, nil, 204, true, 0},
 	}
 
 	// The matrix covers exactly the routes the server has.
