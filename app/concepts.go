@@ -39,8 +39,12 @@ type ConceptService struct {
 	Reviews  ports.ConceptReviews
 	Links    ports.ConceptLinks
 	Settings ports.EmbeddingSettings
-	Embedder ports.Embedder
-	Keys     *KeyRing
+	// Schemas and Databases name what a delete touches (delete-impact);
+	// nil leaves the names out.
+	Schemas   ports.SchemaStore
+	Databases ports.DatabaseStore
+	Embedder  ports.Embedder
+	Keys      *KeyRing
 	// Judge decides the gray band; nil sends it to the review list.
 	Judge ConceptJudge
 	// DefaultModel embeds for organizations that never chose a model.

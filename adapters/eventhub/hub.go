@@ -630,6 +630,12 @@ func (h *Hub) settleBatch(b batch, err error, fenced *errFenced) []loss {
 	for i, s := range b.jobs {
 		s.writing = false
 		id := b.fences[i].JobID
+		if s.attempt != b.fences[i].Attempt {
+			// A later run took the stream over (Own) while the batch was
+			// in flight: the batch's outcome was the earlier run's, and
+			// the new run numbered after what its claim found durable.
+			continue
+		}
 		switch {
 		case err == nil:
 			n := countOf(b.events, id)

@@ -385,3 +385,61 @@ func TestEndedJobsLetTheirRunGo(t *testing.T) {
 	is.NoErr(err)
 	is.Equal(len(got), 1) // while its events stay for late followers
 }
+
+// gatedUoW holds the answer of its first unit of work, once committed,
+// until release is closed.
+type gatedUoW struct {
+	ports.UnitOfWork
+	once               sync.Once
+	committed, release chan struct{}
+}
+
+func (g *gatedUoW) InTx(ctx context.Context, fn func(context.Context, ports.Repos) error) error {
+	err := g.UnitOfWork.InTx(ctx, fn)
+	g.once.Do(func() {
+		close(g.committed)
+		<-g.release
+	})
+	return err
+}
+
+// TestReownedWhileWriting: a later run takes a job's stream over while the
+// earlier run's batch is in flight (the claim waited for that batch's
+// commit, so the later run numbers after it). The batch's outcome is the
+// earlier run's: the later run's events are neither taken for written nor
+// dropped, and the job's log has no gap.
+func TestReownedWhileWriting(t *testing.T) {
+	is := is.New(t)
+	uow, jobs, events := memoryStores()
+	j := &job.Job{ID: "j1", OrgID: "o1", Type: job.TypeBatchEnrichment, State: job.Pending}
+	is.NoErr(j.Claim("here", time.Now(), time.Minute))
+	is.NoErr(jobs.CreateJob(t.Context(), j))
+	g := &gatedUoW{UnitOfWork: uow, committed: make(chan struct{}), release: make(chan struct{})}
+	h := eventhub.New(g, events, system.Clock{}, quiet(), eventhub.Config{PollInterval: 20 * time.Millisecond})
+	defer h.Close()
+	h.Own("j1", j.Attempt, 0, func(error) {})
+	for i := range 3 {
+		h.Publish("j1", job.NewDraft(job.JobResumed{Attempt: 1, AfterEvent: int64(i)}))
+	}
+	<-g.committed
+	// The later run's claim, then its stream, before the batch settles.
+	_, err := jobs.UpdateJob(t.Context(), "j1", func(j *job.Job) error { j.Attempt++; return nil })
+	is.NoErr(err)
+	h.Own("j1", j.Attempt+1, 3, func(err error) { t.Errorf("the later run was given up: %v", err) })
+	h.Publish("j1", job.NewDraft(job.JobResumed{Attempt: 2, AfterEvent: 3}))
+	close(g.release)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	evs, err := h.Wait(ctx, "j1", 3)
+	is.NoErr(err)
+	is.Equal(len(evs), 1)
+	is.Equal(evs[0].Seq, int64(4))
+	for stored := []job.Event(nil); len(stored) < 4; time.Sleep(10 * time.Millisecond) {
+		stored, err = events.List(ctx, "j1", 0, 0)
+		is.NoErr(err)
+		for i, e := range stored {
+			is.Equal(e.Seq, int64(i+1)) // gap-free
+		}
+		is.NoErr(ctx.Err())
+	}
+}

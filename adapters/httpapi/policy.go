@@ -175,7 +175,10 @@ var routes = map[Route]access.Action{
 // actionOf returns a route's action, and false for a route missing from the
 // table.
 func actionOf(method, path string) (access.Action, bool) {
-	a, ok := routes[Route{method, path}]
+	if a, ok := routes[Route{method, path}]; ok {
+		return a, true
+	}
+	a, ok := conceptRoutes[Route{method, path}]
 	return a, ok
 }
 
@@ -205,8 +208,11 @@ func scopeOf(method string) access.Scope {
 
 // PolicyRoutes lists every route the policy knows.
 func PolicyRoutes() []Route {
-	out := make([]Route, 0, len(routes))
+	out := make([]Route, 0, len(routes)+len(conceptRoutes))
 	for r := range routes {
+		out = append(out, r)
+	}
+	for r := range conceptRoutes {
 		out = append(out, r)
 	}
 	return out

@@ -120,3 +120,14 @@ func hnswPlan(t *testing.T, db *postgres.DB) {
 		t.Fatalf("the lookup does not use the HNSW index:\n%s", strings.Join(plan, "\n"))
 	}
 }
+
+// TestConceptReviews runs the review list's suite on native PostgreSQL
+// and PGlite.
+func TestConceptReviews(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			db := migrated(t, b.dsn(t))
+			contract.RunConceptReviews(t, func(*testing.T) ports.ConceptReviews { return postgres.NewConceptReviews(db) })
+		})
+	}
+}

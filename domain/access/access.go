@@ -132,6 +132,12 @@ const (
 	CatUsers         Category = "users"
 	CatSchemaPurge   Category = "schema_purge"
 	CatConceptMint   Category = "concept_mint"
+	// Semantic concepts (issue 30): reads (list, get, neighbours, types,
+	// probe, review, duplicates, impacts) are operators', edits (create,
+	// aliases, canonical, delete) editors'; minting imports, merges and
+	// clearing whole types owners' (CatConceptMint).
+	CatConcepts    Category = "concepts"
+	CatConceptRead Category = "concept_read"
 	// Database sync (issue 28; SPEC.md's table has no rows for it):
 	// registrations, links, webhooks and subscriptions are edited by editors;
 	// the feed, snapshots, checksums and entity state are read by operators
@@ -164,6 +170,8 @@ var minimum = map[Category]Role{
 	CatUsers:         Owner,
 	CatSchemaPurge:   Owner,
 	CatConceptMint:   Owner,
+	CatConcepts:      Editor,
+	CatConceptRead:   Operator,
 	CatDatabases:     Editor,
 	CatDatabaseFeed:  Operator,
 	CatDatabaseOwner: Owner,

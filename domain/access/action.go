@@ -203,6 +203,14 @@ const (
 	ActDescribeAttachments      Action = "attachments.describe"
 	ActListAttachmentPolicies   Action = "attachments.policies_list"
 	ActUpdateAttachmentPolicies Action = "attachments.policies_update"
+	// Semantic concepts (issue 30): GET reads; probe and delete-impact
+	// read too but are POSTs (the write scope); create, aliases,
+	// canonical and delete edit; a delete that clears whole types without
+	// naming ids is the owner's.
+	ActReadConcepts      Action = "concepts.read"
+	ActProbeConcepts     Action = "concepts.probe"
+	ActEditConcepts      Action = "concepts.edit"
+	ActClearConceptTypes Action = "concepts.clear_types"
 	// ActExchangeCredential exchanges a database credential's refresh
 	// token for an access token: public (the token is the credential).
 	ActExchangeCredential Action = "databases.credential_exchange"
@@ -348,6 +356,11 @@ var rules = map[Action]rule{
 	ActDescribeAttachments:      {CatAttachmentRead, ScopeWrite},
 	ActListAttachmentPolicies:   {CatSysAdmin, ScopeRead},
 	ActUpdateAttachmentPolicies: {CatSysAdmin, ScopeWrite},
+
+	ActReadConcepts:      {CatConceptRead, ScopeRead},
+	ActProbeConcepts:     {CatConceptRead, ScopeWrite},
+	ActEditConcepts:      {CatConcepts, ScopeWrite},
+	ActClearConceptTypes: {CatConceptMint, ScopeWrite},
 }
 
 // FeedActions are what a database credential's access token may do, on its

@@ -2023,6 +2023,145 @@ type BatchStarted struct {
 	Total int `json:"total"`
 }
 
+// ConceptAlias defines model for ConceptAlias.
+type ConceptAlias struct {
+	CreatedAt      time.Time `json:"created_at"`
+	Id             string    `json:"id"`
+	IsCanonical    bool      `json:"is_canonical"`
+	NormalizedText string    `json:"normalized_text"`
+
+	// Origin manual, enrichment, import or merge.
+	Origin   *string `json:"origin"`
+	RefCount int     `json:"ref_count"`
+	Text     string  `json:"text"`
+}
+
+// ConceptCreateRequest defines model for ConceptCreateRequest.
+type ConceptCreateRequest struct {
+	AliasOf *string `json:"alias_of,omitempty"`
+
+	// ConceptType Required without alias_of; with it, when sent, it must be the concept's.
+	ConceptType    *string `json:"concept_type,omitempty"`
+	EmbeddingModel *string `json:"embedding_model,omitempty"`
+	Text           string  `json:"text"`
+
+	// Threshold The accept threshold, greater than 0 and at most 1 (0.92).
+	Threshold *float64 `json:"threshold,omitempty"`
+}
+
+// ConceptDeleteImpact defines model for ConceptDeleteImpact.
+type ConceptDeleteImpact struct {
+	ConceptCount    int      `json:"concept_count"`
+	DatabaseNames   []string `json:"database_names"`
+	RecordLinkCount int      `json:"record_link_count"`
+	SchemaNames     []string `json:"schema_names"`
+}
+
+// ConceptDeleteRequest defines model for ConceptDeleteRequest.
+type ConceptDeleteRequest struct {
+	ConceptTypes *[]string `json:"concept_types,omitempty"`
+	Ids          *[]string `json:"ids,omitempty"`
+	UnusedOnly   *bool     `json:"unused_only,omitempty"`
+}
+
+// ConceptDeleteResult defines model for ConceptDeleteResult.
+type ConceptDeleteResult struct {
+	DeletedCount    int `json:"deleted_count"`
+	RecordLinkCount int `json:"record_link_count"`
+}
+
+// ConceptExistsError The Error of a refused create; `probe` is set with `concept_exists`.
+type ConceptExistsError struct {
+	// Embedded struct due to allOf(#/components/schemas/Error)
+	Error `yaml:",inline"`
+	// Embedded fields due to inline allOf schema
+	Probe *ConceptProbeResponse `json:"probe,omitempty"`
+}
+
+// ConceptNeighbor defines model for ConceptNeighbor.
+type ConceptNeighbor struct {
+	CanonicalText string `json:"canonical_text"`
+
+	// Id The alias that was near; the concept id when the index keeps one vector per concept.
+	Id          string  `json:"id"`
+	IsCanonical bool    `json:"is_canonical"`
+	RefCount    int     `json:"ref_count"`
+	SemanticId  string  `json:"semantic_id"`
+	Similarity  float64 `json:"similarity"`
+}
+
+// ConceptNeighborList defines model for ConceptNeighborList.
+type ConceptNeighborList struct {
+	ConceptType    string            `json:"concept_type"`
+	EmbeddingModel string            `json:"embedding_model"`
+	FocusId        string            `json:"focus_id"`
+	Items          []ConceptNeighbor `json:"items"`
+}
+
+// ConceptProbeRequest defines model for ConceptProbeRequest.
+type ConceptProbeRequest struct {
+	ConceptType    string  `json:"concept_type"`
+	EmbeddingModel *string `json:"embedding_model,omitempty"`
+
+	// Neighbors 1..100 (10).
+	Neighbors *int   `json:"neighbors,omitempty"`
+	Text      string `json:"text"`
+
+	// Threshold Greater than 0 and at most 1 (0.92).
+	Threshold *float64 `json:"threshold,omitempty"`
+}
+
+// ConceptProbeResponse defines model for ConceptProbeResponse.
+type ConceptProbeResponse struct {
+	ConceptType     string            `json:"concept_type"`
+	Detail          *string           `json:"detail"`
+	EmbeddingModel  *string           `json:"embedding_model"`
+	EmbeddingTokens int               `json:"embedding_tokens"`
+	MatchedId       *string           `json:"matched_id"`
+	MatchedText     *string           `json:"matched_text"`
+	Neighbors       []ConceptNeighbor `json:"neighbors"`
+	NormalizedText  string            `json:"normalized_text"`
+
+	// Outcome exact_hit, match, no_match or unavailable.
+	Outcome    string   `json:"outcome"`
+	Similarity *float64 `json:"similarity"`
+	Threshold  float64  `json:"threshold"`
+}
+
+// ConceptRecordLink defines model for ConceptRecordLink.
+type ConceptRecordLink struct {
+	// Cosine The similarity that decided the link; null for an exact match or a kept id.
+	Cosine     *float64   `json:"cosine"`
+	CreatedAt  *time.Time `json:"created_at"`
+	EntityName *string    `json:"entity_name"`
+	JsonPath   string     `json:"json_path"`
+	RecordId   string     `json:"record_id"`
+	SchemaName *string    `json:"schema_name"`
+}
+
+// ConceptReviewList defines model for ConceptReviewList.
+type ConceptReviewList struct {
+	Items  []ConceptReviewPair `json:"items"`
+	Limit  int                 `json:"limit"`
+	Offset int                 `json:"offset"`
+	Total  int                 `json:"total"`
+}
+
+// ConceptReviewPair A DuplicatePair of the review list, with why a person must look. A concept deleted since has an empty text.
+type ConceptReviewPair struct {
+	// Embedded struct due to allOf(#/components/schemas/DuplicatePair)
+	DuplicatePair `yaml:",inline"`
+	// Embedded fields due to inline allOf schema
+	CreatedAt time.Time `json:"created_at"`
+
+	// Detail The judge's explanation, when it spoke.
+	Detail *string `json:"detail"`
+	Id     string  `json:"id"`
+
+	// Reason escalated or separated.
+	Reason string `json:"reason"`
+}
+
 // ConflictReport defines model for ConflictReport.
 type ConflictReport struct {
 	AgreedFields     int                        `json:"agreed_fields"`
@@ -2625,6 +2764,26 @@ type DiscoverModelsResponse struct {
 	// Provider An organization's own OpenAI-compatible provider. The key is never returned.
 	Provider   ProviderResponse `json:"provider"`
 	ProviderId string           `json:"provider_id"`
+}
+
+// DuplicatePair defines model for DuplicatePair.
+type DuplicatePair struct {
+	AId            string  `json:"a_id"`
+	ARefCount      int     `json:"a_ref_count"`
+	AText          string  `json:"a_text"`
+	BId            string  `json:"b_id"`
+	BRefCount      int     `json:"b_ref_count"`
+	BText          string  `json:"b_text"`
+	ConceptType    string  `json:"concept_type"`
+	EmbeddingModel string  `json:"embedding_model"`
+	Similarity     float64 `json:"similarity"`
+}
+
+// DuplicatePairList defines model for DuplicatePairList.
+type DuplicatePairList struct {
+	BandHigh float64         `json:"band_high"`
+	BandLow  float64         `json:"band_low"`
+	Items    []DuplicatePair `json:"items"`
 }
 
 // EnrichRequest defines model for EnrichRequest.
@@ -4069,6 +4228,45 @@ type ScopingSplitResponse struct {
 	Schema *json.RawMessage `json:"schema"`
 }
 
+// SemanticConceptDetail defines model for SemanticConceptDetail.
+type SemanticConceptDetail struct {
+	// Embedded struct due to allOf(#/components/schemas/SemanticConceptSummary)
+	SemanticConceptSummary `yaml:",inline"`
+	// Embedded fields due to inline allOf schema
+	Records []ConceptRecordLink `json:"records"`
+}
+
+// SemanticConceptList defines model for SemanticConceptList.
+type SemanticConceptList struct {
+	Items  []SemanticConceptSummary `json:"items"`
+	Limit  int                      `json:"limit"`
+	Offset int                      `json:"offset"`
+	Total  int                      `json:"total"`
+}
+
+// SemanticConceptSummary defines model for SemanticConceptSummary.
+type SemanticConceptSummary struct {
+	AliasCount     int             `json:"alias_count"`
+	Aliases        *[]ConceptAlias `json:"aliases,omitempty"`
+	CanonicalText  string          `json:"canonical_text"`
+	ConceptType    string          `json:"concept_type"`
+	CreatedAt      time.Time       `json:"created_at"`
+	Dims           int             `json:"dims"`
+	EmbeddingModel string          `json:"embedding_model"`
+	Id             string          `json:"id"`
+	NormalizedText string          `json:"normalized_text"`
+	RefCount       int             `json:"ref_count"`
+}
+
+// SemanticConceptTypeInfo defines model for SemanticConceptTypeInfo.
+type SemanticConceptTypeInfo struct {
+	ConceptCount   int    `json:"concept_count"`
+	ConceptType    string `json:"concept_type"`
+	Dims           int    `json:"dims"`
+	EmbeddingModel string `json:"embedding_model"`
+	UnusedCount    int    `json:"unused_count"`
+}
+
 // Session defines model for Session.
 type Session struct {
 	// AccessToken JWT for `Authorization: Bearer`.
@@ -4400,6 +4598,9 @@ type AcceptLanguage = string
 
 // Cascade defines model for Cascade.
 type Cascade = bool
+
+// ConceptTypes defines model for ConceptTypes.
+type ConceptTypes = []string
 
 // CostAllOrgs defines model for CostAllOrgs.
 type CostAllOrgs = bool
@@ -4897,6 +5098,53 @@ type DeleteSchemaSubscriptionsParams struct {
 	Url            *string `form:"url,omitempty" json:"url,omitempty"`
 }
 
+// ListSemanticConceptsParams defines parameters for ListSemanticConcepts.
+type ListSemanticConceptsParams struct {
+	// ConceptTypes Keeps these concept types (repeat the parameter, or separate with commas).
+	ConceptTypes *ConceptTypes `form:"concept_types,omitempty" json:"concept_types,omitempty"`
+
+	// Search Keeps concepts one of whose texts contains the normalized search text.
+	Search      *string `form:"search,omitempty" json:"search,omitempty"`
+	MinRefCount *int    `form:"min_ref_count,omitempty" json:"min_ref_count,omitempty"`
+
+	// CreatedAfter Exclusive bound, RFC 3339.
+	CreatedAfter *time.Time `form:"created_after,omitempty" json:"created_after,omitempty"`
+
+	// CreatedBefore Exclusive bound, RFC 3339.
+	CreatedBefore *time.Time `form:"created_before,omitempty" json:"created_before,omitempty"`
+
+	// SortBy created_at (default), ref_count or canonical_text.
+	SortBy *string `form:"sort_by,omitempty" json:"sort_by,omitempty"`
+
+	// SortOrder asc or desc (default).
+	SortOrder *string `form:"sort_order,omitempty" json:"sort_order,omitempty"`
+	Limit     *int    `form:"limit,omitempty" json:"limit,omitempty"`
+	Offset    *int    `form:"offset,omitempty" json:"offset,omitempty"`
+}
+
+// ListSemanticConceptDuplicatesParams defines parameters for ListSemanticConceptDuplicates.
+type ListSemanticConceptDuplicatesParams struct {
+	Threshold *float64 `form:"threshold,omitempty" json:"threshold,omitempty"`
+	BandWidth *float64 `form:"band_width,omitempty" json:"band_width,omitempty"`
+
+	// ConceptTypes Keeps these concept types (repeat the parameter, or separate with commas).
+	ConceptTypes *ConceptTypes `form:"concept_types,omitempty" json:"concept_types,omitempty"`
+	Limit        *int          `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
+// ListSemanticConceptReviewParams defines parameters for ListSemanticConceptReview.
+type ListSemanticConceptReviewParams struct {
+	// ConceptTypes Keeps these concept types (repeat the parameter, or separate with commas).
+	ConceptTypes *ConceptTypes `form:"concept_types,omitempty" json:"concept_types,omitempty"`
+	Limit        *int          `form:"limit,omitempty" json:"limit,omitempty"`
+	Offset       *int          `form:"offset,omitempty" json:"offset,omitempty"`
+}
+
+// GetSemanticConceptNeighborsParams defines parameters for GetSemanticConceptNeighbors.
+type GetSemanticConceptNeighborsParams struct {
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
 // UpdateAttachmentPolicyJSONRequestBody defines body for UpdateAttachmentPolicy for application/json ContentType.
 type UpdateAttachmentPolicyJSONRequestBody = AttachmentFormatPolicyUpdate
 
@@ -5055,6 +5303,18 @@ type CreateSchemaDatabaseJSONRequestBody = DatabaseSyncCreateRequest
 
 // CreateSchemaSubscriptionJSONRequestBody defines body for CreateSchemaSubscription for application/json ContentType.
 type CreateSchemaSubscriptionJSONRequestBody = SchemaEventSubscriptionCreateRequest
+
+// CreateSemanticConceptJSONRequestBody defines body for CreateSemanticConcept for application/json ContentType.
+type CreateSemanticConceptJSONRequestBody = ConceptCreateRequest
+
+// DeleteSemanticConceptsJSONRequestBody defines body for DeleteSemanticConcepts for application/json ContentType.
+type DeleteSemanticConceptsJSONRequestBody = ConceptDeleteRequest
+
+// SemanticConceptsDeleteImpactJSONRequestBody defines body for SemanticConceptsDeleteImpact for application/json ContentType.
+type SemanticConceptsDeleteImpactJSONRequestBody = ConceptDeleteRequest
+
+// ProbeSemanticConceptJSONRequestBody defines body for ProbeSemanticConcept for application/json ContentType.
+type ProbeSemanticConceptJSONRequestBody = ConceptProbeRequest
 
 // StartEnrichmentJSONRequestBody defines body for StartEnrichment for application/json ContentType.
 type StartEnrichmentJSONRequestBody = EnrichRequest
