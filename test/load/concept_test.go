@@ -24,6 +24,7 @@ import (
 	"github.com/entityenrich/enrich/adapters/memory"
 	"github.com/entityenrich/enrich/adapters/postgres"
 	"github.com/entityenrich/enrich/app"
+	"github.com/entityenrich/enrich/domain/access"
 	"github.com/entityenrich/enrich/domain/concept"
 	"github.com/entityenrich/enrich/ports"
 	"github.com/entityenrich/enrich/test/pgtest"
@@ -311,23 +312,28 @@ type probeRequest struct {
 }
 
 type probeResponse struct {
-	Outcome   string `json:"outcome"`
-	MatchedID string `json:"matched_id,omitempty"`
-	Neighbors []struct {
-		ID         string  `json:"id"`
-		Similarity float64 `json:"similarity"`
-	} `json:"neighbors"`
+	Outcome   string          `json:"outcome"`
+	MatchedID string          `json:"matched_id,omitempty"`
+	Neighbors []probeNeighbor `json:"neighbors"`
+}
+
+type probeNeighbor struct {
+	ID         string  `json:"id"`
+	Similarity float64 `json:"similarity"`
 }
 
 // probeServer serves POST /api/semantic-concepts/probe over loopback HTTP
-// with app.ConceptService.Resolve in probe mode on store and index, and
-// returns its base URL.
+// with app.ConceptService.ProbeConcept (the route's use case) on store
+// and index, for an owner of the vocabulary's organization, and returns
+// its base URL.
 //
-// SWITCH: this handler stands in for the real route (adapters/httpapi,
-// the api helper's part of issue 30), which was not on main when the
-// bench was written. Once it is, serve the real server here on the same
-// stores, with an API key header in probeRun; the bodies are already the
-// route's.
+// SWITCH: this handler stands in for the real route (adapters/httpapi
+// probeConcept: the same use case, behind the API key middleware and the
+// generated body types), which reached main only as the bench was done.
+// To measure through it, serve enrich.NewServer on the seeded stores
+// (memory: its Stores.Concepts; PostgreSQL: seed the database it serves),
+// register an owner (registerOwner) to seed into its organization, and
+// send the API key in probe; the bodies are already the route's.
 func probeServer(t *testing.T, store ports.ConceptStore, index ports.VectorIndex, v *vocab) string {
 	reg, err := llm.NewRegistry(llm.Config{})
 	if err != nil {
@@ -335,6 +341,8 @@ func probeServer(t *testing.T, store ports.ConceptStore, index ports.VectorIndex
 	}
 	svc := &app.ConceptService{Store: store, Vectors: index, Embedder: reg, DefaultModel: llm.NgramModel,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	owner := &access.Principal{OrgID: v.org, UserID: "u_bench", Role: access.Owner,
+		Scopes: []access.Scope{access.ScopeRead, access.ScopeWrite}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /api/semantic-concepts/probe", func(w http.ResponseWriter, r *http.Request) {
 		var req probeRequest
@@ -342,22 +350,18 @@ func probeServer(t *testing.T, store ports.ConceptStore, index ports.VectorIndex
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		th := concept.DefaultThresholds()
-		if req.Threshold > 0 {
-			th.Accept = req.Threshold
-		}
-		res, err := svc.Resolve(r.Context(), v.org, app.ResolveRequest{Type: req.ConceptType, Text: req.Text,
-			Neighbors: req.Neighbors, Thresholds: th, Mode: app.ResolveProbe})
+		pr, err := svc.ProbeConcept(r.Context(), owner, app.ProbeRequest{Type: req.ConceptType, Text: req.Text,
+			Threshold: &req.Threshold, Neighbors: &req.Neighbors})
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}
-		out := probeResponse{Outcome: string(res.Outcome.Kind), MatchedID: res.Outcome.ConceptID}
-		for _, nb := range res.Neighbors {
-			out.Neighbors = append(out.Neighbors, struct {
-				ID         string  `json:"id"`
-				Similarity float64 `json:"similarity"`
-			}{nb.ConceptID, nb.Similarity})
+		out := probeResponse{Outcome: pr.Outcome}
+		if pr.Matched != nil {
+			out.MatchedID = pr.Matched.ConceptID
+		}
+		for _, nb := range pr.Neighbors {
+			out.Neighbors = append(out.Neighbors, probeNeighbor{nb.ConceptID, nb.Similarity})
 		}
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(out)
@@ -435,7 +439,7 @@ func probe(base, text string) (probeResponse, error) {
 // report prints the figures and the goals evaluated from them.
 func (b *conceptBench) report(w io.Writer) {
 	fmt.Fprintf(w, "\nConcept bench (issue 30): one organization, one type, built-in n-gram embeddings (%d dimensions);\n"+
-		"probe = POST /api/semantic-concepts/probe over loopback HTTP (app.ConceptService.Resolve, probe mode), %d perturbed names\n",
+		"probe = POST /api/semantic-concepts/probe over loopback HTTP (app.ConceptService.ProbeConcept, the route's use case), %d perturbed names\n",
 		concept.NgramDims, conceptQueries)
 	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "  database\tindex\tconcepts\trecall@10 (mean / worst / ties counted)\tNearest p50 (no HTTP)\t")
