@@ -360,4 +360,3 @@ func (r *recordingEmbedder) Embed(ctx context.Context, req ports.EmbedRequest) (
 	}
 	return resp, nil
 }
-
