@@ -38,12 +38,13 @@ SHORT_PKGS = $$($(GO) list ./... | grep -vE -e '/test/(e2e|load|bench|readme|pgt
 test-short: ## the inner loop, under a minute: domain, app, memory and every package that needs no PostgreSQL (race detector, -short)
 	GORACE="$${GORACE:-atexit_sleep_ms=0}" $(GO) test -race -short -count=1 $(SHORT_PKGS)
 
-bench: test-deps ## benchmarks (overhead per job and call, allocations, SSE first event), then the HTTP load test against issue 6 goals, the batch benchmark (issue 11), the provider path against a bare proxy (issue 8), the kill soak (issue 26), the long pause-and-continue race (issue 27) and the feed's claim/apply/ack against raw SQL and the end-to-end replication of 10,000 enrichments by enrich sync (issue 28), and the attachment blob stores' throughput (issue 29)
+bench: test-deps ## benchmarks (overhead per job and call, allocations, SSE first event), then the HTTP load test against issue 6 goals, the batch benchmark (issue 11), the provider path against a bare proxy (issue 8), the kill soak (issue 26), the long pause-and-continue race (issue 27) and the feed's claim/apply/ack against raw SQL and the end-to-end replication of 10,000 enrichments by enrich sync (issue 28), the attachment blob stores' throughput (issue 29), and the semantic concept probe's latency and recall@10 at 100,000 concepts on memory, PGlite's pgvector and PostgreSQL's exact index (issue 30)
 	@if pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then export ENRICH_REQUIRE_NATIVE_PG=1; fi; \
 	$(GO) test -run '^$$' -bench . -skip ProviderKeyPick/postgres -benchtime 2000x -benchmem ./test/bench/ ./adapters/llm/ && \
 	$(GO) test -run '^$$' -bench ProviderKeyPick/postgres -benchtime 20000x -benchmem ./test/bench/ && \
 	$(GO) test -run '^$$' -bench BlobStore -benchtime 20x -benchmem ./adapters/blobstore/ && \
 	ENRICH_LOAD=1 $(GO) test -count=1 -run '^(TestLoad|TestBatchLoad|TestProviderPathLoad|TestKillSoak|TestFeedLoad|TestAttachmentLoad)$$' -v -timeout 25m ./test/load/ && \
+	ENRICH_LOAD=1 $(GO) test -count=1 -run '^TestConceptLoad$$' -v -timeout 45m ./test/load/ && \
 	ENRICH_LOAD=1 $(GO) test -count=1 -run '^TestPauseContinueRace$$' -v -timeout 10m ./test/jobrace/ && \
 	ENRICH_REPLICATION_N=10000 ENRICH_LOAD=1 $(GO) test -count=1 -run '^(TestSyncReplicates|TestCrashMatrix)$$' -v -timeout 15m ./cmd/enrich/internal/syncer/
 

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/matryer/is"
+
+	"github.com/entityenrich/enrich/domain/concept"
 )
 
 // These run in `make test` (no ENRICH_LOAD): the parts of the load tests
@@ -110,4 +112,30 @@ func TestLogTallyLines(t *testing.T) {
 	is.True(!l.line([]byte(`serve: listener closed`)))
 	is.True(!l.line([]byte(`{"no":"level"}`)))
 	is.Equal(l.summary(), []string{"2× WARN slow (e.g. err=boom)"})
+}
+
+// The concept bench's vocabulary is the same on every run, distinct once
+// normalized, and its probe texts are spelled otherwise than the names
+// they were made from.
+func TestConceptVocabulary(t *testing.T) {
+	is := is.New(t)
+	names := conceptNames(2000, 30)
+	is.Equal(names, conceptNames(2000, 30)) // deterministic
+	seen := map[string]bool{}
+	for _, n := range names {
+		seen[concept.Normalize(n)] = true
+	}
+	is.Equal(len(seen), len(names)) // distinct once normalized
+	texts := probeTexts(names, 200, 31)
+	is.Equal(len(texts), 200)
+	same := 0
+	for _, q := range texts {
+		if seen[concept.Normalize(q)] {
+			same++
+		}
+	}
+	is.True(same < len(texts)/10) // perturbed: almost none is a seeded name
+	vecs := embedAll(names[:10])
+	is.Equal(len(vecs[0]), concept.NgramDims)
+	is.Equal(vecs[3], concept.NgramEmbed(concept.Normalize(names[3]), concept.NgramDims)) // the service's embedding
 }
