@@ -48,6 +48,11 @@ type ConceptService struct {
 	Clock        ports.Clock
 	IDs          ports.IDs
 	Log          *slog.Logger
+	// UoW, Entities and Schemas serve a merge's redirect of the entity
+	// layer (nil UoW: a merge touches the vocabulary only).
+	UoW      ports.UnitOfWork
+	Entities ports.EntityStore
+	Schemas  ports.SchemaStore
 }
 
 // ResolveMode says what a resolution may do.

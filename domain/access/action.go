@@ -203,6 +203,10 @@ const (
 	ActDescribeAttachments      Action = "attachments.describe"
 	ActListAttachmentPolicies   Action = "attachments.policies_list"
 	ActUpdateAttachmentPolicies Action = "attachments.policies_update"
+	// Concept merge (issue 30): the impact is an operator's read (a POST,
+	// so with the write scope); the merge is the owner's, as minting.
+	ActConceptMergeImpact Action = "semantic_concepts.merge_impact"
+	ActConceptMerge       Action = "semantic_concepts.merge"
 	// ActExchangeCredential exchanges a database credential's refresh
 	// token for an access token: public (the token is the credential).
 	ActExchangeCredential Action = "databases.credential_exchange"
@@ -348,6 +352,9 @@ var rules = map[Action]rule{
 	ActDescribeAttachments:      {CatAttachmentRead, ScopeWrite},
 	ActListAttachmentPolicies:   {CatSysAdmin, ScopeRead},
 	ActUpdateAttachmentPolicies: {CatSysAdmin, ScopeWrite},
+
+	ActConceptMergeImpact: {CatSchemaRead, ScopeWrite},
+	ActConceptMerge:       {CatConceptMint, ScopeWrite},
 }
 
 // FeedActions are what a database credential's access token may do, on its
