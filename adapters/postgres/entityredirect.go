@@ -12,9 +12,10 @@ import (
 
 // mentioningSQL finds the entities naming a concept id, as their semantic
 // id or as a string anywhere in their state (a strict jsonpath equality,
-// so a longer string holding the id does not match).
+// so a longer string holding the id does not match). The path is a
+// parameter: Bun would read its filter's question mark as one.
 const mentioningSQL = `SELECT * FROM entities WHERE org_id = ? AND (semantic_id = ?
-	OR jsonb_path_exists(payload, '$.** ? (@ == $t)', jsonb_build_object('t', ?::text)))
+	OR jsonb_path_exists(payload, ?::jsonpath, jsonb_build_object('t', ?::text)))
 ORDER BY id COLLATE "C" FOR UPDATE`
 
 // EntitiesMentioning implements ports.EntityWriter.
@@ -23,7 +24,7 @@ func (w EntityWriter) EntitiesMentioning(ctx context.Context, orgID, text string
 		return nil, nil
 	}
 	var rows []entityRow
-	if err := w.tx.NewRaw(mentioningSQL, orgID, text, text).Scan(ctx, &rows); err != nil {
+	if err := w.tx.NewRaw(mentioningSQL, orgID, text, `$.** ? (@ == $t)`, text).Scan(ctx, &rows); err != nil {
 		return nil, fail(err, "read the entities naming "+text)
 	}
 	return entities(rows), nil
