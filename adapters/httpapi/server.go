@@ -77,7 +77,7 @@ type Server struct {
 	// concepts is the semantic concept vocabulary (/api/semantic-concepts).
 	concepts *app.ConceptService
 	log      *slog.Logger
-	ready       Readiness
+	ready    Readiness
 	// events writes job events: the SSE lines and the answers built
 	// from an event.
 	events ports.EventCodec
