@@ -301,7 +301,8 @@ func provideConceptService(cfg Config, st *Stores, reg *llm.Registry, keys *app.
 		return nil, fmt.Errorf("ENRICH_EMBEDDING_MODEL: %w", err)
 	}
 	return &app.ConceptService{Store: st.Concepts, Vectors: st.Vectors, Reviews: st.Reviews, Links: st.ConceptLinks,
-		Settings: st.EmbeddingSettings, Schemas: st.Schemas, Databases: st.Databases, Embedder: reg, Keys: keys, DefaultModel: def, Clock: clock, IDs: ids, Log: lg}, nil
+		Settings: st.EmbeddingSettings, Schemas: st.Schemas, Databases: st.Databases, Embedder: reg, Keys: keys, DefaultModel: def,
+		Clock: clock, IDs: ids, Log: lg, UoW: st.UoW, Entities: st.Entities}, nil
 }
 
 // provideAttachmentLoader resolves jobs' attachment_ids against the stores'

@@ -52,6 +52,10 @@ type ConceptService struct {
 	Clock        ports.Clock
 	IDs          ports.IDs
 	Log          *slog.Logger
+	// UoW and Entities (with Schemas) serve a merge's redirect of the
+	// entity layer (nil UoW: a merge touches the vocabulary only).
+	UoW      ports.UnitOfWork
+	Entities ports.EntityStore
 }
 
 // ResolveMode says what a resolution may do.

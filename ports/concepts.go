@@ -137,6 +137,34 @@ type ConceptStore interface {
 	// vectors, and returns their ids, sorted. An empty selection is
 	// ErrInvalid.
 	DeleteConcepts(ctx context.Context, orgID string, sel ConceptSelection) ([]string, error)
+	// MergeConcepts merges loser into winner in one step (concept.Merge):
+	// the loser's aliases move to the winner (origin merge; one whose
+	// normalized text the winner holds is dropped), its reference count
+	// adds to the winner's, and the loser goes with its vectors. Both
+	// must be the organization's (ErrNotFound); a concept merged into
+	// itself is ErrInvalid, two types ErrConflict (wrapping
+	// concept.ErrMergeSelf, concept.ErrMergeTypes).
+	MergeConcepts(ctx context.Context, orgID, winnerID, loserID string) (MergedConcept, error)
+}
+
+// MergedConcept is what MergeConcepts did: the winner as it is now and
+// the aliases it took from the loser.
+type MergedConcept struct {
+	Winner       *concept.Concept
+	AliasesMoved int
+}
+
+// MergeErr wraps a concept.Merge refusal in the port's error.
+func MergeErr(err error) error {
+	switch err {
+	case nil:
+		return nil
+	case concept.ErrMergeSelf:
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	case concept.ErrMergeTypes:
+		return fmt.Errorf("%w: %w", ErrConflict, err)
+	}
+	return err
 }
 
 // VectorIndex finds concepts by embedding, within one slice (type and

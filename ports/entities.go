@@ -2,6 +2,7 @@ package ports
 
 import (
 	"context"
+	"time"
 
 	"github.com/entityenrich/enrich/domain/dbsync"
 )
@@ -41,6 +42,18 @@ type EntityWriter interface {
 	DeleteSchemaEntities(ctx context.Context, orgID, schemaID string) (int64, error)
 	// CountSchemaEntities counts a schema's entity rows in the unit.
 	CountSchemaEntities(ctx context.Context, orgID, schemaID string) (int64, error)
+	// EntitiesMentioning returns the organization's entities whose
+	// semantic id is text or whose state holds text as a string value (a
+	// concept merge's redirect), in id order, locked until the unit ends.
+	EntitiesMentioning(ctx context.Context, orgID, text string) ([]*dbsync.Entity, error)
+	// EntitiesByID returns the organization's entities among ids, in id
+	// order; the others are left out.
+	EntitiesByID(ctx context.Context, orgID string, ids []string) ([]*dbsync.Entity, error)
+	// DeleteEntities deletes the organization's entities ids (others are
+	// skipped), each at its identity's next revision, which its delete
+	// deltas carry to every registration that feeds on its schema
+	// (dbsync.DeleteDeltas), under batchID.
+	DeleteEntities(ctx context.Context, orgID string, ids []string, batchID string, at time.Time) ([]EntityWritten, error)
 }
 
 // EntityQuery pages an entity list.

@@ -165,6 +165,8 @@ var routes = map[Route]access.Action{
 	{"POST", "/api/attachments"}:                            access.ActUploadAttachment,
 	{"POST", "/api/attachments/base64"}:                     access.ActUploadAttachment,
 	{"POST", "/api/attachments/metadata"}:                   access.ActDescribeAttachments,
+	{"POST", "/api/semantic-concepts/merge-impact"}:         access.ActConceptMergeImpact,
+	{"POST", "/api/semantic-concepts/merge"}:                access.ActConceptMerge,
 	{"POST", "/api/attachments/verify"}:                     access.ActDescribeAttachments,
 	{"DELETE", "/api/attachments/{attachment_id}"}:          access.ActDeleteAttachment,
 	{"GET", "/api/attachments/{attachment_id}/download"}:    access.ActReadAttachment,

@@ -202,6 +202,7 @@ func NewServer(cfg Config, svc Services, events ports.EventCodec, lg *slog.Logge
 	s.registerNotificationRoutes(r)
 	s.registerAttachmentRoutes(r)
 	s.registerConceptRoutes(r)
+	s.registerConceptMergeRoutes(r)
 	s.registerDocsRoutes(r)
 	s.router = r
 	return s, nil

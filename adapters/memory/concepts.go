@@ -378,3 +378,37 @@ func (s *ConceptStore) Delete(_ context.Context, orgID string, sl concept.Slice,
 	}
 	return nil
 }
+
+// MergeConcepts implements ports.ConceptStore.
+func (s *ConceptStore) MergeConcepts(_ context.Context, orgID, winnerID, loserID string) (ports.MergedConcept, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w, l := s.owned(orgID, winnerID), s.owned(orgID, loserID)
+	switch {
+	case w == nil:
+		return ports.MergedConcept{}, errConcept(winnerID)
+	case l == nil:
+		return ports.MergedConcept{}, errConcept(loserID)
+	}
+	merged, moved, err := concept.Merge(*cloneConcept(w), *cloneConcept(l))
+	if err != nil {
+		return ports.MergedConcept{}, ports.MergeErr(err)
+	}
+	sortAliases(merged.Aliases)
+	for _, a := range l.Aliases {
+		key := [3]string{orgID, l.Type, a.NormalizedText}
+		if _, kept := merged.AliasByText(a.NormalizedText); kept && s.texts[key] == loserID {
+			s.texts[key] = winnerID
+		} else if s.texts[key] == loserID {
+			delete(s.texts, key)
+		}
+	}
+	for k := range s.vectors {
+		if k[0] == loserID {
+			delete(s.vectors, k)
+		}
+	}
+	delete(s.concepts, loserID)
+	*w = merged
+	return ports.MergedConcept{Winner: cloneConcept(w), AliasesMoved: len(moved)}, nil
+}

@@ -455,3 +455,53 @@ func (s *ConceptStore) DeleteConcepts(ctx context.Context, orgID string, sel por
 	slices.Sort(gone)
 	return gone, nil
 }
+
+// MergeConcepts locks both concepts (in id order, as every merge does, so
+// two merges of one pair wait rather than deadlock), lets concept.Merge
+// decide, and writes it: the moved aliases change concept, the winner
+// takes the counts, and deleting the loser takes its vectors and its
+// dropped aliases (ON DELETE CASCADE).
+func (s *ConceptStore) MergeConcepts(ctx context.Context, orgID, winnerID, loserID string) (ports.MergedConcept, error) {
+	var out ports.MergedConcept
+	err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+		got := map[string]*concept.Concept{}
+		for _, id := range sortedPair(winnerID, loserID) {
+			c, err := getConcept(ctx, tx, orgID, id, true)
+			if err != nil {
+				return err
+			}
+			got[id] = c
+		}
+		merged, moved, err := concept.Merge(*got[winnerID], *got[loserID])
+		if err != nil {
+			return ports.MergeErr(err)
+		}
+		if len(moved) > 0 {
+			ids := make([]string, 0, len(moved))
+			for _, a := range moved {
+				ids = append(ids, a.ID)
+			}
+			if _, err := tx.NewUpdate().Model((*aliasRow)(nil)).Set("concept_id = ?, is_canonical = false, origin = ?", winnerID, string(concept.OriginMerge)).
+				Where("id IN (?) AND concept_id = ?", bun.In(ids), loserID).Exec(ctx); err != nil {
+				return conflict(err, "move merged aliases")
+			}
+		}
+		if _, err := tx.NewUpdate().Model((*conceptRow)(nil)).Set("ref_count = ?", merged.RefCount).Where("id = ?", winnerID).Exec(ctx); err != nil {
+			return fail(err, "merge concept ref counts")
+		}
+		if _, err := tx.NewDelete().Model((*conceptRow)(nil)).Where("id = ? AND org_id = ?", loserID, orgID).Exec(ctx); err != nil {
+			return fail(err, "delete merged concept")
+		}
+		w, err := getConcept(ctx, tx, orgID, winnerID, false)
+		out = ports.MergedConcept{Winner: w, AliasesMoved: len(moved)}
+		return err
+	})
+	return out, err
+}
+
+func sortedPair(a, b string) []string {
+	if b < a {
+		return []string{b, a}
+	}
+	return []string{a, b}
+}

@@ -211,6 +211,10 @@ const (
 	ActProbeConcepts     Action = "concepts.probe"
 	ActEditConcepts      Action = "concepts.edit"
 	ActClearConceptTypes Action = "concepts.clear_types"
+	// Concept merge (issue 30): the impact is an operator's read (a POST,
+	// so with the write scope); the merge is the owner's, as minting.
+	ActConceptMergeImpact Action = "semantic_concepts.merge_impact"
+	ActConceptMerge       Action = "semantic_concepts.merge"
 	// ActExchangeCredential exchanges a database credential's refresh
 	// token for an access token: public (the token is the credential).
 	ActExchangeCredential Action = "databases.credential_exchange"
@@ -361,6 +365,8 @@ var rules = map[Action]rule{
 	ActProbeConcepts:     {CatConceptRead, ScopeWrite},
 	ActEditConcepts:      {CatConcepts, ScopeWrite},
 	ActClearConceptTypes: {CatConceptMint, ScopeWrite},
+	ActConceptMergeImpact: {CatSchemaRead, ScopeWrite},
+	ActConceptMerge:       {CatConceptMint, ScopeWrite},
 }
 
 // FeedActions are what a database credential's access token may do, on its

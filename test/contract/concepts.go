@@ -46,6 +46,7 @@ func RunConceptStore(t *testing.T, newPorts func(t *testing.T) ConceptPorts) {
 	t.Run("ref counts and types", func(t *testing.T) { conceptRefsAndTypes(t, newPorts(t).Store) })
 	t.Run("list", func(t *testing.T) { conceptList(t, newPorts(t).Store) })
 	t.Run("delete", func(t *testing.T) { conceptDelete(t, newPorts(t)) })
+	t.Run("merge", func(t *testing.T) { conceptMerge(t, newPorts(t)) })
 }
 
 func conceptCreateExact(t *testing.T, s ports.ConceptStore) {
@@ -338,6 +339,62 @@ func conceptDelete(t *testing.T, p ConceptPorts) {
 	is.Equal(gone, []string{c.ID}) // both must hold
 	_, err = s.GetConcept(ctx, other, theirs.ID)
 	is.NoErr(err)
+}
+
+// conceptMerge checks MergeConcepts: the loser's aliases move to the
+// winner (never canonical, origin merge), the counts add up, the loser and
+// its vector go, and the refusals leave both as they were.
+func conceptMerge(t *testing.T, p ConceptPorts) {
+	ctx := context.Background()
+	is := is.New(t)
+	s := p.Store
+	org, other := newID("org"), newID("org")
+	w := newConcept(t, s, org, "company", "IBM", []float32{1, 0}, 1)
+	l := newConcept(t, s, org, "company", "International Business Machines", []float32{0.9, 0.1}, 2)
+	_, err := s.AddAlias(ctx, org, l.ID, ports.NewAlias{ID: TestUUID(), Text: "Intl. Business Machines", Origin: concept.OriginImport, CreatedAt: at(3)})
+	is.NoErr(err)
+	pub := newConcept(t, s, org, "publisher", "IBM Press", nil, 4)
+	theirs := newConcept(t, s, other, "company", "Big Blue", nil, 5)
+	is.NoErr(s.BumpRefCounts(ctx, org, []ports.RefBump{{ConceptID: w.ID, Delta: 2}, {ConceptID: l.ID, AliasID: l.Aliases[0].ID, Delta: 3}}))
+
+	for _, bad := range []struct {
+		w, l string
+		err  error
+	}{
+		{w.ID, w.ID, ports.ErrInvalid}, {w.ID, pub.ID, ports.ErrConflict}, {w.ID, theirs.ID, ports.ErrNotFound},
+		{theirs.ID, l.ID, ports.ErrNotFound}, {w.ID, "nul\x00", ports.ErrNotFound},
+	} {
+		_, err := s.MergeConcepts(ctx, org, bad.w, bad.l)
+		is.True(errors.Is(err, bad.err))
+	}
+	got, err := s.GetConcept(ctx, org, l.ID)
+	is.NoErr(err)
+	is.Equal(len(got.Aliases), 2) // a refusal changes nothing
+
+	m, err := s.MergeConcepts(ctx, org, w.ID, l.ID)
+	is.NoErr(err)
+	is.Equal(m.AliasesMoved, 2)
+	is.Equal(m.Winner.ID, w.ID)
+	is.Equal(m.Winner.CanonicalText, "IBM")
+	is.Equal(m.Winner.RefCount, 5)
+	is.Equal(len(m.Winner.Aliases), 3)
+	for _, a := range m.Winner.Aliases[1:] {
+		is.True(!a.IsCanonical)
+		is.Equal(a.Origin, concept.OriginMerge)
+	}
+	is.Equal(m.Winner.Aliases[1].RefCount, 3) // an alias keeps its count
+	_, err = s.GetConcept(ctx, org, l.ID)
+	is.True(errors.Is(err, ports.ErrNotFound))
+	for _, text := range []string{"international business machines", "intl. business machines", "ibm"} {
+		n, err := s.FindExact(ctx, org, "company", text)
+		is.NoErr(err)
+		is.Equal(n.ConceptID, w.ID)
+	}
+	ns, err := p.Index.Nearest(ctx, org, concept.Slice{Type: "company", EmbeddingModel: testModel}, []float32{0, 1}, 5)
+	is.NoErr(err)
+	is.Equal(neighborIDs(ns), []string{w.ID}) // the loser's vector went with it
+	_, err = s.MergeConcepts(ctx, org, w.ID, l.ID)
+	is.True(errors.Is(err, ports.ErrNotFound)) // merged once
 }
 
 // RunVectorIndex checks Upsert, Nearest's order and cosine values on small

@@ -201,6 +201,54 @@ func RunEntities(t *testing.T, newFixture func(t *testing.T) EntitiesFixture) {
 			is.NoErr(err)
 			is.Equal(page.Total, int64(0))
 		}},
+		{"a merge's redirect: entities naming a concept id, deleted with delete deltas at the next revision", func(t *testing.T, f EntitiesFixture, s *entitySetup) {
+			is := is.New(t)
+			org := newID("org")
+			s.retarget(t, f, org)
+			keyed := s.write(t, "rec-1", `{"name": "concept-L", "city": "Lyon"}`, "batch-1")
+			referrer := s.write(t, "rec-2", `{"name": "Globex", "city": "concept-L", "tags": ["concept-Lx"]}`, "batch-1")
+			other := s.write(t, "rec-3", `{"name": "Initech", "city": "concept-Lx"}`, "batch-1")
+			is.NoErr(f.UoW.InTx(ctx, func(ctx context.Context, r ports.Repos) error {
+				_, err := r.Entities.WriteEntities(ctx, []ports.EntityWrite{keyed, referrer, other})
+				return err
+			}))
+			var found []*dbsync.Entity
+			var gone []ports.EntityWritten
+			is.NoErr(f.UoW.InTx(ctx, func(ctx context.Context, r ports.Repos) error {
+				var err error
+				if found, err = r.Entities.EntitiesMentioning(ctx, org, "concept-L"); err != nil {
+					return err
+				}
+				if none, err := r.Entities.EntitiesMentioning(ctx, newID("org"), "concept-L"); err != nil || len(none) > 0 {
+					t.Errorf("another organization's: %v %v", none, err)
+				}
+				ids := []string{dbsync.EntityID(s.schemaID, keyed.Identity), "no-such-entity"}
+				byID, err := r.Entities.EntitiesByID(ctx, org, ids)
+				if err != nil || len(byID) != 1 {
+					t.Errorf("by id: %v %v", byID, err)
+				}
+				gone, err = r.Entities.DeleteEntities(ctx, org, ids, "batch-2", at(50))
+				return err
+			}))
+			names := map[string]bool{}
+			for _, e := range found {
+				names[e.Keys["name"]] = true
+			}
+			is.Equal(names, map[string]bool{"concept-L": true, "Globex": true}) // strict equality: not concept-Lx
+			is.Equal(len(gone), 1)
+			is.Equal(gone[0].Revision, int64(2))
+			is.Equal(len(gone[0].Deltas[s.feeding]), 1)
+			page, err := f.Entities.ListEntities(ctx, org, s.schemaID, ports.EntityQuery{Limit: 10})
+			is.NoErr(err)
+			is.Equal(page.Total, int64(2))
+			rows := f.Deltas(t, s.feeding)
+			last := rows[len(rows)-1]
+			is.Equal(last.Op, delta.Delete)
+			is.Equal(last.Revision, int64(2))
+			is.Equal(last.BatchID, "batch-2")
+			is.Equal(last.EntityID, gone[0].EntityID)
+			is.Equal(len(f.Deltas(t, s.unshipped)), 0)
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

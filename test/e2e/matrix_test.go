@@ -12,6 +12,8 @@ import (
 	"github.com/entityenrich/enrich/adapters/httpapi"
 	"github.com/entityenrich/enrich/adapters/llm"
 	"github.com/entityenrich/enrich/domain/access"
+	"github.com/entityenrich/enrich/domain/concept"
+	"github.com/entityenrich/enrich/ports"
 	"github.com/entityenrich/enrich/test/fakeopenai"
 )
 
@@ -133,6 +135,9 @@ var minimum = map[string]string{
 	"GET /api/semantic-concepts/{concept_id}/neighbors":              "operator",
 	"DELETE /api/semantic-concepts/{semantic_id}/aliases/{alias_id}": "editor",
 	"PUT /api/semantic-concepts/{semantic_id}/canonical/{alias_id}":  "editor",
+	// Semantic concepts (issue 30): a merge's impact is an operator's
+	// read, the merge the owner's.
+	"POST /api/semantic-concepts/merge-impact": "operator", "POST /api/semantic-concepts/merge": "owner",
 }
 
 var rank = map[string]int{"operator": 1, "editor": 2, "owner": 4}
@@ -354,6 +359,20 @@ func TestAuthorizationMatrix(t *testing.T) {
 	}
 
 	n := 0
+	// conceptPair stores two concepts of one type in the home
+	// organization (a merge uses its loser up).
+	conceptPair := func() any {
+		n++
+		ids := [2]string{}
+		for i, text := range []string{"Winner", "Loser"} {
+			ids[i] = fmt.Sprintf("matrix-concept-%d-%d", n, i)
+			if _, err := s.srv.Stores.Concepts.CreateConcept(ctx, ports.NewConcept{ID: ids[i], OrgID: home.orgID, Type: "company",
+				AliasID: ids[i] + "-a", Text: fmt.Sprintf("%s %d", text, n), Origin: concept.OriginManual, CreatedAt: time.Now()}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return obj{"winner_id": ids[0], "loser_id": ids[1]}
+	}
 	routes := []struct {
 		method, tmpl, path string
 		body               func() any
@@ -562,6 +581,8 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"DELETE", "/api/attachments/{attachment_id}", "", nil, 200, true, 0}, // a fresh attachment per call (fresh)
 		{"GET", "/api/attachments/{attachment_id}/download", "/api/attachments/" + attachmentID + "/download", nil, 200, true, 0},
 		{"GET", "/api/admin/attachment-policies", "/api/admin/attachment-policies", nil, 200, false, 0},
+		{"POST", "/api/semantic-concepts/merge-impact", "/api/semantic-concepts/merge-impact", conceptPair, 200, true, 0},
+		{"POST", "/api/semantic-concepts/merge", "/api/semantic-concepts/merge", conceptPair, 200, true, 0},
 		{"PATCH", "/api/admin/attachment-policies/{mime_type}", "/api/admin/attachment-policies/application%2Fpdf",
 			func() any { return obj{"label": "PDF document"} }, 200, false, 0},
 		{"GET", "/api/semantic-concepts", "/api/semantic-concepts?limit=5", nil, 200, false, 0},

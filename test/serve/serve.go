@@ -23,6 +23,9 @@ func Sandbox(t testing.TB, cfg enrich.Config) string {
 	cfg.JWTSecret = strings.Repeat("s", 40)
 	cfg.PasswordHashing = "fast"
 	cfg.ShutdownGrace = time.Second
+	if cfg.EmbeddingModel == "" {
+		cfg.EmbeddingModel = "builtin::ngram-384" // the environment's default
+	}
 	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	ctx, cancel := context.WithCancel(context.Background())
 	srv, err := enrich.NewServer(ctx, cfg)

@@ -2078,6 +2078,36 @@ type ConceptExistsError struct {
 	Probe *ConceptProbeResponse `json:"probe,omitempty"`
 }
 
+// ConceptMergeImpact defines model for ConceptMergeImpact.
+type ConceptMergeImpact struct {
+	AbsorbedEntityCount int      `json:"absorbed_entity_count"`
+	ConceptType         string   `json:"concept_type"`
+	DatabaseNames       []string `json:"database_names"`
+	EntityCount         int      `json:"entity_count"`
+	LoserAliasCount     int      `json:"loser_alias_count"`
+	LoserRefCount       int      `json:"loser_ref_count"`
+	LoserText           string   `json:"loser_text"`
+	ReferrerEntityCount int      `json:"referrer_entity_count"`
+	SchemaNames         []string `json:"schema_names"`
+	WinnerText          string   `json:"winner_text"`
+}
+
+// ConceptMergeRequest defines model for ConceptMergeRequest.
+type ConceptMergeRequest struct {
+	LoserId  string `json:"loser_id"`
+	WinnerId string `json:"winner_id"`
+}
+
+// ConceptMergeResult defines model for ConceptMergeResult.
+type ConceptMergeResult struct {
+	AliasesMoved       int `json:"aliases_moved"`
+	DatabasesNotified  int `json:"databases_notified"`
+	DeltasQueued       int `json:"deltas_queued"`
+	EntitiesAbsorbed   int `json:"entities_absorbed"`
+	EntitiesRepointed  int `json:"entities_repointed"`
+	ReferrersRewritten int `json:"referrers_rewritten"`
+}
+
 // ConceptNeighbor defines model for ConceptNeighbor.
 type ConceptNeighbor struct {
 	CanonicalText string `json:"canonical_text"`
@@ -5312,6 +5342,12 @@ type DeleteSemanticConceptsJSONRequestBody = ConceptDeleteRequest
 
 // SemanticConceptsDeleteImpactJSONRequestBody defines body for SemanticConceptsDeleteImpact for application/json ContentType.
 type SemanticConceptsDeleteImpactJSONRequestBody = ConceptDeleteRequest
+
+// ConceptMergeJSONRequestBody defines body for ConceptMerge for application/json ContentType.
+type ConceptMergeJSONRequestBody = ConceptMergeRequest
+
+// ConceptMergeImpactJSONRequestBody defines body for ConceptMergeImpact for application/json ContentType.
+type ConceptMergeImpactJSONRequestBody = ConceptMergeRequest
 
 // ProbeSemanticConceptJSONRequestBody defines body for ProbeSemanticConcept for application/json ContentType.
 type ProbeSemanticConceptJSONRequestBody = ConceptProbeRequest

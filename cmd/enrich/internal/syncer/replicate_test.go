@@ -192,6 +192,12 @@ type latest struct {
 
 func newReplication(t *testing.T, url string) *replication {
 	t.Helper()
+	return newReplicationOf(t, url, replicaSchema)
+}
+
+// newReplicationOf is newReplication on the schema contract.
+func newReplicationOf(t *testing.T, url, contract string) *replication {
+	t.Helper()
 	r := &replication{t: t, url: url, revisions: map[string]int{}, latest: map[string]latest{}, records: map[string][]string{}}
 	anon := api.New(url, nil)
 	var sess struct {
@@ -214,7 +220,7 @@ func newReplication(t *testing.T, url string) *replication {
 	var sc struct {
 		ID string `json:"id"`
 	}
-	r.call("POST", "/api/schema/saved", map[string]any{"name": "Company", "schema": json.RawMessage(replicaSchema)}, &sc)
+	r.call("POST", "/api/schema/saved", map[string]any{"name": "Company", "schema": json.RawMessage(contract)}, &sc)
 	r.schema = sc.ID
 	var created struct {
 		Database struct {
