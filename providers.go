@@ -298,7 +298,7 @@ func provideConceptService(cfg Config, st *Stores, reg *llm.Registry, keys *app.
 		return nil, fmt.Errorf("ENRICH_EMBEDDING_MODEL: %w", err)
 	}
 	return &app.ConceptService{Store: st.Concepts, Vectors: st.Vectors, Reviews: st.Reviews, Links: st.ConceptLinks,
-		Settings: st.EmbeddingSettings, Embedder: reg, Keys: keys, DefaultModel: def, Clock: clock, IDs: ids, Log: lg}, nil
+		Settings: st.EmbeddingSettings, Schemas: st.Schemas, Embedder: reg, Keys: keys, DefaultModel: def, Clock: clock, IDs: ids, Log: lg}, nil
 }
 
 // provideAttachmentLoader resolves jobs' attachment_ids against the stores'

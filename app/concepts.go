@@ -39,6 +39,9 @@ type ConceptService struct {
 	Reviews  ports.ConceptReviews
 	Links    ports.ConceptLinks
 	Settings ports.EmbeddingSettings
+	// Schemas names the concept types a schema's semantic_id properties
+	// use (the export by saved_schema_id).
+	Schemas  ports.SchemaStore
 	Embedder ports.Embedder
 	Keys     *KeyRing
 	// Judge decides the gray band; nil sends it to the review list.

@@ -74,8 +74,10 @@ type Server struct {
 	entities *app.EntityService
 	// attachments are the uploaded files (/api/attachments).
 	attachments *app.AttachmentService
-	log         *slog.Logger
-	ready       Readiness
+	// concepts is the semantic concept vocabulary.
+	concepts *app.ConceptService
+	log      *slog.Logger
+	ready    Readiness
 	// events writes job events: the SSE lines and the answers built
 	// from an event.
 	events ports.EventCodec
@@ -147,6 +149,7 @@ func NewServer(cfg Config, svc Services, events ports.EventCodec, lg *slog.Logge
 	s.notifications = svc.Notifications
 	s.entities = svc.Entities
 	s.attachments = svc.Attachments
+	s.concepts = svc.Concepts
 	s.clients = clientAddrs{trusted: cfg.TrustedProxies}
 	var err error
 	if s.spec, err = LoadSpec(); err != nil {
@@ -198,6 +201,7 @@ func NewServer(cfg Config, svc Services, events ports.EventCodec, lg *slog.Logge
 	s.registerConsumerRoutes(r)
 	s.registerNotificationRoutes(r)
 	s.registerAttachmentRoutes(r)
+	s.registerConceptCSVRoutes(r)
 	s.registerDocsRoutes(r)
 	s.router = r
 	return s, nil

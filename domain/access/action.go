@@ -203,6 +203,12 @@ const (
 	ActDescribeAttachments      Action = "attachments.describe"
 	ActListAttachmentPolicies   Action = "attachments.policies_list"
 	ActUpdateAttachmentPolicies Action = "attachments.policies_update"
+	// Semantic concepts' import and export (issue 30): an import that only
+	// reports is an edit (editor, write scope: it may call the judge); one
+	// that mints also needs ActMintConcepts (owner); the export is a read.
+	ActImportConcepts Action = "concepts.import"
+	ActMintConcepts   Action = "concepts.mint"
+	ActExportConcepts Action = "concepts.export"
 	// ActExchangeCredential exchanges a database credential's refresh
 	// token for an access token: public (the token is the credential).
 	ActExchangeCredential Action = "databases.credential_exchange"
@@ -348,6 +354,10 @@ var rules = map[Action]rule{
 	ActDescribeAttachments:      {CatAttachmentRead, ScopeWrite},
 	ActListAttachmentPolicies:   {CatSysAdmin, ScopeRead},
 	ActUpdateAttachmentPolicies: {CatSysAdmin, ScopeWrite},
+
+	ActImportConcepts: {CatSchemaWrite, ScopeWrite},
+	ActMintConcepts:   {CatConceptMint, ScopeWrite},
+	ActExportConcepts: {CatSchemaRead, ScopeRead},
 }
 
 // FeedActions are what a database credential's access token may do, on its

@@ -151,6 +151,8 @@ func TestHostileText(t *testing.T) {
 				{"continue answer option", "POST", "/api/llm/continue/j1", ten.key, `{"answers":{"q":{"option_ids":["o` + H + `"]}}}`, "answers.q.option_ids.0"},
 				{"exchange refresh_token", "POST", "/api/database-sync/exchange", "", `{"refresh_token":"eesr_` + H + `"}`, "refresh_token"},
 				{"exchange key", "POST", "/api/database-sync/exchange", "", `{"refresh_token":"eesr_x","k` + H + `":1}`, "k{S}"},
+				{"concept import text", "POST", "/api/semantic-concepts/import", ten.key, `{"concept_type":"company","texts":["ok","I` + H + `BM"],"mint":true}`, "texts.1"},
+				{"concept import type", "POST", "/api/semantic-concepts/import", ten.key, `{"concept_type":"c` + H + `","texts":["IBM"]}`, "concept_type"},
 			}
 			an := `{"sample_json":{"size":"large","board":[{"role":"chair"}]},"protected_fields":["size"],"model":"sandbox::echo"}`
 			split := `{"path":"board","entity_fields":["name"],"entity_name":"Person","entity_samples":[{"board":[{"name":"Ann","role":"chair"}]}]}`
@@ -232,6 +234,10 @@ func TestHostileText(t *testing.T) {
 						{"PUT", "/api/databases/" + H + "/schemas/s1/webhook", "database_id", `{"webhook_url":null}`},
 						{"PUT", "/api/databases/d1/schemas/" + H + "/webhook", "saved_schema_id", `{"webhook_url":null}`},
 						{"GET", "/api/databases/d1/webhook-secret?saved_schema_id=" + H, "saved_schema_id", ""},
+						{"GET", "/api/semantic-concepts/export?concept_types=" + H, "concept_types", ""},
+						{"GET", "/api/semantic-concepts/export?saved_schema_id=" + H, "saved_schema_id", ""},
+						{"GET", "/api/semantic-concepts/export?search=" + H, "search", ""},
+						{"POST", "/api/semantic-concepts/import?concept_type=" + H, "concept_type", `{"concept_type":"c","texts":["a"]}`},
 					} {
 						cred := ten.key
 						if strings.Contains(p.path, "/api/auth/") || strings.Contains(p.path, "/api/users") {

@@ -123,6 +123,10 @@ var minimum = map[string]string{
 	"POST /api/attachments/metadata": "operator", "POST /api/attachments/verify": "operator",
 	"DELETE /api/attachments/{attachment_id}": "editor", "GET /api/attachments/{attachment_id}/download": "operator",
 	"GET /api/admin/attachment-policies": "sysadmin", "PATCH /api/admin/attachment-policies/{mime_type}": "sysadmin",
+	// Semantic concepts (issue 30): an import that reports is an editor's
+	// (one that mints an owner's: TestConceptImportMintRoles), the export
+	// an operator's.
+	"POST /api/semantic-concepts/import": "editor", "GET /api/semantic-concepts/export": "operator",
 }
 
 var rank = map[string]int{"operator": 1, "editor": 2, "owner": 4}
@@ -526,6 +530,10 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"GET", "/api/admin/attachment-policies", "/api/admin/attachment-policies", nil, 200, false, 0},
 		{"PATCH", "/api/admin/attachment-policies/{mime_type}", "/api/admin/attachment-policies/application%2Fpdf",
 			func() any { return obj{"label": "PDF document"} }, 200, false, 0},
+		{"POST", "/api/semantic-concepts/import", "/api/semantic-concepts/import", func() any {
+			return obj{"concept_type": "company", "texts": []string{"Acme"}}
+		}, 200, false, 0},
+		{"GET", "/api/semantic-concepts/export", "/api/semantic-concepts/export?concept_types=company", nil, 200, false, 0},
 	}
 
 	// The matrix covers exactly the routes the server has.
