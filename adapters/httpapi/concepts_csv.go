@@ -161,4 +161,5 @@ func (s *Server) exportConcepts(w http.ResponseWriter, r *http.Request) {
 			panic(http.ErrAbortHandler)
 		}
 	}
+	cw.Flush() // the header of an empty export
 }

@@ -103,7 +103,7 @@ func TestConceptImportExport(t *testing.T) {
 			is.Equal(st, 200)
 			is.Equal(rowOutcomes(decodeAs[importResult](t, raw)), []string{"exact", "exact", "exact"})
 			// CSV minting needs the owner too.
-			st, _ = s.importCSV(editor, "?mint=true", "text\nHooli\n")
+			st, _ = s.importCSV(editor, "?mint=true&concept_type=company", "text\nHooli\n")
 			is.Equal(st, 403)
 			st, raw = s.importCSV(editor, "?concept_type=company", "text\nHooli\nIBM\n")
 			is.Equal(st, 200)

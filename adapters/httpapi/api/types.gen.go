@@ -2102,7 +2102,7 @@ type ConceptImportRequest struct {
 // ConceptImportResult defines model for ConceptImportResult.
 type ConceptImportResult struct {
 	ConceptType    string             `json:"concept_type"`
-	EmbeddingModel *string            `json:"embedding_model,omitempty"`
+	EmbeddingModel *string            `json:"embedding_model"`
 	ExactCount     int                `json:"exact_count"`
 	MatchedCount   int                `json:"matched_count"`
 	Minted         bool               `json:"minted"`
@@ -2115,11 +2115,11 @@ type ConceptImportResult struct {
 
 // ConceptImportRow defines model for ConceptImportRow.
 type ConceptImportRow struct {
-	MatchedText *string                 `json:"matched_text,omitempty"`
+	MatchedText *string                 `json:"matched_text"`
 	Normalized  string                  `json:"normalized"`
 	Outcome     ConceptImportRowOutcome `json:"outcome"`
-	SemanticId  *string                 `json:"semantic_id,omitempty"`
-	Similarity  *float64                `json:"similarity,omitempty"`
+	SemanticId  *string                 `json:"semantic_id"`
+	Similarity  *float64                `json:"similarity"`
 	Text        string                  `json:"text"`
 }
 
