@@ -85,7 +85,7 @@ func TestConceptImport(t *testing.T) {
 	is.Equal(rep.Exact, 1)
 	is.Equal(rep.Skipped, 1)
 	is.Equal(*rep.Rows[3].MatchedText, "IBM") // the earlier row it duplicates
-	is.True(rep.Rows[3].SemanticID == nil)     // nothing minted
+	is.True(rep.Rows[3].SemanticID == nil)    // nothing minted
 	is.Equal(rep.Threshold, 0.92)
 	is.Equal(rep.EmbeddingModel, "builtin::ngram-384")
 	is.Equal(countConcepts(t, st, "o1"), 0) // a report writes nothing
