@@ -91,6 +91,10 @@ type validatedOp struct {
 	// multipart: the body is multipart/form-data, which its handler reads
 	// as a stream (an upload); only its Content-Type is checked here.
 	multipart bool
+	// streams are the media types besides JSON the operation takes
+	// (text/csv on the concept import): their bodies go to the handler,
+	// which reads and checks them; only the parameters are checked here.
+	streams []string
 }
 
 type validator struct {
@@ -158,6 +162,12 @@ func ValidateRequests(doc *openapi3.T, onError func(w http.ResponseWriter, r *ht
 					return nil, fmt.Errorf("openapi: %s %s: request body is not described as application/json", method, path)
 				}
 				o.body, o.bodyRequired = mt.Schema.Value, rb.Value.Required
+				for name := range rb.Value.Content {
+					if name != "application/json" {
+						o.streams = append(o.streams, name)
+					}
+				}
+				slices.Sort(o.streams)
 			}
 			v.ops[SpecRoute{method, path}] = o
 		}
@@ -184,6 +194,10 @@ func (v *validator) middleware(next http.Handler) http.Handler {
 			v.multipartOp(w, r, op, params, next)
 			return
 		}
+		if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err == nil && slices.Contains(op.streams, mt) {
+			v.paramsOnly(w, r, op, params, next)
+			return
+		}
 		var data []byte
 		if op.body != nil && r.Body != nil && r.Body != http.NoBody {
 			var err error
@@ -206,7 +220,7 @@ func (v *validator) middleware(next http.Handler) http.Handler {
 					return
 				}
 			} else {
-				if status, detail := checkContentType(r); status != 0 {
+				if status, detail := checkContentType(r, op.streams); status != 0 {
 					v.onError(w, r, status, "Content-Type", detail)
 					return
 				}
@@ -238,6 +252,12 @@ func (v *validator) multipartOp(w http.ResponseWriter, r *http.Request, op *vali
 			"request body must be multipart/form-data with a boundary, not "+strconv.Quote(r.Header.Get("Content-Type")))
 		return
 	}
+	v.paramsOnly(w, r, op, params, next)
+}
+
+// paramsOnly checks the parameters of a request whose body its handler
+// reads as a stream.
+func (v *validator) paramsOnly(w http.ResponseWriter, r *http.Request, op *validatedOp, params map[string]string, next http.Handler) {
 	opts := *v.opts
 	opts.ExcludeRequestBody = true
 	in := &openapi3filter.RequestValidationInput{Request: r, PathParams: params, Route: op.route, Options: &opts}
@@ -267,8 +287,9 @@ func (v *validator) find(r *http.Request) (*validatedOp, map[string]string) {
 }
 
 // checkContentType accepts application/json (with parameters) and, for
-// clients that do not say, no Content-Type at all.
-func checkContentType(r *http.Request) (int, string) {
+// clients that do not say, no Content-Type at all; others names the
+// operation's other media types in the refusal.
+func checkContentType(r *http.Request, others []string) (int, string) {
 	ct := r.Header.Get("Content-Type")
 	if ct == "" {
 		r.Header.Set("Content-Type", "application/json")
@@ -276,7 +297,11 @@ func checkContentType(r *http.Request) (int, string) {
 	}
 	base, _, _ := strings.Cut(ct, ";")
 	if !strings.EqualFold(strings.TrimSpace(base), "application/json") {
-		return http.StatusUnsupportedMediaType, "request body must be application/json, not " + strconv.Quote(ct)
+		want := "application/json"
+		for _, o := range others {
+			want += " or " + o
+		}
+		return http.StatusUnsupportedMediaType, "request body must be " + want + ", not " + strconv.Quote(ct)
 	}
 	return 0, ""
 }

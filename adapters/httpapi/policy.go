@@ -172,6 +172,11 @@ var routes = map[Route]access.Action{
 	{"GET", "/api/attachments/{attachment_id}/download"}:    access.ActReadAttachment,
 	{"GET", "/api/admin/attachment-policies"}:               access.ActListAttachmentPolicies,
 	{"PATCH", "/api/admin/attachment-policies/{mime_type}"}: access.ActUpdateAttachmentPolicies,
+
+	// Semantic concepts' import (editor; minting also owner, which the use
+	// case checks by the body) and export (operator).
+	{"POST", "/api/semantic-concepts/import"}: access.ActImportConcepts,
+	{"GET", "/api/semantic-concepts/export"}:  access.ActExportConcepts,
 }
 
 // actionOf returns a route's action, and false for a route missing from the

@@ -203,6 +203,7 @@ func NewServer(cfg Config, svc Services, events ports.EventCodec, lg *slog.Logge
 	s.registerAttachmentRoutes(r)
 	s.registerConceptRoutes(r)
 	s.registerConceptMergeRoutes(r)
+	s.registerConceptCSVRoutes(r)
 	s.registerDocsRoutes(r)
 	s.router = r
 	return s, nil

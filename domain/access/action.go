@@ -215,6 +215,12 @@ const (
 	// so with the write scope); the merge is the owner's, as minting.
 	ActConceptMergeImpact Action = "semantic_concepts.merge_impact"
 	ActConceptMerge       Action = "semantic_concepts.merge"
+	// Semantic concepts' import and export (issue 30): an import that only
+	// reports is an edit (editor, write scope: it may call the judge); one
+	// that mints also needs ActMintConcepts (owner); the export is a read.
+	ActImportConcepts Action = "concepts.import"
+	ActMintConcepts   Action = "concepts.mint"
+	ActExportConcepts Action = "concepts.export"
 	// ActExchangeCredential exchanges a database credential's refresh
 	// token for an access token: public (the token is the credential).
 	ActExchangeCredential Action = "databases.credential_exchange"
@@ -361,12 +367,15 @@ var rules = map[Action]rule{
 	ActListAttachmentPolicies:   {CatSysAdmin, ScopeRead},
 	ActUpdateAttachmentPolicies: {CatSysAdmin, ScopeWrite},
 
-	ActReadConcepts:      {CatConceptRead, ScopeRead},
-	ActProbeConcepts:     {CatConceptRead, ScopeWrite},
-	ActEditConcepts:      {CatConcepts, ScopeWrite},
-	ActClearConceptTypes: {CatConceptMint, ScopeWrite},
+	ActReadConcepts:       {CatConceptRead, ScopeRead},
+	ActProbeConcepts:      {CatConceptRead, ScopeWrite},
+	ActEditConcepts:       {CatConcepts, ScopeWrite},
+	ActClearConceptTypes:  {CatConceptMint, ScopeWrite},
 	ActConceptMergeImpact: {CatSchemaRead, ScopeWrite},
 	ActConceptMerge:       {CatConceptMint, ScopeWrite},
+	ActImportConcepts:     {CatSchemaWrite, ScopeWrite},
+	ActMintConcepts:       {CatConceptMint, ScopeWrite},
+	ActExportConcepts:     {CatSchemaRead, ScopeRead},
 }
 
 // FeedActions are what a database credential's access token may do, on its

@@ -158,6 +158,8 @@ func TestHostileText(t *testing.T) {
 				{"probe embedding_model", "POST", "/api/semantic-concepts/probe", ten.key, `{"text":"IBM","concept_type":"company","embedding_model":"b` + H + `"}`, "embedding_model"},
 				{"concept delete ids", "POST", "/api/semantic-concepts/delete", ten.key, `{"ids":["c` + H + `"]}`, "ids.0"},
 				{"concept delete-impact types", "POST", "/api/semantic-concepts/delete-impact", ten.key, `{"concept_types":["c` + H + `"]}`, "concept_types.0"},
+				{"concept import text", "POST", "/api/semantic-concepts/import", ten.key, `{"concept_type":"company","texts":["ok","I` + H + `BM"],"mint":true}`, "texts.1"},
+				{"concept import type", "POST", "/api/semantic-concepts/import", ten.key, `{"concept_type":"c` + H + `","texts":["IBM"]}`, "concept_type"},
 			}
 			an := `{"sample_json":{"size":"large","board":[{"role":"chair"}]},"protected_fields":["size"],"model":"sandbox::echo"}`
 			split := `{"path":"board","entity_fields":["name"],"entity_name":"Person","entity_samples":[{"board":[{"name":"Ann","role":"chair"}]}]}`
@@ -248,6 +250,10 @@ func TestHostileText(t *testing.T) {
 						{"GET", "/api/semantic-concepts?concept_types=" + H, "concept_types", ""},
 						{"GET", "/api/semantic-concepts/review?concept_types=" + H, "concept_types", ""},
 						{"GET", "/api/semantic-concepts/duplicates?threshold=" + H, "threshold", ""},
+						{"GET", "/api/semantic-concepts/export?concept_types=" + H, "concept_types", ""},
+						{"GET", "/api/semantic-concepts/export?saved_schema_id=" + H, "saved_schema_id", ""},
+						{"GET", "/api/semantic-concepts/export?search=" + H, "search", ""},
+						{"POST", "/api/semantic-concepts/import?concept_type=" + H, "concept_type", `{"concept_type":"c","texts":["a"]}`},
 					} {
 						cred := ten.key
 						if strings.Contains(p.path, "/api/auth/") || strings.Contains(p.path, "/api/users") {

@@ -138,6 +138,10 @@ var minimum = map[string]string{
 	// Semantic concepts (issue 30): a merge's impact is an operator's
 	// read, the merge the owner's.
 	"POST /api/semantic-concepts/merge-impact": "operator", "POST /api/semantic-concepts/merge": "owner",
+	// Semantic concepts (issue 30): an import that reports is an editor's
+	// (one that mints an owner's: TestConceptImportMintRoles), the export
+	// an operator's.
+	"POST /api/semantic-concepts/import": "editor", "GET /api/semantic-concepts/export": "operator",
 }
 
 var rank = map[string]int{"operator": 1, "editor": 2, "owner": 4}
@@ -601,6 +605,10 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"GET", "/api/semantic-concepts/{concept_id}/neighbors", "/api/semantic-concepts/" + conceptID + "/neighbors", nil, 200, true, 0},
 		{"DELETE", "/api/semantic-concepts/{semantic_id}/aliases/{alias_id}", "", nil, 204, true, 0}, // fresh
 		{"PUT", "/api/semantic-concepts/{semantic_id}/canonical/{alias_id}", "/api/semantic-concepts/" + conceptID + "/canonical/" + conceptAliasID, nil, 204, true, 0},
+		{"POST", "/api/semantic-concepts/import", "/api/semantic-concepts/import", func() any {
+			return obj{"concept_type": "company", "texts": []string{"Acme"}}
+		}, 200, false, 0},
+		{"GET", "/api/semantic-concepts/export", "/api/semantic-concepts/export?concept_types=company", nil, 200, false, 0},
 	}
 
 	// The matrix covers exactly the routes the server has.

@@ -283,6 +283,33 @@ func (e BatchRequestStrategy) Valid() bool {
 	}
 }
 
+// Defines values for ConceptImportRowOutcome.
+const (
+	ConceptImportRowOutcomeExact     ConceptImportRowOutcome = "exact"
+	ConceptImportRowOutcomeMatched   ConceptImportRowOutcome = "matched"
+	ConceptImportRowOutcomeMinted    ConceptImportRowOutcome = "minted"
+	ConceptImportRowOutcomeSkipped   ConceptImportRowOutcome = "skipped"
+	ConceptImportRowOutcomeWouldMint ConceptImportRowOutcome = "would_mint"
+)
+
+// Valid indicates whether the value is a known member of the ConceptImportRowOutcome enum.
+func (e ConceptImportRowOutcome) Valid() bool {
+	switch e {
+	case ConceptImportRowOutcomeExact:
+		return true
+	case ConceptImportRowOutcomeMatched:
+		return true
+	case ConceptImportRowOutcomeMinted:
+		return true
+	case ConceptImportRowOutcomeSkipped:
+		return true
+	case ConceptImportRowOutcomeWouldMint:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ConflictReportConflictsFieldType.
 const (
 	Array        ConflictReportConflictsFieldType = "array"
@@ -1119,22 +1146,22 @@ func (e PublishPreviewPublishState) Valid() bool {
 
 // Defines values for RecordInjectionResultStatus.
 const (
-	Partial  RecordInjectionResultStatus = "partial"
-	Rejected RecordInjectionResultStatus = "rejected"
-	Saved    RecordInjectionResultStatus = "saved"
-	Skipped  RecordInjectionResultStatus = "skipped"
+	RecordInjectionResultStatusPartial  RecordInjectionResultStatus = "partial"
+	RecordInjectionResultStatusRejected RecordInjectionResultStatus = "rejected"
+	RecordInjectionResultStatusSaved    RecordInjectionResultStatus = "saved"
+	RecordInjectionResultStatusSkipped  RecordInjectionResultStatus = "skipped"
 )
 
 // Valid indicates whether the value is a known member of the RecordInjectionResultStatus enum.
 func (e RecordInjectionResultStatus) Valid() bool {
 	switch e {
-	case Partial:
+	case RecordInjectionResultStatusPartial:
 		return true
-	case Rejected:
+	case RecordInjectionResultStatusRejected:
 		return true
-	case Saved:
+	case RecordInjectionResultStatusSaved:
 		return true
-	case Skipped:
+	case RecordInjectionResultStatusSkipped:
 		return true
 	default:
 		return false
@@ -1593,16 +1620,16 @@ func (e GetDatabaseChangesParamsInclude) Valid() bool {
 
 // Defines values for GetDatabaseChangesParamsOrder.
 const (
-	Asc  GetDatabaseChangesParamsOrder = "asc"
-	Desc GetDatabaseChangesParamsOrder = "desc"
+	GetDatabaseChangesParamsOrderAsc  GetDatabaseChangesParamsOrder = "asc"
+	GetDatabaseChangesParamsOrderDesc GetDatabaseChangesParamsOrder = "desc"
 )
 
 // Valid indicates whether the value is a known member of the GetDatabaseChangesParamsOrder enum.
 func (e GetDatabaseChangesParamsOrder) Valid() bool {
 	switch e {
-	case Asc:
+	case GetDatabaseChangesParamsOrderAsc:
 		return true
-	case Desc:
+	case GetDatabaseChangesParamsOrderDesc:
 		return true
 	default:
 		return false
@@ -1666,6 +1693,45 @@ func (e ListRecordsParamsType) Valid() bool {
 	case ListRecordsParamsTypeSchemaEdit:
 		return true
 	case ListRecordsParamsTypeSchemaGeneration:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ExportConceptsParamsSortBy.
+const (
+	CanonicalText ExportConceptsParamsSortBy = "canonical_text"
+	CreatedAt     ExportConceptsParamsSortBy = "created_at"
+	RefCount      ExportConceptsParamsSortBy = "ref_count"
+)
+
+// Valid indicates whether the value is a known member of the ExportConceptsParamsSortBy enum.
+func (e ExportConceptsParamsSortBy) Valid() bool {
+	switch e {
+	case CanonicalText:
+		return true
+	case CreatedAt:
+		return true
+	case RefCount:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ExportConceptsParamsSortOrder.
+const (
+	ExportConceptsParamsSortOrderAsc  ExportConceptsParamsSortOrder = "asc"
+	ExportConceptsParamsSortOrderDesc ExportConceptsParamsSortOrder = "desc"
+)
+
+// Valid indicates whether the value is a known member of the ExportConceptsParamsSortOrder enum.
+func (e ExportConceptsParamsSortOrder) Valid() bool {
+	switch e {
+	case ExportConceptsParamsSortOrderAsc:
+		return true
+	case ExportConceptsParamsSortOrderDesc:
 		return true
 	default:
 		return false
@@ -2077,6 +2143,43 @@ type ConceptExistsError struct {
 	// Embedded fields due to inline allOf schema
 	Probe *ConceptProbeResponse `json:"probe,omitempty"`
 }
+
+// ConceptImportRequest defines model for ConceptImportRequest.
+type ConceptImportRequest struct {
+	ConceptType string `json:"concept_type"`
+
+	// Mint Mint new concepts and add matched texts as aliases (owner); false only reports.
+	Mint      *bool    `json:"mint,omitempty"`
+	Texts     []string `json:"texts"`
+	Threshold *float64 `json:"threshold,omitempty"`
+}
+
+// ConceptImportResult defines model for ConceptImportResult.
+type ConceptImportResult struct {
+	ConceptType    string             `json:"concept_type"`
+	EmbeddingModel *string            `json:"embedding_model"`
+	ExactCount     int                `json:"exact_count"`
+	MatchedCount   int                `json:"matched_count"`
+	Minted         bool               `json:"minted"`
+	MintedCount    int                `json:"minted_count"`
+	Rows           []ConceptImportRow `json:"rows"`
+	SkippedCount   int                `json:"skipped_count"`
+	Threshold      float64            `json:"threshold"`
+	WouldMintCount int                `json:"would_mint_count"`
+}
+
+// ConceptImportRow defines model for ConceptImportRow.
+type ConceptImportRow struct {
+	MatchedText *string                 `json:"matched_text"`
+	Normalized  string                  `json:"normalized"`
+	Outcome     ConceptImportRowOutcome `json:"outcome"`
+	SemanticId  *string                 `json:"semantic_id"`
+	Similarity  *float64                `json:"similarity"`
+	Text        string                  `json:"text"`
+}
+
+// ConceptImportRowOutcome defines model for ConceptImportRow.Outcome.
+type ConceptImportRowOutcome string
 
 // ConceptMergeImpact defines model for ConceptMergeImpact.
 type ConceptMergeImpact struct {
@@ -5162,6 +5265,36 @@ type ListSemanticConceptDuplicatesParams struct {
 	Limit        *int          `form:"limit,omitempty" json:"limit,omitempty"`
 }
 
+// ExportConceptsParams defines parameters for ExportConcepts.
+type ExportConceptsParams struct {
+	// ConceptTypes Concept types (repeated, or comma-separated).
+	ConceptTypes      *[]string                      `form:"concept_types,omitempty" json:"concept_types,omitempty"`
+	SavedSchemaId     *string                        `form:"saved_schema_id,omitempty" json:"saved_schema_id,omitempty"`
+	Search            *string                        `form:"search,omitempty" json:"search,omitempty"`
+	MinRefCount       *int                           `form:"min_ref_count,omitempty" json:"min_ref_count,omitempty"`
+	IncludeEmbeddings *bool                          `form:"include_embeddings,omitempty" json:"include_embeddings,omitempty"`
+	SortBy            *ExportConceptsParamsSortBy    `form:"sort_by,omitempty" json:"sort_by,omitempty"`
+	SortOrder         *ExportConceptsParamsSortOrder `form:"sort_order,omitempty" json:"sort_order,omitempty"`
+}
+
+// ExportConceptsParamsSortBy defines parameters for ExportConcepts.
+type ExportConceptsParamsSortBy string
+
+// ExportConceptsParamsSortOrder defines parameters for ExportConcepts.
+type ExportConceptsParamsSortOrder string
+
+// ImportConceptsParams defines parameters for ImportConcepts.
+type ImportConceptsParams struct {
+	// ConceptType The concept type of a CSV body (one without a concept_type column).
+	ConceptType *string `form:"concept_type,omitempty" json:"concept_type,omitempty"`
+
+	// Mint Mint for a CSV body (owner).
+	Mint *bool `form:"mint,omitempty" json:"mint,omitempty"`
+
+	// Threshold The accept threshold for a CSV body.
+	Threshold *float64 `form:"threshold,omitempty" json:"threshold,omitempty"`
+}
+
 // ListSemanticConceptReviewParams defines parameters for ListSemanticConceptReview.
 type ListSemanticConceptReviewParams struct {
 	// ConceptTypes Keeps these concept types (repeat the parameter, or separate with commas).
@@ -5342,6 +5475,9 @@ type DeleteSemanticConceptsJSONRequestBody = ConceptDeleteRequest
 
 // SemanticConceptsDeleteImpactJSONRequestBody defines body for SemanticConceptsDeleteImpact for application/json ContentType.
 type SemanticConceptsDeleteImpactJSONRequestBody = ConceptDeleteRequest
+
+// ImportConceptsJSONRequestBody defines body for ImportConcepts for application/json ContentType.
+type ImportConceptsJSONRequestBody = ConceptImportRequest
 
 // ConceptMergeJSONRequestBody defines body for ConceptMerge for application/json ContentType.
 type ConceptMergeJSONRequestBody = ConceptMergeRequest
