@@ -198,6 +198,10 @@ type Config struct {
 	// no model (provider::model); the default is the built-in local
 	// embedder, which needs no key and no network.
 	EmbeddingModel string `env:"ENRICH_EMBEDDING_MODEL" envDefault:"builtin::ngram-384"`
+	// ConceptJudgeModel (provider::model) is the identity judge of the
+	// semantic concepts' gray band; empty sends the gray band to the
+	// review list.
+	ConceptJudgeModel string `env:"ENRICH_CONCEPT_JUDGE_MODEL"`
 
 	// MaxExpertiseDomains bounds the expertise domains one model's run of
 	// a job calls: past it the domains are grouped (default

@@ -300,9 +300,21 @@ func provideConceptService(cfg Config, st *Stores, reg *llm.Registry, keys *app.
 	if err != nil {
 		return nil, fmt.Errorf("ENRICH_EMBEDDING_MODEL: %w", err)
 	}
-	return &app.ConceptService{Store: st.Concepts, Vectors: st.Vectors, Reviews: st.Reviews, Links: st.ConceptLinks,
-		Settings: st.EmbeddingSettings, Schemas: st.Schemas, Databases: st.Databases, Embedder: reg, Keys: keys, DefaultModel: def,
-		Clock: clock, IDs: ids, Log: lg, UoW: st.UoW, Entities: st.Entities}, nil
+	s := &app.ConceptService{Store: st.Concepts, Vectors: st.Vectors, Reviews: st.Reviews, Links: st.ConceptLinks,
+		Settings: st.EmbeddingSettings, Schemas: st.Schemas, Databases: st.Databases, Embedder: reg, Catalog: reg, Usage: st.Usage,
+		Keys: keys, DefaultModel: def, Clock: clock, IDs: ids, Log: lg, UoW: st.UoW, Entities: st.Entities}
+	if cfg.ConceptJudgeModel != "" {
+		k, err := model.ParseKey(cfg.ConceptJudgeModel)
+		if err != nil {
+			return nil, fmt.Errorf("ENRICH_CONCEPT_JUDGE_MODEL: %w", err)
+		}
+		info, err := reg.Model(k)
+		if err != nil {
+			return nil, fmt.Errorf("ENRICH_CONCEPT_JUDGE_MODEL: %w", err)
+		}
+		s.Judge = &app.LLMConceptJudge{LLM: reg, Model: info, Keys: keys, Usage: st.Usage, Clock: clock, IDs: ids, Log: lg}
+	}
+	return s, nil
 }
 
 // provideAttachmentLoader resolves jobs' attachment_ids against the stores'

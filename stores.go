@@ -36,7 +36,7 @@ func provideMemoryStores(codec ports.EventCodec) *Stores {
 	notes := memory.NewNotifications()
 	concepts := memory.NewConceptStore()
 	return &Stores{
-		Concepts: concepts, Vectors: concepts, Reviews: memory.NewConceptReviews(),
+		Concepts: concepts, Vectors: concepts, Reviews: memory.NewConceptReviews(), EmbeddingSettings: memory.NewEmbeddingSettings(),
 		Entities:    sync,
 		Credentials: memory.NewCredentialStore(sync), Snapshots: sync,
 		LoginFailures: memory.NewLoginThrottleStore(), DeniedTokens: memory.NewDeniedTokenStore(), Invitations: invitations,
@@ -87,6 +87,7 @@ func providePostgresStores(ctx context.Context, pdb *postgres.DB, cfg Config, cl
 		Credentials: postgres.NewCredentialStore(db), Snapshots: postgres.NewSnapshotReader(db),
 		Databases: postgres.NewDatabaseStore(db), Attachments: postgres.NewAttachmentStore(db), Blobs: postgres.NewBlobStore(db),
 		Concepts: postgres.NewConceptStore(db), Vectors: vectors, Reviews: postgres.NewConceptReviews(db),
+		EmbeddingSettings: postgres.NewEmbeddingSettings(db),
 		Invalidations: postgres.NewInvalidations(db, cfg.DatabaseURL, lg), Ready: func(ctx context.Context) error { return db.PingContext(ctx) },
 		Kind: "postgres",
 	}, nil

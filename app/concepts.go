@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 
 	"github.com/entityenrich/enrich/domain/concept"
@@ -44,7 +43,13 @@ type ConceptService struct {
 	Schemas   ports.SchemaStore
 	Databases ports.DatabaseStore
 	Embedder  ports.Embedder
-	Keys      *KeyRing
+	// Catalog prices embedding calls and checks the setting's models (nil:
+	// every model is free and any may be set).
+	Catalog ports.EmbeddingCatalog
+	// Usage is the ledger embedding and judge calls are charged to (nil:
+	// not recorded).
+	Usage ports.UsageLedger
+	Keys  *KeyRing
 	// Judge decides the gray band; nil sends it to the review list.
 	Judge ConceptJudge
 	// DefaultModel embeds for organizations that never chose a model.
@@ -225,51 +230,6 @@ func (s *ConceptService) reviewPairs(orgID string, slice concept.Slice, minted s
 			AID: minted, BID: n.ConceptID, Similarity: n.Similarity, Reason: reason, Detail: out.Reason, CreatedAt: s.Clock.Now()})
 	}
 	return pairs
-}
-
-// ModelFor is the embedding model of a slice: the one named, else the
-// organization's setting, else the server's default. A cleared setting
-// turns semantic ids off (409 semantic_ids_disabled).
-func (s *ConceptService) ModelFor(ctx context.Context, orgID, named string) (model.Key, error) {
-	if named != "" {
-		k, err := model.ParseKey(named)
-		if err != nil {
-			return model.Key{}, Invalid("embedding_model", "%s", err)
-		}
-		return k, nil
-	}
-	if s.Settings != nil {
-		m, set, err := s.Settings.EmbeddingModel(ctx, orgID)
-		if err != nil {
-			return model.Key{}, err
-		}
-		if set && m == "" {
-			return model.Key{}, coded(ports.ErrConflict, CodeSemanticDisabled,
-				"semantic ids are off for this organization: set an embedding model (PUT /api/org-keys/embedding-model)")
-		}
-		if set {
-			return model.ParseKey(m)
-		}
-	}
-	return s.DefaultModel, nil
-}
-
-// Embed returns the vectors of texts in model mk and the tokens they cost,
-// paid with the organization's key for the model's provider.
-func (s *ConceptService) Embed(ctx context.Context, orgID string, mk model.Key, texts []string) ([][]float32, int, error) {
-	req := ports.EmbedRequest{Model: mk, Texts: texts}
-	if s.Keys != nil {
-		cred, err := s.Keys.Pick(ctx, orgID, mk.Provider, "", nil)
-		if err != nil {
-			return nil, 0, err
-		}
-		req.Credential = cred
-	}
-	resp, err := s.Embedder.Embed(ctx, req)
-	if err != nil {
-		return nil, resp.InputTokens, fmt.Errorf("embed with %s: %w", mk, err)
-	}
-	return resp.Vectors, resp.InputTokens, nil
 }
 
 func cmpOr(v, def int) int {

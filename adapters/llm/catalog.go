@@ -37,6 +37,10 @@ type CatalogEntry struct {
 	Video     bool `json:"video"`
 	Reasoning bool `json:"reasoning"`
 	ToolCalls bool `json:"tool_calls"`
+	// Embedding marks an embedding model: input_usd_per_mtok is its
+	// price, dims the length of its vectors.
+	Embedding bool `json:"embedding"`
+	Dims      int  `json:"dims"`
 }
 
 // Catalog maps a model name or a composite key to its entry.
@@ -69,6 +73,9 @@ func LoadCatalog(overrides ...[]byte) (Catalog, error) {
 func (e CatalogEntry) check() error {
 	if e.Model == "" {
 		return fmt.Errorf("model is required")
+	}
+	if e.Dims < 0 {
+		return fmt.Errorf("%s: dims must not be negative", e.Model)
 	}
 	if e.ContextLength < 0 {
 		return fmt.Errorf("%s: context_length must not be negative", e.Model)

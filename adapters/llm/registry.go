@@ -86,6 +86,9 @@ type Registry struct {
 	timeout   time.Duration
 	hc        *http.Client
 	guarded   *http.Client
+	// cfg is the configuration with its catalog loaded: embedding models
+	// are priced from it on demand (EmbeddingModel).
+	cfg Config
 
 	clients *clientCache
 }
@@ -115,6 +118,7 @@ func NewRegistry(cfg Config) (*Registry, error) {
 		}
 		cfg.Catalog = c
 	}
+	r.cfg = cfg
 	r.hc = cfg.HTTPClient
 	if r.hc == nil {
 		r.hc = &http.Client{Transport: defaultTransport()}

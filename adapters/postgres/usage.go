@@ -26,7 +26,9 @@ type usageRow struct {
 	InputTokens  int       `bun:"input_tokens,notnull"`
 	OutputTokens int       `bun:"output_tokens,notnull"`
 	Searches     int       `bun:"web_search_calls,notnull"`
+	EmbedTokens  int       `bun:"embedding_tokens,notnull"`
 	Cost         int64     `bun:"cost,notnull"`
+	EmbedCost    int64     `bun:"embedding_cost,notnull"`
 	LatencyMS    int64     `bun:"latency_ms,notnull"`
 	Outcome      string    `bun:"outcome,notnull"`
 	CreatedAt    time.Time `bun:"created_at,notnull"`
@@ -55,8 +57,8 @@ func usageRows(entries []usage.Entry) *[]usageRow {
 	rows := make([]usageRow, len(entries))
 	for i, e := range entries {
 		rows[i] = usageRow{ID: e.ID, OrgID: e.OrgID, JobID: e.JobID, Task: e.Task, Model: e.Model, KeySource: e.KeySource, KeyID: e.KeyID,
-			InputTokens: e.InputTokens, OutputTokens: e.OutputTokens, Searches: e.WebSearchCalls, Cost: e.Cost, LatencyMS: e.LatencyMS,
-			Outcome: e.Outcome, CreatedAt: utc(e.CreatedAt)}
+			InputTokens: e.InputTokens, OutputTokens: e.OutputTokens, Searches: e.WebSearchCalls, EmbedTokens: e.EmbeddingTokens, Cost: e.Cost,
+			EmbedCost: e.EmbeddingCost, LatencyMS: e.LatencyMS, Outcome: e.Outcome, CreatedAt: utc(e.CreatedAt)}
 	}
 	return &rows
 }
@@ -71,8 +73,8 @@ func (l *UsageLedger) ListUsage(ctx context.Context, orgID string, from, to time
 	out := make([]usage.Entry, len(rows))
 	for i, r := range rows {
 		out[i] = usage.Entry{ID: r.ID, OrgID: r.OrgID, JobID: r.JobID, Task: r.Task, Model: r.Model, KeySource: r.KeySource, KeyID: r.KeyID,
-			InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, WebSearchCalls: r.Searches, Cost: r.Cost, LatencyMS: r.LatencyMS,
-			Outcome: r.Outcome, CreatedAt: utc(r.CreatedAt)}
+			InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, WebSearchCalls: r.Searches, EmbeddingTokens: r.EmbedTokens, Cost: r.Cost,
+			EmbeddingCost: r.EmbedCost, LatencyMS: r.LatencyMS, Outcome: r.Outcome, CreatedAt: utc(r.CreatedAt)}
 	}
 	return out, nil
 }
@@ -105,7 +107,9 @@ func (l *UsageLedger) AggregateUsage(ctx context.Context, sc usage.Scope, g usag
 		ColumnExpr("count(*) FILTER (WHERE outcome <> ?) AS failed", usage.OK).
 		ColumnExpr("coalesce(sum(input_tokens), 0) AS input_tokens").
 		ColumnExpr("coalesce(sum(output_tokens), 0) AS output_tokens").
+		ColumnExpr("coalesce(sum(embedding_tokens), 0) AS embedding_tokens").
 		ColumnExpr("coalesce(sum(cost), 0) AS cost").
+		ColumnExpr("coalesce(sum(embedding_cost), 0) AS embedding_cost").
 		ColumnExpr("coalesce(sum(latency_ms), 0) AS latency_ms").
 		Where("created_at >= ?", utc(sc.From)).Where("created_at < ?", utc(sc.To))
 	if g != usage.ByNothing {
@@ -126,7 +130,9 @@ func (l *UsageLedger) AggregateUsage(ctx context.Context, sc usage.Scope, g usag
 		Failed       int64  `bun:"failed"`
 		InputTokens  int64  `bun:"input_tokens"`
 		OutputTokens int64  `bun:"output_tokens"`
+		EmbedTokens  int64  `bun:"embedding_tokens"`
 		Cost         int64  `bun:"cost"`
+		EmbedCost    int64  `bun:"embedding_cost"`
 		LatencyMS    int64  `bun:"latency_ms"`
 	}
 	if err := q.Scan(ctx, &rows); err != nil {
@@ -138,7 +144,7 @@ func (l *UsageLedger) AggregateUsage(ctx context.Context, sc usage.Scope, g usag
 			continue // the one row of an ungrouped total over nothing
 		}
 		out = append(out, usage.Total{Key: r.Key, Requests: r.Requests, Failed: r.Failed, InputTokens: r.InputTokens,
-			OutputTokens: r.OutputTokens, Cost: r.Cost, LatencyMS: r.LatencyMS})
+			OutputTokens: r.OutputTokens, EmbeddingTokens: r.EmbedTokens, Cost: r.Cost, EmbeddingCost: r.EmbedCost, LatencyMS: r.LatencyMS})
 	}
 	return out, nil
 }

@@ -81,14 +81,21 @@ type Total struct {
 	Failed       int64 // calls whose outcome is not OK
 	InputTokens  int64
 	OutputTokens int64
-	// Cost is in micro-credits.
+	// EmbeddingTokens are the embedding calls' tokens (not in InputTokens).
+	EmbeddingTokens int64
+	// Cost is in micro-credits, embeddings included.
 	Cost int64
+	// EmbeddingCost is the part of Cost that paid for embeddings.
+	EmbeddingCost int64
 	// LatencyMS is the sum of the calls' latencies.
 	LatencyMS int64
 }
 
 // CostUSD is the total cost in US dollars.
 func (t Total) CostUSD() float64 { return float64(t.Cost) / 1e6 }
+
+// EmbeddingCostUSD is the embeddings' part of the cost in US dollars.
+func (t Total) EmbeddingCostUSD() float64 { return float64(t.EmbeddingCost) / 1e6 }
 
 // AvgCostUSD is the mean cost of one call in US dollars (0 with no call).
 func (t Total) AvgCostUSD() float64 {
@@ -166,7 +173,9 @@ func (t *Total) Add(e Entry) {
 	}
 	t.InputTokens += int64(e.InputTokens)
 	t.OutputTokens += int64(e.OutputTokens)
+	t.EmbeddingTokens += int64(e.EmbeddingTokens)
 	t.Cost += e.Cost
+	t.EmbeddingCost += e.EmbeddingCost
 	t.LatencyMS += e.LatencyMS
 }
 
@@ -178,7 +187,9 @@ func Sum(ts []Total) Total {
 		s.Failed += t.Failed
 		s.InputTokens += t.InputTokens
 		s.OutputTokens += t.OutputTokens
+		s.EmbeddingTokens += t.EmbeddingTokens
 		s.Cost += t.Cost
+		s.EmbeddingCost += t.EmbeddingCost
 		s.LatencyMS += t.LatencyMS
 	}
 	return s

@@ -29,12 +29,21 @@ type Entry struct {
 	// WebSearchCalls counts the web searches the call's provider tool made
 	// (enable_web_search); each is billed on top of the tokens, in Cost.
 	WebSearchCalls int
-	// Cost is in micro-credits; a credit is one US dollar.
-	Cost      int64
-	LatencyMS int64
-	Outcome   string
-	CreatedAt time.Time
+	// EmbeddingTokens are the input tokens of an embedding call (the
+	// semantic ids' vectors); a chat call has none.
+	EmbeddingTokens int
+	// Cost is in micro-credits; a credit is one US dollar. It is the
+	// whole call's, embeddings included.
+	Cost int64
+	// EmbeddingCost is the part of Cost that paid for embeddings.
+	EmbeddingCost int64
+	LatencyMS     int64
+	Outcome       string
+	CreatedAt     time.Time
 }
 
 // CostUSD is the cost in US dollars.
 func (e Entry) CostUSD() float64 { return float64(e.Cost) / 1e6 }
+
+// EmbeddingCostUSD is the embeddings' part of the cost in US dollars.
+func (e Entry) EmbeddingCostUSD() float64 { return float64(e.EmbeddingCost) / 1e6 }

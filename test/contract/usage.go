@@ -17,6 +17,13 @@ func newUsage(org string, n int) usage.Entry {
 		InputTokens: 100 + n, OutputTokens: 20 + n, WebSearchCalls: n % 3, Cost: int64(1000 + n), LatencyMS: int64(50 + n), Outcome: usage.OK, CreatedAt: at(n)}
 }
 
+// embeddingCall makes e an embedding call: its tokens are embedding
+// tokens and its cost is theirs.
+func embeddingCall(e usage.Entry) usage.Entry {
+	e.EmbeddingTokens, e.InputTokens, e.OutputTokens, e.EmbeddingCost = e.InputTokens+e.OutputTokens, 0, 0, e.Cost
+	return e
+}
+
 // RunUsageLedger runs the UsageLedger contract against the ledgers
 // newLedger returns.
 func RunUsageLedger(t *testing.T, newLedger func(t *testing.T) ports.UsageLedger) {
@@ -28,7 +35,7 @@ func RunUsageLedger(t *testing.T, newLedger func(t *testing.T) ports.UsageLedger
 		{"append and list round trip, oldest first, in UTC", func(t *testing.T, l ports.UsageLedger) {
 			is := is.New(t)
 			org := newID("org")
-			e2, e1 := newUsage(org, 2), newUsage(org, 1)
+			e2, e1 := embeddingCall(newUsage(org, 2)), newUsage(org, 1)
 			e3 := newUsage(org, 3)
 			e3.KeySource, e3.KeyID, e3.Outcome = "", "", "rate_limited"
 			is.NoErr(l.AppendUsage(ctx, []usage.Entry{e2, e1}))
@@ -87,6 +94,9 @@ func RunUsageLedger(t *testing.T, newLedger func(t *testing.T) ports.UsageLedger
 				e.Model = []string{"p::a", "p::b", "q::é"}[i%3]
 				if i%5 == 0 {
 					e.KeyID = ""
+				}
+				if i%5 == 1 {
+					e = embeddingCall(e)
 				}
 				if i%2 == 1 {
 					e.Outcome = "rate_limited"
