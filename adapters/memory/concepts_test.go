@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/entityenrich/enrich/adapters/memory"
+	"github.com/entityenrich/enrich/ports"
 	"github.com/entityenrich/enrich/test/contract"
 )
 
@@ -14,4 +15,8 @@ func TestConceptStore(t *testing.T) {
 	}
 	contract.RunConceptStore(t, newPorts)
 	contract.RunVectorIndex(t, newPorts)
+}
+
+func TestConceptLinks(t *testing.T) {
+	contract.RunConceptLinks(t, func(*testing.T) ports.ConceptLinks { return memory.NewConceptLinks() })
 }

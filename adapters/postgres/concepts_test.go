@@ -120,3 +120,13 @@ func hnswPlan(t *testing.T, db *postgres.DB) {
 		t.Fatalf("the lookup does not use the HNSW index:\n%s", strings.Join(plan, "\n"))
 	}
 }
+
+// TestConceptLinks runs the links suite on native PostgreSQL and PGlite.
+func TestConceptLinks(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			db := migrated(t, b.dsn(t))
+			contract.RunConceptLinks(t, func(*testing.T) ports.ConceptLinks { return postgres.NewConceptLinks(db) })
+		})
+	}
+}
