@@ -273,6 +273,17 @@ type ConceptLink struct {
 	CreatedAt time.Time
 }
 
+// ConceptWrites are what storing records that resolved concepts writes
+// besides them: their links, and the reference counts the links add (one
+// per link, to the concept and the alias it resolved through).
+type ConceptWrites struct {
+	Links []ConceptLink
+	Bumps []RefBump
+}
+
+// Empty reports whether there is nothing to write.
+func (w ConceptWrites) Empty() bool { return len(w.Links) == 0 && len(w.Bumps) == 0 }
+
 // ConceptUse counts what refers to a set of concepts: the record links,
 // and the schemas those records belong to.
 type ConceptUse struct {

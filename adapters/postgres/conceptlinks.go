@@ -1,7 +1,9 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
+	"maps"
 	"slices"
 	"time"
 
@@ -144,4 +146,49 @@ func (s *ConceptLinks) DeleteLinks(ctx context.Context, orgID string, conceptIDs
 	}
 	n, _ := res.RowsAffected()
 	return int(n), nil
+}
+
+// The statements of a job's end that write its records' concept links
+// and bump the reference counts, in pgx's placeholder form.
+var (
+	addLinksEndSQL = dollars(addLinksSQL)
+	// The rows are updated in id order, as every end does, so that two
+	// ends bumping the same concepts wait for each other, never deadlock.
+	bumpConceptsEndSQL = `UPDATE semantic_concepts c SET ref_count = greatest(0, c.ref_count + b.delta)
+		FROM unnest($1::text[], $2::bigint[]) AS b(id, delta) WHERE c.id = b.id AND c.org_id = $3`
+	bumpAliasesEndSQL = `UPDATE concept_aliases a SET ref_count = greatest(0, a.ref_count + b.delta)
+		FROM unnest($1::text[], $2::text[], $3::bigint[]) AS b(concept_id, id, delta)
+		WHERE a.id = b.id AND a.concept_id = b.concept_id AND a.org_id = $4`
+)
+
+// conceptEndStmts are the statements that store w with a job's end in
+// organization orgID.
+func conceptEndStmts(orgID string, w ports.ConceptWrites) []endStmt {
+	var stmts []endStmt
+	if len(w.Links) > 0 {
+		stmts = append(stmts, endStmt{addLinksEndSQL, addLinksArgs(w.Links)})
+	}
+	concepts, aliases := ports.SumRefBumps(w.Bumps)
+	if len(concepts) == 0 || !storable(orgID) {
+		return stmts
+	}
+	ids := slices.Sorted(maps.Keys(concepts))
+	ids = storableOnly(ids)
+	deltas := make([]int64, len(ids))
+	for i, id := range ids {
+		deltas[i] = int64(concepts[id])
+	}
+	stmts = append(stmts, endStmt{bumpConceptsEndSQL, []any{ids, deltas, orgID}})
+	keys := slices.SortedFunc(maps.Keys(aliases), func(a, b [2]string) int { return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1])) })
+	var cids, aids []string
+	var adeltas []int64
+	for _, k := range keys {
+		if storable(k[0], k[1]) {
+			cids, aids, adeltas = append(cids, k[0]), append(aids, k[1]), append(adeltas, int64(aliases[k]))
+		}
+	}
+	if len(cids) > 0 {
+		stmts = append(stmts, endStmt{bumpAliasesEndSQL, []any{cids, aids, adeltas, orgID}})
+	}
+	return stmts
 }

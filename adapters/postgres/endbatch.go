@@ -100,6 +100,9 @@ func endStmts(end ports.JobEnd, codec ports.EventCodec) ([]endStmt, error) {
 	for _, rec := range end.Records {
 		stmts = append(stmts, endStmt{insertRecordSQL, recordArgs(rec)})
 	}
+	if len(end.Records) > 0 {
+		stmts = append(stmts, conceptEndStmts(j.OrgID, end.Concepts)...)
+	}
 	for _, e := range end.Usage {
 		stmts = append(stmts, endStmt{insertUsageSQL, usageArgs(e)})
 	}
