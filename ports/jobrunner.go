@@ -138,10 +138,7 @@ type Outcome struct {
 	// Database is the entity layer's outcome of each record it decided on
 	// (by record id): saved, partial or rejected. The rejected ones have
 	// no write in Sync.
-	Database map[string]dbsync.Outcome
-	// Concepts are the concept links of Records and the reference counts
-	// they add, stored with them.
-	Concepts  ConceptWrites
+	Database  map[string]dbsync.Outcome
 	Completed job.JobCompleted
 	Failure   *Failure
 	// Usage is the run's LLM calls not handed to Work.Charge, written to

@@ -62,7 +62,10 @@ type Record struct {
 // property was resolved: the concept, as it was then, and the path of the
 // property in the output.
 type SemanticConceptRef struct {
-	ConceptID     string
+	ConceptID string
+	// AliasID is the alias the text resolved through ("" for an id the
+	// input carried); it is not shown.
+	AliasID       string
 	ConceptType   string
 	CanonicalText string
 	// Cosine is the similarity that decided a match; nil for an exact
