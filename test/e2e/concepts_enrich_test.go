@@ -11,7 +11,6 @@ import (
 func TestEnrichmentResolvesConcepts(t *testing.T) {
 	is := is.New(t)
 	cfg := testConfig("")
-	cfg.EmbeddingModel = "builtin::ngram-384"
 	s := start(t, cfg)
 	key := s.register("concepts-enrich@example.com").key
 	sc := s.createSchema(key, "Company", `{"type": "object", "properties": {

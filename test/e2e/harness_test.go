@@ -54,6 +54,7 @@ type service struct {
 func testConfig(dsn string) enrich.Config {
 	return enrich.Config{
 		DatabaseURL:     dsn,
+		EmbeddingModel:  "builtin::ngram-384",
 		Sandbox:         true,
 		JWTSecret:       strings.Repeat("s", 40),
 		PasswordHashing: "fast",
