@@ -34,16 +34,17 @@ func provideMemoryStores(codec ports.EventCodec) *Stores {
 	// share one SyncStore.
 	sync := memory.NewSyncStore()
 	notes := memory.NewNotifications()
-	concepts := memory.NewConceptStore()
+	concepts, links := memory.NewConceptStore(), memory.NewConceptLinks()
 	return &Stores{
 		Concepts: concepts, Vectors: concepts, Reviews: memory.NewConceptReviews(), EmbeddingSettings: memory.NewEmbeddingSettings(),
-		Entities:    sync,
-		Credentials: memory.NewCredentialStore(sync), Snapshots: sync,
+		ConceptLinks: links,
+		Entities:     sync,
+		Credentials:  memory.NewCredentialStore(sync), Snapshots: sync,
 		LoginFailures: memory.NewLoginThrottleStore(), DeniedTokens: memory.NewDeniedTokenStore(), Invitations: invitations,
 		Orgs: orgs, Users: users, Keys: keys, Schemas: schemas, Records: records, Jobs: jobs, Events: events,
 		RefreshTokens: refresh, Queue: queue, ProviderKeys: memory.NewProviderKeyStore(), Usage: ledger, OrgProviders: memory.NewProviderStore(),
 		UoW: memory.NewUnitOfWork(orgs, users, keys, schemas, records, jobs, events, refresh, queue).WithUsage(ledger).WithInvitations(invitations).
-			WithSync(sync).WithOutbox(notes),
+			WithSync(sync).WithOutbox(notes).WithConcepts(concepts, links),
 		Subscriptions: notes, Outbox: notes, LinkWebhooks: memory.NewLinkWebhooks(sync),
 		Databases: sync, Feed: sync, Attachments: memory.NewAttachmentStore(), Blobs: memory.NewBlobStore(), Kind: "memory",
 	}
@@ -87,7 +88,7 @@ func providePostgresStores(ctx context.Context, pdb *postgres.DB, cfg Config, cl
 		Credentials: postgres.NewCredentialStore(db), Snapshots: postgres.NewSnapshotReader(db),
 		Databases: postgres.NewDatabaseStore(db), Attachments: postgres.NewAttachmentStore(db), Blobs: postgres.NewBlobStore(db),
 		Concepts: postgres.NewConceptStore(db), Vectors: vectors, Reviews: postgres.NewConceptReviews(db),
-		EmbeddingSettings: postgres.NewEmbeddingSettings(db),
+		EmbeddingSettings: postgres.NewEmbeddingSettings(db), ConceptLinks: postgres.NewConceptLinks(db),
 		Invalidations: postgres.NewInvalidations(db, cfg.DatabaseURL, lg), Ready: func(ctx context.Context) error { return db.PingContext(ctx) },
 		Kind: "postgres",
 	}, nil

@@ -82,7 +82,12 @@ func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 		return nil, nil, err
 	}
 	attachmentLoader := provideAttachmentLoader(stores, blobStore)
-	enricher := app.NewEnricher(schemaStore, entityStore, schemas, compiler, codec, modelService, calls, fuser, clock, logger, enrichMemos, enrichConfig, attachmentLoader)
+	conceptService, err := provideConceptService(cfg, stores, registry, keyRing, clock, iDs, logger)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	enricher := app.NewEnricher(schemaStore, entityStore, schemas, compiler, codec, modelService, calls, fuser, clock, logger, enrichMemos, enrichConfig, attachmentLoader, conceptService)
 	hub, cleanup2 := provideStream(stores, clock, logger)
 	schemaGenerator := app.NewSchemaGenerator(modelService, calls, codec, schemaStore, schemaService, compiler, clock, iDs, logger, attachmentLoader)
 	merger := app.NewMerger(fuser, recordStore, schemaStore, schemas, compiler, codec, clock, iDs, logger, entityStore, attachmentLoader)
@@ -122,12 +127,6 @@ func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	dispatcher := provideDispatcher(cfg, enrichNotifyStores, sender, fernet, clock, logger)
 	entityService := provideEntityService(stores, schemaStore, recordStore, unitOfWork, compiler, clock, iDs, schemaEvents)
 	attachmentService := provideAttachmentService(cfg, stores, blobStore, clock, iDs, logger)
-	conceptService, err := provideConceptService(cfg, stores, registry, keyRing, clock, iDs, logger)
-	if err != nil {
-		cleanup2()
-		cleanup()
-		return nil, nil, err
-	}
 	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService, feedService, consumerService, notificationService, dispatcher, entityService, attachmentLoader, attachmentService, conceptService)
 	return embedded, func() {
 		cleanup2()
@@ -215,7 +214,13 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 		return nil, nil, err
 	}
 	attachmentLoader := provideAttachmentLoader(stores, blobStore)
-	enricher := app.NewEnricher(schemaStore, entityStore, schemas, compiler, codec, modelService, calls, fuser, clock, logger, enrichMemos, enrichConfig, attachmentLoader)
+	conceptService, err := provideConceptService(cfg, stores, registry, keyRing, clock, iDs, logger)
+	if err != nil {
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
+	enricher := app.NewEnricher(schemaStore, entityStore, schemas, compiler, codec, modelService, calls, fuser, clock, logger, enrichMemos, enrichConfig, attachmentLoader, conceptService)
 	hub, cleanup3 := provideStream(stores, clock, logger)
 	schemaGenerator := app.NewSchemaGenerator(modelService, calls, codec, schemaStore, schemaService, compiler, clock, iDs, logger, attachmentLoader)
 	merger := app.NewMerger(fuser, recordStore, schemaStore, schemas, compiler, codec, clock, iDs, logger, entityStore, attachmentLoader)
@@ -256,13 +261,6 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	dispatcher := provideDispatcher(cfg, enrichNotifyStores, sender, fernet, clock, logger)
 	entityService := provideEntityService(stores, schemaStore, recordStore, unitOfWork, compiler, clock, iDs, schemaEvents)
 	attachmentService := provideAttachmentService(cfg, stores, blobStore, clock, iDs, logger)
-	conceptService, err := provideConceptService(cfg, stores, registry, keyRing, clock, iDs, logger)
-	if err != nil {
-		cleanup3()
-		cleanup2()
-		cleanup()
-		return nil, nil, err
-	}
 	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService, feedService, consumerService, notificationService, dispatcher, entityService, attachmentLoader, attachmentService, conceptService)
 	return embedded, func() {
 		cleanup3()
@@ -334,7 +332,12 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 		return nil, nil, err
 	}
 	attachmentLoader := provideAttachmentLoader(st, blobStore)
-	enricher := app.NewEnricher(schemaStore, entityStore, schemas, compiler, codec, modelService, calls, fuser, clock, logger, enrichMemos, enrichConfig, attachmentLoader)
+	conceptService, err := provideConceptService(cfg, st, registry, keyRing, clock, iDs, logger)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	enricher := app.NewEnricher(schemaStore, entityStore, schemas, compiler, codec, modelService, calls, fuser, clock, logger, enrichMemos, enrichConfig, attachmentLoader, conceptService)
 	hub, cleanup2 := provideStream(st, clock, logger)
 	schemaGenerator := app.NewSchemaGenerator(modelService, calls, codec, schemaStore, schemaService, compiler, clock, iDs, logger, attachmentLoader)
 	merger := app.NewMerger(fuser, recordStore, schemaStore, schemas, compiler, codec, clock, iDs, logger, entityStore, attachmentLoader)
@@ -374,12 +377,6 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 	dispatcher := provideDispatcher(cfg, enrichNotifyStores, sender, fernet, clock, logger)
 	entityService := provideEntityService(st, schemaStore, recordStore, unitOfWork, compiler, clock, iDs, schemaEvents)
 	attachmentService := provideAttachmentService(cfg, st, blobStore, clock, iDs, logger)
-	conceptService, err := provideConceptService(cfg, st, registry, keyRing, clock, iDs, logger)
-	if err != nil {
-		cleanup2()
-		cleanup()
-		return nil, nil, err
-	}
 	embedded := provideEmbedded(st, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService, feedService, consumerService, notificationService, dispatcher, entityService, attachmentLoader, attachmentService, conceptService)
 	return embedded, func() {
 		cleanup2()

@@ -27,7 +27,7 @@ func testEnricher(store ports.SchemaStore, cache ports.SchemaCache, llm ports.LL
 	models := app.NewModelService(nil, catalog, nil)
 	calls := app.NewCalls(llm, nil, nil, clock, system.IDs{}, lg, app.CallsConfig{})
 	e := app.NewEnricher(store, nil, cache, jsonschema.New(schema.Limits{}), jobcodec.New(), models, calls, app.NewFuser(models, calls, clock, lg), clock, lg,
-		app.EnrichMemos{}, app.EnrichConfig{}, nil)
+		app.EnrichMemos{}, app.EnrichConfig{}, nil, nil)
 	e.RetryBackoff = 1
 	return e
 }

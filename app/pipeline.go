@@ -316,7 +316,7 @@ func (s *Enricher) runModel(ctx context.Context, er *entityRun, m model.Info) ou
 	}
 	o, outs, breakdown := sumParts(pl, m, parts)
 	if o.err == nil {
-		o.result, o.err = s.finish(er, m, outs, &o)
+		o.result, o.err = s.finish(ctx, er, m, outs, &o)
 		if o.err != nil && o.code == "" {
 			o.code = job.CodeOutputInvalid
 		}
@@ -456,7 +456,7 @@ func sumParts(pl *plan, m model.Info, parts []modelPart) (outcome, []map[string]
 
 // finish merges one model's parts, validates the whole, and builds the
 // record, which the job runtime stores with the job's end.
-func (s *Enricher) finish(er *entityRun, m model.Info, parts []map[string]any, o *outcome) (map[string]any, error) {
+func (s *Enricher) finish(ctx context.Context, er *entityRun, m model.Info, parts []map[string]any, o *outcome) (map[string]any, error) {
 	pl := er.pl
 	merged, err := enrichment.Merge(parts)
 	if err != nil {
@@ -477,6 +477,7 @@ func (s *Enricher) finish(er *entityRun, m model.Info, parts []map[string]any, o
 		JobID: er.jobID, Model: m.Key.String(), Strategy: pl.choice.Strategy, EntityData: er.entity, StructuredOutput: out,
 		Cost: o.cost, InputTokens: o.inTokens, OutputTokens: o.outTokens, WebSearchCalls: o.searches, Sandbox: m.Sandbox,
 		CreatedAt: s.Clock.Now(), Attachments: pl.atts.refs()}
+	s.resolveConcepts(ctx, er, o.record, merged)
 	return merged, nil
 }
 

@@ -46,8 +46,11 @@ type Enricher struct {
 	Models *ModelService
 	Calls  *Calls
 	Fuser  *Fuser
-	Clock  ports.Clock
-	Log    *slog.Logger
+	// Concepts resolves the schemas' semantic_id properties (nil: they
+	// are left as the models answered).
+	Concepts *ConceptService
+	Clock    ports.Clock
+	Log      *slog.Logger
 
 	// CallParallelism bounds the concurrent LLM calls of one model (default 4).
 	CallParallelism int
@@ -92,8 +95,8 @@ type EnrichMemos struct {
 // memos may be nil: see the fields).
 func NewEnricher(schemas ports.SchemaStore, entities ports.EntityStore, cache ports.SchemaCache, compiler ports.SchemaCompiler,
 	requests JobRequests, models *ModelService, calls *Calls, fuser *Fuser, clock ports.Clock, log *slog.Logger, memos EnrichMemos,
-	cfg EnrichConfig, atts *AttachmentLoader) *Enricher {
-	return &Enricher{Schemas: schemas, Entities: entities, SchemaCache: cache, Compiler: compiler, Contracts: memos.Contracts, Shapes: memos.Shapes,
+	cfg EnrichConfig, atts *AttachmentLoader, concepts *ConceptService) *Enricher {
+	return &Enricher{Concepts: concepts, Schemas: schemas, Entities: entities, SchemaCache: cache, Compiler: compiler, Contracts: memos.Contracts, Shapes: memos.Shapes,
 		Requests: requests, Attachments: atts, Models: models, Calls: calls, Fuser: fuser, Clock: clock, Log: log, MaxAttempts: cfg.MaxAttempts,
 		BatchMaxEntities: cfg.BatchMaxEntities, BatchConcurrency: cfg.BatchConcurrency, MaxDomains: cfg.MaxDomains}
 }
@@ -208,6 +211,8 @@ type plan struct {
 	keys map[string]*runKey
 	// usage collects the run's LLM calls for the ledger.
 	usage usageLog
+	// semantic are the schema's semantic_id properties.
+	semantic []semanticProp
 }
 
 // usageLog collects a run's ledger entries; its calls run concurrently.
@@ -353,6 +358,7 @@ func (s *Enricher) checkPlan(ctx context.Context, orgID string, req EnrichReques
 		return nil, shapeErr
 	}
 	pl.doc, pl.whole, pl.choice, pl.calls = sh.doc, sh.whole, sh.choice, sh.calls
+	pl.semantic = semanticProps(doc, sc.Name)
 	if err := s.checkPlannedCalls(pl); err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/entityenrich/enrich/domain/concept"
+	"github.com/entityenrich/enrich/domain/enrichment"
 	"github.com/entityenrich/enrich/domain/text"
 )
 
@@ -300,6 +301,31 @@ type ConceptLink struct {
 	Cosine    *float64
 	CreatedAt time.Time
 }
+
+// ConceptWrites are what storing records that resolved concepts writes
+// besides them: their links, and the reference counts the links add (one
+// per link, to the concept and the alias it resolved through).
+type ConceptWrites struct {
+	Links []ConceptLink
+	Bumps []RefBump
+}
+
+// ConceptWritesOf are the concept writes of records: a link per
+// resolved semantic concept (SemanticConcepts), and one reference each.
+func ConceptWritesOf(records []*enrichment.Record) ConceptWrites {
+	var w ConceptWrites
+	for _, r := range records {
+		for _, c := range r.SemanticConcepts {
+			w.Links = append(w.Links, ConceptLink{OrgID: r.OrgID, ConceptID: c.ConceptID, AliasID: c.AliasID, RecordID: r.ID,
+				SchemaID: r.SchemaID, JSONPath: c.JSONPath, Cosine: c.Cosine, CreatedAt: r.CreatedAt})
+			w.Bumps = append(w.Bumps, RefBump{ConceptID: c.ConceptID, AliasID: c.AliasID, Delta: 1})
+		}
+	}
+	return w
+}
+
+// Empty reports whether there is nothing to write.
+func (w ConceptWrites) Empty() bool { return len(w.Links) == 0 && len(w.Bumps) == 0 }
 
 // ConceptUse counts what refers to a set of concepts: the record links,
 // and the schemas those records belong to.

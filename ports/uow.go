@@ -83,6 +83,9 @@ type JobEnd struct {
 	// with the records): each entity row, its revision and its data
 	// deltas commit with the end, or nothing of it does.
 	Sync []EntityWrite
+	// Concepts are the records' concept links and the reference counts
+	// they add (written only with the records, in the end's commit).
+	Concepts ConceptWrites
 	// SchemaEvents are queued as deliveries to their schemas'
 	// subscriptions in the end's commit (see EventQueue; a store without
 	// an outbox drops them).

@@ -155,7 +155,17 @@ func (s *Server) getSchema(w http.ResponseWriter, r *http.Request) {
 
 func toRecordDetail(rc *enrichment.Record) api.Record {
 	return api.Record{RecordSummary: toRecordSummary(rc), EntityData: rc.EntityData, EntityInputData: rc.EntityData,
-		StructuredOutput: rc.StructuredOutput, ValidationErrors: []string{}, Attachments: toAttachmentRefs(rc.Attachments)}
+		StructuredOutput: rc.StructuredOutput, ValidationErrors: []string{}, Attachments: toAttachmentRefs(rc.Attachments),
+		SemanticConcepts: toConceptRefs(rc.SemanticConcepts)}
+}
+
+func toConceptRefs(refs []enrichment.SemanticConceptRef) []api.SemanticConceptRef {
+	out := make([]api.SemanticConceptRef, 0, len(refs))
+	for _, c := range refs {
+		out = append(out, api.SemanticConceptRef{CanonicalText: c.CanonicalText, ConceptId: c.ConceptID, ConceptType: c.ConceptType,
+			Cosine: c.Cosine, JsonPath: c.JSONPath})
+	}
+	return out
 }
 
 func toAttachmentRefs(refs []enrichment.AttachmentRef) []api.AttachmentRef {

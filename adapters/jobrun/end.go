@@ -179,6 +179,7 @@ func (e *Engine) storeEnd(ctx context.Context, r *run, create bool, end ending, 
 		// The entity-layer writes and the schema events go with their
 		// records, or not at all.
 		je.Records, je.Sync, je.SchemaEvents = out.Records, out.Sync, out.SchemaEvents
+		je.Concepts = ports.ConceptWritesOf(out.Records)
 	}
 	if err := end.apply(je.Job, e.Clock.Now()); err != nil {
 		return err

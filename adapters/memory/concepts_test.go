@@ -20,3 +20,7 @@ func TestConceptStore(t *testing.T) {
 func TestConceptReviews(t *testing.T) {
 	contract.RunConceptReviews(t, func(*testing.T) ports.ConceptReviews { return memory.NewConceptReviews() })
 }
+
+func TestConceptLinks(t *testing.T) {
+	contract.RunConceptLinks(t, func(*testing.T) ports.ConceptLinks { return memory.NewConceptLinks() })
+}

@@ -113,6 +113,12 @@ func cloneRecord(r enrichment.Record) *enrichment.Record {
 		r.Fusion = &f
 	}
 	r.Attachments = append([]enrichment.AttachmentRef(nil), r.Attachments...)
+	r.SemanticConcepts = append([]enrichment.SemanticConceptRef(nil), r.SemanticConcepts...)
+	for i, c := range r.SemanticConcepts {
+		if c.Cosine != nil {
+			r.SemanticConcepts[i].Cosine = new(*c.Cosine)
+		}
+	}
 	return &r
 }
 

@@ -45,6 +45,9 @@ type UnitOfWork struct {
 	sync *SyncStore
 	// outbox, when set, is Repos.Outbox.
 	outbox *Notifications
+	// concepts and links, when set, take a job's end's concept writes.
+	concepts *ConceptStore
+	links    *ConceptLinks
 }
 
 // NewUnitOfWork returns a UnitOfWork over these stores. queue receives the
@@ -427,6 +430,24 @@ func (w *UnitOfWork) EndJob(ctx context.Context, end ports.JobEnd) error {
 				return err
 			}
 		}
-		return r.Events.Append(ctx, end.Events)
+		if err := r.Events.Append(ctx, end.Events); err != nil {
+			return err
+		}
+		// Last, as nothing after them can fail: the vocabulary has no
+		// undo log.
+		if len(end.Records) > 0 && w.links != nil && !end.Concepts.Empty() {
+			if err := w.links.AddLinks(ctx, end.Concepts.Links); err != nil {
+				return err
+			}
+			return w.concepts.BumpRefCounts(ctx, end.Job.OrgID, end.Concepts.Bumps)
+		}
+		return nil
 	})
+}
+
+// WithConcepts makes a job's end store its records' concept links in
+// links and bump their reference counts in concepts.
+func (w *UnitOfWork) WithConcepts(concepts *ConceptStore, links *ConceptLinks) *UnitOfWork {
+	w.concepts, w.links = concepts, links
+	return w
 }

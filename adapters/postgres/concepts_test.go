@@ -131,3 +131,13 @@ func TestConceptReviews(t *testing.T) {
 		})
 	}
 }
+
+// TestConceptLinks runs the links suite on native PostgreSQL and PGlite.
+func TestConceptLinks(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			db := migrated(t, b.dsn(t))
+			contract.RunConceptLinks(t, func(*testing.T) ports.ConceptLinks { return postgres.NewConceptLinks(db) })
+		})
+	}
+}

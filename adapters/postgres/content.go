@@ -222,6 +222,9 @@ type recordRow struct {
 	Fusion json.RawMessage `bun:"fusion,nullzero"`
 	// Attachments are the attachments the run read.
 	Attachments json.RawMessage `bun:"attachments,nullzero"`
+	// SemanticConcepts are the concepts the record's semantic_id
+	// properties resolved to.
+	SemanticConcepts json.RawMessage `bun:"semantic_concepts,nullzero"`
 }
 
 func (r *recordRow) record() *enrichment.Record {
@@ -229,7 +232,7 @@ func (r *recordRow) record() *enrichment.Record {
 		JobID: r.JobID, Model: r.Model, Strategy: enrichment.Strategy(r.Strategy), EntityData: jsonOrNil(r.EntityData),
 		StructuredOutput: jsonOrNil(r.StructuredOutput), Cost: r.Cost, InputTokens: r.InputTokens,
 		OutputTokens: r.OutputTokens, WebSearchCalls: r.WebSearchCalls, Sandbox: r.Sandbox, CreatedAt: utc(r.CreatedAt), DeletedAt: utcPtr(r.DeletedAt),
-		Fusion: fusionOf(r.Fusion), Attachments: attachmentRefsOf(r.Attachments)}
+		Fusion: fusionOf(r.Fusion), Attachments: attachmentRefsOf(r.Attachments), SemanticConcepts: conceptRefsOf(r.SemanticConcepts)}
 }
 
 func attachmentRefsOf(b json.RawMessage) []enrichment.AttachmentRef {
@@ -275,7 +278,26 @@ func recordToRow(rec *enrichment.Record) recordRow {
 		Model: rec.Model, Strategy: string(rec.Strategy), EntityData: jsonOrNil(rec.EntityData),
 		StructuredOutput: jsonOrNil(rec.StructuredOutput), Cost: rec.Cost, InputTokens: rec.InputTokens,
 		OutputTokens: rec.OutputTokens, WebSearchCalls: rec.WebSearchCalls, Sandbox: rec.Sandbox, CreatedAt: utc(rec.CreatedAt), DeletedAt: utcPtr(rec.DeletedAt),
-		Fusion: fusionJSON(rec.Fusion), Attachments: attachmentRefsJSON(rec.Attachments)}
+		Fusion: fusionJSON(rec.Fusion), Attachments: attachmentRefsJSON(rec.Attachments), SemanticConcepts: conceptRefsJSON(rec.SemanticConcepts)}
+}
+
+func conceptRefsOf(b json.RawMessage) []enrichment.SemanticConceptRef {
+	if len(b) == 0 || string(b) == "null" {
+		return nil
+	}
+	var refs []enrichment.SemanticConceptRef
+	if json.Unmarshal(b, &refs) != nil {
+		return nil
+	}
+	return refs
+}
+
+func conceptRefsJSON(refs []enrichment.SemanticConceptRef) json.RawMessage {
+	if len(refs) == 0 {
+		return nil
+	}
+	b, _ := json.Marshal(refs)
+	return b
 }
 
 // RecordStore keeps enrichment records in the records table.
@@ -332,7 +354,7 @@ func getRecord(ctx context.Context, db *sql.DB, orgID, id string) (recordRow, er
 		var schemaID, jobID *string
 		err := c.QueryRow(ctx, q, args...).Scan(&r.ID, &r.OrgID, &r.Type, &schemaID, &jobID, &r.Model, &r.Strategy,
 			&r.EntityData, &r.StructuredOutput, &r.Cost, &r.InputTokens, &r.OutputTokens, &r.WebSearchCalls,
-			&r.Sandbox, &r.CreatedAt, &r.DeletedAt, &r.Fusion, &r.Attachments)
+			&r.Sandbox, &r.CreatedAt, &r.DeletedAt, &r.Fusion, &r.Attachments, &r.SemanticConcepts)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return sql.ErrNoRows
 		}

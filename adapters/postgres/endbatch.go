@@ -50,10 +50,10 @@ const pauseJobSQL = "WITH j AS (UPDATE jobs SET state = $1, error_code = $2, err
 	"WHERE id = $6 AND attempt = $7 AND state = $8 RETURNING 1) SELECT enrich_require_held(count(*), $6) FROM j"
 
 const recordColumns = "id, org_id, type, schema_id, job_id, model, strategy, entity_data, structured_output, cost, " +
-	"input_tokens, output_tokens, web_search_calls, sandbox, created_at, deleted_at, fusion, attachments"
+	"input_tokens, output_tokens, web_search_calls, sandbox, created_at, deleted_at, fusion, attachments, semantic_concepts"
 
 const insertRecordSQL = "INSERT INTO records (" + recordColumns + ") VALUES " +
-	"($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)"
+	"($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)"
 
 const usageColumns = "id, org_id, job_id, task, model, key_source, key_id, input_tokens, output_tokens, " +
 	"web_search_calls, cost, latency_ms, outcome, created_at"
@@ -100,6 +100,9 @@ func endStmts(end ports.JobEnd, codec ports.EventCodec) ([]endStmt, error) {
 	for _, rec := range end.Records {
 		stmts = append(stmts, endStmt{insertRecordSQL, recordArgs(rec)})
 	}
+	if len(end.Records) > 0 {
+		stmts = append(stmts, conceptEndStmts(j.OrgID, end.Concepts)...)
+	}
 	for _, e := range end.Usage {
 		stmts = append(stmts, endStmt{insertUsageSQL, usageArgs(e)})
 	}
@@ -129,7 +132,7 @@ func recordArgs(rec *enrichment.Record) []any {
 	return []any{rec.ID, rec.OrgID, string(rec.Type), textOrNull(rec.SchemaID), textOrNull(rec.JobID), rec.Model,
 		string(rec.Strategy), jsonArg(rec.EntityData), jsonArg(rec.StructuredOutput), rec.Cost, rec.InputTokens,
 		rec.OutputTokens, rec.WebSearchCalls, rec.Sandbox, utc(rec.CreatedAt), deleted, jsonArg(fusionJSON(rec.Fusion)),
-		jsonArg(attachmentRefsJSON(rec.Attachments))}
+		jsonArg(attachmentRefsJSON(rec.Attachments)), jsonArg(conceptRefsJSON(rec.SemanticConcepts))}
 }
 
 func usageArgs(e usage.Entry) []any {

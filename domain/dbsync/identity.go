@@ -47,6 +47,7 @@ func IdentityOf(m relmap.Map, state map[string]any) (Identity, error) {
 	}
 	id := Identity{EntityType: m.EntityType, Keys: map[string]string{}}
 	pairs := make([][2]any, 0, len(k))
+	var semantic [][2]any
 	for _, c := range m.KeyColumns() {
 		v := k[c.Name]
 		pairs = append(pairs, [2]any{c.Name, keyText(v)})
@@ -56,7 +57,14 @@ func IdentityOf(m relmap.Map, state map[string]any) (Identity, error) {
 		id.Keys[c.Name] = *keyText(v)
 		if semanticID(c) {
 			id.SemanticID = *keyText(v)
+			semantic = [][2]any{{c.Name, keyText(v)}}
 		}
+	}
+	if semantic != nil {
+		// The concept id names the entity whatever text it was resolved
+		// from: "IBM" and "International Business Machines Corp." resolved
+		// to one concept are one entity.
+		pairs = semantic
 	}
 	b, err := json.Marshal(pairs)
 	if err != nil {
@@ -66,10 +74,11 @@ func IdentityOf(m relmap.Map, state map[string]any) (Identity, error) {
 	return id, nil
 }
 
-// semanticID reports whether c is the semantic_id property's column (by
-// the convention of its name: the property semantic_id).
+// semanticID reports whether c is the semantic_id property's column: the
+// property marked semantic_id, or, in a map projected before the mark was
+// kept, the property named semantic_id.
 func semanticID(c relmap.Column) bool {
-	return len(c.Path) > 0 && c.Path[len(c.Path)-1] == "semantic_id"
+	return c.Semantic || len(c.Path) > 0 && c.Path[len(c.Path)-1] == "semantic_id"
 }
 
 // keyText is a key value as text: a string as it is, a number in its JSON

@@ -53,6 +53,25 @@ type Record struct {
 	Fusion *Fusion
 	// Attachments are the documents the record's run read (attachment_ids).
 	Attachments []AttachmentRef
+	// SemanticConcepts are the concepts the record's semantic_id
+	// properties resolved to, one per object that carries one.
+	SemanticConcepts []SemanticConceptRef
+}
+
+// SemanticConceptRef is one object of a record's output whose semantic_id
+// property was resolved: the concept, as it was then, and the path of the
+// property in the output.
+type SemanticConceptRef struct {
+	ConceptID string
+	// AliasID is the alias the text resolved through ("" for an id the
+	// input carried); it is not shown.
+	AliasID       string
+	ConceptType   string
+	CanonicalText string
+	// Cosine is the similarity that decided a match; nil for an exact
+	// hit, a mint or an id the input carried.
+	Cosine   *float64
+	JSONPath string
 }
 
 // AttachmentRef is one attachment a record's run read, as it was then: the

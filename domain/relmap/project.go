@@ -337,9 +337,16 @@ func (w *walk) property(raw map[string]any, path []string, required bool, depth 
 			return nil
 		}
 	}
-	key := raw["identifying"] == true || raw["database_key"] == true || raw["semantic_id"] == true ||
-		p["identifying"] == true || p["database_key"] == true || p["semantic_id"] == true
-	return w.column(p, path, required, key)
+	semantic := raw["semantic_id"] == true || p["semantic_id"] == true
+	key := raw["identifying"] == true || raw["database_key"] == true || p["identifying"] == true || p["database_key"] == true || semantic
+	n := len(w.t.Columns)
+	if err := w.column(p, path, required, key); err != nil {
+		return err
+	}
+	if semantic && len(w.t.Columns) > n && w.t.Columns[n].Role == RoleKey {
+		w.t.Columns[n].Semantic = true
+	}
+	return nil
 }
 
 func (w *walk) column(p map[string]any, path []string, required, key bool) error {

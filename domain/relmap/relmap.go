@@ -157,6 +157,9 @@ type Column struct {
 	// IndexClass is "key" (identifying) or "filterable" (an index intent,
 	// an enum, or a boolean, number, date or uuid column); "" otherwise.
 	IndexClass string `json:"index_class,omitempty"`
+	// Semantic marks the key column of the object's semantic_id property:
+	// its concept id is the entity's identity when it has one.
+	Semantic bool `json:"semantic,omitempty"`
 }
 
 // Index is a secondary index. Text columns get hash indexes: a btree

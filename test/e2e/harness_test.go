@@ -54,6 +54,7 @@ type service struct {
 func testConfig(dsn string) enrich.Config {
 	return enrich.Config{
 		DatabaseURL:     dsn,
+		EmbeddingModel:  "builtin::ngram-384",
 		Sandbox:         true,
 		JWTSecret:       strings.Repeat("s", 40),
 		PasswordHashing: "fast",
@@ -62,7 +63,6 @@ func testConfig(dsn string) enrich.Config {
 		SchemaCacheTTL:  time.Minute, // the environment's default
 		ShutdownGrace:   2 * time.Second,
 		SSEHeartbeat:    15 * time.Second,
-		EmbeddingModel:  "builtin::ngram-384", // the environment's default
 		// Errors reach the test output; the rest is noise.
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
 	}

@@ -3911,6 +3911,10 @@ type Record struct {
 	// EntityInputData The same (the reference's name).
 	EntityInputData json.RawMessage `json:"entity_input_data"`
 
+	// SemanticConcepts The semantic concepts the record's semantic_id properties resolved to, one per object
+	// (root, nested or array item) that carries one. Empty when none.
+	SemanticConcepts []SemanticConceptRef `json:"semantic_concepts"`
+
 	// StructuredOutput The enrichment result, valid against the schema.
 	StructuredOutput json.RawMessage `json:"structured_output"`
 	ValidationErrors []string        `json:"validation_errors"`
@@ -4375,6 +4379,20 @@ type SemanticConceptList struct {
 	Limit  int                      `json:"limit"`
 	Offset int                      `json:"offset"`
 	Total  int                      `json:"total"`
+}
+
+// SemanticConceptRef One object of a record's output whose semantic_id property was resolved to a concept.
+type SemanticConceptRef struct {
+	// CanonicalText The concept's canonical text when the record was made.
+	CanonicalText string `json:"canonical_text"`
+	ConceptId     string `json:"concept_id"`
+	ConceptType   string `json:"concept_type"`
+
+	// Cosine The similarity that decided a match; null for an exact hit, a new concept or an id the input carried.
+	Cosine *float64 `json:"cosine"`
+
+	// JsonPath The semantic_id property's path in structured_output, e.g. $.id or $.offices[0].id.
+	JsonPath string `json:"json_path"`
 }
 
 // SemanticConceptSummary defines model for SemanticConceptSummary.

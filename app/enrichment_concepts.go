@@ -1,0 +1,249 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"strings"
+
+	"github.com/entityenrich/enrich/domain/concept"
+	"github.com/entityenrich/enrich/domain/enrichment"
+)
+
+// semanticProp is a semantic_id property of a job's schema with what
+// resolving it needs: the schema of the object holding it and its
+// concept type.
+type semanticProp struct {
+	prop concept.Property
+	obj  map[string]any
+	typ  string
+}
+
+// semanticProps lists the schema's semantic_id properties that sit on the
+// root, on 1-1 nested objects or on array items (definitions reached by
+// $ref are not resolved).
+func semanticProps(doc map[string]any, schemaName string) []semanticProp {
+	props, _ := concept.Properties(doc)
+	var out []semanticProp
+	for _, p := range props {
+		obj := objectSchema(doc, p.Object)
+		if obj == nil {
+			continue
+		}
+		typ := p.ConceptType
+		if typ == "" {
+			typ = defaultConceptType(obj, p.Object, schemaName)
+		}
+		out = append(out, semanticProp{prop: p, obj: obj, typ: typ})
+	}
+	return out
+}
+
+// defaultConceptType is an object's concept type when its property names
+// none: the object's title, else the schema's name for the root and the
+// holding property's name for a nested object.
+func defaultConceptType(obj map[string]any, path []string, schemaName string) string {
+	if t, _ := obj["title"].(string); concept.CheckConceptType(t) == nil {
+		return t
+	}
+	for i := len(path) - 1; i >= 0; i-- {
+		if path[i] != "[]" {
+			return path[i]
+		}
+	}
+	if concept.CheckConceptType(schemaName) == nil {
+		return schemaName
+	}
+	return "entity"
+}
+
+// objectSchema follows path (property names and "[]") from the root object
+// schema of doc; nil under a definition or when a step is missing.
+func objectSchema(doc map[string]any, path []string) map[string]any {
+	s := doc
+	if _, has := doc["properties"]; !has {
+		s, _ = doc["root"].(map[string]any)
+	}
+	for _, step := range path {
+		if s == nil || step == "$defs" || step == "definitions" {
+			return nil
+		}
+		if step == "[]" {
+			s, _ = s["items"].(map[string]any)
+			continue
+		}
+		props, _ := s["properties"].(map[string]any)
+		s, _ = props[step].(map[string]any)
+	}
+	return s
+}
+
+// identityKeys are the paths IdentityText reads for the property: its
+// source keys, else the object's identifying properties and those of its
+// 1-1 nested objects.
+func (sp semanticProp) identityKeys() (own []string, nested [][]string) {
+	if sp.prop.SourceKeys != nil {
+		for _, k := range sp.prop.SourceKeys {
+			if strings.Contains(k, ".") {
+				nested = append(nested, strings.Split(k, "."))
+			} else {
+				own = append(own, k)
+			}
+		}
+		return own, nested
+	}
+	props, _ := sp.obj["properties"].(map[string]any)
+	for name, raw := range props {
+		p, _ := raw.(map[string]any)
+		if p["identifying"] == true {
+			own = append(own, name)
+		}
+		inner, _ := p["properties"].(map[string]any)
+		for sub, r := range inner {
+			if q, _ := r.(map[string]any); q["identifying"] == true {
+				nested = append(nested, []string{name, sub})
+			}
+		}
+	}
+	return own, nested
+}
+
+// objectAt is one object of an output that carries a semantic_id
+// property: the object, its JSON path, and the input's object at the same
+// place (nil when the input has none).
+type objectAt struct {
+	obj, input map[string]any
+	path       string
+}
+
+// objectsAt walks out and in along path, one object per array item.
+func objectsAt(out, in map[string]any, path []string) []objectAt {
+	cur := []objectAt{{obj: out, input: in, path: "$"}}
+	for _, step := range path {
+		var next []objectAt
+		for _, o := range cur {
+			if step == "[]" {
+				continue
+			}
+			v := o.obj[step]
+			var iv any
+			if o.input != nil {
+				iv = o.input[step]
+			}
+			if len(path) > 0 && isArrayStep(path, step) {
+				items, _ := v.([]any)
+				inItems, _ := iv.([]any)
+				for i, it := range items {
+					m, ok := it.(map[string]any)
+					if !ok {
+						continue
+					}
+					var im map[string]any
+					if i < len(inItems) {
+						im, _ = inItems[i].(map[string]any)
+					}
+					next = append(next, objectAt{obj: m, input: im, path: o.path + "." + step + "[" + strconv.Itoa(i) + "]"})
+				}
+				continue
+			}
+			if m, ok := v.(map[string]any); ok {
+				im, _ := iv.(map[string]any)
+				next = append(next, objectAt{obj: m, input: im, path: o.path + "." + step})
+			}
+		}
+		cur = next
+	}
+	return cur
+}
+
+// isArrayStep reports whether step is followed by "[]" in path.
+func isArrayStep(path []string, step string) bool {
+	for i, s := range path {
+		if s == step && i+1 < len(path) && path[i+1] == "[]" {
+			return true
+		}
+	}
+	return false
+}
+
+// resolveConcepts resolves the semantic_id properties of a record's output
+// (merged, which it updates) before the record is stored: each object's
+// identity text goes through the ladder, written (minting, adding
+// aliases), and its concept id replaces the property's value; an id the
+// input already carried is kept. A resolution that fails (an embedder
+// down) leaves the property null and the enrichment stands: the record
+// keeps the text, and the failure is logged.
+func (s *Enricher) resolveConcepts(ctx context.Context, er *entityRun, rec *enrichment.Record, merged map[string]any) {
+	if s.Concepts == nil || len(er.pl.semantic) == 0 {
+		return
+	}
+	changed := false
+	for _, sp := range er.pl.semantic {
+		own, nested := sp.identityKeys()
+		for _, o := range objectsAt(merged, er.fields, sp.prop.Object) {
+			inputID, _ := o.input[sp.prop.Name].(string)
+			text := concept.IdentityText(o.obj, own, nested)
+			ref, ok := s.resolveOne(ctx, rec.OrgID, sp, text, inputID)
+			path := o.path + "." + sp.prop.Name
+			if !ok {
+				if inputID == "" && o.obj[sp.prop.Name] != nil {
+					o.obj[sp.prop.Name], changed = nil, true
+				}
+				continue
+			}
+			ref.JSONPath = path
+			o.obj[sp.prop.Name], changed = ref.ConceptID, true
+			rec.SemanticConcepts = append(rec.SemanticConcepts, ref)
+		}
+	}
+	if changed {
+		rec.StructuredOutput, _ = json.Marshal(merged)
+	}
+}
+
+// resolveOne resolves one object's identity text; false when it resolved
+// to nothing (a blank text, a failure).
+func (s *Enricher) resolveOne(ctx context.Context, orgID string, sp semanticProp, text, inputID string) (enrichment.SemanticConceptRef, bool) {
+	req := ResolveRequest{Type: sp.typ, EmbeddingModel: sp.prop.EmbeddingModel, Text: text, InputID: inputID, Mode: ResolveWrite,
+		Origin: concept.OriginEnrichment}
+	if sp.prop.Threshold != nil {
+		req.Thresholds = concept.Thresholds{Accept: *sp.prop.Threshold, JudgeFloor: min(concept.DefaultJudgeFloor, *sp.prop.Threshold)}
+	}
+	res, err := s.Concepts.Resolve(ctx, orgID, req)
+	if err != nil {
+		s.Log.Warn("semantic_unresolved: the record keeps the text without a concept id", "org_id", orgID,
+			"property", sp.prop.Path, "err", err)
+		return enrichment.SemanticConceptRef{}, false
+	}
+	c := res.Concept
+	if c == nil && res.Outcome.Kind == concept.KeptInputID {
+		// The input's id stands; it is linked when it names one of the
+		// organization's concepts.
+		got, gerr := s.Concepts.Store.GetConcept(ctx, orgID, inputID)
+		if gerr != nil {
+			return enrichment.SemanticConceptRef{ConceptID: inputID, ConceptType: sp.typ}, false
+		}
+		c = got
+	}
+	if c == nil {
+		return enrichment.SemanticConceptRef{}, false
+	}
+	ref := enrichment.SemanticConceptRef{ConceptID: c.ID, ConceptType: c.Type, CanonicalText: c.CanonicalText}
+	if m := res.Outcome.Matched; m != nil {
+		ref.AliasID = m.AliasID
+	}
+	if k := res.Outcome.Kind; k == concept.Match || k == concept.JudgedMatch {
+		sim := res.Outcome.Similarity
+		ref.Cosine = &sim
+	}
+	if ref.AliasID == "" && res.Outcome.Kind != concept.KeptInputID {
+		// A mint or an alias just added: the alias holding the text.
+		norm := concept.Normalize(text)
+		for _, a := range c.Aliases {
+			if a.NormalizedText == norm {
+				ref.AliasID = a.ID
+			}
+		}
+	}
+	return ref, true
+}

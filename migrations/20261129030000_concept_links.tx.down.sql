@@ -1,0 +1,3 @@
+ALTER TABLE records DROP COLUMN IF EXISTS semantic_concepts;
+--bun:split
+DROP TABLE IF EXISTS concept_links;
