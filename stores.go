@@ -36,7 +36,7 @@ func provideMemoryStores(codec ports.EventCodec) *Stores {
 	notes := memory.NewNotifications()
 	concepts := memory.NewConceptStore()
 	return &Stores{
-		Concepts: concepts, Vectors: concepts,
+		Concepts: concepts, Vectors: concepts, ConceptMigrations: memory.NewConceptMigrations(),
 		Entities:    sync,
 		Credentials: memory.NewCredentialStore(sync), Snapshots: sync,
 		LoginFailures: memory.NewLoginThrottleStore(), DeniedTokens: memory.NewDeniedTokenStore(), Invitations: invitations,
@@ -86,7 +86,7 @@ func providePostgresStores(ctx context.Context, pdb *postgres.DB, cfg Config, cl
 		LoginFailures: postgres.NewLoginThrottleStore(db), DeniedTokens: postgres.NewDeniedTokenStore(db), Invitations: postgres.NewInvitationStore(db),
 		Credentials: postgres.NewCredentialStore(db), Snapshots: postgres.NewSnapshotReader(db),
 		Databases: postgres.NewDatabaseStore(db), Attachments: postgres.NewAttachmentStore(db), Blobs: postgres.NewBlobStore(db),
-		Concepts: postgres.NewConceptStore(db), Vectors: vectors,
+		Concepts: postgres.NewConceptStore(db), Vectors: vectors, ConceptMigrations: postgres.NewConceptMigrations(db),
 		Invalidations: postgres.NewInvalidations(db, cfg.DatabaseURL, lg), Ready: func(ctx context.Context) error { return db.PingContext(ctx) },
 		Kind: "postgres",
 	}, nil

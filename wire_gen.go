@@ -88,7 +88,14 @@ func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	merger := app.NewMerger(fuser, recordStore, schemaStore, schemas, compiler, codec, clock, iDs, logger, entityStore, attachmentLoader)
 	sampleGenerator := app.NewSampleGenerator(codec, modelService, calls, clock, iDs, logger, attachmentLoader)
 	schemaEvents := provideSchemaEvents(clock)
-	runners := provideRunners(enricher, schemaGenerator, merger, sampleGenerator, schemaEvents)
+	conceptService, err := provideConceptService(cfg, stores, registry, keyRing, clock, iDs, logger)
+	if err != nil {
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
+	conceptMigrator := provideConceptMigrator(stores, conceptService, clock, logger)
+	runners := provideRunners(enricher, schemaGenerator, merger, sampleGenerator, schemaEvents, conceptMigrator)
 	engine := provideEngine(cfg, stores, hub, clock, logger, metricsMetrics, runners)
 	jobStore := stores.Jobs
 	eventLog := stores.Events
@@ -122,13 +129,8 @@ func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	dispatcher := provideDispatcher(cfg, enrichNotifyStores, sender, fernet, clock, logger)
 	entityService := provideEntityService(stores, schemaStore, recordStore, unitOfWork, compiler, clock, iDs, schemaEvents)
 	attachmentService := provideAttachmentService(cfg, stores, blobStore, clock, iDs, logger)
-	conceptService, err := provideConceptService(cfg, stores, registry, keyRing, clock, iDs, logger)
-	if err != nil {
-		cleanup2()
-		cleanup()
-		return nil, nil, err
-	}
-	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService, feedService, consumerService, notificationService, dispatcher, entityService, attachmentLoader, attachmentService, conceptService)
+	conceptMigrationService := provideConceptMigrationService(stores, conceptMigrator, engine, registry, iDs)
+	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService, feedService, consumerService, notificationService, dispatcher, entityService, attachmentLoader, attachmentService, conceptService, conceptMigrationService)
 	return embedded, func() {
 		cleanup2()
 		cleanup()
@@ -221,7 +223,15 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	merger := app.NewMerger(fuser, recordStore, schemaStore, schemas, compiler, codec, clock, iDs, logger, entityStore, attachmentLoader)
 	sampleGenerator := app.NewSampleGenerator(codec, modelService, calls, clock, iDs, logger, attachmentLoader)
 	schemaEvents := provideSchemaEvents(clock)
-	runners := provideRunners(enricher, schemaGenerator, merger, sampleGenerator, schemaEvents)
+	conceptService, err := provideConceptService(cfg, stores, registry, keyRing, clock, iDs, logger)
+	if err != nil {
+		cleanup3()
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
+	conceptMigrator := provideConceptMigrator(stores, conceptService, clock, logger)
+	runners := provideRunners(enricher, schemaGenerator, merger, sampleGenerator, schemaEvents, conceptMigrator)
 	engine := provideEngine(cfg, stores, hub, clock, logger, metricsMetrics, runners)
 	jobStore := stores.Jobs
 	eventLog := stores.Events
@@ -256,14 +266,8 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	dispatcher := provideDispatcher(cfg, enrichNotifyStores, sender, fernet, clock, logger)
 	entityService := provideEntityService(stores, schemaStore, recordStore, unitOfWork, compiler, clock, iDs, schemaEvents)
 	attachmentService := provideAttachmentService(cfg, stores, blobStore, clock, iDs, logger)
-	conceptService, err := provideConceptService(cfg, stores, registry, keyRing, clock, iDs, logger)
-	if err != nil {
-		cleanup3()
-		cleanup2()
-		cleanup()
-		return nil, nil, err
-	}
-	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService, feedService, consumerService, notificationService, dispatcher, entityService, attachmentLoader, attachmentService, conceptService)
+	conceptMigrationService := provideConceptMigrationService(stores, conceptMigrator, engine, registry, iDs)
+	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService, feedService, consumerService, notificationService, dispatcher, entityService, attachmentLoader, attachmentService, conceptService, conceptMigrationService)
 	return embedded, func() {
 		cleanup3()
 		cleanup2()
@@ -340,7 +344,14 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 	merger := app.NewMerger(fuser, recordStore, schemaStore, schemas, compiler, codec, clock, iDs, logger, entityStore, attachmentLoader)
 	sampleGenerator := app.NewSampleGenerator(codec, modelService, calls, clock, iDs, logger, attachmentLoader)
 	schemaEvents := provideSchemaEvents(clock)
-	runners := provideRunners(enricher, schemaGenerator, merger, sampleGenerator, schemaEvents)
+	conceptService, err := provideConceptService(cfg, st, registry, keyRing, clock, iDs, logger)
+	if err != nil {
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
+	conceptMigrator := provideConceptMigrator(st, conceptService, clock, logger)
+	runners := provideRunners(enricher, schemaGenerator, merger, sampleGenerator, schemaEvents, conceptMigrator)
 	engine := provideEngine(cfg, st, hub, clock, logger, metricsMetrics, runners)
 	jobStore := st.Jobs
 	eventLog := st.Events
@@ -374,13 +385,8 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 	dispatcher := provideDispatcher(cfg, enrichNotifyStores, sender, fernet, clock, logger)
 	entityService := provideEntityService(st, schemaStore, recordStore, unitOfWork, compiler, clock, iDs, schemaEvents)
 	attachmentService := provideAttachmentService(cfg, st, blobStore, clock, iDs, logger)
-	conceptService, err := provideConceptService(cfg, st, registry, keyRing, clock, iDs, logger)
-	if err != nil {
-		cleanup2()
-		cleanup()
-		return nil, nil, err
-	}
-	embedded := provideEmbedded(st, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService, feedService, consumerService, notificationService, dispatcher, entityService, attachmentLoader, attachmentService, conceptService)
+	conceptMigrationService := provideConceptMigrationService(st, conceptMigrator, engine, registry, iDs)
+	embedded := provideEmbedded(st, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService, feedService, consumerService, notificationService, dispatcher, entityService, attachmentLoader, attachmentService, conceptService, conceptMigrationService)
 	return embedded, func() {
 		cleanup2()
 		cleanup()

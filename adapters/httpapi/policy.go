@@ -170,6 +170,13 @@ var routes = map[Route]access.Action{
 	{"GET", "/api/attachments/{attachment_id}/download"}:    access.ActReadAttachment,
 	{"GET", "/api/admin/attachment-policies"}:               access.ActListAttachmentPolicies,
 	{"PATCH", "/api/admin/attachment-policies/{mime_type}"}: access.ActUpdateAttachmentPolicies,
+
+	// The embedding-model migration (issue 30): status and preview are
+	// operators', start and cancel owners'.
+	{"GET", "/api/semantic-concepts/migration/status"}:   access.ActConceptMigrationStatus,
+	{"POST", "/api/semantic-concepts/migration/preview"}: access.ActConceptMigrationPreview,
+	{"POST", "/api/semantic-concepts/migration/start"}:   access.ActConceptMigrationStart,
+	{"POST", "/api/semantic-concepts/migration/cancel"}:  access.ActConceptMigrationCancel,
 }
 
 // actionOf returns a route's action, and false for a route missing from the

@@ -125,6 +125,8 @@ type Services struct {
 	Attachments *app.AttachmentService
 	// Concepts is the semantic concept vocabulary.
 	Concepts *app.ConceptService
+	// ConceptMigrations moves the vocabulary to another embedding model.
+	ConceptMigrations *app.ConceptMigrationService
 }
 
 // NewServer builds the router; events writes the job events it serves.
@@ -198,6 +200,7 @@ func NewServer(cfg Config, svc Services, events ports.EventCodec, lg *slog.Logge
 	s.registerConsumerRoutes(r)
 	s.registerNotificationRoutes(r)
 	s.registerAttachmentRoutes(r)
+	s.registerConceptMigrationRoutes(r, svc.ConceptMigrations)
 	s.registerDocsRoutes(r)
 	s.router = r
 	return s, nil

@@ -203,6 +203,14 @@ const (
 	ActDescribeAttachments      Action = "attachments.describe"
 	ActListAttachmentPolicies   Action = "attachments.policies_list"
 	ActUpdateAttachmentPolicies Action = "attachments.policies_update"
+
+	// The embedding-model migration of the semantic concepts (issue 30):
+	// status and preview are operators' reads; start and cancel move the
+	// whole vocabulary, so they are owners'.
+	ActConceptMigrationStatus  Action = "semantic_concepts.migration_status"
+	ActConceptMigrationPreview Action = "semantic_concepts.migration_preview"
+	ActConceptMigrationStart   Action = "semantic_concepts.migration_start"
+	ActConceptMigrationCancel  Action = "semantic_concepts.migration_cancel"
 	// ActExchangeCredential exchanges a database credential's refresh
 	// token for an access token: public (the token is the credential).
 	ActExchangeCredential Action = "databases.credential_exchange"
@@ -348,6 +356,11 @@ var rules = map[Action]rule{
 	ActDescribeAttachments:      {CatAttachmentRead, ScopeWrite},
 	ActListAttachmentPolicies:   {CatSysAdmin, ScopeRead},
 	ActUpdateAttachmentPolicies: {CatSysAdmin, ScopeWrite},
+
+	ActConceptMigrationStatus:  {CatRecords, ScopeRead},
+	ActConceptMigrationPreview: {CatRecords, ScopeRead},
+	ActConceptMigrationStart:   {CatConceptMint, ScopeWrite},
+	ActConceptMigrationCancel:  {CatConceptMint, ScopeWrite},
 }
 
 // FeedActions are what a database credential's access token may do, on its
