@@ -215,6 +215,7 @@ func TestConceptMigrationLookupsKeepSourceUntilCutover(t *testing.T) {
 
 	st, err := w.svc.Cancel(ctx, w.owner)
 	is.NoErr(err)
+	is.Equal(st.ID, m.ID)
 	is.Equal(st.Status, ports.MigrationCancelled)
 	is.Equal(st.CutTypes, []string{"city"})
 	is.Equal(st.EmbeddedCount, 17) // city's 7 and company's first page

@@ -115,8 +115,10 @@ func (r *migrationRow) migration() *ports.ConceptMigration {
 // index refuses a second running migration of an organization.
 func (s *ConceptMigrations) StartMigration(ctx context.Context, m ports.ConceptMigration) error {
 	m.Status = ports.MigrationRunning
-	_, err := s.db.NewInsert().Model(migrationRowOf(m)).Exec(ctx)
-	return conflict(err, "start migration "+m.ID)
+	if _, err := s.db.NewInsert().Model(migrationRowOf(m)).Exec(ctx); err != nil {
+		return conflict(err, "start migration "+m.ID)
+	}
+	return nil
 }
 
 // LatestMigration implements ports.ConceptMigrations.
