@@ -2,6 +2,7 @@ package enrich
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -295,7 +296,9 @@ func provideBlobs(ctx context.Context, cfg Config, st *Stores, lg *slog.Logger) 
 // embedders, and the built-in one) with the organizations' keys.
 func provideConceptService(cfg Config, st *Stores, reg *llm.Registry, keys *app.KeyRing, clock ports.Clock, ids ports.IDs,
 	lg *slog.Logger) (*app.ConceptService, error) {
-	def, err := model.ParseKey(cfg.EmbeddingModel)
+	// A Config built in code (tests, embedders) may leave it empty: the
+	// built-in model, as the environment's default.
+	def, err := model.ParseKey(cmp.Or(cfg.EmbeddingModel, llm.NgramModel.String()))
 	if err != nil {
 		return nil, fmt.Errorf("ENRICH_EMBEDDING_MODEL: %w", err)
 	}

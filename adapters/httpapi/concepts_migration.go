@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"fmt"
 	"net/http"
 
 	"github.com/gorilla/mux"
@@ -11,11 +12,8 @@ import (
 )
 
 // registerConceptMigrationRoutes serves the embedding-model migration
-// (WIRE.md §12); without the service the routes are not there.
+// (WIRE.md §12); without the service they answer 503.
 func (s *Server) registerConceptMigrationRoutes(r *mux.Router, svc *app.ConceptMigrationService) {
-	if svc == nil {
-		return
-	}
 	h := migrationRoutes{s: s, svc: svc}
 	r.HandleFunc("/api/semantic-concepts/migration/status", h.status).Methods(http.MethodGet)
 	r.HandleFunc("/api/semantic-concepts/migration/preview", h.preview).Methods(http.MethodPost)
@@ -28,7 +26,19 @@ type migrationRoutes struct {
 	svc *app.ConceptMigrationService
 }
 
+// missing answers 503 when the server runs without the migration.
+func (h migrationRoutes) missing(w http.ResponseWriter, r *http.Request) bool {
+	if h.svc == nil {
+		h.s.Error(w, r, fmt.Errorf("the embedding-model migration is not available: %w", ports.ErrUnavailable))
+		return true
+	}
+	return false
+}
+
 func (h migrationRoutes) status(w http.ResponseWriter, r *http.Request) {
+	if h.missing(w, r) {
+		return
+	}
 	m, err := h.svc.Status(r.Context(), principal(r))
 	if err != nil {
 		h.s.Error(w, r, err)
@@ -40,7 +50,7 @@ func (h migrationRoutes) status(w http.ResponseWriter, r *http.Request) {
 // request reads a MigrationStartRequest; false when it answered.
 func (h migrationRoutes) request(w http.ResponseWriter, r *http.Request) (app.MigrationRequest, bool) {
 	var body api.MigrationStartRequest
-	if !h.s.decode(w, r, &body) {
+	if h.missing(w, r) || !h.s.decode(w, r, &body) {
 		return app.MigrationRequest{}, false
 	}
 	return app.MigrationRequest{TargetModel: body.TargetModel, SourceModel: deref(body.SourceModel), ConceptTypes: deref(body.ConceptTypes)}, true
@@ -84,6 +94,9 @@ func (h migrationRoutes) start(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h migrationRoutes) cancel(w http.ResponseWriter, r *http.Request) {
+	if h.missing(w, r) {
+		return
+	}
 	m, err := h.svc.Cancel(r.Context(), principal(r))
 	if err != nil {
 		h.s.Error(w, r, err)
@@ -96,7 +109,7 @@ func (h migrationRoutes) cancel(w http.ResponseWriter, r *http.Request) {
 // a null status with zero counts.
 func toMigrationStatus(m *ports.ConceptMigration) api.MigrationStatusResponse {
 	if m == nil {
-		return api.MigrationStatusResponse{}
+		return api.MigrationStatusResponse{ConceptTypes: &[]string{}}
 	}
 	st := api.MigrationStatusResponseStatus(m.Status)
 	types := m.ConceptTypes

@@ -205,7 +205,8 @@ const (
 	ActUpdateAttachmentPolicies Action = "attachments.policies_update"
 
 	// The embedding-model migration of the semantic concepts (issue 30):
-	// status and preview are operators' reads; start and cancel move the
+	// status and preview are operators' (a preview pays for its sample's
+	// embeddings, so it needs the write scope); start and cancel move the
 	// whole vocabulary, so they are owners'.
 	ActConceptMigrationStatus  Action = "semantic_concepts.migration_status"
 	ActConceptMigrationPreview Action = "semantic_concepts.migration_preview"
@@ -358,7 +359,7 @@ var rules = map[Action]rule{
 	ActUpdateAttachmentPolicies: {CatSysAdmin, ScopeWrite},
 
 	ActConceptMigrationStatus:  {CatRecords, ScopeRead},
-	ActConceptMigrationPreview: {CatRecords, ScopeRead},
+	ActConceptMigrationPreview: {CatRecords, ScopeWrite},
 	ActConceptMigrationStart:   {CatConceptMint, ScopeWrite},
 	ActConceptMigrationCancel:  {CatConceptMint, ScopeWrite},
 }

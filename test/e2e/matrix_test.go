@@ -123,6 +123,10 @@ var minimum = map[string]string{
 	"POST /api/attachments/metadata": "operator", "POST /api/attachments/verify": "operator",
 	"DELETE /api/attachments/{attachment_id}": "editor", "GET /api/attachments/{attachment_id}/download": "operator",
 	"GET /api/admin/attachment-policies": "sysadmin", "PATCH /api/admin/attachment-policies/{mime_type}": "sysadmin",
+	// The embedding-model migration (issue 30): status and preview
+	// operator, start and cancel owner.
+	"GET /api/semantic-concepts/migration/status": "operator", "POST /api/semantic-concepts/migration/preview": "operator",
+	"POST /api/semantic-concepts/migration/start": "owner", "POST /api/semantic-concepts/migration/cancel": "owner",
 }
 
 var rank = map[string]int{"operator": 1, "editor": 2, "owner": 4}
@@ -526,6 +530,15 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"GET", "/api/admin/attachment-policies", "/api/admin/attachment-policies", nil, 200, false, 0},
 		{"PATCH", "/api/admin/attachment-policies/{mime_type}", "/api/admin/attachment-policies/application%2Fpdf",
 			func() any { return obj{"label": "PDF document"} }, 200, false, 0},
+		// The migration. Allowed callers get past authorization to the
+		// request's own refusals: the target is the model the concepts are
+		// in already (400), and nothing runs to cancel (409).
+		{"GET", "/api/semantic-concepts/migration/status", "/api/semantic-concepts/migration/status", nil, 200, false, 0},
+		{"POST", "/api/semantic-concepts/migration/preview", "/api/semantic-concepts/migration/preview",
+			func() any { return obj{"target_model": "builtin::ngram-384"} }, 400, false, 0},
+		{"POST", "/api/semantic-concepts/migration/start", "/api/semantic-concepts/migration/start",
+			func() any { return obj{"target_model": "builtin::ngram-384"} }, 400, false, 0},
+		{"POST", "/api/semantic-concepts/migration/cancel", "/api/semantic-concepts/migration/cancel", nil, 409, false, 0},
 	}
 
 	// The matrix covers exactly the routes the server has.

@@ -3159,7 +3159,7 @@ type MigrationPreviewResponse struct {
 	ConceptTypes      *[]string                `json:"concept_types,omitempty"`
 	EstimatedCostUsd  float64                  `json:"estimated_cost_usd"`
 	EstimatedTokens   int                      `json:"estimated_tokens"`
-	Note              *string                  `json:"note,omitempty"`
+	Note              *string                  `json:"note"`
 	SourceModel       *string                  `json:"source_model"`
 	TargetDims        int                      `json:"target_dims"`
 	TargetModel       string                   `json:"target_model"`
@@ -3176,15 +3176,15 @@ type MigrationStartRequest struct {
 
 // MigrationStatusResponse defines model for MigrationStatusResponse.
 type MigrationStatusResponse struct {
-	CompletedAt     *time.Time                     `json:"completed_at,omitempty"`
+	CompletedAt     *time.Time                     `json:"completed_at"`
 	ConceptTypes    *[]string                      `json:"concept_types,omitempty"`
 	EmbeddedCount   int                            `json:"embedded_count"`
 	EmbeddingTokens int                            `json:"embedding_tokens"`
-	LastError       *string                        `json:"last_error,omitempty"`
-	SourceModel     *string                        `json:"source_model,omitempty"`
-	StartedAt       *time.Time                     `json:"started_at,omitempty"`
+	LastError       *string                        `json:"last_error"`
+	SourceModel     *string                        `json:"source_model"`
+	StartedAt       *time.Time                     `json:"started_at"`
 	Status          *MigrationStatusResponseStatus `json:"status"`
-	TargetModel     *string                        `json:"target_model,omitempty"`
+	TargetModel     *string                        `json:"target_model"`
 	TotalCount      int                            `json:"total_count"`
 }
 
