@@ -90,6 +90,9 @@ type Stores struct {
 	Reviews           ports.ConceptReviews
 	ConceptLinks      ports.ConceptLinks
 	EmbeddingSettings ports.EmbeddingSettings
+	// ConceptMigrations keeps the embedding-model migrations and their
+	// progress.
+	ConceptMigrations ports.ConceptMigrations
 	// Ready reports whether the storage answers (nil: always ready).
 	Ready func(ctx context.Context) error
 	// Kind names the storage for logs: memory or postgres.
@@ -142,6 +145,9 @@ type Embedded struct {
 	AttachmentFiles *app.AttachmentService
 	// Concepts is the semantic concept vocabulary and its ladder.
 	Concepts *app.ConceptService
+	// ConceptMigrations moves an organization's concepts to another
+	// embedding model.
+	ConceptMigrations *app.ConceptMigrationService
 	// Notifications manages schema event subscriptions and links' delta
 	// webhooks.
 	Notifications *app.NotificationService

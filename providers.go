@@ -84,6 +84,8 @@ var coreSet = wire.NewSet(
 	provideAttachmentLoader,
 	provideAttachmentService,
 	provideConceptService,
+	provideConceptMigrator,
+	provideConceptMigrationService,
 	provideSchemaConfig,
 	provideEnrichConfig,
 	provideCallsConfig,
@@ -302,7 +304,8 @@ func provideConceptService(cfg Config, st *Stores, reg *llm.Registry, keys *app.
 	}
 	s := &app.ConceptService{Store: st.Concepts, Vectors: st.Vectors, Reviews: st.Reviews, Links: st.ConceptLinks,
 		Settings: st.EmbeddingSettings, Schemas: st.Schemas, Databases: st.Databases, Embedder: reg, Catalog: reg, Usage: st.Usage,
-		Keys: keys, DefaultModel: def, Clock: clock, IDs: ids, Log: lg, UoW: st.UoW, Entities: st.Entities}
+		Keys: keys, DefaultModel: def, Clock: clock, IDs: ids, Log: lg, UoW: st.UoW, Entities: st.Entities,
+		Migrations: st.ConceptMigrations}
 	if cfg.ConceptJudgeModel != "" {
 		k, err := model.ParseKey(cfg.ConceptJudgeModel)
 		if err != nil {
@@ -315,6 +318,18 @@ func provideConceptService(cfg Config, st *Stores, reg *llm.Registry, keys *app.
 		s.Judge = &app.LLMConceptJudge{LLM: reg, Model: info, Keys: keys, Usage: st.Usage, Clock: clock, IDs: ids, Log: lg}
 	}
 	return s, nil
+}
+
+// provideConceptMigrator is the Runner of the embedding-model migrations.
+func provideConceptMigrator(st *Stores, cs *app.ConceptService, clock ports.Clock, lg *slog.Logger) *app.ConceptMigrator {
+	return &app.ConceptMigrator{Concepts: cs, Store: st.ConceptMigrations, Clock: clock, Log: lg}
+}
+
+// provideConceptMigrationService answers the migration routes and submits
+// the migrations' jobs.
+func provideConceptMigrationService(st *Stores, cm *app.ConceptMigrator, jr ports.JobRunner, reg *llm.Registry,
+	ids ports.IDs) *app.ConceptMigrationService {
+	return &app.ConceptMigrationService{ConceptMigrator: cm, JobRunner: jr, Jobs: st.Jobs, Catalog: reg, IDs: ids}
 }
 
 // provideAttachmentLoader resolves jobs' attachment_ids against the stores'
@@ -415,7 +430,8 @@ func provideEnrichMemos(cfg Config) app.EnrichMemos {
 // handed to the job runtime.
 // The runs that store enrichment records queue their schema events with
 // their end (SchemaEvents).
-func provideRunners(enr *app.Enricher, sg *app.SchemaGenerator, mg *app.Merger, smp *app.SampleGenerator, se *app.SchemaEvents) jobrun.Runners {
+func provideRunners(enr *app.Enricher, sg *app.SchemaGenerator, mg *app.Merger, smp *app.SampleGenerator, se *app.SchemaEvents,
+	cm *app.ConceptMigrator) jobrun.Runners {
 	return jobrun.Runners{
 		job.TypeEnrichment:       se.Wrap(enr),
 		job.TypeBatchEnrichment:  se.Wrap(enr.BatchRunner()),
@@ -423,6 +439,7 @@ func provideRunners(enr *app.Enricher, sg *app.SchemaGenerator, mg *app.Merger, 
 		job.TypeSchemaEdit:       sg,
 		job.TypeFusion:           se.Wrap(mg),
 		job.TypeSampleGeneration: smp,
+		job.TypeConceptMigration: cm,
 	}
 }
 
@@ -451,13 +468,13 @@ func provideEmbedded(st *Stores, a *app.AccessService, sc *app.SchemaService, rc
 	m *metrics.Metrics, op *app.OrgProviderService, scc *cache.Schemas, ac *cache.Auth, dl *cache.Denylist, dbs *app.DatabaseService,
 	fd *app.FeedService, cons *app.ConsumerService,
 	ns *app.NotificationService, nd *notify.Dispatcher, ent *app.EntityService, al *app.AttachmentLoader,
-	af *app.AttachmentService, cpt *app.ConceptService) *Embedded {
+	af *app.AttachmentService, cpt *app.ConceptService, cmg *app.ConceptMigrationService) *Embedded {
 	m.WatchRunning(func() int { return len(eng.Running()) })
 	return &Embedded{Access: a, Schemas: sc, Records: rc, Enrichment: en, Batches: bs, Models: ms, Jobs: js, ProviderKeys: pk, Costs: cs,
 		Analysis: an, Samples: smp, SchemaGen: sg, Fetch: fs, Fusion: fu, Stores: st, Log: lg, Metrics: m, stream: h, engine: eng,
 		OrgProviders: op, schemaCache: scc, authCache: ac, denylist: dl, Databases: dbs, Feed: fd, Consumer: cons,
 		Notifications: ns, dispatcher: nd, Entities: ent, Attachments: al, AttachmentFiles: af,
-		Concepts: cpt}
+		Concepts: cpt, ConceptMigrations: cmg}
 }
 
 // provideFeed is the feed's use cases on the stores' feed.
@@ -499,7 +516,7 @@ func provideServices(e *Embedded) httpapi.Services {
 		ProviderKeys: e.ProviderKeys, Costs: e.Costs, Analysis: e.Analysis, Samples: e.Samples,
 		SchemaGen: e.SchemaGen, Fetch: e.Fetch, Fusion: e.Fusion, OrgProviders: e.OrgProviders, Databases: e.Databases, Feed: e.Feed, Consumer: e.Consumer,
 		Notifications: e.Notifications, Entities: e.Entities, Attachments: e.AttachmentFiles,
-		Concepts: e.Concepts}
+		Concepts: e.Concepts, ConceptMigrations: e.ConceptMigrations}
 }
 
 func provideHTTPConfig(e *Embedded) httpapi.Config {

@@ -37,9 +37,9 @@ func provideMemoryStores(codec ports.EventCodec) *Stores {
 	concepts, links := memory.NewConceptStore(), memory.NewConceptLinks()
 	return &Stores{
 		Concepts: concepts, Vectors: concepts, Reviews: memory.NewConceptReviews(), EmbeddingSettings: memory.NewEmbeddingSettings(),
-		ConceptLinks: links,
-		Entities:     sync,
-		Credentials:  memory.NewCredentialStore(sync), Snapshots: sync,
+		ConceptLinks: links, ConceptMigrations: memory.NewConceptMigrations(),
+		Entities:    sync,
+		Credentials: memory.NewCredentialStore(sync), Snapshots: sync,
 		LoginFailures: memory.NewLoginThrottleStore(), DeniedTokens: memory.NewDeniedTokenStore(), Invitations: invitations,
 		Orgs: orgs, Users: users, Keys: keys, Schemas: schemas, Records: records, Jobs: jobs, Events: events,
 		RefreshTokens: refresh, Queue: queue, ProviderKeys: memory.NewProviderKeyStore(), Usage: ledger, OrgProviders: memory.NewProviderStore(),
@@ -89,7 +89,8 @@ func providePostgresStores(ctx context.Context, pdb *postgres.DB, cfg Config, cl
 		Databases: postgres.NewDatabaseStore(db), Attachments: postgres.NewAttachmentStore(db), Blobs: postgres.NewBlobStore(db),
 		Concepts: postgres.NewConceptStore(db), Vectors: vectors, Reviews: postgres.NewConceptReviews(db),
 		EmbeddingSettings: postgres.NewEmbeddingSettings(db), ConceptLinks: postgres.NewConceptLinks(db),
-		Invalidations: postgres.NewInvalidations(db, cfg.DatabaseURL, lg), Ready: func(ctx context.Context) error { return db.PingContext(ctx) },
+		ConceptMigrations: postgres.NewConceptMigrations(db),
+		Invalidations:     postgres.NewInvalidations(db, cfg.DatabaseURL, lg), Ready: func(ctx context.Context) error { return db.PingContext(ctx) },
 		Kind: "postgres",
 	}, nil
 }

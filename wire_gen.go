@@ -93,7 +93,8 @@ func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	merger := app.NewMerger(fuser, recordStore, schemaStore, schemas, compiler, codec, clock, iDs, logger, entityStore, attachmentLoader)
 	sampleGenerator := app.NewSampleGenerator(codec, modelService, calls, clock, iDs, logger, attachmentLoader)
 	schemaEvents := provideSchemaEvents(clock)
-	runners := provideRunners(enricher, schemaGenerator, merger, sampleGenerator, schemaEvents)
+	conceptMigrator := provideConceptMigrator(stores, conceptService, clock, logger)
+	runners := provideRunners(enricher, schemaGenerator, merger, sampleGenerator, schemaEvents, conceptMigrator)
 	engine := provideEngine(cfg, stores, hub, clock, logger, metricsMetrics, runners)
 	jobStore := stores.Jobs
 	eventLog := stores.Events
@@ -127,7 +128,8 @@ func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	dispatcher := provideDispatcher(cfg, enrichNotifyStores, sender, fernet, clock, logger)
 	entityService := provideEntityService(stores, schemaStore, recordStore, unitOfWork, compiler, clock, iDs, schemaEvents)
 	attachmentService := provideAttachmentService(cfg, stores, blobStore, clock, iDs, logger)
-	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService, feedService, consumerService, notificationService, dispatcher, entityService, attachmentLoader, attachmentService, conceptService)
+	conceptMigrationService := provideConceptMigrationService(stores, conceptMigrator, engine, registry, iDs)
+	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService, feedService, consumerService, notificationService, dispatcher, entityService, attachmentLoader, attachmentService, conceptService, conceptMigrationService)
 	return embedded, func() {
 		cleanup2()
 		cleanup()
@@ -226,7 +228,8 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	merger := app.NewMerger(fuser, recordStore, schemaStore, schemas, compiler, codec, clock, iDs, logger, entityStore, attachmentLoader)
 	sampleGenerator := app.NewSampleGenerator(codec, modelService, calls, clock, iDs, logger, attachmentLoader)
 	schemaEvents := provideSchemaEvents(clock)
-	runners := provideRunners(enricher, schemaGenerator, merger, sampleGenerator, schemaEvents)
+	conceptMigrator := provideConceptMigrator(stores, conceptService, clock, logger)
+	runners := provideRunners(enricher, schemaGenerator, merger, sampleGenerator, schemaEvents, conceptMigrator)
 	engine := provideEngine(cfg, stores, hub, clock, logger, metricsMetrics, runners)
 	jobStore := stores.Jobs
 	eventLog := stores.Events
@@ -261,7 +264,8 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	dispatcher := provideDispatcher(cfg, enrichNotifyStores, sender, fernet, clock, logger)
 	entityService := provideEntityService(stores, schemaStore, recordStore, unitOfWork, compiler, clock, iDs, schemaEvents)
 	attachmentService := provideAttachmentService(cfg, stores, blobStore, clock, iDs, logger)
-	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService, feedService, consumerService, notificationService, dispatcher, entityService, attachmentLoader, attachmentService, conceptService)
+	conceptMigrationService := provideConceptMigrationService(stores, conceptMigrator, engine, registry, iDs)
+	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService, feedService, consumerService, notificationService, dispatcher, entityService, attachmentLoader, attachmentService, conceptService, conceptMigrationService)
 	return embedded, func() {
 		cleanup3()
 		cleanup2()
@@ -343,7 +347,8 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 	merger := app.NewMerger(fuser, recordStore, schemaStore, schemas, compiler, codec, clock, iDs, logger, entityStore, attachmentLoader)
 	sampleGenerator := app.NewSampleGenerator(codec, modelService, calls, clock, iDs, logger, attachmentLoader)
 	schemaEvents := provideSchemaEvents(clock)
-	runners := provideRunners(enricher, schemaGenerator, merger, sampleGenerator, schemaEvents)
+	conceptMigrator := provideConceptMigrator(st, conceptService, clock, logger)
+	runners := provideRunners(enricher, schemaGenerator, merger, sampleGenerator, schemaEvents, conceptMigrator)
 	engine := provideEngine(cfg, st, hub, clock, logger, metricsMetrics, runners)
 	jobStore := st.Jobs
 	eventLog := st.Events
@@ -377,7 +382,8 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 	dispatcher := provideDispatcher(cfg, enrichNotifyStores, sender, fernet, clock, logger)
 	entityService := provideEntityService(st, schemaStore, recordStore, unitOfWork, compiler, clock, iDs, schemaEvents)
 	attachmentService := provideAttachmentService(cfg, st, blobStore, clock, iDs, logger)
-	embedded := provideEmbedded(st, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService, feedService, consumerService, notificationService, dispatcher, entityService, attachmentLoader, attachmentService, conceptService)
+	conceptMigrationService := provideConceptMigrationService(st, conceptMigrator, engine, registry, iDs)
+	embedded := provideEmbedded(st, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService, feedService, consumerService, notificationService, dispatcher, entityService, attachmentLoader, attachmentService, conceptService, conceptMigrationService)
 	return embedded, func() {
 		cleanup2()
 		cleanup()

@@ -50,6 +50,9 @@ type ConceptService struct {
 	// not recorded).
 	Usage ports.UsageLedger
 	Keys  *KeyRing
+	// Migrations routes the lookups of a type an embedding-model
+	// migration cut over to its target model (nil: none).
+	Migrations ports.ConceptMigrations
 	// Judge decides the gray band; nil sends it to the review list.
 	Judge ConceptJudge
 	// DefaultModel embeds for organizations that never chose a model.
@@ -128,6 +131,9 @@ func (s *ConceptService) Resolve(ctx context.Context, orgID string, req ResolveR
 		return Resolution{Outcome: out}, err
 	}
 	mk, err := s.ModelFor(ctx, orgID, req.EmbeddingModel)
+	if err == nil && req.EmbeddingModel == "" {
+		mk, err = s.sliceModel(ctx, orgID, req.Type, mk)
+	}
 	if err != nil {
 		return Resolution{}, err
 	}

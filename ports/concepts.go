@@ -146,6 +146,16 @@ type ConceptStore interface {
 	// itself is ErrInvalid, two types ErrConflict (wrapping
 	// concept.ErrMergeSelf, concept.ErrMergeTypes).
 	MergeConcepts(ctx context.Context, orgID, winnerID, loserID string) (MergedConcept, error)
+	// SliceConcepts returns up to limit concepts of the slice (those whose
+	// embedding model is the slice's) with ids above after, by id: the
+	// pages an embedding-model migration re-embeds.
+	SliceConcepts(ctx context.Context, orgID string, s concept.Slice, after string, limit int) ([]SliceConcept, error)
+	// CutOver moves the slice's concepts that hold a vector in model to
+	// into model to, in one step: their embedding model becomes to, their
+	// Dims that vector's, and their vectors in the slice's model are
+	// removed. Concepts with no vector in to stay in the slice. It returns
+	// how many moved.
+	CutOver(ctx context.Context, orgID string, s concept.Slice, to string) (int, error)
 }
 
 // MergedConcept is what MergeConcepts did: the winner as it is now and

@@ -177,6 +177,12 @@ var routes = map[Route]access.Action{
 	// case checks by the body) and export (operator).
 	{"POST", "/api/semantic-concepts/import"}: access.ActImportConcepts,
 	{"GET", "/api/semantic-concepts/export"}:  access.ActExportConcepts,
+	// The embedding-model migration (issue 30): status and preview are
+	// operators', start and cancel owners'.
+	{"GET", "/api/semantic-concepts/migration/status"}:   access.ActConceptMigrationStatus,
+	{"POST", "/api/semantic-concepts/migration/preview"}: access.ActConceptMigrationPreview,
+	{"POST", "/api/semantic-concepts/migration/start"}:   access.ActConceptMigrationStart,
+	{"POST", "/api/semantic-concepts/migration/cancel"}:  access.ActConceptMigrationCancel,
 }
 
 // actionOf returns a route's action, and false for a route missing from the

@@ -127,6 +127,8 @@ type Services struct {
 	Attachments *app.AttachmentService
 	// Concepts is the semantic concept vocabulary.
 	Concepts *app.ConceptService
+	// ConceptMigrations moves the vocabulary to another embedding model.
+	ConceptMigrations *app.ConceptMigrationService
 }
 
 // NewServer builds the router; events writes the job events it serves.
@@ -204,6 +206,7 @@ func NewServer(cfg Config, svc Services, events ports.EventCodec, lg *slog.Logge
 	s.registerConceptRoutes(r)
 	s.registerConceptMergeRoutes(r)
 	s.registerConceptCSVRoutes(r)
+	s.registerConceptMigrationRoutes(r, svc.ConceptMigrations)
 	s.registerDocsRoutes(r)
 	s.router = r
 	return s, nil

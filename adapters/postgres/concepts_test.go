@@ -47,10 +47,16 @@ func TestConceptStore(t *testing.T) {
 			contract.RunConceptStore(t, func(*testing.T) contract.ConceptPorts {
 				return contract.ConceptPorts{Store: postgres.NewConceptStore(db), Index: postgres.NewExactVectorIndex(db)}
 			})
+			t.Run("migrations", func(t *testing.T) { contract.RunConceptMigrations(t, postgres.NewConceptMigrations(db)) })
 			for name, index := range indexes {
 				t.Run(name, func(t *testing.T) {
 					contract.RunVectorIndex(t, func(*testing.T) contract.ConceptPorts {
 						return contract.ConceptPorts{Store: postgres.NewConceptStore(db), Index: index()}
+					})
+					t.Run("cut over", func(t *testing.T) {
+						contract.RunConceptCutOver(t, func(*testing.T) contract.ConceptPorts {
+							return contract.ConceptPorts{Store: postgres.NewConceptStore(db), Index: index()}
+						})
 					})
 				})
 			}

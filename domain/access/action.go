@@ -221,6 +221,15 @@ const (
 	ActImportConcepts Action = "concepts.import"
 	ActMintConcepts   Action = "concepts.mint"
 	ActExportConcepts Action = "concepts.export"
+
+	// The embedding-model migration of the semantic concepts (issue 30):
+	// status and preview are operators' (a preview pays for its sample's
+	// embeddings, so it needs the write scope); start and cancel move the
+	// whole vocabulary, so they are owners'.
+	ActConceptMigrationStatus  Action = "semantic_concepts.migration_status"
+	ActConceptMigrationPreview Action = "semantic_concepts.migration_preview"
+	ActConceptMigrationStart   Action = "semantic_concepts.migration_start"
+	ActConceptMigrationCancel  Action = "semantic_concepts.migration_cancel"
 	// ActExchangeCredential exchanges a database credential's refresh
 	// token for an access token: public (the token is the credential).
 	ActExchangeCredential Action = "databases.credential_exchange"
@@ -367,15 +376,19 @@ var rules = map[Action]rule{
 	ActListAttachmentPolicies:   {CatSysAdmin, ScopeRead},
 	ActUpdateAttachmentPolicies: {CatSysAdmin, ScopeWrite},
 
-	ActReadConcepts:       {CatConceptRead, ScopeRead},
-	ActProbeConcepts:      {CatConceptRead, ScopeWrite},
-	ActEditConcepts:       {CatConcepts, ScopeWrite},
-	ActClearConceptTypes:  {CatConceptMint, ScopeWrite},
-	ActConceptMergeImpact: {CatSchemaRead, ScopeWrite},
-	ActConceptMerge:       {CatConceptMint, ScopeWrite},
-	ActImportConcepts:     {CatSchemaWrite, ScopeWrite},
-	ActMintConcepts:       {CatConceptMint, ScopeWrite},
-	ActExportConcepts:     {CatSchemaRead, ScopeRead},
+	ActReadConcepts:            {CatConceptRead, ScopeRead},
+	ActProbeConcepts:           {CatConceptRead, ScopeWrite},
+	ActEditConcepts:            {CatConcepts, ScopeWrite},
+	ActClearConceptTypes:       {CatConceptMint, ScopeWrite},
+	ActConceptMergeImpact:      {CatSchemaRead, ScopeWrite},
+	ActConceptMerge:            {CatConceptMint, ScopeWrite},
+	ActImportConcepts:          {CatSchemaWrite, ScopeWrite},
+	ActMintConcepts:            {CatConceptMint, ScopeWrite},
+	ActExportConcepts:          {CatSchemaRead, ScopeRead},
+	ActConceptMigrationStatus:  {CatRecords, ScopeRead},
+	ActConceptMigrationPreview: {CatRecords, ScopeWrite},
+	ActConceptMigrationStart:   {CatConceptMint, ScopeWrite},
+	ActConceptMigrationCancel:  {CatConceptMint, ScopeWrite},
 }
 
 // FeedActions are what a database credential's access token may do, on its

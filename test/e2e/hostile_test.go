@@ -197,6 +197,12 @@ func TestHostileText(t *testing.T) {
 					tc{route + " prompt", "POST", route, ten.key, `{"prompt":"add a field ` + H + `"}`, "prompt"},
 					tc{route + " model", "POST", route, ten.key, `{"prompt":"add a field x","model":"sandbox::` + H + `"}`, "model"})
 			}
+			for _, route := range []string{"/api/semantic-concepts/migration/preview", "/api/semantic-concepts/migration/start"} {
+				cases = append(cases,
+					tc{route + " target_model", "POST", route, ten.key, `{"target_model":"builtin::ngram-` + H + `"}`, "target_model"},
+					tc{route + " source_model", "POST", route, ten.key, `{"target_model":"a::b","source_model":"x::` + H + `"}`, "source_model"},
+					tc{route + " concept_types", "POST", route, ten.key, `{"target_model":"a::b","concept_types":["c` + H + `"]}`, "concept_types.0"})
+			}
 			cases = append(cases, enrich("/api/single/enrich/stream")...)
 			cases = append(cases, enrich("/api/single/enrich/sync")...)
 			for _, h := range hostiles {

@@ -142,6 +142,10 @@ var minimum = map[string]string{
 	// (one that mints an owner's: TestConceptImportMintRoles), the export
 	// an operator's.
 	"POST /api/semantic-concepts/import": "editor", "GET /api/semantic-concepts/export": "operator",
+	// The embedding-model migration (issue 30): status and preview
+	// operator, start and cancel owner.
+	"GET /api/semantic-concepts/migration/status": "operator", "POST /api/semantic-concepts/migration/preview": "operator",
+	"POST /api/semantic-concepts/migration/start": "owner", "POST /api/semantic-concepts/migration/cancel": "owner",
 }
 
 var rank = map[string]int{"operator": 1, "editor": 2, "owner": 4}
@@ -609,6 +613,15 @@ func TestAuthorizationMatrix(t *testing.T) {
 			return obj{"concept_type": "company", "texts": []string{"Acme"}}
 		}, 200, false, 0},
 		{"GET", "/api/semantic-concepts/export", "/api/semantic-concepts/export?concept_types=company", nil, 200, false, 0},
+		// The migration. Allowed callers get past authorization to the
+		// request's own refusals: the target is the model the concepts are
+		// in already (400), and nothing runs to cancel (409).
+		{"GET", "/api/semantic-concepts/migration/status", "/api/semantic-concepts/migration/status", nil, 200, false, 0},
+		{"POST", "/api/semantic-concepts/migration/preview", "/api/semantic-concepts/migration/preview",
+			func() any { return obj{"target_model": "builtin::ngram-384"} }, 400, false, 0},
+		{"POST", "/api/semantic-concepts/migration/start", "/api/semantic-concepts/migration/start",
+			func() any { return obj{"target_model": "builtin::ngram-384"} }, 400, false, 0},
+		{"POST", "/api/semantic-concepts/migration/cancel", "/api/semantic-concepts/migration/cancel", nil, 409, false, 0},
 	}
 
 	// The matrix covers exactly the routes the server has.

@@ -955,6 +955,33 @@ func (e MeKind) Valid() bool {
 	}
 }
 
+// Defines values for MigrationStatusResponseStatus.
+const (
+	MigrationStatusResponseStatusCancelled   MigrationStatusResponseStatus = "cancelled"
+	MigrationStatusResponseStatusCompleted   MigrationStatusResponseStatus = "completed"
+	MigrationStatusResponseStatusFailed      MigrationStatusResponseStatus = "failed"
+	MigrationStatusResponseStatusLessThannil MigrationStatusResponseStatus = "<nil>"
+	MigrationStatusResponseStatusRunning     MigrationStatusResponseStatus = "running"
+)
+
+// Valid indicates whether the value is a known member of the MigrationStatusResponseStatus enum.
+func (e MigrationStatusResponseStatus) Valid() bool {
+	switch e {
+	case MigrationStatusResponseStatusCancelled:
+		return true
+	case MigrationStatusResponseStatusCompleted:
+		return true
+	case MigrationStatusResponseStatusFailed:
+		return true
+	case MigrationStatusResponseStatusLessThannil:
+		return true
+	case MigrationStatusResponseStatusRunning:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ModelResponseSource.
 const (
 	ModelResponseSourceDiscovered ModelResponseSource = "discovered"
@@ -3407,6 +3434,55 @@ type Me struct {
 // MeKind defines model for Me.Kind.
 type MeKind string
 
+// MigrationCollisionPair defines model for MigrationCollisionPair.
+type MigrationCollisionPair struct {
+	AText           string  `json:"a_text"`
+	BText           string  `json:"b_text"`
+	ConceptType     string  `json:"concept_type"`
+	SimilarityAfter float64 `json:"similarity_after"`
+	SimilarityNow   float64 `json:"similarity_now"`
+}
+
+// MigrationPreviewResponse defines model for MigrationPreviewResponse.
+type MigrationPreviewResponse struct {
+	Collisions        []MigrationCollisionPair `json:"collisions"`
+	CollisionsSampled int                      `json:"collisions_sampled"`
+	ConceptCount      int                      `json:"concept_count"`
+	ConceptTypes      *[]string                `json:"concept_types,omitempty"`
+	EstimatedCostUsd  float64                  `json:"estimated_cost_usd"`
+	EstimatedTokens   int                      `json:"estimated_tokens"`
+	Note              *string                  `json:"note"`
+	SourceModel       *string                  `json:"source_model"`
+	TargetDims        int                      `json:"target_dims"`
+	TargetModel       string                   `json:"target_model"`
+}
+
+// MigrationStartRequest defines model for MigrationStartRequest.
+type MigrationStartRequest struct {
+	ConceptTypes *[]string `json:"concept_types,omitempty"`
+
+	// SourceModel The organization's model when absent.
+	SourceModel *string `json:"source_model,omitempty"`
+	TargetModel string  `json:"target_model"`
+}
+
+// MigrationStatusResponse defines model for MigrationStatusResponse.
+type MigrationStatusResponse struct {
+	CompletedAt     *time.Time                     `json:"completed_at"`
+	ConceptTypes    *[]string                      `json:"concept_types,omitempty"`
+	EmbeddedCount   int                            `json:"embedded_count"`
+	EmbeddingTokens int                            `json:"embedding_tokens"`
+	LastError       *string                        `json:"last_error"`
+	SourceModel     *string                        `json:"source_model"`
+	StartedAt       *time.Time                     `json:"started_at"`
+	Status          *MigrationStatusResponseStatus `json:"status"`
+	TargetModel     *string                        `json:"target_model"`
+	TotalCount      int                            `json:"total_count"`
+}
+
+// MigrationStatusResponseStatus defines model for MigrationStatusResponse.Status.
+type MigrationStatusResponseStatus string
+
 // MissingAttachment defines model for MissingAttachment.
 type MissingAttachment struct {
 	// Filename The attachment's filename when only its bytes are missing; otherwise empty.
@@ -5502,6 +5578,12 @@ type ConceptMergeJSONRequestBody = ConceptMergeRequest
 
 // ConceptMergeImpactJSONRequestBody defines body for ConceptMergeImpact for application/json ContentType.
 type ConceptMergeImpactJSONRequestBody = ConceptMergeRequest
+
+// ConceptMigrationPreviewJSONRequestBody defines body for ConceptMigrationPreview for application/json ContentType.
+type ConceptMigrationPreviewJSONRequestBody = MigrationStartRequest
+
+// ConceptMigrationStartJSONRequestBody defines body for ConceptMigrationStart for application/json ContentType.
+type ConceptMigrationStartJSONRequestBody = MigrationStartRequest
 
 // ProbeSemanticConceptJSONRequestBody defines body for ProbeSemanticConcept for application/json ContentType.
 type ProbeSemanticConceptJSONRequestBody = ConceptProbeRequest

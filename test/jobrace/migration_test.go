@@ -1,0 +1,164 @@
+package jobrace_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+	"github.com/uptrace/bun"
+
+	"github.com/entityenrich/enrich/adapters/eventhub"
+	"github.com/entityenrich/enrich/adapters/jobcodec"
+	"github.com/entityenrich/enrich/adapters/jobrun"
+	"github.com/entityenrich/enrich/adapters/postgres"
+	"github.com/entityenrich/enrich/adapters/system"
+	"github.com/entityenrich/enrich/app"
+	"github.com/entityenrich/enrich/domain/access"
+	"github.com/entityenrich/enrich/domain/concept"
+	"github.com/entityenrich/enrich/domain/job"
+	"github.com/entityenrich/enrich/domain/model"
+	"github.com/entityenrich/enrich/ports"
+	"github.com/entityenrich/enrich/test/fakeports"
+	"github.com/entityenrich/enrich/test/pgtest"
+)
+
+const (
+	migSource = "builtin::ngram-384"
+	migTarget = "test::ngram-256"
+)
+
+// migrationReplica is one replica's job runtime with the migration's
+// Runner, on its own connection pool.
+type migrationReplica struct {
+	engine *jobrun.Engine
+	svc    *app.ConceptMigrationService
+	emb    *fakeports.Embedder
+}
+
+func startMigrationReplica(t *testing.T, dsn, owner string, hook func(context.Context, string, []string) error) *migrationReplica {
+	t.Helper()
+	ctx := context.Background()
+	lg := slog.New(slog.DiscardHandler)
+	db, err := postgres.Open(ctx, dsn, postgres.PoolConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	codec := jobcodec.Events{}
+	q, err := postgres.NewQueue(db, postgres.QueueConfig{}, lg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	uow := postgres.NewUnitOfWork(db.DB, codec, func(tx bun.Tx) ports.JobEnqueuer { return q.TxEnqueuer(tx) })
+	jobs, events := postgres.NewJobStore(db.DB), postgres.NewEventLog(db.DB, codec)
+	hub := eventhub.New(uow, events, systemClock{}, lg, eventhub.Config{})
+	emb := &fakeports.Embedder{Dims: map[string]int{migTarget: 256}, Hook: hook}
+	def, _ := model.ParseKey(migSource)
+	cs := &app.ConceptService{Store: postgres.NewConceptStore(db.DB), Vectors: postgres.NewExactVectorIndex(db.DB), Embedder: emb,
+		DefaultModel: def, Clock: systemClock{}, IDs: system.IDs{}, Log: lg, Migrations: postgres.NewConceptMigrations(db.DB)}
+	mig := &app.ConceptMigrator{Concepts: cs, Store: cs.Migrations, Clock: systemClock{}, Log: lg, Page: 10}
+	eng := jobrun.New(jobrun.Deps{UoW: uow, Jobs: jobs, Events: events, Queue: q, Stream: hub, Clock: systemClock{}, Log: lg},
+		jobrun.Config{Owner: owner, LeaseTTL: time.Second, SweepEvery: 200 * time.Millisecond, Workers: 2, PerOrg: 2, ReleaseAtShutdown: true},
+		jobrun.Runners{job.TypeConceptMigration: mig})
+	if err := eng.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return &migrationReplica{engine: eng, emb: emb,
+		svc: &app.ConceptMigrationService{ConceptMigrator: mig, JobRunner: eng, Jobs: jobs, IDs: system.IDs{}}}
+}
+
+// TestConceptMigrationSurvivesAKilledReplica: replica A runs a migration
+// and loses its database (a cut connection: its lease lapses, as a dead
+// replica's does) with a page in flight. Replica B takes the job over and
+// resumes from the durable cursor: the progress never goes back, no
+// concept is embedded twice but the page in flight, and every concept ends
+// cut over to the target model.
+func TestConceptMigrationSurvivesAKilledReplica(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	dsn := pgtest.Native(t)
+	db, err := postgres.Open(ctx, dsn, postgres.PoolConfig{})
+	is.NoErr(err)
+	t.Cleanup(func() { db.Close() })
+	is.NoErr(postgres.Migrate(ctx, db.DB))
+	org := "org_mig_" + system.IDs{}.NewID()
+	store := postgres.NewConceptStore(db.DB)
+	const n = 60
+	for i := range n {
+		text := fmt.Sprintf("company number %03d", i)
+		_, err := store.CreateConcept(ctx, ports.NewConcept{ID: fmt.Sprintf("%s-c%03d", org, i), OrgID: org, Type: "company",
+			AliasID: fmt.Sprintf("%s-a%03d", org, i), Text: text, EmbeddingModel: migSource,
+			Vector: concept.NgramEmbed(concept.Normalize(text), concept.NgramDims), CreatedAt: time.Now()})
+		is.NoErr(err)
+	}
+
+	proxy, proxied := pgtest.ProxyDSN(t, dsn)
+	held := make(chan struct{})
+	var once sync.Once
+	a := startMigrationReplica(t, proxied, "replica-a", func(ctx context.Context, m string, texts []string) error {
+		if m == migTarget && texts[0] == "company number 030" {
+			once.Do(func() { close(held) })
+			<-ctx.Done() // in flight until the replica is gone
+			return ctx.Err()
+		}
+		return nil
+	})
+	owner := &access.Principal{OrgID: org, Role: access.Owner, Scopes: []access.Scope{access.ScopeRead, access.ScopeWrite}}
+	m, err := a.svc.Start(ctx, owner, app.MigrationRequest{TargetModel: migTarget})
+	is.NoErr(err)
+	select {
+	case <-held:
+	case <-time.After(30 * time.Second):
+		t.Fatal("replica A never reached the fourth page")
+	}
+	migs := postgres.NewConceptMigrations(db.DB)
+	mid, err := migs.GetMigration(ctx, org, m.ID)
+	is.NoErr(err)
+	is.Equal(mid.EmbeddedCount, 30)
+	proxy.Cut() // replica A is gone: it renews no lease and writes nothing
+
+	b := startMigrationReplica(t, dsn, "replica-b", nil)
+	t.Cleanup(func() {
+		stop, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = b.engine.Stop(stop)
+	})
+	last := mid.EmbeddedCount
+	var end *ports.ConceptMigration
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		end, err = b.svc.Status(ctx, owner)
+		is.NoErr(err)
+		is.True(end.EmbeddedCount >= last) // never goes backwards
+		last = end.EmbeddedCount
+		if end.Status != ports.MigrationRunning {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the migration did not end after the takeover: %+v", end)
+		}
+	}
+	is.Equal(end.Status, ports.MigrationCompleted)
+	is.Equal(end.EmbeddedCount, n)
+	is.Equal(end.CutTypes, []string{"company"})
+	facets, err := store.ConceptTypes(ctx, org)
+	is.NoErr(err)
+	is.Equal(len(facets), 1)
+	is.Equal(facets[0].EmbeddingModel, migTarget)
+	is.Equal(facets[0].ConceptCount, n)
+	is.Equal(facets[0].Dims, 256)
+	ca, cb := a.emb.Counts(migTarget), b.emb.Counts(migTarget)
+	for i := range n {
+		text := fmt.Sprintf("company number %03d", i)
+		is.Equal(ca[text]+cb[text], 1) // the page in flight was never answered on A
+		if i < 30 {
+			is.Equal(cb[text], 0) // done before the kill: not redone
+		}
+	}
+	j, err := postgres.NewJobStore(db.DB).GetJob(ctx, org, m.ID)
+	is.NoErr(err)
+	is.Equal(j.State, job.Completed)
+	is.True(j.Attempt >= 2) // taken over
+}
