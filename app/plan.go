@@ -287,13 +287,9 @@ func (s *Enricher) checkPlan(ctx context.Context, orgID string, req EnrichReques
 	if err := checkEnrichText(req); err != nil {
 		return nil, err
 	}
-	var entity map[string]any
-	if batch {
-		// Each entity is checked by checkEntity.
-	} else if len(req.EntityData) == 0 || json.Unmarshal(req.EntityData, &entity) != nil || entity == nil {
-		return nil, Invalid("entity_data", "entity_data must be a JSON object of the entity's known attributes")
-	} else if len(entity) == 0 {
-		return nil, Invalid("entity_data", "entity_data must carry at least one attribute")
+	entity, err := planEntity(req, batch)
+	if err != nil {
+		return nil, err
 	}
 	if err := s.unsupported(req); err != nil {
 		return nil, err
@@ -363,6 +359,22 @@ func (s *Enricher) checkPlan(ctx context.Context, orgID string, req EnrichReques
 		return nil, err
 	}
 	return pl, nil
+}
+
+// planEntity decodes a single enrichment's entity_data; a batch's entities
+// are checked one by one (checkEntity).
+func planEntity(req EnrichRequest, batch bool) (map[string]any, error) {
+	if batch {
+		return nil, nil
+	}
+	var entity map[string]any
+	if len(req.EntityData) == 0 || json.Unmarshal(req.EntityData, &entity) != nil || entity == nil {
+		return nil, Invalid("entity_data", "entity_data must be a JSON object of the entity's known attributes")
+	}
+	if len(entity) == 0 {
+		return nil, Invalid("entity_data", "entity_data must carry at least one attribute")
+	}
+	return entity, nil
 }
 
 // resolveModels merges models and model, resolves auto, and checks every key.
