@@ -55,23 +55,31 @@ func (q ConceptQuery) filter() (ports.ConceptFilter, error) {
 	if err := checkText("search", q.Search); err != nil {
 		return f, err
 	}
-	switch ports.ConceptSort(q.SortBy) {
-	case "", ports.SortConceptCreated, ports.SortConceptRefCount, ports.SortConceptText:
-		f.Sort = ports.ConceptSort(q.SortBy)
-	default:
-		return f, Invalid("sort_by", "sort_by %q: want created_at, ref_count or canonical_text", q.SortBy)
-	}
-	switch q.SortOrder {
-	case "", "desc":
-	case "asc":
-		f.Descending = false
-	default:
-		return f, Invalid("sort_order", "sort_order %q: want asc or desc", q.SortOrder)
+	if f.Sort, f.Descending, err = conceptOrder(q.SortBy, q.SortOrder, true); err != nil {
+		return f, err
 	}
 	if q.MinRefCount < 0 {
 		return f, Invalid("min_ref_count", "min_ref_count must not be negative")
 	}
 	return f, checkPage(q.Limit, q.Offset)
+}
+
+// conceptOrder checks a listing's sort_by and sort_order; an empty order
+// is descending when desc.
+func conceptOrder(by, order string, desc bool) (ports.ConceptSort, bool, error) {
+	switch ports.ConceptSort(by) {
+	case "", ports.SortConceptCreated, ports.SortConceptRefCount, ports.SortConceptText:
+	default:
+		return "", false, Invalid("sort_by", "sort_by %q: want created_at, ref_count or canonical_text", by)
+	}
+	switch order {
+	case "":
+	case "asc", "desc":
+		desc = order == "desc"
+	default:
+		return "", false, Invalid("sort_order", "sort_order %q: want asc or desc", order)
+	}
+	return ports.ConceptSort(by), desc, nil
 }
 
 // checkPage refuses a limit outside 1..page.MaxSize (0 takes the default)

@@ -59,18 +59,9 @@ func (s *ConceptService) Export(ctx context.Context, p *access.Principal, req Co
 		}
 	}
 	f := ports.ConceptFilter{Types: req.Types, Search: req.Search, MinRefCount: req.MinRefCount, Limit: page.MaxSize}
-	switch req.SortBy {
-	case "", string(ports.SortConceptCreated), string(ports.SortConceptRefCount), string(ports.SortConceptText):
-		f.Sort = ports.ConceptSort(req.SortBy)
-	default:
-		return nil, Invalid("sort_by", "sort_by must be created_at, ref_count or canonical_text, not %q", req.SortBy)
-	}
-	switch req.SortOrder {
-	case "", "asc":
-	case "desc":
-		f.Descending = true
-	default:
-		return nil, Invalid("sort_order", "sort_order must be asc or desc, not %q", req.SortOrder)
+	var err error
+	if f.Sort, f.Descending, err = conceptOrder(req.SortBy, req.SortOrder, false); err != nil {
+		return nil, err
 	}
 	if req.MinRefCount < 0 {
 		return nil, Invalid("min_ref_count", "min_ref_count must not be negative")
