@@ -197,6 +197,15 @@ func (s *ConceptService) Merge(ctx context.Context, p *access.Principal, winnerI
 			return out, err
 		}
 	}
+	if s.Records != nil {
+		// The records' refs and output ids follow the links; a failure
+		// here leaves them naming the loser (GET of the loser is then 404).
+		n, err := s.Records.RepointConcept(ctx, p.OrgID, l.ID, w.ID, w.CanonicalText)
+		if err != nil {
+			return out, err
+		}
+		s.Log.Info("concept merge: records repointed", "org_id", p.OrgID, "winner_id", w.ID, "loser_id", l.ID, "records", n)
+	}
 	if s.Reviews != nil {
 		if _, err := s.Reviews.DropReviews(ctx, p.OrgID, []string{l.ID}); err != nil {
 			return out, err

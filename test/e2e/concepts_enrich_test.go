@@ -96,3 +96,50 @@ func TestEnrichmentResolvesConcepts(t *testing.T) {
 		})
 	}
 }
+
+// TestConceptMergeRewritesRecords: after B is merged into A, the record
+// that resolved to B names A in its semantic concepts (with A's canonical
+// text) and in its output; the record of A is as it was.
+func TestConceptMergeRewritesRecords(t *testing.T) {
+	for _, b := range backends[:2] { // memory and native PostgreSQL
+		t.Run(b.name, func(t *testing.T) {
+			is := is.New(t)
+			s := start(t, testConfig(b.dsn(t)))
+			key := s.register("concepts-merge-records@example.com").key
+			sc := s.createSchema(key, "Company", conceptSchema)
+			enrich := func(name string) (string, string) {
+				t.Helper()
+				var out conceptEnrichAnswer
+				is.Equal(s.call("POST", "/api/single/enrich/sync", key, obj{"entity_data": obj{"name": name}, "schema_id": sc,
+					"models": []string{"sandbox::echo"}}, &out), 200)
+				id, _ := out.Result["id"].(string)
+				is.True(id != "")
+				return id, out.RecordID
+			}
+			a, recA := enrich("IBM")
+			bID, recB := enrich("Big Blue Holdings")
+			is.True(a != bID)
+			is.Equal(s.call("POST", "/api/semantic-concepts/merge", key, obj{"winner_id": a, "loser_id": bID}, nil), 200)
+			for _, id := range []string{recA, recB} {
+				var rec struct {
+					conceptRecord
+					StructuredOutput map[string]any `json:"structured_output"`
+				}
+				is.Equal(s.call("GET", "/api/records/"+id, key, nil, &rec), 200)
+				is.Equal(len(rec.Raw), 1)
+				is.Equal(rec.Raw[0]["concept_id"], a)
+				is.Equal(rec.Raw[0]["canonical_text"], "IBM")
+				is.Equal(rec.StructuredOutput["id"], a)
+			}
+			var detail struct {
+				RefCount int `json:"ref_count"`
+				Records  []struct {
+					RecordID string `json:"record_id"`
+				} `json:"records"`
+			}
+			is.Equal(s.call("GET", "/api/semantic-concepts/"+a, key, nil, &detail), 200)
+			is.Equal(detail.RefCount, 2)
+			is.Equal(len(detail.Records), 2)
+		})
+	}
+}
