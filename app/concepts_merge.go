@@ -169,7 +169,8 @@ func (s *ConceptService) touched(ctx context.Context, orgID string, es []*dbsync
 // layer, in one unit of work with its deltas (delete deltas for the rows
 // that go, upserts for the states written, one batch), then the
 // vocabulary (aliases, reference counts, the loser and its vectors, in
-// one store step), then the record links and the review pairs. The entity
+// one store step), then the record links, the records (their concept refs
+// and output ids) and the review pairs. The entity
 // layer goes first so that a failure after it leaves the loser in the
 // vocabulary and the merge can be run again: a second run finds no entity
 // naming the loser and only merges the vocabulary.
