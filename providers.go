@@ -305,7 +305,7 @@ func provideConceptService(cfg Config, st *Stores, reg *llm.Registry, keys *app.
 	s := &app.ConceptService{Store: st.Concepts, Vectors: st.Vectors, Reviews: st.Reviews, Links: st.ConceptLinks,
 		Settings: st.EmbeddingSettings, Schemas: st.Schemas, Databases: st.Databases, Embedder: reg, Catalog: reg, Usage: st.Usage,
 		Keys: keys, DefaultModel: def, Clock: clock, IDs: ids, Log: lg, UoW: st.UoW, Entities: st.Entities,
-		Migrations: st.ConceptMigrations}
+		Migrations: st.ConceptMigrations, Records: st.Records}
 	if cfg.ConceptJudgeModel != "" {
 		k, err := model.ParseKey(cfg.ConceptJudgeModel)
 		if err != nil {

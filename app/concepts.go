@@ -64,6 +64,9 @@ type ConceptService struct {
 	// entity layer (nil UoW: a merge touches the vocabulary only).
 	UoW      ports.UnitOfWork
 	Entities ports.EntityStore
+	// Records are rewritten by a merge to name the winner (nil: they keep
+	// the loser's id).
+	Records ports.RecordStore
 }
 
 // ResolveMode says what a resolution may do.

@@ -169,7 +169,8 @@ func (s *ConceptService) touched(ctx context.Context, orgID string, es []*dbsync
 // layer, in one unit of work with its deltas (delete deltas for the rows
 // that go, upserts for the states written, one batch), then the
 // vocabulary (aliases, reference counts, the loser and its vectors, in
-// one store step), then the record links and the review pairs. The entity
+// one store step), then the record links, the records (their concept refs
+// and output ids) and the review pairs. The entity
 // layer goes first so that a failure after it leaves the loser in the
 // vocabulary and the merge can be run again: a second run finds no entity
 // naming the loser and only merges the vocabulary.
@@ -196,6 +197,15 @@ func (s *ConceptService) Merge(ctx context.Context, p *access.Principal, winnerI
 		if _, err := s.Links.RepointLinks(ctx, p.OrgID, l.ID, w.ID); err != nil {
 			return out, err
 		}
+	}
+	if s.Records != nil {
+		// The records' refs and output ids follow the links; a failure
+		// here leaves them naming the loser (GET of the loser is then 404).
+		n, err := s.Records.RepointConcept(ctx, p.OrgID, l.ID, w.ID, w.CanonicalText)
+		if err != nil {
+			return out, err
+		}
+		s.Log.Info("concept merge: records repointed", "org_id", p.OrgID, "winner_id", w.ID, "loser_id", l.ID, "records", n)
 	}
 	if s.Reviews != nil {
 		if _, err := s.Reviews.DropReviews(ctx, p.OrgID, []string{l.ID}); err != nil {

@@ -182,6 +182,11 @@ type RecordStore interface {
 	// answers ErrNotFound and listings skip them; hard removes them, live or
 	// soft-deleted. It is idempotent.
 	DeleteRecords(ctx context.Context, orgID string, ids []string, hard bool, at time.Time) (RecordDeletion, error)
+	// RepointConcept makes the organization's records (soft-deleted ones
+	// too) that name the concept from name to instead, with its canonical
+	// text (enrichment.Record.RepointConcept), and returns how many
+	// changed: a concept merge's rewrite of its loser's records.
+	RepointConcept(ctx context.Context, orgID, from, to, canonicalText string) (int, error)
 }
 
 // JobStore keeps jobs. Update owns the transaction: it loads the job (locking

@@ -50,6 +50,7 @@ func TestRecordStore(t *testing.T) {
 	contract.RunRecordStore(t, func(*testing.T) ports.RecordStore { return memory.NewRecordStore() })
 	contract.RunRecordPurge(t, func(*testing.T) ports.RecordStore { return memory.NewRecordStore() })
 	contract.RunRecordDeletion(t, func(*testing.T) ports.RecordStore { return memory.NewRecordStore() })
+	contract.RunRecordConceptRepoint(t, func(*testing.T) ports.RecordStore { return memory.NewRecordStore() })
 }
 
 func TestJobStore(t *testing.T) {

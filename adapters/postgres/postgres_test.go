@@ -104,6 +104,7 @@ func TestContract(t *testing.T) {
 				contract.RunRecordStore(t, func(*testing.T) ports.RecordStore { return postgres.NewRecordStore(db) })
 				contract.RunRecordPurge(t, func(*testing.T) ports.RecordStore { return postgres.NewRecordStore(db) })
 				contract.RunRecordDeletion(t, func(*testing.T) ports.RecordStore { return postgres.NewRecordStore(db) })
+				contract.RunRecordConceptRepoint(t, func(*testing.T) ports.RecordStore { return postgres.NewRecordStore(db) })
 			})
 			t.Run("JobStore", func(t *testing.T) {
 				contract.RunJobStore(t, func(*testing.T) ports.JobStore { return postgres.NewJobStore(db) })
