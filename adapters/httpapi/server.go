@@ -203,10 +203,12 @@ func NewServer(cfg Config, svc Services, events ports.EventCodec, lg *slog.Logge
 	s.registerConsumerRoutes(r)
 	s.registerNotificationRoutes(r)
 	s.registerAttachmentRoutes(r)
-	s.registerConceptRoutes(r)
+	// The fixed concept paths before /api/semantic-concepts/{concept_id},
+	// which would take "export" for an id.
 	s.registerConceptMergeRoutes(r)
 	s.registerConceptCSVRoutes(r)
 	s.registerConceptMigrationRoutes(r, svc.ConceptMigrations)
+	s.registerConceptRoutes(r)
 	s.registerDocsRoutes(r)
 	s.router = r
 	return s, nil
