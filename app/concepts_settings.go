@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/entityenrich/enrich/domain/access"
 	"github.com/entityenrich/enrich/domain/concept"
 	"github.com/entityenrich/enrich/domain/model"
 	"github.com/entityenrich/enrich/ports"
@@ -83,6 +84,24 @@ func (s *ConceptService) SetEmbeddingModel(ctx context.Context, orgID, named str
 		return EmbeddingModelSetting{}, err
 	}
 	return s.EmbeddingModelSetting(ctx, orgID)
+}
+
+// GetEmbeddingModel is EmbeddingModelSetting for the caller's organization
+// (operator).
+func (s *ConceptService) GetEmbeddingModel(ctx context.Context, p *access.Principal) (EmbeddingModelSetting, error) {
+	if err := access.Authorize(p, access.ActGetEmbeddingModel); err != nil {
+		return EmbeddingModelSetting{}, err
+	}
+	return s.EmbeddingModelSetting(ctx, p.OrgID)
+}
+
+// PutEmbeddingModel is SetEmbeddingModel for the caller's organization
+// (owner).
+func (s *ConceptService) PutEmbeddingModel(ctx context.Context, p *access.Principal, named string) (EmbeddingModelSetting, error) {
+	if err := access.Authorize(p, access.ActSetEmbeddingModel); err != nil {
+		return EmbeddingModelSetting{}, err
+	}
+	return s.SetEmbeddingModel(ctx, p.OrgID, named)
 }
 
 // heldModels are the embedding models orgID's concepts are embedded by,

@@ -2946,6 +2946,30 @@ type DuplicatePairList struct {
 	Items    []DuplicatePair `json:"items"`
 }
 
+// EmbeddingModelSetting defines model for EmbeddingModelSetting.
+type EmbeddingModelSetting struct {
+	// ConceptCount How many concepts the organization has.
+	ConceptCount int `json:"concept_count"`
+
+	// DefaultModel The server's default embedding model.
+	DefaultModel string `json:"default_model"`
+
+	// Dims The model's vector size; 0 when unknown or off.
+	Dims int `json:"dims"`
+
+	// EmbeddingModel The model semantic ids are embedded by (provider::model); null when semantic ids are off.
+	EmbeddingModel *string `json:"embedding_model"`
+
+	// IsDefault Whether the organization never chose: the server's default applies.
+	IsDefault bool `json:"is_default"`
+}
+
+// EmbeddingModelSettingRequest defines model for EmbeddingModelSettingRequest.
+type EmbeddingModelSettingRequest struct {
+	// EmbeddingModel An embedding model (provider::model); null turns semantic ids off.
+	EmbeddingModel *string `json:"embedding_model"`
+}
+
 // EnrichRequest defines model for EnrichRequest.
 type EnrichRequest struct {
 	// ArbitrationModel Model for LLM arbitration of the auto-fusion (a composite key, or
@@ -5491,6 +5515,9 @@ type ContinueJobJSONRequestBody = ContinueJobRequest
 
 // CreateOrgKeyJSONRequestBody defines body for CreateOrgKey for application/json ContentType.
 type CreateOrgKeyJSONRequestBody = CreateProviderKeyRequest
+
+// SetEmbeddingModelJSONRequestBody defines body for SetEmbeddingModel for application/json ContentType.
+type SetEmbeddingModelJSONRequestBody = EmbeddingModelSettingRequest
 
 // UpdateOrgKeyJSONRequestBody defines body for UpdateOrgKey for application/json ContentType.
 type UpdateOrgKeyJSONRequestBody = UpdateProviderKeyRequest
