@@ -204,9 +204,9 @@ func NewServer(cfg Config, svc Services, events ports.EventCodec, lg *slog.Logge
 	s.registerConsumerRoutes(r)
 	s.registerNotificationRoutes(r)
 	s.registerAttachmentRoutes(r)
+	s.registerConceptCSVRoutes(r) // before registerConceptRoutes: /export before /{concept_id}
 	s.registerConceptRoutes(r)
 	s.registerConceptMergeRoutes(r)
-	s.registerConceptCSVRoutes(r)
 	s.registerConceptMigrationRoutes(r, svc.ConceptMigrations)
 	s.registerDocsRoutes(r)
 	s.router = r
