@@ -2394,7 +2394,13 @@ type CostSummary struct {
 	AvgCostPerProperty *float64 `json:"avg_cost_per_property"`
 
 	// AvgCostPerRequest US dollars.
-	AvgCostPerRequest  float64 `json:"avg_cost_per_request"`
+	AvgCostPerRequest float64 `json:"avg_cost_per_request"`
+
+	// EmbeddingCostUsd The embeddings' part of total_cost, in US dollars.
+	EmbeddingCostUsd float64 `json:"embedding_cost_usd"`
+
+	// EmbeddingTokens Embedding calls' tokens (semantic ids), not in total_input_tokens.
+	EmbeddingTokens    int     `json:"embedding_tokens"`
 	MostExpensiveModel *string `json:"most_expensive_model"`
 	MostUsedModel      *string `json:"most_used_model"`
 
@@ -3516,7 +3522,13 @@ type MissingAttachment struct {
 
 // ModelCostRow defines model for ModelCostRow.
 type ModelCostRow struct {
-	CompositeKey      string  `json:"composite_key"`
+	CompositeKey string `json:"composite_key"`
+
+	// EmbeddingCostUsd The embeddings' part of total_cost, in US dollars.
+	EmbeddingCostUsd float64 `json:"embedding_cost_usd"`
+
+	// EmbeddingTokens Embedding calls' tokens, not in total_input_tokens.
+	EmbeddingTokens   int     `json:"embedding_tokens"`
 	ModelName         string  `json:"model_name"`
 	TotalCost         float64 `json:"total_cost"`
 	TotalInputTokens  int     `json:"total_input_tokens"`
