@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/entityenrich/enrich/domain/access"
 	"github.com/entityenrich/enrich/domain/concept"
 	"github.com/entityenrich/enrich/domain/model"
 	"github.com/entityenrich/enrich/ports"
@@ -66,7 +67,7 @@ func (s *ConceptService) SetEmbeddingModel(ctx context.Context, orgID, named str
 		if err != nil {
 			return EmbeddingModelSetting{}, Invalid("embedding_model", "%s", err)
 		}
-		if _, err := s.embeddingModel(mk); err != nil {
+		if err := s.settableModel(ctx, orgID, mk); err != nil {
 			return EmbeddingModelSetting{}, err
 		}
 		named = mk.String()
@@ -83,6 +84,48 @@ func (s *ConceptService) SetEmbeddingModel(ctx context.Context, orgID, named str
 		return EmbeddingModelSetting{}, err
 	}
 	return s.EmbeddingModelSetting(ctx, orgID)
+}
+
+// GetEmbeddingModel is EmbeddingModelSetting for the caller's organization
+// (operator).
+func (s *ConceptService) GetEmbeddingModel(ctx context.Context, p *access.Principal) (EmbeddingModelSetting, error) {
+	if err := access.Authorize(p, access.ActGetEmbeddingModel); err != nil {
+		return EmbeddingModelSetting{}, err
+	}
+	return s.EmbeddingModelSetting(ctx, p.OrgID)
+}
+
+// PutEmbeddingModel is SetEmbeddingModel for the caller's organization
+// (owner).
+func (s *ConceptService) PutEmbeddingModel(ctx context.Context, p *access.Principal, named string) (EmbeddingModelSetting, error) {
+	if err := access.Authorize(p, access.ActSetEmbeddingModel); err != nil {
+		return EmbeddingModelSetting{}, err
+	}
+	return s.SetEmbeddingModel(ctx, p.OrgID, named)
+}
+
+// settableModel checks that mk is a model the service can embed with for
+// orgID. A provider the catalog does not know may be one of the
+// organization's own, which the catalog cannot see: it must exist, so that
+// a typo is refused now rather than when every resolution fails.
+func (s *ConceptService) settableModel(ctx context.Context, orgID string, mk model.Key) error {
+	if _, err := s.embeddingModel(mk); err != nil {
+		return err
+	}
+	if s.Catalog == nil {
+		return nil
+	}
+	if _, err := s.Catalog.EmbeddingModel(mk); !errors.Is(err, ports.ErrUnknownModel) {
+		return nil
+	}
+	pr, err := s.Keys.orgProvider(ctx, orgID, mk.Provider)
+	if err != nil {
+		return err
+	}
+	if pr == nil {
+		return Invalid("embedding_model", "%s cannot embed: no provider %q is configured", mk, mk.Provider)
+	}
+	return nil
 }
 
 // heldModels are the embedding models orgID's concepts are embedded by,

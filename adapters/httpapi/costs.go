@@ -65,7 +65,8 @@ func parseDate(s string) (time.Time, error) {
 func toCostSummary(c app.CostSummary) api.CostSummary {
 	return api.CostSummary{TotalCost: c.Total.CostUSD(), TotalCostMicro: int(c.Total.Cost), TotalRequests: int(c.Total.Requests),
 		TotalInputTokens: int(c.Total.InputTokens), TotalOutputTokens: int(c.Total.OutputTokens),
-		AvgCostPerRequest: c.Total.AvgCostUSD(), MostExpensiveModel: nilIfEmpty(c.MostExpensive), MostUsedModel: nilIfEmpty(c.MostUsed)}
+		AvgCostPerRequest: c.Total.AvgCostUSD(), MostExpensiveModel: nilIfEmpty(c.MostExpensive), MostUsedModel: nilIfEmpty(c.MostUsed),
+		EmbeddingTokens: int(c.Total.EmbeddingTokens), EmbeddingCostUsd: c.Total.EmbeddingCostUSD()}
 }
 
 // toCostStats maps the reference's CostStatsRow; period is the first day of
@@ -84,7 +85,8 @@ func toModelCosts(ts []ledger.Total) []api.ModelCostRow {
 	out := make([]api.ModelCostRow, 0, len(ts))
 	for _, t := range ts {
 		out = append(out, api.ModelCostRow{CompositeKey: t.Key, ModelName: modelName(t.Key), TotalCost: t.CostUSD(),
-			TotalRequests: int(t.Requests), TotalInputTokens: int(t.InputTokens), TotalOutputTokens: int(t.OutputTokens)})
+			TotalRequests: int(t.Requests), TotalInputTokens: int(t.InputTokens), TotalOutputTokens: int(t.OutputTokens),
+			EmbeddingTokens: int(t.EmbeddingTokens), EmbeddingCostUsd: t.EmbeddingCostUSD()})
 	}
 	return out
 }

@@ -183,6 +183,10 @@ var routes = map[Route]access.Action{
 	{"POST", "/api/semantic-concepts/migration/preview"}: access.ActConceptMigrationPreview,
 	{"POST", "/api/semantic-concepts/migration/start"}:   access.ActConceptMigrationStart,
 	{"POST", "/api/semantic-concepts/migration/cancel"}:  access.ActConceptMigrationCancel,
+	// The organization's embedding-model setting: read by operators, set
+	// by owners.
+	{"GET", "/api/org-keys/embedding-model"}: access.ActGetEmbeddingModel,
+	{"PUT", "/api/org-keys/embedding-model"}: access.ActSetEmbeddingModel,
 }
 
 // actionOf returns a route's action, and false for a route missing from the

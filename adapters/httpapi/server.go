@@ -190,6 +190,7 @@ func NewServer(cfg Config, svc Services, events ports.EventCodec, lg *slog.Logge
 	s.registerAnalysisRoutes(r)
 	s.registerSchemaGenRoutes(r)
 	s.registerRecordRoutes(r)
+	s.registerEmbeddingModelRoutes(r) // before registerProviderKeyRoutes: a fixed path under /api/org-keys
 	s.registerProviderKeyRoutes(r)
 	s.registerOrgProviderRoutes(r)
 	s.registerCostRoutes(r)

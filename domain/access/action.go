@@ -230,6 +230,11 @@ const (
 	ActConceptMigrationPreview Action = "semantic_concepts.migration_preview"
 	ActConceptMigrationStart   Action = "semantic_concepts.migration_start"
 	ActConceptMigrationCancel  Action = "semantic_concepts.migration_cancel"
+	// The organization's embedding-model setting: reading it is an
+	// operator's; setting it decides which model every concept is embedded
+	// by (or turns semantic ids off), so it is the owner's.
+	ActGetEmbeddingModel Action = "semantic_concepts.embedding_model_get"
+	ActSetEmbeddingModel Action = "semantic_concepts.embedding_model_set"
 	// ActExchangeCredential exchanges a database credential's refresh
 	// token for an access token: public (the token is the credential).
 	ActExchangeCredential Action = "databases.credential_exchange"
@@ -389,6 +394,8 @@ var rules = map[Action]rule{
 	ActConceptMigrationPreview: {CatRecords, ScopeWrite},
 	ActConceptMigrationStart:   {CatConceptMint, ScopeWrite},
 	ActConceptMigrationCancel:  {CatConceptMint, ScopeWrite},
+	ActGetEmbeddingModel:       {CatConceptRead, ScopeRead},
+	ActSetEmbeddingModel:       {CatConceptMint, ScopeWrite},
 }
 
 // FeedActions are what a database credential's access token may do, on its

@@ -203,6 +203,8 @@ func TestHostileText(t *testing.T) {
 					tc{route + " source_model", "POST", route, ten.key, `{"target_model":"a::b","source_model":"x::` + H + `"}`, "source_model"},
 					tc{route + " concept_types", "POST", route, ten.key, `{"target_model":"a::b","concept_types":["c` + H + `"]}`, "concept_types.0"})
 			}
+			cases = append(cases, tc{"embedding-model setting", "PUT", "/api/org-keys/embedding-model", ten.key,
+				`{"embedding_model":"builtin::ngram-` + H + `"}`, "embedding_model"})
 			cases = append(cases, enrich("/api/single/enrich/stream")...)
 			cases = append(cases, enrich("/api/single/enrich/sync")...)
 			for _, h := range hostiles {

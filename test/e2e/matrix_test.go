@@ -146,6 +146,9 @@ var minimum = map[string]string{
 	// operator, start and cancel owner.
 	"GET /api/semantic-concepts/migration/status": "operator", "POST /api/semantic-concepts/migration/preview": "operator",
 	"POST /api/semantic-concepts/migration/start": "owner", "POST /api/semantic-concepts/migration/cancel": "owner",
+	// The embedding-model setting (issue 30): read by operators, set by
+	// owners.
+	"GET /api/org-keys/embedding-model": "operator", "PUT /api/org-keys/embedding-model": "owner",
 }
 
 var rank = map[string]int{"operator": 1, "editor": 2, "owner": 4}
@@ -622,6 +625,11 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"POST", "/api/semantic-concepts/migration/start", "/api/semantic-concepts/migration/start",
 			func() any { return obj{"target_model": "builtin::ngram-384"} }, 400, false, 0},
 		{"POST", "/api/semantic-concepts/migration/cancel", "/api/semantic-concepts/migration/cancel", nil, 409, false, 0},
+		// The setting. Clearing is allowed whatever concepts exist; the
+		// last route, so no row after it runs with semantic ids off.
+		{"GET", "/api/org-keys/embedding-model", "/api/org-keys/embedding-model", nil, 200, false, 0},
+		{"PUT", "/api/org-keys/embedding-model", "/api/org-keys/embedding-model",
+			func() any { return obj{"embedding_model": nil} }, 200, false, 0},
 	}
 
 	// The matrix covers exactly the routes the server has.

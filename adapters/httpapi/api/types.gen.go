@@ -2394,7 +2394,13 @@ type CostSummary struct {
 	AvgCostPerProperty *float64 `json:"avg_cost_per_property"`
 
 	// AvgCostPerRequest US dollars.
-	AvgCostPerRequest  float64 `json:"avg_cost_per_request"`
+	AvgCostPerRequest float64 `json:"avg_cost_per_request"`
+
+	// EmbeddingCostUsd The embeddings' part of total_cost, in US dollars.
+	EmbeddingCostUsd float64 `json:"embedding_cost_usd"`
+
+	// EmbeddingTokens Embedding calls' tokens (semantic ids), not in total_input_tokens.
+	EmbeddingTokens    int     `json:"embedding_tokens"`
 	MostExpensiveModel *string `json:"most_expensive_model"`
 	MostUsedModel      *string `json:"most_used_model"`
 
@@ -2946,6 +2952,30 @@ type DuplicatePairList struct {
 	Items    []DuplicatePair `json:"items"`
 }
 
+// EmbeddingModelSetting defines model for EmbeddingModelSetting.
+type EmbeddingModelSetting struct {
+	// ConceptCount How many concepts the organization has.
+	ConceptCount int `json:"concept_count"`
+
+	// DefaultModel The server's default embedding model.
+	DefaultModel string `json:"default_model"`
+
+	// Dims The model's vector size; 0 when unknown or off.
+	Dims int `json:"dims"`
+
+	// EmbeddingModel The model semantic ids are embedded by (provider::model); null when semantic ids are off.
+	EmbeddingModel *string `json:"embedding_model"`
+
+	// IsDefault Whether the organization never chose: the server's default applies.
+	IsDefault bool `json:"is_default"`
+}
+
+// EmbeddingModelSettingRequest defines model for EmbeddingModelSettingRequest.
+type EmbeddingModelSettingRequest struct {
+	// EmbeddingModel An embedding model (provider::model); null turns semantic ids off.
+	EmbeddingModel *string `json:"embedding_model"`
+}
+
 // EnrichRequest defines model for EnrichRequest.
 type EnrichRequest struct {
 	// ArbitrationModel Model for LLM arbitration of the auto-fusion (a composite key, or
@@ -3492,7 +3522,13 @@ type MissingAttachment struct {
 
 // ModelCostRow defines model for ModelCostRow.
 type ModelCostRow struct {
-	CompositeKey      string  `json:"composite_key"`
+	CompositeKey string `json:"composite_key"`
+
+	// EmbeddingCostUsd The embeddings' part of total_cost, in US dollars.
+	EmbeddingCostUsd float64 `json:"embedding_cost_usd"`
+
+	// EmbeddingTokens Embedding calls' tokens, not in total_input_tokens.
+	EmbeddingTokens   int     `json:"embedding_tokens"`
 	ModelName         string  `json:"model_name"`
 	TotalCost         float64 `json:"total_cost"`
 	TotalInputTokens  int     `json:"total_input_tokens"`
@@ -5491,6 +5527,9 @@ type ContinueJobJSONRequestBody = ContinueJobRequest
 
 // CreateOrgKeyJSONRequestBody defines body for CreateOrgKey for application/json ContentType.
 type CreateOrgKeyJSONRequestBody = CreateProviderKeyRequest
+
+// SetEmbeddingModelJSONRequestBody defines body for SetEmbeddingModel for application/json ContentType.
+type SetEmbeddingModelJSONRequestBody = EmbeddingModelSettingRequest
 
 // UpdateOrgKeyJSONRequestBody defines body for UpdateOrgKey for application/json ContentType.
 type UpdateOrgKeyJSONRequestBody = UpdateProviderKeyRequest
