@@ -36,6 +36,16 @@ var conceptRoutes = map[Route]access.Action{
 	{"PUT", "/api/semantic-concepts/{semantic_id}/canonical/{alias_id}"}:  access.ActEditConcepts,
 }
 
+// registerConceptFamily registers every /api/semantic-concepts route: the
+// fixed paths before /api/semantic-concepts/{concept_id}, which would take
+// "export" or "merge" for an id.
+func (s *Server) registerConceptFamily(r *mux.Router, svc Services) {
+	s.registerConceptMergeRoutes(r)
+	s.registerConceptCSVRoutes(r)
+	s.registerConceptMigrationRoutes(r, svc.ConceptMigrations)
+	s.registerConceptRoutes(r)
+}
+
 // registerConceptRoutes registers the routes; the fixed paths come before
 // /{concept_id}, which would take them.
 func (s *Server) registerConceptRoutes(r *mux.Router) {

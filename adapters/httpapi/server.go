@@ -204,12 +204,7 @@ func NewServer(cfg Config, svc Services, events ports.EventCodec, lg *slog.Logge
 	s.registerConsumerRoutes(r)
 	s.registerNotificationRoutes(r)
 	s.registerAttachmentRoutes(r)
-	// The fixed concept paths before /api/semantic-concepts/{concept_id},
-	// which would take "export" for an id.
-	s.registerConceptMergeRoutes(r)
-	s.registerConceptCSVRoutes(r)
-	s.registerConceptMigrationRoutes(r, svc.ConceptMigrations)
-	s.registerConceptRoutes(r)
+	s.registerConceptFamily(r, svc)
 	s.registerDocsRoutes(r)
 	s.router = r
 	return s, nil

@@ -56,10 +56,10 @@ const insertRecordSQL = "INSERT INTO records (" + recordColumns + ") VALUES " +
 	"($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)"
 
 const usageColumns = "id, org_id, job_id, task, model, key_source, key_id, input_tokens, output_tokens, " +
-	"web_search_calls, cost, latency_ms, outcome, created_at"
+	"web_search_calls, embedding_tokens, cost, embedding_cost, latency_ms, outcome, created_at"
 
 const insertUsageSQL = "INSERT INTO llm_usage (" + usageColumns + ") VALUES " +
-	"($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) ON CONFLICT (id) DO NOTHING"
+	"($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) ON CONFLICT (id) DO NOTHING"
 
 const eventColumns = "job_id, seq, type, data, created_at"
 
@@ -137,7 +137,7 @@ func recordArgs(rec *enrichment.Record) []any {
 
 func usageArgs(e usage.Entry) []any {
 	return []any{e.ID, e.OrgID, e.JobID, e.Task, e.Model, e.KeySource, e.KeyID, e.InputTokens, e.OutputTokens,
-		e.WebSearchCalls, e.Cost, e.LatencyMS, e.Outcome, utc(e.CreatedAt)}
+		e.WebSearchCalls, e.EmbeddingTokens, e.Cost, e.EmbeddingCost, e.LatencyMS, e.Outcome, utc(e.CreatedAt)}
 }
 
 // eventsArgs are the events of one job as the parallel arrays of
