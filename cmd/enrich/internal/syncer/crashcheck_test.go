@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -157,7 +158,7 @@ func isRun(revs []int, k int) bool {
 func (m *crashMatrix) checkTarget(targetDSN, freshDSN string, head int64, want map[string]int) {
 	target := connectTarget(m.t, targetDSN)
 	checkRevisionLog(m.t, target, want)
-	m.r.url = m.reps[0].url()
+	m.r.url = m.upURL()
 	m.r.cl.BaseURL = m.r.url
 	m.r.compareSnapshot(context.Background(), target, freshDSN, head)
 }
@@ -213,4 +214,19 @@ func dupes(byID map[string]int) int {
 		}
 	}
 	return n
+}
+
+// upURL waits until a server is up (the last one killed may still be
+// restarting) and returns its URL.
+func (m *crashMatrix) upURL() string {
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		for _, r := range m.reps {
+			if u := r.url(); u != "" {
+				return u
+			}
+		}
+		if time.Now().After(deadline) {
+			m.t.Fatal("no server came up for the final checks")
+		}
+	}
 }
