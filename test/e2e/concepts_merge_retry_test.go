@@ -93,7 +93,7 @@ func TestConceptMergeFailsWhole(t *testing.T) {
 				loser, recB := enrich("Big Blue Holdings")
 				is.True(a != loser)
 				entities := entityRun{t: t, s: s, key: key, schema: sc}
-				is.Equal(entities.entities("").Total, int64(2))
+				is.Equal(entities.entities("").Total, 2)
 
 				// The records of a concept carry their names.
 				var detail conceptRecords
@@ -117,7 +117,7 @@ func TestConceptMergeFailsWhole(t *testing.T) {
 				is.Equal(s.call("GET", "/api/semantic-concepts/"+loser, key, nil, &detail), 200)
 				is.Equal(len(detail.Records), 1)
 				is.Equal(conceptOf(t, s, key, recB), loser)
-				is.Equal(entities.entities("").Total, int64(2))
+				is.Equal(entities.entities("").Total, 2)
 
 				// The re-run finishes.
 				res, err := cs.Merge(context.Background(), owner, a, loser)
@@ -127,7 +127,7 @@ func TestConceptMergeFailsWhole(t *testing.T) {
 				is.Equal(s.call("GET", "/api/semantic-concepts/"+loser, key, nil, nil), 404)
 				is.Equal(conceptOf(t, s, key, recA), a)
 				is.Equal(conceptOf(t, s, key, recB), a)
-				is.Equal(entities.entities("").Total, int64(1))
+				is.Equal(entities.entities("").Total, 1)
 				is.Equal(s.call("GET", "/api/semantic-concepts/"+a, key, nil, &detail), 200)
 				is.Equal(detail.RefCount, 2)
 				is.Equal(len(detail.Records), 2)
