@@ -80,17 +80,8 @@ func TestConceptMergeFailsWhole(t *testing.T) {
 				sc := s.createSchema(key, "Linked company", conceptSchema)
 				is.Equal(s.call("POST", "/api/schemas/"+sc+"/databases", key, obj{"name": "wh", "on_gaps": "reject_entity"}, nil), 201)
 				is.Equal(s.call("POST", "/api/schema/saved/"+sc+"/publish", key, nil, nil), 200)
-				enrich := func(name string) (string, string) {
-					t.Helper()
-					var out conceptEnrichAnswer
-					is.Equal(s.call("POST", "/api/single/enrich/sync", key, obj{"entity_data": obj{"name": name}, "schema_id": sc,
-						"models": []string{"sandbox::echo"}}, &out), 200)
-					id, _ := out.Result["id"].(string)
-					is.True(id != "")
-					return id, out.RecordID
-				}
-				a, recA := enrich("IBM")
-				loser, recB := enrich("Big Blue Holdings")
+				a, recA := enrichConcept(t, s, key, sc, "IBM")
+				loser, recB := enrichConcept(t, s, key, sc, "Big Blue Holdings")
 				is.True(a != loser)
 				entities := entityRun{t: t, s: s, key: key, schema: sc}
 				is.Equal(entities.entities("").Total, 2)
