@@ -114,6 +114,30 @@ func NewVectorIndex(ctx context.Context, db bun.IDB) (ports.VectorIndex, error) 
 	return NewExactVectorIndex(db), nil
 }
 
+// scanSimple runs q, whose values Bun wrote into its text, and scans its
+// rows into dest in one round trip: one message of the simple protocol,
+// where pgx's default would prepare the statement first (a second round
+// trip, for a text new with every vector). Not the extended protocol's
+// unnamed statement either (pgx.QueryExecModeSimpleProtocol): PGlite's one session
+// serves every connection, message by message, and another connection's
+// statement can take the unnamed one's place in between. db, when a
+// transaction, runs q as any statement.
+func scanSimple(ctx context.Context, db bun.IDB, q *bun.RawQuery, dest any) error {
+	pool, ok := db.(*bun.DB)
+	if !ok {
+		return q.Scan(ctx, dest)
+	}
+	rows, err := pool.DB.QueryContext(ctx, q.String(), pgx.QueryExecModeSimpleProtocol)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	if err := pool.ScanRows(ctx, rows, dest); err != nil {
+		return err
+	}
+	return rows.Err()
+}
+
 // pgvectorNearestSQL orders by pgvector's cosine distance on the column
 // cast to d dimensions, the expression the partial HNSW index is built on.
 // d is written into the statement (it is an int): a type modifier cannot
@@ -139,10 +163,7 @@ func (x *PgvectorIndex) Nearest(ctx context.Context, orgID string, s concept.Sli
 	var rows []nearRow
 	var err error
 	if candidates <= x.sessionEf {
-		// The session's settings do: one round trip (scanOnce: nor a
-		// second to prepare a statement whose vector is new every time).
-		pool, _ := x.db.(*bun.DB)
-		err = scanOnce(ctx, pool, x.db.NewRaw(q, args...), &rows)
+		err = scanSimple(ctx, x.db, x.db.NewRaw(q, args...), &rows)
 	} else {
 		err = inTx(ctx, x.db, func(ctx context.Context, tx bun.Tx) error {
 			if _, err := tx.ExecContext(ctx, "SET LOCAL hnsw.ef_search = ?", max(pgvectorSessionEfSearch, candidates)); err != nil {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -72,6 +73,25 @@ func TestPgvectorSession(t *testing.T) {
 		ns, err = x.Nearest(ctx, big, sl, q, k)
 		is.NoErr(err)
 		is.Equal(len(ns), k)
+	}
+	// Concurrent lookups share PGlite's one session: each is one message.
+	var wg sync.WaitGroup
+	errs := make(chan error, 16*10)
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 10 {
+				if _, err := x.Nearest(ctx, big, sl, q, 10); err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
 	}
 	var ef, iterative string
 	is.NoErr(db.QueryRowContext(ctx, "SHOW hnsw.ef_search").Scan(&ef))
