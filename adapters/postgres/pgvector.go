@@ -118,10 +118,10 @@ func NewVectorIndex(ctx context.Context, db bun.IDB) (ports.VectorIndex, error) 
 // rows into dest in one round trip: one message of the simple protocol,
 // where pgx's default would prepare the statement first (a second round
 // trip, for a text new with every vector). Not the extended protocol's
-// unnamed statement either (pgx.QueryExecModeSimpleProtocol): PGlite's one session
+// unnamed statement either (pgx.QueryExecModeExec): PGlite's one session
 // serves every connection, message by message, and another connection's
-// statement can take the unnamed one's place in between. db, when a
-// transaction, runs q as any statement.
+// statement can take the unnamed one's place in between (SQLSTATE 26000
+// under 64 clients). db, when a transaction, runs q as any statement.
 func scanSimple(ctx context.Context, db bun.IDB, q *bun.RawQuery, dest any) error {
 	pool, ok := db.(*bun.DB)
 	if !ok {
