@@ -62,6 +62,8 @@ func Open(ctx context.Context, dsn string, pc PoolConfig) (*DB, error) {
 	}
 	cfg.MaxConnIdleTime = 5 * time.Minute
 	cfg.ConnConfig.DialFunc = dialer().DialContext
+	// pgvector's lookups find their settings in the session.
+	cfg.AfterConnect = pgvectorSession
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: open: %w", err)

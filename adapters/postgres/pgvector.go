@@ -2,8 +2,13 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
+	"strconv"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/pgvector/pgvector-go"
 	"github.com/uptrace/bun"
 
@@ -17,6 +22,32 @@ var _ ports.VectorIndex = (*PgvectorIndex)(nil)
 // candidates one index scan can return.
 const pgvectorMaxCandidates = 1000
 
+// pgvectorSessionEfSearch is hnsw.ef_search as every connection of Open's
+// pool has it (pgvector's own default): enough for the candidates of k up
+// to 20, the lookups the service makes.
+const pgvectorSessionEfSearch = 40
+
+// pgvectorSessionSQL makes the settings of the common lookup the session's
+// own, so that Nearest is one statement, not a transaction of four more
+// round trips. Dotted names are placeholders until pgvector's library
+// loads in the session, which then takes their values; where pgvector is
+// not installed they are inert.
+var pgvectorSessionSQL = fmt.Sprintf("SET hnsw.ef_search = %d; SET hnsw.iterative_scan = relaxed_order", pgvectorSessionEfSearch)
+
+// pgvectorSession is Open's AfterConnect: it sets pgvectorSessionSQL on a
+// new connection (PGlite ignores startup parameters, so they would not
+// do). A server that refuses the settings (one whose pgvector older than
+// 0.8 is preloaded knows no iterative_scan) leaves the connection as it
+// was, and the lookups keep their transaction: NewPgvectorIndex reads
+// what the session has.
+func pgvectorSession(ctx context.Context, conn *pgx.Conn) error {
+	_, err := conn.Exec(ctx, pgvectorSessionSQL)
+	if pg := (*pgconn.PgError)(nil); errors.As(err, &pg) {
+		return nil
+	}
+	return err
+}
+
 // PgvectorIndex is ports.VectorIndex on pgvector (the migration
 // 20261128231000_semantic_pgvector adds the column and the HNSW index
 // where the extension is available). Writes are the exact index's (a
@@ -29,20 +60,32 @@ type PgvectorIndex struct {
 	// iterative: the extension (0.8 and later) can go on scanning the
 	// index until enough rows pass the slice's filters.
 	iterative bool
+	// sessionEf is the most candidates a lookup takes with the session's
+	// settings, in one statement (0: every lookup sets its own in a
+	// transaction). Open's pool sets them on every connection
+	// (pgvectorSession); NewPgvectorIndex reads them from one.
+	sessionEf int
 }
 
-// NewPgvectorIndex returns the index on db, whose pgvector version it
-// reads.
+// NewPgvectorIndex returns the index on db, whose pgvector version and
+// session settings it reads.
 func NewPgvectorIndex(ctx context.Context, db bun.IDB) (*PgvectorIndex, error) {
 	var version string
-	if err := db.NewRaw("SELECT extversion FROM pg_extension WHERE extname = 'vector'").Scan(ctx, &version); err != nil {
+	var ef, iterative sql.NullString
+	err := db.NewRaw(`SELECT extversion, current_setting('hnsw.ef_search', true), current_setting('hnsw.iterative_scan', true)
+		FROM pg_extension WHERE extname = 'vector'`).Scan(ctx, &version, &ef, &iterative)
+	if err != nil {
 		return nil, notFound(err, "read the pgvector version")
 	}
 	var major, minor int
 	if _, err := fmt.Sscanf(version, "%d.%d", &major, &minor); err != nil {
 		return nil, fmt.Errorf("postgres: pgvector version %q: %w", version, err)
 	}
-	return &PgvectorIndex{ExactVectorIndex: NewExactVectorIndex(db), iterative: major > 0 || minor >= 8}, nil
+	x := &PgvectorIndex{ExactVectorIndex: NewExactVectorIndex(db), iterative: major > 0 || minor >= 8}
+	if n, err := strconv.Atoi(ef.String); err == nil && (!x.iterative || iterative.String == "relaxed_order") {
+		x.sessionEf = n
+	}
+	return x, nil
 }
 
 // HasPgvector reports whether the database's concept_embeddings carries
@@ -71,6 +114,30 @@ func NewVectorIndex(ctx context.Context, db bun.IDB) (ports.VectorIndex, error) 
 	return NewExactVectorIndex(db), nil
 }
 
+// scanSimple runs q, whose values Bun wrote into its text, and scans its
+// rows into dest in one round trip: one message of the simple protocol,
+// where pgx's default would prepare the statement first (a second round
+// trip, for a text new with every vector). Not the extended protocol's
+// unnamed statement either (pgx.QueryExecModeExec): PGlite's one session
+// serves every connection, message by message, and another connection's
+// statement can take the unnamed one's place in between (SQLSTATE 26000
+// under 64 clients). db, when a transaction, runs q as any statement.
+func scanSimple(ctx context.Context, db bun.IDB, q *bun.RawQuery, dest any) error {
+	pool, ok := db.(*bun.DB)
+	if !ok {
+		return q.Scan(ctx, dest)
+	}
+	rows, err := pool.DB.QueryContext(ctx, q.String(), pgx.QueryExecModeSimpleProtocol)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	if err := pool.ScanRows(ctx, rows, dest); err != nil {
+		return err
+	}
+	return rows.Err()
+}
+
 // pgvectorNearestSQL orders by pgvector's cosine distance on the column
 // cast to d dimensions, the expression the partial HNSW index is built on.
 // d is written into the statement (it is an int): a type modifier cannot
@@ -91,22 +158,29 @@ func (x *PgvectorIndex) Nearest(ctx context.Context, orgID string, s concept.Sli
 	// Candidates past k catch ties at the k-th place and what the
 	// approximate scan ranks slightly off.
 	candidates := min(max(2*k, k+10), pgvectorMaxCandidates)
+	args := []any{orgID, s.Type, s.EmbeddingModel, pgvector.NewVector(vector), candidates}
 	q := pgvectorNearestSQL(len(vector))
 	var rows []nearRow
-	err := inTx(ctx, x.db, func(ctx context.Context, tx bun.Tx) error {
-		if _, err := tx.ExecContext(ctx, "SET LOCAL hnsw.ef_search = ?", max(40, candidates)); err != nil {
-			return err
-		}
-		// Filters apply after the index scan: the iterative scan goes on
-		// until enough rows of the slice pass them. Without it (before
-		// 0.8) a small slice among large ones may come back short.
-		if x.iterative {
-			if _, err := tx.ExecContext(ctx, "SET LOCAL hnsw.iterative_scan = relaxed_order"); err != nil {
+	var err error
+	if candidates <= x.sessionEf {
+		err = scanSimple(ctx, x.db, x.db.NewRaw(q, args...), &rows)
+	} else {
+		err = inTx(ctx, x.db, func(ctx context.Context, tx bun.Tx) error {
+			if _, err := tx.ExecContext(ctx, "SET LOCAL hnsw.ef_search = ?", max(pgvectorSessionEfSearch, candidates)); err != nil {
 				return err
 			}
-		}
-		return tx.NewRaw(q, orgID, s.Type, s.EmbeddingModel, pgvector.NewVector(vector), candidates).Scan(ctx, &rows)
-	})
+			// Filters apply after the index scan: the iterative scan goes
+			// on until enough rows of the slice pass them. Without it
+			// (before 0.8) a small slice among large ones may come back
+			// short.
+			if x.iterative {
+				if _, err := tx.ExecContext(ctx, "SET LOCAL hnsw.iterative_scan = relaxed_order"); err != nil {
+					return err
+				}
+			}
+			return tx.NewRaw(q, args...).Scan(ctx, &rows)
+		})
+	}
 	if err != nil {
 		return nil, fail(err, "nearest concepts")
 	}

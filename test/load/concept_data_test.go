@@ -13,7 +13,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/entityenrich/enrich/adapters/memory"
 	"github.com/entityenrich/enrich/adapters/postgres"
 	"github.com/entityenrich/enrich/domain/concept"
 	"github.com/entityenrich/enrich/ports"
@@ -114,26 +113,25 @@ func embedAll(names []string) [][]float32 {
 
 // vocab is what every store is seeded with.
 type vocab struct {
-	org, typ, model string
-	ids, names      []string
-	vecs            [][]float32
-	created         time.Time
+	typ, model string
+	ids, names []string
+	vecs       [][]float32
+	created    time.Time
 }
 
 func (v *vocab) slice() concept.Slice { return concept.Slice{Type: v.typ, EmbeddingModel: v.model} }
 
-// seedMemory seeds the memory store through its CreateConcept.
-func seedMemory(t *testing.T, v *vocab, n int) *memory.ConceptStore {
-	s := memory.NewConceptStore()
+// seedMemory seeds the first n concepts into org on s (the memory
+// server's store) through its CreateConcept.
+func seedMemory(t *testing.T, s ports.ConceptStore, v *vocab, org string, n int) {
 	ctx := context.Background()
 	for i := range n {
-		_, err := s.CreateConcept(ctx, ports.NewConcept{ID: v.ids[i], OrgID: v.org, Type: v.typ, AliasID: "a" + v.ids[i],
+		_, err := s.CreateConcept(ctx, ports.NewConcept{ID: v.ids[i], OrgID: org, Type: v.typ, AliasID: "a" + v.ids[i],
 			Text: v.names[i], Origin: concept.OriginImport, EmbeddingModel: v.model, Vector: v.vecs[i], CreatedAt: v.created})
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	return s
 }
 
 func vectorLiteral(b *strings.Builder, vec []float32) {
@@ -151,13 +149,13 @@ func quoted(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "
 
 // seedRows are the three tables' rows of concepts [from, to), as the
 // store's CreateConcept writes them.
-func seedRows(v *vocab, from, to int) (concepts, aliases, vectors [][]any) {
+func seedRows(v *vocab, org string, from, to int) (concepts, aliases, vectors [][]any) {
 	for i := from; i < to; i++ {
 		norm := concept.Normalize(v.names[i])
-		concepts = append(concepts, []any{v.ids[i], v.org, v.typ, v.names[i], norm, 0, v.model, len(v.vecs[i]), v.created})
-		aliases = append(aliases, []any{"a" + v.ids[i], v.org, v.ids[i], v.typ, v.names[i], norm, true, 0,
+		concepts = append(concepts, []any{v.ids[i], org, v.typ, v.names[i], norm, 0, v.model, len(v.vecs[i]), v.created})
+		aliases = append(aliases, []any{"a" + v.ids[i], org, v.ids[i], v.typ, v.names[i], norm, true, 0,
 			string(concept.OriginImport), v.created})
-		vectors = append(vectors, []any{v.org, v.typ, v.model, v.ids[i], len(v.vecs[i]), v.vecs[i]})
+		vectors = append(vectors, []any{org, v.typ, v.model, v.ids[i], len(v.vecs[i]), v.vecs[i]})
 	}
 	return concepts, aliases, vectors
 }
@@ -171,8 +169,8 @@ var seedColumns = [][]string{
 var seedTables = []string{"semantic_concepts", "concept_aliases", "concept_embeddings"}
 
 // seedCopy writes concepts [from, to) with COPY (native PostgreSQL).
-func seedCopy(ctx context.Context, db *postgres.DB, v *vocab, from, to int) error {
-	c, a, e := seedRows(v, from, to)
+func seedCopy(ctx context.Context, db *postgres.DB, v *vocab, org string, from, to int) error {
+	c, a, e := seedRows(v, org, from, to)
 	for i, rows := range [][][]any{c, a, e} {
 		if _, err := db.Pool.CopyFrom(ctx, pgx.Identifier{seedTables[i]}, seedColumns[i], pgx.CopyFromRows(rows)); err != nil {
 			return fmt.Errorf("copy %s: %w", seedTables[i], err)
@@ -184,8 +182,8 @@ func seedCopy(ctx context.Context, db *postgres.DB, v *vocab, from, to int) erro
 // seedInsert writes concepts [from, to) with one multi-row INSERT per
 // table, values written into the statement: PGlite's simple protocol
 // would interpolate them anyway.
-func seedInsert(ctx context.Context, db *postgres.DB, v *vocab, from, to int) error {
-	c, a, e := seedRows(v, from, to)
+func seedInsert(ctx context.Context, db *postgres.DB, v *vocab, org string, from, to int) error {
+	c, a, e := seedRows(v, org, from, to)
 	for i, rows := range [][][]any{c, a, e} {
 		var b strings.Builder
 		fmt.Fprintf(&b, "INSERT INTO %s (%s) VALUES ", seedTables[i], strings.Join(seedColumns[i], ", "))
@@ -222,9 +220,9 @@ func seedInsert(ctx context.Context, db *postgres.DB, v *vocab, from, to int) er
 	return nil
 }
 
-// seedPG seeds the first want concepts in batches, and stops early once
+// seedPG seeds the first want concepts into org in batches, and stops early once
 // budget has passed; it returns how many it wrote and how long it took.
-func seedPG(ctx context.Context, t *testing.T, db *postgres.DB, v *vocab, want int, useCopy bool, budget time.Duration) (int, time.Duration) {
+func seedPG(ctx context.Context, t *testing.T, db *postgres.DB, v *vocab, org string, want int, useCopy bool, budget time.Duration) (int, time.Duration) {
 	const batch = 500
 	start := time.Now()
 	n := 0
@@ -232,9 +230,9 @@ func seedPG(ctx context.Context, t *testing.T, db *postgres.DB, v *vocab, want i
 		to := min(n+batch, want)
 		var err error
 		if useCopy {
-			err = seedCopy(ctx, db, v, n, to)
+			err = seedCopy(ctx, db, v, org, n, to)
 		} else {
-			err = seedInsert(ctx, db, v, n, to)
+			err = seedInsert(ctx, db, v, org, n, to)
 		}
 		if err != nil {
 			t.Fatalf("seed concepts %d-%d: %v", n, to, err)
