@@ -21,8 +21,8 @@ type ConceptStore struct {
 	concepts map[string]*concept.Concept
 	// texts maps (org, type, normalized text) to the concept holding it.
 	texts map[[3]string]string
-	// vectors maps (concept id, embedding model) to the concept's vector.
-	vectors map[[2]string][]float32
+	// vectors holds each slice's vectors (concept_vectorslice.go).
+	vectors map[vectorKey]*vectorSlice
 }
 
 var (
@@ -33,7 +33,7 @@ var (
 // NewConceptStore returns an empty vocabulary.
 func NewConceptStore() *ConceptStore {
 	return &ConceptStore{concepts: map[string]*concept.Concept{}, texts: map[[3]string]string{},
-		vectors: map[[2]string][]float32{}}
+		vectors: map[vectorKey]*vectorSlice{}}
 }
 
 func cloneConcept(c *concept.Concept) *concept.Concept {
@@ -82,7 +82,7 @@ func (s *ConceptStore) CreateConcept(_ context.Context, n ports.NewConcept) (*co
 	s.concepts[n.ID] = c
 	s.texts[key] = n.ID
 	if len(n.Vector) > 0 {
-		s.vectors[[2]string{n.ID, n.EmbeddingModel}] = slices.Clone(n.Vector)
+		s.setVector(c, n.EmbeddingModel, slices.Clone(n.Vector))
 	}
 	return cloneConcept(c), nil
 }
@@ -315,11 +315,7 @@ func (s *ConceptStore) DeleteConcepts(_ context.Context, orgID string, sel ports
 		for _, a := range c.Aliases {
 			delete(s.texts, [3]string{orgID, c.Type, a.NormalizedText})
 		}
-		for k := range s.vectors {
-			if k[0] == id {
-				delete(s.vectors, k)
-			}
-		}
+		s.dropVectors(c)
 		delete(s.concepts, id)
 		gone = append(gone, id)
 	}
@@ -338,7 +334,7 @@ func (s *ConceptStore) Upsert(_ context.Context, orgID string, sl concept.Slice,
 	if c == nil || c.Type != sl.Type {
 		return errConcept(conceptID)
 	}
-	s.vectors[[2]string{conceptID, sl.EmbeddingModel}] = slices.Clone(vector)
+	s.setVector(c, sl.EmbeddingModel, slices.Clone(vector))
 	if sl.EmbeddingModel == c.EmbeddingModel {
 		c.Dims = len(vector)
 	}
@@ -352,18 +348,12 @@ func (s *ConceptStore) Nearest(_ context.Context, orgID string, sl concept.Slice
 		return nil, nil
 	}
 	s.mu.RLock()
-	var ns []concept.Neighbor
-	for _, c := range s.concepts {
-		v, ok := s.vectors[[2]string{c.ID, sl.EmbeddingModel}]
-		if !ok || c.OrgID != orgID || c.Type != sl.Type || len(v) != len(vector) {
-			continue
-		}
-		ns = append(ns, concept.Neighbor{ConceptID: c.ID, Text: c.CanonicalText, CanonicalText: c.CanonicalText,
-			IsCanonical: true, RefCount: c.RefCount, Similarity: concept.Cosine(vector, v)})
+	defer s.mu.RUnlock()
+	vs := s.vectors[vectorKey{orgID, sl.Type, sl.EmbeddingModel}]
+	if vs == nil {
+		return []concept.Neighbor{}, nil
 	}
-	s.mu.RUnlock()
-	ns = concept.Nearest(ns)
-	return ns[:min(k, len(ns))], nil
+	return vs.nearest(vector, k), nil
 }
 
 // Delete implements ports.VectorIndex.
@@ -371,7 +361,7 @@ func (s *ConceptStore) Delete(_ context.Context, orgID string, sl concept.Slice,
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if c := s.owned(orgID, conceptID); c != nil && c.Type == sl.Type {
-		delete(s.vectors, [2]string{conceptID, sl.EmbeddingModel})
+		s.dropVector(c, sl.EmbeddingModel)
 		if sl.EmbeddingModel == c.EmbeddingModel {
 			c.Dims = 0
 		}
@@ -403,11 +393,7 @@ func (s *ConceptStore) MergeConcepts(_ context.Context, orgID, winnerID, loserID
 			delete(s.texts, key)
 		}
 	}
-	for k := range s.vectors {
-		if k[0] == loserID {
-			delete(s.vectors, k)
-		}
-	}
+	s.dropVectors(l)
 	delete(s.concepts, loserID)
 	*w = merged
 	return ports.MergedConcept{Winner: cloneConcept(w), AliasesMoved: len(moved)}, nil
