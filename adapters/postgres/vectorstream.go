@@ -15,15 +15,16 @@ import (
 )
 
 // nearestStreamSQL reads a slice's vectors of one length in one statement,
-// in no order (the selection needs none). Its parameters: organization,
-// type, model, length.
-const nearestStreamSQL = `SELECT e.concept_id, c.ref_count, c.canonical_text, e.vector
+// in no order (the selection needs none), as vector_bytes: the float4
+// values back to back, which the server sends as they are stored (the
+// migration 20261129090000_concept_vector_bytes). Its parameters:
+// organization, type, model, length.
+const nearestStreamSQL = `SELECT e.concept_id, c.ref_count, c.canonical_text, e.vector_bytes
 	FROM concept_embeddings e JOIN semantic_concepts c ON c.id = e.concept_id
 	WHERE e.org_id = $1 AND e.concept_type = $2 AND e.embedding_model = $3 AND e.dims = $4`
 
 // nearestStreamed ranks the slice's vectors as pgx reads them off the
-// wire: each real[] is decoded from its binary form into one reused
-// buffer, and a neighbour (its id and text as strings) is built only when
+// wire: each is decoded from its bytes into one reused buffer, and a neighbour (its id and text as strings) is built only when
 // the selection admits it, so a lookup allocates next to nothing whatever
 // the slice's size. It holds one of the pool's connections for the read.
 func nearestStreamed(ctx context.Context, c *pgx.Conn, orgID string, s concept.Slice, q []float32, top *concept.TopK) error {
@@ -68,45 +69,27 @@ func nearestStreamed(ctx context.Context, c *pgx.Conn, orgID string, s concept.S
 type vectorDecoder struct {
 	types *pgtype.Map
 	buf   []float32
+	bytes []byte
 }
 
-var errVectorFormat = errors.New("postgres: nearest: a vector is not a one-dimensional real[] without nulls")
+var errVectorBytes = errors.New("postgres: nearest: vector_bytes is not a whole number of float4 values")
 
-// vector is a real[] value, in a buffer the next call reuses.
+// vector is a vector_bytes value (big-endian float4 values), in a buffer
+// the next call reuses.
 func (d *vectorDecoder) vector(fd pgconn.FieldDescription, raw []byte) ([]float32, error) {
 	if fd.Format != pgtype.BinaryFormatCode {
-		var v []float32
-		if err := d.types.Scan(fd.DataTypeOID, fd.Format, raw, &v); err != nil {
+		d.bytes = d.bytes[:0]
+		if err := d.types.Scan(fd.DataTypeOID, fd.Format, raw, &d.bytes); err != nil {
 			return nil, err
 		}
-		return v, nil
+		raw = d.bytes
 	}
-	// The binary array: dimensions, a has-nulls flag, the element type,
-	// then per dimension its length and lower bound, then per element its
-	// length (-1 for a null) and its bytes.
-	be := binary.BigEndian
-	if len(raw) < 12 {
-		return nil, errVectorFormat
+	if len(raw)%4 != 0 {
+		return nil, errVectorBytes
 	}
-	ndim, elem := int32(be.Uint32(raw)), be.Uint32(raw[8:])
-	if ndim == 0 {
-		return d.buf[:0], nil
-	}
-	if ndim != 1 || elem != pgtype.Float4OID || len(raw) < 20 {
-		return nil, errVectorFormat
-	}
-	n := int(int32(be.Uint32(raw[12:])))
-	raw = raw[20:]
-	if n < 0 || len(raw) != 8*n {
-		return nil, errVectorFormat
-	}
-	d.buf = slices.Grow(d.buf[:0], n)[:n]
+	d.buf = slices.Grow(d.buf[:0], len(raw)/4)[:len(raw)/4]
 	for i := range d.buf {
-		if be.Uint32(raw) != 4 {
-			return nil, errVectorFormat
-		}
-		d.buf[i] = math.Float32frombits(be.Uint32(raw[4:]))
-		raw = raw[8:]
+		d.buf[i] = math.Float32frombits(binary.BigEndian.Uint32(raw[4*i:]))
 	}
 	return d.buf, nil
 }
