@@ -92,8 +92,8 @@ func (s *ConceptStore) dropVectors(c *concept.Concept) {
 }
 
 // parallelScan is the slice size from which a lookup splits its scan
-// across the cores.
-const parallelScan = 20_000
+// across the cores (a variable for the tests).
+var parallelScan = 20_000
 
 // nearest is the k first of the slice's vectors of q's length, in
 // concept.Nearest's order; the caller holds mu for reading.
