@@ -77,13 +77,20 @@ func (s *ConceptStore) dropVector(c *concept.Concept, model string) {
 	}
 }
 
-// dropVectors removes c's vectors in every model; the caller holds mu.
-func (s *ConceptStore) dropVectors(c *concept.Concept) {
+// dropVectors removes c's vectors in every model and returns them by
+// model; the caller holds mu.
+func (s *ConceptStore) dropVectors(c *concept.Concept) map[string][]float32 {
+	gone := map[string][]float32{}
 	for key := range s.vectors {
-		if key.org == c.OrgID && key.typ == c.Type {
+		if key.org != c.OrgID || key.typ != c.Type {
+			continue
+		}
+		if v, ok := s.vector(c, key.model); ok {
+			gone[key.model] = v
 			s.dropVector(c, key.model)
 		}
 	}
+	return gone
 }
 
 // nearest is the k first of the slice's vectors of q's length, in
