@@ -20,7 +20,7 @@ func (s *ConceptStore) Vectors(_ context.Context, orgID string, sl concept.Slice
 		if c == nil || c.Type != sl.Type {
 			continue
 		}
-		if v, ok := s.vectors[[2]string{id, sl.EmbeddingModel}]; ok {
+		if v, ok := s.vector(c, sl.EmbeddingModel); ok {
 			out[id] = slices.Clone(v)
 		}
 	}

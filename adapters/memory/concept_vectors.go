@@ -16,8 +16,11 @@ func (s *ConceptStore) Vector(_ context.Context, orgID string, sl concept.Slice,
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	c := s.owned(orgID, conceptID)
-	v, ok := s.vectors[[2]string{conceptID, sl.EmbeddingModel}]
-	if c == nil || c.Type != sl.Type || !ok {
+	if c == nil || c.Type != sl.Type {
+		return nil, fmt.Errorf("memory: vector of concept %s: %w", conceptID, ports.ErrNotFound)
+	}
+	v, ok := s.vector(c, sl.EmbeddingModel)
+	if !ok {
 		return nil, fmt.Errorf("memory: vector of concept %s: %w", conceptID, ports.ErrNotFound)
 	}
 	return slices.Clone(v), nil

@@ -22,8 +22,8 @@ type ConceptStore struct {
 	concepts map[string]*concept.Concept
 	// texts maps (org, type, normalized text) to the concept holding it.
 	texts map[[3]string]string
-	// vectors maps (concept id, embedding model) to the concept's vector.
-	vectors map[[2]string][]float32
+	// vectors holds each slice's vectors (concept_vectorslice.go).
+	vectors map[vectorKey]*vectorSlice
 }
 
 var (
@@ -34,7 +34,7 @@ var (
 // NewConceptStore returns an empty vocabulary.
 func NewConceptStore() *ConceptStore {
 	return &ConceptStore{concepts: map[string]*concept.Concept{}, texts: map[[3]string]string{},
-		vectors: map[[2]string][]float32{}}
+		vectors: map[vectorKey]*vectorSlice{}}
 }
 
 func cloneConcept(c *concept.Concept) *concept.Concept {
@@ -83,7 +83,7 @@ func (s *ConceptStore) CreateConcept(_ context.Context, n ports.NewConcept) (*co
 	s.concepts[n.ID] = c
 	s.texts[key] = n.ID
 	if len(n.Vector) > 0 {
-		s.vectors[[2]string{n.ID, n.EmbeddingModel}] = slices.Clone(n.Vector)
+		s.setVector(c, n.EmbeddingModel, slices.Clone(n.Vector))
 	}
 	return cloneConcept(c), nil
 }
@@ -316,11 +316,7 @@ func (s *ConceptStore) DeleteConcepts(_ context.Context, orgID string, sel ports
 		for _, a := range c.Aliases {
 			delete(s.texts, [3]string{orgID, c.Type, a.NormalizedText})
 		}
-		for k := range s.vectors {
-			if k[0] == id {
-				delete(s.vectors, k)
-			}
-		}
+		s.dropVectors(c)
 		delete(s.concepts, id)
 		gone = append(gone, id)
 	}
@@ -339,7 +335,7 @@ func (s *ConceptStore) Upsert(_ context.Context, orgID string, sl concept.Slice,
 	if c == nil || c.Type != sl.Type {
 		return errConcept(conceptID)
 	}
-	s.vectors[[2]string{conceptID, sl.EmbeddingModel}] = slices.Clone(vector)
+	s.setVector(c, sl.EmbeddingModel, slices.Clone(vector))
 	if sl.EmbeddingModel == c.EmbeddingModel {
 		c.Dims = len(vector)
 	}
@@ -353,18 +349,12 @@ func (s *ConceptStore) Nearest(_ context.Context, orgID string, sl concept.Slice
 		return nil, nil
 	}
 	s.mu.RLock()
-	var ns []concept.Neighbor
-	for _, c := range s.concepts {
-		v, ok := s.vectors[[2]string{c.ID, sl.EmbeddingModel}]
-		if !ok || c.OrgID != orgID || c.Type != sl.Type || len(v) != len(vector) {
-			continue
-		}
-		ns = append(ns, concept.Neighbor{ConceptID: c.ID, Text: c.CanonicalText, CanonicalText: c.CanonicalText,
-			IsCanonical: true, RefCount: c.RefCount, Similarity: concept.Cosine(vector, v)})
+	defer s.mu.RUnlock()
+	vs := s.vectors[vectorKey{orgID, sl.Type, sl.EmbeddingModel}]
+	if vs == nil {
+		return []concept.Neighbor{}, nil
 	}
-	s.mu.RUnlock()
-	ns = concept.Nearest(ns)
-	return ns[:min(k, len(ns))], nil
+	return vs.nearest(vector, k), nil
 }
 
 // Delete implements ports.VectorIndex.
@@ -372,7 +362,7 @@ func (s *ConceptStore) Delete(_ context.Context, orgID string, sl concept.Slice,
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if c := s.owned(orgID, conceptID); c != nil && c.Type == sl.Type {
-		delete(s.vectors, [2]string{conceptID, sl.EmbeddingModel})
+		s.dropVector(c, sl.EmbeddingModel)
 		if sl.EmbeddingModel == c.EmbeddingModel {
 			c.Dims = 0
 		}
@@ -404,7 +394,7 @@ func (s *ConceptStore) merge(orgID, winnerID, loserID string) (ports.MergedConce
 		return ports.MergedConcept{}, nil, ports.MergeErr(err)
 	}
 	prevW, prevL := cloneConcept(w), cloneConcept(l)
-	texts, vectors := map[[3]string]string{}, map[[2]string][]float32{}
+	texts := map[[3]string]string{}
 	sortAliases(merged.Aliases)
 	for _, a := range l.Aliases {
 		key := [3]string{orgID, l.Type, a.NormalizedText}
@@ -417,20 +407,19 @@ func (s *ConceptStore) merge(orgID, winnerID, loserID string) (ports.MergedConce
 			delete(s.texts, key)
 		}
 	}
-	for k, v := range s.vectors {
-		if k[0] == loserID {
-			vectors[k] = v
-			delete(s.vectors, k)
-		}
-	}
+	vectors := s.dropVectors(l)
 	delete(s.concepts, loserID)
 	*w = merged
 	undo := func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		s.concepts[winnerID], s.concepts[loserID] = prevW, prevL
+		// In place: the slices' vector entries point at the concepts.
+		*w, *l = *prevW, *prevL
+		s.concepts[winnerID], s.concepts[loserID] = w, l
 		maps.Copy(s.texts, texts)
-		maps.Copy(s.vectors, vectors)
+		for model, v := range vectors {
+			s.setVector(l, model, v)
+		}
 	}
 	return ports.MergedConcept{Winner: cloneConcept(w), AliasesMoved: len(moved)}, undo, nil
 }

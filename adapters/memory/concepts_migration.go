@@ -40,11 +40,11 @@ func (s *ConceptStore) CutOver(_ context.Context, orgID string, sl concept.Slice
 		if c.OrgID != orgID || c.Slice() != sl {
 			continue
 		}
-		v, ok := s.vectors[[2]string{c.ID, to}]
+		v, ok := s.vector(c, to)
 		if !ok {
 			continue
 		}
-		delete(s.vectors, [2]string{c.ID, sl.EmbeddingModel})
+		s.dropVector(c, sl.EmbeddingModel)
 		c.EmbeddingModel, c.Dims = to, len(v)
 		n++
 	}

@@ -15,6 +15,7 @@ func TestConceptStore(t *testing.T) {
 	}
 	contract.RunConceptStore(t, newPorts)
 	contract.RunVectorIndex(t, newPorts)
+	contract.RunExactVectorIndex(t, newPorts)
 	t.Run("cut over", func(t *testing.T) { contract.RunConceptCutOver(t, newPorts) })
 	t.Run("migrations", func(t *testing.T) { contract.RunConceptMigrations(t, memory.NewConceptMigrations()) })
 }

@@ -53,6 +53,11 @@ func TestConceptStore(t *testing.T) {
 					contract.RunVectorIndex(t, func(*testing.T) contract.ConceptPorts {
 						return contract.ConceptPorts{Store: postgres.NewConceptStore(db), Index: index()}
 					})
+					if name != "pgvector" { // approximate: it may miss a tie past its candidates
+						contract.RunExactVectorIndex(t, func(*testing.T) contract.ConceptPorts {
+							return contract.ConceptPorts{Store: postgres.NewConceptStore(db), Index: index()}
+						})
+					}
 					t.Run("cut over", func(t *testing.T) {
 						contract.RunConceptCutOver(t, func(*testing.T) contract.ConceptPorts {
 							return contract.ConceptPorts{Store: postgres.NewConceptStore(db), Index: index()}

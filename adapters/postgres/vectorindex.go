@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect/pgdialect"
 
@@ -12,21 +13,27 @@ import (
 
 var _ ports.VectorIndex = (*ExactVectorIndex)(nil)
 
-// exactPageRows is how many vectors Nearest reads per round trip: a
-// call holds one page and the k best so far, whatever the slice's size.
+// exactPageRows is how many vectors Nearest reads per round trip when it
+// reads pages through Bun (on a transaction): a call holds one page and
+// the k best so far, whatever the slice's size.
 const exactPageRows = 1000
 
 // ExactVectorIndex is ports.VectorIndex for PostgreSQL without pgvector:
-// vectors are real[] in concept_embeddings, and Nearest reads the slice's
-// vectors page by page (keyset on the primary key) and ranks them in Go
-// with concept.Cosine and concept.Nearest. Ranking in Go rather than in
-// SQL keeps one definition of the similarity and of the order for every
+// vectors are real[] in concept_embeddings, and Nearest reads all of the
+// slice's vectors and ranks them in Go with concept.Cosine's arithmetic
+// and concept.TopK (Nearest's order). Ranking in Go rather than in SQL
+// keeps one definition of the similarity and of the order for every
 // index, so that the exact indexes agree to the last bit; the cost is the
-// transfer of the slice's vectors on every lookup, which is what pgvector
-// (an approximate index) avoids where it is installed.
+// transfer of the slice's vectors on every lookup (about 1.5 kB a concept
+// at 384 dimensions), which is what pgvector (an approximate index)
+// avoids where it is installed. The vectors are streamed through pgx and
+// decoded in place, so that cost is the server's and the wire's rather
+// than allocations.
 type ExactVectorIndex struct {
 	db       bun.IDB
 	pageRows int
+	// paged makes Nearest read pages through Bun even on a pool (tests).
+	paged bool
 }
 
 // NewExactVectorIndex returns the index on db.
@@ -68,12 +75,28 @@ type nearRow struct {
 	RefCount      int       `bun:"ref_count"`
 }
 
-// Nearest keeps the k best of every page read so far.
+// Nearest ranks the slice's vectors with concept.TopK as they are read:
+// streamed through pgx in one statement where the index has the pool
+// (nearestStreamed), else page by page through Bun.
 func (x *ExactVectorIndex) Nearest(ctx context.Context, orgID string, s concept.Slice, vector []float32, k int) ([]concept.Neighbor, error) {
 	if k < 1 || len(vector) == 0 || !storable(orgID, s.Type, s.EmbeddingModel) {
 		return nil, nil
 	}
-	var best []concept.Neighbor
+	top := concept.NewTopK(k)
+	var err error
+	if db, ok := pool(x.db); ok && !x.paged {
+		err = onPgx(ctx, db, func(c *pgx.Conn) error { return nearestStreamed(ctx, c, orgID, s, vector, top) })
+	} else {
+		err = x.nearestPaged(ctx, orgID, s, vector, top)
+	}
+	if err != nil {
+		return nil, fail(err, "read concept vectors")
+	}
+	return top.Sorted(), nil
+}
+
+// nearestPaged reads the slice's vectors through Bun, a page at a time.
+func (x *ExactVectorIndex) nearestPaged(ctx context.Context, orgID string, s concept.Slice, vector []float32, top *concept.TopK) error {
 	after := ""
 	for {
 		var rows []nearRow
@@ -82,16 +105,14 @@ func (x *ExactVectorIndex) Nearest(ctx context.Context, orgID string, s concept.
 			WHERE e.org_id = ? AND e.concept_type = ? AND e.embedding_model = ? AND e.concept_id > ? AND e.dims = ?
 			ORDER BY e.concept_id LIMIT ?`, orgID, s.Type, s.EmbeddingModel, after, len(vector), x.pageRows).Scan(ctx, &rows)
 		if err != nil {
-			return nil, fail(err, "read concept vectors")
+			return err
 		}
 		for _, r := range rows {
-			best = append(best, concept.Neighbor{ConceptID: r.ConceptID, Text: r.CanonicalText, CanonicalText: r.CanonicalText,
+			top.Push(concept.Neighbor{ConceptID: r.ConceptID, Text: r.CanonicalText, CanonicalText: r.CanonicalText,
 				IsCanonical: true, RefCount: r.RefCount, Similarity: concept.Cosine(vector, r.Vector)})
 		}
-		best = concept.Nearest(best)
-		best = best[:min(k, len(best))]
 		if len(rows) < x.pageRows {
-			return best, nil
+			return nil
 		}
 		after = rows[len(rows)-1].ConceptID
 	}

@@ -16,14 +16,33 @@ func Cosine(a, b []float32) float64 {
 	if len(a) != len(b) || len(a) == 0 {
 		return 0
 	}
-	var dot, na, nb float64
-	for i := range a {
-		x, y := float64(a[i]), float64(b[i])
-		dot += x * y
-		na += x * x
-		nb += y * y
+	return CosineNormed(a, b, SquaredNorm(a), SquaredNorm(b))
+}
+
+// SquaredNorm is the sum of v's squares, summed in float64 in v's order:
+// the norm Cosine takes the square root of. An index keeps it beside a
+// vector so that a lookup does not sum it again.
+func SquaredNorm(v []float32) float64 {
+	var n float64
+	for _, x := range v {
+		y := float64(x)
+		n += y * y
 	}
-	if na == 0 || nb == 0 || math.IsNaN(dot) || math.IsInf(dot, 0) {
+	return n
+}
+
+// CosineNormed is Cosine(a, b) given na = SquaredNorm(a) and
+// nb = SquaredNorm(b), to the last bit: the same sums in the same order.
+func CosineNormed(a, b []float32, na, nb float64) float64 {
+	if len(a) != len(b) || len(a) == 0 {
+		return 0
+	}
+	var dot float64
+	b = b[:len(a)]
+	for i, x := range a {
+		dot += float64(x) * float64(b[i])
+	}
+	if na == 0 || nb == 0 || math.IsNaN(dot) || math.IsInf(dot, 0) || math.IsNaN(na) || math.IsNaN(nb) {
 		return 0
 	}
 	c := dot / (math.Sqrt(na) * math.Sqrt(nb))

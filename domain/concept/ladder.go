@@ -296,19 +296,31 @@ func Nearest(ns []Neighbor) []Neighbor {
 			out[i] = n
 		}
 	}
-	slices.SortFunc(out, func(a, b Neighbor) int {
-		switch {
-		case a.Similarity != b.Similarity:
-			if a.Similarity > b.Similarity {
-				return -1
-			}
-			return 1
-		case a.RefCount != b.RefCount:
-			return b.RefCount - a.RefCount
-		}
-		return strings.Compare(a.ConceptID, b.ConceptID)
-	})
+	slices.SortFunc(out, CompareNeighbors)
 	return out
+}
+
+// CompareNeighbors is Nearest's order: negative when a comes before b
+// (more similar, then referenced more, then the smaller id), 0 when
+// neither does. Neither similarity may be NaN.
+func CompareNeighbors(a, b Neighbor) int {
+	return compareRank(a.Similarity, a.RefCount, a.ConceptID, b.Similarity, b.RefCount, b.ConceptID)
+}
+
+func compareRank(simA float64, refsA int, idA string, simB float64, refsB int, idB string) int {
+	switch {
+	case simA != simB:
+		if simA > simB {
+			return -1
+		}
+		return 1
+	case refsA != refsB:
+		if refsA > refsB {
+			return -1
+		}
+		return 1
+	}
+	return strings.Compare(idA, idB)
 }
 
 // ProbeOutcome is the probe's outcome for a ladder outcome (WIRE.md §12:
