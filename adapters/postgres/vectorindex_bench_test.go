@@ -32,7 +32,7 @@ func BenchmarkExactNearest(b *testing.B) {
 			sl := concept.Slice{Type: "company", EmbeddingModel: "builtin::ngram-384"}
 			r := rand.New(rand.NewPCG(uint64(n), 384))
 			start := time.Now()
-			seedVectors(ctx, b, db, r, sl, n)
+			seedCopyVectors(ctx, b, db, r, sl, n)
 			b.Logf("seeded %d concepts in %s", n, time.Since(start).Round(time.Millisecond))
 			x := postgres.NewExactVectorIndex(db)
 			queries := make([][]float32, 8)
@@ -60,7 +60,7 @@ func randomVector(r *rand.Rand, dims int) []float32 {
 
 // seedVectors writes n concepts with random vectors, one in fifty of
 // another organization, with COPY.
-func seedVectors(ctx context.Context, b *testing.B, db *postgres.DB, r *rand.Rand, sl concept.Slice, n int) {
+func seedCopyVectors(ctx context.Context, b *testing.B, db *postgres.DB, r *rand.Rand, sl concept.Slice, n int) {
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	const batch = 5000
 	for from := 0; from < n; from += batch {
