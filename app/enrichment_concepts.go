@@ -8,6 +8,7 @@ import (
 
 	"github.com/entityenrich/enrich/domain/concept"
 	"github.com/entityenrich/enrich/domain/enrichment"
+	"github.com/entityenrich/enrich/domain/jsondoc"
 )
 
 // semanticProp is a semantic_id property of a job's schema with what
@@ -20,10 +21,10 @@ type semanticProp struct {
 }
 
 // semanticProps lists the schema's semantic_id properties that sit on the
-// root, on 1-1 nested objects or on array items (definitions reached by
-// $ref are not resolved).
+// root, on 1-1 nested objects or on array items, those of definitions
+// included at each place a local $ref reaches them (concept.Reachable).
 func semanticProps(doc map[string]any, schemaName string) []semanticProp {
-	props, _ := concept.Properties(doc)
+	props := concept.Reachable(doc)
 	var out []semanticProp
 	for _, p := range props {
 		obj := objectSchema(doc, p.Object)
@@ -58,14 +59,15 @@ func defaultConceptType(obj map[string]any, path []string, schemaName string) st
 }
 
 // objectSchema follows path (property names and "[]") from the root object
-// schema of doc; nil under a definition or when a step is missing.
+// schema of doc, through local $refs; nil when a step is missing.
 func objectSchema(doc map[string]any, path []string) map[string]any {
 	s := doc
 	if _, has := doc["properties"]; !has {
 		s, _ = doc["root"].(map[string]any)
 	}
 	for _, step := range path {
-		if s == nil || step == "$defs" || step == "definitions" {
+		s = jsondoc.Deref(doc, s)
+		if s == nil {
 			return nil
 		}
 		if step == "[]" {
@@ -75,7 +77,7 @@ func objectSchema(doc map[string]any, path []string) map[string]any {
 		props, _ := s["properties"].(map[string]any)
 		s, _ = props[step].(map[string]any)
 	}
-	return s
+	return jsondoc.Deref(doc, s)
 }
 
 // identityKeys are the paths IdentityText reads for the property: its
@@ -119,36 +121,37 @@ type objectAt struct {
 // objectsAt walks out and in along path, one object per array item.
 func objectsAt(out, in map[string]any, path []string) []objectAt {
 	cur := []objectAt{{obj: out, input: in, path: "$"}}
-	for _, step := range path {
+	for i, step := range path {
+		if step == "[]" {
+			continue // taken with the step before it
+		}
+		array := i+1 < len(path) && path[i+1] == "[]"
 		var next []objectAt
 		for _, o := range cur {
-			if step == "[]" {
-				continue
-			}
 			v := o.obj[step]
 			var iv any
 			if o.input != nil {
 				iv = o.input[step]
 			}
-			if len(path) > 0 && isArrayStep(path, step) {
-				items, _ := v.([]any)
-				inItems, _ := iv.([]any)
-				for i, it := range items {
-					m, ok := it.(map[string]any)
-					if !ok {
-						continue
-					}
-					var im map[string]any
-					if i < len(inItems) {
-						im, _ = inItems[i].(map[string]any)
-					}
-					next = append(next, objectAt{obj: m, input: im, path: o.path + "." + step + "[" + strconv.Itoa(i) + "]"})
+			if !array {
+				if m, ok := v.(map[string]any); ok {
+					im, _ := iv.(map[string]any)
+					next = append(next, objectAt{obj: m, input: im, path: o.path + "." + step})
 				}
 				continue
 			}
-			if m, ok := v.(map[string]any); ok {
-				im, _ := iv.(map[string]any)
-				next = append(next, objectAt{obj: m, input: im, path: o.path + "." + step})
+			items, _ := v.([]any)
+			inItems, _ := iv.([]any)
+			for j, it := range items {
+				m, ok := it.(map[string]any)
+				if !ok {
+					continue
+				}
+				var im map[string]any
+				if j < len(inItems) {
+					im, _ = inItems[j].(map[string]any)
+				}
+				next = append(next, objectAt{obj: m, input: im, path: o.path + "." + step + "[" + strconv.Itoa(j) + "]"})
 			}
 		}
 		cur = next
@@ -156,31 +159,23 @@ func objectsAt(out, in map[string]any, path []string) []objectAt {
 	return cur
 }
 
-// isArrayStep reports whether step is followed by "[]" in path.
-func isArrayStep(path []string, step string) bool {
-	for i, s := range path {
-		if s == step && i+1 < len(path) && path[i+1] == "[]" {
-			return true
-		}
-	}
-	return false
-}
-
 // resolveConcepts resolves the semantic_id properties of a record's output
-// (merged, which it updates) before the record is stored: each object's
+// (merged, which it updates; fields is the entity's input) before the
+// record is stored, a model's record (finish) and a fused one (fuseEntity)
+// alike: each object's
 // identity text goes through the ladder, written (minting, adding
 // aliases), and its concept id replaces the property's value; an id the
 // input already carried is kept. A resolution that fails (an embedder
 // down) leaves the property null and the enrichment stands: the record
 // keeps the text, and the failure is logged.
-func (s *Enricher) resolveConcepts(ctx context.Context, er *entityRun, rec *enrichment.Record, merged map[string]any) {
-	if s.Concepts == nil || len(er.pl.semantic) == 0 {
+func (s *Enricher) resolveConcepts(ctx context.Context, pl *plan, fields map[string]any, rec *enrichment.Record, merged map[string]any) {
+	if s.Concepts == nil || len(pl.semantic) == 0 {
 		return
 	}
 	changed := false
-	for _, sp := range er.pl.semantic {
+	for _, sp := range pl.semantic {
 		own, nested := sp.identityKeys()
-		for _, o := range objectsAt(merged, er.fields, sp.prop.Object) {
+		for _, o := range objectsAt(merged, fields, sp.prop.Object) {
 			inputID, _ := o.input[sp.prop.Name].(string)
 			text := concept.IdentityText(o.obj, own, nested)
 			ref, ok := s.resolveOne(ctx, rec.OrgID, sp, text, inputID)
