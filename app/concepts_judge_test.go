@@ -118,8 +118,8 @@ var judgeGray = concept.Thresholds{Accept: 0.9999, JudgeFloor: 0.05}
 func TestLLMConceptJudgeResilience(t *testing.T) {
 	tests := []struct {
 		name    string
-		garbage int // malformed answers before the verdict
-		fail    int // 429s before the verdict
+		garbage int      // malformed answers before the verdict
+		fail    int      // 429s before the verdict
 		keys    []string // the charged calls' keys, in order
 		outcome []string
 	}{
