@@ -2380,6 +2380,12 @@ type CostPresetResponse struct {
 type CostStatsRow struct {
 	AvgCostPerRequest float64 `json:"avg_cost_per_request"`
 
+	// EmbeddingCostUsd The embeddings' part of total_cost, in US dollars.
+	EmbeddingCostUsd float64 `json:"embedding_cost_usd"`
+
+	// EmbeddingTokens Embedding calls' tokens (semantic ids), not in total_input_tokens.
+	EmbeddingTokens int `json:"embedding_tokens"`
+
 	// Period The period's first day.
 	Period            string  `json:"period"`
 	TotalCost         float64 `json:"total_cost"`

@@ -1,0 +1,3 @@
+DROP INDEX IF EXISTS llm_usage_quota_idx;
+--bun:split
+CREATE INDEX llm_usage_quota_idx ON llm_usage (org_id, key_source, created_at) INCLUDE (input_tokens, output_tokens);
