@@ -3,12 +3,15 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strconv"
 	"strings"
 
 	"github.com/entityenrich/enrich/domain/concept"
 	"github.com/entityenrich/enrich/domain/enrichment"
 	"github.com/entityenrich/enrich/domain/jsondoc"
+	"github.com/entityenrich/enrich/domain/rotation"
+	"github.com/entityenrich/enrich/ports"
 )
 
 // semanticProp is a semantic_id property of a job's schema with what
@@ -162,12 +165,12 @@ func objectsAt(out, in map[string]any, path []string) []objectAt {
 // resolveConcepts resolves the semantic_id properties of a record's output
 // (merged, which it updates; fields is the entity's input) before the
 // record is stored, a model's record (finish) and a fused one (fuseEntity)
-// alike: each object's
-// identity text goes through the ladder, written (minting, adding
-// aliases), and its concept id replaces the property's value; an id the
-// input already carried is kept. A resolution that fails (an embedder
-// down) leaves the property null and the enrichment stands: the record
-// keeps the text, and the failure is logged.
+// alike: each object's identity text goes through the ladder, written
+// (minting, adding aliases), and its concept id replaces the property's
+// value; an id the input already carried is kept. A resolution that fails
+// (an embedder down) leaves the property null and the enrichment stands:
+// the record keeps the text and lists the property in its
+// SemanticUnresolved.
 func (s *Enricher) resolveConcepts(ctx context.Context, pl *plan, fields map[string]any, rec *enrichment.Record, merged map[string]any) {
 	if s.Concepts == nil || len(pl.semantic) == 0 {
 		return
@@ -178,8 +181,12 @@ func (s *Enricher) resolveConcepts(ctx context.Context, pl *plan, fields map[str
 		for _, o := range objectsAt(merged, fields, sp.prop.Object) {
 			inputID, _ := o.input[sp.prop.Name].(string)
 			text := concept.IdentityText(o.obj, own, nested)
-			ref, ok := s.resolveOne(ctx, rec.OrgID, sp, text, inputID)
+			ref, ok, err := s.resolveOne(ctx, rec.OrgID, sp, text, inputID)
 			path := o.path + "." + sp.prop.Name
+			if err != nil {
+				rec.SemanticUnresolved = append(rec.SemanticUnresolved, enrichment.SemanticUnresolved{JSONPath: path,
+					ConceptType: sp.typ, Text: text, Reason: unresolvedReason(err)})
+			}
 			if !ok {
 				if inputID == "" && o.obj[sp.prop.Name] != nil {
 					o.obj[sp.prop.Name], changed = nil, true
@@ -196,9 +203,21 @@ func (s *Enricher) resolveConcepts(ctx context.Context, pl *plan, fields map[str
 	}
 }
 
+// unresolvedReason is the code of a failed resolution.
+func unresolvedReason(err error) string {
+	switch {
+	case errors.Is(err, rotation.ErrNoUsableKey):
+		return enrichment.UnresolvedNoKey
+	case errors.Is(err, ports.ErrUnavailable):
+		return enrichment.UnresolvedStorage
+	}
+	return enrichment.UnresolvedFailed
+}
+
 // resolveOne resolves one object's identity text; false when it resolved
-// to nothing (a blank text, a failure).
-func (s *Enricher) resolveOne(ctx context.Context, orgID string, sp semanticProp, text, inputID string) (enrichment.SemanticConceptRef, bool) {
+// to nothing (a blank text, an input id that names no concept), and an
+// error when the resolution failed.
+func (s *Enricher) resolveOne(ctx context.Context, orgID string, sp semanticProp, text, inputID string) (enrichment.SemanticConceptRef, bool, error) {
 	req := ResolveRequest{Type: sp.typ, EmbeddingModel: sp.prop.EmbeddingModel, Text: text, InputID: inputID, Mode: ResolveWrite,
 		Origin: concept.OriginEnrichment}
 	if sp.prop.Threshold != nil {
@@ -208,7 +227,7 @@ func (s *Enricher) resolveOne(ctx context.Context, orgID string, sp semanticProp
 	if err != nil {
 		s.Log.Warn("semantic_unresolved: the record keeps the text without a concept id", "org_id", orgID,
 			"property", sp.prop.Path, "err", err)
-		return enrichment.SemanticConceptRef{}, false
+		return enrichment.SemanticConceptRef{}, false, err
 	}
 	c := res.Concept
 	if c == nil && res.Outcome.Kind == concept.KeptInputID {
@@ -216,12 +235,12 @@ func (s *Enricher) resolveOne(ctx context.Context, orgID string, sp semanticProp
 		// organization's concepts.
 		got, gerr := s.Concepts.Store.GetConcept(ctx, orgID, inputID)
 		if gerr != nil {
-			return enrichment.SemanticConceptRef{ConceptID: inputID, ConceptType: sp.typ}, false
+			return enrichment.SemanticConceptRef{ConceptID: inputID, ConceptType: sp.typ}, false, nil
 		}
 		c = got
 	}
 	if c == nil {
-		return enrichment.SemanticConceptRef{}, false
+		return enrichment.SemanticConceptRef{}, false, nil
 	}
 	ref := enrichment.SemanticConceptRef{ConceptID: c.ID, ConceptType: c.Type, CanonicalText: c.CanonicalText}
 	if m := res.Outcome.Matched; m != nil {
@@ -240,5 +259,5 @@ func (s *Enricher) resolveOne(ctx context.Context, orgID string, sp semanticProp
 			}
 		}
 	}
-	return ref, true
+	return ref, true, nil
 }

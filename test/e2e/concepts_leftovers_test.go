@@ -4,6 +4,9 @@ import (
 	"testing"
 
 	"github.com/matryer/is"
+
+	"github.com/entityenrich/enrich/adapters/llm"
+	"github.com/entityenrich/enrich/test/fakeopenai"
 )
 
 // TestFusedRecordResolvesConcepts: a job with two models auto-fuses, and
@@ -82,6 +85,50 @@ func TestEnrichmentResolvesConceptsThroughRef(t *testing.T) {
 			// output reached no item of before).
 			is.Equal(paths["$.imprints[0].sid"]["canonical_text"], "Ace")
 			is.Equal(len(rec.Raw), 2)
+		})
+	}
+}
+
+// TestEnrichmentListsUnresolvedConcepts: with the embedder down, the
+// enrichment stands, the semantic id is null, and the record lists the
+// property it could not resolve, with the text and why.
+func TestEnrichmentListsUnresolvedConcepts(t *testing.T) {
+	for _, b := range backends[:2] { // memory and native PostgreSQL
+		t.Run(b.name, func(t *testing.T) {
+			is := is.New(t)
+			fake := fakeopenai.New(t)
+			cfg := testConfig(b.dsn(t))
+			cfg.Providers = append(cfg.Providers, llm.ProviderConfig{Name: "openai", Type: "openai", BaseURL: fake.URL(),
+				APIKey: "sk-unresolved-key", Models: []string{"gpt-4o-mini"}})
+			cfg.EmbeddingModel = "openai::text-embedding-3-small"
+			s := start(t, cfg)
+			key := s.register("concepts-unresolved@example.com").key
+			sc := s.createSchema(key, "Company", conceptSchema)
+			fake.FailNext(1000, 400) // the embedder is down
+			var out conceptEnrichAnswer
+			is.Equal(s.call("POST", "/api/single/enrich/sync", key, obj{"entity_data": obj{"name": "IBM"}, "schema_id": sc,
+				"models": []string{"sandbox::echo"}}, &out), 200)
+			is.Equal(out.Result["id"], nil)
+			var rec struct {
+				conceptRecord
+				Unresolved []map[string]any `json:"semantic_unresolved"`
+			}
+			is.Equal(s.call("GET", "/api/records/"+out.RecordID, key, nil, &rec), 200)
+			is.Equal(len(rec.Raw), 0)
+			is.Equal(len(rec.Unresolved), 1)
+			is.Equal(rec.Unresolved[0]["json_path"], "$.id")
+			is.Equal(rec.Unresolved[0]["concept_type"], "company")
+			is.Equal(rec.Unresolved[0]["text"], "IBM")
+			is.Equal(rec.Unresolved[0]["reason"], "failed")
+
+			// With the embedder back, the list is empty.
+			fake.FailNext(0, 0)
+			is.Equal(s.call("POST", "/api/single/enrich/sync", key, obj{"entity_data": obj{"name": "IBM"}, "schema_id": sc,
+				"models": []string{"sandbox::echo"}}, &out), 200)
+			is.Equal(s.call("GET", "/api/records/"+out.RecordID, key, nil, &rec), 200)
+			is.Equal(len(rec.Raw), 1)
+			is.True(rec.Unresolved != nil)
+			is.Equal(len(rec.Unresolved), 0)
 		})
 	}
 }
