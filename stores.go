@@ -34,9 +34,9 @@ func provideMemoryStores(codec ports.EventCodec) *Stores {
 	// share one SyncStore.
 	sync := memory.NewSyncStore()
 	notes := memory.NewNotifications()
-	concepts, links := memory.NewConceptStore(), memory.NewConceptLinks()
+	concepts, links, reviews := memory.NewConceptStore(), memory.NewConceptLinks(), memory.NewConceptReviews()
 	return &Stores{
-		Concepts: concepts, Vectors: concepts, Reviews: memory.NewConceptReviews(), EmbeddingSettings: memory.NewEmbeddingSettings(),
+		Concepts: concepts, Vectors: concepts, Reviews: reviews, EmbeddingSettings: memory.NewEmbeddingSettings(),
 		ConceptLinks: links, ConceptMigrations: memory.NewConceptMigrations(),
 		Entities:    sync,
 		Credentials: memory.NewCredentialStore(sync), Snapshots: sync,
@@ -44,7 +44,7 @@ func provideMemoryStores(codec ports.EventCodec) *Stores {
 		Orgs: orgs, Users: users, Keys: keys, Schemas: schemas, Records: records, Jobs: jobs, Events: events,
 		RefreshTokens: refresh, Queue: queue, ProviderKeys: memory.NewProviderKeyStore(), Usage: ledger, OrgProviders: memory.NewProviderStore(),
 		UoW: memory.NewUnitOfWork(orgs, users, keys, schemas, records, jobs, events, refresh, queue).WithUsage(ledger).WithInvitations(invitations).
-			WithSync(sync).WithOutbox(notes).WithConcepts(concepts, links),
+			WithSync(sync).WithOutbox(notes).WithConcepts(concepts, links, reviews),
 		Subscriptions: notes, Outbox: notes, LinkWebhooks: memory.NewLinkWebhooks(sync),
 		Databases: sync, Feed: sync, Attachments: memory.NewAttachmentStore(), Blobs: memory.NewBlobStore(), Kind: "memory",
 	}

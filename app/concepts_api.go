@@ -132,7 +132,18 @@ func (s *ConceptService) ListConcepts(ctx context.Context, p *access.Principal, 
 // ConceptDetail is a concept with the records that resolved to it.
 type ConceptDetail struct {
 	Concept *concept.Concept
-	Links   []ports.ConceptLink
+	Links   []ConceptRecordLink
+}
+
+// ConceptRecordLink is a record's link to the concept with the names a
+// person reads it by (WIRE.md §12 ConceptRecordLink): EntityName is the
+// identity text the record resolved through (the text of the link's
+// alias, or the concept's canonical text when the record carried the id
+// or the alias was removed since); SchemaName is the record's schema's
+// name ("" when the record has no schema or the schema is gone).
+type ConceptRecordLink struct {
+	ports.ConceptLink
+	EntityName, SchemaName string
 }
 
 // GetConcept returns the concept and its newest record links (none when
@@ -149,11 +160,32 @@ func (s *ConceptService) detail(ctx context.Context, orgID, id string) (ConceptD
 	if err != nil {
 		return ConceptDetail{}, err
 	}
-	d := ConceptDetail{Concept: c, Links: []ports.ConceptLink{}}
-	if s.Links != nil {
-		if d.Links, err = s.Links.LinksOf(ctx, orgID, id, conceptRecordLinks); err != nil {
-			return ConceptDetail{}, err
+	d := ConceptDetail{Concept: c, Links: []ConceptRecordLink{}}
+	if s.Links == nil {
+		return d, nil
+	}
+	links, err := s.Links.LinksOf(ctx, orgID, id, conceptRecordLinks)
+	if err != nil {
+		return ConceptDetail{}, err
+	}
+	schemas := map[string]string{}
+	for _, l := range links {
+		name, seen := schemas[l.SchemaID]
+		if !seen && l.SchemaID != "" && s.Schemas != nil {
+			sc, err := s.Schemas.GetSchema(ctx, orgID, l.SchemaID)
+			switch {
+			case err == nil:
+				name = sc.Name
+			case !errors.Is(err, ports.ErrNotFound):
+				return ConceptDetail{}, err
+			}
+			schemas[l.SchemaID] = name
 		}
+		entity := c.CanonicalText
+		if a, ok := c.Alias(l.AliasID); ok {
+			entity = a.Text
+		}
+		d.Links = append(d.Links, ConceptRecordLink{ConceptLink: l, EntityName: entity, SchemaName: name})
 	}
 	return d, nil
 }

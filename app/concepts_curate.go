@@ -72,7 +72,7 @@ func (s *ConceptService) CreateConcept(ctx context.Context, p *access.Principal,
 			s.Log.Warn("review pairs not filed", "org_id", p.OrgID, "concept_id", c.ID, "err", err)
 		}
 	}
-	return ConceptDetail{Concept: c, Links: []ports.ConceptLink{}}, nil
+	return ConceptDetail{Concept: c, Links: []ConceptRecordLink{}}, nil
 }
 
 func (s *ConceptService) exists(pr Probe) error {

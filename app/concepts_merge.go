@@ -165,15 +165,16 @@ func (s *ConceptService) touched(ctx context.Context, orgID string, es []*dbsync
 	return schemas, databases, nil
 }
 
-// Merge merges loserID into winnerID (the owner's): first the entity
-// layer, in one unit of work with its deltas (delete deltas for the rows
-// that go, upserts for the states written, one batch), then the
-// vocabulary (aliases, reference counts, the loser and its vectors, in
-// one store step), then the record links, the records (their concept refs
-// and output ids) and the review pairs. The entity
-// layer goes first so that a failure after it leaves the loser in the
-// vocabulary and the merge can be run again: a second run finds no entity
-// naming the loser and only merges the vocabulary.
+// Merge merges loserID into winnerID (the owner's) in one unit of work:
+// the vocabulary first (aliases, reference counts, the loser and its
+// vectors, in one store step that locks both concepts), then the record
+// links, the records (their concept refs and output ids), the review
+// pairs, and the entity layer's redirect with its deltas (delete deltas
+// for the rows that go, upserts for the states written, one batch). A
+// failure anywhere leaves all of it as it was, so the merge can simply be
+// run again; a merge that committed leaves no loser (a second run is 404).
+// Without a unit of work (an embedder's stores) only the stores' steps
+// run, one after the other.
 func (s *ConceptService) Merge(ctx context.Context, p *access.Principal, winnerID, loserID string) (ConceptMergeResult, error) {
 	if err := access.Authorize(p, access.ActConceptMerge); err != nil {
 		return ConceptMergeResult{}, err
@@ -182,76 +183,107 @@ func (s *ConceptService) Merge(ctx context.Context, p *access.Principal, winnerI
 	if err != nil {
 		return ConceptMergeResult{}, err
 	}
-	var out ConceptMergeResult
-	if s.UoW != nil {
-		if out, err = s.redirectEntities(ctx, p.OrgID, l.ID, w.ID); err != nil {
-			return ConceptMergeResult{}, err
-		}
+	if s.UoW == nil {
+		return s.mergeOutsideUnit(ctx, p.OrgID, w, l)
 	}
-	m, err := s.Store.MergeConcepts(ctx, p.OrgID, w.ID, l.ID)
+	var out ConceptMergeResult
+	var records int
+	err = s.UoW.InTx(ctx, func(ctx context.Context, r ports.Repos) error {
+		if r.Vocabulary == nil {
+			return coded(ErrNotSupported, "not_supported_yet", "concept merges are not available on this storage")
+		}
+		m, err := r.Vocabulary.MergeConcepts(ctx, p.OrgID, w.ID, l.ID)
+		if err != nil {
+			return err
+		}
+		if _, err := r.Vocabulary.RepointLinks(ctx, p.OrgID, l.ID, w.ID); err != nil {
+			return err
+		}
+		if records, err = r.Records.RepointConcept(ctx, p.OrgID, l.ID, w.ID, m.Winner.CanonicalText); err != nil {
+			return err
+		}
+		if _, err := r.Vocabulary.DropReviews(ctx, p.OrgID, []string{l.ID}); err != nil {
+			return err
+		}
+		if out, err = s.redirectEntities(ctx, r, p.OrgID, l.ID, w.ID); err != nil {
+			return err
+		}
+		out.AliasesMoved = m.AliasesMoved
+		return nil
+	})
 	if err != nil {
 		return ConceptMergeResult{}, err
 	}
-	out.AliasesMoved = m.AliasesMoved
+	s.Log.Info("concept merge", "org_id", p.OrgID, "winner_id", w.ID, "loser_id", l.ID, "records", records,
+		"deltas", out.DeltasQueued)
+	return out, nil
+}
+
+// mergeOutsideUnit merges with the stores alone, step by step (no entity
+// layer): what runs without a unit of work.
+func (s *ConceptService) mergeOutsideUnit(ctx context.Context, orgID string, w, l *concept.Concept) (ConceptMergeResult, error) {
+	m, err := s.Store.MergeConcepts(ctx, orgID, w.ID, l.ID)
+	if err != nil {
+		return ConceptMergeResult{}, err
+	}
+	out := ConceptMergeResult{AliasesMoved: m.AliasesMoved}
 	if s.Links != nil {
-		if _, err := s.Links.RepointLinks(ctx, p.OrgID, l.ID, w.ID); err != nil {
+		if _, err := s.Links.RepointLinks(ctx, orgID, l.ID, w.ID); err != nil {
 			return out, err
 		}
 	}
 	if s.Records != nil {
-		// The records' refs and output ids follow the links; a failure
-		// here leaves them naming the loser (GET of the loser is then 404).
-		n, err := s.Records.RepointConcept(ctx, p.OrgID, l.ID, w.ID, w.CanonicalText)
-		if err != nil {
+		if _, err := s.Records.RepointConcept(ctx, orgID, l.ID, w.ID, m.Winner.CanonicalText); err != nil {
 			return out, err
 		}
-		s.Log.Info("concept merge: records repointed", "org_id", p.OrgID, "winner_id", w.ID, "loser_id", l.ID, "records", n)
 	}
 	if s.Reviews != nil {
-		if _, err := s.Reviews.DropReviews(ctx, p.OrgID, []string{l.ID}); err != nil {
+		if _, err := s.Reviews.DropReviews(ctx, orgID, []string{l.ID}); err != nil {
 			return out, err
 		}
 	}
 	return out, nil
 }
 
-// redirectEntities carries out the redirect in one unit of work.
-func (s *ConceptService) redirectEntities(ctx context.Context, orgID, loser, winner string) (ConceptMergeResult, error) {
+// redirectEntities carries out the redirect in the unit r: the feeds of
+// every schema it writes are locked first, in registration id order,
+// then the rows that go are deleted and the states written.
+func (s *ConceptService) redirectEntities(ctx context.Context, r ports.Repos, orgID, loser, winner string) (ConceptMergeResult, error) {
 	var out ConceptMergeResult
-	err := s.UoW.InTx(ctx, func(ctx context.Context, r ports.Repos) error {
-		out = ConceptMergeResult{}
-		_, plan, err := redirect(ctx, r, orgID, loser, winner, s.IDs.NewID(), s)
-		if err != nil || len(plan.Writes) == 0 {
-			return err
+	_, plan, err := redirect(ctx, r, orgID, loser, winner, s.IDs.NewID(), s)
+	if err != nil || len(plan.Writes) == 0 {
+		return out, err
+	}
+	ids, schemas := make([]string, 0, len(plan.Deletes)), []string{}
+	for _, e := range plan.Deletes {
+		ids, schemas = append(ids, e.ID), append(schemas, e.SchemaID)
+	}
+	ws := make([]ports.EntityWrite, 0, len(plan.Writes))
+	for _, w := range plan.Writes {
+		ws, schemas = append(ws, ports.EntityWrite{Write: w}), append(schemas, w.SchemaID)
+	}
+	slices.Sort(schemas)
+	if err := r.Entities.LockFeeds(ctx, slices.Compact(schemas)); err != nil {
+		return out, err
+	}
+	var written []ports.EntityWritten
+	if len(ids) > 0 {
+		if written, err = r.Entities.DeleteEntities(ctx, orgID, ids, plan.Writes[0].BatchID, s.Clock.Now()); err != nil {
+			return out, err
 		}
-		ids := make([]string, 0, len(plan.Deletes))
-		for _, e := range plan.Deletes {
-			ids = append(ids, e.ID)
+	}
+	upserts, err := writeEntities(ctx, r, ws)
+	if err != nil {
+		return out, err
+	}
+	dbs := map[string]bool{}
+	for _, x := range append(written, upserts...) {
+		for db, ids := range x.Deltas {
+			dbs[db] = true
+			out.DeltasQueued += len(ids)
 		}
-		var written []ports.EntityWritten
-		if len(ids) > 0 {
-			if written, err = r.Entities.DeleteEntities(ctx, orgID, ids, plan.Writes[0].BatchID, s.Clock.Now()); err != nil {
-				return err
-			}
-		}
-		ws := make([]ports.EntityWrite, 0, len(plan.Writes))
-		for _, w := range plan.Writes {
-			ws = append(ws, ports.EntityWrite{Write: w})
-		}
-		upserts, err := writeEntities(ctx, r, ws)
-		if err != nil {
-			return err
-		}
-		dbs := map[string]bool{}
-		for _, x := range append(written, upserts...) {
-			for db, ids := range x.Deltas {
-				dbs[db] = true
-				out.DeltasQueued += len(ids)
-			}
-		}
-		out.DatabasesNotified, out.EntitiesAbsorbed, out.EntitiesRepointed, out.ReferrersRewritten = len(dbs),
-			plan.Absorbed, plan.Repointed, plan.Referrers
-		return nil
-	})
-	return out, err
+	}
+	out.DatabasesNotified, out.EntitiesAbsorbed, out.EntitiesRepointed, out.ReferrersRewritten = len(dbs),
+		plan.Absorbed, plan.Repointed, plan.Referrers
+	return out, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/entityenrich/enrich/domain/access"
 	"github.com/entityenrich/enrich/domain/concept"
+	"github.com/entityenrich/enrich/domain/dbsync"
 	"github.com/entityenrich/enrich/domain/page"
 	"github.com/entityenrich/enrich/ports"
 )
@@ -200,9 +201,14 @@ type ConceptDeleteResult struct {
 	Deleted, RecordLinks int
 }
 
-// ConceptDeleteImpact is what a delete would touch.
+// ConceptDeleteImpact is what a delete would touch. ResyncDeltas is this
+// project's addition (SPEC.md: the resync cost): the deltas a resync of
+// the linked databases would emit for the entities that name the
+// concepts, one upsert per entity and registration feeding on its schema
+// (dbsync.UpsertDeltas).
 type ConceptDeleteImpact struct {
 	Concepts, RecordLinks      int
+	ResyncDeltas               int
 	SchemaNames, DatabaseNames []string
 }
 
@@ -271,7 +277,13 @@ func (s *ConceptService) DeleteImpact(ctx context.Context, p *access.Principal, 
 		return ConceptDeleteImpact{}, err
 	}
 	out := ConceptDeleteImpact{Concepts: len(ids), SchemaNames: []string{}, DatabaseNames: []string{}}
-	if s.Links == nil || len(ids) == 0 {
+	if len(ids) == 0 {
+		return out, nil
+	}
+	if out.ResyncDeltas, err = s.resyncDeltas(ctx, p.OrgID, ids); err != nil {
+		return out, err
+	}
+	if s.Links == nil {
 		return out, nil
 	}
 	use, err := s.Links.UseOf(ctx, p.OrgID, ids)
@@ -281,6 +293,42 @@ func (s *ConceptService) DeleteImpact(ctx context.Context, p *access.Principal, 
 	out.RecordLinks = use.RecordLinks
 	out.SchemaNames, out.DatabaseNames, err = s.schemaAndDatabaseNames(ctx, p.OrgID, use.SchemaIDs)
 	return out, err
+}
+
+// resyncDeltas counts the deltas a resync would emit for the entities
+// naming the concepts ids (as their semantic id or in their state, as a
+// merge finds them): one per entity and registration that feeds on its
+// schema. The read is a unit of work that writes nothing.
+func (s *ConceptService) resyncDeltas(ctx context.Context, orgID string, ids []string) (int, error) {
+	if s.UoW == nil || s.Entities == nil {
+		return 0, nil
+	}
+	var found []*dbsync.Entity
+	err := s.UoW.InTx(ctx, func(ctx context.Context, r ports.Repos) error {
+		if r.Entities == nil {
+			return nil
+		}
+		var err error
+		found, err = r.Entities.EntitiesMentioning(ctx, orgID, ids...)
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	feeds, n := map[string]int{}, 0
+	for _, e := range found {
+		c, seen := feeds[e.SchemaID]
+		if !seen {
+			dbs, err := s.Entities.SchemaDatabases(ctx, orgID, e.SchemaID)
+			if err != nil {
+				return 0, err
+			}
+			c = len(dbsync.Feeds(dbs, e.SchemaID))
+			feeds[e.SchemaID] = c
+		}
+		n += c
+	}
+	return n, nil
 }
 
 // selected are the ids a selection names, as DeleteConcepts reads it.

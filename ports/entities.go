@@ -43,9 +43,10 @@ type EntityWriter interface {
 	// CountSchemaEntities counts a schema's entity rows in the unit.
 	CountSchemaEntities(ctx context.Context, orgID, schemaID string) (int64, error)
 	// EntitiesMentioning returns the organization's entities whose
-	// semantic id is text or whose state holds text as a string value (a
-	// concept merge's redirect), in id order, locked until the unit ends.
-	EntitiesMentioning(ctx context.Context, orgID, text string) ([]*dbsync.Entity, error)
+	// semantic id is one of texts or whose state holds one of them as a
+	// string value (a concept merge's redirect, a delete's impact), in id
+	// order, locked until the unit ends.
+	EntitiesMentioning(ctx context.Context, orgID string, texts ...string) ([]*dbsync.Entity, error)
 	// EntitiesByID returns the organization's entities among ids, in id
 	// order; the others are left out.
 	EntitiesByID(ctx context.Context, orgID string, ids []string) ([]*dbsync.Entity, error)
@@ -54,6 +55,12 @@ type EntityWriter interface {
 	// deltas carry to every registration that feeds on its schema
 	// (dbsync.DeleteDeltas), under batchID.
 	DeleteEntities(ctx context.Context, orgID string, ids []string, batchID string, at time.Time) ([]EntityWritten, error)
+	// LockFeeds locks, until the unit ends, the feeds of the registrations
+	// that feed on the schemas, in registration id order (byte-wise), the
+	// order every writer appends to feeds in: a unit that then appends to
+	// several feeds in more than one write (a merge's deletes, then its
+	// upserts) cannot deadlock with a job's end.
+	LockFeeds(ctx context.Context, schemaIDs []string) error
 }
 
 // EntityQuery pages an entity list.

@@ -39,6 +39,20 @@ type Repos struct {
 	Outbox EventQueue
 	// Queue enqueues job runs that start only if the unit of work commits.
 	Queue JobEnqueuer
+	// Vocabulary writes what a concept merge changes besides the entity
+	// layer (nil when the store keeps no vocabulary).
+	Vocabulary VocabularyWriter
+}
+
+// VocabularyWriter is the semantic concept vocabulary as a unit of work
+// writes it: a concept merge's steps (ConceptStore.MergeConcepts,
+// ConceptLinks.RepointLinks, ConceptReviews.DropReviews, with their
+// contracts), which commit with the entity redirect and the records'
+// rewrite, or not at all.
+type VocabularyWriter interface {
+	MergeConcepts(ctx context.Context, orgID, winnerID, loserID string) (MergedConcept, error)
+	RepointLinks(ctx context.Context, orgID, from, to string) (int, error)
+	DropReviews(ctx context.Context, orgID string, conceptIDs []string) (int, error)
 }
 
 // UnitOfWork runs functions whose writes must agree.

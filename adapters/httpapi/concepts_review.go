@@ -110,7 +110,7 @@ func (s *Server) conceptDeleteImpact(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, api.ConceptDeleteImpact{ConceptCount: im.Concepts, RecordLinkCount: im.RecordLinks,
-		SchemaNames: im.SchemaNames, DatabaseNames: im.DatabaseNames})
+		SchemaNames: im.SchemaNames, DatabaseNames: im.DatabaseNames, ResyncDeltaCount: im.ResyncDeltas})
 }
 
 func toConceptSummary(c *concept.Concept) api.SemanticConceptSummary {
@@ -128,7 +128,8 @@ func toConceptDetail(d app.ConceptDetail) api.SemanticConceptDetail {
 	out := api.SemanticConceptDetail{SemanticConceptSummary: toConceptSummary(d.Concept), Records: make([]api.ConceptRecordLink, 0, len(d.Links))}
 	for _, l := range d.Links {
 		at := l.CreatedAt
-		out.Records = append(out.Records, api.ConceptRecordLink{RecordId: l.RecordID, JsonPath: l.JSONPath, Cosine: l.Cosine, CreatedAt: &at})
+		out.Records = append(out.Records, api.ConceptRecordLink{RecordId: l.RecordID, JsonPath: l.JSONPath, Cosine: l.Cosine, CreatedAt: &at,
+			EntityName: nilIfEmpty(l.EntityName), SchemaName: nilIfEmpty(l.SchemaName)})
 	}
 	return out
 }

@@ -71,17 +71,33 @@ func (s *ConceptReviews) ListReviews(_ context.Context, orgID string, f ports.Re
 
 // DropReviews implements ports.ConceptReviews.
 func (s *ConceptReviews) DropReviews(_ context.Context, orgID string, conceptIDs []string) (int, error) {
+	return len(s.drop(orgID, conceptIDs)), nil
+}
+
+// drop also returns the pairs it removed, for a unit of work's undo.
+func (s *ConceptReviews) drop(orgID string, conceptIDs []string) map[[3]string]ports.ConceptReview {
+	gone := map[[3]string]ports.ConceptReview{}
 	if len(conceptIDs) == 0 {
-		return 0, nil
+		return gone
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n := 0
 	for k, p := range s.pairs {
 		if p.OrgID == orgID && (slices.Contains(conceptIDs, p.AID) || slices.Contains(conceptIDs, p.BID)) {
+			gone[k] = p
 			delete(s.pairs, k)
-			n++
 		}
 	}
-	return n, nil
+	return gone
+}
+
+// refile puts dropped pairs back (the inverse of drop).
+func (s *ConceptReviews) refile(pairs map[[3]string]ports.ConceptReview) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, p := range pairs {
+		if _, ok := s.pairs[k]; !ok {
+			s.pairs[k] = p
+		}
+	}
 }

@@ -82,19 +82,38 @@ func (s *ConceptLinks) UseOf(_ context.Context, orgID string, conceptIDs []strin
 
 // RepointLinks implements ports.ConceptLinks.
 func (s *ConceptLinks) RepointLinks(_ context.Context, orgID, from, to string) (int, error) {
+	moved := s.repoint(orgID, from, to)
+	return len(moved), nil
+}
+
+// repoint also returns the keys of the links it moved, for a unit of
+// work's undo.
+func (s *ConceptLinks) repoint(orgID, from, to string) [][2]string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n := 0
+	var moved [][2]string
 	for k, l := range s.links {
 		if l.OrgID == orgID && l.ConceptID == from {
 			// The alias keeps its id: a merge moves the loser's aliases
 			// to the winner.
 			l.ConceptID = to
 			s.links[k] = l
-			n++
+			moved = append(moved, k)
 		}
 	}
-	return n, nil
+	return moved
+}
+
+// unrepoint moves the links back (the inverse of repoint).
+func (s *ConceptLinks) unrepoint(keys [][2]string, from, to string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, k := range keys {
+		if l, ok := s.links[k]; ok && l.ConceptID == to {
+			l.ConceptID = from
+			s.links[k] = l
+		}
+	}
 }
 
 // DeleteLinks implements ports.ConceptLinks.

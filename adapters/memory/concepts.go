@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -381,34 +382,55 @@ func (s *ConceptStore) Delete(_ context.Context, orgID string, sl concept.Slice,
 
 // MergeConcepts implements ports.ConceptStore.
 func (s *ConceptStore) MergeConcepts(_ context.Context, orgID, winnerID, loserID string) (ports.MergedConcept, error) {
+	out, _, err := s.merge(orgID, winnerID, loserID)
+	return out, err
+}
+
+// merge merges loser into winner and returns its inverse too, for a
+// unit of work's undo: the two concepts, the loser's texts and vectors
+// as they were.
+func (s *ConceptStore) merge(orgID, winnerID, loserID string) (ports.MergedConcept, func(), error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	w, l := s.owned(orgID, winnerID), s.owned(orgID, loserID)
 	switch {
 	case w == nil:
-		return ports.MergedConcept{}, errConcept(winnerID)
+		return ports.MergedConcept{}, nil, errConcept(winnerID)
 	case l == nil:
-		return ports.MergedConcept{}, errConcept(loserID)
+		return ports.MergedConcept{}, nil, errConcept(loserID)
 	}
 	merged, moved, err := concept.Merge(*cloneConcept(w), *cloneConcept(l))
 	if err != nil {
-		return ports.MergedConcept{}, ports.MergeErr(err)
+		return ports.MergedConcept{}, nil, ports.MergeErr(err)
 	}
+	prevW, prevL := cloneConcept(w), cloneConcept(l)
+	texts, vectors := map[[3]string]string{}, map[[2]string][]float32{}
 	sortAliases(merged.Aliases)
 	for _, a := range l.Aliases {
 		key := [3]string{orgID, l.Type, a.NormalizedText}
+		if s.texts[key] == loserID {
+			texts[key] = loserID
+		}
 		if _, kept := merged.AliasByText(a.NormalizedText); kept && s.texts[key] == loserID {
 			s.texts[key] = winnerID
 		} else if s.texts[key] == loserID {
 			delete(s.texts, key)
 		}
 	}
-	for k := range s.vectors {
+	for k, v := range s.vectors {
 		if k[0] == loserID {
+			vectors[k] = v
 			delete(s.vectors, k)
 		}
 	}
 	delete(s.concepts, loserID)
 	*w = merged
-	return ports.MergedConcept{Winner: cloneConcept(w), AliasesMoved: len(moved)}, nil
+	undo := func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.concepts[winnerID], s.concepts[loserID] = prevW, prevL
+		maps.Copy(s.texts, texts)
+		maps.Copy(s.vectors, vectors)
+	}
+	return ports.MergedConcept{Winner: cloneConcept(w), AliasesMoved: len(moved)}, undo, nil
 }

@@ -11,12 +11,12 @@ import (
 )
 
 // EntitiesMentioning implements ports.EntityWriter.
-func (s *SyncStore) EntitiesMentioning(_ context.Context, orgID, text string) ([]*dbsync.Entity, error) {
+func (s *SyncStore) EntitiesMentioning(_ context.Context, orgID string, texts ...string) ([]*dbsync.Entity, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []*dbsync.Entity
 	for _, e := range s.entities {
-		if e.OrgID == orgID && dbsync.Mentions(e, text) {
+		if e.OrgID == orgID && slices.ContainsFunc(texts, func(t string) bool { return dbsync.Mentions(e, t) }) {
 			out = append(out, cloneEntity(e))
 		}
 	}
@@ -98,8 +98,8 @@ func (s *SyncStore) entityByIDLocked(orgID, id string) (entityKey, *dbsync.Entit
 	return entityKey{}, nil
 }
 
-func (t txEntities) EntitiesMentioning(ctx context.Context, orgID, text string) ([]*dbsync.Entity, error) {
-	return t.s.EntitiesMentioning(ctx, orgID, text)
+func (t txEntities) EntitiesMentioning(ctx context.Context, orgID string, texts ...string) ([]*dbsync.Entity, error) {
+	return t.s.EntitiesMentioning(ctx, orgID, texts...)
 }
 
 func (t txEntities) EntitiesByID(ctx context.Context, orgID string, ids []string) ([]*dbsync.Entity, error) {
@@ -120,4 +120,12 @@ func (t txEntities) DeleteEntities(_ context.Context, orgID string, ids []string
 		undo()
 	})
 	return out, nil
+}
+
+// LockFeeds implements ports.EntityWriter: units of work run one at a
+// time, so there is nothing to lock.
+func (s *SyncStore) LockFeeds(context.Context, []string) error { return nil }
+
+func (t txEntities) LockFeeds(ctx context.Context, schemaIDs []string) error {
+	return t.s.LockFeeds(ctx, schemaIDs)
 }

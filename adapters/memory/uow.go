@@ -48,6 +48,9 @@ type UnitOfWork struct {
 	// concepts and links, when set, take a job's end's concept writes.
 	concepts *ConceptStore
 	links    *ConceptLinks
+	// reviews, when set, is the review list a merge's unit drops pairs
+	// from (Repos.Vocabulary).
+	reviews *ConceptReviews
 }
 
 // NewUnitOfWork returns a UnitOfWork over these stores. queue receives the
@@ -103,6 +106,9 @@ func (w *UnitOfWork) InTx(ctx context.Context, fn func(ctx context.Context, r po
 	}
 	if w.outbox != nil {
 		r.Outbox = txOutbox{w.outbox, u}
+	}
+	if w.concepts != nil {
+		r.Vocabulary = txVocabulary{concepts: w.concepts, links: w.links, reviews: w.reviews, u: u}
 	}
 	var q *heldQueue
 	if w.queue != nil {
@@ -446,8 +452,10 @@ func (w *UnitOfWork) EndJob(ctx context.Context, end ports.JobEnd) error {
 }
 
 // WithConcepts makes a job's end store its records' concept links in
-// links and bump their reference counts in concepts.
-func (w *UnitOfWork) WithConcepts(concepts *ConceptStore, links *ConceptLinks) *UnitOfWork {
-	w.concepts, w.links = concepts, links
+// links and bump their reference counts in concepts, and gives units the
+// vocabulary (Repos.Vocabulary: concepts, links and reviews, which may be
+// nil).
+func (w *UnitOfWork) WithConcepts(concepts *ConceptStore, links *ConceptLinks, reviews *ConceptReviews) *UnitOfWork {
+	w.concepts, w.links, w.reviews = concepts, links, reviews
 	return w
 }

@@ -99,6 +99,25 @@ func storableOnly(ss []string) []string {
 	return out
 }
 
+// narrowed is each of lists without the strings storable refuses, and
+// false when a query filtered by them can match nothing: the organization
+// is not storable, or a list that named something names nothing storable
+// (what no text column holds matches nothing, and an emptied list must not
+// widen the selection to everything).
+func narrowed(orgID string, lists ...[]string) ([][]string, bool) {
+	if !storable(orgID) {
+		return nil, false
+	}
+	out := make([][]string, len(lists))
+	for i, l := range lists {
+		out[i] = storableOnly(l)
+		if len(l) > 0 && len(out[i]) == 0 {
+			return nil, false
+		}
+	}
+	return out, true
+}
+
 func errNoConcept(id string) error {
 	return fmt.Errorf("postgres: concept %s: %w", id, ports.ErrNotFound)
 }
@@ -225,10 +244,11 @@ func conceptOrder(f ports.ConceptFilter) string {
 
 // ListConcepts counts the matches, reads one page and then its aliases.
 func (s *ConceptStore) ListConcepts(ctx context.Context, orgID string, f ports.ConceptFilter) ([]*concept.Concept, int, error) {
-	types := storableOnly(f.Types)
-	if (len(f.Types) > 0 && len(types) == 0) || !storable(orgID) {
+	lists, ok := narrowed(orgID, f.Types)
+	if !ok {
 		return nil, 0, nil
 	}
+	types := lists[0]
 	var rows []conceptRow
 	q := s.db.NewSelect().Model(&rows).Where("c.org_id = ?", orgID)
 	if len(types) > 0 {
@@ -429,15 +449,11 @@ func (s *ConceptStore) DeleteConcepts(ctx context.Context, orgID string, sel por
 	if len(sel.IDs) == 0 && len(sel.Types) == 0 {
 		return nil, fmt.Errorf("postgres: delete concepts: %w: name ids or types", ports.ErrInvalid)
 	}
-	ids, types := storableOnly(sel.IDs), storableOnly(sel.Types)
-	if len(ids) < len(sel.IDs) || len(types) < len(sel.Types) {
-		// What no text column holds matches nothing; an emptied list must
-		// not widen the selection.
-		if (len(sel.IDs) > 0 && len(ids) == 0) || (len(sel.Types) > 0 && len(types) == 0) || !storable(orgID) {
-			return nil, nil
-		}
-		sel.IDs, sel.Types = ids, types
+	lists, ok := narrowed(orgID, sel.IDs, sel.Types)
+	if !ok {
+		return nil, nil
 	}
+	sel.IDs, sel.Types = lists[0], lists[1]
 	q := s.db.NewDelete().Model((*conceptRow)(nil)).Where("org_id = ?", orgID)
 	if len(sel.IDs) > 0 {
 		q.Where("id IN (?)", bun.In(sel.IDs))

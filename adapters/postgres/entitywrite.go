@@ -3,7 +3,6 @@ package postgres
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
 	"time"
 
 	"github.com/entityenrich/enrich/domain/dbsync"
@@ -157,10 +156,7 @@ func entityWrites(writes []ports.EntityWrite, revs map[identityKey]int64, links 
 	}
 	stmts := []endStmt{upsertEntities(order, last), setRevisions(order, revs)}
 	r := &rendered{written: out}
-	for db := range feeds {
-		r.feeds = append(r.feeds, db)
-	}
-	sort.Strings(r.feeds)
+	r.feeds = feedsOf(feeds)
 	for _, db := range r.feeds {
 		args, err := feedArgs(db, feeds[db])
 		if err != nil {

@@ -3,7 +3,6 @@ package postgres
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
 	"time"
 
 	"github.com/entityenrich/enrich/domain/dbsync"
@@ -123,12 +122,7 @@ func linkedStmts(writes []ports.EntityWrite) ([]endStmt, bool, error) {
 		}
 	}
 	stmts := []endStmt{linkedEntities(order, last, count), checkFeeds(schemas, maps)}
-	dbs := make([]string, 0, len(feeds))
-	for db := range feeds {
-		dbs = append(dbs, db)
-	}
-	sort.Strings(dbs)
-	for _, db := range dbs {
+	for _, db := range feedsOf(feeds) {
 		st, err := linkedDeltas(db, feeds[db], count)
 		if err != nil {
 			return nil, false, err

@@ -95,12 +95,24 @@ func (u *UnitOfWork) repos(tx bun.Tx) ports.Repos {
 		Databases: NewDatabaseStore(tx),
 		Entities:  EntityWriter{tx: tx},
 		Outbox:    NewNotifications(tx),
+		Vocabulary: vocabulary{ConceptStore: NewConceptStore(tx), ConceptLinks: NewConceptLinks(tx),
+			ConceptReviews: NewConceptReviews(tx)},
 	}
 	if u.queue != nil {
 		r.Queue = u.queue(tx)
 	}
 	return r
 }
+
+// vocabulary is ports.VocabularyWriter on a unit's transaction: the
+// stores' own statements, bound to it.
+type vocabulary struct {
+	*ConceptStore
+	*ConceptLinks
+	*ConceptReviews
+}
+
+var _ ports.VocabularyWriter = vocabulary{}
 
 // retryable reports whether err is a serialization failure or a deadlock,
 // which PostgreSQL resolves by aborting one transaction that may simply run

@@ -385,7 +385,7 @@ var rules = map[Action]rule{
 	ActProbeConcepts:           {CatConceptRead, ScopeWrite},
 	ActEditConcepts:            {CatConcepts, ScopeWrite},
 	ActClearConceptTypes:       {CatConceptMint, ScopeWrite},
-	ActConceptMergeImpact:      {CatSchemaRead, ScopeWrite},
+	ActConceptMergeImpact:      {CatConceptRead, ScopeWrite},
 	ActConceptMerge:            {CatConceptMint, ScopeWrite},
 	ActImportConcepts:          {CatSchemaWrite, ScopeWrite},
 	ActMintConcepts:            {CatConceptMint, ScopeWrite},

@@ -96,6 +96,14 @@ func (c Concept) AliasByText(normalized string) (Alias, bool) {
 	return Alias{}, false
 }
 
+// Alias is c's alias id, and false when c has none by that id.
+func (c Concept) Alias(id string) (Alias, bool) {
+	if i := c.aliasIndex(id); i >= 0 {
+		return c.Aliases[i], true
+	}
+	return Alias{}, false
+}
+
 func (c Concept) aliasIndex(id string) int {
 	for i, a := range c.Aliases {
 		if a.ID == id {

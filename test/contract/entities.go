@@ -222,6 +222,16 @@ func RunEntities(t *testing.T, newFixture func(t *testing.T) EntitiesFixture) {
 				if none, err := r.Entities.EntitiesMentioning(ctx, newID("org"), "concept-L"); err != nil || len(none) > 0 {
 					t.Errorf("another organization's: %v %v", none, err)
 				}
+				// Several texts: an entity naming any of them, once.
+				if hits, err := r.Entities.EntitiesMentioning(ctx, org, "concept-Lx", "concept-L", "no-such-text"); err != nil || len(hits) != 3 {
+					t.Errorf("any of three texts: %d entities, %v", len(hits), err)
+				}
+				if none, err := r.Entities.EntitiesMentioning(ctx, org); err != nil || len(none) > 0 {
+					t.Errorf("no text: %v %v", none, err)
+				}
+				if err := r.Entities.LockFeeds(ctx, []string{s.schemaID, "no-such-schema"}); err != nil {
+					return err
+				}
 				ids := []string{dbsync.EntityID(s.schemaID, keyed.Identity), "no-such-entity"}
 				byID, err := r.Entities.EntitiesByID(ctx, org, ids)
 				if err != nil || len(byID) != 1 {

@@ -279,3 +279,57 @@ func TestAttachmentZipBomb(t *testing.T) {
 		})
 	}
 }
+
+// TestAttachmentsReachTheArbiter: a fusion merge's attachment_ids go to
+// its arbiter alone: the OpenAI-compatible arbiter receives the PDF as a
+// file part, and the fused record lists it.
+func TestAttachmentsReachTheArbiter(t *testing.T) {
+	is := is.New(t)
+	pdf := readTestdata(t, "acme-annual-report.pdf")
+	oai := fakeopenai.New(t, fakeopenai.WithModels("doc-reader"))
+	catalog := filepath.Join(t.TempDir(), "catalog.json")
+	is.NoErr(os.WriteFile(catalog, []byte(docCatalog), 0o600))
+	cfg := testConfig("")
+	cfg.ModelCatalog = catalog
+	cfg.Providers = []llm.ProviderConfig{{Name: "oai", Type: "openai", BaseURL: oai.URL(), APIKey: "k-oai", Models: []string{"doc-reader"}}}
+	s := start(t, cfg)
+	ten := s.register("arbiter-reads@example.com")
+	pdfID := uploadAll(t, s, ten.key, upFile{name: "acme-annual-report.pdf", data: pdf})["acme-annual-report.pdf"]
+	schemaID := s.createSchema(ten.key, "Company", fusionSchema)
+	var ids []string
+	for _, m := range fusionModels {
+		evs := s.follow(ten.key, s.startJob(ten.key, obj{"entity_data": obj{"name": "Acme"}, "schema_id": schemaID, "models": []string{m}}), "")
+		is.Equal(last(evs).Name, "completed")
+		ids = append(ids, last(evs).Data["record_id"].(string))
+	}
+	is.Equal(oai.Requests(), 0) // the sources were the sandbox's
+
+	var out struct {
+		RecordID             string  `json:"record_id"`
+		ArbitrationModelUsed *string `json:"arbitration_model_used"`
+	}
+	is.Equal(s.call("POST", "/api/fusion/merge", ten.key, obj{"result_ids": ids, "arbitration_model": "oai::doc-reader",
+		"attachment_ids": []string{pdfID}}, &out), 200)
+	is.Equal(oai.Requests(), 1) // one call: the arbiter's
+	req, ok := oai.LastRequest()
+	is.True(ok)
+	is.Equal(req.Model, "doc-reader")
+	var files []map[string]any
+	for _, m := range req.Messages {
+		for _, p := range m.Parts {
+			if p["type"] == "file" {
+				files = append(files, p["file"].(map[string]any))
+			}
+		}
+	}
+	is.Equal(len(files), 1)
+	is.Equal(files[0]["file_data"], "data:application/pdf;base64,"+base64.StdEncoding.EncodeToString(pdf))
+	var rec struct {
+		Attachments []struct {
+			ID string `json:"id"`
+		} `json:"attachments"`
+	}
+	is.Equal(s.call("GET", "/api/records/"+out.RecordID, ten.key, nil, &rec), 200)
+	is.Equal(len(rec.Attachments), 1)
+	is.Equal(rec.Attachments[0].ID, pdfID)
+}

@@ -97,6 +97,21 @@ func TestEnrichmentResolvesConcepts(t *testing.T) {
 	}
 }
 
+// enrichConcept enriches name under the schema sc (conceptSchema's) with
+// the echo model and returns the concept id of its result and its record.
+func enrichConcept(t *testing.T, s *service, key, sc, name string) (id, recordID string) {
+	t.Helper()
+	var out conceptEnrichAnswer
+	if st := s.call("POST", "/api/single/enrich/sync", key, obj{"entity_data": obj{"name": name}, "schema_id": sc,
+		"models": []string{"sandbox::echo"}}, &out); st != 200 {
+		t.Fatalf("enrich %q: %d", name, st)
+	}
+	if id, _ = out.Result["id"].(string); id == "" {
+		t.Fatalf("enrich %q: no concept id in %v", name, out.Result)
+	}
+	return id, out.RecordID
+}
+
 // TestConceptMergeRewritesRecords: after B is merged into A, the record
 // that resolved to B names A in its semantic concepts (with A's canonical
 // text) and in its output; the record of A is as it was.
@@ -107,17 +122,8 @@ func TestConceptMergeRewritesRecords(t *testing.T) {
 			s := start(t, testConfig(b.dsn(t)))
 			key := s.register("concepts-merge-records@example.com").key
 			sc := s.createSchema(key, "Company", conceptSchema)
-			enrich := func(name string) (string, string) {
-				t.Helper()
-				var out conceptEnrichAnswer
-				is.Equal(s.call("POST", "/api/single/enrich/sync", key, obj{"entity_data": obj{"name": name}, "schema_id": sc,
-					"models": []string{"sandbox::echo"}}, &out), 200)
-				id, _ := out.Result["id"].(string)
-				is.True(id != "")
-				return id, out.RecordID
-			}
-			a, recA := enrich("IBM")
-			bID, recB := enrich("Big Blue Holdings")
+			a, recA := enrichConcept(t, s, key, sc, "IBM")
+			bID, recB := enrichConcept(t, s, key, sc, "Big Blue Holdings")
 			is.True(a != bID)
 			is.Equal(s.call("POST", "/api/semantic-concepts/merge", key, obj{"winner_id": a, "loser_id": bID}, nil), 200)
 			for _, id := range []string{recA, recB} {

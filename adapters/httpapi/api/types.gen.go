@@ -2168,7 +2168,10 @@ type ConceptDeleteImpact struct {
 	ConceptCount    int      `json:"concept_count"`
 	DatabaseNames   []string `json:"database_names"`
 	RecordLinkCount int      `json:"record_link_count"`
-	SchemaNames     []string `json:"schema_names"`
+
+	// ResyncDeltaCount This service's addition to the reference's shape: the deltas a resync of the linked databases would emit for the entities that name the concepts (as their semantic id or in their state), one upsert per entity and per registration whose link to the entity's schema receives data deltas.
+	ResyncDeltaCount int      `json:"resync_delta_count"`
+	SchemaNames      []string `json:"schema_names"`
 }
 
 // ConceptDeleteRequest defines model for ConceptDeleteRequest.
