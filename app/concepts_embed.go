@@ -68,7 +68,7 @@ func (s *ConceptService) Embed(ctx context.Context, orgID string, mk model.Key, 
 		if err == nil {
 			return resp.Vectors, resp.InputTokens, nil
 		}
-		if !s.rotateAfter(ctx, orgID, cred, err) || switches >= maxKeySwitches {
+		if !rotateAfter(ctx, s.Keys, s.Log, orgID, cred, err) || switches >= maxKeySwitches {
 			return nil, resp.InputTokens, fmt.Errorf("embed with %s: %w", mk, err)
 		}
 		tried = append(tried, cred.KeyID)
@@ -80,19 +80,20 @@ func (s *ConceptService) Embed(ctx context.Context, orgID string, mk model.Key, 
 	}
 }
 
-// rotateAfter tells rotation what the provider said of cred's failed call
-// and whether another key may succeed where it failed.
-func (s *ConceptService) rotateAfter(ctx context.Context, orgID string, cred *ports.Credential, err error) bool {
-	if cred == nil || s.Keys == nil || ctx.Err() != nil {
+// rotateAfter tells rotation (keys) what the provider said of cred's failed
+// call and whether another key may succeed where it failed: the embedder's
+// and the identity judge's calls share it.
+func rotateAfter(ctx context.Context, keys *KeyRing, log *slog.Logger, orgID string, cred *ports.Credential, err error) bool {
+	if cred == nil || keys == nil || ctx.Err() != nil {
 		return false
 	}
 	var rl *ports.RateLimitError
 	switch {
 	case errors.Is(err, ports.ErrLLMAuth):
-		s.Log.WarnContext(ctx, "provider refused a key: out of rotation", "key_id", cred.KeyID, "source", cred.Source)
-		s.Keys.Refused(ctx, orgID, cred)
+		log.WarnContext(ctx, "provider refused a key: out of rotation", "key_id", cred.KeyID, "source", cred.Source)
+		keys.Refused(ctx, orgID, cred)
 	case errors.As(err, &rl):
-		s.Keys.Rest(ctx, orgID, cred, rl.RetryAfter)
+		keys.Rest(ctx, orgID, cred, rl.RetryAfter)
 	default:
 		return false
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -42,7 +43,7 @@ const rigOrg = "org-embed"
 // least recently used (picked first); the fake accepts good only.
 func newConceptRig(t *testing.T, good string, secrets ...string) *conceptRig {
 	t.Helper()
-	fake := fakeopenai.New(t, fakeopenai.WithAPIKeys(good))
+	fake := fakeopenai.New(t, fakeopenai.WithAPIKeys(strings.Split(good, ",")...)) // good: the keys it accepts, comma-separated
 	reg, err := llm.NewRegistry(llm.Config{Providers: []llm.ProviderConfig{{Name: "oa", Type: "openai", BaseURL: fake.URL(),
 		Models: []string{"judge-model"}}}, Prices: map[string]model.Price{"oa::judge-model": {InputPerMTok: 1_000_000, OutputPerMTok: 2_000_000}},
 		Timeout: 5 * time.Second})

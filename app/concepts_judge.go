@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -70,10 +69,13 @@ func judgeMessages(conceptType, text string, candidates []concept.Neighbor) []en
 	return []enrichment.Message{{Role: "system", Content: judgeSystem}, {Role: "user", Content: b.String()}}
 }
 
-// Judge asks the model about text and its gray-band candidates. A failed
-// call or an answer that is not the schema's is an error (the ladder
-// escalates: the pair goes to review); an answer naming an id that is not
-// a candidate is refused by the ladder (concept.ErrVerdict).
+// Judge asks the model about text and its gray-band candidates, with the
+// resilience of the app's other calls: a key the provider refuses leaves
+// rotation and a rate-limited one rests, and the call moves on to the next
+// usable key; an answer that is not the schema's is asked again once. A
+// call that still fails, or a second malformed answer, is an error (the
+// ladder escalates: the pair goes to review); an answer naming an id that
+// is not a candidate is refused by the ladder (concept.ErrVerdict).
 func (j *LLMConceptJudge) Judge(ctx context.Context, orgID, conceptType, text string, candidates []concept.Neighbor) (concept.Verdict, error) {
 	var cred *ports.Credential
 	if j.Keys != nil {
@@ -83,18 +85,38 @@ func (j *LLMConceptJudge) Judge(ctx context.Context, orgID, conceptType, text st
 		}
 		cred = c
 	}
-	t0 := time.Now()
-	resp, err := j.LLM.Generate(ctx, ports.LLMRequest{Model: j.Model.Key, Messages: judgeMessages(conceptType, text, candidates),
-		Schema: judgeSchema, SchemaName: "identity_verdict", ResponseSchema: true, Credential: cred, OrgID: orgID})
-	j.charge(ctx, orgID, cred, resp, err, time.Since(t0))
-	if err != nil {
-		if cred != nil && j.Keys != nil && errors.Is(err, ports.ErrLLMAuth) {
-			j.Keys.Refused(ctx, orgID, cred)
+	req := ports.LLMRequest{Model: j.Model.Key, Messages: judgeMessages(conceptType, text, candidates),
+		Schema: judgeSchema, SchemaName: "identity_verdict", ResponseSchema: true, OrgID: orgID}
+	var tried []string
+	for switches, malformed := 0, 0; ; {
+		req.Credential = cred
+		t0 := time.Now()
+		resp, err := j.LLM.Generate(ctx, req)
+		j.charge(ctx, orgID, cred, resp, err, time.Since(t0))
+		if err == nil {
+			v, perr := parseVerdict(resp.Text)
+			if perr == nil || malformed >= judgeRetries || ctx.Err() != nil {
+				return v, perr
+			}
+			malformed++
+			j.Log.WarnContext(ctx, "identity judge: a malformed answer, asked again", "model", j.Model.Key.String(), "err", perr)
+			continue
 		}
-		return concept.Verdict{}, fmt.Errorf("identity judge %s: %w", j.Model.Key, err)
+		if !rotateAfter(ctx, j.Keys, j.Log, orgID, cred, err) || switches >= maxKeySwitches {
+			return concept.Verdict{}, fmt.Errorf("identity judge %s: %w", j.Model.Key, err)
+		}
+		switches++
+		tried = append(tried, cred.KeyID)
+		next, perr := j.Keys.Pick(ctx, orgID, j.Model.Key.Provider, "", tried)
+		if perr != nil || next == nil {
+			return concept.Verdict{}, fmt.Errorf("identity judge %s: %w", j.Model.Key, err)
+		}
+		cred = next
 	}
-	return parseVerdict(resp.Text)
 }
+
+// judgeRetries is how many times a malformed verdict is asked again.
+const judgeRetries = 1
 
 // parseVerdict reads the judge's answer.
 func parseVerdict(text string) (concept.Verdict, error) {

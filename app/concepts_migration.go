@@ -208,13 +208,53 @@ func (r *ConceptMigrator) save(ctx context.Context, m *ports.ConceptMigration) e
 	return err
 }
 
-// end records how the migration ended, unless it was ended already.
+// end records how the migration ended, unless it was ended already. The
+// end that records a cancel (the run's own, or the service's over a job
+// gone) also removes the target vectors written for the slices not cut
+// over (dropTargetVectors).
 func (r *ConceptMigrator) end(ctx context.Context, m *ports.ConceptMigration, status, why string) {
 	now := r.Clock.Now()
 	m.Status, m.CompletedAt, m.LastError = status, &now, why
-	if err := r.Store.SaveMigration(ctx, *m); err != nil && !errors.Is(err, ports.ErrConflict) {
-		r.Log.Warn("concept migration's end not recorded", "job_id", m.ID, "status", status, "err", err)
+	err := r.Store.SaveMigration(ctx, *m)
+	if err != nil {
+		if !errors.Is(err, ports.ErrConflict) {
+			r.Log.Warn("concept migration's end not recorded", "job_id", m.ID, "status", status, "err", err)
+		}
+		return
 	}
+	if status != ports.MigrationCancelled {
+		return
+	}
+	if err := r.dropTargetVectors(ctx, m); err != nil {
+		r.Log.Warn("cancelled concept migration: target vectors left behind", "job_id", m.ID, "target", m.TargetModel, "err", err)
+	}
+}
+
+// dropTargetVectors removes the vectors a cancelled migration wrote in its
+// target model for the slices it did not cut over, so that the target
+// slice holds nothing half-written; their source vectors stay
+// authoritative. It runs once nothing writes for the migration any more.
+func (r *ConceptMigrator) dropTargetVectors(ctx context.Context, m *ports.ConceptMigration) error {
+	for _, typ := range m.ConceptTypes {
+		if slices.Contains(m.CutTypes, typ) {
+			continue
+		}
+		src := concept.Slice{Type: typ, EmbeddingModel: m.SourceModel}
+		dst := concept.Slice{Type: typ, EmbeddingModel: m.TargetModel}
+		for after := ""; ; {
+			page, err := r.Concepts.Store.SliceConcepts(ctx, m.OrgID, src, after, DefaultMigrationPage)
+			if err != nil || len(page) == 0 {
+				return err
+			}
+			for _, c := range page {
+				if err := r.Concepts.Vectors.Delete(ctx, m.OrgID, dst, c.ID); err != nil {
+					return err
+				}
+			}
+			after = page[len(page)-1].ID
+		}
+	}
+	return nil
 }
 
 // sliceModel is the model a lookup of conceptType reads when the caller

@@ -224,6 +224,10 @@ func TestConceptMigrationLookupsKeepSourceUntilCutover(t *testing.T) {
 	is.Equal(c.EmbeddingModel, srcModel)
 	is.Equal(w.modelOf(t, "company", "company numbr 003").Neighbors[0].ConceptID, "company-003")
 	is.Equal(w.modelOf(t, "city", "city numbr 003").Neighbors[0].ConceptID, "city-003")
+	// The target vectors of the first company page are gone with the
+	// cancel; the city slice, cut over, keeps its own.
+	is.Equal(len(targetVectors(t, w.concepts, w.store, "o", "company")), 0)
+	is.Equal(len(targetVectors(t, w.concepts, w.store, "o", "city")), 7)
 	_, err = w.svc.Cancel(ctx, w.owner)
 	is.True(errors.As(err, &ae))
 	is.Equal(ae.Code, app.CodeMigrationNotRunning)
@@ -345,4 +349,19 @@ func TestConceptMigrationRefusals(t *testing.T) {
 			}
 		})
 	}
+}
+
+// targetVectors are the concepts of typ that hold a vector in dstModel.
+func targetVectors(t *testing.T, cs *app.ConceptService, vx ports.VectorIndex, org, typ string) []concept.Neighbor {
+	t.Helper()
+	dst, _ := model.ParseKey(dstModel)
+	vecs, _, err := cs.Embed(context.Background(), org, dst, []string{typ + " number 003"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns, err := vx.Nearest(context.Background(), org, concept.Slice{Type: typ, EmbeddingModel: dstModel}, vecs[0], 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ns
 }

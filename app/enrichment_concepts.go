@@ -3,11 +3,15 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strconv"
 	"strings"
 
 	"github.com/entityenrich/enrich/domain/concept"
 	"github.com/entityenrich/enrich/domain/enrichment"
+	"github.com/entityenrich/enrich/domain/jsondoc"
+	"github.com/entityenrich/enrich/domain/rotation"
+	"github.com/entityenrich/enrich/ports"
 )
 
 // semanticProp is a semantic_id property of a job's schema with what
@@ -20,10 +24,10 @@ type semanticProp struct {
 }
 
 // semanticProps lists the schema's semantic_id properties that sit on the
-// root, on 1-1 nested objects or on array items (definitions reached by
-// $ref are not resolved).
+// root, on 1-1 nested objects or on array items, those of definitions
+// included at each place a local $ref reaches them (concept.Reachable).
 func semanticProps(doc map[string]any, schemaName string) []semanticProp {
-	props, _ := concept.Properties(doc)
+	props := concept.Reachable(doc)
 	var out []semanticProp
 	for _, p := range props {
 		obj := objectSchema(doc, p.Object)
@@ -58,14 +62,15 @@ func defaultConceptType(obj map[string]any, path []string, schemaName string) st
 }
 
 // objectSchema follows path (property names and "[]") from the root object
-// schema of doc; nil under a definition or when a step is missing.
+// schema of doc, through local $refs; nil when a step is missing.
 func objectSchema(doc map[string]any, path []string) map[string]any {
 	s := doc
 	if _, has := doc["properties"]; !has {
 		s, _ = doc["root"].(map[string]any)
 	}
 	for _, step := range path {
-		if s == nil || step == "$defs" || step == "definitions" {
+		s = jsondoc.Deref(doc, s)
+		if s == nil {
 			return nil
 		}
 		if step == "[]" {
@@ -75,7 +80,7 @@ func objectSchema(doc map[string]any, path []string) map[string]any {
 		props, _ := s["properties"].(map[string]any)
 		s, _ = props[step].(map[string]any)
 	}
-	return s
+	return jsondoc.Deref(doc, s)
 }
 
 // identityKeys are the paths IdentityText reads for the property: its
@@ -119,36 +124,37 @@ type objectAt struct {
 // objectsAt walks out and in along path, one object per array item.
 func objectsAt(out, in map[string]any, path []string) []objectAt {
 	cur := []objectAt{{obj: out, input: in, path: "$"}}
-	for _, step := range path {
+	for i, step := range path {
+		if step == "[]" {
+			continue // taken with the step before it
+		}
+		array := i+1 < len(path) && path[i+1] == "[]"
 		var next []objectAt
 		for _, o := range cur {
-			if step == "[]" {
-				continue
-			}
 			v := o.obj[step]
 			var iv any
 			if o.input != nil {
 				iv = o.input[step]
 			}
-			if len(path) > 0 && isArrayStep(path, step) {
-				items, _ := v.([]any)
-				inItems, _ := iv.([]any)
-				for i, it := range items {
-					m, ok := it.(map[string]any)
-					if !ok {
-						continue
-					}
-					var im map[string]any
-					if i < len(inItems) {
-						im, _ = inItems[i].(map[string]any)
-					}
-					next = append(next, objectAt{obj: m, input: im, path: o.path + "." + step + "[" + strconv.Itoa(i) + "]"})
+			if !array {
+				if m, ok := v.(map[string]any); ok {
+					im, _ := iv.(map[string]any)
+					next = append(next, objectAt{obj: m, input: im, path: o.path + "." + step})
 				}
 				continue
 			}
-			if m, ok := v.(map[string]any); ok {
-				im, _ := iv.(map[string]any)
-				next = append(next, objectAt{obj: m, input: im, path: o.path + "." + step})
+			items, _ := v.([]any)
+			inItems, _ := iv.([]any)
+			for j, it := range items {
+				m, ok := it.(map[string]any)
+				if !ok {
+					continue
+				}
+				var im map[string]any
+				if j < len(inItems) {
+					im, _ = inItems[j].(map[string]any)
+				}
+				next = append(next, objectAt{obj: m, input: im, path: o.path + "." + step + "[" + strconv.Itoa(j) + "]"})
 			}
 		}
 		cur = next
@@ -156,35 +162,31 @@ func objectsAt(out, in map[string]any, path []string) []objectAt {
 	return cur
 }
 
-// isArrayStep reports whether step is followed by "[]" in path.
-func isArrayStep(path []string, step string) bool {
-	for i, s := range path {
-		if s == step && i+1 < len(path) && path[i+1] == "[]" {
-			return true
-		}
-	}
-	return false
-}
-
 // resolveConcepts resolves the semantic_id properties of a record's output
-// (merged, which it updates) before the record is stored: each object's
-// identity text goes through the ladder, written (minting, adding
-// aliases), and its concept id replaces the property's value; an id the
-// input already carried is kept. A resolution that fails (an embedder
-// down) leaves the property null and the enrichment stands: the record
-// keeps the text, and the failure is logged.
-func (s *Enricher) resolveConcepts(ctx context.Context, er *entityRun, rec *enrichment.Record, merged map[string]any) {
-	if s.Concepts == nil || len(er.pl.semantic) == 0 {
+// (merged, which it updates; fields is the entity's input) before the
+// record is stored, a model's record (finish) and a fused one (fuseEntity)
+// alike: each object's identity text goes through the ladder, written
+// (minting, adding aliases), and its concept id replaces the property's
+// value; an id the input already carried is kept. A resolution that fails
+// (an embedder down) leaves the property null and the enrichment stands:
+// the record keeps the text and lists the property in its
+// SemanticUnresolved.
+func (s *Enricher) resolveConcepts(ctx context.Context, pl *plan, fields map[string]any, rec *enrichment.Record, merged map[string]any) {
+	if s.Concepts == nil || len(pl.semantic) == 0 {
 		return
 	}
 	changed := false
-	for _, sp := range er.pl.semantic {
+	for _, sp := range pl.semantic {
 		own, nested := sp.identityKeys()
-		for _, o := range objectsAt(merged, er.fields, sp.prop.Object) {
+		for _, o := range objectsAt(merged, fields, sp.prop.Object) {
 			inputID, _ := o.input[sp.prop.Name].(string)
 			text := concept.IdentityText(o.obj, own, nested)
-			ref, ok := s.resolveOne(ctx, rec.OrgID, sp, text, inputID)
+			ref, ok, err := s.resolveOne(ctx, rec.OrgID, sp, text, inputID)
 			path := o.path + "." + sp.prop.Name
+			if err != nil {
+				rec.SemanticUnresolved = append(rec.SemanticUnresolved, enrichment.SemanticUnresolved{JSONPath: path,
+					ConceptType: sp.typ, Text: text, Reason: unresolvedReason(err)})
+			}
 			if !ok {
 				if inputID == "" && o.obj[sp.prop.Name] != nil {
 					o.obj[sp.prop.Name], changed = nil, true
@@ -201,9 +203,21 @@ func (s *Enricher) resolveConcepts(ctx context.Context, er *entityRun, rec *enri
 	}
 }
 
+// unresolvedReason is the code of a failed resolution.
+func unresolvedReason(err error) string {
+	switch {
+	case errors.Is(err, rotation.ErrNoUsableKey):
+		return enrichment.UnresolvedNoKey
+	case errors.Is(err, ports.ErrUnavailable):
+		return enrichment.UnresolvedStorage
+	}
+	return enrichment.UnresolvedFailed
+}
+
 // resolveOne resolves one object's identity text; false when it resolved
-// to nothing (a blank text, a failure).
-func (s *Enricher) resolveOne(ctx context.Context, orgID string, sp semanticProp, text, inputID string) (enrichment.SemanticConceptRef, bool) {
+// to nothing (a blank text, an input id that names no concept), and an
+// error when the resolution failed.
+func (s *Enricher) resolveOne(ctx context.Context, orgID string, sp semanticProp, text, inputID string) (enrichment.SemanticConceptRef, bool, error) {
 	req := ResolveRequest{Type: sp.typ, EmbeddingModel: sp.prop.EmbeddingModel, Text: text, InputID: inputID, Mode: ResolveWrite,
 		Origin: concept.OriginEnrichment}
 	if sp.prop.Threshold != nil {
@@ -213,7 +227,7 @@ func (s *Enricher) resolveOne(ctx context.Context, orgID string, sp semanticProp
 	if err != nil {
 		s.Log.Warn("semantic_unresolved: the record keeps the text without a concept id", "org_id", orgID,
 			"property", sp.prop.Path, "err", err)
-		return enrichment.SemanticConceptRef{}, false
+		return enrichment.SemanticConceptRef{}, false, err
 	}
 	c := res.Concept
 	if c == nil && res.Outcome.Kind == concept.KeptInputID {
@@ -221,12 +235,12 @@ func (s *Enricher) resolveOne(ctx context.Context, orgID string, sp semanticProp
 		// organization's concepts.
 		got, gerr := s.Concepts.Store.GetConcept(ctx, orgID, inputID)
 		if gerr != nil {
-			return enrichment.SemanticConceptRef{ConceptID: inputID, ConceptType: sp.typ}, false
+			return enrichment.SemanticConceptRef{ConceptID: inputID, ConceptType: sp.typ}, false, nil
 		}
 		c = got
 	}
 	if c == nil {
-		return enrichment.SemanticConceptRef{}, false
+		return enrichment.SemanticConceptRef{}, false, nil
 	}
 	ref := enrichment.SemanticConceptRef{ConceptID: c.ID, ConceptType: c.Type, CanonicalText: c.CanonicalText}
 	if m := res.Outcome.Matched; m != nil {
@@ -245,5 +259,5 @@ func (s *Enricher) resolveOne(ctx context.Context, orgID string, sp semanticProp
 			}
 		}
 	}
-	return ref, true
+	return ref, true, nil
 }

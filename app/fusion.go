@@ -412,5 +412,8 @@ func (s *Enricher) fuseEntity(ctx context.Context, w *ports.Work, pl *plan, ef e
 		f.result.Merged = enrichment.CopyPaths(f.result.Merged, ef.fields, pl.preserve)
 		f.record.StructuredOutput, _ = json.Marshal(f.result.Merged)
 	}
+	// The fused record resolves its semantic ids as a model's record
+	// does (finish): the fusion built it from the sources' outputs.
+	s.resolveConcepts(ctx, pl, ef.fields, f.record, f.result.Merged)
 	return f
 }

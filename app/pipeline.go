@@ -477,7 +477,7 @@ func (s *Enricher) finish(ctx context.Context, er *entityRun, m model.Info, part
 		JobID: er.jobID, Model: m.Key.String(), Strategy: pl.choice.Strategy, EntityData: er.entity, StructuredOutput: out,
 		Cost: o.cost, InputTokens: o.inTokens, OutputTokens: o.outTokens, WebSearchCalls: o.searches, Sandbox: m.Sandbox,
 		CreatedAt: s.Clock.Now(), Attachments: pl.atts.refs()}
-	s.resolveConcepts(ctx, er, o.record, merged)
+	s.resolveConcepts(ctx, pl, er.fields, o.record, merged)
 	return merged, nil
 }
 

@@ -54,6 +54,13 @@ func TestOperatorQuota(t *testing.T) {
 	clock.Add(time.Second)
 	e, _ = app.AsError(guard.Check(ctx, app.Spend{OrgID: "t", Operator: true}))
 	is.Equal(e.Code, quota.CodeTokensPerDay)
+	// Embedding tokens through the operator's keys count as well.
+	is.NoErr(ledger.AppendUsage(ctx, []usage.Entry{{ID: t.Name() + "embed", OrgID: "emb", KeySource: "global", Task: app.TaskEmbedding,
+		EmbeddingTokens: 1000, Outcome: usage.OK, CreatedAt: clock.Now()}}))
+	clock.Add(time.Second)
+	e, _ = app.AsError(guard.Check(ctx, app.Spend{OrgID: "emb", Operator: true}))
+	is.True(e != nil)
+	is.Equal(e.Code, quota.CodeTokensPerDay)
 	// The next UTC day frees the quota.
 	clock.Add(12 * time.Hour)
 	is.NoErr(guard.Check(ctx, op))

@@ -75,7 +75,8 @@ func toCostStats(ts []ledger.Total) []api.CostStatsRow {
 	out := make([]api.CostStatsRow, 0, len(ts))
 	for _, t := range ts {
 		out = append(out, api.CostStatsRow{Period: t.Key, TotalCost: t.CostUSD(), TotalRequests: int(t.Requests),
-			TotalInputTokens: int(t.InputTokens), TotalOutputTokens: int(t.OutputTokens), AvgCostPerRequest: t.AvgCostUSD()})
+			TotalInputTokens: int(t.InputTokens), TotalOutputTokens: int(t.OutputTokens), AvgCostPerRequest: t.AvgCostUSD(),
+			EmbeddingTokens: int(t.EmbeddingTokens), EmbeddingCostUsd: t.EmbeddingCostUSD()})
 	}
 	return out
 }

@@ -156,7 +156,16 @@ func (s *Server) getSchema(w http.ResponseWriter, r *http.Request) {
 func toRecordDetail(rc *enrichment.Record) api.Record {
 	return api.Record{RecordSummary: toRecordSummary(rc), EntityData: rc.EntityData, EntityInputData: rc.EntityData,
 		StructuredOutput: rc.StructuredOutput, ValidationErrors: []string{}, Attachments: toAttachmentRefs(rc.Attachments),
-		SemanticConcepts: toConceptRefs(rc.SemanticConcepts)}
+		SemanticConcepts: toConceptRefs(rc.SemanticConcepts), SemanticUnresolved: toUnresolvedRefs(rc.SemanticUnresolved)}
+}
+
+func toUnresolvedRefs(us []enrichment.SemanticUnresolved) []api.SemanticUnresolvedRef {
+	out := make([]api.SemanticUnresolvedRef, 0, len(us))
+	for _, u := range us {
+		out = append(out, api.SemanticUnresolvedRef{JsonPath: u.JSONPath, ConceptType: u.ConceptType, Text: u.Text,
+			Reason: api.SemanticUnresolvedRefReason(u.Reason)})
+	}
+	return out
 }
 
 func toConceptRefs(refs []enrichment.SemanticConceptRef) []api.SemanticConceptRef {

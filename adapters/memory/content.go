@@ -114,6 +114,7 @@ func cloneRecord(r enrichment.Record) *enrichment.Record {
 	}
 	r.Attachments = append([]enrichment.AttachmentRef(nil), r.Attachments...)
 	r.SemanticConcepts = append([]enrichment.SemanticConceptRef(nil), r.SemanticConcepts...)
+	r.SemanticUnresolved = append([]enrichment.SemanticUnresolved(nil), r.SemanticUnresolved...)
 	for i, c := range r.SemanticConcepts {
 		if c.Cosine != nil {
 			r.SemanticConcepts[i].Cosine = new(*c.Cosine)

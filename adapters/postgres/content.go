@@ -225,6 +225,8 @@ type recordRow struct {
 	// SemanticConcepts are the concepts the record's semantic_id
 	// properties resolved to.
 	SemanticConcepts json.RawMessage `bun:"semantic_concepts,nullzero"`
+	// SemanticUnresolved are the semantic_id properties left unresolved.
+	SemanticUnresolved json.RawMessage `bun:"semantic_unresolved,nullzero"`
 }
 
 func (r *recordRow) record() *enrichment.Record {
@@ -232,7 +234,8 @@ func (r *recordRow) record() *enrichment.Record {
 		JobID: r.JobID, Model: r.Model, Strategy: enrichment.Strategy(r.Strategy), EntityData: jsonOrNil(r.EntityData),
 		StructuredOutput: jsonOrNil(r.StructuredOutput), Cost: r.Cost, InputTokens: r.InputTokens,
 		OutputTokens: r.OutputTokens, WebSearchCalls: r.WebSearchCalls, Sandbox: r.Sandbox, CreatedAt: utc(r.CreatedAt), DeletedAt: utcPtr(r.DeletedAt),
-		Fusion: fusionOf(r.Fusion), Attachments: attachmentRefsOf(r.Attachments), SemanticConcepts: conceptRefsOf(r.SemanticConcepts)}
+		Fusion: fusionOf(r.Fusion), Attachments: attachmentRefsOf(r.Attachments), SemanticConcepts: conceptRefsOf(r.SemanticConcepts),
+		SemanticUnresolved: unresolvedOf(r.SemanticUnresolved)}
 }
 
 func attachmentRefsOf(b json.RawMessage) []enrichment.AttachmentRef {
@@ -278,7 +281,8 @@ func recordToRow(rec *enrichment.Record) recordRow {
 		Model: rec.Model, Strategy: string(rec.Strategy), EntityData: jsonOrNil(rec.EntityData),
 		StructuredOutput: jsonOrNil(rec.StructuredOutput), Cost: rec.Cost, InputTokens: rec.InputTokens,
 		OutputTokens: rec.OutputTokens, WebSearchCalls: rec.WebSearchCalls, Sandbox: rec.Sandbox, CreatedAt: utc(rec.CreatedAt), DeletedAt: utcPtr(rec.DeletedAt),
-		Fusion: fusionJSON(rec.Fusion), Attachments: attachmentRefsJSON(rec.Attachments), SemanticConcepts: conceptRefsJSON(rec.SemanticConcepts)}
+		Fusion: fusionJSON(rec.Fusion), Attachments: attachmentRefsJSON(rec.Attachments), SemanticConcepts: conceptRefsJSON(rec.SemanticConcepts),
+		SemanticUnresolved: unresolvedJSON(rec.SemanticUnresolved)}
 }
 
 func conceptRefsOf(b json.RawMessage) []enrichment.SemanticConceptRef {
@@ -297,6 +301,25 @@ func conceptRefsJSON(refs []enrichment.SemanticConceptRef) json.RawMessage {
 		return nil
 	}
 	b, _ := json.Marshal(refs)
+	return b
+}
+
+func unresolvedOf(b json.RawMessage) []enrichment.SemanticUnresolved {
+	if len(b) == 0 || string(b) == "null" {
+		return nil
+	}
+	var us []enrichment.SemanticUnresolved
+	if json.Unmarshal(b, &us) != nil {
+		return nil
+	}
+	return us
+}
+
+func unresolvedJSON(us []enrichment.SemanticUnresolved) json.RawMessage {
+	if len(us) == 0 {
+		return nil
+	}
+	b, _ := json.Marshal(us)
 	return b
 }
 
@@ -354,7 +377,7 @@ func getRecord(ctx context.Context, db *sql.DB, orgID, id string) (recordRow, er
 		var schemaID, jobID *string
 		err := c.QueryRow(ctx, q, args...).Scan(&r.ID, &r.OrgID, &r.Type, &schemaID, &jobID, &r.Model, &r.Strategy,
 			&r.EntityData, &r.StructuredOutput, &r.Cost, &r.InputTokens, &r.OutputTokens, &r.WebSearchCalls,
-			&r.Sandbox, &r.CreatedAt, &r.DeletedAt, &r.Fusion, &r.Attachments, &r.SemanticConcepts)
+			&r.Sandbox, &r.CreatedAt, &r.DeletedAt, &r.Fusion, &r.Attachments, &r.SemanticConcepts, &r.SemanticUnresolved)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return sql.ErrNoRows
 		}

@@ -50,10 +50,11 @@ const pauseJobSQL = "WITH j AS (UPDATE jobs SET state = $1, error_code = $2, err
 	"WHERE id = $6 AND attempt = $7 AND state = $8 RETURNING 1) SELECT enrich_require_held(count(*), $6) FROM j"
 
 const recordColumns = "id, org_id, type, schema_id, job_id, model, strategy, entity_data, structured_output, cost, " +
-	"input_tokens, output_tokens, web_search_calls, sandbox, created_at, deleted_at, fusion, attachments, semantic_concepts"
+	"input_tokens, output_tokens, web_search_calls, sandbox, created_at, deleted_at, fusion, attachments, semantic_concepts, " +
+	"semantic_unresolved"
 
 const insertRecordSQL = "INSERT INTO records (" + recordColumns + ") VALUES " +
-	"($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)"
+	"($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)"
 
 const usageColumns = "id, org_id, job_id, task, model, key_source, key_id, input_tokens, output_tokens, " +
 	"web_search_calls, embedding_tokens, cost, embedding_cost, latency_ms, outcome, created_at"
@@ -132,7 +133,8 @@ func recordArgs(rec *enrichment.Record) []any {
 	return []any{rec.ID, rec.OrgID, string(rec.Type), textOrNull(rec.SchemaID), textOrNull(rec.JobID), rec.Model,
 		string(rec.Strategy), jsonArg(rec.EntityData), jsonArg(rec.StructuredOutput), rec.Cost, rec.InputTokens,
 		rec.OutputTokens, rec.WebSearchCalls, rec.Sandbox, utc(rec.CreatedAt), deleted, jsonArg(fusionJSON(rec.Fusion)),
-		jsonArg(attachmentRefsJSON(rec.Attachments)), jsonArg(conceptRefsJSON(rec.SemanticConcepts))}
+		jsonArg(attachmentRefsJSON(rec.Attachments)), jsonArg(conceptRefsJSON(rec.SemanticConcepts)),
+		jsonArg(unresolvedJSON(rec.SemanticUnresolved))}
 }
 
 func usageArgs(e usage.Entry) []any {

@@ -149,13 +149,14 @@ func (l *UsageLedger) AggregateUsage(ctx context.Context, sc usage.Scope, g usag
 	return out, nil
 }
 
-// CountUsage counts the calls and tokens in sc in one query. A quota's
+// CountUsage counts the calls and tokens (embedding tokens included) in sc
+// in one query. A quota's
 // scope (an organization, a key source, a day) is answered from the index
 // llm_usage_quota_idx alone (an index-only scan: the tokens are included).
 func (l *UsageLedger) CountUsage(ctx context.Context, sc usage.Scope) (usage.Count, error) {
 	q := l.db.NewSelect().TableExpr("llm_usage").
 		ColumnExpr("count(*) AS calls").
-		ColumnExpr("coalesce(sum(input_tokens::bigint + output_tokens::bigint), 0) AS tokens").
+		ColumnExpr("coalesce(sum(input_tokens::bigint + output_tokens::bigint + embedding_tokens::bigint), 0) AS tokens").
 		Where("created_at >= ?", utc(sc.From)).Where("created_at < ?", utc(sc.To))
 	if sc.OrgID != "" {
 		q = q.Where("org_id = ?", sc.OrgID)

@@ -115,9 +115,69 @@ func Properties(doc map[string]any) ([]Property, []PropertyError) {
 	return w.props, w.errs
 }
 
+// Reachable lists the semantic_id properties where a record's output
+// carries them: on the root, its nested objects and array items, and in
+// the definitions that local $refs (#/$defs/<name>, #/definitions/<name>)
+// reach, each at the path of the referring property ("publisher.sid" for
+// "publisher": {"$ref": "#/$defs/Company"}); a definition referred to
+// twice is listed twice, one that nothing refers to is not listed. A
+// definition already entered on the way down is not entered again, so a
+// recursive schema ends. Properties with errors are not listed
+// (Properties reports them).
+func Reachable(doc map[string]any) []Property {
+	w := &propWalk{doc: doc, follow: true}
+	if _, has := doc["properties"]; has {
+		w.object(doc, nil, 0)
+	} else if root, ok := doc["root"].(map[string]any); ok {
+		w.object(root, nil, 0)
+	}
+	sort.SliceStable(w.props, func(i, j int) bool { return w.props[i].Path < w.props[j].Path })
+	return w.props
+}
+
 type propWalk struct {
 	props []Property
 	errs  []PropertyError
+	// doc and follow: Reachable's walk follows doc's local $refs; stack
+	// holds the references entered on the way down.
+	doc    map[string]any
+	follow bool
+	stack  []string
+}
+
+// enter follows s's local $refs when the walk does, one hop at a time,
+// and returns the schema they name (s itself without a $ref, or when the
+// reference names nothing here); nil for a reference already entered on
+// the way down (a cycle). leave forgets the references it entered.
+func (w *propWalk) enter(s map[string]any) (_ map[string]any, leave func()) {
+	n := len(w.stack)
+	leave = func() { w.stack = w.stack[:n] }
+	for w.follow && s != nil {
+		ref, _ := s["$ref"].(string)
+		target := localDef(w.doc, ref)
+		if target == nil {
+			break
+		}
+		if slices.Contains(w.stack, ref) {
+			return nil, leave
+		}
+		w.stack = append(w.stack, ref)
+		s = target
+	}
+	return s, leave
+}
+
+// localDef is the definition a local $ref names in doc; nil when it names
+// none.
+func localDef(doc map[string]any, ref string) map[string]any {
+	for _, defs := range []string{"$defs", "definitions"} {
+		if name, ok := strings.CutPrefix(ref, "#/"+defs+"/"); ok {
+			m, _ := doc[defs].(map[string]any)
+			d, _ := m[name].(map[string]any)
+			return d
+		}
+	}
+	return nil
 }
 
 // object checks the properties of the object schema s at path obj and
@@ -126,6 +186,8 @@ func (w *propWalk) object(s map[string]any, obj []string, depth int) {
 	if depth > maxPropertyDepth {
 		return
 	}
+	s, leave := w.enter(s)
+	defer leave()
 	props, _ := s["properties"].(map[string]any)
 	var ids []string
 	for _, name := range sortedKeys(props) {
@@ -141,12 +203,14 @@ func (w *propWalk) object(s map[string]any, obj []string, depth int) {
 		if valid && len(ids) == 1 {
 			w.props = append(w.props, prop)
 		}
-		if _, nested := p["properties"]; nested {
-			w.object(p, path, depth+1)
+		q, leaveProp := w.enter(p)
+		if _, nested := q["properties"]; nested {
+			w.object(q, path, depth+1)
 		}
-		if items, ok := p["items"].(map[string]any); ok {
+		if items, ok := q["items"].(map[string]any); ok {
 			w.object(items, append(path, "[]"), depth+1)
 		}
+		leaveProp()
 	}
 	if len(ids) > 1 {
 		for _, name := range ids[1:] {

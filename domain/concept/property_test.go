@@ -129,3 +129,48 @@ func TestCheckConceptType(t *testing.T) {
 	is.NoErr(concept.CheckConceptType(string(long))) // characters, not bytes
 	is.True(concept.CheckConceptType("bad\xff") != nil)
 }
+
+func TestReachable(t *testing.T) {
+	tests := []struct {
+		name, doc string
+		want      []string // paths
+		objects   [][]string
+	}{
+		{"a $defs reference", `{"type": "object", "properties": {"publisher": {"$ref": "#/$defs/Company"}},
+			"$defs": {"Company": {"type": "object", "properties": {"name": {"type": "string", "identifying": true},
+				"sid": {"type": "string", "semantic_id": true, "semantic_concept_type": "company"}}}}}`,
+			[]string{"publisher.sid"}, [][]string{{"publisher"}}},
+		{"definitions, array items and two uses", `{"type": "object", "properties": {
+				"owner": {"$ref": "#/definitions/Company"},
+				"offices": {"type": "array", "items": {"$ref": "#/definitions/Company"}}},
+			"definitions": {"Company": {"type": "object", "properties": {"sid": {"type": "string", "semantic_id": true}}}}}`,
+			[]string{"offices[].sid", "owner.sid"}, [][]string{{"offices", "[]"}, {"owner"}}},
+		{"a cycle ends", `{"type": "object", "properties": {"org": {"$ref": "#/$defs/Org"}},
+			"$defs": {"Org": {"type": "object", "properties": {"sid": {"type": "string", "semantic_id": true},
+				"parent": {"$ref": "#/$defs/Org"}, "subs": {"type": "array", "items": {"$ref": "#/$defs/Org"}}}}}}`,
+			[]string{"org.sid"}, [][]string{{"org"}}},
+		{"a definition nobody uses", `{"type": "object", "properties": {"id": {"type": "string", "semantic_id": true}},
+			"$defs": {"Person": {"type": "object", "properties": {"id": {"type": "string", "semantic_id": true}}}}}`,
+			[]string{"id"}, [][]string{nil}},
+		{"a reference to nothing, and the internal form", `{"root": {"properties": {"x": {"$ref": "#/$defs/Nope"},
+			"hq": {"$ref": "#/$defs/Site"}}}, "$defs": {"Site": {"type": "object", "properties": {"sid": {"type": "string", "semantic_id": true}}}}}`,
+			[]string{"hq.sid"}, [][]string{{"hq"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			props := concept.Reachable(doc(t, tt.doc))
+			var paths []string
+			var objects [][]string
+			for _, p := range props {
+				paths, objects = append(paths, p.Path), append(objects, p.Object)
+			}
+			is.Equal(paths, tt.want)
+			is.Equal(objects, tt.objects)
+		})
+	}
+	is := is.New(t)
+	props := concept.Reachable(doc(t, `{"type": "object", "properties": {"publisher": {"$ref": "#/$defs/Company"}},
+		"$defs": {"Company": {"type": "object", "properties": {"sid": {"type": "string", "semantic_id": true, "semantic_concept_type": "company"}}}}}`))
+	is.Equal(props[0].ConceptType, "company") // the keywords of the definition's property
+}

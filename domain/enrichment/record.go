@@ -56,7 +56,27 @@ type Record struct {
 	// SemanticConcepts are the concepts the record's semantic_id
 	// properties resolved to, one per object that carries one.
 	SemanticConcepts []SemanticConceptRef
+	// SemanticUnresolved are the objects whose semantic_id property could
+	// not be resolved (the property is left null).
+	SemanticUnresolved []SemanticUnresolved
 }
+
+// SemanticUnresolved is one object of a record's output whose semantic_id
+// property could not be resolved: where, in which concept type, the
+// identity text, and why (one of the Unresolved* codes).
+type SemanticUnresolved struct {
+	JSONPath    string
+	ConceptType string
+	Text        string
+	Reason      string
+}
+
+// Why a semantic_id property was left unresolved.
+const (
+	UnresolvedNoKey   = "no_usable_key"
+	UnresolvedStorage = "storage_unavailable"
+	UnresolvedFailed  = "failed"
+)
 
 // SemanticConceptRef is one object of a record's output whose semantic_id
 // property was resolved: the concept, as it was then, and the path of the

@@ -51,8 +51,8 @@ func (s Scope) Matches(e Entry) bool {
 		(s.Task == "" || e.Task == s.Task) && (s.KeySource == "" || e.KeySource == s.KeySource)
 }
 
-// Count is the number of calls in a scope and their tokens (input plus
-// output): what the operator's quotas count.
+// Count is the number of calls in a scope and their tokens (input, output
+// and embedding tokens): what the operator's quotas count.
 type Count struct {
 	Calls  int64
 	Tokens int64
@@ -65,7 +65,7 @@ func CountOf(entries []Entry, s Scope) Count {
 	for _, e := range entries {
 		if s.Matches(e) {
 			c.Calls++
-			c.Tokens += int64(e.InputTokens) + int64(e.OutputTokens)
+			c.Tokens += int64(e.InputTokens) + int64(e.OutputTokens) + int64(e.EmbeddingTokens)
 		}
 	}
 	return c

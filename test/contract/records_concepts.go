@@ -33,6 +33,12 @@ func RunRecordConceptRepoint(t *testing.T, newStore func(t *testing.T) ports.Rec
 		return enrichment.SemanticConceptRef{ConceptID: id, AliasID: id + "-a", ConceptType: "company", CanonicalText: "old " + id, JSONPath: path}
 	}
 	root := mk(org, 0, `{"id": "`+loser+`", "n": 12345678901234567890}`, ref(loser, "$.id"))
+	// A record's unresolved properties round-trip, and a repoint keeps them.
+	unresolved := []enrichment.SemanticUnresolved{{JSONPath: "$.o[0].id", ConceptType: "company", Text: "Acme", Reason: enrichment.UnresolvedFailed}}
+	partial := newRecord(org, 5)
+	partial.StructuredOutput, partial.SemanticConcepts, partial.SemanticUnresolved = json.RawMessage(`{"id": "`+loser+`", "o": [{"id": null}]}`),
+		[]enrichment.SemanticConceptRef{ref(loser, "$.id")}, unresolved
+	is.NoErr(s.CreateRecord(ctx, partial))
 	nested := mk(org, 1, `{"o": [{"id": "`+other+`"}, {"id": "`+loser+`"}]}`, ref(other, "$.o[0].id"), ref(loser, "$.o[1].id"))
 	deleted := mk(org, 2, `{"id": "`+loser+`"}`, ref(loser, "$.id"))
 	untouched := mk(org, 3, `{"id": "`+other+`"}`, ref(other, "$.id"))
@@ -42,7 +48,7 @@ func RunRecordConceptRepoint(t *testing.T, newStore func(t *testing.T) ports.Rec
 
 	n, err := s.RepointConcept(ctx, org, loser, winner, "Winner")
 	is.NoErr(err)
-	is.Equal(n, 3)
+	is.Equal(n, 4)
 	get := func(org, id string) *enrichment.Record {
 		t.Helper()
 		r, err := s.GetRecord(ctx, org, id)
@@ -62,6 +68,9 @@ func RunRecordConceptRepoint(t *testing.T, newStore func(t *testing.T) ports.Rec
 	is.Equal(r.SemanticConcepts[0].AliasID, loser+"-a")
 	is.Equal(output(r)["id"], winner)
 	is.Equal(output(r)["n"], json.Number("12345678901234567890")) // numbers keep their digits
+	r = get(org, partial.ID)
+	is.Equal(r.SemanticConcepts[0].ConceptID, winner)
+	is.Equal(r.SemanticUnresolved, unresolved)
 	r = get(org, nested.ID)
 	is.Equal(r.SemanticConcepts[0].ConceptID, other)
 	is.Equal(r.SemanticConcepts[0].CanonicalText, "old "+other)

@@ -131,6 +131,9 @@ func RunUsageLedger(t *testing.T, newLedger func(t *testing.T) ports.UsageLedger
 			for i := range 10 {
 				e := newUsage(org, i)
 				e.KeySource = []string{"global", "organization", ""}[i%3]
+				if i == 6 || i == 7 {
+					e = embeddingCall(e) // an embedding's tokens count as a chat call's
+				}
 				if i == 9 {
 					e.OrgID = other
 				}

@@ -47,4 +47,25 @@ func TestEmbeddingModelCostsHTTP(t *testing.T) {
 	is.Equal(rows[0].CompositeKey, model)
 	is.Equal(rows[0].EmbeddingTokens, sum.EmbeddingTokens)
 	is.Equal(rows[0].EmbeddingCostUSD, sum.EmbeddingCostUSD)
+
+	// The daily rows (stats by day, and a preset's daily figures) carry
+	// them too.
+	type daily struct {
+		Period           string   `json:"period"`
+		EmbeddingTokens  *int     `json:"embedding_tokens"`
+		EmbeddingCostUSD *float64 `json:"embedding_cost_usd"`
+	}
+	var days []daily
+	is.Equal(s.call("GET", "/api/costs/stats?group_by=day", home.key, nil, &days), 200)
+	is.Equal(len(days), 1)
+	is.True(days[0].EmbeddingTokens != nil && days[0].EmbeddingCostUSD != nil)
+	is.Equal(*days[0].EmbeddingTokens, sum.EmbeddingTokens)
+	is.Equal(*days[0].EmbeddingCostUSD, sum.EmbeddingCostUSD)
+	var preset struct {
+		Daily []daily `json:"daily"`
+	}
+	is.Equal(s.call("GET", "/api/costs/presets/7d", home.key, nil, &preset), 200)
+	is.Equal(len(preset.Daily), 1)
+	is.True(preset.Daily[0].EmbeddingTokens != nil)
+	is.Equal(*preset.Daily[0].EmbeddingTokens, sum.EmbeddingTokens)
 }

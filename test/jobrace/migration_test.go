@@ -162,3 +162,68 @@ func TestConceptMigrationSurvivesAKilledReplica(t *testing.T) {
 	is.Equal(j.State, job.Completed)
 	is.True(j.Attempt >= 2) // taken over
 }
+
+// TestConceptMigrationCancelDropsTargetVectors: a migration cancelled with
+// its slice half-embedded leaves no vector in the target model (the source
+// vectors stay authoritative), on PostgreSQL's exact index.
+func TestConceptMigrationCancelDropsTargetVectors(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	dsn := pgtest.Native(t)
+	db, err := postgres.Open(ctx, dsn, postgres.PoolConfig{})
+	is.NoErr(err)
+	t.Cleanup(func() { db.Close() })
+	is.NoErr(postgres.Migrate(ctx, db.DB))
+	org := "org_migc_" + system.IDs{}.NewID()
+	store := postgres.NewConceptStore(db.DB)
+	const n = 30
+	for i := range n {
+		text := fmt.Sprintf("company number %03d", i)
+		_, err := store.CreateConcept(ctx, ports.NewConcept{ID: fmt.Sprintf("%s-c%03d", org, i), OrgID: org, Type: "company",
+			AliasID: fmt.Sprintf("%s-a%03d", org, i), Text: text, EmbeddingModel: migSource,
+			Vector: concept.NgramEmbed(concept.Normalize(text), concept.NgramDims), CreatedAt: time.Now()})
+		is.NoErr(err)
+	}
+	held := make(chan struct{})
+	var once sync.Once
+	r := startMigrationReplica(t, dsn, "replica-c", func(ctx context.Context, m string, texts []string) error {
+		if m == migTarget && texts[0] == "company number 020" {
+			once.Do(func() { close(held) })
+			<-ctx.Done() // in flight until the cancel
+			return ctx.Err()
+		}
+		return nil
+	})
+	t.Cleanup(func() {
+		stop, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = r.engine.Stop(stop)
+	})
+	owner := &access.Principal{OrgID: org, Role: access.Owner, Scopes: []access.Scope{access.ScopeRead, access.ScopeWrite}}
+	_, err = r.svc.Start(ctx, owner, app.MigrationRequest{TargetModel: migTarget})
+	is.NoErr(err)
+	select {
+	case <-held:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the migration never reached its third page")
+	}
+	vx := postgres.NewExactVectorIndex(db.DB)
+	probe := func() int {
+		t.Helper()
+		resp, err := r.emb.Embed(ctx, ports.EmbedRequest{Model: model.Key{Provider: "test", Model: "ngram-256"}, Texts: []string{"company number 003"}})
+		is.NoErr(err)
+		ns, err := vx.Nearest(ctx, org, concept.Slice{Type: "company", EmbeddingModel: migTarget}, resp.Vectors[0], 100)
+		is.NoErr(err)
+		return len(ns)
+	}
+	is.Equal(probe(), 20) // two pages written in the target model
+	st, err := r.svc.Cancel(ctx, owner)
+	is.NoErr(err)
+	is.Equal(st.Status, ports.MigrationCancelled)
+	is.Equal(probe(), 0) // gone with the cancel
+	facets, err := store.ConceptTypes(ctx, org)
+	is.NoErr(err)
+	is.Equal(len(facets), 1)
+	is.Equal(facets[0].EmbeddingModel, migSource) // the source slice stands, whole
+	is.Equal(facets[0].ConceptCount, n)
+}

@@ -1396,6 +1396,27 @@ func (e Scope) Valid() bool {
 	}
 }
 
+// Defines values for SemanticUnresolvedRefReason.
+const (
+	SemanticUnresolvedRefReasonFailed             SemanticUnresolvedRefReason = "failed"
+	SemanticUnresolvedRefReasonNoUsableKey        SemanticUnresolvedRefReason = "no_usable_key"
+	SemanticUnresolvedRefReasonStorageUnavailable SemanticUnresolvedRefReason = "storage_unavailable"
+)
+
+// Valid indicates whether the value is a known member of the SemanticUnresolvedRefReason enum.
+func (e SemanticUnresolvedRefReason) Valid() bool {
+	switch e {
+	case SemanticUnresolvedRefReasonFailed:
+		return true
+	case SemanticUnresolvedRefReasonNoUsableKey:
+		return true
+	case SemanticUnresolvedRefReasonStorageUnavailable:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for SessionTokenType.
 const (
 	SessionTokenTypeBearer SessionTokenType = "bearer"
@@ -2382,6 +2403,12 @@ type CostPresetResponse struct {
 // CostStatsRow defines model for CostStatsRow.
 type CostStatsRow struct {
 	AvgCostPerRequest float64 `json:"avg_cost_per_request"`
+
+	// EmbeddingCostUsd The embeddings' part of total_cost, in US dollars.
+	EmbeddingCostUsd float64 `json:"embedding_cost_usd"`
+
+	// EmbeddingTokens Embedding calls' tokens (semantic ids), not in total_input_tokens.
+	EmbeddingTokens int `json:"embedding_tokens"`
 
 	// Period The period's first day.
 	Period            string  `json:"period"`
@@ -4030,6 +4057,11 @@ type Record struct {
 	// (root, nested or array item) that carries one. Empty when none.
 	SemanticConcepts []SemanticConceptRef `json:"semantic_concepts"`
 
+	// SemanticUnresolved This project's addition: the objects whose semantic_id property could not be resolved
+	// (the embedder down, no usable key, the store unavailable). The property is null in
+	// structured_output and the record keeps the text. Empty when none.
+	SemanticUnresolved []SemanticUnresolvedRef `json:"semantic_unresolved"`
+
 	// StructuredOutput The enrichment result, valid against the schema.
 	StructuredOutput json.RawMessage `json:"structured_output"`
 	ValidationErrors []string        `json:"validation_errors"`
@@ -4532,6 +4564,25 @@ type SemanticConceptTypeInfo struct {
 	EmbeddingModel string `json:"embedding_model"`
 	UnusedCount    int    `json:"unused_count"`
 }
+
+// SemanticUnresolvedRef One object of a record's output whose semantic_id property could not be resolved.
+type SemanticUnresolvedRef struct {
+	ConceptType string `json:"concept_type"`
+
+	// JsonPath The semantic_id property's path in structured_output.
+	JsonPath string `json:"json_path"`
+
+	// Reason no_usable_key: no key of the embedding model's provider could be used; storage_unavailable:
+	// the vocabulary's store did not answer; failed: another failure (the embedder's call, for one).
+	Reason SemanticUnresolvedRefReason `json:"reason"`
+
+	// Text The identity text that was not resolved.
+	Text string `json:"text"`
+}
+
+// SemanticUnresolvedRefReason no_usable_key: no key of the embedding model's provider could be used; storage_unavailable:
+// the vocabulary's store did not answer; failed: another failure (the embedder's call, for one).
+type SemanticUnresolvedRefReason string
 
 // Session defines model for Session.
 type Session struct {
