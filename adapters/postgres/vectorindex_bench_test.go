@@ -58,7 +58,7 @@ func randomVector(r *rand.Rand, dims int) []float32 {
 	return v
 }
 
-// seedVectors writes n concepts with random vectors, one in fifty of
+// seedCopyVectors writes n concepts with random vectors, one in fifty of
 // another organization, with COPY.
 func seedCopyVectors(ctx context.Context, b *testing.B, db *postgres.DB, r *rand.Rand, sl concept.Slice, n int) {
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
