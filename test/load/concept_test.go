@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"runtime"
@@ -32,6 +31,7 @@ import (
 	"github.com/entityenrich/enrich/domain/concept"
 	"github.com/entityenrich/enrich/ports"
 	"github.com/entityenrich/enrich/test/pgtest"
+	testserve "github.com/entityenrich/enrich/test/serve"
 )
 
 // The concept bench (issue 30): a vocabulary of ENRICH_CONCEPT_N (default
@@ -190,27 +190,11 @@ type conceptServer struct {
 }
 
 func startConceptServer(t *testing.T, dsn string, b *conceptBench) *conceptServer {
-	ctx, cancel := context.WithCancel(context.Background())
 	logs := &logTally{counts: map[string]int{}}
-	srv, err := enrich.NewServer(ctx, enrich.Config{DatabaseURL: dsn, JWTSecret: strings.Repeat("c", 40), PasswordHashing: "fast",
+	srv, base := testserve.Start(t, enrich.Config{DatabaseURL: dsn, JWTSecret: strings.Repeat("c", 40), PasswordHashing: "fast",
 		ShutdownGrace: 2 * time.Second, SchemaCacheTTL: time.Minute, EmbeddingModel: llm.NgramModel.String(),
 		QuotaCallsPerDay: enrich.Quota(0), QuotaTokensPerDay: enrich.Quota(0), Logger: slog.New(logs)})
-	if err != nil {
-		cancel()
-		t.Fatalf("start the server: %v", err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln) }()
 	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
-		}
 		for _, l := range logs.summary() {
 			// The start's warnings of a test configuration are not the load's.
 			if !strings.Contains(l, "in-memory storage") && !strings.Contains(l, "ENRICH_ENCRYPTION_KEYS is not set") {
@@ -218,7 +202,7 @@ func startConceptServer(t *testing.T, dsn string, b *conceptBench) *conceptServe
 			}
 		}
 	})
-	s := &conceptServer{srv: srv, base: "http://" + ln.Addr().String()}
+	s := &conceptServer{srv: srv, base: base}
 	s.org, s.key = registerOwner(t, s.base, "concepts@example.com")
 	return s
 }

@@ -27,6 +27,14 @@ func Sandbox(t testing.TB, cfg enrich.Config) string {
 		cfg.EmbeddingModel = "builtin::ngram-384" // the environment's default
 	}
 	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	_, url := Start(t, cfg)
+	return url
+}
+
+// Start starts a server with cfg as it is on a loopback port and returns
+// it with its URL; it stops when the test ends.
+func Start(t testing.TB, cfg enrich.Config) (*enrich.Server, string) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	srv, err := enrich.NewServer(ctx, cfg)
 	if err != nil {
@@ -46,5 +54,5 @@ func Sandbox(t testing.TB, cfg enrich.Config) string {
 			t.Errorf("serve: %v", err)
 		}
 	})
-	return "http://" + ln.Addr().String()
+	return srv, "http://" + ln.Addr().String()
 }
