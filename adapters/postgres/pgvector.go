@@ -144,10 +144,20 @@ func scanSimple(ctx context.Context, db bun.IDB, q *bun.RawQuery, dest any) erro
 // be a parameter, and the index's predicate must be provable from a
 // literal. Its parameters: organization, type, model, query vector, limit.
 func pgvectorNearestSQL(d int) string {
-	return fmt.Sprintf(`SELECT e.concept_id, e.vector, c.canonical_text, c.ref_count
+	return fmt.Sprintf(`SELECT e.concept_id, e.vector_bytes, c.canonical_text, c.ref_count
 		FROM concept_embeddings e JOIN semantic_concepts c ON c.id = e.concept_id
 		WHERE e.org_id = ? AND e.concept_type = ? AND e.embedding_model = ? AND e.dims = %d
 		ORDER BY e.embedding::vector(%d) <=> ?::vector(%d) LIMIT ?`, d, d, d)
+}
+
+// pgvectorRow is a candidate as the HNSW lookup reads it: its vector as
+// vector_bytes, which the server sends as stored, where real[] would cost
+// a float's text per element.
+type pgvectorRow struct {
+	ConceptID     string `bun:"concept_id"`
+	VectorBytes   []byte `bun:"vector_bytes"`
+	CanonicalText string `bun:"canonical_text"`
+	RefCount      int    `bun:"ref_count"`
 }
 
 // Nearest asks the HNSW index for candidates and ranks them.
@@ -160,7 +170,7 @@ func (x *PgvectorIndex) Nearest(ctx context.Context, orgID string, s concept.Sli
 	candidates := min(max(2*k, k+10), pgvectorMaxCandidates)
 	args := []any{orgID, s.Type, s.EmbeddingModel, pgvector.NewVector(vector), candidates}
 	q := pgvectorNearestSQL(len(vector))
-	var rows []nearRow
+	var rows []pgvectorRow
 	var err error
 	if candidates <= x.sessionEf {
 		err = scanSimple(ctx, x.db, x.db.NewRaw(q, args...), &rows)
@@ -186,8 +196,12 @@ func (x *PgvectorIndex) Nearest(ctx context.Context, orgID string, s concept.Sli
 	}
 	ns := make([]concept.Neighbor, 0, len(rows))
 	for _, r := range rows {
+		v, err := vectorOfBytes(r.VectorBytes)
+		if err != nil {
+			return nil, err
+		}
 		ns = append(ns, concept.Neighbor{ConceptID: r.ConceptID, Text: r.CanonicalText, CanonicalText: r.CanonicalText,
-			IsCanonical: true, RefCount: r.RefCount, Similarity: concept.Cosine(vector, r.Vector)})
+			IsCanonical: true, RefCount: r.RefCount, Similarity: concept.Cosine(vector, v)})
 	}
 	ns = concept.Nearest(ns)
 	return ns[:min(k, len(ns))], nil

@@ -87,11 +87,25 @@ func (d *vectorDecoder) vector(fd pgconn.FieldDescription, raw []byte) ([]float3
 	if len(raw)%4 != 0 {
 		return nil, errVectorBytes
 	}
-	d.buf = slices.Grow(d.buf[:0], len(raw)/4)[:len(raw)/4]
-	for i := range d.buf {
-		d.buf[i] = math.Float32frombits(binary.BigEndian.Uint32(raw[4*i:]))
-	}
+	d.buf = putVectorBytes(slices.Grow(d.buf[:0], len(raw)/4)[:len(raw)/4], raw)
 	return d.buf, nil
+}
+
+// vectorOfBytes is a vector_bytes value as a new vector.
+func vectorOfBytes(raw []byte) ([]float32, error) {
+	if len(raw)%4 != 0 {
+		return nil, errVectorBytes
+	}
+	return putVectorBytes(make([]float32, len(raw)/4), raw), nil
+}
+
+// putVectorBytes decodes raw's big-endian float4 values into v, which
+// holds exactly as many.
+func putVectorBytes(v []float32, raw []byte) []float32 {
+	for i := range v {
+		v[i] = math.Float32frombits(binary.BigEndian.Uint32(raw[4*i:]))
+	}
+	return v
 }
 
 // int8 is a bigint value.
