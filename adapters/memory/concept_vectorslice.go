@@ -12,14 +12,17 @@ type vectorEntry struct {
 	c    *concept.Concept
 	vec  []float32
 	norm float64
+	// row is the vector's row in the slice's sparseIndex, or -1.
+	row int32
 }
 
 // vectorSlice is a slice's vectors in an array that a lookup scans
-// without a map lookup or an allocation per concept, and where each
-// concept's entry is.
+// without a map lookup or an allocation per concept, where each
+// concept's entry is, and the sparse vectors' inverted index.
 type vectorSlice struct {
 	entries []vectorEntry
 	at      map[string]int
+	sparse  sparseIndex
 }
 
 // vector is c's vector in model; the caller holds mu.
@@ -44,11 +47,13 @@ func (s *ConceptStore) setVector(c *concept.Concept, model string, v []float32) 
 		vs = &vectorSlice{at: map[string]int{}}
 		s.vectors[key] = vs
 	}
-	e := vectorEntry{c: c, vec: v, norm: concept.SquaredNorm(v)}
 	if i, ok := vs.at[c.ID]; ok {
-		vs.entries[i] = e
+		vs.sparse.remove(vs.entries[i].row)
+		vs.entries[i] = vectorEntry{c: c, vec: v, norm: concept.SquaredNorm(v), row: vs.sparse.add(v)}
+		vs.compact()
 		return
 	}
+	e := vectorEntry{c: c, vec: v, norm: concept.SquaredNorm(v), row: vs.sparse.add(v)}
 	vs.at[c.ID] = len(vs.entries)
 	vs.entries = append(vs.entries, e)
 }
@@ -64,6 +69,7 @@ func (s *ConceptStore) dropVector(c *concept.Concept, model string) {
 	if !ok {
 		return
 	}
+	vs.sparse.remove(vs.entries[i].row)
 	last := len(vs.entries) - 1
 	if i != last {
 		vs.entries[i] = vs.entries[last]
@@ -74,7 +80,9 @@ func (s *ConceptStore) dropVector(c *concept.Concept, model string) {
 	delete(vs.at, c.ID)
 	if len(vs.entries) == 0 {
 		delete(s.vectors, key)
+		return
 	}
+	vs.compact()
 }
 
 // dropVectors removes c's vectors in every model and returns them by
@@ -94,12 +102,17 @@ func (s *ConceptStore) dropVectors(c *concept.Concept) map[string][]float32 {
 }
 
 // nearest is the k first of the slice's vectors of q's length, in
-// concept.Nearest's order; the caller holds mu for reading. One goroutine
-// scans: splitting the scan across two cores did not shorten a lookup of
-// 100,000 vectors of 384 dimensions (it reads 150 MB, and memory, not
-// arithmetic, is what bounds it).
+// concept.Nearest's order; the caller holds mu for reading. A sparse
+// query reads the inverted index (scanSparse) when that is cheaper. One
+// goroutine scans: splitting the full scan across two cores did not
+// shorten a lookup of 100,000 vectors of 384 dimensions (it reads 150 MB,
+// and memory, not arithmetic, is what bounds it).
 func (vs *vectorSlice) nearest(q []float32, k int) []concept.Neighbor {
-	return scanNearest(vs.entries, q, concept.SquaredNorm(q), k).Sorted()
+	qn := concept.SquaredNorm(q)
+	if vs.sparseWorth(q, qn) {
+		return vs.scanSparse(q, qn, k).Sorted()
+	}
+	return scanNearest(vs.entries, q, qn, k).Sorted()
 }
 
 // scanNearest ranks entries against q (of squared norm qn), building a
@@ -111,11 +124,7 @@ func scanNearest(entries []vectorEntry, q []float32, qn float64, k int) *concept
 		if len(e.vec) != len(q) {
 			continue
 		}
-		sim := concept.CosineNormed(q, e.vec, qn, e.norm)
-		if top.Admits(sim, e.c.RefCount, e.c.ID) {
-			top.Push(concept.Neighbor{ConceptID: e.c.ID, Text: e.c.CanonicalText, CanonicalText: e.c.CanonicalText,
-				IsCanonical: true, RefCount: e.c.RefCount, Similarity: sim})
-		}
+		offer(top, e, concept.CosineNormed(q, e.vec, qn, e.norm))
 	}
 	return top
 }

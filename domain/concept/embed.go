@@ -42,6 +42,15 @@ func CosineNormed(a, b []float32, na, nb float64) float64 {
 	for i, x := range a {
 		dot += float64(x) * float64(b[i])
 	}
+	return CosineDot(dot, na, nb)
+}
+
+// CosineDot is CosineNormed's last step: the cosine of two vectors of
+// squared norms na and nb whose dot product, summed in float64 in the
+// vectors' order from +0, is dot. An index that sums the dot product
+// another way (only the non-zero products: adding an exact zero to a sum
+// that started at +0 leaves it as it was) ends with it to the last bit.
+func CosineDot(dot, na, nb float64) float64 {
 	if na == 0 || nb == 0 || math.IsNaN(dot) || math.IsInf(dot, 0) || math.IsNaN(na) || math.IsNaN(nb) {
 		return 0
 	}
