@@ -213,7 +213,7 @@ func TestSparseNgram(t *testing.T) {
 	sl := concept.Slice{Type: "company", EmbeddingModel: "builtin::ngram-384"}
 	r := rand.New(rand.NewPCG(1, 2))
 	for i := range 3000 {
-		text := benchName(r)
+		text := CompanyName(r)
 		_, err := s.CreateConcept(ctx, ports.NewConcept{ID: fmt.Sprintf("c-%05d", i), OrgID: "org", Type: sl.Type, AliasID: fmt.Sprint("a-", i),
 			Text: fmt.Sprint(text, " ", i), EmbeddingModel: sl.EmbeddingModel, Vector: concept.NgramEmbed(text, concept.NgramDims)})
 		is.NoErr(err)
@@ -221,15 +221,15 @@ func TestSparseNgram(t *testing.T) {
 	vs := s.vectors[vectorKey{"org", sl.Type, sl.EmbeddingModel}]
 	is.Equal(vs.sparse.plain, 0)
 	for range 50 {
-		q := concept.NgramEmbed(benchName(r), concept.NgramDims)
+		q := concept.NgramEmbed(CompanyName(r), concept.NgramDims)
 		qn := concept.SquaredNorm(q)
 		is.True(vs.sparseWorth(q, qn))
 		sameBits(t, "ngram", vs.scanSparse(q, qn, 10).Sorted(), scanNearest(vs.entries, q, qn, 10).Sorted())
 	}
 }
 
-// benchName is a made-up company name of two or three words.
-func benchName(r *rand.Rand) string {
+// CompanyName is a made-up company name of two or three words.
+func CompanyName(r *rand.Rand) string {
 	syllables := []string{"ac", "me", "tro", "nix", "ga", "lo", "bri", "ton", "vel", "ex", "or", "qua", "zen", "ka", "ri", "sol", "ind", "ust"}
 	suffixes := []string{"corp", "inc", "group", "holdings", "labs", "systems", "gmbh", "ltd", "partners"}
 	var words []string
