@@ -99,3 +99,33 @@ func FuzzNgramEmbed(f *testing.F) {
 		}
 	})
 }
+
+// TestCosineDotOfNonZeroProducts checks what an inverted index relies on:
+// CosineDot of the sum of only the non-zero products, in order, is
+// CosineNormed to the last bit, -0 values and cancelling sums included.
+func TestCosineDotOfNonZeroProducts(t *testing.T) {
+	negZero := float32(math.Copysign(0, -1))
+	tests := []struct {
+		name string
+		a, b []float32
+	}{
+		{"sparse", []float32{0, 1, 0, -2, 0}, []float32{3, 0.5, 0, 0.25, 7}},
+		{"negative zeros", []float32{negZero, -1, negZero}, []float32{-1, negZero, 2}},
+		{"cancelling", []float32{1, 1, 0}, []float32{1, -1, 5}},
+		{"order matters", []float32{1e-30, 1, 1, 0}, []float32{1, 1e30, -1e30, 3}},
+		{"tiny", []float32{1e-38, 0}, []float32{-1e-38, 0}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			var dot float64
+			for i, x := range tt.a {
+				if x != 0 && tt.b[i] != 0 {
+					dot += float64(x) * float64(tt.b[i])
+				}
+			}
+			na, nb := concept.SquaredNorm(tt.a), concept.SquaredNorm(tt.b)
+			is.Equal(math.Float64bits(concept.CosineDot(dot, na, nb)), math.Float64bits(concept.CosineNormed(tt.a, tt.b, na, nb)))
+		})
+	}
+}
