@@ -171,6 +171,7 @@ func (vs *vectorSlice) scanSparse(q []float32, qn float64, k int) *concept.TopK 
 		}
 	}
 	top := concept.NewTopK(k)
+	floor, full := top.Floor()
 	for i := range vs.entries {
 		e := &vs.entries[i]
 		var sim float64
@@ -185,7 +186,13 @@ func (vs *vectorSlice) scanSparse(q []float32, qn float64, k int) *concept.TopK 
 		default:
 			continue
 		}
+		// What top would not admit, most of the vectors a sparse query
+		// shares nothing with, costs no call.
+		if full && sim < floor {
+			continue
+		}
 		offer(top, e, sim)
+		floor, full = top.Floor()
 	}
 	clear(acc)
 	sums.Put(buf)
