@@ -1,6 +1,10 @@
 package memory
 
-import "github.com/entityenrich/enrich/domain/concept"
+import (
+	"math"
+
+	"github.com/entityenrich/enrich/domain/concept"
+)
 
 // vectorKey names the vectors compared together: one organization's
 // concepts of one type, embedded by one model.
@@ -12,6 +16,8 @@ type vectorEntry struct {
 	c    *concept.Concept
 	vec  []float32
 	norm float64
+	// root is math.Sqrt(norm), for a sparse lookup's bound (belowFloor).
+	root float64
 	// row is the vector's row in the slice's sparseIndex, or -1.
 	row int32
 }
@@ -47,13 +53,14 @@ func (s *ConceptStore) setVector(c *concept.Concept, model string, v []float32) 
 		vs = &vectorSlice{at: map[string]int{}}
 		s.vectors[key] = vs
 	}
+	n := concept.SquaredNorm(v)
 	if i, ok := vs.at[c.ID]; ok {
 		vs.sparse.remove(vs.entries[i].row)
-		vs.entries[i] = vectorEntry{c: c, vec: v, norm: concept.SquaredNorm(v), row: vs.sparse.add(v)}
+		vs.entries[i] = vectorEntry{c: c, vec: v, norm: n, root: math.Sqrt(n), row: vs.sparse.add(v)}
 		vs.compact()
 		return
 	}
-	e := vectorEntry{c: c, vec: v, norm: concept.SquaredNorm(v), row: vs.sparse.add(v)}
+	e := vectorEntry{c: c, vec: v, norm: n, root: math.Sqrt(n), row: vs.sparse.add(v)}
 	vs.at[c.ID] = len(vs.entries)
 	vs.entries = append(vs.entries, e)
 }
