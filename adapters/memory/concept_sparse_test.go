@@ -189,6 +189,9 @@ func sparseRun(t *testing.T, seed uint64) {
 				q = randomVector(r, d)
 			}
 			k := 1 + r.IntN(len(vs.entries)+3)
+			if r.IntN(2) == 0 { // ties at a full selection's floor
+				k = 1 + r.IntN(3)
+			}
 			want := wantNearest(vs, q, k)
 			qn := concept.SquaredNorm(q)
 			sameBits(t, fmt.Sprintf("step %d: full scan", step), scanNearest(vs.entries, q, qn, k).Sorted(), want)
