@@ -36,6 +36,11 @@ type sparseIndex struct {
 	// dead, plain is how many entries are not indexed.
 	rows        int32
 	dead, plain int
+	// at is each row's entry in the slice, -1 for a dead row; roots is
+	// the square root of each row's squared norm, for belowFloor. A lookup
+	// reads them in row order rather than the slice's entries.
+	at    []int32
+	roots []float64
 }
 
 type posting struct {
@@ -47,9 +52,9 @@ type posting struct {
 // variable for tests.
 var compactMin = 1024
 
-// add indexes v and returns its row, or -1 when it leaves v to the full
-// comparison.
-func (ix *sparseIndex) add(v []float32) int32 {
+// add indexes v, the slice's entry at, of root math.Sqrt(SquaredNorm(v)),
+// and returns its row, or -1 when it leaves v to the full comparison.
+func (ix *sparseIndex) add(v []float32, at int, root float64) int32 {
 	if !ix.fits(v) {
 		ix.plain++
 		return -1
@@ -60,6 +65,8 @@ func (ix *sparseIndex) add(v []float32) int32 {
 	}
 	row := ix.rows
 	ix.rows++
+	ix.at = append(ix.at, int32(at))
+	ix.roots = append(ix.roots, root)
 	for d, x := range v {
 		if x != 0 {
 			ix.postings[d] = append(ix.postings[d], posting{row, x})
@@ -91,7 +98,15 @@ func (ix *sparseIndex) remove(row int32) {
 		ix.plain--
 		return
 	}
+	ix.at[row] = -1
 	ix.dead++
+}
+
+// moved notes that row's entry is now the slice's entry at.
+func (ix *sparseIndex) moved(row int32, at int) {
+	if row >= 0 {
+		ix.at[row] = int32(at)
+	}
 }
 
 // compact renumbers the live rows and drops the dead rows' postings once
@@ -106,11 +121,14 @@ func (vs *vectorSlice) compact() {
 		renumber[i] = -1
 	}
 	var next int32
+	ix.at, ix.roots = ix.at[:0], ix.roots[:0]
 	for i := range vs.entries {
 		if e := &vs.entries[i]; e.row >= 0 {
 			renumber[e.row] = next
 			e.row = next
 			next++
+			ix.at = append(ix.at, int32(i))
+			ix.roots = append(ix.roots, e.root)
 		}
 	}
 	for d, ps := range ix.postings {
@@ -171,27 +189,27 @@ func (vs *vectorSlice) scanSparse(q []float32, qn float64, k int) *concept.TopK 
 		}
 	}
 	top := concept.NewTopK(k)
+	vs.offerTouched(top, acc, qn)
+	if floor, full := top.Floor(); ix.plain > 0 || !full || !(floor > 0) {
+		vs.offerRest(top, acc, q, qn)
+	}
+	clear(acc)
+	sums.Put(buf)
+	return top
+}
+
+// offerTouched offers the indexed vectors whose dot product with the
+// query (of squared norm qn), acc, is not zero, in row order.
+func (vs *vectorSlice) offerTouched(top *concept.TopK, acc []float64, qn float64) {
+	ix := &vs.sparse
 	floor, full := top.Floor()
 	below := belowFloor(floor, full, qn)
-	for i := range vs.entries {
-		e := &vs.entries[i]
-		var sim float64
-		switch {
-		case e.row >= 0 && acc[e.row] != 0:
-			if acc[e.row] < below*e.root {
-				continue
-			}
-			sim = concept.CosineDot(acc[e.row], qn, e.norm)
-		case e.row >= 0:
-			// CosineDot of +0: 0 when a norm is, else +0 over a positive.
-			sim = 0
-		case len(e.vec) == len(q):
-			sim = concept.CosineNormed(q, e.vec, qn, e.norm)
-		default:
+	for row, dot := range acc {
+		if dot == 0 || dot < below*ix.roots[row] || ix.at[row] < 0 {
 			continue
 		}
-		// What top would not admit, most of the vectors a sparse query
-		// shares nothing with, costs no call.
+		e := &vs.entries[ix.at[row]]
+		sim := concept.CosineDot(dot, qn, e.norm)
 		if full && sim < floor {
 			continue
 		}
@@ -199,9 +217,33 @@ func (vs *vectorSlice) scanSparse(q []float32, qn float64, k int) *concept.TopK 
 		floor, full = top.Floor()
 		below = belowFloor(floor, full, qn)
 	}
-	clear(acc)
-	sums.Put(buf)
-	return top
+}
+
+// offerRest offers the vectors offerTouched did not: the indexed ones
+// whose dot product is zero, of similarity 0 (CosineDot of +0: 0 when a
+// norm is, else +0 over a positive), and those the index left out, of q's
+// length, compared in full.
+func (vs *vectorSlice) offerRest(top *concept.TopK, acc []float64, q []float32, qn float64) {
+	floor, full := top.Floor()
+	for i := range vs.entries {
+		e := &vs.entries[i]
+		var sim float64
+		switch {
+		case e.row >= 0 && acc[e.row] != 0:
+			continue
+		case e.row >= 0:
+			sim = 0
+		case len(e.vec) == len(q):
+			sim = concept.CosineNormed(q, e.vec, qn, e.norm)
+		default:
+			continue
+		}
+		if full && sim < floor {
+			continue
+		}
+		offer(top, e, sim)
+		floor, full = top.Floor()
+	}
 }
 
 // belowFloor is a bound under which a dot product with a query of

@@ -96,6 +96,16 @@ func checkPostings(t *testing.T, vs *vectorSlice) {
 	if plain != ix.plain || len(live)+ix.dead != int(ix.rows) {
 		t.Fatalf("plain %d (index says %d), live %d + dead %d != rows %d", plain, ix.plain, len(live), ix.dead, ix.rows)
 	}
+	if len(ix.at) != int(ix.rows) || len(ix.roots) != int(ix.rows) {
+		t.Fatalf("%d rows, %d entries of rows, %d roots", ix.rows, len(ix.at), len(ix.roots))
+	}
+	for row, at := range ix.at {
+		e := live[int32(row)]
+		switch {
+		case e == nil && at != -1, e != nil && (&vs.entries[at] != e || ix.roots[row] != e.root || e.root != math.Sqrt(e.norm)):
+			t.Fatalf("row %d: entry %d", row, at)
+		}
+	}
 	seen := map[int32]int{}
 	for d, ps := range ix.postings {
 		for _, p := range ps {

@@ -16,7 +16,6 @@ type vectorEntry struct {
 	c    *concept.Concept
 	vec  []float32
 	norm float64
-	// root is math.Sqrt(norm), for a sparse lookup's bound (belowFloor).
 	root float64
 	// row is the vector's row in the slice's sparseIndex, or -1.
 	row int32
@@ -56,11 +55,11 @@ func (s *ConceptStore) setVector(c *concept.Concept, model string, v []float32) 
 	n := concept.SquaredNorm(v)
 	if i, ok := vs.at[c.ID]; ok {
 		vs.sparse.remove(vs.entries[i].row)
-		vs.entries[i] = vectorEntry{c: c, vec: v, norm: n, root: math.Sqrt(n), row: vs.sparse.add(v)}
+		vs.entries[i] = vectorEntry{c: c, vec: v, norm: n, root: math.Sqrt(n), row: vs.sparse.add(v, i, math.Sqrt(n))}
 		vs.compact()
 		return
 	}
-	e := vectorEntry{c: c, vec: v, norm: n, root: math.Sqrt(n), row: vs.sparse.add(v)}
+	e := vectorEntry{c: c, vec: v, norm: n, root: math.Sqrt(n), row: vs.sparse.add(v, len(vs.entries), math.Sqrt(n))}
 	vs.at[c.ID] = len(vs.entries)
 	vs.entries = append(vs.entries, e)
 }
@@ -81,6 +80,7 @@ func (s *ConceptStore) dropVector(c *concept.Concept, model string) {
 	if i != last {
 		vs.entries[i] = vs.entries[last]
 		vs.at[vs.entries[i].c.ID] = i
+		vs.sparse.moved(vs.entries[i].row, i)
 	}
 	vs.entries[last] = vectorEntry{}
 	vs.entries = vs.entries[:last]
