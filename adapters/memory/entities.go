@@ -77,20 +77,31 @@ func (s *SyncStore) writeLocked(writes []ports.EntityWrite) ([]ports.EntityWritt
 		})
 		e.Payload, e.Keys, e.UpdatedAt = cloneJSON(e.Payload), maps.Clone(e.Keys), ts(e.UpdatedAt)
 		s.entities[k], s.revisions[k] = e, e.Revision
-		done := ports.EntityWritten{EntityID: e.ID, Revision: e.Revision, Deltas: map[string][]int64{}}
-		for _, dd := range dds {
-			ids, err := s.appendLocked(dd.DatabaseID, []ports.FeedRow{{Delta: dd.Delta, EntityID: e.ID, SchemaID: w.SchemaID,
-				RecordID: w.RecordID}})
-			if err != nil {
-				return nil, undo, err
-			}
-			db := dd.DatabaseID
-			undos = append(undos, func() { s.unappendLocked(db, 1) })
-			done.Deltas[db] = append(done.Deltas[db], ids...)
+		done := ports.EntityWritten{EntityID: e.ID, Revision: e.Revision}
+		if done.Deltas, err = s.appendDeltasLocked(dds, ports.FeedRow{EntityID: e.ID, SchemaID: w.SchemaID, RecordID: w.RecordID}, &undos); err != nil {
+			return nil, undo, err
 		}
 		out = append(out, done)
 	}
 	return out, undo, nil
+}
+
+// appendDeltasLocked appends each delta of dds to its registration's feed
+// as row (its Delta set), adding the undo of each append to undos, and
+// returns the ids by registration.
+func (s *SyncStore) appendDeltasLocked(dds []dbsync.DatabaseDelta, row ports.FeedRow, undos *[]func()) (map[string][]int64, error) {
+	out := map[string][]int64{}
+	for _, dd := range dds {
+		row.Delta = dd.Delta
+		ids, err := s.appendLocked(dd.DatabaseID, []ports.FeedRow{row})
+		if err != nil {
+			return nil, err
+		}
+		db := dd.DatabaseID
+		*undos = append(*undos, func() { s.unappendLocked(db, 1) })
+		out[db] = append(out[db], ids...)
+	}
+	return out, nil
 }
 
 func restore[V any](m map[entityKey]V, k entityKey, v V, had bool) {

@@ -73,16 +73,9 @@ func (s *SyncStore) deleteByIDLocked(orgID string, ids []string, batchID string,
 		undos = append(undos, func() { s.entities[k], s.revisions[k] = e, prevR })
 		delete(s.entities, k)
 		s.revisions[k] = rev
-		done := ports.EntityWritten{EntityID: e.ID, Revision: rev, Deltas: map[string][]int64{}}
-		for _, dd := range dds {
-			got, err := s.appendLocked(dd.DatabaseID, []ports.FeedRow{{Delta: dd.Delta, EntityID: e.ID, SchemaID: e.SchemaID,
-				RecordID: e.LastRecordID}})
-			if err != nil {
-				return nil, undo, err
-			}
-			db := dd.DatabaseID
-			undos = append(undos, func() { s.unappendLocked(db, 1) })
-			done.Deltas[db] = append(done.Deltas[db], got...)
+		done := ports.EntityWritten{EntityID: e.ID, Revision: rev}
+		if done.Deltas, err = s.appendDeltasLocked(dds, ports.FeedRow{EntityID: e.ID, SchemaID: e.SchemaID, RecordID: e.LastRecordID}, &undos); err != nil {
+			return nil, undo, err
 		}
 		out = append(out, done)
 	}
