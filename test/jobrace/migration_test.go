@@ -76,7 +76,11 @@ func startMigrationReplica(t *testing.T, dsn, owner string, hook func(context.Co
 // resumes from the durable cursor: the progress never goes back, no
 // concept is embedded twice but the page in flight, and every concept ends
 // cut over to the target model.
-func TestConceptMigrationSurvivesAKilledReplica(t *testing.T) {
+// seedMigrationSource migrates a new native PostgreSQL database and
+// creates n concepts of one type in the source model, in an organization
+// named from prefix.
+func seedMigrationSource(t *testing.T, prefix string, n int) (string, *postgres.DB, *postgres.ConceptStore, string) {
+	t.Helper()
 	is := is.New(t)
 	ctx := context.Background()
 	dsn := pgtest.Native(t)
@@ -84,9 +88,8 @@ func TestConceptMigrationSurvivesAKilledReplica(t *testing.T) {
 	is.NoErr(err)
 	t.Cleanup(func() { db.Close() })
 	is.NoErr(postgres.Migrate(ctx, db.DB))
-	org := "org_mig_" + system.IDs{}.NewID()
+	org := prefix + system.IDs{}.NewID()
 	store := postgres.NewConceptStore(db.DB)
-	const n = 60
 	for i := range n {
 		text := fmt.Sprintf("company number %03d", i)
 		_, err := store.CreateConcept(ctx, ports.NewConcept{ID: fmt.Sprintf("%s-c%03d", org, i), OrgID: org, Type: "company",
@@ -94,6 +97,14 @@ func TestConceptMigrationSurvivesAKilledReplica(t *testing.T) {
 			Vector: concept.NgramEmbed(concept.Normalize(text), concept.NgramDims), CreatedAt: time.Now()})
 		is.NoErr(err)
 	}
+	return dsn, db, store, org
+}
+
+func TestConceptMigrationSurvivesAKilledReplica(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	const n = 60
+	dsn, db, store, org := seedMigrationSource(t, "org_mig_", n)
 
 	proxy, proxied := pgtest.ProxyDSN(t, dsn)
 	held := make(chan struct{})
@@ -169,21 +180,8 @@ func TestConceptMigrationSurvivesAKilledReplica(t *testing.T) {
 func TestConceptMigrationCancelDropsTargetVectors(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
-	dsn := pgtest.Native(t)
-	db, err := postgres.Open(ctx, dsn, postgres.PoolConfig{})
-	is.NoErr(err)
-	t.Cleanup(func() { db.Close() })
-	is.NoErr(postgres.Migrate(ctx, db.DB))
-	org := "org_migc_" + system.IDs{}.NewID()
-	store := postgres.NewConceptStore(db.DB)
 	const n = 30
-	for i := range n {
-		text := fmt.Sprintf("company number %03d", i)
-		_, err := store.CreateConcept(ctx, ports.NewConcept{ID: fmt.Sprintf("%s-c%03d", org, i), OrgID: org, Type: "company",
-			AliasID: fmt.Sprintf("%s-a%03d", org, i), Text: text, EmbeddingModel: migSource,
-			Vector: concept.NgramEmbed(concept.Normalize(text), concept.NgramDims), CreatedAt: time.Now()})
-		is.NoErr(err)
-	}
+	dsn, db, store, org := seedMigrationSource(t, "org_migc_", n)
 	held := make(chan struct{})
 	var once sync.Once
 	r := startMigrationReplica(t, dsn, "replica-c", func(ctx context.Context, m string, texts []string) error {
@@ -200,7 +198,7 @@ func TestConceptMigrationCancelDropsTargetVectors(t *testing.T) {
 		_ = r.engine.Stop(stop)
 	})
 	owner := &access.Principal{OrgID: org, Role: access.Owner, Scopes: []access.Scope{access.ScopeRead, access.ScopeWrite}}
-	_, err = r.svc.Start(ctx, owner, app.MigrationRequest{TargetModel: migTarget})
+	_, err := r.svc.Start(ctx, owner, app.MigrationRequest{TargetModel: migTarget})
 	is.NoErr(err)
 	select {
 	case <-held:
