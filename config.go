@@ -129,6 +129,12 @@ type Config struct {
 	// TTL only bounds a lost notification. 0 disables the cache (the zero
 	// Config of an embedder: set it to turn the cache on).
 	SchemaCacheTTL time.Duration `env:"ENRICH_SCHEMA_CACHE_TTL" envDefault:"1m"`
+	// ConceptRouteCacheTTL bounds how long an organization's embedding-model
+	// setting and latest migration, which every concept lookup reads, are
+	// reused without a database read; their writes drop them at once here
+	// and on other instances (NOTIFY), so the TTL only bounds a lost
+	// notification. 0 disables the cache (the zero Config of an embedder).
+	ConceptRouteCacheTTL time.Duration `env:"ENRICH_CONCEPT_ROUTE_CACHE_TTL" envDefault:"1m"`
 	// Caches bounds the in-process caches; a zero field takes its default
 	// (DefaultCaches).
 	Caches CacheLimits `env:"-"`
@@ -258,6 +264,9 @@ type CacheLimits struct {
 	// operator's keys is kept (each read is reused for a second:
 	// app.DefaultQuotaFreshness).
 	QuotaCounts int
+	// ConceptRoutes bounds the organizations whose concept routes (the
+	// embedding-model setting and the latest migration) are kept.
+	ConceptRoutes int
 }
 
 // DefaultCaches returns the caches' default bounds: the one place where
@@ -265,7 +274,7 @@ type CacheLimits struct {
 func DefaultCaches() CacheLimits {
 	return CacheLimits{SchemaBytes: 64 << 20, AuthEntries: 100_000, Validators: 1024, Shapes: 1024,
 		KeyCandidatesTTL: 500 * time.Millisecond, KeyCandidateGroups: 10_000,
-		Clients: 4096, QuotaCounts: 10_000}
+		Clients: 4096, QuotaCounts: 10_000, ConceptRoutes: 10_000}
 }
 
 // withDefaults fills the zero fields from DefaultCaches.
@@ -283,6 +292,7 @@ func (l CacheLimits) withDefaults() CacheLimits {
 	fill(&l.KeyCandidateGroups, d.KeyCandidateGroups)
 	fill(&l.Clients, d.Clients)
 	fill(&l.QuotaCounts, d.QuotaCounts)
+	fill(&l.ConceptRoutes, d.ConceptRoutes)
 	if l.KeyCandidatesTTL <= 0 {
 		l.KeyCandidatesTTL = d.KeyCandidatesTTL
 	}

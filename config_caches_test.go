@@ -20,7 +20,8 @@ func TestCacheLimits(t *testing.T) {
 		{"none set", CacheLimits{}, d},
 		{"some set", CacheLimits{Shapes: 5, KeyCandidatesTTL: time.Second},
 			CacheLimits{SchemaBytes: d.SchemaBytes, AuthEntries: d.AuthEntries, Validators: d.Validators, Shapes: 5,
-				KeyCandidatesTTL: time.Second, KeyCandidateGroups: d.KeyCandidateGroups, Clients: d.Clients, QuotaCounts: d.QuotaCounts}},
+				KeyCandidatesTTL: time.Second, KeyCandidateGroups: d.KeyCandidateGroups, Clients: d.Clients, QuotaCounts: d.QuotaCounts,
+				ConceptRoutes: d.ConceptRoutes}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			is := is.New(t)
@@ -33,6 +34,6 @@ func TestCacheLimits(t *testing.T) {
 		})
 	}
 	is := is.New(t)
-	is.True(d.SchemaBytes > 0 && d.AuthEntries > 0 && d.Validators > 0 && d.Shapes > 0 && d.KeyCandidateGroups > 0 && d.Clients > 0 && d.QuotaCounts > 0)
+	is.True(d.SchemaBytes > 0 && d.AuthEntries > 0 && d.Validators > 0 && d.Shapes > 0 && d.KeyCandidateGroups > 0 && d.Clients > 0 && d.QuotaCounts > 0 && d.ConceptRoutes > 0)
 	is.True(d.KeyCandidatesTTL > 0)
 }

@@ -165,7 +165,9 @@ type Embedded struct {
 	// The caches that other instances' changes reach (listen).
 	schemaCache *cache.Schemas
 	authCache   *cache.Auth
-	denylist    *cache.Denylist
+	// conceptRoutes keeps the organizations' concept routes.
+	conceptRoutes *cache.ConceptRoutes
+	denylist      *cache.Denylist
 
 	stop    context.CancelFunc
 	bg      sync.WaitGroup
@@ -255,6 +257,7 @@ func (e *Embedded) listen(ctx context.Context) {
 			// anything may have changed. Each cache takes its own.
 			e.schemaCache.Forget(kind, id)
 			e.authCache.Forget(kind, id)
+			e.conceptRoutes.Forget(kind, id)
 			e.denylist.Forget(kind, id)
 		}
 	})

@@ -75,6 +75,7 @@ var coreSet = wire.NewSet(
 	wire.Bind(new(ports.SchemaCache), new(*cache.Schemas)),
 	provideAuthCache,
 	wire.Bind(new(ports.AuthCache), new(*cache.Auth)),
+	provideConceptRoutes,
 	provideEnrichMemos,
 	provideAccessConfig,
 	provideAccessGuards,
@@ -294,8 +295,8 @@ func provideBlobs(ctx context.Context, cfg Config, st *Stores, lg *slog.Logger) 
 // provideConceptService runs the semantic concept vocabulary on the
 // stores' concept adapters, embedding through the registry (langchaingo's
 // embedders, and the built-in one) with the organizations' keys.
-func provideConceptService(cfg Config, st *Stores, reg *llm.Registry, keys *app.KeyRing, clock ports.Clock, ids ports.IDs,
-	lg *slog.Logger) (*app.ConceptService, error) {
+func provideConceptService(cfg Config, st *Stores, routes *cache.ConceptRoutes, reg *llm.Registry, keys *app.KeyRing, clock ports.Clock,
+	ids ports.IDs, lg *slog.Logger) (*app.ConceptService, error) {
 	// A Config built in code (the embedded library, tests) has no env
 	// default: the built-in embedder, as ENRICH_EMBEDDING_MODEL's.
 	def, err := model.ParseKey(cmp.Or(cfg.EmbeddingModel, "builtin::ngram-384"))
@@ -303,9 +304,9 @@ func provideConceptService(cfg Config, st *Stores, reg *llm.Registry, keys *app.
 		return nil, fmt.Errorf("ENRICH_EMBEDDING_MODEL: %w", err)
 	}
 	s := &app.ConceptService{Store: st.Concepts, Vectors: st.Vectors, Reviews: st.Reviews, Links: st.ConceptLinks,
-		Settings: st.EmbeddingSettings, Schemas: st.Schemas, Databases: st.Databases, Embedder: reg, Catalog: reg, Usage: st.Usage,
+		Settings: routes.Settings(), Schemas: st.Schemas, Databases: st.Databases, Embedder: reg, Catalog: reg, Usage: st.Usage,
 		Keys: keys, DefaultModel: def, Clock: clock, IDs: ids, Log: lg, UoW: st.UoW, Entities: st.Entities,
-		Migrations: st.ConceptMigrations, Records: st.Records}
+		Migrations: routes.Migrations(), Records: st.Records}
 	if cfg.ConceptJudgeModel != "" {
 		k, err := model.ParseKey(cfg.ConceptJudgeModel)
 		if err != nil {
@@ -321,8 +322,17 @@ func provideConceptService(cfg Config, st *Stores, reg *llm.Registry, keys *app.
 }
 
 // provideConceptMigrator is the Runner of the embedding-model migrations.
-func provideConceptMigrator(st *Stores, cs *app.ConceptService, clock ports.Clock, lg *slog.Logger) *app.ConceptMigrator {
-	return &app.ConceptMigrator{Concepts: cs, Store: st.ConceptMigrations, Clock: clock, Log: lg}
+func provideConceptMigrator(cs *app.ConceptService, clock ports.Clock, lg *slog.Logger) *app.ConceptMigrator {
+	return &app.ConceptMigrator{Concepts: cs, Store: cs.Migrations, Clock: clock, Log: lg}
+}
+
+// provideConceptRoutes is the cache of what routes each organization's
+// concept lookups to an embedding model (ConceptRouteCacheTTL 0: reads
+// go to the stores). The concept service and the migrator write through
+// it.
+func provideConceptRoutes(cfg Config, st *Stores, clock ports.Clock, lg *slog.Logger) *cache.ConceptRoutes {
+	return cache.NewConceptRoutes(st.EmbeddingSettings, st.ConceptMigrations, st.Invalidations, clock, lg,
+		cache.ConceptRouteConfig{TTL: cfg.ConceptRouteCacheTTL, MaxEntries: cfg.Caches.ConceptRoutes})
 }
 
 // provideConceptMigrationService answers the migration routes and submits
@@ -465,14 +475,15 @@ func provideEmbedded(st *Stores, a *app.AccessService, sc *app.SchemaService, rc
 	bs *app.BatchService, ms *app.ModelService,
 	js *app.JobService, pk *app.ProviderKeyService, cs *app.CostService, an *app.AnalysisService, smp *app.SampleService,
 	sg *app.SchemaGenService, fs *app.FetchService, fu *app.FusionService, h *eventhub.Hub, eng *jobrun.Engine, lg *slog.Logger,
-	m *metrics.Metrics, op *app.OrgProviderService, scc *cache.Schemas, ac *cache.Auth, dl *cache.Denylist, dbs *app.DatabaseService,
+	m *metrics.Metrics, op *app.OrgProviderService, scc *cache.Schemas, ac *cache.Auth, dl *cache.Denylist, cr *cache.ConceptRoutes,
+	dbs *app.DatabaseService,
 	fd *app.FeedService, cons *app.ConsumerService,
 	ns *app.NotificationService, nd *notify.Dispatcher, ent *app.EntityService, al *app.AttachmentLoader,
 	af *app.AttachmentService, cpt *app.ConceptService, cmg *app.ConceptMigrationService) *Embedded {
 	m.WatchRunning(func() int { return len(eng.Running()) })
 	return &Embedded{Access: a, Schemas: sc, Records: rc, Enrichment: en, Batches: bs, Models: ms, Jobs: js, ProviderKeys: pk, Costs: cs,
 		Analysis: an, Samples: smp, SchemaGen: sg, Fetch: fs, Fusion: fu, Stores: st, Log: lg, Metrics: m, stream: h, engine: eng,
-		OrgProviders: op, schemaCache: scc, authCache: ac, denylist: dl, Databases: dbs, Feed: fd, Consumer: cons,
+		OrgProviders: op, schemaCache: scc, authCache: ac, denylist: dl, conceptRoutes: cr, Databases: dbs, Feed: fd, Consumer: cons,
 		Notifications: ns, dispatcher: nd, Entities: ent, Attachments: al, AttachmentFiles: af,
 		Concepts: cpt, ConceptMigrations: cmg}
 }

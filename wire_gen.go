@@ -82,7 +82,8 @@ func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 		return nil, nil, err
 	}
 	attachmentLoader := provideAttachmentLoader(stores, blobStore)
-	conceptService, err := provideConceptService(cfg, stores, registry, keyRing, clock, iDs, logger)
+	conceptRoutes := provideConceptRoutes(cfg, stores, clock, logger)
+	conceptService, err := provideConceptService(cfg, stores, conceptRoutes, registry, keyRing, clock, iDs, logger)
 	if err != nil {
 		cleanup()
 		return nil, nil, err
@@ -93,7 +94,7 @@ func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	merger := app.NewMerger(fuser, recordStore, schemaStore, schemas, compiler, codec, clock, iDs, logger, entityStore, attachmentLoader)
 	sampleGenerator := app.NewSampleGenerator(codec, modelService, calls, clock, iDs, logger, attachmentLoader)
 	schemaEvents := provideSchemaEvents(clock)
-	conceptMigrator := provideConceptMigrator(stores, conceptService, clock, logger)
+	conceptMigrator := provideConceptMigrator(conceptService, clock, logger)
 	runners := provideRunners(enricher, schemaGenerator, merger, sampleGenerator, schemaEvents, conceptMigrator)
 	engine := provideEngine(cfg, stores, hub, clock, logger, metricsMetrics, runners)
 	jobStore := stores.Jobs
@@ -129,7 +130,7 @@ func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	entityService := provideEntityService(stores, schemaStore, recordStore, unitOfWork, compiler, clock, iDs, schemaEvents)
 	attachmentService := provideAttachmentService(cfg, stores, blobStore, clock, iDs, logger)
 	conceptMigrationService := provideConceptMigrationService(stores, conceptMigrator, engine, registry, iDs)
-	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService, feedService, consumerService, notificationService, dispatcher, entityService, attachmentLoader, attachmentService, conceptService, conceptMigrationService)
+	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, conceptRoutes, databaseService, feedService, consumerService, notificationService, dispatcher, entityService, attachmentLoader, attachmentService, conceptService, conceptMigrationService)
 	return embedded, func() {
 		cleanup2()
 		cleanup()
@@ -216,7 +217,8 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 		return nil, nil, err
 	}
 	attachmentLoader := provideAttachmentLoader(stores, blobStore)
-	conceptService, err := provideConceptService(cfg, stores, registry, keyRing, clock, iDs, logger)
+	conceptRoutes := provideConceptRoutes(cfg, stores, clock, logger)
+	conceptService, err := provideConceptService(cfg, stores, conceptRoutes, registry, keyRing, clock, iDs, logger)
 	if err != nil {
 		cleanup2()
 		cleanup()
@@ -228,7 +230,7 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	merger := app.NewMerger(fuser, recordStore, schemaStore, schemas, compiler, codec, clock, iDs, logger, entityStore, attachmentLoader)
 	sampleGenerator := app.NewSampleGenerator(codec, modelService, calls, clock, iDs, logger, attachmentLoader)
 	schemaEvents := provideSchemaEvents(clock)
-	conceptMigrator := provideConceptMigrator(stores, conceptService, clock, logger)
+	conceptMigrator := provideConceptMigrator(conceptService, clock, logger)
 	runners := provideRunners(enricher, schemaGenerator, merger, sampleGenerator, schemaEvents, conceptMigrator)
 	engine := provideEngine(cfg, stores, hub, clock, logger, metricsMetrics, runners)
 	jobStore := stores.Jobs
@@ -265,7 +267,7 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	entityService := provideEntityService(stores, schemaStore, recordStore, unitOfWork, compiler, clock, iDs, schemaEvents)
 	attachmentService := provideAttachmentService(cfg, stores, blobStore, clock, iDs, logger)
 	conceptMigrationService := provideConceptMigrationService(stores, conceptMigrator, engine, registry, iDs)
-	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService, feedService, consumerService, notificationService, dispatcher, entityService, attachmentLoader, attachmentService, conceptService, conceptMigrationService)
+	embedded := provideEmbedded(stores, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, conceptRoutes, databaseService, feedService, consumerService, notificationService, dispatcher, entityService, attachmentLoader, attachmentService, conceptService, conceptMigrationService)
 	return embedded, func() {
 		cleanup3()
 		cleanup2()
@@ -336,7 +338,8 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 		return nil, nil, err
 	}
 	attachmentLoader := provideAttachmentLoader(st, blobStore)
-	conceptService, err := provideConceptService(cfg, st, registry, keyRing, clock, iDs, logger)
+	conceptRoutes := provideConceptRoutes(cfg, st, clock, logger)
+	conceptService, err := provideConceptService(cfg, st, conceptRoutes, registry, keyRing, clock, iDs, logger)
 	if err != nil {
 		cleanup()
 		return nil, nil, err
@@ -347,7 +350,7 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 	merger := app.NewMerger(fuser, recordStore, schemaStore, schemas, compiler, codec, clock, iDs, logger, entityStore, attachmentLoader)
 	sampleGenerator := app.NewSampleGenerator(codec, modelService, calls, clock, iDs, logger, attachmentLoader)
 	schemaEvents := provideSchemaEvents(clock)
-	conceptMigrator := provideConceptMigrator(st, conceptService, clock, logger)
+	conceptMigrator := provideConceptMigrator(conceptService, clock, logger)
 	runners := provideRunners(enricher, schemaGenerator, merger, sampleGenerator, schemaEvents, conceptMigrator)
 	engine := provideEngine(cfg, st, hub, clock, logger, metricsMetrics, runners)
 	jobStore := st.Jobs
@@ -383,7 +386,7 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 	entityService := provideEntityService(st, schemaStore, recordStore, unitOfWork, compiler, clock, iDs, schemaEvents)
 	attachmentService := provideAttachmentService(cfg, st, blobStore, clock, iDs, logger)
 	conceptMigrationService := provideConceptMigrationService(st, conceptMigrator, engine, registry, iDs)
-	embedded := provideEmbedded(st, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, databaseService, feedService, consumerService, notificationService, dispatcher, entityService, attachmentLoader, attachmentService, conceptService, conceptMigrationService)
+	embedded := provideEmbedded(st, accessService, schemaService, recordService, enrichmentService, batchService, modelService, jobService, providerKeyService, costService, analysisService, sampleService, schemaGenService, fetchService, fusionService, hub, engine, logger, metricsMetrics, orgProviderService, schemas, auth, denylist, conceptRoutes, databaseService, feedService, consumerService, notificationService, dispatcher, entityService, attachmentLoader, attachmentService, conceptService, conceptMigrationService)
 	return embedded, func() {
 		cleanup2()
 		cleanup()

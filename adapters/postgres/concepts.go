@@ -214,10 +214,12 @@ func (s *ConceptStore) FindExact(ctx context.Context, orgID, conceptType, txt st
 		return nil, fmt.Errorf("postgres: find concept text %q: %w", norm, ports.ErrNotFound)
 	}
 	var n concept.Neighbor
-	err := s.db.NewRaw(`SELECT c.id, a.id, a.text, c.canonical_text, a.is_canonical, c.ref_count
+	// Every text is a new statement once Bun has written it in: the
+	// simple protocol sends it in one message, unprepared.
+	q := s.db.NewRaw(`SELECT c.id, a.id, a.text, c.canonical_text, a.is_canonical, c.ref_count
 		FROM concept_aliases a JOIN semantic_concepts c ON c.id = a.concept_id
-		WHERE a.org_id = ? AND a.concept_type = ? AND a.normalized_text = ?`, orgID, conceptType, norm).
-		Scan(ctx, &n.ConceptID, &n.AliasID, &n.Text, &n.CanonicalText, &n.IsCanonical, &n.RefCount)
+		WHERE a.org_id = ? AND a.concept_type = ? AND a.normalized_text = ?`, orgID, conceptType, norm)
+	err := scanRowSimple(ctx, s.db, q, &n.ConceptID, &n.AliasID, &n.Text, &n.CanonicalText, &n.IsCanonical, &n.RefCount)
 	if err != nil {
 		return nil, notFound(err, fmt.Sprintf("find concept text %q", norm))
 	}

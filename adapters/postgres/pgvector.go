@@ -138,6 +138,30 @@ func scanSimple(ctx context.Context, db bun.IDB, q *bun.RawQuery, dest any) erro
 	return rows.Err()
 }
 
+// scanRowSimple is scanSimple for one row into dest's columns:
+// sql.ErrNoRows when q found none.
+func scanRowSimple(ctx context.Context, db bun.IDB, q *bun.RawQuery, dest ...any) error {
+	pool, ok := db.(*bun.DB)
+	if !ok {
+		return q.Scan(ctx, dest...)
+	}
+	rows, err := pool.DB.QueryContext(ctx, q.String(), pgx.QueryExecModeSimpleProtocol)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		return sql.ErrNoRows
+	}
+	if err := rows.Scan(dest...); err != nil {
+		return err
+	}
+	return rows.Close()
+}
+
 // pgvectorNearestSQL orders by pgvector's cosine distance on the column
 // cast to d dimensions, the expression the partial HNSW index is built on.
 // d is written into the statement (it is an int): a type modifier cannot

@@ -61,8 +61,10 @@ func testConfig(dsn string) enrich.Config {
 		SysAdminEmails:  []string{"admin@example.com"},
 		AuthCacheTTL:    30 * time.Second,
 		SchemaCacheTTL:  time.Minute, // the environment's default
-		ShutdownGrace:   2 * time.Second,
-		SSEHeartbeat:    15 * time.Second,
+		// The environment's default too.
+		ConceptRouteCacheTTL: time.Minute,
+		ShutdownGrace:        2 * time.Second,
+		SSEHeartbeat:         15 * time.Second,
 		// Errors reach the test output; the rest is noise.
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
 	}

@@ -2,8 +2,10 @@ package jobrace_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"github.com/matryer/is"
 	"github.com/uptrace/bun"
 
+	"github.com/entityenrich/enrich/adapters/cache"
 	"github.com/entityenrich/enrich/adapters/eventhub"
 	"github.com/entityenrich/enrich/adapters/jobcodec"
 	"github.com/entityenrich/enrich/adapters/jobrun"
@@ -224,4 +227,56 @@ func TestConceptMigrationCancelDropsTargetVectors(t *testing.T) {
 	is.Equal(len(facets), 1)
 	is.Equal(facets[0].EmbeddingModel, migSource) // the source slice stands, whole
 	is.Equal(facets[0].ConceptCount, n)
+}
+
+// TestConceptRouteCacheAcrossReplicas: two replicas keep the concept
+// routes for an hour; a migration's cut-over saved through one is seen by
+// the other's next lookups once NOTIFY reaches it, as is a change of the
+// embedding-model setting, on native PostgreSQL.
+func TestConceptRouteCacheAcrossReplicas(t *testing.T) {
+	is := is.New(t)
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	dsn, _, _, org := seedMigrationSource(t, "org_route_", 0)
+	replica := func() *cache.ConceptRoutes {
+		db, err := postgres.Open(ctx, dsn, postgres.PoolConfig{})
+		is.NoErr(err)
+		t.Cleanup(func() { db.Close() })
+		notes := postgres.NewInvalidations(db.DB, dsn, slog.New(slog.DiscardHandler))
+		r := cache.NewConceptRoutes(postgres.NewEmbeddingSettings(db.DB), postgres.NewConceptMigrations(db.DB), notes, systemClock{},
+			slog.New(slog.DiscardHandler), cache.ConceptRouteConfig{TTL: time.Hour})
+		go func() { _ = notes.Listen(ctx, r.Forget) }()
+		return r
+	}
+	a, b := replica(), replica()
+	_, err := b.Migrations().LatestMigration(ctx, org)
+	is.True(errors.Is(err, ports.ErrNotFound)) // kept: none ran
+	_, set, err := b.Settings().EmbeddingModel(ctx, org)
+	is.NoErr(err)
+	is.True(!set)
+
+	m := ports.ConceptMigration{ID: "mig_" + org, OrgID: org, SourceModel: migSource, TargetModel: migTarget,
+		ConceptTypes: []string{"company"}, StartedAt: time.Now()}
+	is.NoErr(a.Migrations().StartMigration(ctx, m))
+	m.Status, m.CutTypes = ports.MigrationRunning, []string{"company"}
+	is.NoErr(a.Migrations().SaveMigration(ctx, m))
+	eventually(t, func() bool {
+		got, err := b.Migrations().LatestMigration(ctx, org)
+		return err == nil && slices.Equal(got.CutTypes, []string{"company"})
+	})
+	is.NoErr(a.Settings().SetEmbeddingModel(ctx, org, migTarget))
+	eventually(t, func() bool {
+		got, set, err := b.Settings().EmbeddingModel(ctx, org)
+		return err == nil && set && got == migTarget
+	})
+}
+
+// eventually waits up to 10 s for ok.
+func eventually(t *testing.T, ok func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !ok(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("not seen within 10 s")
+		}
+	}
 }

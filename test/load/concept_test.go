@@ -192,7 +192,7 @@ type conceptServer struct {
 func startConceptServer(t *testing.T, dsn string, b *conceptBench) *conceptServer {
 	logs := &logTally{counts: map[string]int{}}
 	srv, base := testserve.Start(t, enrich.Config{DatabaseURL: dsn, JWTSecret: strings.Repeat("c", 40), PasswordHashing: "fast",
-		ShutdownGrace: 2 * time.Second, SchemaCacheTTL: time.Minute, EmbeddingModel: llm.NgramModel.String(),
+		ShutdownGrace: 2 * time.Second, SchemaCacheTTL: time.Minute, ConceptRouteCacheTTL: time.Minute, EmbeddingModel: llm.NgramModel.String(),
 		QuotaCallsPerDay: enrich.Quota(0), QuotaTokensPerDay: enrich.Quota(0), Logger: slog.New(logs)})
 	t.Cleanup(func() {
 		for _, l := range logs.summary() {
@@ -233,7 +233,10 @@ func openMigrated(t *testing.T, dsn string) *postgres.DB {
 // directly: the server picks pgvector where it is installed).
 func pgliteBench(t *testing.T, b *conceptBench, v *vocab, n int, dur, exactBudget time.Duration) {
 	ctx := context.Background()
-	dsn := pgtest.PGlite(t)
+	// A server of its own, whose buffers hold the HNSW index (about 205 MB
+	// at 100,000 concepts), as pgvector's server is sized: PGlite's
+	// default 128 MB reads part of every lookup from its file system.
+	dsn := pgtest.PGliteWith(t, "shared_buffers="+pgliteSharedBuffers)
 	srv := startConceptServer(t, dsn, b)
 	db := openMigrated(t, dsn)
 	var indexDef string
@@ -275,6 +278,9 @@ func pgliteBench(t *testing.T, b *conceptBench, v *vocab, n int, dur, exactBudge
 	}
 	b.probes = append(b.probes, probeRun(t, direct, texts, 1, exactBudget, "PGlite", exactDirect, size))
 }
+
+// pgliteSharedBuffers is the concept bench's PGlite shared_buffers.
+const pgliteSharedBuffers = "1GB"
 
 // exactDirect names the exact index measured through its Nearest, without
 // HTTP (PGlite: the server picks pgvector).
@@ -542,9 +548,9 @@ func probeHTTP(base, key, text string) (probeResponse, error) {
 // report prints the figures and the goals evaluated from them.
 func (b *conceptBench) report(w io.Writer) {
 	fmt.Fprintf(w, "\nConcept bench (issue 30): one organization, one type, built-in n-gram embeddings (%d dimensions);\n"+
-		"probe = POST /api/semantic-concepts/probe over loopback HTTP with an owner's X-API-Key (enrich.NewServer in this process, auth cache off), "+
-		"%d perturbed names\n",
-		concept.NgramDims, conceptQueries)
+		"probe = POST /api/semantic-concepts/probe over loopback HTTP with an owner's X-API-Key (enrich.NewServer in this process, auth cache off, "+
+		"concept route cache 1 min: the environment's defaults), %d perturbed names; PGlite with shared_buffers %s\n",
+		concept.NgramDims, conceptQueries, pgliteSharedBuffers)
 	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "  database\tindex\tconcepts\trecall@10 (mean / worst / ties counted)\tNearest p50 (no HTTP)\t")
 	for _, r := range b.recalls {

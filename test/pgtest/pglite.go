@@ -95,6 +95,28 @@ func PGlite(t testing.TB) string {
 	if err != nil {
 		t.Fatalf("pgtest: PGlite: %v", err)
 	}
+	return inSchema(t, srv, release)
+}
+
+// PGliteWith is PGlite on a server of its own, started with the
+// PostgreSQL settings conf ("shared_buffers=1GB"), and stopped when t
+// ends.
+func PGliteWith(t testing.TB, conf ...string) string {
+	t.Helper()
+	skipShort(t)
+	if !mainCalled.Load() {
+		t.Fatal("pgtest: PGlite needs TestMain to call pgtest.Main(m), which stops the servers after the tests")
+	}
+	srv, err := start(conf)
+	if err != nil {
+		t.Fatalf("pgtest: PGlite: %v", err)
+	}
+	return inSchema(t, srv, func(s *server) { s.stop() })
+}
+
+// inSchema creates an empty schema on srv for t, and drops it and hands
+// srv to done when t ends.
+func inSchema(t testing.TB, srv *server, done func(*server)) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	schema := "t_" + randomHex(8)
@@ -121,7 +143,7 @@ func PGlite(t testing.TB) string {
 			srv.stop()
 			return
 		}
-		release(srv)
+		done(srv)
 	})
 	// search_path in the DSN names the schema for readers and for a PGlite
 	// that would honour it.
@@ -149,6 +171,12 @@ func acquire() (*server, error) {
 		}
 	}
 	pool.Unlock()
+	return start(nil)
+}
+
+// start starts a server with the settings conf and keeps it among those
+// StopPGlite stops.
+func start(conf []string) (*server, error) {
 	dir, err := pgliteDir()
 	if err != nil {
 		return nil, err
@@ -156,7 +184,7 @@ func acquire() (*server, error) {
 	if err := ensureInstalled(dir); err != nil {
 		return nil, err
 	}
-	s, err := startServer(dir)
+	s, err := startServer(dir, conf)
 	if err != nil {
 		return nil, err
 	}
@@ -215,13 +243,14 @@ func (s *server) stop() {
 	})
 }
 
-func startServer(dir string) (*server, error) {
+func startServer(dir string, conf []string) (*server, error) {
 	node, err := exec.LookPath("node")
 	if err != nil {
 		return nil, errors.New("node (Node.js 18+) is not on PATH; the PGlite tests need it and are never skipped: " +
 			"install Node.js and npm (Debian: apt-get install nodejs npm)")
 	}
-	bin := filepath.Join(dir, "node_modules", ".bin", "pglite-server")
+	// server.mjs is pglite-server that also passes PostgreSQL settings.
+	script := filepath.Join(dir, "server.mjs")
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
 		port, err := freePort()
@@ -230,10 +259,11 @@ func startServer(dir string) (*server, error) {
 		}
 		s := &server{port: port, done: make(chan struct{}), out: &tail{max: 64 << 10},
 			dsn: fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable&default_query_exec_mode=simple_protocol&connect_timeout=10", port)}
-		s.cmd = exec.Command(node, bin,
-			"-p", strconv.Itoa(port), "-h", "127.0.0.1",
-			"-e", "@electric-sql/pglite-pgvector:vector",
-			"-m", strconv.Itoa(pgliteMaxConnections))
+		args := []string{script, "-p", strconv.Itoa(port), "-h", "127.0.0.1", "-m", strconv.Itoa(pgliteMaxConnections)}
+		for _, c := range conf {
+			args = append(args, "-c", c)
+		}
+		s.cmd = exec.Command(node, args...)
 		s.cmd.Dir = dir
 		s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
 		s.cmd.SysProcAttr = procAttr()
