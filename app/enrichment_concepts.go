@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"strconv"
 	"strings"
 
@@ -172,11 +173,24 @@ func objectsAt(out, in map[string]any, path []string) []objectAt {
 // the record keeps the text and lists the property in its
 // SemanticUnresolved.
 func (s *Enricher) resolveConcepts(ctx context.Context, pl *plan, fields map[string]any, rec *enrichment.Record, merged map[string]any) {
-	if s.Concepts == nil || len(pl.semantic) == 0 {
+	conceptLinker{Concepts: s.Concepts, Log: s.Log}.resolve(ctx, pl.semantic, fields, rec, merged)
+}
+
+// conceptLinker resolves the semantic ids of the records an enrichment,
+// an auto-fusion and a manual merge store.
+type conceptLinker struct {
+	Concepts *ConceptService
+	Log      *slog.Logger
+}
+
+// resolve is resolveConcepts for the schema's semantic properties.
+func (s conceptLinker) resolve(ctx context.Context, semantic []semanticProp, fields map[string]any, rec *enrichment.Record,
+	merged map[string]any) {
+	if s.Concepts == nil || len(semantic) == 0 {
 		return
 	}
 	changed := false
-	for _, sp := range pl.semantic {
+	for _, sp := range semantic {
 		own, nested := sp.identityKeys()
 		for _, o := range objectsAt(merged, fields, sp.prop.Object) {
 			inputID, _ := o.input[sp.prop.Name].(string)
@@ -217,7 +231,7 @@ func unresolvedReason(err error) string {
 // resolveOne resolves one object's identity text; false when it resolved
 // to nothing (a blank text, an input id that names no concept), and an
 // error when the resolution failed.
-func (s *Enricher) resolveOne(ctx context.Context, orgID string, sp semanticProp, text, inputID string) (enrichment.SemanticConceptRef, bool, error) {
+func (s conceptLinker) resolveOne(ctx context.Context, orgID string, sp semanticProp, text, inputID string) (enrichment.SemanticConceptRef, bool, error) {
 	req := ResolveRequest{Type: sp.typ, EmbeddingModel: sp.prop.EmbeddingModel, Text: text, InputID: inputID, Mode: ResolveWrite,
 		Origin: concept.OriginEnrichment}
 	if sp.prop.Threshold != nil {

@@ -53,13 +53,17 @@ type Merger struct {
 	// Attachments resolves and reads the arbiter's attachment_ids (nil:
 	// attachments are refused).
 	Attachments *AttachmentLoader
+	// Concepts resolves the fused record's semantic ids, as an
+	// auto-fusion's (nil: they stay as the sources had them).
+	Concepts *ConceptService
 }
 
 // NewMerger runs merge jobs over records with fuser.
 func NewMerger(fuser *Fuser, records ports.RecordStore, schemas ports.SchemaStore, cache ports.SchemaCache, compiler ports.SchemaCompiler,
-	requests JobRequests, clock ports.Clock, ids ports.IDs, log *slog.Logger, entities ports.EntityStore, atts *AttachmentLoader) *Merger {
+	requests JobRequests, clock ports.Clock, ids ports.IDs, log *slog.Logger, entities ports.EntityStore, atts *AttachmentLoader,
+	concepts *ConceptService) *Merger {
 	return &Merger{Fuser: fuser, Records: records, Schemas: schemas, SchemaCache: cache, Compiler: compiler, Requests: requests,
-		Clock: clock, IDs: ids, Log: log, Entities: entities, Attachments: atts}
+		Clock: clock, IDs: ids, Log: log, Entities: entities, Attachments: atts, Concepts: concepts}
 }
 
 // Bounds of a merge's result_ids.
@@ -281,11 +285,25 @@ func (s *Merger) Run(ctx context.Context, w *ports.Work) ports.Outcome {
 		w.Publish(job.FusionCompleted{Success: false, ErrorMessage: err.Error()})
 		return ports.Outcome{Failure: &ports.Failure{Code: job.CodeOutputInvalid, Msg: err.Error()}, Usage: usage}
 	}
+	s.resolveConcepts(ctx, pl, f)
 	res, _ := json.Marshal(f.result.Merged)
 	sync := syncEntity(ctx, s.Entities, s.Clock, pl.schema, pl.req.DatabaseSync, f.record, nil, w.Publish)
 	return ports.Outcome{Result: res, Records: []*enrichment.Record{f.record}, Usage: usage, Sync: sync.writes, Database: outcomes(sync),
 		Completed: job.JobCompleted{Result: f.result.Merged, RecordID: f.record.ID, RecordIDs: []string{f.record.ID}, Cost: f.cost,
 			Fused: true, Fusion: f.result.Summary, SourceModels: sourceModels(pl.sources)}}
+}
+
+// resolveConcepts resolves the fused record's semantic ids against the
+// records' schema, when it still exists, as an auto-fusion does: the
+// sources' ids were their own resolutions, and the merged identity may
+// differ from each.
+func (s *Merger) resolveConcepts(ctx context.Context, pl *mergePlan, f *fused) {
+	if s.Concepts == nil || pl.schema == nil {
+		return
+	}
+	var fields map[string]any
+	_ = json.Unmarshal(pl.entity, &fields)
+	conceptLinker{Concepts: s.Concepts, Log: s.Log}.resolve(ctx, semanticProps(pl.doc, pl.schema.Name), fields, f.record, f.result.Merged)
 }
 
 // MergeResult is the blocking merge's answer: its fusion_completed event.

@@ -32,9 +32,9 @@ type ConceptRouteConfig struct {
 // the latest migration), so that a lookup needs no storage round trip
 // for them. It wraps both stores: a write through it drops the
 // organization's entry here before it returns and on the other instances
-// through Invalidations. A migration's cut-over is such a write, and the
-// migration then sweeps the source slice for concepts minted meanwhile,
-// which covers an instance that heard of the change late.
+// through Invalidations. A migration's cut-over is such a write; an
+// instance that hears of it late resolves as one that read the route just
+// before it, and the migration's sweep moves what it mints meanwhile.
 type ConceptRoutes struct {
 	settings   ports.EmbeddingSettings
 	migrations ports.ConceptMigrations
@@ -120,7 +120,7 @@ func (r *ConceptRoutes) Changed(ctx context.Context, orgID string) {
 	}
 	if err := r.notes.Publish(context.WithoutCancel(ctx), KindConceptRoute, orgID); err != nil && r.log != nil {
 		// Other instances then route lookups the old way until the TTL
-		// ends; a cut-over's sweep moves what they mint meanwhile.
+		// ends.
 		r.log.Error("publish cache invalidation", "kind", KindConceptRoute, "org_id", orgID, "err", err)
 	}
 }

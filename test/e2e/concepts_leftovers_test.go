@@ -132,3 +132,44 @@ func TestEnrichmentListsUnresolvedConcepts(t *testing.T) {
 		})
 	}
 }
+
+// TestManualMergeResolvesConcepts: a record fused by POST
+// /api/fusion/merge resolves its semantic ids as an auto-fused one does,
+// and names its concept.
+func TestManualMergeResolvesConcepts(t *testing.T) {
+	for _, b := range backends[:2] { // memory and native PostgreSQL
+		t.Run(b.name, func(t *testing.T) {
+			is := is.New(t)
+			s := start(t, testConfig(b.dsn(t)))
+			key := s.register("concepts-merge@example.com").key
+			sc := s.createSchema(key, "Company", conceptSchema)
+			var ids []string
+			var id string
+			for _, m := range []string{"sandbox::echo", "sandbox::alt"} {
+				var out conceptEnrichAnswer
+				is.Equal(s.call("POST", "/api/single/enrich/sync", key, obj{"entity_data": obj{"name": "IBM"}, "schema_id": sc,
+					"models": []string{m}}, &out), 200)
+				id, _ = out.Result["id"].(string)
+				is.True(id != "")
+				ids = append(ids, out.RecordID)
+			}
+			var merged struct {
+				RecordID     string         `json:"record_id"`
+				MergedResult map[string]any `json:"merged_result"`
+			}
+			is.Equal(s.call("POST", "/api/fusion/merge", key, obj{"result_ids": ids}, &merged), 200)
+			is.True(merged.RecordID != "")
+			var rec struct {
+				conceptRecord
+				Type             string         `json:"type"`
+				StructuredOutput map[string]any `json:"structured_output"`
+			}
+			is.Equal(s.call("GET", "/api/records/"+merged.RecordID, key, nil, &rec), 200)
+			is.Equal(rec.Type, "fusion")
+			is.Equal(len(rec.Raw), 1) // the fused record names its concept
+			is.Equal(rec.Raw[0]["concept_id"], id)
+			is.Equal(rec.Raw[0]["json_path"], "$.id")
+			is.Equal(rec.StructuredOutput["id"], id)
+		})
+	}
+}
