@@ -295,8 +295,8 @@ func provideBlobs(ctx context.Context, cfg Config, st *Stores, lg *slog.Logger) 
 // provideConceptService runs the semantic concept vocabulary on the
 // stores' concept adapters, embedding through the registry (langchaingo's
 // embedders, and the built-in one) with the organizations' keys.
-func provideConceptService(cfg Config, st *Stores, routes *cache.ConceptRoutes, reg *llm.Registry, keys *app.KeyRing, clock ports.Clock,
-	ids ports.IDs, lg *slog.Logger) (*app.ConceptService, error) {
+func provideConceptService(cfg Config, st *Stores, routes *cache.ConceptRoutes, reg *llm.Registry, keys *app.KeyRing, guard *app.SpendGuard,
+	clock ports.Clock, ids ports.IDs, lg *slog.Logger) (*app.ConceptService, error) {
 	// A Config built in code (the embedded library, tests) has no env
 	// default: the built-in embedder, as ENRICH_EMBEDDING_MODEL's.
 	def, err := model.ParseKey(cmp.Or(cfg.EmbeddingModel, "builtin::ngram-384"))
@@ -305,7 +305,7 @@ func provideConceptService(cfg Config, st *Stores, routes *cache.ConceptRoutes, 
 	}
 	s := &app.ConceptService{Store: st.Concepts, Vectors: st.Vectors, Reviews: st.Reviews, Links: st.ConceptLinks,
 		Settings: routes.Settings(), Schemas: st.Schemas, Databases: st.Databases, Embedder: reg, Catalog: reg, Usage: st.Usage,
-		Keys: keys, DefaultModel: def, Clock: clock, IDs: ids, Log: lg, UoW: st.UoW, Entities: st.Entities,
+		Keys: keys, Guard: guard, DefaultModel: def, Clock: clock, IDs: ids, Log: lg, UoW: st.UoW, Entities: st.Entities,
 		Migrations: routes.Migrations(), Records: st.Records}
 	if cfg.ConceptJudgeModel != "" {
 		k, err := model.ParseKey(cfg.ConceptJudgeModel)

@@ -83,7 +83,7 @@ func initMemory(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	}
 	attachmentLoader := provideAttachmentLoader(stores, blobStore)
 	conceptRoutes := provideConceptRoutes(cfg, stores, clock, logger)
-	conceptService, err := provideConceptService(cfg, stores, conceptRoutes, registry, keyRing, clock, iDs, logger)
+	conceptService, err := provideConceptService(cfg, stores, conceptRoutes, registry, keyRing, spendGuard, clock, iDs, logger)
 	if err != nil {
 		cleanup()
 		return nil, nil, err
@@ -218,7 +218,7 @@ func initPostgres(ctx context.Context, cfg Config) (*Embedded, func(), error) {
 	}
 	attachmentLoader := provideAttachmentLoader(stores, blobStore)
 	conceptRoutes := provideConceptRoutes(cfg, stores, clock, logger)
-	conceptService, err := provideConceptService(cfg, stores, conceptRoutes, registry, keyRing, clock, iDs, logger)
+	conceptService, err := provideConceptService(cfg, stores, conceptRoutes, registry, keyRing, spendGuard, clock, iDs, logger)
 	if err != nil {
 		cleanup2()
 		cleanup()
@@ -339,7 +339,7 @@ func initWithStores(ctx context.Context, cfg Config, st *Stores) (*Embedded, fun
 	}
 	attachmentLoader := provideAttachmentLoader(st, blobStore)
 	conceptRoutes := provideConceptRoutes(cfg, st, clock, logger)
-	conceptService, err := provideConceptService(cfg, st, conceptRoutes, registry, keyRing, clock, iDs, logger)
+	conceptService, err := provideConceptService(cfg, st, conceptRoutes, registry, keyRing, spendGuard, clock, iDs, logger)
 	if err != nil {
 		cleanup()
 		return nil, nil, err

@@ -50,6 +50,9 @@ type ConceptService struct {
 	// not recorded).
 	Usage ports.UsageLedger
 	Keys  *KeyRing
+	// Guard is asked before each priced embedding call, as before a chat
+	// call (nil: every spend goes on).
+	Guard *SpendGuard
 	// Migrations routes the lookups of a type an embedding-model
 	// migration cut over to its target model (nil: none).
 	Migrations ports.ConceptMigrations

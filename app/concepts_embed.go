@@ -48,7 +48,8 @@ func (s *ConceptService) ModelFor(ctx context.Context, orgID, named string) (mod
 // provider refuses leaves rotation and a rate-limited one rests, and the
 // call moves on to the next usable key, as a run's chat calls do. Every
 // call that reached the provider is charged to the usage ledger at the
-// model's embedding price.
+// model's embedding price. A priced call is first asked of the spend
+// guard (the operator's quotas: 429).
 func (s *ConceptService) Embed(ctx context.Context, orgID string, mk model.Key, texts []string) ([][]float32, int, error) {
 	info, err := s.embeddingModel(mk)
 	if err != nil {
@@ -62,6 +63,14 @@ func (s *ConceptService) Embed(ctx context.Context, orgID string, mk model.Key, 
 	}
 	var tried []string
 	for switches := 0; ; switches++ {
+		// A priced call is refused before it is made, as a chat call is:
+		// the quota counts embedding tokens. A free one (the built-in
+		// models) spends nothing.
+		if info.Price != (model.Price{}) {
+			if err := s.Guard.Check(ctx, SpendOf(orgID, cred)); err != nil {
+				return nil, 0, err
+			}
+		}
 		t0 := time.Now()
 		resp, err := s.Embedder.Embed(ctx, ports.EmbedRequest{Model: mk, Texts: texts, Credential: cred})
 		s.chargeEmbedding(ctx, orgID, info, cred, resp.InputTokens, err, time.Since(t0))

@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"strings"
@@ -136,4 +137,32 @@ func TestConceptEmbedRefusesANonEmbeddingModel(t *testing.T) {
 	is.True(ok)
 	is.Equal(e.Field, "embedding_model")
 	is.Equal(len(r.usage(t)), 0)
+}
+
+// refuseSpends refuses every spend it is asked about, and counts them.
+type refuseSpends struct{ asked []app.Spend }
+
+func (r *refuseSpends) CheckSpend(_ context.Context, s app.Spend) error {
+	r.asked = append(r.asked, s)
+	return &app.Error{Kind: app.ErrQuotaExceeded, Code: "quota_tokens_per_day", Detail: "refused"}
+}
+
+// TestConceptEmbedAsksTheSpendGuard: a priced embedding call is refused
+// before it reaches the provider when the guard says no (nothing is
+// charged), and a free one (the built-in model) is not asked about.
+func TestConceptEmbedAsksTheSpendGuard(t *testing.T) {
+	is := is.New(t)
+	r := newConceptRig(t, "sk-good-key-0001", "sk-good-key-0001")
+	guard := &refuseSpends{}
+	r.svc.Guard = app.NewSpendGuard(guard)
+	_, _, err := r.svc.Embed(context.Background(), rigOrg, model.Key{Provider: "oa", Model: "text-embedding-3-small"}, []string{"acme"})
+	is.True(errors.Is(err, app.ErrQuotaExceeded))
+	is.Equal(len(guard.asked), 1)
+	is.Equal(guard.asked[0].OrgID, rigOrg)
+	is.Equal(guard.asked[0].Operator, false) // the organization's own key pays
+	is.Equal(len(r.usage(t)), 0)             // never called, never charged
+
+	_, _, err = r.svc.Embed(context.Background(), rigOrg, llm.NgramModel, []string{"acme"})
+	is.NoErr(err)
+	is.Equal(len(guard.asked), 1)
 }
