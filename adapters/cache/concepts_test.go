@@ -3,6 +3,7 @@ package cache_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -211,4 +212,36 @@ func TestConceptRoutesCopies(t *testing.T) {
 	is.NoErr(err)
 	is.Equal(len(b.CutTypes), 0)
 	is.Equal(b.ConceptTypes[0], "company")
+}
+
+// failingSettings fails its reads until told otherwise.
+type failingSettings struct {
+	*memory.EmbeddingSettings
+	fail bool
+}
+
+func (f *failingSettings) EmbeddingModel(ctx context.Context, org string) (string, bool, error) {
+	if f.fail {
+		return "", false, fmt.Errorf("fake: %w", ports.ErrUnavailable)
+	}
+	return f.EmbeddingSettings.EmbeddingModel(ctx, org)
+}
+
+// TestConceptRoutesErrorsAreNotKept: a failed read is the store's error and
+// is not kept: the next read reaches the store.
+func TestConceptRoutesErrorsAreNotKept(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	s := &failingSettings{EmbeddingSettings: memory.NewEmbeddingSettings(), fail: true}
+	is.NoErr(s.SetEmbeddingModel(ctx, "o", "builtin::ngram-384"))
+	c := cache.NewConceptRoutes(s, memory.NewConceptMigrations(), nil, fakeports.NewClock(), nil, cache.ConceptRouteConfig{TTL: time.Hour})
+	_, _, err := c.Settings().EmbeddingModel(ctx, "o")
+	is.True(errors.Is(err, ports.ErrUnavailable))
+	_, err = c.Migrations().LatestMigration(ctx, "o")
+	is.True(errors.Is(err, ports.ErrUnavailable)) // one entry: the route fails whole
+	s.fail = false
+	m, set, err := c.Settings().EmbeddingModel(ctx, "o")
+	is.NoErr(err)
+	is.True(set)
+	is.Equal(m, "builtin::ngram-384")
 }

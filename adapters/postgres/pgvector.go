@@ -123,11 +123,10 @@ func NewVectorIndex(ctx context.Context, db bun.IDB) (ports.VectorIndex, error) 
 // statement can take the unnamed one's place in between (SQLSTATE 26000
 // under 64 clients). db, when a transaction, runs q as any statement.
 func scanSimple(ctx context.Context, db bun.IDB, q *bun.RawQuery, dest any) error {
-	pool, ok := db.(*bun.DB)
-	if !ok {
+	pool, rows, err := querySimple(ctx, db, q)
+	if pool == nil {
 		return q.Scan(ctx, dest)
 	}
-	rows, err := pool.DB.QueryContext(ctx, q.String(), pgx.QueryExecModeSimpleProtocol)
 	if err != nil {
 		return err
 	}
@@ -141,11 +140,10 @@ func scanSimple(ctx context.Context, db bun.IDB, q *bun.RawQuery, dest any) erro
 // scanRowSimple is scanSimple for one row into dest's columns:
 // sql.ErrNoRows when q found none.
 func scanRowSimple(ctx context.Context, db bun.IDB, q *bun.RawQuery, dest ...any) error {
-	pool, ok := db.(*bun.DB)
-	if !ok {
+	pool, rows, err := querySimple(ctx, db, q)
+	if pool == nil {
 		return q.Scan(ctx, dest...)
 	}
-	rows, err := pool.DB.QueryContext(ctx, q.String(), pgx.QueryExecModeSimpleProtocol)
 	if err != nil {
 		return err
 	}
@@ -160,6 +158,17 @@ func scanRowSimple(ctx context.Context, db bun.IDB, q *bun.RawQuery, dest ...any
 		return err
 	}
 	return rows.Close()
+}
+
+// querySimple sends q in the simple protocol on the pool db is; a nil
+// pool when db is a transaction, which runs q as any statement.
+func querySimple(ctx context.Context, db bun.IDB, q *bun.RawQuery) (*bun.DB, *sql.Rows, error) {
+	pool, ok := db.(*bun.DB)
+	if !ok {
+		return nil, nil, nil
+	}
+	rows, err := pool.DB.QueryContext(ctx, q.String(), pgx.QueryExecModeSimpleProtocol)
+	return pool, rows, err
 }
 
 // pgvectorNearestSQL orders by pgvector's cosine distance on the column

@@ -113,3 +113,15 @@ func TestPGliteParallelTestsGetTheirOwnServers(t *testing.T) {
 		t.Fatalf("parallel tests used %d servers, want 2", len(hosts))
 	}
 }
+
+// TestPGliteWithPassesSettings: a server of its own takes the PostgreSQL
+// settings it is given; the pooled servers keep PGlite's defaults.
+func TestPGliteWithPassesSettings(t *testing.T) {
+	is := is.New(t)
+	c := connect(t, pgtest.PGliteWith(t, "shared_buffers=64MB", "work_mem=7MB"))
+	is.Equal(one[string](t, c, "SHOW shared_buffers"), "64MB")
+	is.Equal(one[string](t, c, "SHOW work_mem"), "7MB")
+	is.True(strings.HasPrefix(one[string](t, c, "SELECT current_schema()"), "t_"))
+	d := connect(t, pgtest.PGlite(t))
+	is.Equal(one[string](t, d, "SHOW work_mem"), "4MB")
+}
