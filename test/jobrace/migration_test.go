@@ -171,8 +171,12 @@ func TestConceptMigrationSurvivesAKilledReplica(t *testing.T) {
 			is.Equal(cb[text], 0) // done before the kill: not redone
 		}
 	}
-	j, err := postgres.NewJobStore(db.DB).GetJob(ctx, org, m.ID)
-	is.NoErr(err)
+	// The job ends once Run returns, just after the migration's last save.
+	var j *job.Job
+	eventually(t, func() bool {
+		j, err = postgres.NewJobStore(db.DB).GetJob(ctx, org, m.ID)
+		return err == nil && j.State.Terminal()
+	})
 	is.Equal(j.State, job.Completed)
 	is.True(j.Attempt >= 2) // taken over
 }
